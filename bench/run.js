@@ -1,0 +1,13 @@
+// `npm run bench`: runs each benchmark in its own process so peak RSS is measured per bench.
+import { spawnSync } from 'node:child_process';
+import { cpus } from 'node:os';
+import { fileURLToPath } from 'node:url';
+
+const benches = (process.argv[2] ?? 'hash,upload').split(',');
+console.log(`machine: ${cpus().length} cores, node ${process.version}`);
+for (const name of benches) {
+  const file = fileURLToPath(new URL(`./${name}.js`, import.meta.url));
+  console.log(`\n== ${name}`);
+  const result = spawnSync(process.execPath, ['--expose-gc', file, ...process.argv.slice(3)], { stdio: 'inherit' });
+  if (result.status !== 0) process.exitCode = result.status ?? 1;
+}

@@ -1,0 +1,12 @@
+import type { CommandModule } from 'yargs';
+import type { CliContext } from '../context.js';
+import { handle, type GlobalArgs } from '../output.js';
+
+// Placeholder: replaced by the module that implements `audit`.
+export function auditCommand(ctx: CliContext): CommandModule<GlobalArgs, GlobalArgs> {
+  return {
+    command: 'audit',
+    describe: false,
+    handler: handle(ctx, async () => 1),
+  };
+}

@@ -1,0 +1,98 @@
+import { AudienceKitError, EXIT_CODES, exitCodeFor, HttpError } from '../index.js';
+import type { CliContext } from './context.js';
+
+export interface GlobalArgs {
+  debug?: boolean;
+  json?: boolean;
+}
+
+export function writeLine(stream: NodeJS.WritableStream, line = ''): void {
+  stream.write(`${line}\n`);
+}
+
+export function writeJson(ctx: CliContext, value: unknown): void {
+  writeLine(ctx.stdout, JSON.stringify(value, null, 2));
+}
+
+export interface Column<Row> {
+  header: string;
+  value: (row: Row) => string | number | boolean | null | undefined;
+  align?: 'left' | 'right';
+}
+
+/** A plain-text table: headers, a rule, aligned cells. Numbers align right by default. */
+export function renderTable<Row>(rows: readonly Row[], columns: readonly Column<Row>[]): string {
+  const cells = rows.map((row) => columns.map((c) => formatCell(c.value(row))));
+  const widths = columns.map((c, i) =>
+    Math.max(c.header.length, ...cells.map((r) => (r[i] ?? '').length)),
+  );
+  const alignOf = (i: number, sample: unknown): 'left' | 'right' =>
+    columns[i]?.align ?? (typeof sample === 'number' ? 'right' : 'left');
+  const pad = (text: string, i: number, align: 'left' | 'right'): string =>
+    align === 'right' ? text.padStart(widths[i] ?? 0) : text.padEnd(widths[i] ?? 0);
+  const sampleRow = rows[0];
+  const aligns = columns.map((c, i) => alignOf(i, sampleRow === undefined ? '' : c.value(sampleRow)));
+  const lines = [
+    columns.map((c, i) => pad(c.header, i, aligns[i] ?? 'left')).join('  '),
+    widths.map((w) => '-'.repeat(w)).join('  '),
+    ...cells.map((r) => r.map((cell, i) => pad(cell, i, aligns[i] ?? 'left')).join('  ')),
+  ];
+  return lines.map((l) => l.trimEnd()).join('\n');
+}
+
+/** Two-column key/value listing for a single object. */
+export function renderFields(fields: ReadonlyArray<readonly [string, unknown]>): string {
+  const width = Math.max(...fields.map(([k]) => k.length));
+  return fields.map(([k, v]) => `${k.padEnd(width)}  ${formatCell(v)}`).join('\n');
+}
+
+function formatCell(value: unknown): string {
+  if (value === null || value === undefined) return '-';
+  if (Array.isArray(value)) return value.length === 0 ? '-' : value.join(', ');
+  if (typeof value === 'object') return JSON.stringify(value);
+  return String(value);
+}
+
+/**
+ * Print an error as one line of cause plus one line of fix (stack only with --debug) and
+ * return the documented exit code. Never prints request headers or bodies.
+ */
+export function reportError(ctx: CliContext, error: unknown, debug: boolean): number {
+  if (error instanceof AudienceKitError) {
+    writeLine(ctx.stderr, `error: ${error.message}`);
+    if (error instanceof HttpError) {
+      for (const e of error.errors.slice(0, 5)) {
+        const param = e.parameter === undefined ? '' : ` (parameter ${e.parameter})`;
+        writeLine(ctx.stderr, `  platform: ${e.code}: ${e.message}${param}`);
+      }
+      if (error.apiWarn !== undefined) writeLine(ctx.stderr, `  platform warning: ${error.apiWarn}`);
+    }
+    if (error.fix !== undefined) writeLine(ctx.stderr, `  fix: ${error.fix}`);
+  } else {
+    const message = error instanceof Error ? error.message : String(error);
+    writeLine(ctx.stderr, `error: unexpected failure: ${message}`);
+    writeLine(ctx.stderr, '  fix: run again with --debug and report the output (it contains no secrets)');
+  }
+  if (debug && error instanceof Error && error.stack !== undefined) {
+    writeLine(ctx.stderr, error.stack);
+  }
+  return exitCodeFor(error);
+}
+
+/**
+ * Wrap a command handler: run it, map any error to its exit code. Handlers stay thin: parse
+ * arguments into library options, call the library, render the result.
+ */
+export function handle<Args extends GlobalArgs>(
+  ctx: CliContext,
+  run: (args: Args) => Promise<number | void>,
+): (args: Args) => Promise<void> {
+  return async (args) => {
+    try {
+      const code = await run(args);
+      ctx.exitCode = code ?? EXIT_CODES.ok;
+    } catch (error) {
+      ctx.exitCode = reportError(ctx, error, args.debug === true);
+    }
+  };
+}

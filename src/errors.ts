@@ -1,0 +1,167 @@
+/**
+ * One small error hierarchy for the whole toolkit. Every error has a stable `code` (for
+ * scripts and library users), a one-line `message` that names the cause, and a `fix` that
+ * tells the user what to do. The CLI maps classes to exit codes (see `exitCodeFor`).
+ *
+ * Messages must never contain raw identifiers, secrets or Authorization headers: callers
+ * build messages from counts, column names, line numbers and platform error texts only.
+ */
+
+export const EXIT_CODES = {
+  /** Every user confirmed / command succeeded. */
+  ok: 0,
+  /** A bug or an unexpected condition; run again with --debug and report it. */
+  internal: 1,
+  /** Bad command-line usage or configuration (missing credential, invalid option). */
+  usage: 2,
+  /** The input could not be read (missing file, not CSV, unsupported encoding, no header). */
+  input: 3,
+  /** The platform refused the credentials or the permission (401, 403). */
+  auth: 4,
+  /** Some users were confirmed, others were not (failed batches kept for --resume). */
+  partial: 5,
+  /** The platform or network failed and nothing more could be done (after retries). */
+  api: 6,
+  /** A wait (for example `audiences wait`) ran out of time. */
+  timeout: 7,
+  /** Interrupted by SIGINT; the journal was saved. */
+  interrupted: 130,
+} as const;
+
+export type ExitCode = (typeof EXIT_CODES)[keyof typeof EXIT_CODES];
+
+export interface ErrorOptions {
+  fix?: string;
+  cause?: unknown;
+}
+
+export class AudienceKitError extends Error {
+  /** Stable machine-readable code, for example `config_missing_credential`. */
+  readonly code: string;
+  /** What the user should do about it, one line. */
+  readonly fix: string | undefined;
+
+  constructor(code: string, message: string, options: ErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.fix = options.fix;
+  }
+}
+
+/** Invalid or missing configuration, environment variable or command-line option. */
+export class ConfigError extends AudienceKitError {}
+
+/** The input cannot be read or understood as a whole (a bad row is a reject, not an error). */
+export class InputError extends AudienceKitError {}
+
+/** One error entry as the platform returns it under `errors`. */
+export interface PlatformErrorDetail {
+  code: string | number;
+  message: string;
+  parameter?: string;
+  details?: string;
+  value?: unknown;
+}
+
+/** One entry of `operation_errors`: `index` is the position of the operation in the request. */
+export interface OperationErrorDetail {
+  index: number;
+  message: string;
+  code?: string | number;
+  /** Position of the user inside the operation's `users`, when the platform says. */
+  userIndex?: number;
+}
+
+export interface HttpErrorInit extends ErrorOptions {
+  status: number;
+  method: string;
+  /** Path only (no query, no host credentials), safe to print. */
+  path: string;
+  errors?: PlatformErrorDetail[];
+  operationErrors?: OperationErrorDetail[];
+  apiWarn?: string;
+  requestId?: string;
+  /** Short excerpt of a body that was not JSON. */
+  bodyExcerpt?: string;
+  /** RFC 7807 problem `type`, when the body was a Problem object. */
+  problemType?: string;
+}
+
+/** The platform answered with a non-2xx status. */
+export class HttpError extends AudienceKitError {
+  readonly status: number;
+  readonly method: string;
+  readonly path: string;
+  readonly errors: PlatformErrorDetail[];
+  readonly operationErrors: OperationErrorDetail[];
+  readonly apiWarn: string | undefined;
+  readonly requestId: string | undefined;
+  readonly bodyExcerpt: string | undefined;
+  readonly problemType: string | undefined;
+
+  constructor(code: string, message: string, init: HttpErrorInit) {
+    super(code, message, init);
+    this.status = init.status;
+    this.method = init.method;
+    this.path = init.path;
+    this.errors = init.errors ?? [];
+    this.operationErrors = init.operationErrors ?? [];
+    this.apiWarn = init.apiWarn;
+    this.requestId = init.requestId;
+    this.bodyExcerpt = init.bodyExcerpt;
+    this.problemType = init.problemType;
+  }
+}
+
+/** 401 or 403: the credentials or the account's permission were refused. */
+export class AuthError extends HttpError {}
+
+/** 429, or a wait for the rate-limit reset that exceeded the allowed bound. */
+export class RateLimitError extends HttpError {
+  readonly resetAt: Date | undefined;
+  constructor(code: string, message: string, init: HttpErrorInit & { resetAt?: Date }) {
+    super(code, message, init);
+    this.resetAt = init.resetAt;
+  }
+}
+
+/** The connection failed, was reset, or timed out. */
+export class ConnectionError extends AudienceKitError {}
+
+export class TimeoutError extends ConnectionError {}
+
+/** The platform answered 2xx but its counts do not prove that every user was accepted. */
+export class BatchVerificationError extends AudienceKitError {
+  readonly expected: number;
+  readonly successCount: number | undefined;
+  readonly totalCount: number | undefined;
+  constructor(
+    message: string,
+    init: ErrorOptions & { expected: number; successCount?: number; totalCount?: number },
+  ) {
+    super('batch_count_mismatch', message, init);
+    this.expected = init.expected;
+    this.successCount = init.successCount;
+    this.totalCount = init.totalCount;
+  }
+}
+
+/** The response had a 2xx status but not the documented shape. */
+export class ResponseShapeError extends AudienceKitError {}
+
+/** Exit code for an error thrown out of a command. */
+export function exitCodeFor(error: unknown): ExitCode {
+  if (error instanceof ConfigError) return EXIT_CODES.usage;
+  if (error instanceof InputError) return EXIT_CODES.input;
+  if (error instanceof AuthError) return EXIT_CODES.auth;
+  if (error instanceof BatchVerificationError) return EXIT_CODES.partial;
+  if (
+    error instanceof HttpError ||
+    error instanceof ConnectionError ||
+    error instanceof ResponseShapeError
+  ) {
+    return EXIT_CODES.api;
+  }
+  return EXIT_CODES.internal;
+}
