@@ -1,1 +1,364 @@
-export {};
+/**
+ * The audit log: append-only JSONL, one record when an upload starts and one when it ends,
+ * chained so that editing, inserting or removing a line breaks the chain at the next line.
+ *
+ * Each record carries `prev`, the SHA-256 (hex) of the previous line's bytes (without its
+ * newline); the first record links to AUDIT_GENESIS. A record is appended with one write()
+ * on an O_APPEND descriptor followed by fsync, under an advisory lock file, because `prev`
+ * must be the line actually preceding it even when two runs append at the same moment.
+ *
+ * Records hold counts, names and ids only: never identifiers, identifier hashes or secrets.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
+import { dirname } from 'node:path';
+import { z } from 'zod';
+import { AudienceKitError, ConfigError, InputError } from './errors.js';
+
+/** `prev` of the first record: SHA-256 of this fixed text. */
+export const AUDIT_GENESIS = createHash('sha256').update('audience-kit audit log v1').digest('hex');
+
+export type AuditTargetKind = 'custom_audience' | 'do_not_reach_list';
+export type RunOutcome = 'completed' | 'partial' | 'failed' | 'interrupted';
+
+/** The options that change what is sent (never values). */
+export interface AuditRunOptions {
+  default_country: string | null;
+  country_column: string | null;
+  phone_format: string;
+  input_hashed: string;
+  mapping: Record<string, string[]>;
+  effective_at: string | null;
+  expires_at: string | null;
+  max_body_bytes: number;
+  max_operations: number;
+  max_users_per_operation: number;
+}
+
+export interface AuditRunStart {
+  event: 'run_start';
+  run_id: string;
+  at: string;
+  tool_version: string;
+  account_id: string;
+  target: { kind: AuditTargetKind; id: string };
+  operation: 'update' | 'delete';
+  input: { name: string; size: number | null; sha256: string | null };
+  options: AuditRunOptions;
+  /** True when this run continues an earlier one from its journal. */
+  resumed: boolean;
+  sandbox: boolean;
+}
+
+/** The report's counts (all numbers). */
+export interface AuditCounts {
+  rows: number;
+  users_sent: number;
+  duplicates: number;
+  rows_without_identifier: number;
+  invalid_values: number;
+  digests_passed_through: number;
+  oversized_users: number;
+  requests: number;
+  batches_confirmed: number;
+  batches_failed: number;
+  bytes: number;
+  retries: number;
+  mismatches: number;
+  rate_limit_waits: number;
+  success_count: number;
+  total_count: number;
+}
+
+export interface AuditRunEnd {
+  event: 'run_end';
+  run_id: string;
+  at: string;
+  started_at: string;
+  duration_ms: number;
+  outcome: RunOutcome;
+  input: { name: string; rows: number; sha256: string | null };
+  counts: AuditCounts;
+  /** Error code when the run stopped on an error. */
+  error?: string;
+}
+
+export type AuditRecord = AuditRunStart | AuditRunEnd;
+export type ChainedAuditRecord = AuditRecord & { prev: string };
+
+export function defaultAuditLogPath(stateDir: string): string {
+  return `${stateDir.replace(/\/+$/, '')}/audit.jsonl`;
+}
+
+/** A run id that sorts by start time: `20250101T120000Z-3f9a1c`. */
+export function newRunId(now: Date = new Date()): string {
+  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  return `${stamp}-${randomBytes(3).toString('hex')}`;
+}
+
+export interface AuditLockOptions {
+  /** Give up after this long (default 10 s). */
+  timeoutMs?: number;
+  /** A lock older than this whose owner cannot be confirmed alive is broken (default 30 s). */
+  staleMs?: number;
+}
+
+/**
+ * Append one record, chained to the current last line. Returns the record as written.
+ * The directory is created (mode 0700) and the file too (mode 0600).
+ */
+export async function appendAuditRecord(
+  path: string,
+  record: AuditRecord,
+  options: AuditLockOptions = {},
+): Promise<ChainedAuditRecord> {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const release = await acquireFileLock(`${path}.lock`, options);
+  try {
+    const fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT, 0o600);
+    try {
+      const { line, endsWithNewline } = lastLine(path);
+      const prev = line === undefined ? AUDIT_GENESIS : sha256Hex(line);
+      const chained: ChainedAuditRecord = { ...record, prev };
+      // A torn last line (crash mid-write) stays visible to verify; the new record starts a new line.
+      const text = `${endsWithNewline ? '' : '\n'}${JSON.stringify(chained)}\n`;
+      writeSync(fd, Buffer.from(text, 'utf8'));
+      fsyncSync(fd);
+      return chained;
+    } finally {
+      closeSync(fd);
+    }
+  } finally {
+    release();
+  }
+}
+
+function sha256Hex(bytes: Buffer): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+/** The bytes of the last line (without newline), reading backwards from the end. */
+function lastLine(path: string): { line: Buffer | undefined; endsWithNewline: boolean } {
+  const size = statSync(path).size;
+  if (size === 0) return { line: undefined, endsWithNewline: true };
+  const fd = openSync(path, 'r');
+  try {
+    const chunks: Buffer[] = [];
+    let pos = size;
+    let endsWithNewline = false;
+    let first = true;
+    while (pos > 0) {
+      const len = Math.min(64 * 1024, pos);
+      pos -= len;
+      const buf = Buffer.alloc(len);
+      readSync(fd, buf, 0, len, pos);
+      let end = len;
+      if (first) {
+        first = false;
+        if (buf[len - 1] === 0x0a) {
+          endsWithNewline = true;
+          end = len - 1;
+        }
+      }
+      const nl = buf.lastIndexOf(0x0a, end - 1);
+      if (nl >= 0 && end > 0) {
+        chunks.unshift(buf.subarray(nl + 1, end));
+        return { line: Buffer.concat(chunks), endsWithNewline };
+      }
+      chunks.unshift(buf.subarray(0, end));
+    }
+    return { line: Buffer.concat(chunks), endsWithNewline };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Advisory lock: a file created with O_EXCL holding the owner's pid. A lock whose owner
+ * process is gone (or, when the pid was never written, that is older than `staleMs`) is
+ * removed and retried. Also guards a run journal for the duration of a run.
+ */
+export async function acquireFileLock(lockPath: string, options: AuditLockOptions = {}): Promise<() => void> {
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  const staleMs = options.staleMs ?? 30_000;
+  const start = Date.now();
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const fd = openSync(lockPath, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
+      writeSync(fd, `${process.pid}\n`);
+      closeSync(fd);
+      return () => {
+        try {
+          unlinkSync(lockPath);
+        } catch {
+          // Already broken as stale by another process: nothing left to release.
+        }
+      };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    if (lockIsStale(lockPath, staleMs)) {
+      try {
+        unlinkSync(lockPath);
+      } catch {
+        // Another waiter removed it first.
+      }
+      continue;
+    }
+    if (Date.now() - start > timeoutMs) {
+      throw new AudienceKitError('file_locked', `${lockPath} is held by another running process`, {
+        fix: `wait for the other run to finish; if none is running, delete ${lockPath}`,
+      });
+    }
+    await sleep(Math.min(50, 2 + attempt * 2));
+  }
+}
+
+function lockIsStale(lockPath: string, staleMs: number): boolean {
+  try {
+    const fd = openSync(lockPath, 'r');
+    let text: string;
+    let mtimeMs: number;
+    try {
+      text = readFileSync(fd, 'utf8');
+      mtimeMs = fstatSync(fd).mtimeMs;
+    } finally {
+      closeSync(fd);
+    }
+    const pid = Number.parseInt(text, 10);
+    if (Number.isInteger(pid) && pid > 0) {
+      try {
+        process.kill(pid, 0);
+        return false;
+      } catch (error) {
+        // EPERM: alive but someone else's process.
+        return (error as NodeJS.ErrnoException).code === 'ESRCH';
+      }
+    }
+    // Empty (owner died between create and write): rely on age.
+    return Date.now() - mtimeMs > staleMs;
+  } catch {
+    // Vanished meanwhile: retry at once.
+    return true;
+  }
+}
+
+const recordSchema = z.object({
+  event: z.enum(['run_start', 'run_end']),
+  run_id: z.string().min(1),
+  at: z.string().min(1),
+  prev: z.string().regex(/^[0-9a-f]{64}$/),
+});
+
+export interface AuditBrokenLink {
+  /** 1-based line number of the first line that does not verify. */
+  line: number;
+  problem: string;
+}
+
+export interface AuditVerification {
+  ok: boolean;
+  records: number;
+  /** SHA-256 of the last line: record it elsewhere to detect truncation of the tail later. */
+  head: string;
+  broken?: AuditBrokenLink;
+}
+
+/** Check every link of the chain; reports the first broken one. */
+export function verifyAuditLog(path: string): AuditVerification {
+  const data = readAuditFile(path);
+  let prev = AUDIT_GENESIS;
+  let start = 0;
+  let lineNo = 0;
+  while (start < data.length) {
+    let end = data.indexOf(0x0a, start);
+    const complete = end >= 0;
+    if (!complete) end = data.length;
+    lineNo++;
+    const bytes = data.subarray(start, end);
+    const fail = (problem: string): AuditVerification => ({ ok: false, records: lineNo - 1, head: prev, broken: { line: lineNo, problem } });
+    if (!complete) return fail('the last line is incomplete (no newline): a write was cut off or the file was truncated');
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(bytes.toString('utf8'));
+    } catch {
+      return fail('not a JSON record');
+    }
+    const r = recordSchema.safeParse(parsed);
+    if (!r.success) {
+      const field = r.error.issues[0]?.path.join('.') ?? 'record';
+      return fail(`field "${field}" is missing or invalid`);
+    }
+    if (r.data.prev !== prev) {
+      return fail(
+        lineNo === 1
+          ? 'prev does not match the genesis value: lines were removed from the start'
+          : `prev does not match the SHA-256 of line ${lineNo - 1}: line ${lineNo - 1} was modified, or lines were inserted or removed before line ${lineNo}`,
+      );
+    }
+    prev = sha256Hex(bytes);
+    start = end + 1;
+  }
+  return { ok: true, records: lineNo, head: prev };
+}
+
+function readAuditFile(path: string): Buffer {
+  if (!existsSync(path)) {
+    throw new InputError('audit_log_missing', `no audit log at ${path}`, {
+      fix: 'pass --audit-log FILE, or run from the directory whose .audience-kit/ holds the log',
+    });
+  }
+  return readFileSync(path);
+}
+
+/** One run as listed: its start record and, when it ended, its end record. */
+export interface AuditRun {
+  run_id: string;
+  start?: AuditRunStart;
+  end?: AuditRunEnd;
+}
+
+/** Runs in log order (unparseable lines are skipped here; `verifyAuditLog` reports them). */
+export function readAuditRuns(path: string): AuditRun[] {
+  const runs = new Map<string, AuditRun>();
+  for (const line of readAuditFile(path).toString('utf8').split('\n')) {
+    if (line === '') continue;
+    let rec: ChainedAuditRecord;
+    try {
+      rec = JSON.parse(line) as ChainedAuditRecord;
+    } catch {
+      continue;
+    }
+    if (typeof rec.run_id !== 'string') continue;
+    const run = runs.get(rec.run_id) ?? { run_id: rec.run_id };
+    if (rec.event === 'run_start') run.start = rec;
+    else if (rec.event === 'run_end') run.end = rec;
+    runs.set(rec.run_id, run);
+  }
+  return [...runs.values()];
+}
+
+export function findAuditRun(path: string, runId: string): AuditRun {
+  const run = readAuditRuns(path).find((r) => r.run_id === runId);
+  if (run === undefined) {
+    throw new ConfigError('audit_run_not_found', `no run ${runId} in ${path}`, {
+      fix: 'list the runs with `audience-kit audit list`',
+    });
+  }
+  return run;
+}

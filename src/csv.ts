@@ -1,1 +1,783 @@
-export {};
+/**
+ * CSV ingestion: bytes in (file, stdin, stream; gzip and UTF-16 handled), records out with the
+ * physical line number where each record starts.
+ *
+ * The input is cut into chunks of whole records by a quote-aware byte scanner and every chunk
+ * is parsed by papaparse on its own. Chunking is what keeps memory flat with file size, and it
+ * is the unit of work the parallel hasher (`hashFile`) ships to worker threads: the same
+ * scanner and the same `parseCsvChunk` serve `readCsv` and the workers, so both paths see
+ * exactly the same records with the same line numbers.
+ */
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { basename } from 'node:path';
+import { Readable } from 'node:stream';
+import { createGunzip } from 'node:zlib';
+import Papa from 'papaparse';
+import { ConfigError, InputError } from './errors.js';
+import { IDENTIFIER_TYPES, type IdentifierType } from './normalize.js';
+
+/** A path (`-` is stdin), a Node stream, or any async iterable of bytes. */
+export type CsvSource = string | Readable | AsyncIterable<Uint8Array>;
+
+export type CsvDelimiter = ',' | ';' | '\t' | '|';
+export const CSV_DELIMITERS: readonly CsvDelimiter[] = [',', ';', '\t', '|'];
+
+export type CsvEncoding = 'utf-8' | 'utf-16le' | 'utf-16be';
+
+/** Why a record was skipped. */
+export type CsvRowError = 'unterminated_quote' | 'invalid_quotes' | 'field_count';
+
+export interface CsvRow {
+  /** Physical line (1-based) where the record starts. */
+  line: number;
+  /** The header row, shared by every row of a file. */
+  header: readonly string[];
+  fields: string[];
+  error?: undefined;
+}
+
+export interface CsvBadRow {
+  line: number;
+  error: CsvRowError;
+}
+
+export interface ReadCsvOptions {
+  /** Field delimiter; auto-detected among `, ; tab |` when absent. */
+  delimiter?: CsvDelimiter;
+  /** Where `-` reads from (default: process.stdin). */
+  stdin?: Readable;
+  /** Target chunk size in bytes (records are never split). Default DEFAULT_CHUNK_BYTES (64 KiB). */
+  chunkBytes?: number;
+  /** A record longer than this is treated as an unterminated quote. Default 1 MiB. */
+  maxRecordBytes?: number;
+}
+
+/** An opened CSV input: header known, records not yet read. */
+export interface CsvInput {
+  /** Display name (file name, `stdin` or `stream`). */
+  name: string;
+  header: readonly string[];
+  /** Line where the header record starts (1). */
+  headerLine: number;
+  delimiter: CsvDelimiter;
+  newline: '\n' | '\r\n';
+  encoding: CsvEncoding;
+  compressed: boolean;
+  /** Size of the file on disk (compressed size for .gz); undefined for streams. */
+  totalBytes: number | undefined;
+  /** Bytes consumed from the source so far (same unit as totalBytes). */
+  bytesRead(): number;
+  /** Whole-record chunks of the data rows, in order. Can be iterated once. */
+  chunks(): AsyncIterable<CsvChunk>;
+  /** Parsed data rows and bad rows, in order. Can be iterated once (shares the stream with chunks()). */
+  rows(): AsyncIterable<CsvRow | CsvBadRow>;
+  /** Stop reading and release the file. */
+  close(): Promise<void>;
+}
+
+/**
+ * A piece of the input holding whole records. `text` chunks are UTF-8 bytes for
+ * `parseCsvChunk`; `bad` chunks are a record the scanner gave up on (its first physical line).
+ */
+export type CsvChunk =
+  | { kind: 'text'; bytes: Uint8Array }
+  | { kind: 'bad'; error: CsvRowError; lines: number };
+
+const QUOTE = 0x22;
+const LF = 0x0a;
+const CR = 0x0d;
+const SPACE = 0x20;
+const MiB = 1024 * 1024;
+/**
+ * Default chunk size: its decoded text stays below V8's large-object size (~128 KiB), so a
+ * chunk's strings die young in the worker instead of piling up in the old generation until a
+ * full GC; still about 900 rows per message, so messaging costs are negligible.
+ */
+export const DEFAULT_CHUNK_BYTES = 64 * 1024;
+
+// ---------------------------------------------------------------------------------------------
+// Bytes: source -> decompressed, decoded UTF-8 without BOM.
+
+interface ByteInput {
+  name: string;
+  totalBytes: number | undefined;
+  bytesRead(): number;
+  bytes: AsyncIterator<Buffer>;
+  encoding: CsvEncoding;
+  compressed: boolean;
+  close(): Promise<void>;
+}
+
+async function openRaw(
+  source: CsvSource,
+  stdin: Readable | undefined,
+): Promise<{ name: string; totalBytes: number | undefined; stream: AsyncIterable<Uint8Array>; gzName: boolean; close(): Promise<void> }> {
+  if (typeof source !== 'string') {
+    const destroy = async (): Promise<void> => {
+      if (source instanceof Readable) source.destroy();
+    };
+    return { name: 'stream', totalBytes: undefined, stream: source, gzName: false, close: destroy };
+  }
+  if (source === '-') {
+    const input = stdin ?? process.stdin;
+    return { name: 'stdin', totalBytes: undefined, stream: input, gzName: false, close: async () => undefined };
+  }
+  let size: number;
+  try {
+    const info = await stat(source);
+    if (info.isDirectory()) {
+      throw new InputError('input_is_directory', `${source} is a directory, not a CSV file`, {
+        fix: 'pass the path of a CSV file (or - for stdin)',
+      });
+    }
+    size = info.size;
+  } catch (error) {
+    if (error instanceof InputError) throw error;
+    throw fileError(source, error);
+  }
+  const stream = createReadStream(source, { highWaterMark: 256 * 1024 });
+  return {
+    name: basename(source),
+    totalBytes: size,
+    stream,
+    gzName: source.toLowerCase().endsWith('.gz'),
+    close: async () => {
+      stream.destroy();
+    },
+  };
+}
+
+function fileError(path: string, error: unknown): InputError {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (code === 'ENOENT') {
+    return new InputError('input_not_found', `input file ${path} does not exist`, {
+      fix: 'check the path (or pass - to read stdin)',
+      cause: error,
+    });
+  }
+  if (code === 'EACCES' || code === 'EPERM') {
+    return new InputError('input_not_readable', `input file ${path} is not readable (permission denied)`, {
+      fix: 'fix the file permissions or run as a user who can read it',
+      cause: error,
+    });
+  }
+  return new InputError('input_read_failed', `could not read ${path}: ${code ?? 'read error'}`, {
+    fix: 'check that the file exists and is a readable CSV file',
+    cause: error,
+  });
+}
+
+function toBuffer(chunk: Uint8Array | string): Buffer {
+  if (typeof chunk === 'string') return Buffer.from(chunk, 'utf8');
+  return Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+}
+
+/** Read from an iterator until at least `n` bytes are buffered (or the end). */
+async function peek(it: AsyncIterator<Buffer>, n: number): Promise<Buffer[]> {
+  const head: Buffer[] = [];
+  let size = 0;
+  while (size < n) {
+    const next = await it.next();
+    if (next.done === true) break;
+    head.push(next.value);
+    size += next.value.length;
+  }
+  return head;
+}
+
+async function* prepend(head: Buffer[], rest: AsyncIterator<Buffer>): AsyncGenerator<Buffer> {
+  yield* head;
+  for (;;) {
+    const next = await rest.next();
+    if (next.done === true) return;
+    yield next.value;
+  }
+}
+
+function startsWith(buf: Buffer, bytes: readonly number[]): boolean {
+  return bytes.every((b, i) => buf[i] === b);
+}
+
+async function openBytes(source: CsvSource, opts: ReadCsvOptions): Promise<ByteInput> {
+  const raw = await openRaw(source, opts.stdin);
+  let read = 0;
+  const name = raw.name;
+  async function* counted(): AsyncGenerator<Buffer> {
+    try {
+      for await (const chunk of raw.stream) {
+        const buf = toBuffer(chunk);
+        read += buf.length;
+        yield buf;
+      }
+    } catch (error) {
+      if (error instanceof InputError) throw error;
+      throw typeof source === 'string' && source !== '-' ? fileError(source, error) : readError(name, error);
+    }
+  }
+  let it: AsyncIterator<Buffer> = counted();
+  let head = Buffer.concat(await peek(it, 4));
+  let compressed = false;
+  if (startsWith(head, [0x1f, 0x8b])) {
+    compressed = true;
+    it = gunzip(prepend([head], it), name);
+    head = Buffer.concat(await peek(it, 4));
+  } else if (raw.gzName && head.length > 0) {
+    await raw.close();
+    throw new InputError('input_not_gzip', `${name} ends in .gz but is not gzip data`, {
+      fix: 'decompress or rename the file, or pass the right file',
+    });
+  }
+  let encoding: CsvEncoding = 'utf-8';
+  let skip = 0;
+  if (startsWith(head, [0xef, 0xbb, 0xbf])) skip = 3;
+  else if (startsWith(head, [0xff, 0xfe])) [encoding, skip] = ['utf-16le', 2];
+  else if (startsWith(head, [0xfe, 0xff])) [encoding, skip] = ['utf-16be', 2];
+  else if (startsWith(head, [0x50, 0x4b, 0x03, 0x04])) {
+    await raw.close();
+    throw new InputError('input_not_csv', `${name} is a ZIP archive (an Excel workbook?), not a CSV file`, {
+      fix: 'export the sheet as "CSV UTF-8" and pass that file',
+    });
+  }
+  let bytes = prepend(skip > 0 ? [head.subarray(skip)] : [head], it);
+  if (encoding === 'utf-8') {
+    // Without a BOM, UTF-16 shows as NUL bytes in every other position; any other NUL means binary.
+    const sample = Buffer.concat(await peek(bytes, 4096));
+    bytes = prepend([sample], bytes);
+    const nulAt = (parity: number): number => {
+      let n = 0;
+      for (let i = parity; i < sample.length; i += 2) if (sample[i] === 0) n++;
+      return n;
+    };
+    const [even, odd] = [nulAt(0), nulAt(1)];
+    const half = Math.floor(sample.length / 2);
+    if (even + odd > 0) {
+      if (odd > half * 0.3 && even === 0) encoding = 'utf-16le';
+      else if (even > half * 0.3 && odd === 0) encoding = 'utf-16be';
+      else {
+        await raw.close();
+        throw new InputError('input_binary', `${name} contains binary data (NUL bytes), not CSV text`, {
+          fix: 'pass a CSV text file (UTF-8 or UTF-16 with a BOM)',
+        });
+      }
+    }
+  }
+  if (encoding !== 'utf-8') bytes = utf16ToUtf8(bytes, encoding);
+  return {
+    name,
+    totalBytes: raw.totalBytes,
+    bytesRead: () => read,
+    bytes,
+    encoding,
+    compressed,
+    close: raw.close,
+  };
+}
+
+function readError(name: string, error: unknown): InputError {
+  const message = error instanceof Error ? error.message : String(error);
+  return new InputError('input_read_failed', `could not read ${name}: ${message}`, {
+    fix: 'check the input stream',
+    cause: error,
+  });
+}
+
+async function* gunzip(input: AsyncIterable<Buffer>, name: string): AsyncGenerator<Buffer> {
+  const gz = createGunzip();
+  const src = Readable.from(input);
+  src.on('error', (error) => gz.destroy(error));
+  src.pipe(gz);
+  try {
+    for await (const chunk of gz) yield chunk as Buffer;
+  } catch (error) {
+    if (error instanceof InputError) throw error;
+    throw new InputError('input_gzip_corrupt', `${name} is not valid gzip data (${(error as Error).message})`, {
+      fix: 'check the file is complete (gzip -t FILE) or pass the uncompressed CSV',
+      cause: error,
+    });
+  } finally {
+    src.destroy();
+    gz.destroy();
+  }
+}
+
+async function* utf16ToUtf8(input: AsyncIterable<Buffer>, encoding: 'utf-16le' | 'utf-16be'): AsyncGenerator<Buffer> {
+  const decoder = new TextDecoder(encoding);
+  for await (const chunk of input) yield Buffer.from(decoder.decode(chunk, { stream: true }), 'utf8');
+  const rest = decoder.decode();
+  if (rest !== '') yield Buffer.from(rest, 'utf8');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Record scanner: finds record boundaries in UTF-8 bytes with papaparse's quote semantics.
+
+const enum ScanState {
+  FieldStart = 0,
+  Unquoted = 1,
+  Quoted = 2,
+  QuoteInQuoted = 3,
+  SpacesAfterQuote = 4,
+}
+
+interface ScanResult {
+  /** Offset just after the last record boundary (a line feed outside quotes); 0 if none. */
+  boundary: number;
+  /** Start of the last (incomplete) record. */
+  recordStart: number;
+  /** Whether the data ends inside a quoted field. */
+  openQuote: boolean;
+}
+
+/**
+ * Papaparse semantics: a quote opens a quoted field only at the start of a field; inside, `""`
+ * is an escaped quote and a quote closes the field only when followed (after spaces) by the
+ * delimiter, a line break or the end. Any other quote is searched past, as papaparse does.
+ */
+export function scanRecords(buf: Uint8Array, delimiter: number, final: boolean, firstOnly = false): ScanResult {
+  if (buf.indexOf(QUOTE) === -1) {
+    const nl = firstOnly ? buf.indexOf(LF) : buf.lastIndexOf(LF);
+    return { boundary: nl + 1, recordStart: nl + 1, openQuote: false };
+  }
+  let state: ScanState = ScanState.FieldStart;
+  let boundary = 0;
+  const n = buf.length;
+  for (let i = 0; i < n; i++) {
+    const b = buf[i];
+    switch (state) {
+      case ScanState.FieldStart:
+        if (b === QUOTE) state = ScanState.Quoted;
+        else if (b === LF) {
+          boundary = i + 1;
+          if (firstOnly) return { boundary, recordStart: boundary, openQuote: false };
+        } else if (b !== delimiter) state = ScanState.Unquoted;
+        break;
+      case ScanState.Unquoted:
+        if (b === LF) {
+          boundary = i + 1;
+          state = ScanState.FieldStart;
+          if (firstOnly) return { boundary, recordStart: boundary, openQuote: false };
+        } else if (b === delimiter) state = ScanState.FieldStart;
+        break;
+      case ScanState.Quoted:
+        if (b === QUOTE) state = ScanState.QuoteInQuoted;
+        break;
+      case ScanState.QuoteInQuoted:
+      case ScanState.SpacesAfterQuote:
+        if (b === QUOTE) state = state === ScanState.QuoteInQuoted ? ScanState.Quoted : ScanState.QuoteInQuoted;
+        else if (b === delimiter) state = ScanState.FieldStart;
+        else if (b === LF) {
+          boundary = i + 1;
+          state = ScanState.FieldStart;
+          if (firstOnly) return { boundary, recordStart: boundary, openQuote: false };
+        } else if (b === CR && buf[i + 1] === LF) state = ScanState.Unquoted;
+        else if (b === SPACE) state = ScanState.SpacesAfterQuote;
+        else state = ScanState.Quoted;
+        break;
+    }
+  }
+  const openQuote = state === ScanState.Quoted || (!final && state === ScanState.QuoteInQuoted);
+  return { boundary, recordStart: boundary, openQuote };
+}
+
+/**
+ * Cut a byte stream into chunks of whole records of about `chunkBytes`. A record that stays
+ * inside an open quote past `maxRecordBytes` or the end of input is unterminated: its first
+ * physical line is reported as a bad record and scanning resumes on the next line.
+ */
+async function* chunkRecords(
+  bytes: AsyncIterator<Buffer>,
+  initial: Buffer,
+  delimiter: number,
+  chunkBytes: number,
+  maxRecordBytes: number,
+): AsyncGenerator<CsvChunk> {
+  let carry = initial;
+  let ended = false;
+  let needMore = false;
+  for (;;) {
+    const parts = carry.length > 0 ? [carry] : [];
+    let size = carry.length;
+    while (!ended && (size < chunkBytes || needMore)) {
+      const next = await bytes.next();
+      if (next.done === true) ended = true;
+      else {
+        parts.push(next.value);
+        size += next.value.length;
+        needMore = false;
+      }
+    }
+    if (size === 0) return;
+    let buf = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, size);
+    while (buf.length > 0) {
+      // Scan about one chunk; the whole buffer only when a record is longer than that.
+      let whole = buf.length <= chunkBytes;
+      let scan = scanRecords(whole ? buf : buf.subarray(0, chunkBytes), delimiter, ended && whole);
+      if (!whole && scan.boundary === 0) {
+        whole = true;
+        scan = scanRecords(buf, delimiter, ended);
+      }
+      if (whole && scan.openQuote && (ended || buf.length - scan.recordStart > maxRecordBytes)) {
+        if (scan.recordStart > 0) yield { kind: 'text', bytes: new Uint8Array(buf.subarray(0, scan.recordStart)) };
+        yield { kind: 'bad', error: 'unterminated_quote', lines: 1 };
+        const lineEnd = buf.indexOf(LF, scan.recordStart);
+        buf = lineEnd === -1 ? Buffer.alloc(0) : buf.subarray(lineEnd + 1);
+        continue;
+      }
+      const cut = whole && ended ? buf.length : scan.boundary;
+      if (cut === 0) {
+        needMore = true;
+        break;
+      }
+      // A copy: the chunk owns its ArrayBuffer, so it can be transferred to a worker.
+      yield { kind: 'text', bytes: new Uint8Array(buf.subarray(0, cut)) };
+      buf = buf.subarray(cut);
+      if (!ended && buf.length < chunkBytes) break;
+    }
+    carry = buf;
+    if (ended && carry.length === 0) return;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsing one chunk.
+
+export interface ParsedChunkRow {
+  /** Line offset of the record from the chunk's first line (0-based). */
+  offset: number;
+  fields: string[];
+  error?: CsvRowError;
+}
+
+export interface ParsedChunk {
+  rows: ParsedChunkRow[];
+  /** Physical lines the chunk spans. */
+  lines: number;
+}
+
+/** Receives the records of a chunk in order; `offset` is the record's line offset from the chunk start. */
+export interface CsvChunkVisitor {
+  row(fields: string[], offset: number): void;
+  bad(offset: number, error: CsvRowError, fields: string[]): void;
+}
+
+/**
+ * Parse a chunk of whole records with papaparse and hand each record to `visit` (no per-row
+ * wrapper objects: this is the workers' hot loop). Blank lines are dropped (they count as lines,
+ * not rows); records whose field count differs from the header's are `field_count`.
+ * Returns the number of physical lines the chunk spans.
+ */
+export function visitCsvChunk(
+  text: string,
+  delimiter: CsvDelimiter,
+  newline: '\n' | '\r\n',
+  columns: number,
+  visit: CsvChunkVisitor,
+): number {
+  const parsed = Papa.parse<string[]>(text, { delimiter, newline, quoteChar: '"', header: false });
+  const data = parsed.data;
+  let quoteErrors: Set<number> | undefined;
+  for (const e of parsed.errors) if (e.row !== undefined && e.type === 'Quotes') (quoteErrors ??= new Set()).add(e.row);
+  const hasQuotes = text.includes('"');
+  const stripCr = newline === '\n';
+  let offset = 0;
+  let count = data.length;
+  if (count > 0 && text.endsWith('\n')) {
+    const last = data[count - 1];
+    if (last !== undefined && last.length === 1 && last[0] === '') count--;
+  }
+  for (let r = 0; r < count; r++) {
+    const fields = data[r] as string[];
+    let extraLines = 0;
+    if (hasQuotes) for (const f of fields) extraLines += countLf(f);
+    if (fields.length === 1 && fields[0] === '' && columns !== 1) {
+      offset += 1;
+      continue;
+    }
+    if (stripCr) {
+      // A stray CRLF line in an LF file leaves a CR on the last field.
+      const lastIndex = fields.length - 1;
+      const last = fields[lastIndex] as string;
+      if (last.charCodeAt(last.length - 1) === CR) fields[lastIndex] = last.slice(0, -1);
+    }
+    if (quoteErrors?.has(r) === true) visit.bad(offset, 'invalid_quotes', fields);
+    else if (fields.length !== columns) visit.bad(offset, 'field_count', fields);
+    else visit.row(fields, offset);
+    offset += 1 + extraLines;
+  }
+  return offset;
+}
+
+/** visitCsvChunk collecting the records (header parsing, readCsv). */
+export function parseCsvChunk(text: string, delimiter: CsvDelimiter, newline: '\n' | '\r\n', columns: number): ParsedChunk {
+  const rows: ParsedChunkRow[] = [];
+  const lines = visitCsvChunk(text, delimiter, newline, columns, {
+    row: (fields, offset) => rows.push({ offset, fields }),
+    bad: (offset, error, fields) => rows.push({ offset, fields, error }),
+  });
+  return { rows, lines };
+}
+
+function countLf(s: string): number {
+  let n = 0;
+  for (let i = s.indexOf('\n'); i !== -1; i = s.indexOf('\n', i + 1)) n++;
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Opening a CSV input.
+
+function detectDelimiter(sample: string, newline: '\n' | '\r\n'): CsvDelimiter {
+  let best: { d: CsvDelimiter; consistent: number; fields: number } | undefined;
+  for (const d of CSV_DELIMITERS) {
+    const parsed = Papa.parse<string[]>(sample, { delimiter: d, newline, preview: 20, quoteChar: '"' });
+    const header = parsed.data[0];
+    if (header === undefined || header.length < 2) continue;
+    const consistent = parsed.data.filter((r) => r.length === header.length).length;
+    if (best === undefined || consistent > best.consistent || (consistent === best.consistent && header.length > best.fields)) {
+      best = { d, consistent, fields: header.length };
+    }
+  }
+  return best?.d ?? ',';
+}
+
+/** Open a CSV input and read its header row. Throws InputError when there is no header. */
+export async function openCsv(source: CsvSource, opts: ReadCsvOptions = {}): Promise<CsvInput> {
+  const chunkBytes = opts.chunkBytes ?? DEFAULT_CHUNK_BYTES;
+  const maxRecordBytes = opts.maxRecordBytes ?? MiB;
+  const input = await openBytes(source, opts);
+  try {
+    // Enough bytes for delimiter detection and for the header record.
+    let head = Buffer.concat(await peek(input.bytes, 64 * 1024));
+    const firstLf = head.indexOf(LF);
+    const firstCr = head.indexOf(CR);
+    if (firstCr !== -1 && (firstLf === -1 || firstCr < firstLf - 1)) {
+      throw new InputError('input_cr_line_endings', `${input.name} uses old Mac (CR-only) line endings`, {
+        fix: 'convert the line endings to LF or CRLF (for example with `tr "\\r" "\\n"`)',
+      });
+    }
+    const newline: '\n' | '\r\n' = firstLf > 0 && head[firstLf - 1] === CR ? '\r\n' : '\n';
+    const sampleEnd = head.lastIndexOf(LF);
+    const sample = head.subarray(0, sampleEnd === -1 ? head.length : sampleEnd + 1).toString('utf8');
+    const delimiter = opts.delimiter ?? detectDelimiter(sample, newline);
+    const delimByte = delimiter.charCodeAt(0);
+    // Header record: grow until a boundary appears (a quoted header may span lines).
+    let scan = scanRecords(head, delimByte, false, true);
+    while (scan.boundary === 0) {
+      const more = await input.bytes.next();
+      if (more.done === true) break;
+      head = Buffer.concat([head, more.value]);
+      if (head.length > maxRecordBytes) break;
+      scan = scanRecords(head, delimByte, false, true);
+    }
+    const headerEnd = scan.boundary === 0 ? head.length : scan.boundary;
+    const headerText = head.subarray(0, headerEnd).toString('utf8');
+    const parsedHeader = parseCsvChunk(headerText, delimiter, newline, 0);
+    const headerRow = parsedHeader.rows[0];
+    if (headerText.trim() === '' || headerRow === undefined || parsedHeader.rows.length !== 1) {
+      throw new InputError('input_no_header', `${input.name} has no header row (the file is empty or starts with a blank line)`, {
+        fix: 'the first line must name the columns, for example: email,phone,country',
+      });
+    }
+    if (headerRow.error === 'invalid_quotes' || scan.boundary === 0 && scan.openQuote) {
+      throw new InputError('input_bad_header', `${input.name}: the header row has unbalanced quotes`, {
+        fix: 'fix the quoting of the first line of the file',
+      });
+    }
+    const header = headerRow.fields.map((h) => h.trim());
+    const headerLines = 1 + header.reduce((n, h) => n + countLf(h), 0);
+    const rest = head.subarray(headerEnd);
+    const chunks = chunkRecords(input.bytes, Buffer.from(rest), delimByte, chunkBytes, maxRecordBytes);
+    let consumed = false;
+    const take = (): AsyncGenerator<CsvChunk> => {
+      if (consumed) throw new Error('CsvInput can be iterated only once');
+      consumed = true;
+      return chunks;
+    };
+    const firstDataLine = 1 + headerLines;
+    return {
+      name: input.name,
+      header,
+      headerLine: 1,
+      delimiter,
+      newline,
+      encoding: input.encoding,
+      compressed: input.compressed,
+      totalBytes: input.totalBytes,
+      bytesRead: input.bytesRead,
+      chunks: take,
+      rows: () => rowsOf(take(), header, delimiter, newline, firstDataLine),
+      close: async () => {
+        await chunks.return(undefined);
+        await input.close();
+      },
+    };
+  } catch (error) {
+    await input.close();
+    throw error;
+  }
+}
+
+async function* rowsOf(
+  chunks: AsyncIterable<CsvChunk>,
+  header: readonly string[],
+  delimiter: CsvDelimiter,
+  newline: '\n' | '\r\n',
+  firstLine: number,
+): AsyncGenerator<CsvRow | CsvBadRow> {
+  const decoder = new TextDecoder();
+  let line = firstLine;
+  for await (const chunk of chunks) {
+    if (chunk.kind === 'bad') {
+      yield { line, error: chunk.error };
+      line += chunk.lines;
+      continue;
+    }
+    const parsed = parseCsvChunk(decoder.decode(chunk.bytes), delimiter, newline, header.length);
+    for (const row of parsed.rows) {
+      if (row.error !== undefined) yield { line: line + row.offset, error: row.error };
+      else yield { line: line + row.offset, header, fields: row.fields };
+    }
+    line += parsed.lines;
+  }
+}
+
+/**
+ * Read a CSV file (path, `-` for stdin, a stream or an async iterable of bytes) as rows with
+ * line numbers. Rows that cannot be parsed come as `{ line, error }` and the reading goes on.
+ */
+export async function* readCsv(source: CsvSource, opts: ReadCsvOptions = {}): AsyncGenerator<CsvRow | CsvBadRow> {
+  const input = await openCsv(source, opts);
+  try {
+    yield* input.rows();
+  } finally {
+    await input.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Column mapping.
+
+/** Header names recognized without `--map`, compared case/space/underscore/hyphen-insensitively. */
+export const AUTO_COLUMN_NAMES: Readonly<Record<IdentifierType | 'country', readonly string[]>> = {
+  email: ['email', 'e-mail', 'email_address', 'work_email', 'personal_email'],
+  phone_number: ['phone', 'phone_number', 'mobile', 'msisdn', 'mobile_phone', 'mobile_number', 'cell_phone', 'telephone'],
+  handle: ['handle', 'username', 'screen_name'],
+  device_id: ['device_id', 'idfa', 'adid', 'gaid', 'maid', 'android_id', 'aaid', 'advertising_id'],
+  service_id: ['user_id', 'service_id'],
+  partner_user_id: ['partner_user_id', 'customer_id'],
+  country: ['country', 'country_code'],
+};
+
+const columnKey = (name: string): string => name.toLowerCase().replace(/[\s_-]+/g, '');
+
+const AUTO_KEYS = new Map<string, IdentifierType | 'country'>(
+  Object.entries(AUTO_COLUMN_NAMES).flatMap(([type, names]) =>
+    names.map((n) => [columnKey(n), type as IdentifierType | 'country'] as const),
+  ),
+);
+
+export interface MappedColumn {
+  /** Position in the header. */
+  index: number;
+  column: string;
+  type: IdentifierType;
+}
+
+export interface ColumnMapping {
+  /** Identifier columns in header order; several may feed one type. */
+  columns: MappedColumn[];
+  country?: { index: number; column: string };
+  /** Whether identifier columns were detected by name (no --map given). */
+  auto: boolean;
+  /** Header columns that feed nothing. */
+  ignored: string[];
+}
+
+export interface MappingOptions {
+  /** `type=Column Name` entries (`country=Column` is accepted too); replaces auto-detection. */
+  map?: readonly string[];
+  /** The column holding each row's country (ISO 3166 alpha-2) for phone numbers. */
+  countryColumn?: string;
+}
+
+function findColumn(header: readonly string[], name: string, option: string): number {
+  const exact = header.indexOf(name);
+  if (exact !== -1) return exact;
+  const key = columnKey(name);
+  const loose = header.flatMap((h, i) => (columnKey(h) === key ? [i] : []));
+  if (loose.length === 1) return loose[0] as number;
+  throw new ConfigError('mapping_unknown_column', `${option}: no column "${name}" in the header`, {
+    fix: `use one of the columns: ${header.map((h) => JSON.stringify(h)).join(', ')}`,
+  });
+}
+
+/**
+ * Decide which columns feed which identifier type: `map` entries when given, otherwise the
+ * common names in AUTO_COLUMN_NAMES. Throws ConfigError for unknown types or columns, and when
+ * no identifier column results.
+ */
+export function resolveMapping(header: readonly string[], opts: MappingOptions = {}): ColumnMapping {
+  const columns: MappedColumn[] = [];
+  let country: { index: number; column: string } | undefined;
+  const auto = opts.map === undefined || opts.map.length === 0;
+  if (auto) {
+    header.forEach((column, index) => {
+      const type = AUTO_KEYS.get(columnKey(column));
+      if (type === 'country') country ??= { index, column };
+      else if (type !== undefined) columns.push({ index, column, type });
+    });
+  } else {
+    for (const entry of opts.map ?? []) {
+      const eq = entry.indexOf('=');
+      const typeName = entry.slice(0, eq).trim().toLowerCase();
+      const column = entry.slice(eq + 1).trim();
+      if (eq === -1 || column === '') {
+        throw new ConfigError('mapping_invalid', `--map ${JSON.stringify(entry)} is not type=Column Name`, {
+          fix: 'write --map email="E-mail Address" (repeat --map for more columns)',
+        });
+      }
+      if (typeName === 'country') {
+        const index = findColumn(header, column, `--map ${entry}`);
+        country = { index, column: header[index] as string };
+        continue;
+      }
+      if (!(IDENTIFIER_TYPES as readonly string[]).includes(typeName)) {
+        throw new ConfigError('mapping_unknown_type', `--map ${JSON.stringify(entry)}: unknown identifier type "${typeName}"`, {
+          fix: `use one of: ${[...IDENTIFIER_TYPES, 'country'].join(', ')}`,
+        });
+      }
+      const index = findColumn(header, column, `--map ${entry}`);
+      if (!columns.some((c) => c.index === index && c.type === typeName)) {
+        columns.push({ index, column: header[index] as string, type: typeName as IdentifierType });
+      }
+    }
+    columns.sort((a, b) => a.index - b.index);
+  }
+  if (opts.countryColumn !== undefined) {
+    const index = findColumn(header, opts.countryColumn, '--country-column');
+    country = { index, column: header[index] as string };
+  }
+  if (columns.length === 0) {
+    throw new ConfigError('mapping_no_identifier_column', 'no identifier column found in the header', {
+      fix: `name the columns with --map type=Column (types: ${IDENTIFIER_TYPES.join(', ')}); columns: ${header
+        .map((h) => JSON.stringify(h))
+        .join(', ')}`,
+    });
+  }
+  const used = new Set([...columns.map((c) => c.index), ...(country === undefined ? [] : [country.index])]);
+  const mapping: ColumnMapping = { columns, auto, ignored: header.filter((_, i) => !used.has(i)) };
+  if (country !== undefined) mapping.country = country;
+  return mapping;
+}
+
+/** One line per type, for printing the chosen mapping (column names only, never values). */
+export function describeMapping(mapping: ColumnMapping): string {
+  const lines: string[] = [];
+  for (const type of IDENTIFIER_TYPES) {
+    const cols = mapping.columns.filter((c) => c.type === type).map((c) => JSON.stringify(c.column));
+    if (cols.length > 0) lines.push(`  ${type.padEnd(15)} <- ${cols.join(', ')}`);
+  }
+  if (mapping.country !== undefined) lines.push(`  ${'country'.padEnd(15)} <- ${JSON.stringify(mapping.country.column)}`);
+  if (mapping.ignored.length > 0) lines.push(`  (ignored: ${mapping.ignored.map((c) => JSON.stringify(c)).join(', ')})`);
+  return `column mapping (${mapping.auto ? 'detected by column name; override with --map type=Column' : 'from --map'}):\n${lines.join('\n')}`;
+}

@@ -1,1 +1,497 @@
-export {};
+/**
+ * The hashing pipeline: mapped CSV records -> normalized, SHA-256-hashed user objects, with a
+ * summary of what was rejected and why (counts and line numbers, never values).
+ *
+ * Two entry points share one per-record path (`mapRecord` + `buildUser` + `addUserToSummary`):
+ * - `hashRecords(rows)`: one row at a time, for library users with their own rows or objects;
+ * - `hashFile(source)`: the fast path used by `hash` and `upload`. The main thread only reads
+ *   bytes and cuts them at record boundaries (csv.ts); worker threads parse, normalize and hash
+ *   whole chunks, so the CPU-heavy work runs on every core. Results are re-ordered by chunk
+ *   sequence (output keeps input order) and the number of chunks in flight is bounded, so memory
+ *   stays flat whatever the file size and a slow consumer (the uploader) slows the reading down.
+ */
+import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
+import { z } from 'zod';
+import {
+  DEFAULT_CHUNK_BYTES,
+  openCsv,
+  resolveMapping,
+  type ColumnMapping,
+  type CsvBadRow,
+  type CsvDelimiter,
+  type CsvEncoding,
+  type CsvRow,
+  type CsvRowError,
+  type CsvSource,
+  type MappingOptions,
+  type ReadCsvOptions,
+} from './csv.js';
+import { ConfigError } from './errors.js';
+import {
+  addBadRowToSummary,
+  addUserToSummary,
+  createHashSummary,
+  hashChunk,
+  mappedTypes,
+  mergeHashSummary,
+  type HashChunkContext,
+  type HashChunkResult,
+  type HashEmit,
+  type HashedUser,
+  type HashReasonCount,
+  type HashSummary,
+  type HashTypeCounts,
+  type HashWorkerData,
+} from './hash-worker.js';
+import {
+  buildUser,
+  IDENTIFIER_TYPES,
+  normalizeCountryCode,
+  REJECT_REASONS,
+  type BuiltUser,
+  type FieldValue,
+  type MappedRecord,
+  type NormalizeOptions,
+  type Reject,
+} from './normalize.js';
+
+export {
+  addBadRowToSummary,
+  addUserToSummary,
+  createHashSummary,
+  hashChunk,
+  hashCsvHeader,
+  mappedTypes,
+  mergeHashSummary,
+  SUMMARY_LINES,
+  type HashChunkContext,
+  type HashChunkResult,
+  type HashEmit,
+  type HashedUser,
+  type HashReasonCount,
+  type HashSummary,
+  type HashTypeCounts,
+  type HashWorkerData,
+} from './hash-worker.js';
+
+const withMore = (r: HashReasonCount): string =>
+  `line${r.lines.length === 1 ? '' : 's'} ${r.lines.join(', ')}${r.count > r.lines.length ? ', ...' : ''}`;
+
+/** The summary as plain text for a terminal: counts, reasons and line numbers only. */
+export function renderHashSummary(summary: HashSummary): string {
+  const out: string[] = [];
+  const field = (label: string, value: string | number): void => {
+    out.push(`${label.padEnd(34)} ${value}`);
+  };
+  field('rows read', summary.rows);
+  field('users produced', summary.users);
+  field('rows without a valid identifier', summary.emptyRows);
+  if (summary.malformed.count > 0) {
+    const reasons = Object.entries(summary.malformed.reasons)
+      .map(([r, n]) => `${r} ${n}`)
+      .join(', ');
+    field('malformed rows skipped', `${summary.malformed.count} (${reasons}; ${withMore(summary.malformed)})`);
+  }
+  const types = IDENTIFIER_TYPES.filter((t) => summary.types[t] !== undefined);
+  if (types.length > 0) {
+    out.push('');
+    out.push(`${'type'.padEnd(16)}${'valid'.padStart(10)}${'invalid'.padStart(10)}${'digests'.padStart(10)}`);
+    for (const t of types) {
+      const c = summary.types[t] as HashTypeCounts;
+      out.push(`${t.padEnd(16)}${String(c.valid).padStart(10)}${String(c.invalid).padStart(10)}${String(c.digests).padStart(10)}`);
+    }
+    out.push('(digests: values already SHA-256-hashed in the input, passed through)');
+  }
+  const reasons = REJECT_REASONS.filter((r) => summary.rejects[r] !== undefined);
+  if (reasons.length > 0) {
+    out.push('');
+    out.push('rejected values by reason:');
+    for (const r of reasons) {
+      const c = summary.rejects[r] as HashReasonCount;
+      out.push(`  ${r.padEnd(24)}${String(c.count).padStart(8)}  ${withMore(c)}`);
+    }
+  }
+  return out.join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Options.
+
+export interface HashRecordsOptions extends NormalizeOptions, MappingOptions {
+  /** A mapping resolved beforehand; otherwise resolved from the first row's header (or keys). */
+  mapping?: ColumnMapping;
+}
+
+
+export interface HashFileOptions extends NormalizeOptions, MappingOptions, ReadCsvOptions {
+  /** Worker threads; default: available cores. 0 runs everything on the calling thread. */
+  workers?: number;
+  /** `users` (default): HashedUser objects; `jsonl` / `csv`: the `hash` command's output, rendered by the workers. */
+  emit?: HashEmit;
+  /** Chunks read ahead of the consumer (bounds memory). Default 4 per worker + 2. */
+  maxChunksInFlight?: number;
+}
+
+const optionsSchema = z.object({
+  workers: z.number().int().min(0).max(256).optional(),
+  chunkBytes: z.number().int().min(1).max(256 * 1024 * 1024).optional(),
+  maxRecordBytes: z.number().int().min(1).optional(),
+  maxChunksInFlight: z.number().int().min(1).max(1024).optional(),
+  emit: z.enum(['users', 'jsonl', 'csv']).optional(),
+  phoneFormat: z.enum(['e164', 'digits']).optional(),
+  inputHashed: z.enum(['auto', 'always', 'never']).optional(),
+  valueSeparator: z.string().min(1).optional(),
+  defaultCountry: z.string().optional(),
+  delimiter: z.enum([',', ';', '\t', '|']).optional(),
+});
+
+/** Validate the normalization options (ConfigError naming the field); returns them with the country canonical. */
+export function checkNormalizeOptions<T extends NormalizeOptions>(opts: T): T {
+  const parsed = optionsSchema.safeParse(opts);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = issue?.path.join('.') ?? 'options';
+    throw new ConfigError('invalid_option', `invalid option ${field}: ${issue?.message ?? 'invalid'}`, {
+      fix: `correct ${field} (see audience-kit hash --help)`,
+    });
+  }
+  if (opts.defaultCountry === undefined) return opts;
+  const country = normalizeCountryCode(opts.defaultCountry);
+  if (country === undefined) {
+    throw new ConfigError('invalid_default_country', `default country "${opts.defaultCountry}" is not an ISO 3166-1 alpha-2 code`, {
+      fix: 'pass a two-letter country code such as US, GB, DE, FR or IN',
+    });
+  }
+  return { ...opts, defaultCountry: country };
+}
+
+function normalizeOptionsOf(opts: NormalizeOptions): NormalizeOptions {
+  const out: NormalizeOptions = {};
+  if (opts.defaultCountry !== undefined) out.defaultCountry = opts.defaultCountry;
+  if (opts.phoneFormat !== undefined) out.phoneFormat = opts.phoneFormat;
+  if (opts.inputHashed !== undefined) out.inputHashed = opts.inputHashed;
+  if (opts.valueSeparator !== undefined) out.valueSeparator = opts.valueSeparator;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// One record.
+
+/** The mapped fields of one row of `fields` (header order) as buildUser's input. */
+export function mapRecord(fields: readonly string[], mapping: ColumnMapping, line: number): MappedRecord {
+  const values: FieldValue[] = [];
+  for (const c of mapping.columns) values.push({ column: c.column, type: c.type, raw: fields[c.index] ?? '' });
+  const record: MappedRecord = { line, fields: values };
+  if (mapping.country !== undefined) {
+    const country = fields[mapping.country.index];
+    if (country !== undefined && country !== '') record.country = country;
+  }
+  return record;
+}
+
+function isCsvRow(r: unknown): r is CsvRow {
+  const o = r as Partial<CsvRow>;
+  return typeof o.line === 'number' && Array.isArray(o.fields) && Array.isArray(o.header);
+}
+
+function isBadRow(r: unknown): r is CsvBadRow {
+  const o = r as Partial<CsvBadRow> & { fields?: unknown };
+  return typeof o.line === 'number' && typeof o.error === 'string' && o.fields === undefined;
+}
+
+/** A stream of users plus the running summary (complete once iterated). */
+export interface HashRecordsRun extends AsyncIterable<BuiltUser> {
+  readonly summary: HashSummary;
+  /** The mapping in use (resolved at the first row when not given). */
+  readonly mapping: ColumnMapping | undefined;
+}
+
+/**
+ * Hash rows one at a time. `rows` may be readCsv's output (CsvRow / bad rows, counted) or plain
+ * objects keyed by column name (line = position, 1-based). Every well-formed row yields one
+ * BuiltUser (`user` is `{}` when no identifier was valid).
+ */
+export function hashRecords(
+  rows: AsyncIterable<CsvRow | CsvBadRow | Record<string, string>> | Iterable<CsvRow | CsvBadRow | Record<string, string>>,
+  opts: HashRecordsOptions = {},
+): HashRecordsRun {
+  const checked = checkNormalizeOptions(opts);
+  const normalize = normalizeOptionsOf(checked);
+  const summary = createHashSummary();
+  let mapping = opts.mapping;
+  async function* run(): AsyncGenerator<BuiltUser> {
+    let position = 0;
+    let byIndex: (string | undefined)[] | undefined;
+    for await (const row of rows) {
+      position++;
+      if (isBadRow(row)) {
+        addBadRowToSummary(summary, row.line, row.error);
+        continue;
+      }
+      let fields: readonly string[];
+      let line: number;
+      let current: ColumnMapping;
+      if (isCsvRow(row)) {
+        current = mapping ??= resolveMapping(row.header, checked);
+        fields = row.fields;
+        line = row.line;
+      } else {
+        const record = row as Record<string, string | undefined>;
+        if (byIndex === undefined) {
+          mapping ??= resolveMapping(Object.keys(record), checked);
+          byIndex = [];
+          for (const c of mapping.columns) byIndex[c.index] = c.column;
+          if (mapping.country !== undefined) byIndex[mapping.country.index] = mapping.country.column;
+        }
+        current = mapping as ColumnMapping;
+        fields = Array.from(byIndex, (column) => (column === undefined ? '' : String(record[column] ?? '')));
+        line = position;
+      }
+      const built = buildUser(mapRecord(fields, current, line), normalize);
+      addUserToSummary(summary, built);
+      yield built;
+    }
+  }
+  return {
+    get summary() {
+      return summary;
+    },
+    get mapping() {
+      return mapping;
+    },
+    [Symbol.asyncIterator]: () => run(),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The fast path.
+
+/** One chunk of hashFile's output, in input order, with absolute line numbers. */
+export interface HashedChunk {
+  seq: number;
+  /** First physical line the chunk covers. */
+  firstLine: number;
+  lines: number;
+  /** Every well-formed data row's user (`{}` included), in order; empty unless emit is `users`. */
+  users: HashedUser[];
+  /** Rendered output lines as UTF-8 bytes (emit `jsonl`/`csv`); empty for `users`. */
+  output: Uint8Array;
+  rejects: Reject[];
+  malformed: CsvBadRow[];
+}
+
+export interface HashFileRun extends AsyncIterable<HashedChunk> {
+  /** Input file name (or `stdin` / `stream`). */
+  readonly name: string;
+  readonly header: readonly string[];
+  readonly mapping: ColumnMapping;
+  readonly delimiter: CsvDelimiter;
+  readonly encoding: CsvEncoding;
+  readonly compressed: boolean;
+  /** Worker threads used (0 = calling thread). */
+  readonly workers: number;
+  /** Running totals; complete once iteration ends. */
+  readonly summary: HashSummary;
+  /** Size on disk (compressed size for .gz); undefined for stdin and streams. */
+  readonly totalBytes: number | undefined;
+  /** Bytes consumed so far, same unit as totalBytes (for progress and ETA). */
+  bytesRead(): number;
+  /** Stop early: terminate the workers and close the input (iteration does it when it ends). */
+  close(): Promise<void>;
+}
+
+// Under a TypeScript test runner this module is the .ts source, which a worker cannot load; the
+// compiled worker next to the compiled module is what runs from dist.
+const WORKER_URL = import.meta.url.endsWith('.ts')
+  ? new URL('../dist/hash-worker.js', import.meta.url)
+  : new URL('./hash-worker.js', import.meta.url);
+
+/**
+ * A worker's live data is about one chunk; capping its heap makes V8 collect early instead of
+ * growing towards its default limits, which is what keeps peak RSS flat with several workers.
+ * The young generation stays large enough that per-row garbage dies there cheaply.
+ */
+function workerLimits(chunkBytes: number): { maxOldGenerationSizeMb: number; maxYoungGenerationSizeMb: number } {
+  return { maxOldGenerationSizeMb: 64 + Math.ceil((chunkBytes * 32) / (1024 * 1024)), maxYoungGenerationSizeMb: 16 };
+}
+
+type WorkerReply = { seq: number; result: HashChunkResult } | { seq: number; error: { message: string; stack?: string } };
+
+interface Task {
+  resolve: (r: HashChunkResult) => void;
+  reject: (e: unknown) => void;
+}
+
+/** A fixed set of workers, each processing its queue of chunks in order. */
+class HashWorkerPool {
+  private readonly workers: { worker: Worker; tasks: Map<number, Task> }[] = [];
+  private failure: unknown;
+  private closed = false;
+
+  constructor(count: number, ctx: HashChunkContext, chunkBytes: number) {
+    for (let i = 0; i < count; i++) {
+      const worker = new Worker(WORKER_URL, { workerData: { hashChunkContext: ctx } satisfies HashWorkerData, resourceLimits: workerLimits(chunkBytes) });
+      const entry = { worker, tasks: new Map<number, Task>() };
+      worker.on('message', (reply: WorkerReply) => {
+        const task = entry.tasks.get(reply.seq);
+        if (task === undefined) return;
+        entry.tasks.delete(reply.seq);
+        if ('result' in reply) task.resolve(reply.result);
+        else task.reject(workerError(reply.error.message, reply.error.stack));
+      });
+      worker.on('error', (error) => this.fail(workerError(error.message, error.stack, error)));
+      worker.on('exit', (code) => {
+        if (!this.closed) this.fail(workerError(`hash worker exited with code ${code}`));
+      });
+      this.workers.push(entry);
+    }
+  }
+
+  private fail(error: unknown): void {
+    this.failure ??= error;
+    for (const { tasks } of this.workers) {
+      for (const task of tasks.values()) task.reject(this.failure);
+      tasks.clear();
+    }
+  }
+
+  run(seq: number, bytes: Uint8Array): Promise<HashChunkResult> {
+    if (this.failure !== undefined) return Promise.reject(this.failure);
+    let entry = this.workers[0] as (typeof this.workers)[number];
+    for (const w of this.workers) if (w.tasks.size < entry.tasks.size) entry = w;
+    // Transfer (not copy) when the chunk owns its whole buffer.
+    const owned = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
+    const payload = owned ? bytes : bytes.slice();
+    return new Promise<HashChunkResult>((resolve, reject) => {
+      entry.tasks.set(seq, { resolve, reject });
+      entry.worker.postMessage({ seq, bytes: payload }, [payload.buffer as ArrayBuffer]);
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all(this.workers.map(({ worker }) => worker.terminate()));
+  }
+}
+
+function workerError(message: string, stack?: string, cause?: unknown): Error {
+  const error = new Error(`hashing worker failed: ${message}`, cause === undefined ? undefined : { cause });
+  if (stack !== undefined) error.stack = stack;
+  return error;
+}
+
+/**
+ * The fast path: open `source`, resolve the column mapping from its header (ConfigError /
+ * InputError are thrown here, before any row is read), then iterate the returned run to get
+ * HashedChunks in input order. Work is spread over `workers` threads; at most
+ * `maxChunksInFlight` chunks are read ahead of the consumer.
+ */
+export async function hashFile(source: CsvSource, opts: HashFileOptions = {}): Promise<HashFileRun> {
+  const checked = checkNormalizeOptions(opts);
+  const input = await openCsv(source, checked);
+  let mapping: ColumnMapping;
+  try {
+    mapping = resolveMapping(input.header, checked);
+  } catch (error) {
+    await input.close();
+    throw error;
+  }
+  const workers = checked.workers ?? availableParallelism();
+  const maxInFlight = checked.maxChunksInFlight ?? Math.max(4, workers * 4 + 2);
+  const ctx: HashChunkContext = {
+    columns: input.header.length,
+    delimiter: input.delimiter,
+    newline: input.newline,
+    mapping,
+    normalize: normalizeOptionsOf(checked),
+    emit: checked.emit ?? 'users',
+    outputTypes: mappedTypes(mapping),
+  };
+  const summary = createHashSummary();
+  let pool: HashWorkerPool | undefined;
+  let closed = false;
+  const close = async (): Promise<void> => {
+    if (closed) return;
+    closed = true;
+    await pool?.close();
+    await input.close();
+  };
+
+  async function* run(): AsyncGenerator<HashedChunk> {
+    if (workers > 0) pool = new HashWorkerPool(workers, ctx, checked.chunkBytes ?? DEFAULT_CHUNK_BYTES);
+    const chunks = input.chunks()[Symbol.asyncIterator]();
+    const inFlight = new Map<number, Promise<HashChunkResult>>();
+    let dispatched = 0;
+    let delivered = 0;
+    let ended = false;
+    let line = input.headerLine + 1 + countHeaderLines(input.header);
+    try {
+      for (;;) {
+        while (!ended && dispatched - delivered < maxInFlight) {
+          const next = await chunks.next();
+          if (next.done === true) {
+            ended = true;
+            break;
+          }
+          const chunk = next.value;
+          let result: Promise<HashChunkResult>;
+          if (chunk.kind === 'bad') result = Promise.resolve(badChunk(chunk.error, chunk.lines));
+          else if (pool !== undefined) result = pool.run(dispatched, chunk.bytes);
+          else {
+            const bytes = chunk.bytes;
+            result = Promise.resolve().then(() => hashChunk(bytes, ctx));
+          }
+          // Rejections are consumed in order below; this only keeps Node from reporting them early.
+          result.catch(() => undefined);
+          inFlight.set(dispatched++, result);
+        }
+        if (delivered === dispatched) break;
+        const seq = delivered++;
+        const result = await (inFlight.get(seq) as Promise<HashChunkResult>);
+        inFlight.delete(seq);
+        mergeHashSummary(summary, result.summary, line);
+        yield absolute(seq, line, result);
+        line += result.lines;
+      }
+    } finally {
+      await close();
+    }
+  }
+
+  return {
+    name: input.name,
+    header: input.header,
+    mapping,
+    delimiter: input.delimiter,
+    encoding: input.encoding,
+    compressed: input.compressed,
+    workers,
+    summary,
+    totalBytes: input.totalBytes,
+    bytesRead: input.bytesRead,
+    close,
+    [Symbol.asyncIterator]: () => run(),
+  };
+}
+
+function countHeaderLines(header: readonly string[]): number {
+  let n = 0;
+  for (const h of header) for (let i = h.indexOf('\n'); i !== -1; i = h.indexOf('\n', i + 1)) n++;
+  return n;
+}
+
+function badChunk(error: CsvRowError, lines: number): HashChunkResult {
+  const summary = createHashSummary();
+  addBadRowToSummary(summary, 0, error);
+  return { lines, users: [], output: new Uint8Array(0), rejects: [], malformed: [{ line: 0, error }], summary };
+}
+
+function absolute(seq: number, firstLine: number, r: HashChunkResult): HashedChunk {
+  for (const u of r.users) u.line += firstLine;
+  // `rejects` holds the very objects of the users' `rejects` (structured clone keeps shared
+  // references), so shifting them once covers both.
+  for (const rej of r.rejects) rej.line += firstLine;
+  for (const m of r.malformed) m.line += firstLine;
+  return { seq, firstLine, lines: r.lines, users: r.users, output: r.output, rejects: r.rejects, malformed: r.malformed };
+}

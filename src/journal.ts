@@ -1,1 +1,431 @@
-export {};
+/**
+ * The run journal: what an upload has had confirmed, so a killed or interrupted run resumes
+ * without losing or re-sending a confirmed batch.
+ *
+ * Batches are deterministic given the input (its SHA-256) and the options that shape them, so
+ * the journal stores no users: a resumed run recomputes the same batches and skips those
+ * confirmed (by index, after checking the content hash). One journal per (input, account,
+ * target, options): `<stateDir>/runs/<key>/journal.jsonl`, appended one line per event with
+ * fsync, so SIGKILL at any moment loses nothing that was confirmed; a torn last line is
+ * dropped when the journal is reopened.
+ *
+ * Batches that still fail after every retry are kept in `failed/` as their exact request
+ * body: hashed identifiers plus `partner_user_id` as sent (customer data, never printed).
+ * The state dir is created with mode 0700 and its files 0600; the failed bodies are deleted
+ * when the run completes.
+ */
+import { createHash } from 'node:crypto';
+import {
+  closeSync,
+  createReadStream,
+  existsSync,
+  fsyncSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import { acquireFileLock } from './audit.js';
+import type { BatchGroup } from './batch.js';
+import { ConfigError } from './errors.js';
+import { VERSION } from './version.js';
+
+export const DEFAULT_STATE_DIR = '.audience-kit';
+
+/** SHA-256 (hex) of a request body: the identity of a batch in the journal. */
+export function batchDigest(body: string): string {
+  return createHash('sha256').update(body).digest('hex');
+}
+
+/** What identifies a run: same key, same batches. */
+export interface JournalKey {
+  input: { name: string; size: number; sha256: string };
+  accountId: string;
+  target: { kind: 'custom_audience' | 'do_not_reach_list'; id: string };
+  /** Every option that changes the batches (mapping, normalization, group, limits). Plain JSON. */
+  options: Record<string, unknown>;
+}
+
+/** Stable JSON (sorted keys) so the same options always give the same key. */
+function stableStringify(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stableStringify).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableStringify(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+export function journalKeyId(key: JournalKey): string {
+  const { input, accountId, target, options } = key;
+  return createHash('sha256')
+    .update(stableStringify({ sha256: input.sha256, size: input.size, accountId, target, options }))
+    .digest('hex')
+    .slice(0, 32);
+}
+
+/** SHA-256 of a file, streamed. */
+export async function fileSha256(path: string): Promise<string> {
+  const h = createHash('sha256');
+  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) h.update(chunk as Buffer);
+  return h.digest('hex');
+}
+
+export interface ConfirmedBatch {
+  index: number;
+  sha256: string;
+  users: number;
+}
+
+export interface FailedBatch {
+  index: number;
+  sha256: string;
+  users: number;
+  operationUsers: number[];
+  group: BatchGroup;
+  reason: string;
+}
+
+type JournalLine =
+  | { type: 'header'; v: 1; key: string; created_at: string; tool_version: string; input: JournalKey['input']; account_id: string; target: JournalKey['target']; options: Record<string, unknown> }
+  | { type: 'run'; run_id: string; at: string; resumed: boolean }
+  | { type: 'confirmed'; index: number; sha256: string; users: number; at: string }
+  | { type: 'failed'; index: number; sha256: string; users: number; operation_users: number[]; group: BatchGroup; reason: string; at: string }
+  | { type: 'input_end'; batches: number; at: string }
+  | { type: 'complete'; at: string };
+
+/** What a journal on disk says, without opening it for writing. */
+export interface JournalSummary {
+  key: string;
+  path: string;
+  createdAt: string;
+  complete: boolean;
+  confirmed: number;
+  confirmedUsers: number;
+  failed: number;
+  /** Known once a run has read the whole input. */
+  totalBatches: number | undefined;
+  runIds: string[];
+}
+
+/** The journal cannot be used as it is (exit code of a configuration problem: the fix is an option). */
+export class JournalError extends ConfigError {}
+
+function journalDir(stateDir: string, key: string): string {
+  return join(stateDir, 'runs', key);
+}
+
+/** Parse journal lines; an unparseable last line is a write cut off by a kill and is ignored. */
+function parseJournal(path: string): { lines: JournalLine[]; validBytes: number } {
+  const data = readFileSync(path);
+  const lines: JournalLine[] = [];
+  let start = 0;
+  let validBytes = 0;
+  while (start < data.length) {
+    const end = data.indexOf(0x0a, start);
+    if (end < 0) break;
+    const text = data.subarray(start, end).toString('utf8');
+    try {
+      lines.push(JSON.parse(text) as JournalLine);
+    } catch {
+      const isLast = data.indexOf(0x0a, end + 1) < 0 && end + 1 >= data.length;
+      if (!isLast) {
+        throw new JournalError('journal_corrupt', `the run journal ${path} has an unreadable line in the middle`, {
+          fix: 'start over with --restart (confirmed users are sent again, which the platform treats as a no-op for Update)',
+        });
+      }
+      break;
+    }
+    start = end + 1;
+    validBytes = start;
+  }
+  return { lines, validBytes };
+}
+
+interface JournalState {
+  header: Extract<JournalLine, { type: 'header' }> | undefined;
+  confirmed: Map<number, ConfirmedBatch>;
+  failed: Map<number, FailedBatch>;
+  totalBatches: number | undefined;
+  complete: boolean;
+  runIds: string[];
+}
+
+function foldJournal(lines: JournalLine[]): JournalState {
+  const s: JournalState = { header: undefined, confirmed: new Map(), failed: new Map(), totalBatches: undefined, complete: false, runIds: [] };
+  for (const l of lines) {
+    switch (l.type) {
+      case 'header':
+        s.header = l;
+        break;
+      case 'run':
+        s.runIds.push(l.run_id);
+        break;
+      case 'confirmed':
+        s.confirmed.set(l.index, { index: l.index, sha256: l.sha256, users: l.users });
+        s.failed.delete(l.index);
+        break;
+      case 'failed':
+        s.failed.set(l.index, { index: l.index, sha256: l.sha256, users: l.users, operationUsers: l.operation_users, group: l.group, reason: l.reason });
+        break;
+      case 'input_end':
+        s.totalBatches = l.batches;
+        break;
+      case 'complete':
+        s.complete = true;
+        break;
+    }
+  }
+  return s;
+}
+
+/** The journal for this key, if one exists (complete or not). */
+export function findJournal(stateDir: string, key: JournalKey): JournalSummary | undefined {
+  const id = journalKeyId(key);
+  const path = join(journalDir(stateDir, id), 'journal.jsonl');
+  if (!existsSync(path)) return undefined;
+  const s = foldJournal(parseJournal(path).lines);
+  let confirmedUsers = 0;
+  for (const c of s.confirmed.values()) confirmedUsers += c.users;
+  return {
+    key: id,
+    path,
+    createdAt: s.header?.created_at ?? '',
+    complete: s.complete,
+    confirmed: s.confirmed.size,
+    confirmedUsers,
+    failed: s.failed.size,
+    totalBatches: s.totalBatches,
+    runIds: s.runIds,
+  };
+}
+
+export interface OpenJournalOptions {
+  /** 'resume' continues an existing journal (or starts one if none); 'new' replaces any. */
+  mode: 'new' | 'resume';
+  runId: string;
+  now?: () => Date;
+}
+
+/**
+ * A journal opened for one run. Holds a lock file for the run's duration so two runs of the
+ * same upload cannot interleave.
+ */
+export class RunJournal {
+  readonly key: string;
+  readonly dir: string;
+  readonly path: string;
+  /** True when this run continues an earlier one. */
+  readonly resumed: boolean;
+  private fd: number;
+  private readonly state: JournalState;
+  private readonly release: () => void;
+  private readonly now: () => Date;
+
+  private constructor(init: { key: string; dir: string; path: string; fd: number; state: JournalState; release: () => void; resumed: boolean; now: () => Date }) {
+    this.key = init.key;
+    this.dir = init.dir;
+    this.path = init.path;
+    this.fd = init.fd;
+    this.state = init.state;
+    this.release = init.release;
+    this.resumed = init.resumed;
+    this.now = init.now;
+  }
+
+  static async open(stateDir: string, key: JournalKey, options: OpenJournalOptions): Promise<RunJournal> {
+    const now = options.now ?? (() => new Date());
+    const id = journalKeyId(key);
+    const dir = journalDir(stateDir, id);
+    mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+    mkdirSync(join(stateDir, 'runs'), { recursive: true, mode: 0o700 });
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const release = await acquireFileLock(join(dir, 'lock'), { timeoutMs: 2000 }).catch((error: unknown) => {
+      throw new JournalError('run_in_progress', 'another audience-kit process is uploading this file with these options right now', {
+        fix: 'wait for it to finish (or stop it), then run again with --resume',
+        cause: error,
+      });
+    });
+    try {
+      const path = join(dir, 'journal.jsonl');
+      let state: JournalState | undefined;
+      let resumed = false;
+      if (options.mode === 'resume' && existsSync(path)) {
+        const { lines, validBytes } = parseJournal(path);
+        state = foldJournal(lines);
+        if (state.header !== undefined && !state.complete) {
+          resumed = true;
+          const fd = openSync(path, 'r+');
+          try {
+            ftruncateSync(fd, validBytes);
+          } finally {
+            closeSync(fd);
+          }
+        } else {
+          state = undefined;
+        }
+      }
+      if (state === undefined) {
+        if (existsSync(path)) renameSync(path, join(dir, `journal.${Date.now()}.old.jsonl`));
+        rmSync(join(dir, 'failed'), { recursive: true, force: true });
+        state = foldJournal([]);
+      }
+      const fd = openSync(path, 'a', 0o600);
+      const journal = new RunJournal({ key: id, dir, path, fd, state, release, resumed, now });
+      if (!resumed) {
+        journal.append({
+          type: 'header',
+          v: 1,
+          key: id,
+          created_at: now().toISOString(),
+          tool_version: VERSION,
+          input: key.input,
+          account_id: key.accountId,
+          target: key.target,
+          options: key.options,
+        });
+      }
+      journal.append({ type: 'run', run_id: options.runId, at: now().toISOString(), resumed });
+      return journal;
+    } catch (error) {
+      release();
+      throw error;
+    }
+  }
+
+  private append(line: JournalLine): void {
+    if (line.type === 'header') this.state.header = line;
+    writeSync(this.fd, Buffer.from(`${JSON.stringify(line)}\n`, 'utf8'));
+    fsyncSync(this.fd);
+  }
+
+  /** Confirmed batches of earlier runs (index → content hash). */
+  get confirmed(): ReadonlyMap<number, ConfirmedBatch> {
+    return this.state.confirmed;
+  }
+
+  /** Batches kept after failing in an earlier run (or this one). */
+  get failed(): ReadonlyMap<number, FailedBatch> {
+    return this.state.failed;
+  }
+
+  /** Batch count of the input, once a run has read it whole. */
+  get totalBatches(): number | undefined {
+    return this.state.totalBatches;
+  }
+
+  /**
+   * Check a recomputed batch against the journal: true when it was confirmed (skip it).
+   * Throws when the journal confirmed different content under this index.
+   */
+  isConfirmed(index: number, sha256: string): boolean {
+    const c = this.state.confirmed.get(index);
+    if (c === undefined) return false;
+    if (c.sha256 !== sha256) {
+      throw new JournalError(
+        'journal_mismatch',
+        `batch ${index} differs from the batch the journal recorded as confirmed: the input, the options or the tool version changed since that run`,
+        { fix: 'run again with --restart to start over (users already uploaded are sent again; Update treats them as no-ops)' },
+      );
+    }
+    return true;
+  }
+
+  recordConfirmed(index: number, sha256: string, users: number): void {
+    this.append({ type: 'confirmed', index, sha256, users, at: this.now().toISOString() });
+    this.state.confirmed.set(index, { index, sha256, users });
+    if (this.state.failed.delete(index)) {
+      const base = this.failedBasePath(index);
+      rmSync(`${base}.body.json`, { force: true });
+      rmSync(`${base}.lines`, { force: true });
+    }
+  }
+
+  /** Keep a batch that failed after every retry, for a later --resume. */
+  recordFailed(batch: { index: number; body: string; users: number; operationUsers: number[]; group: BatchGroup; lines: Uint32Array }, sha256: string, reason: string): void {
+    mkdirSync(join(this.dir, 'failed'), { recursive: true, mode: 0o700 });
+    const base = this.failedBasePath(batch.index);
+    writeDurable(`${base}.body.json`, batch.body);
+    writeDurable(`${base}.lines`, Buffer.from(batch.lines.buffer, batch.lines.byteOffset, batch.lines.byteLength));
+    const f: FailedBatch = { index: batch.index, sha256, users: batch.users, operationUsers: batch.operationUsers, group: batch.group, reason };
+    this.append({ type: 'failed', index: f.index, sha256, users: f.users, operation_users: f.operationUsers, group: f.group, reason, at: this.now().toISOString() });
+    this.state.failed.set(batch.index, f);
+  }
+
+  /** The stored body of a failed batch, verified against its hash (undefined if missing or altered). */
+  readFailedBatch(index: number): { body: string; lines: Uint32Array } | undefined {
+    const f = this.state.failed.get(index);
+    if (f === undefined) return undefined;
+    const base = this.failedBasePath(index);
+    try {
+      const body = readFileSync(`${base}.body.json`, 'utf8');
+      if (batchDigest(body) !== f.sha256) return undefined;
+      const raw = readFileSync(`${base}.lines`);
+      const lines = new Uint32Array(raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength));
+      return { body, lines };
+    } catch {
+      return undefined;
+    }
+  }
+
+  recordInputEnd(batches: number): void {
+    if (this.state.totalBatches === batches) return;
+    if (this.state.totalBatches !== undefined) {
+      throw new JournalError('journal_mismatch', `the input now makes ${batches} batches, the journal recorded ${this.state.totalBatches}`, {
+        fix: 'run again with --restart to start over',
+      });
+    }
+    this.append({ type: 'input_end', batches, at: this.now().toISOString() });
+    this.state.totalBatches = batches;
+  }
+
+  /** Every batch confirmed: mark complete and delete the kept bodies. */
+  markComplete(): void {
+    this.append({ type: 'complete', at: this.now().toISOString() });
+    this.state.complete = true;
+    rmSync(join(this.dir, 'failed'), { recursive: true, force: true });
+  }
+
+  get complete(): boolean {
+    return this.state.complete;
+  }
+
+  close(): void {
+    if (this.fd >= 0) {
+      closeSync(this.fd);
+      this.fd = -1;
+      this.release();
+    }
+  }
+
+  private failedBasePath(index: number): string {
+    return join(this.dir, 'failed', String(index).padStart(6, '0'));
+  }
+}
+
+function writeDurable(path: string, data: string | Buffer): void {
+  writeFileSync(path, data, { mode: 0o600 });
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** `--resume` without a journal to resume, or an unfinished journal without `--resume`. */
+export function unfinishedRunError(summary: JournalSummary): ConfigError {
+  const total = summary.totalBatches === undefined ? '' : ` of ${summary.totalBatches}`;
+  return new ConfigError(
+    'unfinished_run',
+    `an unfinished upload of this file with these options exists (${summary.confirmed}${total} batches confirmed, ${summary.failed} failed, started ${summary.createdAt})`,
+    { fix: 'pass --resume to continue it, or --restart to start over' },
+  );
+}

@@ -1,12 +1,118 @@
-import type { CommandModule } from 'yargs';
+import { resolve } from 'node:path';
+import type { Argv, CommandModule } from 'yargs';
+import { defaultAuditLogPath, DEFAULT_STATE_DIR, EXIT_CODES, findAuditRun, readAuditRuns, verifyAuditLog, type AuditRun } from '../../index.js';
 import type { CliContext } from '../context.js';
-import { handle, type GlobalArgs } from '../output.js';
+import { handle, renderFields, renderTable, writeJson, writeLine, type Column, type GlobalArgs } from '../output.js';
 
-// Placeholder: replaced by the module that implements `audit`.
+interface AuditArgs extends GlobalArgs {
+  'audit-log'?: string;
+}
+
+interface AuditShowArgs extends AuditArgs {
+  runId: string;
+}
+
+const withLogOption = <T>(y: Argv<T>): Argv<T & AuditArgs> =>
+  y.option('audit-log', {
+    type: 'string',
+    requiresArg: true,
+    describe: `Audit log file (default ${DEFAULT_STATE_DIR}/audit.jsonl in the working directory)`,
+  }) as unknown as Argv<T & AuditArgs>;
+
+const logPath = (ctx: CliContext, args: AuditArgs): string => resolve(ctx.cwd, args['audit-log'] ?? defaultAuditLogPath(DEFAULT_STATE_DIR));
+
+const RUN_COLUMNS: readonly Column<AuditRun>[] = [
+  { header: 'run id', value: (r) => r.run_id },
+  { header: 'started', value: (r) => r.start?.at },
+  { header: 'outcome', value: (r) => r.end?.outcome ?? (r.start === undefined ? 'unknown' : 'no end record') },
+  { header: 'account', value: (r) => r.start?.account_id },
+  { header: 'target', value: (r) => (r.start === undefined ? undefined : `${r.start.target.kind} ${r.start.target.id}`) },
+  { header: 'op', value: (r) => r.start?.operation },
+  { header: 'input', value: (r) => r.start?.input.name },
+  { header: 'rows', value: (r) => r.end?.counts.rows, align: 'right' },
+  { header: 'users', value: (r) => r.end?.counts.users_sent, align: 'right' },
+  { header: 'confirmed', value: (r) => r.end?.counts.success_count, align: 'right' },
+];
+
+function verifyCommand(ctx: CliContext): CommandModule<GlobalArgs, AuditArgs> {
+  return {
+    command: 'verify',
+    describe: 'Check every link of the hash chain; reports the first broken one (exit 3 if broken)',
+    builder: (b) => withLogOption(b),
+    handler: handle(ctx, async (args: AuditArgs) => {
+      const path = logPath(ctx, args);
+      const v = verifyAuditLog(path);
+      if (args.json === true) writeJson(ctx, { file: path, ...v });
+      else if (v.ok) writeLine(ctx.stdout, `ok: ${v.records} records, chain intact (head ${v.head})`);
+      else writeLine(ctx.stdout, `broken: line ${v.broken?.line}: ${v.broken?.problem} (${v.records} records verified before it)`);
+      return v.ok ? EXIT_CODES.ok : EXIT_CODES.input;
+    }),
+  };
+}
+
+function listCommand(ctx: CliContext): CommandModule<GlobalArgs, AuditArgs> {
+  return {
+    command: 'list',
+    describe: 'Show the runs in the log as a table',
+    builder: (b) => withLogOption(b),
+    handler: handle(ctx, async (args: AuditArgs) => {
+      const runs = readAuditRuns(logPath(ctx, args));
+      if (args.json === true) writeJson(ctx, runs);
+      else writeLine(ctx.stdout, runs.length === 0 ? 'no runs' : renderTable(runs, RUN_COLUMNS));
+      return EXIT_CODES.ok;
+    }),
+  };
+}
+
+function showCommand(ctx: CliContext): CommandModule<GlobalArgs, AuditShowArgs> {
+  return {
+    command: 'show <run-id>',
+    describe: "Show one run's start and end records",
+    builder: (b) => withLogOption(b).positional('run-id', { type: 'string', demandOption: true }) as unknown as Argv<AuditShowArgs>,
+    handler: handle(ctx, async (args: AuditShowArgs) => {
+      const run = findAuditRun(logPath(ctx, args), args.runId);
+      if (args.json === true) {
+        writeJson(ctx, run);
+        return EXIT_CODES.ok;
+      }
+      const s = run.start;
+      const e = run.end;
+      const fields: (readonly [string, unknown])[] = [['run id', run.run_id]];
+      if (s !== undefined) {
+        fields.push(
+          ['started', s.at],
+          ['tool version', s.tool_version],
+          ['account', s.account_id],
+          ['target', `${s.target.kind} ${s.target.id}`],
+          ['operation', s.operation],
+          ['input', `${s.input.name} (${s.input.size ?? '?'} bytes, sha256 ${s.input.sha256 ?? '-'})`],
+          ['resumed', s.resumed],
+          ['sandbox', s.sandbox],
+          ['options', s.options],
+        );
+      }
+      if (e !== undefined) {
+        fields.push(['ended', e.at], ['outcome', e.outcome], ['duration', `${(e.duration_ms / 1000).toFixed(1)} s`]);
+        for (const [k, v] of Object.entries(e.counts)) fields.push([k.replaceAll('_', ' '), v]);
+      } else {
+        fields.push(['ended', 'no end record (still running, or killed)']);
+      }
+      writeLine(ctx.stdout, renderFields(fields));
+      return EXIT_CODES.ok;
+    }),
+  };
+}
+
 export function auditCommand(ctx: CliContext): CommandModule<GlobalArgs, GlobalArgs> {
   return {
     command: 'audit',
-    describe: false,
-    handler: handle(ctx, async () => 1),
+    describe: 'Read and verify the tamper-evident audit log of uploads: verify, list, show',
+    builder: (y) =>
+      y
+        .command(verifyCommand(ctx))
+        .command(listCommand(ctx))
+        .command(showCommand(ctx))
+        .demandCommand(1, 'Name an audit command: verify, list or show.') as Argv<GlobalArgs>,
+    handler: () => undefined,
   };
 }

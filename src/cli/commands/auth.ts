@@ -1,12 +1,243 @@
-import type { CommandModule } from 'yargs';
+import { stat } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
+import type { Argv, CommandModule } from 'yargs';
+import {
+  accessToken,
+  authorizeUrl,
+  ConfigError,
+  CONNECTION_ENV_VARS,
+  CONNECTION_FIELDS,
+  CONNECTION_FLAG_NAMES,
+  inspectConnectionConfig,
+  removeProfileCredentials,
+  requestToken,
+  saveProfileCredentials,
+  SECRET_CONNECTION_FIELDS,
+  type ConnectionField,
+} from '../../index.js';
+import { connectionFlags, withClient, withConnectionOptions, type ConnectionArgs } from '../connection.js';
 import type { CliContext } from '../context.js';
-import { handle, type GlobalArgs } from '../output.js';
+import { handle, renderTable, writeJson, writeLine, type GlobalArgs } from '../output.js';
 
-// Placeholder: replaced by the module that implements `auth`.
+interface LoginArgs extends ConnectionArgs {
+  pin?: string;
+}
+
+const profileHint = (profile: string): string => (profile === 'default' ? '' : ` --profile ${profile}`);
+
+/** First non-empty line of the stream, or undefined at end of input. */
+async function readLine(input: Readable): Promise<string | undefined> {
+  const rl = createInterface({ input, terminal: false });
+  try {
+    for await (const line of rl) {
+      if (line.trim() !== '') return line.trim();
+    }
+    return undefined;
+  } finally {
+    rl.close();
+  }
+}
+
+function loginCommand(ctx: CliContext): CommandModule<GlobalArgs, LoginArgs> {
+  return {
+    command: 'login',
+    describe: 'Get user credentials with the PIN flow and store them (0600) under the profile',
+    builder: (y) =>
+      withConnectionOptions(y)
+        .option('pin', {
+          type: 'string',
+          requiresArg: true,
+          describe: 'Finish a login left pending (when no PIN was entered) with the PIN shown after approval',
+        })
+        .example('AUDIENCE_KIT_CONSUMER_KEY=... AUDIENCE_KIT_CONSUMER_SECRET=... $0 auth login --base-url https://ads-api.example.com', 'Prints a URL, then asks for the PIN')
+        .example('$0 auth login --profile sandbox --pin 1234567', 'Finish a pending non-interactive login') as unknown as Argv<LoginArgs>,
+    handler: handle(ctx, async (args: LoginArgs) => {
+      const result = await withClient(
+        ctx,
+        args,
+        async (client, config) => {
+          const { profile } = config;
+          const pending = config.stored;
+          let token: { key: string; secret: string };
+          let pin = args.pin?.trim();
+          if (pin !== undefined) {
+            if (pending?.pendingRequestToken === undefined || pending.pendingRequestTokenSecret === undefined) {
+              throw new ConfigError('auth_no_pending_login', `no login is pending for profile "${profile}", so --pin has nothing to finish`, {
+                fix: `run \`audience-kit auth login${profileHint(profile)}\` without --pin, open the URL it prints and enter the PIN`,
+              });
+            }
+            token = { key: pending.pendingRequestToken, secret: pending.pendingRequestTokenSecret };
+          } else {
+            const rt = await requestToken(client, { callback: 'oob' });
+            token = { key: rt.oauth_token, secret: rt.oauth_token_secret };
+            writeLine(ctx.stderr, 'Open this URL in a browser, sign in as the user who manages the ad accounts, and approve:');
+            writeLine(ctx.stderr, `  ${authorizeUrl(config.options.apiBaseUrl, rt.oauth_token)}`);
+            ctx.stderr.write('Then enter the PIN shown: ');
+            pin = await readLine(ctx.stdin);
+            writeLine(ctx.stderr);
+            if (pin === undefined) {
+              await saveProfileCredentials({
+                env: ctx.env,
+                profile,
+                values: { pendingRequestToken: token.key, pendingRequestTokenSecret: token.secret },
+              });
+              throw new ConfigError('auth_pin_missing', `no PIN was entered; the login stays pending for profile "${profile}"`, {
+                fix: `open the URL above, approve, then run \`audience-kit auth login${profileHint(profile)} --pin PIN\``,
+              });
+            }
+          }
+          const at = await accessToken(client, { oauthToken: token.key, oauthTokenSecret: token.secret, verifier: pin });
+          const { values, sources } = config;
+          const file = await saveProfileCredentials({
+            env: ctx.env,
+            profile,
+            values: {
+              // Tokens belong to one platform: keep its URLs with them (unless they are only implied).
+              adsBaseUrl: values.adsBaseUrl,
+              apiBaseUrl: sources.apiBaseUrl === 'default' ? undefined : values.apiBaseUrl,
+              consumerKey: values.consumerKey,
+              consumerSecret: values.consumerSecret,
+              accessToken: at.oauth_token,
+              accessTokenSecret: at.oauth_token_secret,
+              pendingRequestToken: null,
+              pendingRequestTokenSecret: null,
+            },
+          });
+          return { user_id: at.user_id, screen_name: at.screen_name, profile, config_file: file };
+        },
+        { need: 'app' },
+      );
+      if (args.json === true) {
+        writeJson(ctx, result);
+        return;
+      }
+      writeLine(ctx.stdout, `logged in as @${result.screen_name} (user id ${result.user_id})`);
+      writeLine(ctx.stdout, `credentials stored for profile "${result.profile}" in ${result.config_file} (mode 0600)`);
+    }),
+  };
+}
+
+/** Enough of a key to recognize it, never enough to use it; secrets are never shown at all. */
+function maskValue(field: ConnectionField, value: string | undefined): string | null {
+  if (value === undefined) return null;
+  if (SECRET_CONNECTION_FIELDS.includes(field)) return 'set (hidden)';
+  if (field === 'adsBaseUrl' || field === 'apiBaseUrl') return value;
+  return value.length >= 12 ? `${value.slice(0, 4)}…(${value.length} chars)` : `…(${value.length} chars)`;
+}
+
+function statusCommand(ctx: CliContext): CommandModule<GlobalArgs, ConnectionArgs> {
+  return {
+    command: 'status',
+    describe: 'Where each credential comes from (flag, environment, file); never prints a secret',
+    builder: (y) =>
+      withConnectionOptions(y).example('$0 auth status --profile sandbox', '').example('$0 auth status --json', '') as unknown as Argv<ConnectionArgs>,
+    handler: handle(ctx, async (args: ConnectionArgs) => {
+      const report = await inspectConnectionConfig({
+        flags: connectionFlags(args),
+        env: ctx.env,
+        ...(args.profile === undefined ? {} : { profile: args.profile }),
+      });
+      const fileMode = await stat(report.configFile).then(
+        (s) => s.mode & 0o777,
+        () => undefined,
+      );
+      const rows = CONNECTION_FIELDS.map((field) => ({
+        field,
+        source: report.sources[field],
+        from:
+          report.sources[field] === 'env'
+            ? CONNECTION_ENV_VARS[field]
+            : report.sources[field] === 'flag'
+              ? CONNECTION_FLAG_NAMES[field]
+              : report.sources[field] === 'file'
+                ? `profile "${report.profile}"`
+                : report.sources[field] === 'default'
+                  ? 'same as adsBaseUrl'
+                  : `set ${CONNECTION_ENV_VARS[field]} or ${CONNECTION_FLAG_NAMES[field]}`,
+        value: maskValue(field, report.values[field]),
+      }));
+      const complete = rows.every((r) => r.source !== 'missing');
+      const pending = report.stored?.pendingRequestToken !== undefined;
+      if (args.json === true) {
+        writeJson(ctx, {
+          profile: report.profile,
+          config_file: report.configFile,
+          config_file_mode: fileMode === undefined ? null : `0${fileMode.toString(8)}`,
+          complete,
+          pending_login: pending,
+          fields: Object.fromEntries(rows.map((r) => [r.field, { source: r.source, from: r.from, value: r.value }])),
+        });
+        return;
+      }
+      writeLine(ctx.stdout, `profile      ${report.profile}`);
+      const modeText = fileMode === undefined ? 'not created yet' : `mode 0${fileMode.toString(8)}`;
+      writeLine(ctx.stdout, `config file  ${report.configFile} (${modeText})`);
+      writeLine(ctx.stdout);
+      writeLine(
+        ctx.stdout,
+        renderTable(rows, [
+          { header: 'FIELD', value: (r) => r.field },
+          { header: 'SOURCE', value: (r) => r.source },
+          { header: 'FROM', value: (r) => r.from },
+          { header: 'VALUE', value: (r) => r.value },
+        ]),
+      );
+      if (fileMode !== undefined && (fileMode & 0o077) !== 0) {
+        writeLine(ctx.stdout, `warning: the config file is readable by other users; run: chmod 600 ${report.configFile}`);
+      }
+      if (pending) writeLine(ctx.stdout, `a login is pending: finish it with \`audience-kit auth login${profileHint(report.profile)} --pin PIN\``);
+      writeLine(
+        ctx.stdout,
+        complete ? 'complete: ready to call the API' : `incomplete: run \`audience-kit auth login${profileHint(report.profile)}\` or set the missing values`,
+      );
+    }),
+  };
+}
+
+interface LogoutArgs extends GlobalArgs {
+  profile?: string;
+}
+
+function logoutCommand(ctx: CliContext): CommandModule<GlobalArgs, LogoutArgs> {
+  return {
+    command: 'logout',
+    describe: "Remove the profile's stored credentials from the config file",
+    builder: (y) =>
+      y
+        .option('profile', { type: 'string', describe: 'Stored credential set [env AUDIENCE_KIT_PROFILE] (default: "default")' })
+        .example('$0 auth logout --profile sandbox', '') as unknown as Argv<LogoutArgs>,
+    handler: handle(ctx, async (args: LogoutArgs) => {
+      const report = await inspectConnectionConfig({ env: ctx.env, ...(args.profile === undefined ? {} : { profile: args.profile }) });
+      const { file, removed } = await removeProfileCredentials({ env: ctx.env, profile: report.profile });
+      const stillInEnv = CONNECTION_FIELDS.filter((f) => report.sources[f] === 'env' && f !== 'adsBaseUrl' && f !== 'apiBaseUrl').map(
+        (f) => CONNECTION_ENV_VARS[f],
+      );
+      if (args.json === true) {
+        writeJson(ctx, { profile: report.profile, config_file: file, removed, still_in_environment: stillInEnv });
+        return;
+      }
+      writeLine(
+        ctx.stdout,
+        removed
+          ? `removed the stored credentials of profile "${report.profile}" from ${file}`
+          : `no credentials were stored for profile "${report.profile}" in ${file}`,
+      );
+      if (stillInEnv.length > 0) writeLine(ctx.stdout, `note: still set in the environment: ${stillInEnv.join(', ')}`);
+    }),
+  };
+}
+
 export function authCommand(ctx: CliContext): CommandModule<GlobalArgs, GlobalArgs> {
   return {
     command: 'auth',
-    describe: false,
-    handler: handle(ctx, async () => 1),
+    describe: 'User credentials: login (PIN flow), status, logout',
+    builder: (y) =>
+      y
+        .command(loginCommand(ctx))
+        .command(statusCommand(ctx))
+        .command(logoutCommand(ctx))
+        .demandCommand(1, 'Name a subcommand: login, status or logout.') as Argv<GlobalArgs>,
+    handler: () => undefined,
   };
 }

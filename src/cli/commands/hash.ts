@@ -1,12 +1,174 @@
+import { once } from 'node:events';
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { rename, stat, unlink } from 'node:fs/promises';
+import { finished } from 'node:stream/promises';
+import { basename, dirname, join, resolve } from 'node:path';
+import type { Writable } from 'node:stream';
 import type { CommandModule } from 'yargs';
+import {
+  ConfigError,
+  EXIT_CODES,
+  hashCsvHeader,
+  hashFile,
+  mappedTypes,
+  renderHashSummary,
+  type CsvBadRow,
+  type Reject,
+} from '../../index.js';
 import type { CliContext } from '../context.js';
-import { handle, type GlobalArgs } from '../output.js';
+import { addHashOptions, hashInputSource, hashOptionsFromArgs, printInputMapping, type HashOptionArgs } from '../hash-options.js';
+import { handle, writeLine, type GlobalArgs } from '../output.js';
 
-// Placeholder: replaced by the module that implements `hash`.
-export function hashCommand(ctx: CliContext): CommandModule<GlobalArgs, GlobalArgs> {
+interface HashArgs extends GlobalArgs, HashOptionArgs {
+  file: string;
+  format: 'csv' | 'jsonl';
+  output: string;
+  rejects?: string;
+}
+
+/** An output (stdout or a file written under a temporary name, renamed only on success). */
+interface Output {
+  /** Write with backpressure; throws the stream's error (EPIPE, ENOSPC...) instead of losing it. */
+  write(data: string | Uint8Array): Promise<void>;
+  commit(): Promise<void>;
+  abort(): Promise<void>;
+}
+
+function output(stream: Writable, commit: () => Promise<void>, abort: () => Promise<void>): Output {
+  let failure: unknown;
+  const onError = (error: unknown): void => {
+    failure ??= error;
+  };
+  stream.on('error', onError);
   return {
-    command: 'hash',
-    describe: false,
-    handler: handle(ctx, async () => 1),
+    write: async (data) => {
+      if (failure !== undefined) throw failure;
+      if (data.length > 0 && !stream.write(data)) await once(stream, 'drain');
+    },
+    commit: async () => {
+      await commit();
+      stream.off('error', onError);
+      if (failure !== undefined) throw failure;
+    },
+    abort: async () => {
+      await abort();
+      stream.off('error', onError);
+    },
+  };
+}
+
+async function openOutput(ctx: CliContext, path: string, option: string): Promise<Output> {
+  if (path === '-') return output(ctx.stdout, async () => undefined, async () => undefined);
+  const target = resolve(ctx.cwd, path);
+  const existing = await stat(target).catch(() => undefined);
+  if (existing !== undefined && !existing.isFile()) {
+    // A device or pipe (/dev/null, a FIFO) cannot be replaced by a rename: write to it directly.
+    const direct = createWriteStream(target);
+    return output(direct, () => finished(direct.end()), async () => void direct.destroy());
+  }
+  const temp = join(dirname(target), `.${basename(target)}.${process.pid}.partial`);
+  const stream: WriteStream = createWriteStream(temp);
+  try {
+    await once(stream, 'open');
+  } catch (error) {
+    throw new ConfigError('output_not_writable', `${option} ${path} cannot be written (${(error as NodeJS.ErrnoException).code ?? 'error'})`, {
+      fix: 'pass a path in an existing, writable directory',
+      cause: error,
+    });
+  }
+  return output(
+    stream,
+    async () => {
+      await finished(stream.end());
+      await rename(temp, target);
+    },
+    async () => {
+      stream.destroy();
+      await unlink(temp).catch(() => undefined);
+    },
+  );
+}
+
+/** Rejected values and skipped records, in line order: line,column,type,reason (never the value). */
+function rejectLines(rejects: readonly Reject[], malformed: readonly CsvBadRow[]): string {
+  let out = '';
+  let m = 0;
+  for (const r of rejects) {
+    for (; m < malformed.length && (malformed[m] as CsvBadRow).line < r.line; m++) out += `${(malformed[m] as CsvBadRow).line},,,malformed_${(malformed[m] as CsvBadRow).error}\n`;
+    out += `${r.line},${/[",\r\n]/.test(r.column) ? `"${r.column.replaceAll('"', '""')}"` : r.column},${r.type},${r.reason}\n`;
+  }
+  for (; m < malformed.length; m++) out += `${(malformed[m] as CsvBadRow).line},,,malformed_${(malformed[m] as CsvBadRow).error}\n`;
+  return out;
+}
+
+export function hashCommand(ctx: CliContext): CommandModule<GlobalArgs, HashArgs> {
+  return {
+    command: 'hash <file>',
+    describe: 'Normalize and SHA-256-hash the identifiers of a CSV file, locally (nothing is sent)',
+    builder: (y) =>
+      addHashOptions(
+        y.positional('file', {
+          type: 'string',
+          demandOption: true,
+          describe: 'CSV file (.gz accepted; UTF-8 or UTF-16 with BOM), or - for stdin',
+        }),
+      )
+        .option('format', {
+          choices: ['csv', 'jsonl'] as const,
+          default: 'csv' as const,
+          describe:
+            'csv: one column per mapped identifier type, hashed values joined by |; jsonl: one user object per data row ({} when none is valid)',
+        })
+        .option('output', {
+          alias: 'o',
+          type: 'string',
+          default: '-',
+          requiresArg: true,
+          describe: 'Output file (written to a temporary name, renamed when complete), or - for stdout',
+        })
+        .option('rejects', {
+          type: 'string',
+          requiresArg: true,
+          describe: 'Write line,column,type,reason of every rejected value and skipped row to this CSV file (never the value)',
+        })
+        .example('$0 hash fixtures/crm-export.csv --default-country US > hashed.csv', 'Hash the detected columns; national phones without a country are US')
+        .example('$0 hash export.csv.gz --map email=Email --map "email=Work Email" --default-country GB --format jsonl -o users.jsonl', 'Two email columns, national phones as GB')
+        .example('cat export.csv | $0 hash - --rejects rejects.csv', 'Read stdin and keep a list of rejected values')
+        .epilogue(
+          'Output rows are in input order, one per well-formed data row; malformed CSV records are skipped, counted in the summary and listed in --rejects. The summary goes to stderr (JSON with --json) and never contains identifiers.\nExit codes: 0 ok, 2 usage/config (bad option, unknown column), 3 unreadable input (missing file, no header, bad encoding or gzip).',
+        ) as never,
+    handler: handle(ctx, async (args: HashArgs) => {
+      const opts = hashOptionsFromArgs(args, ctx.stdin);
+      const run = await hashFile(hashInputSource(args.file, ctx.cwd), { ...opts, emit: args.format });
+      const outputs: Output[] = [];
+      try {
+        printInputMapping(ctx, run);
+        const out = await openOutput(ctx, args.output, '--output');
+        outputs.push(out);
+        const rejects = args.rejects === undefined ? undefined : await openOutput(ctx, args.rejects, '--rejects');
+        if (rejects !== undefined) {
+          outputs.push(rejects);
+          await rejects.write('line,column,type,reason\n');
+        }
+        if (args.format === 'csv') await out.write(hashCsvHeader(mappedTypes(run.mapping)));
+        for await (const chunk of run) {
+          await out.write(chunk.output);
+          if (rejects !== undefined) await rejects.write(rejectLines(chunk.rejects, chunk.malformed));
+        }
+        for (const o of outputs) await o.commit();
+      } catch (error) {
+        await run.close();
+        for (const o of outputs) await o.abort();
+        if (args.output === '-' && (error as NodeJS.ErrnoException).code === 'EPIPE') {
+          // The reader went away (`| head`): stop like any Unix filter, without an error.
+          writeLine(ctx.stderr, 'stdout was closed by the reader; stopped early');
+          return EXIT_CODES.ok;
+        }
+        throw error;
+      }
+      if (args.json === true) writeLine(ctx.stderr, JSON.stringify({ input: run.name, summary: run.summary }));
+      else writeLine(ctx.stderr, renderHashSummary(run.summary));
+      return EXIT_CODES.ok;
+    }),
   };
 }

@@ -1,12 +1,127 @@
+import { once } from 'node:events';
 import type { CommandModule } from 'yargs';
+import { ConfigError, DEFAULT_SANDBOX_RATE_LIMIT, EXIT_CODES, parseFaultSpec, startSandbox, type SandboxOptions } from '../../index.js';
 import type { CliContext } from '../context.js';
-import { handle, type GlobalArgs } from '../output.js';
+import { handle, writeJson, writeLine, type GlobalArgs } from '../output.js';
 
-// Placeholder: replaced by the module that implements `sandbox`.
-export function sandboxCommand(ctx: CliContext): CommandModule<GlobalArgs, GlobalArgs> {
+interface SandboxArgs extends GlobalArgs {
+  port: number;
+  host: string;
+  faults?: string;
+  seed?: number;
+  'rate-limit'?: string;
+  'processing-ms'?: number;
+}
+
+const RATE_RE = /^(\d+)\/(\d+(?:\.\d+)?)$/;
+
+function parseRateLimit(text: string): { limit: number; windowMs: number } {
+  const m = RATE_RE.exec(text.trim());
+  const limit = Number(m?.[1]);
+  const windowMs = Math.round(Number(m?.[2]) * 1000);
+  if (m === null || limit < 1 || windowMs < 1) {
+    throw new ConfigError('invalid_option', `--rate-limit must be REQUESTS/SECONDS, got "${text}"`, {
+      fix: 'pass for example --rate-limit 1500/60 (the platform) or --rate-limit 30/2',
+    });
+  }
+  return { limit, windowMs };
+}
+
+function wholeNumber(option: string, value: number | undefined, min: number, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError('invalid_option', `${option} must be a whole number from ${min} to ${max}, got ${value}`, {
+      fix: `pass for example ${option} ${min}`,
+    });
+  }
+  return value;
+}
+
+export function sandboxCommand(ctx: CliContext): CommandModule<GlobalArgs, SandboxArgs> {
   return {
     command: 'sandbox',
-    describe: false,
-    handler: handle(ctx, async () => 1),
+    describe: 'Run the embedded sandbox platform locally (for trying the tool and for tests)',
+    builder: (y) =>
+      y
+        .option('port', { type: 'number', default: 0, describe: 'Port to listen on (0 picks a free one)' })
+        .option('host', { type: 'string', default: '127.0.0.1', describe: 'Interface to listen on' })
+        .option('faults', {
+          type: 'string',
+          describe: 'Faults injected into user-batch requests: kind[=arg]@N[+N] or kind[=arg]%P, comma-separated; kinds 500, 503[=retry-after s], 429, drop, slow[=ms], mismatch, html',
+        })
+        .option('seed', { type: 'number', describe: 'Make credentials, ids and rate-based faults reproducible' })
+        .option('rate-limit', { type: 'string', describe: 'User-batch limit as REQUESTS/SECONDS (default 1500/60)' })
+        .option('processing-ms', { type: 'number', describe: 'Audiences report PROCESSING this long after an upload (default 0)' })
+        .example('$0 sandbox', 'start on a free port and print the export lines to paste')
+        .example('$0 sandbox --port 8787 --faults "503=1@2,drop@4,mismatch%0.01" --seed 7', 'a flaky platform, reproducibly')
+        .example('$0 sandbox --rate-limit 30/2 --json', 'a scaled-down rate limit; one JSON object on stdout')
+        .epilogue(
+          'Prints the sandbox\'s base URL, its THROWAWAY credentials as `export AUDIENCE_KIT_...=` lines (the only place audience-kit ever prints a secret: these are random per start and valid only against this sandbox), the account ids, and a demo custom audience and do-not-reach list. Runs until Ctrl+C (SIGINT) or SIGTERM, then exits 0.',
+        ) as never,
+    handler: handle<SandboxArgs>(ctx, async (args) => {
+      const options: SandboxOptions = { host: args.host };
+      const port = wholeNumber('--port', args.port, 0, 65535);
+      if (port !== undefined) options.port = port;
+      const seed = wholeNumber('--seed', args.seed, 0, 2 ** 32 - 1);
+      if (seed !== undefined) options.seed = seed;
+      const processingMs = wholeNumber('--processing-ms', args['processing-ms'], 0, 86_400_000);
+      if (processingMs !== undefined) options.processingMs = processingMs;
+      if (args.faults !== undefined) options.faults = parseFaultSpec(args.faults);
+      if (args['rate-limit'] !== undefined) options.rateLimit = parseRateLimit(args['rate-limit']);
+
+      const sandbox = await startSandbox(options);
+      const { primary, secondary, foreign } = sandbox.accounts;
+      const audience = sandbox.state.createCustomAudience(primary, 'Demo audience', 'Created by audience-kit sandbox');
+      const dnr = sandbox.state.createDoNotReachList(primary, 'Demo do-not-reach list', 'Created by audience-kit sandbox');
+      const env = {
+        AUDIENCE_KIT_ADS_BASE_URL: sandbox.adsBaseUrl,
+        AUDIENCE_KIT_API_BASE_URL: sandbox.apiBaseUrl,
+        AUDIENCE_KIT_CONSUMER_KEY: sandbox.credentials.consumerKey,
+        AUDIENCE_KIT_CONSUMER_SECRET: sandbox.credentials.consumerSecret,
+        AUDIENCE_KIT_ACCESS_TOKEN: sandbox.credentials.accessToken,
+        AUDIENCE_KIT_ACCESS_TOKEN_SECRET: sandbox.credentials.accessTokenSecret,
+      };
+      const rateLimit = options.rateLimit ?? DEFAULT_SANDBOX_RATE_LIMIT;
+      if (args.json === true) {
+        writeJson(ctx, {
+          url: sandbox.url,
+          env,
+          accounts: sandbox.accounts,
+          user: sandbox.user,
+          demo: { customAudienceId: audience.id, doNotReachListId: dnr.id, accountId: primary },
+          faults: args.faults ?? null,
+          rateLimit,
+        });
+      } else {
+        const out = (line = ''): void => writeLine(ctx.stdout, line);
+        out(`audience-kit sandbox listening on ${sandbox.url}`);
+        out();
+        out('# Throwaway credentials of this sandbox run (random per start, useless elsewhere). Paste into your shell:');
+        for (const [name, value] of Object.entries(env)) out(`export ${name}=${value}`);
+        out();
+        out(`accounts:  primary ${primary}  secondary ${secondary}  (yours, same business)`);
+        out(`           foreign ${foreign}  (another user's: 403)`);
+        out(`demo custom audience:    ${audience.id}  (account ${primary})`);
+        out(`demo do-not-reach list:  ${dnr.id}  (account ${primary})`);
+        out(`rate limit (user batches): ${rateLimit.limit} per ${rateLimit.windowMs / 1000} s`);
+        if (args.faults !== undefined) out(`faults: ${args.faults}`);
+        out();
+        out('Press Ctrl+C to stop.');
+      }
+
+      const stop = new AbortController();
+      const onSignal = (): void => stop.abort();
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
+      try {
+        await once(stop.signal, 'abort');
+      } finally {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+        await sandbox.close();
+      }
+      if (args.json !== true) writeLine(ctx.stderr, 'sandbox stopped');
+      return EXIT_CODES.ok;
+    }),
   };
 }

@@ -1,0 +1,170 @@
+// Benchmark of `audience-kit hash` (run through `npm run bench`, or `node bench/hash.js` after a build).
+//
+//   node bench/hash.js                      1M rows: email+phone and email-only throughput and peak RSS,
+//                                           the straightforward pipeline on the same file, the ratio,
+//                                           and the differential phone check (0 mismatches required)
+//   node bench/hash.js --rows 10000000      the same sizes check on 10M rows (RSS must stay flat)
+//   options: --workers N, --skip-baseline, --skip-diff
+//
+// Each measured pipeline runs in its own process; peak RSS is that process's maxRSS (worker threads
+// included), reported by a tiny preload, so no external tool is needed.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, statSync, createReadStream } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { availableParallelism, loadavg } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import Papa from 'papaparse';
+import { parsePhoneNumberFromString } from 'libphonenumber-js';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const BIN = `${ROOT}bin/audience-kit.js`;
+const args = process.argv.slice(2);
+const opt = (name, fallback) => {
+  const i = args.indexOf(`--${name}`);
+  return i === -1 ? fallback : args[i + 1];
+};
+const flag = (name) => args.includes(`--${name}`);
+const rows = Number(opt('rows', '1000000'));
+const fmt = (n) => Math.round(n).toLocaleString('en-US');
+const RSS_PRELOAD =
+  "data:text/javascript,process.on('exit',()=>process.stderr.write('\\nBENCH_MAX_RSS_KB='+process.resourceUsage().maxRSS+'\\n'))";
+
+function dataFile(kind) {
+  const file = `${ROOT}bench/data/crm-${kind === 'email' ? 'email-' : ''}${rows}.csv`;
+  if (!existsSync(file)) {
+    console.log(`generating ${file} ...`);
+    const r = spawnSync(process.execPath, [`${ROOT}bench/generate.js`, '--rows', String(rows), '--kind', kind], { stdio: 'inherit' });
+    if (r.status !== 0) throw new Error('generation failed');
+  }
+  return file;
+}
+
+/** Run node with `argv` (stdout discarded); wall time and peak RSS of the process. */
+function measure(argv) {
+  return new Promise((resolve, reject) => {
+    const started = process.hrtime.bigint();
+    const child = spawn(process.execPath, ['--import', RSS_PRELOAD, ...argv], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (b) => (stderr += b));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const rss = /BENCH_MAX_RSS_KB=(\d+)/.exec(stderr);
+      if (code !== 0) return reject(new Error(`exit ${code}: ${stderr.slice(0, 2000)}`));
+      resolve({ seconds, rssMb: rss ? Number(rss[1]) / 1024 : NaN, stderr });
+    });
+  });
+}
+
+/** The straightforward pipeline, run in a child: papaparse streaming, libphonenumber-js per phone, createHash. */
+async function baseline(file) {
+  let n = 0;
+  let header;
+  const sha = (s) => createHash('sha256').update(s).digest('hex');
+  await new Promise((resolve, reject) => {
+    Papa.parse(createReadStream(file), {
+      step: ({ data }) => {
+        if (header === undefined) {
+          header = data;
+          return;
+        }
+        const email = data[header.indexOf('email')];
+        const phone = data[header.indexOf('phone')];
+        const country = data[header.indexOf('country')];
+        const user = {};
+        const e = email?.trim().toLowerCase();
+        if (e && /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(e)) user.email = [sha(e)];
+        if (phone) {
+          const p = parsePhoneNumberFromString(phone, country || undefined);
+          if (p?.isValid()) user.phone_number = [sha(p.number)];
+        }
+        JSON.stringify(user);
+        n++;
+      },
+      complete: resolve,
+      error: reject,
+    });
+  });
+  return n;
+}
+
+/** Our normalizePhone against libphonenumber-js on every phone of the file. */
+async function differential(file) {
+  const { normalizePhone } = await import('../dist/index.js');
+  let checked = 0;
+  let mismatches = 0;
+  let header;
+  const examples = [];
+  await new Promise((resolve, reject) => {
+    Papa.parse(createReadStream(file), {
+      step: ({ data }) => {
+        if (header === undefined) {
+          header = data;
+          return;
+        }
+        const phone = data[header.indexOf('phone')];
+        const country = data[header.indexOf('country')] || undefined;
+        if (phone === undefined || phone === '') return;
+        checked++;
+        const lib = parsePhoneNumberFromString(phone, country);
+        const libValid = lib?.isValid() === true;
+        const ours = normalizePhone(phone, country === undefined ? {} : { country });
+        if (ours.ok !== libValid || (ours.ok && ours.value !== lib.number)) {
+          mismatches++;
+          if (examples.length < 5) examples.push({ phone, country, ours, lib: libValid ? lib.number : 'invalid' });
+        }
+      },
+      complete: resolve,
+      error: reject,
+    });
+  });
+  return { checked, mismatches, examples };
+}
+
+if (args[0] === '--baseline-child') {
+  const n = await baseline(args[1]);
+  process.stderr.write(`BASELINE_ROWS=${n}\n`);
+  process.exit(0);
+}
+
+if (!existsSync(`${ROOT}dist/index.js`)) {
+  console.error('build first: npm run build');
+  process.exit(1);
+}
+const workers = opt('workers', undefined);
+console.log(`machine: ${availableParallelism()} cores, node ${process.version}, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+const full = dataFile('full');
+const sizeMb = statSync(full).size / 1e6;
+console.log(`input: ${fmt(rows)} rows (email, phone, country, names), ${sizeMb.toFixed(0)} MB`);
+let failed = false;
+
+const hashArgs = (file) => [BIN, 'hash', file, '--format', 'jsonl', ...(workers === undefined ? [] : ['--workers', workers])];
+const ours = await measure(hashArgs(full));
+const oursRate = rows / ours.seconds;
+console.log(`audience-kit hash, email+phone: ${ours.seconds.toFixed(2)} s, ${fmt(oursRate)} rows/s, peak RSS ${ours.rssMb.toFixed(0)} MB`);
+if (rows <= 1_000_000 || flag('email-only')) {
+  const emailFile = dataFile('email');
+  const emailOnly = await measure(hashArgs(emailFile));
+  console.log(
+    `audience-kit hash, email only:  ${emailOnly.seconds.toFixed(2)} s, ${fmt(rows / emailOnly.seconds)} rows/s, peak RSS ${emailOnly.rssMb.toFixed(0)} MB`,
+  );
+}
+if (!flag('skip-baseline') && rows <= 1_000_000) {
+  const base = await measure([fileURLToPath(import.meta.url), '--baseline-child', full]);
+  const baseRate = rows / base.seconds;
+  console.log(
+    `straightforward pipeline (papaparse + libphonenumber-js isValid() + createHash, 1 thread): ${base.seconds.toFixed(2)} s, ${fmt(baseRate)} rows/s, peak RSS ${base.rssMb.toFixed(0)} MB`,
+  );
+  console.log(`ratio: ${(oursRate / baseRate).toFixed(1)}x`);
+}
+if (!flag('skip-diff') && rows <= 1_000_000) {
+  const diff = await differential(full);
+  console.log(`differential phone check: ${fmt(diff.checked)} phones, ${diff.mismatches} mismatches`);
+  for (const e of diff.examples) console.log(`  mismatch: ${JSON.stringify(e)}`);
+  if (diff.mismatches > 0) failed = true;
+}
+if (ours.rssMb > 256) {
+  console.log('peak RSS above the 256 MB target');
+  failed = true;
+}
+process.exitCode = failed ? 1 : 0;

@@ -1,0 +1,586 @@
+/**
+ * The HTTP core: one undici Agent (keep-alive pool per origin), OAuth 1.0a signing per
+ * attempt, client-side rate limiting, retries with backoff, typed errors and zod-validated
+ * responses. Endpoint functions (endpoints.ts) are thin wrappers over `request()`.
+ *
+ * Why undici rather than global fetch: explicit connect/headers/body timeouts with distinct
+ * error codes, a tunable keep-alive pool, and no Response/stream wrapping per request (the
+ * uploader sends thousands of 5 MB bodies).
+ */
+import { performance } from 'node:perf_hooks';
+import { setTimeout as delay } from 'node:timers/promises';
+import { Agent, request as undiciRequest, type Dispatcher } from 'undici';
+import { z } from 'zod';
+import { ConfigError, ConnectionError, ResponseShapeError, TimeoutError } from '../errors.js';
+import { USER_AGENT } from '../version.js';
+import { oauth1Header, percentEncode } from './oauth.js';
+import { buildHttpError } from './parse-error.js';
+import {
+  DEFAULT_RATE_LIMIT_POLICY,
+  SlidingWindowLimiter,
+  findRateLimitRule,
+  parseRateLimitHeaders,
+  resetWaitMs,
+  retryAfterMs,
+  type ClientClock,
+  type RateLimitPolicy,
+  type RateLimitRule,
+} from './rate-limit.js';
+
+export interface Credentials {
+  consumerKey: string;
+  consumerSecret: string;
+  accessToken?: string;
+  accessTokenSecret?: string;
+}
+
+export type WaitReason = 'rate_limit' | 'retry' | 'server_reset';
+export interface WaitEvent {
+  reason: WaitReason;
+  ms: number;
+  path: string;
+}
+export interface RequestEvent {
+  method: string;
+  /** Path only: no host, no query, never a header. */
+  path: string;
+  status: number | 'error';
+  attempt: number;
+  ms: number;
+}
+
+export interface RetryOptions {
+  /** First backoff (before jitter); doubles per attempt. */
+  baseMs?: number;
+  /** Cap of one backoff. */
+  maxMs?: number;
+}
+
+export interface ClientOptions {
+  /** e.g. https://ads-api.example.com (no version segment); https unless loopback. */
+  adsBaseUrl: string;
+  /** Core platform (OAuth endpoints); defaults to adsBaseUrl. */
+  apiBaseUrl?: string;
+  credentials: Credentials;
+  connectTimeoutMs?: number;
+  headersTimeoutMs?: number;
+  bodyTimeoutMs?: number;
+  /** Attempts per request including the first (408/423/429/5xx/reset/timeout are retried). */
+  maxAttempts?: number;
+  retry?: RetryOptions;
+  rateLimitPolicy?: RateLimitPolicy;
+  onWait?: (e: WaitEvent) => void;
+  onRequest?: (e: RequestEvent) => void;
+  clock?: ClientClock;
+  random?: () => number;
+}
+
+export interface ClientStats {
+  requests: number;
+  retries: number;
+  waitedMs: number;
+  rateLimitWaits: number;
+  /** 429 answers received (0 when the client-side limiter did its job). */
+  rateLimited: number;
+}
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
+export type QueryValue = string | number | boolean | readonly string[] | undefined;
+
+export interface ApiRequest<T> {
+  method: HttpMethod;
+  /** Which base URL: the ads API (default) or the core platform API (OAuth endpoints). */
+  base?: 'ads' | 'api';
+  /** Path with already-encoded segments, e.g. `/12/accounts/abc/custom_audiences`. */
+  path: string;
+  query?: Record<string, QueryValue>;
+  /** JSON body: an object to serialize, or a pre-serialized string (not signed). */
+  json?: unknown;
+  /** Form body (signed). */
+  form?: Record<string, string>;
+  /** `json` (default) or `form` (the OAuth token endpoints answer `a=b&c=d`). */
+  responseType?: 'json' | 'form';
+  schema: z.ZodType<T>;
+  /** Token to sign with: default the client's access token; `null` signs with the consumer key only. */
+  token?: { key: string; secret: string } | null;
+  oauthParams?: Record<string, string>;
+  /**
+   * False for requests that create something (a POST creating an audience or a permission):
+   * those are retried only when the platform surely did not process them (connect failures,
+   * 408/423/429/503), never after a reset or a 500 where a retry could create a duplicate.
+   * Default true.
+   */
+  idempotent?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface ApiResponse<T> {
+  status: number;
+  body: T;
+  apiWarn: string | undefined;
+}
+
+const DEFAULTS = {
+  connectTimeoutMs: 10_000,
+  headersTimeoutMs: 60_000,
+  bodyTimeoutMs: 60_000,
+  maxAttempts: 5,
+  retryBaseMs: 500,
+  retryMaxMs: 30_000,
+} as const;
+
+const RETRYABLE_STATUS = new Set([408, 423, 429]);
+/** 400/401/403/404 and other 4xx are never retried: the same request fails the same way. */
+export function isRetryableStatus(status: number, idempotent = true): boolean {
+  if (RETRYABLE_STATUS.has(status) || status === 503) return true;
+  return idempotent && status >= 500;
+}
+
+/** Failures where the request cannot have reached the application (safe to repeat anything). */
+const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'UND_ERR_CONNECT_TIMEOUT', 'ENOTFOUND', 'EAI_AGAIN']);
+
+function isLoopback(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
+}
+
+function baseUrlSchema(variable: string) {
+  return z.string().superRefine((value, ctx) => {
+    let u: URL;
+    try {
+      u = new URL(value);
+    } catch {
+      ctx.addIssue({ code: 'custom', message: `${variable} is not a URL` });
+      return;
+    }
+    if (u.protocol === 'https:') return;
+    if (u.protocol === 'http:' && isLoopback(u.hostname)) return;
+    ctx.addIssue({
+      code: 'custom',
+      message: `${variable} must use https (http is allowed only for loopback hosts 127.0.0.0/8, localhost, [::1])`,
+    });
+  });
+}
+
+const positiveMs = z.number().int().positive().max(3_600_000);
+
+const policySchema = z.object({
+  rules: z.array(
+    z.object({
+      name: z.string().min(1),
+      endpoints: z.array(z.object({ method: z.string().min(1), path: z.string().min(1) })),
+      limit: z.number().int().positive(),
+      windowMs: z.number().int().positive(),
+    }),
+  ),
+  safetyMarginMs: z.number().int().nonnegative(),
+  resetJitterMs: z.number().int().nonnegative(),
+  maxServerWaitMs: z.number().int().nonnegative(),
+});
+
+const credentialField = (variable: string) =>
+  z.string({ error: `${variable} is missing` }).min(1, { error: `${variable} is empty` });
+
+const clientOptionsSchema = z.object({
+  adsBaseUrl: baseUrlSchema('the ads base URL (AUDIENCE_KIT_ADS_BASE_URL)'),
+  apiBaseUrl: baseUrlSchema('the API base URL (AUDIENCE_KIT_API_BASE_URL)').optional(),
+  credentials: z
+    .object({
+      consumerKey: credentialField('AUDIENCE_KIT_CONSUMER_KEY'),
+      consumerSecret: credentialField('AUDIENCE_KIT_CONSUMER_SECRET'),
+      accessToken: credentialField('AUDIENCE_KIT_ACCESS_TOKEN').optional(),
+      accessTokenSecret: credentialField('AUDIENCE_KIT_ACCESS_TOKEN_SECRET').optional(),
+    })
+    .superRefine((c, ctx) => {
+      if ((c.accessToken === undefined) !== (c.accessTokenSecret === undefined)) {
+        const missing = c.accessToken === undefined ? 'AUDIENCE_KIT_ACCESS_TOKEN' : 'AUDIENCE_KIT_ACCESS_TOKEN_SECRET';
+        ctx.addIssue({ code: 'custom', message: `${missing} is missing (the access token and its secret go together)` });
+      }
+    }),
+  connectTimeoutMs: positiveMs.optional(),
+  headersTimeoutMs: positiveMs.optional(),
+  bodyTimeoutMs: positiveMs.optional(),
+  maxAttempts: z.number().int().min(1).max(20).optional(),
+  retry: z.object({ baseMs: z.number().int().nonnegative().optional(), maxMs: z.number().int().nonnegative().optional() }).optional(),
+  rateLimitPolicy: policySchema.optional(),
+  onWait: z.function().optional(),
+  onRequest: z.function().optional(),
+  clock: z.object({ now: z.function(), sleep: z.function() }).loose().optional(),
+  random: z.function().optional(),
+});
+
+/** `a.b.c` path of a zod issue, for messages that name the exact field. */
+export function issuePath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const p of path) out += typeof p === 'number' ? `[${p}]` : out === '' ? String(p) : `.${String(p)}`;
+  return out === '' ? '(root)' : out;
+}
+
+/** Validates client options; a ConfigError names the field or environment variable. */
+export function validateClientOptions(o: ClientOptions): void {
+  const r = clientOptionsSchema.safeParse(o);
+  if (r.success) return;
+  const issue = r.error.issues[0];
+  const where = issuePath(issue?.path ?? []);
+  const isCredential = where.startsWith('credentials');
+  throw new ConfigError(
+    isCredential ? 'config_missing_credential' : 'config_invalid',
+    `Invalid client configuration: ${issue?.message ?? 'invalid'}${isCredential ? '' : ` (${where})`}`,
+    {
+      fix: isCredential
+        ? 'Set the four AUDIENCE_KIT_* credential variables (or run `audience-kit auth login`)'
+        : 'Correct the option named in the message',
+    },
+  );
+}
+
+const realClock: ClientClock = {
+  now: () => Date.now(),
+  sleep: (ms, signal) => delay(ms, undefined, signal === undefined ? undefined : { signal }),
+};
+
+function joinUrl(base: string, path: string): URL {
+  const u = new URL(base);
+  const prefix = u.pathname.endsWith('/') ? u.pathname.slice(0, -1) : u.pathname;
+  u.pathname = `${prefix}${path}`;
+  u.search = '';
+  u.hash = '';
+  return u;
+}
+
+/** Query string with RFC 3986 encoding (the same encoding the signature uses). */
+export function buildQueryString(query: Record<string, QueryValue> | undefined): string {
+  if (query === undefined) return '';
+  const parts: string[] = [];
+  for (const [k, v] of Object.entries(query)) {
+    if (v === undefined) continue;
+    const value = Array.isArray(v) ? v.join(',') : String(v);
+    parts.push(`${percentEncode(k)}=${percentEncode(value)}`);
+  }
+  return parts.join('&');
+}
+
+function formEncode(form: Record<string, string>): string {
+  return Object.entries(form)
+    .map(([k, v]) => `${percentEncode(k)}=${percentEncode(v)}`)
+    .join('&');
+}
+
+function headerOf(headers: Dispatcher.ResponseData['headers'], name: string): string | undefined {
+  const v = headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** Groups requests by route (ids replaced) so that a server's "remaining 0" blocks only that family. */
+function routeKey(method: string, path: string): string {
+  return `${method} ${path.replace(/\/(accounts|custom_audiences|tailored_audiences|do_not_reach_lists|permissions)\/[^/]+/g, '/$1/:id')}`;
+}
+
+const TIMEOUT_CODES: Record<string, string> = {
+  UND_ERR_CONNECT_TIMEOUT: 'connect',
+  UND_ERR_HEADERS_TIMEOUT: 'headers',
+  UND_ERR_BODY_TIMEOUT: 'body',
+};
+
+function errorCode(e: unknown): string | undefined {
+  const c = (e as { code?: unknown } | null)?.code;
+  return typeof c === 'string' ? c : undefined;
+}
+
+const noRelease = (): void => {};
+
+/** A function call, so TypeScript does not narrow `aborted` across awaits. */
+function isAborted(signal: AbortSignal | undefined): boolean {
+  return signal?.aborted === true;
+}
+
+function abortedError(method: string, path: string, reason: unknown): ConnectionError {
+  return new ConnectionError('request_aborted', `${method} ${path} was aborted`, {
+    fix: 'Run the command again (uploads continue with --resume)',
+    cause: reason,
+  });
+}
+
+export class AdsClient {
+  readonly adsBaseUrl: string;
+  readonly apiBaseUrl: string;
+  private readonly credentials: Credentials;
+  private readonly agent: Agent;
+  private readonly maxAttempts: number;
+  private readonly retryBaseMs: number;
+  private readonly retryMaxMs: number;
+  private readonly policy: RateLimitPolicy;
+  private readonly clock: ClientClock;
+  private readonly random: () => number;
+  private readonly onWait: ((e: WaitEvent) => void) | undefined;
+  private readonly onRequest: ((e: RequestEvent) => void) | undefined;
+  private readonly limiters = new Map<RateLimitRule, SlidingWindowLimiter>();
+  /** Route family → time before which the server said no requests are left. */
+  private readonly blockedUntil = new Map<string, number>();
+  private readonly secrets: string[];
+  private readonly counters: ClientStats = { requests: 0, retries: 0, waitedMs: 0, rateLimitWaits: 0, rateLimited: 0 };
+
+  constructor(o: ClientOptions) {
+    validateClientOptions(o);
+    this.adsBaseUrl = o.adsBaseUrl;
+    this.apiBaseUrl = o.apiBaseUrl ?? o.adsBaseUrl;
+    this.credentials = { ...o.credentials };
+    this.maxAttempts = o.maxAttempts ?? DEFAULTS.maxAttempts;
+    this.retryBaseMs = o.retry?.baseMs ?? DEFAULTS.retryBaseMs;
+    this.retryMaxMs = o.retry?.maxMs ?? DEFAULTS.retryMaxMs;
+    this.policy = o.rateLimitPolicy ?? DEFAULT_RATE_LIMIT_POLICY;
+    this.clock = o.clock ?? realClock;
+    this.random = o.random ?? Math.random;
+    this.onWait = o.onWait;
+    this.onRequest = o.onRequest;
+    this.secrets = [o.credentials.consumerSecret, o.credentials.accessTokenSecret ?? '', o.credentials.accessToken ?? ''].filter(
+      (s) => s.length >= 4,
+    );
+    for (const rule of this.policy.rules) {
+      this.limiters.set(rule, new SlidingWindowLimiter(rule.limit, rule.windowMs + this.policy.safetyMarginMs));
+    }
+    this.agent = new Agent({
+      connect: { timeout: o.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs },
+      headersTimeout: o.headersTimeoutMs ?? DEFAULTS.headersTimeoutMs,
+      bodyTimeout: o.bodyTimeoutMs ?? DEFAULTS.bodyTimeoutMs,
+      keepAliveTimeout: 30_000,
+      keepAliveMaxTimeout: 120_000,
+    });
+  }
+
+  stats(): ClientStats {
+    return { ...this.counters };
+  }
+
+  async close(): Promise<void> {
+    await this.agent.close();
+  }
+
+  /** Replaces any secret the server might echo back, so no error or log line can carry one. */
+  redact = (text: string): string => {
+    let out = text;
+    for (const s of this.secrets) out = out.split(s).join('[redacted]');
+    return out
+      .replace(/(?:authorization:\s*)?OAuth\s+(?:realm|oauth_)[^\n]*/gi, '[redacted]')
+      .replace(/oauth_(?:signature|token_secret)=[^&\s",]*/gi, '[redacted]');
+  };
+
+  async request<T>(req: ApiRequest<T>): Promise<ApiResponse<T>> {
+    const url = joinUrl(req.base === 'api' ? this.apiBaseUrl : this.adsBaseUrl, req.path);
+    url.search = buildQueryString(req.query);
+    const token = this.tokenFor(req);
+    let body: Buffer | undefined;
+    let contentType: string | undefined;
+    if (req.form !== undefined) {
+      body = Buffer.from(formEncode(req.form));
+      contentType = 'application/x-www-form-urlencoded';
+    } else if (req.json !== undefined) {
+      body = Buffer.from(typeof req.json === 'string' ? req.json : JSON.stringify(req.json));
+      contentType = 'application/json';
+    }
+    const rule = findRateLimitRule(this.policy, req.method, req.path);
+    const family = routeKey(req.method, req.path);
+    const path = url.pathname;
+    const idempotent = req.idempotent ?? true;
+
+    for (let attempt = 1; ; attempt++) {
+      if (isAborted(req.signal)) throw abortedError(req.method, path, req.signal?.reason);
+      const release = await this.throttle(rule, family, path, req.signal);
+      const started = performance.now();
+      this.counters.requests++;
+      let status: number;
+      let headers: Dispatcher.ResponseData['headers'];
+      let text: string;
+      try {
+        // Signed afresh on every attempt: a new nonce and timestamp, so a retry is never a replay.
+        const authorization = oauth1Header({
+          method: req.method,
+          url,
+          consumerKey: this.credentials.consumerKey,
+          consumerSecret: this.credentials.consumerSecret,
+          ...(token === null ? {} : { token: token.key, tokenSecret: token.secret }),
+          ...(req.form === undefined ? {} : { params: req.form }),
+          ...(req.oauthParams === undefined ? {} : { oauthParams: req.oauthParams }),
+        });
+        const res = await undiciRequest(url, {
+          method: req.method,
+          dispatcher: this.agent,
+          headers: {
+            authorization,
+            'user-agent': USER_AGENT,
+            accept: 'application/json',
+            ...(contentType === undefined ? {} : { 'content-type': contentType }),
+          },
+          ...(body === undefined ? {} : { body }),
+          ...(req.signal === undefined ? {} : { signal: req.signal }),
+        });
+        status = res.statusCode;
+        headers = res.headers;
+        text = await res.body.text();
+        release(this.clock.now());
+      } catch (e) {
+        release(this.clock.now());
+        this.emitRequest(req.method, path, 'error', attempt, started);
+        if (isAborted(req.signal)) throw abortedError(req.method, path, req.signal?.reason);
+        const err = this.connectionError(req.method, path, e);
+        const code = errorCode(e);
+        if (attempt >= this.maxAttempts || (!idempotent && (code === undefined || !NOT_SENT_CODES.has(code)))) throw err;
+        await this.wait('retry', this.backoffMs(attempt), path, req.signal);
+        this.counters.retries++;
+        continue;
+      }
+      this.emitRequest(req.method, path, status, attempt, started);
+      this.observeRateLimit(headers, family);
+      if (status >= 200 && status < 300) {
+        return { status, body: this.parseBody(req, path, text), apiWarn: headerOf(headers, 'x-api-warn') };
+      }
+      if (status === 429) this.counters.rateLimited++;
+      const hint = this.serverHintMs(status, headers);
+      if (!isRetryableStatus(status, idempotent) || attempt >= this.maxAttempts) {
+        throw buildHttpError({
+          status,
+          method: req.method,
+          path,
+          headers,
+          body: text,
+          redact: this.redact,
+          ...(status === 429 && hint !== undefined ? { resetAt: new Date(this.clock.now() + hint.ms) } : {}),
+        });
+      }
+      await this.wait(hint?.reason ?? 'retry', hint?.ms ?? this.backoffMs(attempt), path, req.signal);
+      this.counters.retries++;
+    }
+  }
+
+  private tokenFor(req: ApiRequest<unknown>): { key: string; secret: string } | null {
+    if (req.token !== undefined) return req.token;
+    const { accessToken, accessTokenSecret } = this.credentials;
+    if (accessToken === undefined || accessTokenSecret === undefined) {
+      throw new ConfigError('config_missing_credential', 'AUDIENCE_KIT_ACCESS_TOKEN and AUDIENCE_KIT_ACCESS_TOKEN_SECRET are not set', {
+        fix: 'Set them, or run `audience-kit auth login` to obtain an access token',
+      });
+    }
+    return { key: accessToken, secret: accessTokenSecret };
+  }
+
+  private parseBody<T>(req: ApiRequest<T>, path: string, text: string): T {
+    let raw: unknown;
+    if (req.responseType === 'form') {
+      raw = Object.fromEntries(new URLSearchParams(text));
+    } else {
+      try {
+        raw = JSON.parse(text);
+      } catch {
+        throw new ResponseShapeError('response_not_json', `${req.method} ${path} answered a body that is not JSON`, {
+          fix: 'Check the base URL points at the ads API (AUDIENCE_KIT_ADS_BASE_URL)',
+        });
+      }
+    }
+    const r = req.schema.safeParse(raw);
+    if (r.success) return r.data;
+    const issue = r.error.issues[0];
+    throw new ResponseShapeError(
+      'response_shape',
+      `${req.method} ${path} answered an unexpected shape at ${issuePath(issue?.path ?? [])}: ${issue?.message ?? 'invalid'}`,
+      { fix: 'Check the base URL and API version; report this if it persists' },
+    );
+  }
+
+  private connectionError(method: string, path: string, e: unknown): ConnectionError {
+    const code = errorCode(e);
+    const phase = code === undefined ? undefined : TIMEOUT_CODES[code];
+    if (phase !== undefined) {
+      return new TimeoutError(`timeout_${phase}`, `${method} ${path} timed out (${phase} timeout)`, {
+        fix: 'Check the network, or raise the timeout (connect/headers/body timeout options)',
+        cause: e,
+      });
+    }
+    const detail = code ?? (e instanceof Error ? e.name : 'unknown');
+    return new ConnectionError(
+      code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE' ? 'connection_reset' : 'connection_failed',
+      `${method} ${path} failed: connection error (${detail})`,
+      { fix: 'Check the network and the base URL (AUDIENCE_KIT_ADS_BASE_URL), then run again', cause: e },
+    );
+  }
+
+  /** Wait the server asked for: a 429's reset (per account first), else `retry-after`. */
+  private serverHintMs(
+    status: number,
+    headers: Dispatcher.ResponseData['headers'],
+  ): { ms: number; reason: WaitReason } | undefined {
+    const now = this.clock.now();
+    const max = this.policy.maxServerWaitMs;
+    if (status === 429) {
+      const rl = parseRateLimitHeaders(headers);
+      const ms = resetWaitMs(rl?.reset, now, max);
+      if (ms !== undefined) return { ms: Math.min(max, ms + this.random() * this.policy.resetJitterMs), reason: 'server_reset' };
+    }
+    const ra = retryAfterMs(headerOf(headers, 'retry-after'), now, max);
+    return ra === undefined ? undefined : { ms: ra, reason: status === 429 ? 'server_reset' : 'retry' };
+  }
+
+  private observeRateLimit(headers: Dispatcher.ResponseData['headers'], family: string): void {
+    const rl = parseRateLimitHeaders(headers);
+    if (rl?.remaining !== 0) return;
+    const now = this.clock.now();
+    const ms = resetWaitMs(rl.reset, now, this.policy.maxServerWaitMs);
+    if (ms === undefined || ms === 0) return;
+    const until = now + Math.min(this.policy.maxServerWaitMs, ms + this.random() * this.policy.resetJitterMs);
+    this.blockedUntil.set(family, Math.max(until, this.blockedUntil.get(family) ?? 0));
+  }
+
+  /** Waits until the request may be sent; returns the function that ends its rate-limit slot. */
+  private async throttle(
+    rule: RateLimitRule | undefined,
+    family: string,
+    path: string,
+    signal?: AbortSignal,
+  ): Promise<(end: number) => void> {
+    for (;;) {
+      const now = this.clock.now();
+      const blocked = (this.blockedUntil.get(family) ?? 0) - now;
+      if (blocked > 0) {
+        await this.wait('server_reset', blocked, path, signal);
+        continue;
+      }
+      const limiter = rule === undefined ? undefined : this.limiters.get(rule);
+      if (limiter === undefined) return noRelease;
+      const ms = limiter.delay(now);
+      if (ms === 0) return limiter.take();
+      if (ms === Infinity) {
+        // Every slot is in flight: the next response frees one.
+        await limiter.released();
+        if (isAborted(signal)) throw abortedError('request', path, signal?.reason);
+        continue;
+      }
+      await this.wait('rate_limit', ms, path, signal);
+    }
+  }
+
+  /** Exponential backoff with "equal jitter": half fixed, half random, capped. */
+  private backoffMs(attempt: number): number {
+    const exp = Math.min(this.retryMaxMs, this.retryBaseMs * 2 ** (attempt - 1));
+    return Math.round(exp / 2 + (this.random() * exp) / 2);
+  }
+
+  private async wait(reason: WaitReason, ms: number, path: string, signal?: AbortSignal): Promise<void> {
+    const rounded = Math.max(0, Math.ceil(ms));
+    this.counters.waitedMs += rounded;
+    if (reason !== 'retry') this.counters.rateLimitWaits++;
+    this.onWait?.({ reason, ms: rounded, path });
+    try {
+      await this.clock.sleep(rounded, signal);
+    } catch (e) {
+      if (isAborted(signal)) throw abortedError('request', path, signal?.reason);
+      throw e;
+    }
+  }
+
+  private emitRequest(method: string, path: string, status: number | 'error', attempt: number, started: number): void {
+    this.onRequest?.({ method, path, status, attempt, ms: Math.round(performance.now() - started) });
+  }
+}
+
+/** Validates the options (ConfigError naming the field) and returns a client. Call `close()` when done. */
+export function createClient(o: ClientOptions): AdsClient {
+  return new AdsClient(o);
+}

@@ -1,0 +1,364 @@
+/**
+ * Typed endpoint functions. Parameters go in the query string (as the ads API does); ids are
+ * path-encoded; bounds from the reference are checked before anything is sent.
+ */
+import { z } from 'zod';
+import { ConfigError } from '../errors.js';
+import type { AudienceUser } from '../normalize.js';
+import type { AdsClient } from './client.js';
+import { checkCount, checkIdList, checkTotalCountCursor, type Page } from './pagination.js';
+import {
+  accessTokenSchema,
+  audiencePermissionSchema,
+  customAudienceSchema,
+  dataEnvelope,
+  doNotReachListSchema,
+  pageEnvelope,
+  requestTokenSchema,
+  targetingRecordSchema,
+  userBatchResultSchema,
+  type AccessTokenResponse,
+  type AudiencePermission,
+  type CustomAudience,
+  type DoNotReachList,
+  type PermissionLevel,
+  type RequestTokenResponse,
+  type TargetingRecord,
+  type UserBatchResult,
+} from './schemas.js';
+
+export type UserOperation = {
+  operation_type: 'Update' | 'Delete';
+  params: { users: AudienceUser[]; effective_at?: string; expires_at?: string };
+};
+
+/** Either operations to serialize, or the exact JSON array the caller already serialized. */
+export type UserBatchBody = { operations: UserOperation[]; body?: never } | { body: string; operations?: never };
+
+/** Platform limits of one user-batch request. */
+export const USER_BATCH_LIMITS = { maxOperations: 2500, maxBodyBytes: 5_000_000 } as const;
+export const LIST_COUNT_MAX = 1000;
+export const ID_LIST_MAX = 200;
+
+const seg = (id: string, name: string): string => {
+  if (id === '') throw new ConfigError('invalid_parameter', `Invalid ${name}: empty`, { fix: `Give a non-empty ${name}` });
+  return encodeURIComponent(id);
+};
+
+function batchBody(input: UserBatchBody): string {
+  if (input.operations !== undefined && input.operations.length > USER_BATCH_LIMITS.maxOperations) {
+    throw new ConfigError('invalid_parameter', `Invalid operations: ${input.operations.length} operations in one request`, {
+      fix: `Send at most ${USER_BATCH_LIMITS.maxOperations} operations per request`,
+    });
+  }
+  const body = input.body ?? JSON.stringify(input.operations);
+  const bytes = Buffer.byteLength(body);
+  if (bytes > USER_BATCH_LIMITS.maxBodyBytes) {
+    throw new ConfigError('invalid_parameter', `Invalid body: ${bytes} bytes`, {
+      fix: `Send at most ${USER_BATCH_LIMITS.maxBodyBytes} bytes per request`,
+    });
+  }
+  return body;
+}
+
+// ---- user batches -------------------------------------------------------------------------
+// Retrying a user batch is safe: adding the same users again (or removing them again) leaves
+// the audience unchanged, so the request is idempotent even though it is a POST.
+
+export async function postCustomAudienceUsers(
+  c: AdsClient,
+  p: { accountId: string; customAudienceId: string; signal?: AbortSignal } & UserBatchBody,
+): Promise<UserBatchResult> {
+  const res = await c.request({
+    method: 'POST',
+    path: `/12/accounts/${seg(p.accountId, 'account id')}/custom_audiences/${seg(p.customAudienceId, 'custom audience id')}/users`,
+    json: batchBody(p),
+    schema: dataEnvelope(userBatchResultSchema),
+    ...(p.signal === undefined ? {} : { signal: p.signal }),
+  });
+  return res.body.data;
+}
+
+export async function postDoNotReachListUsers(
+  c: AdsClient,
+  p: { accountId: string; doNotReachListId: string; signal?: AbortSignal } & UserBatchBody,
+): Promise<UserBatchResult[]> {
+  const res = await c.request({
+    method: 'POST',
+    path: `/12/batch/accounts/${seg(p.accountId, 'account id')}/do_not_reach_lists/${seg(p.doNotReachListId, 'do-not-reach list id')}/users`,
+    json: batchBody(p),
+    schema: dataEnvelope(z.array(userBatchResultSchema)),
+    ...(p.signal === undefined ? {} : { signal: p.signal }),
+  });
+  return res.body.data;
+}
+
+// ---- custom audiences ---------------------------------------------------------------------
+
+const audiencesPath = (accountId: string) => `/12/accounts/${seg(accountId, 'account id')}/custom_audiences`;
+
+export interface ListCustomAudiencesParams {
+  accountId: string;
+  /** Name prefix, case-insensitive. */
+  q?: string;
+  count?: number;
+  cursor?: string;
+  withDeleted?: boolean;
+  withTotalCount?: boolean;
+  customAudienceIds?: string[];
+}
+
+export async function listCustomAudiences(c: AdsClient, p: ListCustomAudiencesParams): Promise<Page<CustomAudience>> {
+  checkCount('count', p.count, 1, LIST_COUNT_MAX);
+  checkIdList('custom_audience_ids', p.customAudienceIds, ID_LIST_MAX);
+  checkTotalCountCursor(p.withTotalCount, p.cursor);
+  const res = await c.request({
+    method: 'GET',
+    path: audiencesPath(p.accountId),
+    query: {
+      q: p.q,
+      count: p.count,
+      cursor: p.cursor,
+      with_deleted: p.withDeleted,
+      with_total_count: p.withTotalCount,
+      custom_audience_ids: p.customAudienceIds,
+    },
+    schema: pageEnvelope(customAudienceSchema),
+  });
+  return toPage(res.body);
+}
+
+export async function getCustomAudience(c: AdsClient, p: { accountId: string; customAudienceId: string }): Promise<CustomAudience> {
+  const res = await c.request({
+    method: 'GET',
+    path: `${audiencesPath(p.accountId)}/${seg(p.customAudienceId, 'custom audience id')}`,
+    schema: dataEnvelope(customAudienceSchema),
+  });
+  return res.body.data;
+}
+
+export async function createCustomAudience(
+  c: AdsClient,
+  p: { accountId: string; name: string; description?: string },
+): Promise<CustomAudience> {
+  const res = await c.request({
+    method: 'POST',
+    path: audiencesPath(p.accountId),
+    query: { name: p.name, description: p.description },
+    schema: dataEnvelope(customAudienceSchema),
+    idempotent: false,
+  });
+  return res.body.data;
+}
+
+export async function updateCustomAudience(
+  c: AdsClient,
+  p: { accountId: string; customAudienceId: string; name?: string; description?: string },
+): Promise<CustomAudience> {
+  const res = await c.request({
+    method: 'PUT',
+    path: `${audiencesPath(p.accountId)}/${seg(p.customAudienceId, 'custom audience id')}`,
+    query: { name: p.name, description: p.description },
+    schema: dataEnvelope(customAudienceSchema),
+  });
+  return res.body.data;
+}
+
+export async function deleteCustomAudience(c: AdsClient, p: { accountId: string; customAudienceId: string }): Promise<CustomAudience> {
+  const res = await c.request({
+    method: 'DELETE',
+    path: `${audiencesPath(p.accountId)}/${seg(p.customAudienceId, 'custom audience id')}`,
+    schema: dataEnvelope(customAudienceSchema),
+  });
+  return res.body.data;
+}
+
+// ---- do-not-reach lists -------------------------------------------------------------------
+
+const dnrPath = (accountId: string) => `/12/accounts/${seg(accountId, 'account id')}/do_not_reach_lists`;
+
+export async function listDoNotReachLists(
+  c: AdsClient,
+  p: { accountId: string; count?: number; cursor?: string; withTotalCount?: boolean },
+): Promise<Page<DoNotReachList>> {
+  checkCount('count', p.count, 1, LIST_COUNT_MAX);
+  checkTotalCountCursor(p.withTotalCount, p.cursor);
+  const res = await c.request({
+    method: 'GET',
+    path: dnrPath(p.accountId),
+    query: { count: p.count, cursor: p.cursor, with_total_count: p.withTotalCount },
+    schema: pageEnvelope(doNotReachListSchema),
+  });
+  return toPage(res.body);
+}
+
+export async function getDoNotReachList(c: AdsClient, p: { accountId: string; doNotReachListId: string }): Promise<DoNotReachList> {
+  const res = await c.request({
+    method: 'GET',
+    path: `${dnrPath(p.accountId)}/${seg(p.doNotReachListId, 'do-not-reach list id')}`,
+    schema: dataEnvelope(doNotReachListSchema),
+  });
+  return res.body.data;
+}
+
+export async function createDoNotReachList(
+  c: AdsClient,
+  p: { accountId: string; name: string; description?: string },
+): Promise<DoNotReachList> {
+  const res = await c.request({
+    method: 'POST',
+    path: dnrPath(p.accountId),
+    query: { name: p.name, description: p.description },
+    schema: dataEnvelope(doNotReachListSchema),
+    idempotent: false,
+  });
+  return res.body.data;
+}
+
+export async function deleteDoNotReachList(c: AdsClient, p: { accountId: string; doNotReachListId: string }): Promise<DoNotReachList> {
+  const res = await c.request({
+    method: 'DELETE',
+    path: `${dnrPath(p.accountId)}/${seg(p.doNotReachListId, 'do-not-reach list id')}`,
+    schema: dataEnvelope(doNotReachListSchema),
+  });
+  return res.body.data;
+}
+
+// ---- audience permissions (custom: v12, tailored: v5) --------------------------------------
+
+export type AudienceKind = 'custom' | 'tailored';
+
+function permissionsPath(kind: AudienceKind, accountId: string, audienceId: string): string {
+  const account = seg(accountId, 'account id');
+  const audience = seg(audienceId, 'audience id');
+  return kind === 'custom'
+    ? `/12/accounts/${account}/custom_audiences/${audience}/permissions`
+    : `/5/accounts/${account}/tailored_audiences/${audience}/permissions`;
+}
+
+export interface ListAudiencePermissionsParams {
+  kind: AudienceKind;
+  accountId: string;
+  audienceId: string;
+  count?: number;
+  cursor?: string;
+  grantedAccountIds?: string[];
+  permissionIds?: string[];
+  withTotalCount?: boolean;
+  sortBy?: string;
+}
+
+export async function listAudiencePermissions(c: AdsClient, p: ListAudiencePermissionsParams): Promise<Page<AudiencePermission>> {
+  const idsParam = p.kind === 'custom' ? 'custom_audience_permission_ids' : 'tailored_audience_permission_ids';
+  checkCount('count', p.count, 1, LIST_COUNT_MAX);
+  checkIdList('granted_account_ids', p.grantedAccountIds, ID_LIST_MAX);
+  checkIdList(idsParam, p.permissionIds, ID_LIST_MAX);
+  checkTotalCountCursor(p.withTotalCount, p.cursor);
+  const res = await c.request({
+    method: 'GET',
+    path: permissionsPath(p.kind, p.accountId, p.audienceId),
+    query: {
+      count: p.count,
+      cursor: p.cursor,
+      granted_account_ids: p.grantedAccountIds,
+      [idsParam]: p.permissionIds,
+      sort_by: p.sortBy,
+      with_total_count: p.withTotalCount,
+    },
+    schema: pageEnvelope(audiencePermissionSchema),
+  });
+  return toPage(res.body);
+}
+
+export async function grantAudiencePermission(
+  c: AdsClient,
+  p: { kind: AudienceKind; accountId: string; audienceId: string; grantedAccountId: string; permissionLevel: PermissionLevel },
+): Promise<AudiencePermission> {
+  const res = await c.request({
+    method: 'POST',
+    path: permissionsPath(p.kind, p.accountId, p.audienceId),
+    query: { granted_account_id: p.grantedAccountId, permission_level: p.permissionLevel },
+    schema: dataEnvelope(audiencePermissionSchema),
+    idempotent: false,
+  });
+  return res.body.data;
+}
+
+export async function revokeAudiencePermission(
+  c: AdsClient,
+  p: { kind: AudienceKind; accountId: string; audienceId: string; permissionId: string },
+): Promise<AudiencePermission> {
+  const res = await c.request({
+    method: 'DELETE',
+    path: `${permissionsPath(p.kind, p.accountId, p.audienceId)}/${seg(p.permissionId, 'permission id')}`,
+    schema: dataEnvelope(audiencePermissionSchema),
+  });
+  return res.body.data;
+}
+
+// ---- targeted campaigns -------------------------------------------------------------------
+
+export async function listTargetedCampaigns(
+  c: AdsClient,
+  p: { accountId: string; customAudienceId: string; withActive?: boolean; cursor?: string },
+): Promise<Page<TargetingRecord>> {
+  const res = await c.request({
+    method: 'GET',
+    path: `${audiencesPath(p.accountId)}/${seg(p.customAudienceId, 'custom audience id')}/targeted`,
+    query: { with_active: p.withActive, cursor: p.cursor },
+    schema: pageEnvelope(targetingRecordSchema),
+  });
+  return toPage(res.body);
+}
+
+// ---- OAuth 1.0a PIN / callback flow (core API base URL) -----------------------------------
+
+/** Step 1: temporary credentials, signed with the consumer key only, `oauth_callback` = 'oob' (PIN) or a URL. */
+export async function requestToken(c: AdsClient, p: { callback: string }): Promise<RequestTokenResponse> {
+  const res = await c.request({
+    method: 'POST',
+    base: 'api',
+    path: '/oauth/request_token',
+    token: null,
+    oauthParams: { oauth_callback: p.callback },
+    responseType: 'form',
+    schema: requestTokenSchema,
+    idempotent: false,
+  });
+  return res.body;
+}
+
+/** Step 2: the page where the user approves the app (and, for 'oob', reads the PIN). */
+export function authorizeUrl(apiBaseUrl: string, oauthToken: string): string {
+  const u = new URL(apiBaseUrl);
+  u.pathname = `${u.pathname.replace(/\/$/, '')}/oauth/authorize`;
+  u.search = `oauth_token=${encodeURIComponent(oauthToken)}`;
+  return u.toString();
+}
+
+/** Step 3: exchange the request token and the verifier (PIN) for access credentials. */
+export async function accessToken(
+  c: AdsClient,
+  p: { oauthToken: string; oauthTokenSecret: string; verifier: string },
+): Promise<AccessTokenResponse> {
+  const res = await c.request({
+    method: 'POST',
+    base: 'api',
+    path: '/oauth/access_token',
+    token: { key: p.oauthToken, secret: p.oauthTokenSecret },
+    oauthParams: { oauth_verifier: p.verifier },
+    responseType: 'form',
+    schema: accessTokenSchema,
+    idempotent: false,
+  });
+  return res.body;
+}
+
+function toPage<T>(body: { data: T[]; next_cursor?: string | null | undefined; total_count?: number | undefined; request?: unknown }): Page<T> {
+  return {
+    data: body.data,
+    next_cursor: body.next_cursor ?? null,
+    ...(body.total_count === undefined ? {} : { total_count: body.total_count }),
+    ...(body.request === undefined ? {} : { request: body.request }),
+  };
+}

@@ -1,0 +1,175 @@
+/**
+ * Rate limiting as data (like octokit's plugin-throttling): a policy lists which endpoints
+ * share which sliding window, and how far server hints are trusted. The limiter enforces
+ * the window on the client so that a well-behaved upload never sees a 429; the server's
+ * headers can only make it wait longer, never shorter.
+ */
+
+export interface RateLimitEndpoint {
+  method: string;
+  /** Regular-expression source matched against the request path (no query). */
+  path: string;
+}
+
+export interface RateLimitRule {
+  name: string;
+  /** Every endpoint listed shares ONE window (conservative: the platform may count them together). */
+  endpoints: RateLimitEndpoint[];
+  limit: number;
+  windowMs: number;
+}
+
+export interface RateLimitPolicy {
+  rules: RateLimitRule[];
+  /** Added to each window, for servers that count a request a little after its response. */
+  safetyMarginMs: number;
+  /** Random extra wait added to a server reset, so parallel clients do not stampede. */
+  resetJitterMs: number;
+  /** Server hints (`retry-after`, `*-reset`) are clamped to [0, this]; garbage is ignored. */
+  maxServerWaitMs: number;
+}
+
+/** The audience users endpoints: 1500 requests per 60 s sliding window (custom audiences and do-not-reach lists). */
+export const DEFAULT_RATE_LIMIT_POLICY: RateLimitPolicy = {
+  rules: [
+    {
+      name: 'audience_users',
+      endpoints: [
+        { method: 'POST', path: '^/12/accounts/[^/]+/custom_audiences/[^/]+/users$' },
+        { method: 'POST', path: '^/12/batch/accounts/[^/]+/do_not_reach_lists/[^/]+/users$' },
+      ],
+      limit: 1500,
+      windowMs: 60_000,
+    },
+  ],
+  safetyMarginMs: 100,
+  resetJitterMs: 1_000,
+  maxServerWaitMs: 15 * 60_000,
+};
+
+export interface ClientClock {
+  now(): number;
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+/**
+ * Sliding-window limiter shared by concurrent requests. A slot is held from the moment a
+ * request is sent until its response (or failure) and then stays in the window for
+ * `windowMs` from that END time. The server sees a request arrive somewhere between send
+ * and end, so a new request sent `windowMs` after the oldest one ENDED can never fall into
+ * the same server-side window, whatever the latency of either: the guarantee holds on the
+ * wire, not only in the client's bookkeeping.
+ */
+export class SlidingWindowLimiter {
+  /** End time of each request in the window; Infinity while it is in flight. */
+  private slots: number[] = [];
+  private waiters: Array<() => void> = [];
+
+  constructor(
+    readonly limit: number,
+    readonly windowMs: number,
+  ) {}
+
+  /** Milliseconds to wait before a slot is free at `now`: 0 = free now, Infinity = wait for `released()`. */
+  delay(now: number): number {
+    this.slots = this.slots.filter((end) => end + this.windowMs > now);
+    if (this.slots.length < this.limit) return 0;
+    let oldest = Infinity;
+    for (const end of this.slots) if (end < oldest) oldest = end;
+    return oldest === Infinity ? Infinity : Math.max(1, oldest + this.windowMs - now);
+  }
+
+  /** Takes a slot; call right after `delay(now)` returned 0 (no await in between). Returns `release(endTime)`. */
+  take(): (end: number) => void {
+    this.slots.push(Infinity);
+    let released = false;
+    return (end: number) => {
+      if (released) return;
+      released = true;
+      // In-flight markers are interchangeable, and pruning may have moved this one.
+      const i = this.slots.indexOf(Infinity);
+      if (i >= 0) this.slots[i] = end;
+      const waiters = this.waiters;
+      this.waiters = [];
+      for (const w of waiters) w();
+    };
+  }
+
+  /** Resolves at the next release (when every slot of the window is in flight). */
+  released(): Promise<void> {
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+}
+
+const patterns = new Map<string, RegExp>();
+
+function pattern(source: string): RegExp {
+  let re = patterns.get(source);
+  if (re === undefined) {
+    re = new RegExp(source);
+    patterns.set(source, re);
+  }
+  return re;
+}
+
+export function findRateLimitRule(policy: RateLimitPolicy, method: string, path: string): RateLimitRule | undefined {
+  return policy.rules.find((r) => r.endpoints.some((e) => e.method === method && pattern(e.path).test(path)));
+}
+
+export interface RateLimitHeaders {
+  limit: number | undefined;
+  remaining: number | undefined;
+  /** Unix seconds. */
+  reset: number | undefined;
+  source: 'account' | 'global';
+}
+
+type HeaderBag = Record<string, string | string[] | undefined>;
+
+function headerValue(headers: HeaderBag, name: string): string | undefined {
+  const v = headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+function intHeader(headers: HeaderBag, name: string): number | undefined {
+  const raw = headerValue(headers, name)?.trim();
+  if (raw === undefined || !/^\d{1,15}$/.test(raw)) return undefined;
+  return Number(raw);
+}
+
+/** The per-account headers win over the per-credentials ones (they are the tighter, more specific limit). */
+export function parseRateLimitHeaders(headers: HeaderBag): RateLimitHeaders | undefined {
+  for (const [prefix, source] of [
+    ['x-account-rate-limit-', 'account'],
+    ['x-rate-limit-', 'global'],
+  ] as const) {
+    const remaining = intHeader(headers, `${prefix}remaining`);
+    const reset = intHeader(headers, `${prefix}reset`);
+    if (remaining !== undefined || reset !== undefined) {
+      return { limit: intHeader(headers, `${prefix}limit`), remaining, reset, source };
+    }
+  }
+  return undefined;
+}
+
+function clampHint(ms: number, maxMs: number): number | undefined {
+  if (!Number.isFinite(ms)) return undefined;
+  return Math.min(Math.max(0, ms), maxMs);
+}
+
+/** Milliseconds until a `reset` (Unix seconds), clamped; undefined when absent or garbage. */
+export function resetWaitMs(resetSeconds: number | undefined, now: number, maxMs: number): number | undefined {
+  if (resetSeconds === undefined) return undefined;
+  return clampHint(resetSeconds * 1000 - now, maxMs);
+}
+
+/** `retry-after` as seconds or an HTTP date, clamped; undefined when absent or garbage. */
+export function retryAfterMs(value: string | undefined, now: number, maxMs: number): number | undefined {
+  const v = value?.trim();
+  if (v === undefined || v === '') return undefined;
+  if (/^\d+(\.\d+)?$/.test(v)) return clampHint(Number(v) * 1000, maxMs);
+  // Only an IMF-fixdate-like value is a date; Date.parse would also accept "1" or "-5".
+  if (!/^[A-Za-z]{3},\s+\d{1,2}\s+[A-Za-z]{3}\s+\d{4}\s+\d{2}:\d{2}:\d{2}\s+GMT$/.test(v)) return undefined;
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? undefined : clampHint(at - now, maxMs);
+}

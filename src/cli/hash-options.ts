@@ -1,0 +1,131 @@
+/**
+ * The column-mapping and normalization options shared by `hash` and `upload`: one definition of
+ * the flags, one translation into the library's HashFileOptions.
+ */
+import { resolve } from 'node:path';
+import type { Readable } from 'node:stream';
+import type { Argv } from 'yargs';
+import { ConfigError, describeMapping, type CsvDelimiter, type HashFileOptions, type HashFileRun } from '../index.js';
+import type { CliContext } from './context.js';
+import { writeLine } from './output.js';
+
+export interface HashOptionArgs {
+  map?: string[];
+  'default-country'?: string;
+  'country-column'?: string;
+  'phone-format'?: 'e164' | 'digits';
+  'input-hashed'?: 'auto' | 'always' | 'never';
+  'value-separator'?: string;
+  delimiter?: string;
+  workers?: number;
+}
+
+/** Add the mapping/normalization/CSV options to a command's builder. */
+export function addHashOptions<T>(y: Argv<T>): Argv<T & HashOptionArgs> {
+  return y
+    .option('map', {
+      type: 'string',
+      array: true,
+      requiresArg: true,
+      describe:
+        'Map a column to an identifier type: type=Column Name (repeatable; several columns may feed one type). Types: email, phone_number, handle, device_id, service_id, partner_user_id, country. Replaces detection by column name',
+    })
+    .option('default-country', {
+      type: 'string',
+      requiresArg: true,
+      describe: 'ISO country (US, GB, ...) for national-format phone numbers of rows without their own country',
+    })
+    .option('country-column', { type: 'string', requiresArg: true, describe: "The column holding each row's country" })
+    .option('phone-format', {
+      choices: ['e164', 'digits'] as const,
+      describe: 'Phone form before hashing: e164 (+14155550123, default) or digits (14155550123)',
+    })
+    .option('input-hashed', {
+      choices: ['auto', 'always', 'never'] as const,
+      describe:
+        'auto (default): a 64-hex value is an existing SHA-256 digest, passed through; always: every value must be one; never: hash everything',
+    })
+    .option('value-separator', {
+      type: 'string',
+      requiresArg: true,
+      describe: 'Split cells holding several values on this string (default: a cell is one value)',
+    })
+    .option('delimiter', {
+      type: 'string',
+      requiresArg: true,
+      describe: 'CSV delimiter: , ; | or tab (default: detected)',
+    })
+    .option('workers', {
+      type: 'number',
+      requiresArg: true,
+      describe: 'Worker threads for hashing (default: number of cores; 0 = main thread only)',
+    }) as unknown as Argv<T & HashOptionArgs>;
+}
+
+const DELIMITERS: Readonly<Record<string, CsvDelimiter>> = {
+  ',': ',',
+  comma: ',',
+  ';': ';',
+  semicolon: ';',
+  '|': '|',
+  pipe: '|',
+  tab: '\t',
+  '\t': '\t',
+  '\\t': '\t',
+};
+
+/**
+ * Turn parsed arguments into hashFile options. `stdin` is what `-` reads. Validation of values
+ * (country, worker count) happens in the library, which throws ConfigError naming the option.
+ */
+export function hashOptionsFromArgs(args: HashOptionArgs, stdin?: Readable): HashFileOptions {
+  const opts: HashFileOptions = {};
+  if (args.map !== undefined) opts.map = args.map;
+  if (args['default-country'] !== undefined) opts.defaultCountry = args['default-country'];
+  if (args['country-column'] !== undefined) opts.countryColumn = args['country-column'];
+  if (args['phone-format'] !== undefined) opts.phoneFormat = args['phone-format'];
+  if (args['input-hashed'] !== undefined) opts.inputHashed = args['input-hashed'];
+  if (args['value-separator'] !== undefined) {
+    if (args['value-separator'] === '') {
+      throw new ConfigError('invalid_option', '--value-separator is empty', { fix: 'pass the separator, for example --value-separator ";"' });
+    }
+    opts.valueSeparator = args['value-separator'];
+  }
+  if (args.delimiter !== undefined) {
+    const delimiter = DELIMITERS[args.delimiter.toLowerCase()];
+    if (delimiter === undefined) {
+      throw new ConfigError('invalid_option', `--delimiter ${JSON.stringify(args.delimiter)} is not supported`, {
+        fix: 'use one of: , ; | tab',
+      });
+    }
+    opts.delimiter = delimiter;
+  }
+  if (args.workers !== undefined) {
+    if (!Number.isInteger(args.workers) || args.workers < 0) {
+      throw new ConfigError('invalid_option', '--workers must be a whole number >= 0', { fix: 'pass for example --workers 2' });
+    }
+    opts.workers = args.workers;
+  }
+  if (stdin !== undefined) opts.stdin = stdin;
+  return opts;
+}
+
+/**
+ * The source to pass to hashFile for a `<file|->` positional: `-` for stdin (yargs hands a lone
+ * `-` over as ''), otherwise the path resolved against the working directory.
+ */
+export function hashInputSource(file: string, cwd: string): string {
+  return file === '-' || file === '' ? '-' : resolve(cwd, file);
+}
+
+/** Print (stderr) what is being read and the chosen column mapping. Column names only, never values. */
+export function printInputMapping(ctx: CliContext, run: HashFileRun): void {
+  const traits = [
+    run.encoding === 'utf-8' ? 'UTF-8' : run.encoding.toUpperCase(),
+    ...(run.compressed ? ['gzip'] : []),
+    `delimiter ${run.delimiter === '\t' ? 'tab' : JSON.stringify(run.delimiter)}`,
+    `${run.workers} worker${run.workers === 1 ? '' : 's'}`,
+  ];
+  writeLine(ctx.stderr, `reading ${run.name} (${traits.join(', ')})`);
+  writeLine(ctx.stderr, describeMapping(run.mapping));
+}

@@ -1,0 +1,287 @@
+/**
+ * The per-chunk work of `hashFile`: parse a chunk of whole CSV records, normalize and hash every
+ * row, count it in a partial summary. It runs in worker threads (this file is the worker's
+ * entry point) and, with `workers: 0`, on the calling thread. It imports only what that work
+ * needs, so each worker's isolate stays small.
+ */
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { visitCsvChunk, type ColumnMapping, type CsvBadRow, type CsvDelimiter, type CsvRowError, type MappedColumn } from './csv.js';
+import {
+  buildUser,
+  IDENTIFIER_TYPES,
+  REJECT_REASONS,
+  serializeUser,
+  type BuiltUser,
+  type FieldValue,
+  type IdentifierType,
+  type MappedRecord,
+  type NormalizeOptions,
+  type Reject,
+  type RejectReason,
+} from './normalize.js';
+
+// ---------------------------------------------------------------------------------------------
+// Summary.
+
+/** How many line numbers a summary keeps per reason (enough to find the problem, bounded memory). */
+export const SUMMARY_LINES = 5;
+
+export interface HashTypeCounts {
+  /** Values normalized and hashed here (after de-duplication within each user). */
+  valid: number;
+  /** Values rejected. */
+  invalid: number;
+  /** Values passed through as already-hashed digests. */
+  digests: number;
+}
+
+export interface HashReasonCount {
+  count: number;
+  /** The first SUMMARY_LINES line numbers, ascending. */
+  lines: number[];
+}
+
+export interface HashSummary {
+  /** Data rows read (malformed rows included, blank lines not). */
+  rows: number;
+  /** Rows that produced a user (at least one valid identifier). */
+  users: number;
+  /** Well-formed rows without any valid identifier (no user produced). */
+  emptyRows: number;
+  /** Rows skipped because the CSV record was malformed. */
+  malformed: HashReasonCount & { reasons: Partial<Record<CsvRowError, number>> };
+  types: Partial<Record<IdentifierType, HashTypeCounts>>;
+  rejects: Partial<Record<RejectReason, HashReasonCount>>;
+}
+
+export function createHashSummary(): HashSummary {
+  return { rows: 0, users: 0, emptyRows: 0, malformed: { count: 0, lines: [], reasons: {} }, types: {}, rejects: {} };
+}
+
+function noteLine(into: HashReasonCount, line: number): void {
+  into.count++;
+  if (into.lines.length < SUMMARY_LINES) into.lines.push(line);
+}
+
+function typeCounts(summary: HashSummary, type: IdentifierType): HashTypeCounts {
+  return (summary.types[type] ??= { valid: 0, invalid: 0, digests: 0 });
+}
+
+/** Count one built user (one well-formed data row). */
+export function addUserToSummary(summary: HashSummary, built: BuiltUser): void {
+  summary.rows++;
+  const user = built.user;
+  let any = false;
+  // Only the types present (user keys), not all six: this runs once per row.
+  for (const key in user) {
+    const type = key as IdentifierType;
+    const values = user[type];
+    if (values === undefined || values.length === 0) continue;
+    any = true;
+    const digests = built.digests === undefined ? 0 : (built.digests[type] ?? 0);
+    const counts = summary.types[type] ?? typeCounts(summary, type);
+    counts.valid += values.length - digests;
+    counts.digests += digests;
+  }
+  if (any) summary.users++;
+  else summary.emptyRows++;
+  const rejects = built.rejects;
+  for (let i = 0; i < rejects.length; i++) {
+    const r = rejects[i] as Reject;
+    typeCounts(summary, r.type).invalid++;
+    noteLine((summary.rejects[r.reason] ??= { count: 0, lines: [] }), r.line);
+  }
+}
+
+/** Count one malformed CSV record. */
+export function addBadRowToSummary(summary: HashSummary, line: number, error: CsvRowError): void {
+  summary.rows++;
+  noteLine(summary.malformed, line);
+  summary.malformed.reasons[error] = (summary.malformed.reasons[error] ?? 0) + 1;
+}
+
+function mergeLines(into: HashReasonCount, from: HashReasonCount, lineOffset: number): void {
+  into.count += from.count;
+  for (const l of from.lines) {
+    if (into.lines.length >= SUMMARY_LINES) break;
+    into.lines.push(l + lineOffset);
+  }
+}
+
+/**
+ * Add `from` into `into`. Merge summaries in input order (as hashFile does) so the kept line
+ * numbers are the first ones; `lineOffset` is added to `from`'s line numbers.
+ */
+export function mergeHashSummary(into: HashSummary, from: HashSummary, lineOffset = 0): HashSummary {
+  into.rows += from.rows;
+  into.users += from.users;
+  into.emptyRows += from.emptyRows;
+  mergeLines(into.malformed, from.malformed, lineOffset);
+  for (const [reason, n] of Object.entries(from.malformed.reasons) as [CsvRowError, number][]) {
+    into.malformed.reasons[reason] = (into.malformed.reasons[reason] ?? 0) + n;
+  }
+  for (const type of IDENTIFIER_TYPES) {
+    const t = from.types[type];
+    if (t === undefined) continue;
+    const counts = typeCounts(into, type);
+    counts.valid += t.valid;
+    counts.invalid += t.invalid;
+    counts.digests += t.digests;
+  }
+  for (const reason of REJECT_REASONS) {
+    const r = from.rejects[reason];
+    if (r !== undefined) mergeLines((into.rejects[reason] ??= { count: 0, lines: [] }), r, lineOffset);
+  }
+  return into;
+}
+
+/** What hashFile's chunks carry: user objects, or output already rendered by the workers. */
+export type HashEmit = 'users' | 'jsonl' | 'csv';
+
+// ---------------------------------------------------------------------------------------------
+// One chunk (the unit of work of the fast path; runs in a worker or inline).
+
+/** What a worker needs to process chunks of one file. Plain data: it crosses the thread boundary. */
+export interface HashChunkContext {
+  columns: number;
+  delimiter: CsvDelimiter;
+  newline: '\n' | '\r\n';
+  mapping: ColumnMapping;
+  normalize: NormalizeOptions;
+  emit: HashEmit;
+  /** For emit csv: the output columns (identifier types). */
+  outputTypes: IdentifierType[];
+}
+
+/** A user from hashFile: BuiltUser plus `json` = serializeUser(user), computed in the worker. */
+export interface HashedUser extends BuiltUser {
+  json: string;
+}
+
+/** A chunk's result with line numbers relative to the chunk's first line (0-based). */
+export interface HashChunkResult {
+  lines: number;
+  users: HashedUser[];
+  /** Rendered output lines as UTF-8 (emit `jsonl`/`csv`); empty for `users`. */
+  output: Uint8Array;
+  rejects: Reject[];
+  malformed: CsvBadRow[];
+  summary: HashSummary;
+}
+
+const csvCell = (s: string): string => (/[",\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s);
+
+/** Header line of the `hash` command's CSV output. */
+export function hashCsvHeader(types: readonly IdentifierType[]): string {
+  return `${types.join(',')}\n`;
+}
+
+/** The identifier types a mapping produces, in IDENTIFIER_TYPES order (the CSV output columns). */
+export function mappedTypes(mapping: ColumnMapping): IdentifierType[] {
+  return IDENTIFIER_TYPES.filter((t) => mapping.columns.some((c) => c.type === t));
+}
+
+/**
+ * Collects output lines as UTF-8 bytes. Text is gathered in pieces below V8's large-object size
+ * (a flat string over ~128 KiB lives in the old generation until a full GC), so the garbage of a
+ * chunk dies young; the bytes are transferred to the main thread, which writes them as they are.
+ */
+class OutputBuilder {
+  private static readonly PIECE = 32 * 1024;
+  private readonly pieces: Buffer[] = [];
+  private size = 0;
+  private text = '';
+
+  add(line: string): void {
+    this.text += line;
+    if (this.text.length >= OutputBuilder.PIECE) this.flush();
+  }
+
+  private flush(): void {
+    const piece = Buffer.from(this.text, 'utf8');
+    this.pieces.push(piece);
+    this.size += piece.length;
+    this.text = '';
+  }
+
+  bytes(): Uint8Array {
+    if (this.text !== '') this.flush();
+    // Never pooled: the result owns its ArrayBuffer, so it can be transferred.
+    const all = new Uint8Array(this.size);
+    let at = 0;
+    for (const piece of this.pieces) {
+      all.set(piece, at);
+      at += piece.length;
+    }
+    return all;
+  }
+}
+
+/** Parse, normalize and hash one chunk of whole records (UTF-8 bytes). */
+export function hashChunk(bytes: Uint8Array, ctx: HashChunkContext): HashChunkResult {
+  const summary = createHashSummary();
+  const users: HashedUser[] = [];
+  const rejects: Reject[] = [];
+  const malformed: CsvBadRow[] = [];
+  const out = new OutputBuilder();
+  // One record object refilled per row: buildUser is synchronous and keeps no reference to it,
+  // and this loop is the hot path (fewer allocations, less GC).
+  const columns = ctx.mapping.columns;
+  const countryIndex = ctx.mapping.country?.index;
+  const fieldValues: FieldValue[] = columns.map((c) => ({ column: c.column, type: c.type, raw: '' }));
+  const record: MappedRecord = { line: 0, fields: fieldValues };
+  const { emit, outputTypes, normalize } = ctx;
+  const row = (fields: string[], offset: number): void => {
+    for (let i = 0; i < columns.length; i++) (fieldValues[i] as FieldValue).raw = fields[(columns[i] as MappedColumn).index] ?? '';
+    record.line = offset;
+    // Assigned even when absent (buildUser treats undefined and '' alike): keeps the object's shape stable.
+    (record as { country?: string | undefined }).country = countryIndex === undefined ? undefined : fields[countryIndex];
+    const built = buildUser(record, normalize);
+    addUserToSummary(summary, built);
+    for (const r of built.rejects) rejects.push(r);
+    if (emit === 'users') {
+      (built as HashedUser).json = serializeUser(built.user);
+      users.push(built as HashedUser);
+    } else if (emit === 'jsonl') {
+      out.add(serializeUser(built.user));
+      out.add('\n');
+    } else {
+      let line = '';
+      for (let i = 0; i < outputTypes.length; i++) {
+        const type = outputTypes[i] as IdentifierType;
+        const values = built.user[type];
+        if (i > 0) line += ',';
+        if (values !== undefined) line += type === 'partner_user_id' ? csvCell(values.join('|')) : values.join('|');
+      }
+      out.add(line);
+      out.add('\n');
+    }
+  };
+  const bad = (offset: number, error: CsvRowError): void => {
+    malformed.push({ line: offset, error });
+    addBadRowToSummary(summary, offset, error);
+  };
+  const lines = visitCsvChunk(new TextDecoder().decode(bytes), ctx.delimiter, ctx.newline, ctx.columns, { row, bad });
+  return { lines, users, output: out.bytes(), rejects, malformed, summary };
+}
+
+
+/** workerData of a hash worker. */
+export interface HashWorkerData {
+  hashChunkContext: HashChunkContext;
+}
+
+const data = workerData as Partial<HashWorkerData> | null;
+const port = parentPort;
+if (!isMainThread && port !== null && data?.hashChunkContext !== undefined) {
+  const ctx = data.hashChunkContext;
+  port.on('message', (message: { seq: number; bytes: Uint8Array }) => {
+    try {
+      const result = hashChunk(message.bytes, ctx);
+      port.postMessage({ seq: message.seq, result }, result.output.byteLength > 0 ? [result.output.buffer as ArrayBuffer] : []);
+    } catch (error) {
+      const e = error instanceof Error ? error : new Error(String(error));
+      port.postMessage({ seq: message.seq, error: { message: e.message, stack: e.stack } });
+    }
+  });
+}

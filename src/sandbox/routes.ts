@@ -1,0 +1,400 @@
+/**
+ * The ads endpoints of the wire contract (audiences, permissions, targeted, do-not-reach lists).
+ * User batches are checked in users.ts and applied here; transport concerns (auth, body
+ * reading, rate limits, faults) live in server.ts.
+ */
+import { invalid, pageOf, QueryReader, SandboxApiFailure } from './params.js';
+import type { AudienceRec, DnrRec, SandboxPermissionLevel, SandboxStore } from './state.js';
+import type { CheckedOperation } from './users.js';
+
+export type RouteName =
+  | 'audiences.list'
+  | 'audiences.create'
+  | 'audiences.get'
+  | 'audiences.update'
+  | 'audiences.delete'
+  | 'audiences.users'
+  | 'permissions.list'
+  | 'permissions.grant'
+  | 'permissions.revoke'
+  | 'targeted'
+  | 'dnr.list'
+  | 'dnr.create'
+  | 'dnr.get'
+  | 'dnr.delete'
+  | 'dnr.users';
+
+export interface AdsRoute {
+  method: string;
+  segments: string[];
+  name: RouteName;
+  /** Rate-limit family (x-rate-limit-* are counted per credentials and family). */
+  family: string;
+  batch?: 'custom' | 'dnr';
+  permissionKind?: 'custom' | 'tailored';
+}
+
+const CA = '/12/accounts/:account_id/custom_audiences';
+const TA = '/5/accounts/:account_id/tailored_audiences/:tailored_audience_id/permissions';
+const DNR = '/12/accounts/:account_id/do_not_reach_lists';
+
+function route(method: string, path: string, name: RouteName, family: string, extra: Partial<AdsRoute> = {}): AdsRoute {
+  return { method, segments: path.split('/').slice(1), name, family, ...extra };
+}
+
+export const ADS_ROUTES: readonly AdsRoute[] = [
+  route('GET', CA, 'audiences.list', 'custom_audiences'),
+  route('POST', CA, 'audiences.create', 'custom_audiences'),
+  route('GET', `${CA}/:custom_audience_id`, 'audiences.get', 'custom_audiences'),
+  route('PUT', `${CA}/:custom_audience_id`, 'audiences.update', 'custom_audiences'),
+  route('DELETE', `${CA}/:custom_audience_id`, 'audiences.delete', 'custom_audiences'),
+  route('POST', `${CA}/:custom_audience_id/users`, 'audiences.users', 'custom_audience_users', { batch: 'custom' }),
+  route('GET', `${CA}/:custom_audience_id/permissions`, 'permissions.list', 'permissions', { permissionKind: 'custom' }),
+  route('POST', `${CA}/:custom_audience_id/permissions`, 'permissions.grant', 'permissions', { permissionKind: 'custom' }),
+  route('DELETE', `${CA}/:custom_audience_id/permissions/:custom_audience_permission_id`, 'permissions.revoke', 'permissions', {
+    permissionKind: 'custom',
+  }),
+  route('GET', TA, 'permissions.list', 'permissions', { permissionKind: 'tailored' }),
+  route('POST', TA, 'permissions.grant', 'permissions', { permissionKind: 'tailored' }),
+  route('DELETE', `${TA}/:tailored_audience_permission_id`, 'permissions.revoke', 'permissions', { permissionKind: 'tailored' }),
+  route('GET', `${CA}/:custom_audience_id/targeted`, 'targeted', 'targeted'),
+  route('GET', DNR, 'dnr.list', 'do_not_reach_lists'),
+  route('POST', DNR, 'dnr.create', 'do_not_reach_lists'),
+  route('GET', `${DNR}/:do_not_reach_list_id`, 'dnr.get', 'do_not_reach_lists'),
+  route('DELETE', `${DNR}/:do_not_reach_list_id`, 'dnr.delete', 'do_not_reach_lists'),
+  route('POST', '/12/batch/accounts/:account_id/do_not_reach_lists/:do_not_reach_list_id/users', 'dnr.users', 'do_not_reach_users', {
+    batch: 'dnr',
+  }),
+];
+
+export interface RouteMatch {
+  route: AdsRoute;
+  params: Record<string, string>;
+}
+
+/** Finds the route; `pathKnown` tells a wrong method (405) from an unknown path (404). */
+export function matchAdsRoute(method: string, pathname: string): { match?: RouteMatch; pathKnown: boolean } {
+  const parts = pathname.split('/').slice(1);
+  let pathKnown = false;
+  for (const r of ADS_ROUTES) {
+    if (r.segments.length !== parts.length) continue;
+    const params: Record<string, string> = {};
+    let ok = true;
+    for (let i = 0; i < parts.length && ok; i++) {
+      const seg = r.segments[i] ?? '';
+      const part = parts[i] ?? '';
+      if (seg.startsWith(':')) {
+        let value: string;
+        try {
+          value = decodeURIComponent(part);
+        } catch {
+          value = '';
+        }
+        if (value === '') ok = false;
+        else params[seg.slice(1)] = value;
+      } else if (seg !== part) ok = false;
+    }
+    if (!ok) continue;
+    pathKnown = true;
+    if (r.method === method) return { match: { route: r, params }, pathKnown };
+  }
+  return { pathKnown };
+}
+
+export interface AdsRequest {
+  match: RouteMatch;
+  query: URLSearchParams;
+  /** The authenticated user (owner of the credentials). */
+  userId: string;
+}
+
+export interface AdsReply {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+const NAME_MAX = 255;
+const DESCRIPTION_MAX = 1000;
+const PERMISSION_LEVELS: readonly SandboxPermissionLevel[] = ['READ_ONLY', 'READ_WRITE'];
+const PERMISSION_SORT = /^(id|created_at|updated_at|granted_account_id|permission_level)-(asc|desc)$/;
+export const OWNER_ONLY_PERMISSIONS = "Only the audience's owner account can manage its permissions";
+
+function notFound(what: string, parameter: string): SandboxApiFailure {
+  return new SandboxApiFailure(404, 'NOT_FOUND', `${what} not found`, parameter);
+}
+
+export class AdsRoutes {
+  constructor(
+    private readonly store: SandboxStore,
+    private readonly pageSize: number,
+  ) {}
+
+  /** The path's account, if it exists (404) and belongs to the authenticated user (403). */
+  account(req: AdsRequest): string {
+    const id = req.match.params['account_id'] ?? '';
+    const account = this.store.accounts.get(id);
+    if (account === undefined) throw notFound(`Account ${id}`, 'account_id');
+    if (account.userId !== req.userId) {
+      throw new SandboxApiFailure(
+        403,
+        'UNAUTHORIZED_CLIENT_APPLICATION',
+        `The authenticated user is not authorized to use account ${id}`,
+        'account_id',
+      );
+    }
+    return id;
+  }
+
+  /** An audience the account owns or was granted; `write` requires ownership or READ_WRITE. */
+  audience(req: AdsRequest, accountId: string, mode: 'read' | 'write' | 'owner'): AudienceRec {
+    const param = req.match.route.permissionKind === 'tailored' ? 'tailored_audience_id' : 'custom_audience_id';
+    const id = req.match.params[param] ?? '';
+    const a = this.store.audiences.get(id);
+    const grant = a === undefined || a.ownerAccountId === accountId ? undefined : this.store.grantOf(a.id, accountId);
+    if (a === undefined || (a.ownerAccountId !== accountId && grant === undefined)) throw notFound(`Audience ${id}`, param);
+    if (mode !== 'read' && a.deleted) throw notFound(`Audience ${id} (deleted)`, param);
+    if (mode === 'write' && grant !== undefined && grant.level !== 'READ_WRITE') {
+      throw new SandboxApiFailure(403, 'PERMISSION_DENIED', 'This account has READ_ONLY access to the audience', param);
+    }
+    if (mode === 'owner' && grant !== undefined) {
+      throw new SandboxApiFailure(
+        403,
+        'PERMISSION_DENIED',
+        req.match.route.permissionKind === undefined
+          ? "Only the audience's owner account can modify or delete it"
+          : OWNER_ONLY_PERMISSIONS,
+        param,
+      );
+    }
+    return a;
+  }
+
+  dnrList(req: AdsRequest, accountId: string, mode: 'read' | 'write'): DnrRec {
+    const id = req.match.params['do_not_reach_list_id'] ?? '';
+    const d = this.store.dnrLists.get(id);
+    if (d === undefined || d.accountId !== accountId) throw notFound(`Do-not-reach list ${id}`, 'do_not_reach_list_id');
+    if (mode === 'write' && d.deleted) throw notFound(`Do-not-reach list ${id} (deleted)`, 'do_not_reach_list_id');
+    return d;
+  }
+
+  handle(req: AdsRequest): AdsReply {
+    const accountId = this.account(req);
+    const q = new QueryReader(req.query, req.match.params);
+    const ok = (data: unknown, extra: Record<string, unknown> = {}): AdsReply => {
+      q.finish();
+      return { status: 200, body: { request: { params: q.echo }, data, ...extra } };
+    };
+    const created = (data: unknown): AdsReply => ({ ...ok(data), status: 201 });
+    const s = this.store;
+    switch (req.match.route.name) {
+      case 'audiences.list': {
+        const withTotal = q.bool('with_total_count', false);
+        const count = q.int('count', 1, 1000, 200);
+        const offset = q.cursor(withTotal);
+        const prefix = q.string('q', { max: NAME_MAX })?.toLowerCase();
+        const withDeleted = q.bool('with_deleted', false);
+        const ids = q.ids('custom_audience_ids', 200);
+        const visible = [...s.audiences.values()].filter(
+          (a) =>
+            (a.ownerAccountId === accountId || s.grantOf(a.id, accountId) !== undefined) &&
+            (withDeleted || !a.deleted) &&
+            (prefix === undefined || a.name.toLowerCase().startsWith(prefix)) &&
+            (ids === undefined || ids.includes(a.id)),
+        );
+        const { data, ...rest } = pageOf(visible, offset, count, withTotal);
+        return ok(
+          data.map((a) => s.audienceView(a, accountId)),
+          rest,
+        );
+      }
+      case 'audiences.create': {
+        const name = q.string('name', { required: true, max: NAME_MAX }) ?? '';
+        const description = q.string('description', { max: DESCRIPTION_MAX }) ?? null;
+        return created(s.audienceView(s.insertAudience(accountId, name, description), accountId));
+      }
+      case 'audiences.get':
+        return ok(s.audienceView(this.audience(req, accountId, 'read'), accountId));
+      case 'audiences.update': {
+        const a = this.audience(req, accountId, 'owner');
+        const name = q.string('name', { max: NAME_MAX });
+        const description = q.string('description', { max: DESCRIPTION_MAX });
+        if (name !== undefined) a.name = name;
+        if (description !== undefined) a.description = description;
+        a.updatedAt = s.now();
+        return ok(s.audienceView(a, accountId));
+      }
+      case 'audiences.delete': {
+        const a = this.audience(req, accountId, 'owner');
+        a.deleted = true;
+        a.updatedAt = s.now();
+        return ok(s.audienceView(a, accountId));
+      }
+      case 'permissions.list':
+        return this.listPermissions(req, accountId, q, ok);
+      case 'permissions.grant': {
+        const a = this.audience(req, accountId, 'owner');
+        const granted = q.string('granted_account_id', { required: true }) ?? '';
+        const level = q.oneOf('permission_level', PERMISSION_LEVELS, { required: true }) ?? 'READ_ONLY';
+        const target = s.accounts.get(granted);
+        if (target === undefined) throw invalid('granted_account_id', `Account ${granted} does not exist`);
+        if (granted === a.ownerAccountId) throw invalid('granted_account_id', 'The owner account already has access');
+        const owner = s.accounts.get(a.ownerAccountId);
+        if (owner === undefined || owner.business !== target.business) {
+          throw invalid('granted_account_id', 'Audiences can be shared only between ad accounts of the same business');
+        }
+        const t = s.now();
+        let p = s.grantOf(a.id, granted);
+        if (p === undefined) {
+          p = { id: s.newId(), audienceId: a.id, grantedAccountId: granted, level, createdAt: t, updatedAt: t, deleted: false };
+          s.permissions.set(p.id, p);
+        } else {
+          p.level = level;
+          p.updatedAt = t;
+        }
+        return created(s.permissionView(p, req.match.route.permissionKind ?? 'custom'));
+      }
+      case 'permissions.revoke': {
+        const kind = req.match.route.permissionKind ?? 'custom';
+        const a = this.audience(req, accountId, 'owner');
+        const param = kind === 'custom' ? 'custom_audience_permission_id' : 'tailored_audience_permission_id';
+        const id = req.match.params[param] ?? '';
+        const p = s.permissions.get(id);
+        if (p === undefined || p.audienceId !== a.id || p.deleted) throw notFound(`Permission ${id}`, param);
+        p.deleted = true;
+        p.updatedAt = s.now();
+        return ok(s.permissionView(p, kind));
+      }
+      case 'targeted': {
+        const a = this.audience(req, accountId, 'read');
+        const withActive = q.bool('with_active', true);
+        const offset = q.cursor(false);
+        const records = a.campaigns
+          .filter((c) => c.accountId === accountId)
+          .map(({ record }) => ({
+            ...record,
+            line_items: record.line_items.filter((li) => !withActive || li.servable).map((li) => ({ ...li })),
+          }))
+          .filter((r) => r.line_items.length > 0);
+        const { data, ...rest } = pageOf(records, offset, this.pageSize, false);
+        return ok(data, rest);
+      }
+      case 'dnr.list': {
+        const withTotal = q.bool('with_total_count', false);
+        const count = q.int('count', 1, 1000, 200);
+        const offset = q.cursor(withTotal);
+        const prefix = q.string('q', { max: NAME_MAX })?.toLowerCase();
+        const withDeleted = q.bool('with_deleted', false);
+        const lists = [...s.dnrLists.values()].filter(
+          (d) =>
+            d.accountId === accountId &&
+            (withDeleted || !d.deleted) &&
+            (prefix === undefined || d.name.toLowerCase().startsWith(prefix)),
+        );
+        const { data, ...rest } = pageOf(lists, offset, count, withTotal);
+        return ok(
+          data.map((d) => s.dnrView(d)),
+          rest,
+        );
+      }
+      case 'dnr.create': {
+        const name = q.string('name', { required: true, max: NAME_MAX }) ?? '';
+        const description = q.string('description', { max: DESCRIPTION_MAX }) ?? null;
+        return created(s.dnrView(s.insertDnrList(accountId, name, description)));
+      }
+      case 'dnr.get':
+        return ok(s.dnrView(this.dnrList(req, accountId, 'read')));
+      case 'dnr.delete': {
+        const d = this.dnrList(req, accountId, 'write');
+        d.deleted = true;
+        d.updatedAt = s.now();
+        return ok(s.dnrView(d));
+      }
+      case 'audiences.users':
+      case 'dnr.users':
+        throw new Error('user batches are handled by applyUserBatch');
+    }
+  }
+
+  private listPermissions(
+    req: AdsRequest,
+    accountId: string,
+    q: QueryReader,
+    ok: (data: unknown, extra?: Record<string, unknown>) => AdsReply,
+  ): AdsReply {
+    const kind = req.match.route.permissionKind ?? 'custom';
+    const a = this.audience(req, accountId, 'read');
+    const withTotal = q.bool('with_total_count', false);
+    const count = q.int('count', 1, 1000, 200);
+    const offset = q.cursor(withTotal);
+    const granted = q.ids('granted_account_ids', 200);
+    const ids = q.ids(kind === 'custom' ? 'custom_audience_permission_ids' : 'tailored_audience_permission_ids', 200);
+    const sortBy = q.string('sort_by');
+    const sort = sortBy === undefined ? undefined : PERMISSION_SORT.exec(sortBy);
+    if (sort === null) {
+      throw invalid('sort_by', 'sort_by must be field-asc or field-desc; fields: id, created_at, updated_at, granted_account_id, permission_level');
+    }
+    const isOwner = a.ownerAccountId === accountId;
+    const perms = [...this.store.permissions.values()].filter(
+      (p) =>
+        p.audienceId === a.id &&
+        !p.deleted &&
+        // A granted account sees only its own grant; the owner sees all.
+        (isOwner || p.grantedAccountId === accountId) &&
+        (granted === undefined || granted.includes(p.grantedAccountId)) &&
+        (ids === undefined || ids.includes(p.id)),
+    );
+    if (sort !== undefined) {
+      const field = sort[1] ?? 'id';
+      const dir = sort[2] === 'desc' ? -1 : 1;
+      const value = (p: (typeof perms)[number]): string | number =>
+        field === 'created_at' ? p.createdAt : field === 'updated_at' ? p.updatedAt : field === 'granted_account_id' ? p.grantedAccountId : field === 'permission_level' ? p.level : p.id;
+      perms.sort((x, y) => (value(x) < value(y) ? -dir : value(x) > value(y) ? dir : 0));
+    }
+    const { data, ...rest } = pageOf(perms, offset, count, withTotal);
+    return ok(
+      data.map((p) => this.store.permissionView(p, kind)),
+      rest,
+    );
+  }
+
+  /** Resolves the batch's target (404/403 before the body is read). */
+  batchTarget(req: AdsRequest): AudienceRec | DnrRec {
+    const accountId = this.account(req);
+    return req.match.route.batch === 'dnr' ? this.dnrList(req, accountId, 'write') : this.audience(req, accountId, 'write');
+  }
+
+  /**
+   * Applies checked operations. `mismatch` stores every user but the first one of the request
+   * and reports one fewer success, as a platform that silently dropped a record would.
+   */
+  applyUserBatch(req: AdsRequest, target: AudienceRec | DnrRec, operations: CheckedOperation[], mismatch: boolean): AdsReply {
+    let skip = mismatch;
+    const counts = operations.map((op) => {
+      let success = op.keys.length;
+      for (const key of op.keys) {
+        if (skip) {
+          skip = false;
+          success -= 1;
+          continue;
+        }
+        if (op.type === 'Update') target.users.add(key);
+        else target.users.delete(key);
+      }
+      return { success_count: success, total_count: op.keys.length };
+    });
+    this.store.touch(target);
+    const params = { ...req.match.params };
+    if (req.match.route.batch === 'dnr') {
+      return {
+        status: 200,
+        body: {
+          request: operations.map((op) => ({ params: { ...params, ...op.echo }, operation_type: op.type })),
+          data: counts,
+        },
+      };
+    }
+    const total = counts.reduce((n, c) => n + c.total_count, 0);
+    const success = counts.reduce((n, c) => n + c.success_count, 0);
+    return { status: 200, body: { request: { params }, data: { success_count: success, total_count: total } } };
+  }
+}

@@ -1,0 +1,654 @@
+/**
+ * The client against a tiny node:http server of our own, for the faults and body shapes that
+ * are not the sandbox's job (non-JSON bodies, Problem objects, core Error objects, garbage
+ * retry-after, resets, timeouts). Sleeps go through an injected clock: tests take milliseconds.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { inspect } from 'node:util';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  AuthError,
+  ConfigError,
+  ConnectionError,
+  HttpError,
+  RateLimitError,
+  ResponseShapeError,
+  TimeoutError,
+} from '../src/errors.js';
+import {
+  AdsClient,
+  createClient,
+  createCustomAudience,
+  getCustomAudience,
+  listAudiencePermissions,
+  listCustomAudiences,
+  paginate,
+  parseOAuthHeader,
+  postCustomAudienceUsers,
+  SlidingWindowLimiter,
+  retryAfterMs,
+  verifyOauth1Signature,
+  type ClientOptions,
+  type ClientRequestEvent,
+  type ClientWaitEvent,
+  type RateLimitPolicy,
+} from '../src/api/index.js';
+import { USER_AGENT } from '../src/version.js';
+
+const SECRETS = {
+  consumerKey: 'ck-test-key',
+  consumerSecret: 'CONSUMER-SECRET-s3cr3t',
+  accessToken: 'at-test-token',
+  accessTokenSecret: 'TOKEN-SECRET-t0k3n',
+};
+
+interface Seen {
+  method: string;
+  url: string;
+  headers: IncomingMessage['headers'];
+  body: string;
+  nonce: string | undefined;
+  signatureOk: boolean;
+}
+
+type Handler = (req: Seen, res: ServerResponse, n: number) => void;
+
+async function startServer(handler: Handler) {
+  const seen: Seen[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString();
+      const oauthParams = parseOAuthHeader(req.headers.authorization) ?? {};
+      const url = `http://${req.headers.host ?? ''}${req.url ?? ''}`;
+      const form = req.headers['content-type'] === 'application/x-www-form-urlencoded' ? new URLSearchParams(body) : undefined;
+      const token = oauthParams['oauth_token'];
+      const signatureOk = verifyOauth1Signature({
+        method: req.method ?? 'GET',
+        url,
+        oauthParams,
+        ...(form === undefined ? {} : { bodyParams: form }),
+        consumerSecret: SECRETS.consumerSecret,
+        tokenSecret: token === SECRETS.accessToken ? SECRETS.accessTokenSecret : token === undefined ? '' : 'req-secret',
+      });
+      const s: Seen = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body, nonce: oauthParams['oauth_nonce'], signatureOk };
+      seen.push(s);
+      handler(s, res, seen.length);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    seen,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
+function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers });
+  res.end(JSON.stringify(body));
+}
+
+const AUDIENCE = { id: 'ca1', name: 'Buyers', description: null, audience_size: null, targetable: false, deleted: false };
+
+/** A clock whose sleeps return at once and move time forward; concurrent sleeps do not add up. */
+function fakeClock(start = Date.now()) {
+  let t = start;
+  const sleeps: number[] = [];
+  return {
+    sleeps,
+    now: () => t,
+    sleep: async (ms: number, signal?: AbortSignal) => {
+      signal?.throwIfAborted();
+      sleeps.push(ms);
+      const target = t + ms;
+      await Promise.resolve();
+      t = Math.max(t, target);
+    },
+  };
+}
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()?.();
+});
+
+interface Harness {
+  client: AdsClient;
+  waits: ClientWaitEvent[];
+  events: ClientRequestEvent[];
+  clock: ReturnType<typeof fakeClock>;
+  server: Awaited<ReturnType<typeof startServer>>;
+}
+
+async function harness(handler: Handler, opts: Partial<ClientOptions> = {}, realTime = false): Promise<Harness> {
+  const server = await startServer(handler);
+  const clock = fakeClock();
+  const waits: ClientWaitEvent[] = [];
+  const events: ClientRequestEvent[] = [];
+  const client = createClient({
+    adsBaseUrl: server.url,
+    credentials: SECRETS,
+    ...(realTime ? {} : { clock }),
+    random: () => 0.5,
+    retry: { baseMs: 100, maxMs: 400 },
+    onWait: (e) => waits.push(e),
+    onRequest: (e) => events.push(e),
+    ...opts,
+  });
+  cleanups.push(() => server.close(), () => client.close());
+  return { client, waits, events, clock, server };
+}
+
+/** Every string a user or a log could ever see from this error. */
+function renderings(error: unknown): string[] {
+  const e = error as Error;
+  return [String(e.message), JSON.stringify(e), String(e.stack), inspect(e, { depth: Infinity, showHidden: true })];
+}
+
+function expectNoSecrets(texts: string[]): void {
+  for (const t of texts) {
+    for (const s of [SECRETS.consumerSecret, SECRETS.accessTokenSecret, 'oauth_signature', 'OAuth oauth_']) {
+      expect(t).not.toContain(s);
+    }
+    expect(t.toLowerCase()).not.toContain('authorization:');
+  }
+}
+
+const collected: unknown[] = [];
+async function failure(p: Promise<unknown>): Promise<Error> {
+  try {
+    await p;
+  } catch (e) {
+    collected.push(e);
+    return e as Error;
+  }
+  throw new Error('expected a rejection');
+}
+
+describe('createClient options', () => {
+  const base = { adsBaseUrl: 'https://ads.example.com', credentials: SECRETS };
+
+  it('requires https except on loopback hosts', async () => {
+    expect(() => createClient({ ...base, adsBaseUrl: 'http://ads.example.com' })).toThrow(ConfigError);
+    expect(() => createClient({ ...base, adsBaseUrl: 'http://ads.example.com' })).toThrow(/must use https/);
+    expect(() => createClient({ ...base, apiBaseUrl: 'http://10.0.0.1' })).toThrow(/AUDIENCE_KIT_API_BASE_URL/);
+    expect(() => createClient({ ...base, adsBaseUrl: 'not a url' })).toThrow(/not a URL/);
+    for (const ok of ['http://127.0.0.1:8080', 'http://127.1.2.3', 'http://localhost:3000', 'http://[::1]:9', 'https://ads.example.com']) {
+      await createClient({ ...base, adsBaseUrl: ok }).close();
+    }
+  });
+
+  it('names the missing credential variable', () => {
+    const e1 = (() => {
+      try {
+        createClient({ ...base, credentials: { ...SECRETS, consumerKey: '' } });
+      } catch (e) {
+        return e as ConfigError;
+      }
+      return undefined;
+    })();
+    expect(e1?.code).toBe('config_missing_credential');
+    expect(e1?.message).toContain('AUDIENCE_KIT_CONSUMER_KEY');
+    expect(() => createClient({ ...base, credentials: { consumerKey: 'k', consumerSecret: 's', accessToken: 't' } })).toThrow(
+      /AUDIENCE_KIT_ACCESS_TOKEN_SECRET/,
+    );
+    expect(() => createClient({ ...base, maxAttempts: 0 })).toThrow(/maxAttempts/);
+  });
+
+  it('refuses an ads request without an access token, naming the variables', async () => {
+    const client = createClient({ ...base, credentials: { consumerKey: 'k', consumerSecret: 'CONSUMER-SECRET-s3cr3t' } });
+    cleanups.push(() => client.close());
+    const e = await failure(getCustomAudience(client, { accountId: 'a', customAudienceId: 'b' }));
+    expect(e).toBeInstanceOf(ConfigError);
+    expect(e.message).toContain('AUDIENCE_KIT_ACCESS_TOKEN');
+  });
+});
+
+describe('request basics', () => {
+  it('signs every request, sends the User-Agent and JSON bodies unsigned, query parameters signed', async () => {
+    const h = await harness((req, res) =>
+      json(res, 200, { request: {}, data: req.url.endsWith('/users') ? { success_count: 1, total_count: 1 } : AUDIENCE }),
+    );
+    const r = await postCustomAudienceUsers(h.client, {
+      accountId: 'acc 1',
+      customAudienceId: 'ca/1',
+      operations: [{ operation_type: 'Update', params: { users: [{ email: ['a'.repeat(64)] }] } }],
+    });
+    expect(r).toEqual({ success_count: 1, total_count: 1 });
+    const s = h.server.seen[0];
+    expect(s?.url).toBe('/12/accounts/acc%201/custom_audiences/ca%2F1/users');
+    expect(s?.headers['user-agent']).toBe(USER_AGENT);
+    expect(s?.headers['content-type']).toBe('application/json');
+    expect(s?.signatureOk).toBe(true);
+    expect(JSON.parse(s?.body ?? '')).toEqual([{ operation_type: 'Update', params: { users: [{ email: ['a'.repeat(64)] }] } }]);
+
+    await createCustomAudience(h.client, { accountId: 'a', name: 'N & M+ ☃', description: 'd' });
+    expect(h.server.seen[1]?.url).toBe('/12/accounts/a/custom_audiences?name=N%20%26%20M%2B%20%E2%98%83&description=d');
+    expect(h.server.seen[1]?.signatureOk).toBe(true);
+    expect(h.events.map((e) => e.status)).toEqual([200, 200]);
+  });
+
+  it('sends a pre-serialized body byte for byte', async () => {
+    const h = await harness((_req, res) => json(res, 200, { data: { success_count: 0, total_count: 0 } }));
+    const body = '[{"operation_type":"Delete","params":{"users":[{"partner_user_id":["x"]}]}}]';
+    await postCustomAudienceUsers(h.client, { accountId: 'a', customAudienceId: 'b', body });
+    expect(h.server.seen[0]?.body).toBe(body);
+  });
+
+  it('checks the batch limits before sending', async () => {
+    const h = await harness((_req, res) => json(res, 200, {}));
+    const ops = Array.from({ length: 2501 }, () => ({ operation_type: 'Update' as const, params: { users: [] } }));
+    const e = await failure(postCustomAudienceUsers(h.client, { accountId: 'a', customAudienceId: 'b', operations: ops }));
+    expect((e as ConfigError).code).toBe('invalid_parameter');
+    const big = `["${'x'.repeat(5_000_000)}"]`;
+    await expect(postCustomAudienceUsers(h.client, { accountId: 'a', customAudienceId: 'b', body: big })).rejects.toThrow(/5000004 bytes/);
+    expect(h.server.seen).toHaveLength(0);
+  });
+});
+
+describe('error parsing, one shape at a time', () => {
+  it('platform errors with parameter and x-api-warn', async () => {
+    const h = await harness((_req, res) =>
+      json(res, 400, { errors: [{ code: 'INVALID_PARAMETER', message: 'name is too long', parameter: 'name' }], request: { params: {} } }, { 'x-api-warn': 'deprecated soon' }),
+    );
+    const e = (await failure(createCustomAudience(h.client, { accountId: 'a', name: 'n' }))) as HttpError;
+    expect(e).toBeInstanceOf(HttpError);
+    expect(e.code).toBe('api_bad_request');
+    expect(e.status).toBe(400);
+    expect(e.errors).toEqual([{ code: 'INVALID_PARAMETER', message: 'name is too long', parameter: 'name' }]);
+    expect(e.apiWarn).toBe('deprecated soon');
+    expect(e.message).toBe('POST /12/accounts/a/custom_audiences failed with HTTP 400: INVALID_PARAMETER: name is too long (parameter name)');
+    expect(e.message).not.toContain('\n');
+    expect(e.fix).toMatch(/parameter/);
+    expect(h.server.seen).toHaveLength(1);
+  });
+
+  it('operation_errors keep the operation index and user index', async () => {
+    const h = await harness((_req, res) =>
+      json(res, 400, {
+        errors: [{ code: 'INVALID_USER_DATA', message: 'bad users' }],
+        operation_errors: [
+          { index: 1, message: 'email must be 64 lowercase hex', code: 'INVALID_USER_DATA', user_index: 3 },
+          { index: 2, message: 'x' },
+        ],
+      }),
+    );
+    const e = (await failure(postCustomAudienceUsers(h.client, { accountId: 'a', customAudienceId: 'b', body: '[]' }))) as HttpError;
+    expect(e.operationErrors).toEqual([
+      { index: 1, message: 'email must be 64 lowercase hex', code: 'INVALID_USER_DATA', userIndex: 3 },
+      { index: 2, message: 'x' },
+    ]);
+    expect(e.message).toContain('operation 1 user 3: email must be 64 lowercase hex (+1 more operation errors)');
+    expect(e.fix).toMatch(/operation/);
+  });
+
+  it("the core API's Error object (401, code 89) is an AuthError with the credentials fix", async () => {
+    const h = await harness((_req, res) => json(res, 401, { code: 89, message: 'Invalid or expired token.' }));
+    const e = (await failure(getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'b' }))) as AuthError;
+    expect(e).toBeInstanceOf(AuthError);
+    expect(e.code).toBe('auth_unauthorized');
+    expect(e.errors).toEqual([{ code: 89, message: 'Invalid or expired token.' }]);
+    expect(e.fix).toContain('audience-kit auth login');
+    expect(e.fix).toContain('AUDIENCE_KIT_CONSUMER_SECRET');
+    expect(h.server.seen).toHaveLength(1);
+  });
+
+  it('an RFC 7807 Problem object (application/problem+json)', async () => {
+    const h = await harness((_req, res) => {
+      res.writeHead(403, { 'content-type': 'application/problem+json' });
+      res.end(JSON.stringify({ type: 'https://api.example.com/2/problems/client-forbidden', title: 'Forbidden', detail: 'Client not enrolled', status: 403 }));
+    });
+    const e = (await failure(getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'b' }))) as AuthError;
+    expect(e).toBeInstanceOf(AuthError);
+    expect(e.code).toBe('auth_forbidden');
+    expect(e.problemType).toBe('https://api.example.com/2/problems/client-forbidden');
+    expect(e.message).toContain('Forbidden: Client not enrolled');
+    expect(e.fix).toMatch(/account is not yours/);
+  });
+
+  it('a non-JSON body gives the status and a short excerpt (after the retries a 502 earns)', async () => {
+    const h = await harness(
+      (_req, res) => {
+        res.writeHead(502, { 'content-type': 'text/html' });
+        res.end(`<html><body><h1>Bad gateway</h1>${'padding '.repeat(100)}</body></html>`);
+      },
+      { maxAttempts: 3 },
+    );
+    const e = (await failure(getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'b' }))) as HttpError;
+    expect(e.code).toBe('api_server_error');
+    expect(e.bodyExcerpt?.startsWith('Bad gateway padding')).toBe(true);
+    expect(e.bodyExcerpt?.length).toBeLessThanOrEqual(121);
+    expect(e.message).toMatch(/HTTP 502: non-JSON body: Bad gateway/);
+    expect(h.server.seen).toHaveLength(3);
+    expect(h.client.stats().retries).toBe(2);
+  });
+
+  it('404 says to check the id; 400, 401, 403, 404 are never retried', async () => {
+    for (const status of [400, 401, 403, 404]) {
+      const h = await harness((_req, res) => json(res, status, { errors: [{ code: 'X', message: 'no' }] }));
+      const e = (await failure(getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'b' }))) as HttpError;
+      expect(e.status).toBe(status);
+      expect(h.server.seen).toHaveLength(1);
+      if (status === 404) {
+        expect(e.code).toBe('api_not_found');
+        expect(e.fix).toMatch(/Check the id/);
+      }
+    }
+  });
+
+  it('a 2xx with the wrong shape names the field', async () => {
+    const h = await harness((_req, res) =>
+      json(res, 200, { data: [AUDIENCE, { ...AUDIENCE, name: 42 }], next_cursor: null }),
+    );
+    const e = await failure(listCustomAudiences(h.client, { accountId: 'a' }));
+    expect(e).toBeInstanceOf(ResponseShapeError);
+    expect(e.message).toContain('data[1].name');
+  });
+
+  it('a 2xx that is not JSON', async () => {
+    const h = await harness((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end('<html>login</html>');
+    });
+    const e = (await failure(getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'b' }))) as ResponseShapeError;
+    expect(e.code).toBe('response_not_json');
+  });
+});
+
+describe('retries and server hints', () => {
+  it('retries 500, 408, 423 and 5xx with fresh signatures (new nonce each attempt)', async () => {
+    const statuses = [500, 408, 423, 504];
+    const h = await harness((_req, res, n) =>
+      n <= statuses.length ? json(res, statuses[n - 1] ?? 500, { errors: [{ code: 'E', message: 'e' }] }) : json(res, 200, { data: AUDIENCE }),
+    );
+    const a = await getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'ca1' });
+    expect(a.name).toBe('Buyers');
+    expect(h.server.seen).toHaveLength(5);
+    expect(new Set(h.server.seen.map((s) => s.nonce)).size).toBe(5);
+    expect(h.server.seen.every((s) => s.signatureOk)).toBe(true);
+    // Exponential, capped (base 100, cap 400), "equal jitter" with random = 0.5: 75% of the step.
+    expect(h.waits.map((w) => [w.reason, w.ms])).toEqual([
+      ['retry', 75],
+      ['retry', 150],
+      ['retry', 300],
+      ['retry', 300],
+    ]);
+    expect(h.client.stats()).toMatchObject({ requests: 5, retries: 4, waitedMs: 825, rateLimitWaits: 0 });
+    expect(h.events.map((e) => e.attempt)).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it('503 honors retry-after in seconds and as an HTTP date; garbage and huge values are bounded', async () => {
+    const clock = fakeClock(Date.parse('2030-01-01T00:00:00Z'));
+    const hints = ['7', 'Tue, 01 Jan 2030 00:00:30 GMT', 'soon', '-3', '99999999'];
+    const h = await harness(
+      (_req, res, n) =>
+        n <= hints.length
+          ? json(res, 503, { errors: [{ code: 'SERVICE_UNAVAILABLE', message: 'later' }] }, { 'retry-after': hints[n - 1] ?? '' })
+          : json(res, 200, { data: AUDIENCE }),
+      { clock, maxAttempts: 6 },
+    );
+    await getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'ca1' });
+    expect(h.waits.map((w) => w.ms)).toEqual([
+      7000, // seconds
+      30000 - 7000, // the date, relative to the (moved) clock
+      300, // garbage: ignored, backoff instead (attempt 3)
+      300, // negative: not a valid delay, backoff (attempt 4, capped)
+      15 * 60_000, // clamped to the 15 minute bound
+    ]);
+    expect(retryAfterMs('1.5', 0, 10_000)).toBe(1500);
+    expect(retryAfterMs('Mon, 32 Foo 2030 99:00:00 GMT', 0, 10_000)).toBeUndefined();
+  });
+
+  it('429 waits for the reset (per-account header first), then retries', async () => {
+    const clock = fakeClock(1_900_000_000_000);
+    const h = await harness(
+      (_req, res, n) =>
+        n === 1
+          ? json(res, 429, { errors: [{ code: 'TOO_MANY_REQUESTS', message: 'slow down' }] }, {
+              'x-account-rate-limit-remaining': '0',
+              'x-account-rate-limit-reset': String(1_900_000_000 + 12),
+              'x-rate-limit-remaining': '0',
+              'x-rate-limit-reset': String(1_900_000_000 + 50),
+            })
+          : json(res, 200, { data: { success_count: 2, total_count: 2 } }),
+      { clock, random: () => 0 },
+    );
+    const r = await postCustomAudienceUsers(h.client, { accountId: 'a', customAudienceId: 'b', body: '[]' });
+    expect(r.success_count).toBe(2);
+    // The 429 itself waits 12 s; the "remaining 0" block is already over by then.
+    expect(h.waits).toEqual([{ reason: 'server_reset', ms: 12_000, path: '/12/accounts/a/custom_audiences/b/users' }]);
+    expect(h.client.stats()).toMatchObject({ rateLimited: 1, rateLimitWaits: 1, retries: 1 });
+  });
+
+  it('429 on every attempt ends in a RateLimitError with resetAt', async () => {
+    const clock = fakeClock(1_900_000_000_000);
+    const h = await harness(
+      (_req, res) => json(res, 429, { errors: [{ code: 'TOO_MANY_REQUESTS', message: 'slow down' }] }, { 'x-rate-limit-reset': String(1_900_000_000 + 60) }),
+      { clock, random: () => 0, maxAttempts: 2 },
+    );
+    const e = (await failure(getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'b' }))) as RateLimitError;
+    expect(e).toBeInstanceOf(RateLimitError);
+    expect(e.code).toBe('rate_limited');
+    expect(e.resetAt?.getTime()).toBe(1_900_000_060_000);
+  });
+
+  it('remaining 0 makes the next request of that family wait for the reset', async () => {
+    const clock = fakeClock(1_900_000_000_000);
+    const h = await harness(
+      (_req, res, n) =>
+        json(res, 200, { data: AUDIENCE }, n === 1 ? { 'x-rate-limit-remaining': '0', 'x-rate-limit-reset': String(1_900_000_000 + 5) } : {}),
+      { clock, random: () => 0 },
+    );
+    await getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'b' });
+    await getCustomAudience(h.client, { accountId: 'other', customAudienceId: 'c' });
+    expect(h.waits).toEqual([{ reason: 'server_reset', ms: 5000, path: '/12/accounts/other/custom_audiences/c' }]);
+  });
+
+  it('recovers from a connection reset; gives up with ConnectionError after maxAttempts', async () => {
+    const h = await harness((_req, res, n) => (n <= 2 ? res.socket?.destroy() : json(res, 200, { data: AUDIENCE })));
+    await getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'b' });
+    expect(h.events.map((e) => e.status)).toEqual(['error', 'error', 200]);
+
+    const dead = await harness((_req, res) => res.socket?.destroy(), { maxAttempts: 3 });
+    const e = (await failure(getCustomAudience(dead.client, { accountId: 'a', customAudienceId: 'b' }))) as ConnectionError;
+    expect(e).toBeInstanceOf(ConnectionError);
+    expect(e.code).toBe('connection_reset');
+    expect(dead.server.seen).toHaveLength(3);
+  });
+
+  it('recovers from a headers timeout; gives up with TimeoutError after maxAttempts', async () => {
+    const pending: ServerResponse[] = [];
+    const h = await harness(
+      (_req, res, n) => {
+        if (n === 1) pending.push(res);
+        else json(res, 200, { data: AUDIENCE });
+      },
+      { headersTimeoutMs: 50 },
+    );
+    await getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'b' });
+    expect(h.events.map((e) => e.status)).toEqual(['error', 200]);
+
+    const slow = await harness((_req, res) => pending.push(res), { headersTimeoutMs: 50, maxAttempts: 2 });
+    const e = (await failure(getCustomAudience(slow.client, { accountId: 'a', customAudienceId: 'b' }))) as TimeoutError;
+    expect(e).toBeInstanceOf(TimeoutError);
+    expect(e.code).toBe('timeout_headers');
+    for (const r of pending) r.destroy();
+  });
+
+  it('a body timeout is a TimeoutError too', async () => {
+    const h = await harness(
+      (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('{"data":');
+      },
+      { bodyTimeoutMs: 50, maxAttempts: 1 },
+    );
+    const e = (await failure(getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'b' }))) as TimeoutError;
+    expect(e.code).toBe('timeout_body');
+  });
+
+  it('a create is not repeated after a 500 or a reset (it could duplicate), but is after a 503', async () => {
+    const h = await harness((_req, res) => json(res, 500, { errors: [{ code: 'INTERNAL_ERROR', message: 'oops' }] }));
+    await failure(createCustomAudience(h.client, { accountId: 'a', name: 'n' }));
+    expect(h.server.seen).toHaveLength(1);
+    const r = await harness((_req, res) => res.socket?.destroy());
+    await failure(createCustomAudience(r.client, { accountId: 'a', name: 'n' }));
+    expect(r.server.seen).toHaveLength(1);
+    const u = await harness((_req, res, n) => (n === 1 ? json(res, 503, { errors: [{ code: 'S', message: 's' }] }) : json(res, 200, { data: AUDIENCE })));
+    await createCustomAudience(u.client, { accountId: 'a', name: 'n' });
+    expect(u.server.seen).toHaveLength(2);
+  });
+
+  it('an abort during a wait stops with request_aborted', async () => {
+    const ac = new AbortController();
+    const h = await harness((_req, res) => json(res, 503, { errors: [{ code: 'S', message: 's' }] }), {
+      clock: {
+        now: () => Date.now(),
+        sleep: async (_ms: number, signal?: AbortSignal) => {
+          ac.abort();
+          signal?.throwIfAborted();
+        },
+      },
+    });
+    const e = (await failure(postCustomAudienceUsers(h.client, { accountId: 'a', customAudienceId: 'b', body: '[]', signal: ac.signal }))) as ConnectionError;
+    expect(e.code).toBe('request_aborted');
+  });
+});
+
+describe('pagination and bounds', () => {
+  it('follows next_cursor until null', async () => {
+    const h = await harness((req, res) => {
+      const cursor = new URL(req.url, 'http://x').searchParams.get('cursor');
+      const page = cursor === null ? 0 : Number(cursor);
+      json(res, 200, {
+        data: [{ ...AUDIENCE, id: `ca${page}` }],
+        next_cursor: page < 2 ? String(page + 1) : null,
+        ...(cursor === null ? { total_count: 3 } : {}),
+      });
+    });
+    const ids: string[] = [];
+    for await (const a of paginate((cursor) =>
+      listCustomAudiences(h.client, { accountId: 'a', count: 1, ...(cursor === undefined ? { withTotalCount: true } : { cursor }) }),
+    )) {
+      ids.push(a.id);
+    }
+    expect(ids).toEqual(['ca0', 'ca1', 'ca2']);
+    expect(h.server.seen.map((s) => s.url)).toEqual([
+      '/12/accounts/a/custom_audiences?count=1&with_total_count=true',
+      '/12/accounts/a/custom_audiences?count=1&cursor=1',
+      '/12/accounts/a/custom_audiences?count=1&cursor=2',
+    ]);
+  });
+
+  it('refuses out-of-range parameters before sending, naming the parameter and the range', async () => {
+    const h = await harness((_req, res) => json(res, 200, { data: [], next_cursor: null }));
+    const cases: Array<[Promise<unknown>, RegExp]> = [
+      [listCustomAudiences(h.client, { accountId: 'a', count: 0 }), /count.*1 to 1000/s],
+      [listCustomAudiences(h.client, { accountId: 'a', count: 1001 }), /count.*1 to 1000/s],
+      [listCustomAudiences(h.client, { accountId: 'a', count: 2.5 }), /count/],
+      [listCustomAudiences(h.client, { accountId: 'a', withTotalCount: true, cursor: 'c' }), /with_total_count/],
+      [
+        listAudiencePermissions(h.client, { kind: 'custom', accountId: 'a', audienceId: 'b', grantedAccountIds: Array.from({ length: 201 }, (_, i) => `g${i}`) }),
+        /granted_account_ids.*200/s,
+      ],
+      [listAudiencePermissions(h.client, { kind: 'tailored', accountId: 'a', audienceId: 'b', permissionIds: Array.from({ length: 201 }, (_, i) => `p${i}`) }), /tailored_audience_permission_ids/],
+    ];
+    for (const [p, re] of cases) {
+      const e = (await failure(p)) as ConfigError;
+      expect(e).toBeInstanceOf(ConfigError);
+      expect(e.code).toBe('invalid_parameter');
+      expect(`${e.message} ${e.fix ?? ''}`).toMatch(re);
+    }
+    expect(h.server.seen).toHaveLength(0);
+  });
+});
+
+describe('rate limiting', () => {
+  it('the sliding window never admits more than the limit in any window (concurrent callers)', () => {
+    const limiter = new SlidingWindowLimiter(30, 2000);
+    const admitted: number[] = [];
+    // 200 callers polling at irregular times; each admitted when delay() says 0.
+    let t = 0;
+    let waiting = 200;
+    while (waiting > 0) {
+      const d = limiter.delay(t);
+      if (d === 0) {
+        limiter.take()(t);
+        admitted.push(t);
+        waiting--;
+      } else {
+        t += Math.min(d, 37);
+      }
+    }
+    for (let i = 0; i + 30 < admitted.length; i++) expect((admitted[i + 30] ?? 0) - (admitted[i] ?? 0)).toBeGreaterThanOrEqual(2000);
+  });
+
+  it('30 per window: concurrent uploads never exceed the cap and get zero 429s from a server enforcing it', async () => {
+    const windowMs = 400;
+    const limit = 30;
+    const arrivals: number[] = [];
+    let rejected = 0;
+    const policy: RateLimitPolicy = {
+      rules: [{ name: 'users', endpoints: [{ method: 'POST', path: '^/12/accounts/[^/]+/custom_audiences/[^/]+/users$' }], limit, windowMs }],
+      safetyMarginMs: 0,
+      resetJitterMs: 0,
+      maxServerWaitMs: 60_000,
+    };
+    // Real time here: the point is the wire, and the server judges by its own arrival times.
+    const h = await harness(
+      (_req, res) => {
+        const now = performance.now();
+        const inWindow = arrivals.filter((a) => a > now - windowMs).length;
+        if (inWindow >= limit) {
+          rejected++;
+          json(res, 429, { errors: [{ code: 'TOO_MANY_REQUESTS', message: 'over' }] });
+          return;
+        }
+        arrivals.push(now);
+        json(res, 200, { data: { success_count: 1, total_count: 1 } });
+      },
+      { rateLimitPolicy: policy, maxAttempts: 1 },
+      true,
+    );
+    await Promise.all(
+      Array.from({ length: 75 }, (_, i) => postCustomAudienceUsers(h.client, { accountId: 'a', customAudienceId: `ca${i % 3}`, body: '[]' })),
+    );
+    expect(rejected).toBe(0);
+    for (let i = 0; i + limit < arrivals.length; i++) expect((arrivals[i + limit] ?? 0) - (arrivals[i] ?? 0)).toBeGreaterThanOrEqual(windowMs);
+    const s = h.client.stats();
+    expect(s.rateLimited).toBe(0);
+    expect(s.rateLimitWaits).toBeGreaterThan(0);
+    expect(h.waits.every((w) => w.reason === 'rate_limit')).toBe(true);
+    // Other endpoints are not slowed by the users window.
+    expect(policy.rules[0]?.endpoints.some((e) => new RegExp(e.path).test('/12/accounts/a/custom_audiences'))).toBe(false);
+  });
+});
+
+describe('secrets', () => {
+  it('never appear in any error, event or log line, even when the server echoes them', async () => {
+    const h = await harness((req, res, n) => {
+      const echo = `${req.headers.authorization ?? ''} ${SECRETS.consumerSecret} ${SECRETS.accessTokenSecret}`;
+      if (n === 1) json(res, 400, { errors: [{ code: 'X', message: `bad ${echo}`, details: echo }] }, { 'x-api-warn': echo });
+      else if (n === 2) json(res, 401, { code: 32, message: `Could not authenticate ${echo}` });
+      else if (n === 3) {
+        res.writeHead(400, { 'content-type': 'application/problem+json' });
+        res.end(JSON.stringify({ type: 'about:blank', title: echo, detail: echo }));
+      } else {
+        res.writeHead(400, { 'content-type': 'text/plain' });
+        res.end(`Authorization: ${echo}`);
+      }
+    });
+    for (let i = 0; i < 4; i++) await failure(getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'b' }));
+    const texts = [...collected.flatMap(renderings), JSON.stringify(h.events), JSON.stringify(h.waits)];
+    expect(collected.length).toBeGreaterThan(20);
+    expectNoSecrets(texts);
+  });
+});

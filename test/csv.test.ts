@@ -1,0 +1,242 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { gzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import {
+  ConfigError,
+  describeMapping,
+  InputError,
+  openCsv,
+  readCsv,
+  resolveMapping,
+  scanRecords,
+  type CsvBadRow,
+  type CsvRow,
+  type ReadCsvOptions,
+} from '../src/index.js';
+import { FIXTURES } from './helpers/cli.js';
+
+const tmp = mkdtempSync(join(tmpdir(), 'ak-csv-'));
+let n = 0;
+function file(content: string | Buffer, name = `f${n++}.csv`): string {
+  const path = join(tmp, name);
+  writeFileSync(path, content);
+  return path;
+}
+
+async function all(source: Parameters<typeof readCsv>[0], opts: ReadCsvOptions = {}): Promise<(CsvRow | CsvBadRow)[]> {
+  const rows: (CsvRow | CsvBadRow)[] = [];
+  for await (const r of readCsv(source, opts)) rows.push(r);
+  return rows;
+}
+
+const simple = (rows: (CsvRow | CsvBadRow)[]): unknown[] =>
+  rows.map((r) => (r.error === undefined ? [r.line, ...r.fields] : [r.line, r.error]));
+
+const SMALL = [
+  [2, 'jane.doe@example.com', '+1 202 555 0143', 'US'],
+  [3, 'JOHN.ROE+news@Example.ORG', '020 7946 0321', 'GB'],
+];
+
+describe('readCsv: formats', () => {
+  it.each(['semicolon.csv', 'tab.tsv', 'pipe.csv', 'crlf-bom.csv', 'utf16le.csv', 'utf16be.csv', 'small.csv.gz'])(
+    'reads %s to the same rows and header',
+    async (name) => {
+      const input = await openCsv(join(FIXTURES, name));
+      expect(input.header).toEqual(['email', 'phone', 'country']);
+      const rows: unknown[] = [];
+      for await (const r of input.rows()) rows.push(r);
+      expect(simple(rows as CsvRow[])).toEqual(SMALL);
+    },
+  );
+
+  it('reports the detected traits', async () => {
+    const gz = await openCsv(join(FIXTURES, 'small.csv.gz'));
+    expect([gz.compressed, gz.encoding, gz.delimiter]).toEqual([true, 'utf-8', ',']);
+    await gz.close();
+    const le = await openCsv(join(FIXTURES, 'utf16le.csv'));
+    expect(le.encoding).toBe('utf-16le');
+    await le.close();
+    const tab = await openCsv(join(FIXTURES, 'tab.tsv'));
+    expect(tab.delimiter).toBe('\t');
+    await tab.close();
+    const crlf = await openCsv(join(FIXTURES, 'crlf-bom.csv'));
+    expect([crlf.newline, crlf.header[0]]).toEqual(['\r\n', 'email']);
+    await crlf.close();
+  });
+
+  it('decompresses gzip by magic bytes whatever the file name', async () => {
+    const path = file(gzipSync(Buffer.from('email\na@example.com\n')), 'noext.csv');
+    expect(simple(await all(path))).toEqual([[2, 'a@example.com']]);
+  });
+
+  it('decodes UTF-16 LE without a BOM instead of reading NUL garbage', async () => {
+    const path = file(Buffer.from('email,x\nb@example.com,1\n', 'utf16le'));
+    expect(simple(await all(path))).toEqual([[2, 'b@example.com', '1']]);
+  });
+
+  it('honours an explicit delimiter over detection', async () => {
+    const path = file('a;b,c\n1;2,3\n');
+    expect(simple(await all(path))).toEqual([[2, '1;2', '3']]);
+    expect(simple(await all(path, { delimiter: ';' }))).toEqual([[2, '1', '2,3']]);
+  });
+
+  it('reads a Readable, an async iterable of bytes and stdin (-)', async () => {
+    const text = 'email\nx@example.com\ny@example.com\n';
+    expect(simple(await all(Readable.from([Buffer.from(text)])))).toEqual([[2, 'x@example.com'], [3, 'y@example.com']]);
+    async function* pieces(): AsyncGenerator<Uint8Array> {
+      for (const ch of text) yield Buffer.from(ch);
+    }
+    expect(simple(await all(pieces()))).toEqual([[2, 'x@example.com'], [3, 'y@example.com']]);
+    expect(simple(await all('-', { stdin: Readable.from([Buffer.from(text)]) }))).toHaveLength(2);
+  });
+
+  it('handles a last line without a newline and a UTF-8 BOM before a quoted header', async () => {
+    const path = file('\ufeff"email","phone"\r\n"a@example.com","1"');
+    const input = await openCsv(path);
+    expect(input.header).toEqual(['email', 'phone']);
+    const rows: unknown[] = [];
+    for await (const r of input.rows()) rows.push(r);
+    expect(simple(rows as CsvRow[])).toEqual([[2, 'a@example.com', '1']]);
+  });
+});
+
+describe('readCsv: quoting and malformed rows', () => {
+  it('keeps embedded delimiters, quotes and newlines, with the line where each record starts', async () => {
+    const rows = await all(join(FIXTURES, 'quoted.csv'));
+    expect(simple(rows)).toEqual([
+      [2, 'a.quote@example.com', 'multi\nline, with comma', '+1 202 555 0111', 'US'],
+      [4, 'b.quote@example.com', 'say "hi"', '+44 20 7946 0111', 'GB'],
+      [5, 'c.quote@example.com', 'two\r\nlines\nthree', '+33 1 99 00 12 34', 'FR'],
+      [8, 'd.quote@example.com', 'plain', '+49 30 12345678', 'DE'],
+    ]);
+  });
+
+  it('skips malformed rows with their line and reason, and goes on', async () => {
+    const rows = await all(join(FIXTURES, 'malformed.csv'));
+    expect(simple(rows)).toEqual([
+      [2, 'ok1@example.com', '+1 202 555 0101', 'US'],
+      [3, 'field_count'],
+      [4, 'ok2@example.com', '+1 202 555 0102', 'US'],
+      [5, 'field_count'],
+      [7, 'unterminated_quote'],
+      [8, 'ok3@example.com', '+1 202 555 0104', 'US'],
+      [9, 'unterminated_quote'], // "bad"quote... never closes (papaparse semantics)
+      [10, 'ok4@example.com', '+1 202 555 0106', 'US'],
+    ]);
+  });
+
+  it('gives up on a quote still open after maxRecordBytes and resumes on the next line', async () => {
+    const body = ['a,b', '"open,1', ...Array.from({ length: 50 }, (_, i) => `v${i},${i}`)].join('\n');
+    const rows = await all(file(`${body}\n`), { maxRecordBytes: 64, chunkBytes: 32 });
+    expect(rows[0]).toEqual({ line: 2, error: 'unterminated_quote' });
+    expect(simple(rows.slice(1, 3))).toEqual([[3, 'v0', '0'], [4, 'v1', '1']]);
+    expect(rows).toHaveLength(51);
+  });
+
+  it('produces identical rows whatever the chunk size', async () => {
+    const text = readFileSync(join(FIXTURES, 'quoted.csv'), 'utf8') + readFileSync(join(FIXTURES, 'malformed.csv'), 'utf8').replace(/^.*\n/, '');
+    const path = file(text);
+    const reference = simple(await all(path, { chunkBytes: 1 << 20 }));
+    for (const chunkBytes of [1, 7, 33, 100]) expect(simple(await all(path, { chunkBytes }))).toEqual(reference);
+  });
+
+  it('scanRecords follows papaparse quote rules', () => {
+    const scan = (s: string, final = false): ReturnType<typeof scanRecords> => scanRecords(Buffer.from(s), 0x2c, final);
+    expect(scan('a,"x\ny",b\nc').boundary).toBe(10);
+    expect(scan('a,"x\ny').openQuote).toBe(true);
+    expect(scan('a,b"c\nd').boundary).toBe(6); // a quote inside an unquoted field is a literal
+    expect(scan('a,"x""\ny",b\n').boundary).toBe(12); // "" is an escaped quote
+    expect(scan('a,"x"y\nz\n').openQuote).toBe(true); // "x"y does not close the field (papaparse: InvalidQuotes)
+    expect(scan('a,"x"', true).openQuote).toBe(false);
+  });
+});
+
+describe('readCsv: unreadable input', () => {
+  const expectInputError = async (p: Promise<unknown>, code: string): Promise<void> => {
+    const error = await p.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).code).toBe(code);
+    expect((error as InputError).fix).toBeTruthy();
+  };
+
+  it('refuses a missing file, an empty file, a directory, a binary file and a fake .gz', async () => {
+    await expectInputError(openCsv(join(tmp, 'missing.csv')), 'input_not_found');
+    await expectInputError(openCsv(join(FIXTURES, 'empty.csv')), 'input_no_header');
+    await expectInputError(openCsv(file('\nemail\n')), 'input_no_header');
+    await expectInputError(openCsv(tmp), 'input_is_directory');
+    await expectInputError(openCsv(file(Buffer.from([0x50, 0x4b, 0x03, 0x04, 1, 2]))), 'input_not_csv');
+    await expectInputError(openCsv(file(Buffer.from([0x41, 0, 0, 0, 0x42, 0x43, 0, 0x44, 0, 0, 0x45]))), 'input_binary');
+    await expectInputError(openCsv(file('email\n', 'plain.csv.gz')), 'input_not_gzip');
+    await expectInputError(openCsv(file('email\ra@example.com\r')), 'input_cr_line_endings');
+  });
+
+  it('fails reading a truncated gzip with an InputError', async () => {
+    const gz = gzipSync(Buffer.from(`email\n${'a@example.com\n'.repeat(5000)}`));
+    await expectInputError(all(file(gz.subarray(0, gz.length - 20), 'cut.csv.gz')), 'input_gzip_corrupt');
+  });
+
+  it('accepts a header-only file with no rows', async () => {
+    const input = await openCsv(join(FIXTURES, 'header-only.csv'));
+    expect(input.header).toEqual(['email', 'phone', 'country']);
+    const rows: unknown[] = [];
+    for await (const r of input.rows()) rows.push(r);
+    expect(rows).toEqual([]);
+  });
+});
+
+describe('resolveMapping', () => {
+  const header = ['Customer ID', 'E-Mail', 'work_email', 'Mobile Phone', 'Country Code', 'IDFA', 'Name'];
+
+  it('detects columns by common names, case/space/underscore/hyphen-insensitively', () => {
+    const m = resolveMapping(header);
+    expect(m.columns.map((c) => [c.column, c.type])).toEqual([
+      ['Customer ID', 'partner_user_id'],
+      ['E-Mail', 'email'],
+      ['work_email', 'email'],
+      ['Mobile Phone', 'phone_number'],
+      ['IDFA', 'device_id'],
+    ]);
+    expect(m.country).toEqual({ index: 4, column: 'Country Code' });
+    expect(m.ignored).toEqual(['Name']);
+    expect(m.auto).toBe(true);
+    expect(describeMapping(m)).toContain('email           <- "E-Mail", "work_email"');
+  });
+
+  it('--map replaces detection; several columns may feed one type', () => {
+    const m = resolveMapping(header, { map: ['email=Name', 'email=work_email', 'country=country code'] });
+    expect(m.columns.map((c) => [c.column, c.type])).toEqual([
+      ['work_email', 'email'],
+      ['Name', 'email'],
+    ]);
+    expect(m.country?.column).toBe('Country Code');
+    expect(resolveMapping(header, { countryColumn: 'Name' }).country).toEqual({ index: 6, column: 'Name' });
+  });
+
+  it('names the available columns for an unknown column, and the types for an unknown type', () => {
+    expect(() => resolveMapping(header, { map: ['email=Emial'] })).toThrow(ConfigError);
+    try {
+      resolveMapping(header, { map: ['email=Emial'] });
+    } catch (e) {
+      expect((e as ConfigError).code).toBe('mapping_unknown_column');
+      expect((e as ConfigError).fix).toContain('"work_email"');
+    }
+    try {
+      resolveMapping(header, { map: ['mail=Name'] });
+    } catch (e) {
+      expect((e as ConfigError).code).toBe('mapping_unknown_type');
+      expect((e as ConfigError).fix).toContain('phone_number');
+    }
+    expect(() => resolveMapping(header, { map: ['email'] })).toThrow(/type=Column/);
+    expect(() => resolveMapping(header, { countryColumn: 'Land' })).toThrow(/--country-column/);
+  });
+
+  it('refuses a header without any identifier column', () => {
+    expect(() => resolveMapping(['first_name', 'last_name'])).toThrow(expect.objectContaining({ code: 'mapping_no_identifier_column' }));
+  });
+});

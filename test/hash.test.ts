@@ -1,0 +1,162 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import {
+  ConfigError,
+  createHashSummary,
+  hashFile,
+  hashRecords,
+  hashValue,
+  mergeHashSummary,
+  readCsv,
+  renderHashSummary,
+  serializeUser,
+  type BuiltUser,
+  type HashFileOptions,
+  type HashSummary,
+} from '../src/index.js';
+import { FIXTURES } from './helpers/cli.js';
+
+const tmp = mkdtempSync(join(tmpdir(), 'ak-hash-'));
+const CRM = join(FIXTURES, 'crm-export.csv');
+
+async function reference(path: string, opts: HashFileOptions = {}): Promise<{ users: BuiltUser[]; summary: HashSummary }> {
+  const run = hashRecords(readCsv(path, opts), opts);
+  const users: BuiltUser[] = [];
+  for await (const u of run) users.push(u);
+  return { users, summary: run.summary };
+}
+
+async function fast(path: string, opts: HashFileOptions): Promise<{ users: BuiltUser[]; summary: HashSummary; texts: string[] }> {
+  const run = await hashFile(path, opts);
+  const users: BuiltUser[] = [];
+  const texts: string[] = [];
+  let seq = 0;
+  for await (const chunk of run) {
+    expect(chunk.seq).toBe(seq++);
+    for (const u of chunk.users) {
+      expect(u.json).toBe(serializeUser(u.user));
+      const { json: _json, ...built } = u;
+      users.push(built);
+    }
+    texts.push(new TextDecoder().decode(chunk.output));
+  }
+  return { users, summary: run.summary, texts };
+}
+
+describe('hashRecords', () => {
+  it('hashes objects keyed by column name, with positions as line numbers', async () => {
+    const run = hashRecords(
+      [
+        { Email: ' Jane.Doe@Example.com ', Phone: '020 7946 0321', Country: 'GB' },
+        { Email: 'not-an-email', Phone: '', Country: '' },
+      ],
+      {},
+    );
+    const out: BuiltUser[] = [];
+    for await (const u of run) out.push(u);
+    expect(out[0]).toEqual({
+      line: 1,
+      user: { email: [hashValue('jane.doe@example.com')], phone_number: [hashValue('+442079460321')] },
+      rejects: [],
+    });
+    expect(out[1]).toEqual({ line: 2, user: {}, rejects: [{ line: 2, column: 'Email', type: 'email', reason: 'email_invalid' }] });
+    expect(run.mapping?.country?.column).toBe('Country');
+    expect(run.summary).toMatchObject({ rows: 2, users: 1, emptyRows: 1 });
+    expect(run.summary.rejects.email_invalid).toEqual({ count: 1, lines: [2] });
+  });
+
+  it('validates options with a ConfigError naming the field', () => {
+    expect(() => hashRecords([], { defaultCountry: 'XX' })).toThrow(ConfigError);
+    expect(() => hashRecords([], { phoneFormat: 'national' as 'e164' })).toThrow(/phoneFormat/);
+  });
+
+  it('counts digests, several columns per type and a value separator', async () => {
+    const digest = hashValue('someone@example.com');
+    const run = hashRecords([{ email: `${digest.toUpperCase()};b@example.com`, work_email: 'B@example.com' }], {
+      valueSeparator: ';',
+    });
+    const out: BuiltUser[] = [];
+    for await (const u of run) out.push(u);
+    expect(out[0]?.user.email).toEqual([digest, hashValue('b@example.com')]);
+    expect(run.summary.types.email).toEqual({ valid: 1, invalid: 0, digests: 1 });
+  });
+});
+
+describe('hashFile (fast path) equals hashRecords (reference)', () => {
+  it('on the CRM fixture, with workers and tiny chunks: same users, order, lines and summary', async () => {
+    const expected = await reference(CRM);
+    expect(expected.users.length).toBeGreaterThan(2900);
+    for (const opts of [
+      { workers: 2, chunkBytes: 512 },
+      { workers: 0, chunkBytes: 97 },
+      { workers: 3, chunkBytes: 4096, maxChunksInFlight: 1 },
+      { workers: 1 },
+    ]) {
+      const got = await fast(CRM, opts);
+      expect(got.users).toEqual(expected.users);
+      expect(got.summary).toEqual(expected.summary);
+    }
+  });
+
+  it('with quoted multi-line fields and malformed rows across chunk boundaries', async () => {
+    const lines = ['email,note,phone,country'];
+    for (let i = 0; i < 300; i++) {
+      if (i % 37 === 5) lines.push(`bad${i}@example.com,"unterminated,+1 202 555 0100,US`);
+      else if (i % 23 === 3) lines.push(`wrong${i}@example.com,1`);
+      else if (i % 11 === 0) lines.push(`q${i}@example.com,"multi\nline ""${i}""",+1 202 555 01${String(i % 100).padStart(2, '0')},US`);
+      else lines.push(`u${i}@example.com,n${i},+44 20 7946 0${String(i).padStart(3, '0')},GB`);
+    }
+    const path = join(tmp, 'mixed.csv');
+    writeFileSync(path, `${lines.join('\n')}\n`);
+    const expected = await reference(path);
+    expect(expected.summary.malformed.count).toBeGreaterThan(10);
+    for (const chunkBytes of [1, 64, 300, 5000]) {
+      const got = await fast(path, { workers: 2, chunkBytes });
+      expect(got.users).toEqual(expected.users);
+      expect(got.summary).toEqual(expected.summary);
+    }
+  });
+
+  it('renders jsonl in input order, one line per well-formed row', async () => {
+    const expected = await reference(CRM);
+    const got = await fast(CRM, { workers: 2, chunkBytes: 2048, emit: 'jsonl' });
+    expect(got.users).toEqual([]);
+    expect(got.texts.join('')).toBe(expected.users.map((u) => `${serializeUser(u.user)}\n`).join(''));
+  });
+
+  it('exposes mapping, sizes and progress, and can be closed early without hanging', async () => {
+    const run = await hashFile(CRM, { workers: 2, chunkBytes: 1024 });
+    expect(run.mapping.columns.map((c) => c.column)).toEqual(['customer_id', 'Email', 'work_email', 'Phone']);
+    expect(run.totalBytes).toBeGreaterThan(100_000);
+    for await (const chunk of run) {
+      expect(chunk.users.length).toBeGreaterThan(0);
+      break;
+    }
+    expect(run.bytesRead()).toBeGreaterThan(0);
+    await run.close();
+  });
+
+  it('throws mapping errors before reading rows, and reads stdin', async () => {
+    await expect(hashFile(CRM, { map: ['email=nope'] })).rejects.toThrow(/no column "nope"/);
+    const run = await hashFile('-', { stdin: Readable.from([Buffer.from('email\na@example.com\n')]), workers: 1, emit: 'jsonl' });
+    let text = '';
+    for await (const c of run) text += new TextDecoder().decode(c.output);
+    expect(text).toBe(`{"email":["${hashValue('a@example.com')}"]}\n`);
+  });
+});
+
+describe('HashSummary', () => {
+  it('merges with line offsets keeping the first lines, and renders without values', async () => {
+    const { summary } = await reference(CRM);
+    const merged = mergeHashSummary(mergeHashSummary(createHashSummary(), summary), summary, 10_000);
+    expect(merged.rows).toBe(summary.rows * 2);
+    expect(merged.rejects.email_invalid?.lines).toEqual(summary.rejects.email_invalid?.lines);
+    const text = renderHashSummary(summary);
+    expect(text).toMatch(/rows read\s+2991/);
+    expect(text).toMatch(/email_invalid\s+\d+\s+lines \d+/);
+    expect(text).not.toMatch(/@|example/);
+  });
+});

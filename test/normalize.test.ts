@@ -1,0 +1,355 @@
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import {
+  IDENTIFIER_TYPES,
+  buildUser,
+  cleanValue,
+  hashValue,
+  normalizeCountryCode,
+  normalizeDeviceId,
+  normalizeEmail,
+  normalizeHandle,
+  normalizePartnerUserId,
+  normalizePhone,
+  normalizeServiceId,
+  serializeUser,
+  type FieldValue,
+  type IdentifierType,
+  type MappedRecord,
+} from '../src/normalize.js';
+
+const sha = (s: string): string => createHash('sha256').update(s, 'utf8').digest('hex');
+const ok = (value: string) => ({ ok: true, value });
+const no = (reason: string) => ({ ok: false, reason });
+const field = (type: IdentifierType, raw: string, column: string = type): FieldValue => ({ column, type, raw });
+const record = (fields: FieldValue[], extra: Partial<MappedRecord> = {}): MappedRecord => ({ line: 7, fields, ...extra });
+
+describe('cleanValue', () => {
+  it('trims ASCII whitespace, BOM and NBSP', () => {
+    expect(cleanValue('\uFEFF  a@b.co\u00A0\t')).toBe('a@b.co');
+    expect(cleanValue('\u00A0\u00A0')).toBe('');
+  });
+  it('applies NFC (a decomposed é becomes one code point)', () => {
+    const decomposed = 'vale\u0301ry';
+    expect(cleanValue(decomposed)).toBe('val\u00E9ry');
+    expect(cleanValue(decomposed).length).toBe(6);
+  });
+  it('keeps inner whitespace', () => {
+    expect(cleanValue(' a b ')).toBe('a b');
+  });
+});
+
+describe('hashValue', () => {
+  it('is the lowercase hex SHA-256 of the UTF-8 bytes', () => {
+    expect(hashValue('')).toBe('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
+    expect(hashValue('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+    expect(hashValue('val\u00E9ry')).toBe(sha('val\u00E9ry'));
+    expect(hashValue('정')).toBe(sha('정'));
+  });
+});
+
+describe('published normalization and SHA-256 examples', () => {
+  // X Ads API, Custom Audiences user data: https://developer.x.com/en/docs/x-ads-api/audiences/overview/user-data
+  // ("hashing user @AdsAPI" -> "adsapi" -> 49e0be2a...470d)
+  it('X: handle @AdsAPI', () => {
+    const n = normalizeHandle('@AdsAPI');
+    expect(n).toEqual(ok('adsapi'));
+    expect(hashValue('adsapi')).toBe('49e0be2aeccfb51a8dee4c945c8a70a9ac500cf6f5cb08112575f74db9b1470d');
+  });
+  // Same page: IDFA lower-cased with dashes, Android id without dashes or spaces.
+  it('X: device id formats', () => {
+    expect(normalizeDeviceId('4B61639E-47CC-4056-A16A-C8217E029462')).toEqual(ok('4b61639e-47cc-4056-a16a-c8217e029462'));
+    expect(normalizeDeviceId('AF38-02A4-6576-7E36')).toEqual(ok('af3802a465767e36'));
+  });
+  // Meta Conversions API, customer information parameters:
+  // https://developers.facebook.com/docs/marketing-api/conversions-api/parameters/customer-information-parameters
+  it('Meta: email John_Smith@gmail.com', () => {
+    expect(normalizeEmail(' John_Smith@gmail.com ')).toEqual(ok('john_smith@gmail.com'));
+    expect(hashValue('john_smith@gmail.com')).toBe('62a14e44f765419d10fea99367361a727c12365e2520f32218d505ed9aa0f62f');
+  });
+  it('Meta: US phone (650)555-1212 in the digits convention', () => {
+    expect(normalizePhone('(650)555-1212', { country: 'US', format: 'digits' })).toEqual(ok('16505551212'));
+    expect(hashValue('16505551212')).toBe('e323ec626319ca94ee8bff2e4c87cf613be6ea19919ed1364124e16807ab3176');
+  });
+  // Google Ads UserIdentifier: "Phone numbers must be formatted in E.164 format (for example, +16502531234)":
+  // https://developers.google.com/google-ads/api/reference/rpc/latest/UserIdentifier
+  it('Google: E.164 example', () => {
+    expect(normalizePhone('(650) 253-1234', { country: 'US' })).toEqual(ok('+16502531234'));
+    expect(normalizePhone('+1 650-253-1234')).toEqual(ok('+16502531234'));
+  });
+});
+
+describe('normalizeEmail', () => {
+  it('lowercases and keeps dots and +tags (no provider rewriting)', () => {
+    expect(normalizeEmail('First.Last+Promo@GMail.com')).toEqual(ok('first.last+promo@gmail.com'));
+  });
+  it('trims BOM and NBSP', () => {
+    expect(normalizeEmail('\uFEFFa@b.co\u00A0')).toEqual(ok('a@b.co'));
+  });
+  it.each(['', 'plain', '@b.co', 'a@', 'a@b', 'a@@b.co', 'a@b@c.co', 'a b@c.co', 'a@b c.co', 'a@.co', 'a@b.', 'a@b.co\u00A0x'])(
+    'rejects %j',
+    (raw) => {
+      expect(normalizeEmail(raw)).toEqual(no('email_invalid'));
+    },
+  );
+  it('accepts internationalized addresses after NFC', () => {
+    expect(normalizeEmail('Jose\u0301@Example.ES')).toEqual(ok('jos\u00E9@example.es'));
+  });
+});
+
+describe('normalizePhone', () => {
+  it('national and international forms give the same E.164', () => {
+    expect(normalizePhone('020 7946 0958', { country: 'GB' })).toEqual(ok('+442079460958'));
+    expect(normalizePhone('+44 20 7946 0958')).toEqual(ok('+442079460958'));
+    expect(normalizePhone('0044 20 7946 0958', { country: 'GB' })).toEqual(ok('+442079460958'));
+    expect(normalizePhone('+44 (0)20 7946 0958')).toEqual(ok('+442079460958'));
+    expect(normalizePhone('+44 (0)20 7946 0958', { country: 'FR' })).toEqual(ok('+442079460958'));
+  });
+  it('US, DE, FR, IN', () => {
+    expect(normalizePhone('(212) 555-0123', { country: 'us' })).toEqual(ok('+12125550123'));
+    expect(normalizePhone('1-212-555-0123', { country: 'US' })).toEqual(ok('+12125550123'));
+    expect(normalizePhone('030 901820', { country: 'DE' })).toEqual(ok('+4930901820'));
+    expect(normalizePhone('01 42 68 53 00', { country: 'FR' })).toEqual(ok('+33142685300'));
+    expect(normalizePhone('098765 43210', { country: 'IN' })).toEqual(ok('+919876543210'));
+  });
+  it('digits format drops the plus', () => {
+    expect(normalizePhone('+33 1 42 68 53 00', { format: 'digits' })).toEqual(ok('33142685300'));
+  });
+  it('drops extensions', () => {
+    expect(normalizePhone('(212) 555-0123 ext. 42', { country: 'US' })).toEqual(ok('+12125550123'));
+    expect(normalizePhone('+1 212 555 0123 x42')).toEqual(ok('+12125550123'));
+  });
+  it('follows libphonenumber-js for vanity letters: letters are not digits, so the number is too short', () => {
+    expect(normalizePhone('1-800-FLOWERS', { country: 'US' })).toEqual(no('phone_invalid'));
+    expect(normalizePhone('+1 800 FLOWERS')).toEqual(no('phone_invalid'));
+  });
+  it('valid, not merely possible', () => {
+    // Ten digits (a possible length) but no US area code starts with 1.
+    expect(normalizePhone('(123) 456-7890', { country: 'US' })).toEqual(no('phone_invalid'));
+    expect(normalizePhone('+44 20 7946', { country: 'GB' })).toEqual(no('phone_invalid'));
+    expect(normalizePhone('+1 212 555 01234 567')).toEqual(no('phone_invalid'));
+    expect(normalizePhone('not a phone', { country: 'US' })).toEqual(no('phone_invalid'));
+    expect(normalizePhone('', { country: 'US' })).toEqual(no('phone_invalid'));
+  });
+  it('a national number needs a country', () => {
+    expect(normalizePhone('020 7946 0958')).toEqual(no('phone_needs_country'));
+    expect(normalizePhone('020 7946 0958', { country: ' ' })).toEqual(no('phone_needs_country'));
+    expect(normalizePhone('no digits')).toEqual(no('phone_invalid'));
+  });
+  it('an unknown country is country_invalid when the number needs it, ignored when it has +CC', () => {
+    expect(normalizePhone('020 7946 0958', { country: 'XX' })).toEqual(no('country_invalid'));
+    expect(normalizePhone('020 7946 0958', { country: 'England' })).toEqual(no('country_invalid'));
+    expect(normalizePhone('+44 20 7946 0958', { country: 'XX' })).toEqual(ok('+442079460958'));
+  });
+  it('takes UK as GB', () => {
+    expect(normalizePhone('020 7946 0958', { country: 'uk' })).toEqual(ok('+442079460958'));
+  });
+});
+
+describe('normalizeCountryCode', () => {
+  it('accepts known ISO codes case-insensitively', () => {
+    expect(normalizeCountryCode(' gb ')).toBe('GB');
+    expect(normalizeCountryCode('UK')).toBe('GB');
+    expect(normalizeCountryCode('in')).toBe('IN');
+    expect(normalizeCountryCode('XX')).toBeUndefined();
+    expect(normalizeCountryCode('GBR')).toBeUndefined();
+    expect(normalizeCountryCode('')).toBeUndefined();
+  });
+});
+
+describe('normalizeHandle', () => {
+  it('strips one leading @ and lowercases', () => {
+    expect(normalizeHandle(' @Jack ')).toEqual(ok('jack'));
+    expect(normalizeHandle('under_score_9')).toEqual(ok('under_score_9'));
+    expect(normalizeHandle('@@jack')).toEqual(no('handle_invalid'));
+  });
+  it('1 to 15 characters of [a-z0-9_]', () => {
+    expect(normalizeHandle('a'.repeat(15))).toEqual(ok('a'.repeat(15)));
+    expect(normalizeHandle('@' + 'a'.repeat(15))).toEqual(ok('a'.repeat(15)));
+    expect(normalizeHandle('a'.repeat(16))).toEqual(no('handle_invalid'));
+    expect(normalizeHandle('@')).toEqual(no('handle_invalid'));
+    expect(normalizeHandle('a-b')).toEqual(no('handle_invalid'));
+    expect(normalizeHandle('jäck')).toEqual(no('handle_invalid'));
+  });
+});
+
+describe('normalizeDeviceId', () => {
+  it('lowercases a dashed UUID and keeps the dashes', () => {
+    expect(normalizeDeviceId(' 2F5F5391-3E45-4D02-B645-4575A08F86E1 ')).toEqual(ok('2f5f5391-3e45-4d02-b645-4575a08f86e1'));
+  });
+  it('compacts a 16-hex Android ID', () => {
+    expect(normalizeDeviceId('af3802a465767e36')).toEqual(ok('af3802a465767e36'));
+    expect(normalizeDeviceId('AF38 02A4 6576 7E36')).toEqual(ok('af3802a465767e36'));
+  });
+  it('the all-zero id (ad tracking disabled) is an opt-out', () => {
+    expect(normalizeDeviceId('00000000-0000-0000-0000-000000000000')).toEqual(no('device_id_opt_out'));
+    expect(normalizeDeviceId('0000000000000000')).toEqual(no('device_id_opt_out'));
+  });
+  it.each(['', 'xyz', '2f5f5391-3e45-4d02-b645-4575a08f86e', '2f5f53913e454d02b6454575a08f86e1', 'af3802a465767e3', 'af3802a465767e36a', 'gf3802a465767e36'])(
+    'rejects %j',
+    (raw) => {
+      expect(normalizeDeviceId(raw)).toEqual(no('device_id_invalid'));
+    },
+  );
+});
+
+describe('normalizeServiceId', () => {
+  it('removes leading zeros', () => {
+    expect(normalizeServiceId('000143567')).toEqual(ok('143567'));
+    expect(normalizeServiceId(' 143567 ')).toEqual(ok('143567'));
+  });
+  it('1 to 20 digits (after leading zeros)', () => {
+    expect(normalizeServiceId('9'.repeat(20))).toEqual(ok('9'.repeat(20)));
+    expect(normalizeServiceId('0' + '9'.repeat(20))).toEqual(ok('9'.repeat(20)));
+    expect(normalizeServiceId('9'.repeat(21))).toEqual(no('service_id_invalid'));
+    expect(normalizeServiceId('0')).toEqual(no('service_id_invalid'));
+    expect(normalizeServiceId('12a')).toEqual(no('service_id_invalid'));
+    expect(normalizeServiceId('-12')).toEqual(no('service_id_invalid'));
+    expect(normalizeServiceId('1 2')).toEqual(no('service_id_invalid'));
+  });
+});
+
+describe('normalizePartnerUserId', () => {
+  it('is only cleaned: case and inner characters kept', () => {
+    expect(normalizePartnerUserId(' CRM-00042/Ab ')).toEqual(ok('CRM-00042/Ab'));
+  });
+  it('non-empty, at most 256 characters (code points)', () => {
+    expect(normalizePartnerUserId('x'.repeat(256))).toEqual(ok('x'.repeat(256)));
+    expect(normalizePartnerUserId('x'.repeat(257))).toEqual(no('partner_user_id_invalid'));
+    expect(normalizePartnerUserId('😀'.repeat(256))).toEqual(ok('😀'.repeat(256)));
+    expect(normalizePartnerUserId('😀'.repeat(257))).toEqual(no('partner_user_id_invalid'));
+    expect(normalizePartnerUserId(' ')).toEqual(no('partner_user_id_invalid'));
+  });
+});
+
+describe('buildUser', () => {
+  it('hashes every type, keys in IDENTIFIER_TYPES order, partner_user_id raw', () => {
+    const built = buildUser(
+      record([
+        field('partner_user_id', 'CRM-1'),
+        field('service_id', '00143567'),
+        field('device_id', 'AF3802A465767E36'),
+        field('handle', '@AdsAPI'),
+        field('phone_number', '+44 20 7946 0958'),
+        field('email', 'A@B.co'),
+      ]),
+      {},
+    );
+    expect(Object.keys(built.user)).toEqual([...IDENTIFIER_TYPES]);
+    expect(built.user).toEqual({
+      email: [sha('a@b.co')],
+      phone_number: [sha('+442079460958')],
+      handle: ['49e0be2aeccfb51a8dee4c945c8a70a9ac500cf6f5cb08112575f74db9b1470d'],
+      device_id: [sha('af3802a465767e36')],
+      service_id: [sha('143567')],
+      partner_user_id: ['CRM-1'],
+    });
+    expect(built.rejects).toEqual([]);
+    expect(built.digests).toBeUndefined();
+    expect(built.line).toBe(7);
+  });
+
+  it('several columns feed one type; duplicates (after normalization) are removed', () => {
+    const built = buildUser(
+      record([field('email', 'Jo@x.com', 'email'), field('email', ' jo@X.COM ', 'work_email'), field('email', 'al@x.com', 'work_email')]),
+      {},
+    );
+    expect(built.user).toEqual({ email: [sha('jo@x.com'), sha('al@x.com')] });
+  });
+
+  it('splits cells with the value separator', () => {
+    const built = buildUser(record([field('email', 'a@x.com; b@x.com;;bad')]), { valueSeparator: ';' });
+    expect(built.user).toEqual({ email: [sha('a@x.com'), sha('b@x.com')] });
+    expect(built.rejects).toEqual([{ line: 7, column: 'email', type: 'email', reason: 'email_invalid' }]);
+    // Without a separator the cell is one (invalid) value.
+    expect(buildUser(record([field('email', 'a@x.com;b@x.com')]), {}).rejects).toHaveLength(1);
+  });
+
+  it('rejects carry line, column, type and reason, never the value', () => {
+    const built = buildUser(
+      { line: 42, fields: [field('email', 'secret-not-an-email', 'Mail'), field('phone_number', '020 7946 0958', 'Tel')] },
+      {},
+    );
+    expect(built.user).toEqual({});
+    expect(built.rejects).toEqual([
+      { line: 42, column: 'Mail', type: 'email', reason: 'email_invalid' },
+      { line: 42, column: 'Tel', type: 'phone_number', reason: 'phone_needs_country' },
+    ]);
+    expect(JSON.stringify(built)).not.toContain('secret');
+    expect(JSON.stringify(built)).not.toContain('7946');
+  });
+
+  it('empty cells are neither values nor rejects', () => {
+    expect(buildUser(record([field('email', ''), field('handle', ' \u00A0')]), {})).toEqual({ line: 7, user: {}, rejects: [] });
+  });
+
+  it('uses the record country, else the default country; an invalid one is country_invalid', () => {
+    const phone = [field('phone_number', '06 12 34 56 78')];
+    expect(buildUser(record(phone, { country: 'fr' }), { defaultCountry: 'GB' }).user).toEqual({ phone_number: [sha('+33612345678')] });
+    expect(buildUser(record(phone, { country: '' }), { defaultCountry: 'FR' }).user).toEqual({ phone_number: [sha('+33612345678')] });
+    expect(buildUser(record(phone), { defaultCountry: 'FR' }).user).toEqual({ phone_number: [sha('+33612345678')] });
+    expect(buildUser(record(phone, { country: 'Narnia' }), { defaultCountry: 'FR' }).rejects[0]?.reason).toBe('country_invalid');
+    expect(buildUser(record(phone), {}).rejects[0]?.reason).toBe('phone_needs_country');
+    // The country is resolved per record, not carried over from the previous one.
+    expect(buildUser(record(phone, { country: 'FR' }), {}).rejects).toEqual([]);
+    expect(buildUser(record(phone), {}).rejects[0]?.reason).toBe('phone_needs_country');
+  });
+
+  it('phone format digits', () => {
+    const built = buildUser(record([field('phone_number', '+1 (212) 555-0123')]), { phoneFormat: 'digits' });
+    expect(built.user).toEqual({ phone_number: [sha('12125550123')] });
+  });
+
+  describe('already-hashed input', () => {
+    const digest = sha('a@x.com');
+    it('auto: a 64-hex value is lowercased and passed through, counted in digests', () => {
+      const built = buildUser(record([field('email', digest.toUpperCase()), field('email', 'a@x.com'), field('handle', 'jack')]), {});
+      expect(built.user).toEqual({ email: [digest], handle: [sha('jack')] });
+      expect(built.digests).toEqual({ email: 1 });
+    });
+    it('auto is the default and also applies to phones and device ids', () => {
+      const built = buildUser(record([field('phone_number', digest), field('device_id', digest)]), { inputHashed: 'auto' });
+      expect(built.user).toEqual({ phone_number: [digest], device_id: [digest] });
+      expect(built.digests).toEqual({ phone_number: 1, device_id: 1 });
+    });
+    it('always: anything else is hash_invalid', () => {
+      const built = buildUser(record([field('email', 'a@x.com'), field('email', digest), field('email', digest.slice(1))]), {
+        inputHashed: 'always',
+      });
+      expect(built.user).toEqual({ email: [digest] });
+      expect(built.rejects.map((r) => r.reason)).toEqual(['hash_invalid', 'hash_invalid']);
+    });
+    it('never: a 64-hex value is normalized and hashed like any other', () => {
+      const built = buildUser(record([field('handle', 'a'.repeat(64))]), { inputHashed: 'never' });
+      expect(built.rejects.map((r) => r.reason)).toEqual(['handle_invalid']);
+      const sid = '1'.repeat(64);
+      expect(buildUser(record([field('service_id', sid)]), { inputHashed: 'never' }).rejects[0]?.reason).toBe('service_id_invalid');
+    });
+    it('not applied to partner_user_id (sent raw, even when it looks like a digest)', () => {
+      const upper = digest.toUpperCase();
+      const built = buildUser(record([field('partner_user_id', upper)]), { inputHashed: 'always' });
+      expect(built.user).toEqual({ partner_user_id: [upper] });
+      expect(built.digests).toBeUndefined();
+    });
+  });
+
+  it('does not leak values between records', () => {
+    buildUser(record([field('email', 'a@x.com'), field('email', sha('z'))]), {});
+    const next = buildUser(record([field('handle', 'jack')]), {});
+    expect(next.user).toEqual({ handle: [sha('jack')] });
+    expect(next.digests).toBeUndefined();
+  });
+});
+
+describe('serializeUser', () => {
+  it('canonical key order whatever the input order, empty types omitted', () => {
+    const json = serializeUser({ partner_user_id: ['p"1'], handle: [], email: ['e1', 'e2'] });
+    expect(json).toBe('{"email":["e1","e2"],"partner_user_id":["p\\"1"]}');
+    expect(JSON.parse(json)).toEqual({ email: ['e1', 'e2'], partner_user_id: ['p"1'] });
+    expect(serializeUser({})).toBe('{}');
+  });
+  it('equals JSON.stringify of a built user', () => {
+    const built = buildUser(record([field('phone_number', '+33 6 12 34 56 78'), field('email', 'a@x.com'), field('partner_user_id', 'é')]), {});
+    expect(serializeUser(built.user)).toBe(JSON.stringify(built.user));
+  });
+});

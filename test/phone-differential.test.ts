@@ -1,0 +1,146 @@
+import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js';
+import { describe, expect, it } from 'vitest';
+import { cleanValue, normalizePhone } from '../src/normalize.js';
+import { phoneFastPathStats, phoneToE164, resetPhoneFastPathStats } from '../src/phone.js';
+import examplesJson from 'libphonenumber-js/mobile/examples';
+import metadataJson from 'libphonenumber-js/min/metadata';
+import { generatePhoneCorpus, mulberry32, type PhoneCase } from './helpers/phone-corpus.js';
+
+/** What the issue defines as the truth: the library with its default metadata, called per value. */
+function library(value: string, country: string | undefined): string | undefined {
+  const parsed = parsePhoneNumberFromString(value, country as CountryCode | undefined);
+  return parsed !== undefined && parsed.isValid() ? parsed.number : undefined;
+}
+
+function mismatches(cases: readonly PhoneCase[]): string[] {
+  const out: string[] = [];
+  for (const { value, country } of cases) {
+    const expected = library(value, country);
+    const actual = phoneToE164(value, country);
+    if (actual !== expected) out.push(`${JSON.stringify(value)} ${country ?? '-'}: fast ${actual} library ${expected}`);
+    const digits = normalizePhone(value, country === undefined ? { format: 'digits' } : { country, format: 'digits' });
+    const expectedClean = library(cleanValue(value), country);
+    const actualDigits = digits.ok ? digits.value : undefined;
+    if (actualDigits !== expectedClean?.slice(1)) {
+      out.push(`${JSON.stringify(value)} ${country ?? '-'} digits: ${actualDigits} library ${expectedClean}`);
+    }
+  }
+  return out;
+}
+
+describe('phone fast path against libphonenumber-js', () => {
+  it('0 mismatches on a 30k generated corpus (validity, E.164 and digits)', () => {
+    const corpus = generatePhoneCorpus(30_000, 20240601);
+    resetPhoneFastPathStats();
+    expect(mismatches(corpus).slice(0, 20)).toEqual([]);
+    const stats = phoneFastPathStats();
+    // The corpus is deliberately dirty, yet most values must take the compiled path.
+    expect(stats.fast).toBeGreaterThan(stats.fallback * 4);
+    // Sanity: the corpus is not trivially all-invalid.
+    const valid = corpus.filter((c) => library(c.value, c.country) !== undefined).length;
+    expect(valid).toBeGreaterThan(corpus.length * 0.4);
+    expect(valid).toBeLessThan(corpus.length * 0.95);
+  });
+
+  it('0 mismatches with another seed', () => {
+    expect(mismatches(generatePhoneCorpus(10_000, 7)).slice(0, 20)).toEqual([]);
+  });
+
+  it('0 mismatches on hand-picked edge cases, for every country', () => {
+    const values = [
+      '+44 (0)20 7946 0958',
+      '0044 20 7946 0958',
+      '00 0 44 20 7946 0958',
+      '44 20 7946 0958',
+      '4420 7946 0958',
+      '440 20 7946 0958',
+      '(020) 7946-0958',
+      '07400 123456',
+      '+447400123456',
+      '01534 456789',
+      '07624 369230',
+      '07781 123456',
+      '+1 (212) 555-0123',
+      '1 212 555 0123',
+      '011 44 20 7946 0958',
+      '2125550123',
+      '4165550123',
+      '+1 416 555 0123',
+      '49 30 901820',
+      '4930901820',
+      '0049 30 901820',
+      '030 901820',
+      '49 151 23456789',
+      '+33 (0)6 12 34 56 78',
+      '33 6 12 34 56 78',
+      '0033612345678',
+      '91 98765 43210',
+      '098765 43210',
+      '+91-98765-43210',
+      '+7 912 345-67-89',
+      '8 912 345-67-89',
+      '+7 701 123 4567',
+      '+39 06 698 12345',
+      '+39 06 698',
+      '+61 2 9876 5432',
+      '+358 18 12345',
+      '+590 690 00 1234',
+      '+262 269 12 34 56',
+      '+599 9 123 4567',
+      '+54 9 11 1234 5678',
+      '011 15 2345 6789',
+      '+55 11 91234 5678',
+      '0XX11 91234 5678',
+      '(0XX) 11 1234 5678',
+      '+57 601 234 5678',
+      '+52 1 55 1234 5678',
+      '123',
+      '12 34',
+      '+123',
+      '+1',
+      '+0',
+      '000',
+      '+44',
+      '0044',
+      '00',
+      '011',
+      '0',
+      // A 0 right after the IDD prefix means "not an IDD prefix" (stripIddPrefix): national parsing goes on.
+      '0080056000057742',
+      '000689686',
+      '81001846444512',
+    ];
+    const cases: PhoneCase[] = [];
+    const countries = ['US', 'CA', 'GB', 'JE', 'IM', 'GG', 'DE', 'FR', 'IN', 'RU', 'KZ', 'IT', 'VA', 'AU', 'FI', 'AX', 'AR', 'BR', 'CO', 'MX', 'JP', 'CN', 'NG', 'ZA', 'SG', 'NZ', 'ID'];
+    for (const value of values) {
+      cases.push({ value, country: undefined });
+      for (const country of countries) cases.push({ value, country });
+    }
+    expect(mismatches(cases)).toEqual([]);
+  });
+
+  it('0 mismatches for every country: its example number in every form, and at every length', () => {
+    const examples = examplesJson as unknown as Record<string, string>;
+    const countries = (metadataJson as unknown as { countries: Record<string, readonly unknown[]> }).countries;
+    const rnd = mulberry32(99);
+    const digits = (n: number): string => Array.from({ length: n }, () => String(Math.floor(rnd() * 10))).join('');
+    const cases: PhoneCase[] = [];
+    for (const [country, example] of Object.entries(examples)) {
+      const meta = countries[country];
+      if (meta === undefined) continue;
+      const cc = meta[0] as string;
+      const trunk = typeof meta[5] === 'string' ? meta[5] : '';
+      const idd = '00';
+      for (const value of [example, trunk + example, `+${cc} ${example}`, `+${cc} (${trunk || '0'}) ${example}`, cc + example, cc + trunk + example, `${idd} ${cc} ${example}`, `${idd}0${cc}${example}`]) {
+        cases.push({ value, country }, { value, country: undefined });
+      }
+      // Lengths around and between the plan's possible lengths, with and without the trunk prefix.
+      for (let len = 3; len <= 18; len++) {
+        const body = (example + digits(len)).slice(0, len);
+        cases.push({ value: body, country }, { value: trunk + body, country }, { value: `+${cc}${body}`, country: undefined });
+        cases.push({ value: trunk + digits(len), country }, { value: cc + digits(len), country });
+      }
+    }
+    expect(mismatches(cases).slice(0, 20)).toEqual([]);
+  });
+});

@@ -1,0 +1,117 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { once } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { oauth1Header } from '../src/api/oauth.js';
+import { BIN, runCli } from './helpers/cli.js';
+
+interface Started {
+  child: ChildProcessWithoutNullStreams;
+  stdout: () => string;
+  stderr: () => string;
+}
+
+/** Starts `audience-kit sandbox ...` and resolves once `ready(stdout)` holds. */
+async function startCli(args: string[], ready: (stdout: string) => boolean): Promise<Started> {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AUDIENCE_KIT_')));
+  const child = spawn(process.execPath, [BIN, 'sandbox', ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (b: Buffer) => (err += b.toString('utf8')));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (b: Buffer) => {
+      out += b.toString('utf8');
+      if (ready(out)) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`sandbox exited early with ${code}: ${err}`)));
+  });
+  return { child, stdout: () => out, stderr: () => err };
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function signedGet(url: string, env: Record<string, string>): Promise<Response> {
+  return fetch(url, {
+    headers: {
+      authorization: oauth1Header({
+        method: 'GET',
+        url,
+        consumerKey: env['AUDIENCE_KIT_CONSUMER_KEY'] ?? '',
+        consumerSecret: env['AUDIENCE_KIT_CONSUMER_SECRET'] ?? '',
+        token: env['AUDIENCE_KIT_ACCESS_TOKEN'] ?? '',
+        tokenSecret: env['AUDIENCE_KIT_ACCESS_TOKEN_SECRET'] ?? '',
+      }),
+    },
+  });
+}
+
+describe('audience-kit sandbox (process)', () => {
+  it('prints paste-ready export lines and the demo objects, serves signed requests, and exits 0 on SIGINT', async () => {
+    const run = await startCli(['--seed', '5'], (out) => out.includes('Press Ctrl+C'));
+    const env = Object.fromEntries(
+      [...run.stdout().matchAll(/^export (AUDIENCE_KIT_[A-Z_]+)=(\S+)$/gm)].map((m) => [m[1] ?? '', m[2] ?? '']),
+    );
+    expect(Object.keys(env).sort()).toEqual([
+      'AUDIENCE_KIT_ACCESS_TOKEN',
+      'AUDIENCE_KIT_ACCESS_TOKEN_SECRET',
+      'AUDIENCE_KIT_ADS_BASE_URL',
+      'AUDIENCE_KIT_API_BASE_URL',
+      'AUDIENCE_KIT_CONSUMER_KEY',
+      'AUDIENCE_KIT_CONSUMER_SECRET',
+    ]);
+    const account = /primary (\S+)/.exec(run.stdout())?.[1] ?? '';
+    const audience = /demo custom audience:\s+(\S+)/.exec(run.stdout())?.[1] ?? '';
+    expect(run.stdout()).toMatch(/demo do-not-reach list:\s+\S+/);
+
+    const r = await signedGet(`${env['AUDIENCE_KIT_ADS_BASE_URL']}/12/accounts/${account}/custom_audiences`, env);
+    expect(r.status).toBe(200);
+    const body = (await r.json()) as { data: Array<{ id: string; name: string }> };
+    expect(body.data).toEqual([expect.objectContaining({ id: audience, name: 'Demo audience' })]);
+
+    run.child.kill('SIGINT');
+    const [code] = (await once(run.child, 'exit')) as [number | null];
+    expect(code).toBe(0);
+    expect(run.stderr()).toContain('sandbox stopped');
+  });
+
+  it('prints one JSON object with --json and stops on SIGTERM', async () => {
+    const run = await startCli(['--json', '--rate-limit', '30/2', '--faults', '503=1@2'], isJson);
+    const info = JSON.parse(run.stdout()) as {
+      url: string;
+      env: Record<string, string>;
+      accounts: { primary: string; secondary: string; foreign: string };
+      demo: { customAudienceId: string; doNotReachListId: string };
+      rateLimit: { limit: number; windowMs: number };
+    };
+    expect(info.rateLimit).toEqual({ limit: 30, windowMs: 2000 });
+    expect(info.env['AUDIENCE_KIT_ADS_BASE_URL']).toBe(info.url);
+    const r = await signedGet(`${info.url}/12/accounts/${info.accounts.primary}/do_not_reach_lists/${info.demo.doNotReachListId}`, info.env);
+    expect(r.status).toBe(200);
+    run.child.kill('SIGTERM');
+    const [code] = (await once(run.child, 'exit')) as [number | null];
+    expect(code).toBe(0);
+  });
+
+  it('refuses a bad fault spec or rate limit with exit 2 and a fix', async () => {
+    const faults = await runCli(['sandbox', '--faults', '503@2,boom@3']);
+    expect(faults.code).toBe(2);
+    expect(faults.stderr).toContain('Fault spec item 2 "boom@3": unknown kind "boom"');
+    expect(faults.stderr).toContain('fix:');
+    const rate = await runCli(['sandbox', '--rate-limit', 'fast']);
+    expect(rate.code).toBe(2);
+    expect(rate.stderr).toContain('--rate-limit must be REQUESTS/SECONDS');
+  });
+
+  it('documents in --help that it prints throwaway secrets', async () => {
+    const help = await runCli(['sandbox', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/THROWAWAY credentials/);
+    expect(help.stdout).toContain('--rate-limit');
+  });
+});

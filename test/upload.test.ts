@@ -1,0 +1,412 @@
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createClient, type AdsClient } from '../src/api/index.js';
+import { ConfigError } from '../src/errors.js';
+import { hashRecords } from '../src/hash.js';
+import { findJournal, RunJournal, type JournalKey } from '../src/journal.js';
+import type { AudienceUser } from '../src/normalize.js';
+import { startSandbox, type Sandbox, type SandboxOptions } from '../src/sandbox/index.js';
+import { formatUploadProgress, maxDoNotReachExpiry, ProgressPrinter, resolveUploadGroup, uploadAudience, type UploadProgress } from '../src/upload.js';
+
+const USERS_PATH = /\/users$/;
+const instantClock = { now: () => Date.now(), sleep: async () => {} };
+
+let open: { sandbox: Sandbox; client: AdsClient }[] = [];
+afterEach(async () => {
+  for (const o of open) {
+    await o.client.close();
+    await o.sandbox.close();
+  }
+  open = [];
+});
+
+async function setup(opts: SandboxOptions = {}): Promise<{ sandbox: Sandbox; client: AdsClient; audienceId: string; dnrId: string }> {
+  const sandbox = await startSandbox({ seed: 7, ...opts });
+  const client = createClient({
+    adsBaseUrl: sandbox.adsBaseUrl,
+    credentials: sandbox.credentials,
+    clock: instantClock,
+    retry: { baseMs: 1, maxMs: 2 },
+    maxAttempts: 4,
+  });
+  open.push({ sandbox, client });
+  const audienceId = sandbox.state.createCustomAudience(sandbox.accounts.primary, 'test').id;
+  const dnrId = sandbox.state.createDoNotReachList(sandbox.accounts.primary, 'dnr').id;
+  return { sandbox, client, audienceId, dnrId };
+}
+
+const sha = (s: string): string => createHash('sha256').update(s).digest('hex');
+
+/** n distinct users (i = 0..n-1), each with an email digest and every third with a phone. */
+function users(n: number, from = 0): AudienceUser[] {
+  return Array.from({ length: n }, (_, k) => {
+    const i = from + k;
+    const u: AudienceUser = { email: [sha(`user${i}@example.com`)] };
+    if (i % 3 === 0) u.phone_number = [sha(`+1555${String(i).padStart(7, '0')}`)];
+    return u;
+  });
+}
+
+function userBatchRequests(sandbox: Sandbox): { status: number; users?: number }[] {
+  return sandbox.state.requests.filter((r) => r.method === 'POST' && USERS_PATH.test(r.path));
+}
+
+const SMALL = { maxBodyBytes: 20_000 };
+
+describe('uploadAudience', () => {
+  it('uploads every user in verified batches, deduplicating repeats', async () => {
+    const { sandbox, client, audienceId } = await setup();
+    const list = [...users(1000), ...users(50)];
+    const seen: UploadProgress[] = [];
+    const report = await uploadAudience({
+      client,
+      accountId: sandbox.accounts.primary,
+      target: { customAudienceId: audienceId },
+      users: list,
+      limits: SMALL,
+      onProgress: (p) => seen.push(p),
+      runId: 'r1',
+      clock: instantClock,
+    });
+    expect(report).toMatchObject({
+      run_id: 'r1',
+      status: 'completed',
+      exit_code: 0,
+      rows: 1050,
+      users: 1000,
+      duplicates: 50,
+      users_confirmed: 1000,
+      success_count: 1000,
+      total_count: 1000,
+      batches_failed: 0,
+      mismatches: 0,
+    });
+    expect(report.identifiers.email?.valid).toBe(1050);
+    expect(sandbox.state.audienceSize(audienceId)).toBe(1000);
+    const reqs = userBatchRequests(sandbox);
+    expect(reqs.length).toBe(report.batches);
+    expect(report.batches).toBeLessThanOrEqual(1 + report.bytes / SMALL.maxBodyBytes);
+    expect(reqs.every((r) => (r.users ?? 0) > 0)).toBe(true);
+    expect(seen.at(-1)?.done).toBe(true);
+    expect(seen.at(-1)?.usersConfirmed).toBe(1000);
+  });
+
+  it('hashes raw records through hashRecords and maps counts from its summary', async () => {
+    const { sandbox, client, audienceId } = await setup();
+    const rows = [
+      { Email: 'A@Example.com', Phone: '+1 202 555 0143' },
+      { Email: 'not-an-email', Phone: '' },
+      { Email: 'a@example.com', Phone: '+1 (202) 555-0143' },
+      { Email: '', Phone: '' },
+    ];
+    const report = await uploadAudience({
+      client,
+      accountId: sandbox.accounts.primary,
+      target: { customAudienceId: audienceId },
+      users: hashRecords(rows, {}),
+      clock: instantClock,
+    });
+    expect(report).toMatchObject({ status: 'completed', rows: 4, users: 1, duplicates: 1, rows_without_identifier: 2 });
+    expect(report.invalid_by_reason.email_invalid).toEqual({ count: 1, lines: [2] });
+    expect(sandbox.state.audienceSize(audienceId)).toBe(1);
+  });
+
+  it('takes pre-serialized chunks (jsonLines + lines) from a producer thread', async () => {
+    const { sandbox, client, audienceId } = await setup();
+    const all = users(900).map((u) => JSON.stringify(u));
+    const chunks = [0, 300, 600].map((from) => ({
+      jsonLines: all.slice(from, from + 300).join('\n'),
+      lines: Uint32Array.from({ length: 300 }, (_, i) => from + i + 2),
+    }));
+    const report = await uploadAudience({ client, accountId: sandbox.accounts.primary, target: { customAudienceId: audienceId }, users: chunks, limits: SMALL, clock: instantClock });
+    expect(report).toMatchObject({ status: 'completed', users: 900, users_confirmed: 900 });
+    expect(sandbox.state.audienceSize(audienceId)).toBe(900);
+  });
+
+  it('re-sends a batch whose counts do not match, at once, until confirmed', async () => {
+    const { sandbox, client, audienceId } = await setup({ faults: 'mismatch@1+2+4' });
+    const report = await uploadAudience({
+      client,
+      accountId: sandbox.accounts.primary,
+      target: { customAudienceId: audienceId },
+      users: users(600),
+      limits: SMALL,
+      clock: instantClock,
+    });
+    expect(report.status).toBe('completed');
+    expect(report.mismatches).toBe(3);
+    expect(report.requests).toBe(report.batches + 3);
+    expect(sandbox.state.audienceSize(audienceId)).toBe(600);
+  });
+
+  it('reports a batch that never verifies as failed after --max-retries, the rest confirmed', async () => {
+    const { sandbox, client, audienceId } = await setup({ faults: 'mismatch@1+2+3' });
+    const report = await uploadAudience({
+      client,
+      accountId: sandbox.accounts.primary,
+      target: { customAudienceId: audienceId },
+      users: users(600),
+      limits: SMALL,
+      concurrency: 1,
+      maxRetries: 2,
+      clock: instantClock,
+    });
+    expect(report).toMatchObject({ status: 'partial', exit_code: 5, batches_failed: 1, mismatches: 3 });
+    expect(report.failed_batches[0]).toMatchObject({ index: 0, code: 'batch_count_mismatch' });
+    expect(report.users_confirmed + report.users_failed).toBe(600);
+  });
+
+  for (const faults of ['500@1+3', '503=1@2', '429@1', 'drop@2', 'slow=50@1', 'html@1+2', 'mismatch%0.3', '500%0.2,drop%0.1,mismatch%0.1']) {
+    it(`survives sandbox fault ${faults} with every user confirmed`, async () => {
+      const { sandbox, client, audienceId } = await setup({ faults });
+      const report = await uploadAudience({
+        client,
+        accountId: sandbox.accounts.primary,
+        target: { customAudienceId: audienceId },
+        users: users(1500),
+        limits: SMALL,
+        maxRetries: 8,
+        clock: instantClock,
+      });
+      expect(report.status).toBe('completed');
+      expect(report.users_confirmed).toBe(1500);
+      expect(sandbox.state.audienceSize(audienceId)).toBe(1500);
+    });
+  }
+
+  it('uploads to a do-not-reach list and verifies the per-operation counts', async () => {
+    const { sandbox, client, dnrId } = await setup({ faults: 'mismatch@2' });
+    const report = await uploadAudience({
+      client,
+      accountId: sandbox.accounts.primary,
+      target: { doNotReachListId: dnrId },
+      users: users(700),
+      limits: { ...SMALL, maxUsersPerOperation: 50 },
+      expiresAt: new Date(Date.now() + 30 * 86_400_000).toISOString(),
+      clock: instantClock,
+    });
+    expect(report).toMatchObject({ status: 'completed', mismatches: 1, users_confirmed: 700 });
+    expect(sandbox.state.dnrListSize(dnrId)).toBe(700);
+  });
+
+  it('refuses do-not-reach effective_at and expiries beyond 13 months before sending anything', async () => {
+    const { sandbox, client, dnrId } = await setup();
+    const base = { client, accountId: sandbox.accounts.primary, target: { doNotReachListId: dnrId }, users: users(10) };
+    await expect(uploadAudience({ ...base, effectiveAt: '2030-01-01T00:00:00Z' })).rejects.toThrow(/effective-at/);
+    const tooFar = new Date(maxDoNotReachExpiry(new Date()).getTime() + 86_400_000).toISOString();
+    await expect(uploadAudience({ ...base, expiresAt: tooFar })).rejects.toMatchObject({ code: 'dnr_expiry_too_far' });
+    await expect(uploadAudience({ ...base, expiresAt: 'tomorrow' })).rejects.toThrow(ConfigError);
+    expect(userBatchRequests(sandbox)).toEqual([]);
+    expect(resolveUploadGroup({ target: { customAudienceId: 'x' }, effectiveAt: '2030-01-01', expiresAt: '2030-02-01T00:00:00+01:00' })).toEqual({
+      operationType: 'Update',
+      effectiveAt: '2030-01-01T00:00:00Z',
+      expiresAt: '2030-01-31T23:00:00Z',
+    });
+  });
+
+  it('sends nothing on a dry run and still plans the batches', async () => {
+    const { sandbox, audienceId } = await setup();
+    const bodies: string[] = [];
+    const report = await uploadAudience({
+      accountId: sandbox.accounts.primary,
+      target: { customAudienceId: audienceId },
+      users: users(500),
+      limits: SMALL,
+      dryRun: true,
+      onBatch: (b) => bodies.push(b.body),
+    });
+    expect(report).toMatchObject({ dry_run: true, requests: 0, users: 500 });
+    expect(report.batches).toBe(bodies.length);
+    expect(report.bytes).toBe(bodies.reduce((n, b) => n + Buffer.byteLength(b), 0));
+    expect(userBatchRequests(sandbox)).toEqual([]);
+  });
+
+  it('stops reading on abort, lets in-flight requests finish, and resumes from the journal', async () => {
+    const { sandbox, client, audienceId } = await setup({ faults: 'slow=30%1' });
+    const stateDir = mkdtempSync(join(tmpdir(), 'ak-state-'));
+    const key: JournalKey = {
+      input: { name: 'gen', size: 0, sha256: 'f'.repeat(64) },
+      accountId: sandbox.accounts.primary,
+      target: { kind: 'custom_audience', id: audienceId },
+      options: { limits: SMALL },
+    };
+    const all = users(3000);
+    const controller = new AbortController();
+    let confirmed = 0;
+    const j1 = await RunJournal.open(stateDir, key, { mode: 'new', runId: 'a' });
+    const first = await uploadAudience({
+      client,
+      accountId: sandbox.accounts.primary,
+      target: { customAudienceId: audienceId },
+      users: all,
+      limits: SMALL,
+      journal: j1,
+      concurrency: 2,
+      onProgress: (p) => {
+        confirmed = p.batchesConfirmed;
+        if (confirmed >= 3) controller.abort();
+      },
+      signal: controller.signal,
+    });
+    j1.close();
+    expect(first.status).toBe('interrupted');
+    expect(first.exit_code).toBe(130);
+    const summary = findJournal(stateDir, key);
+    expect(summary).toMatchObject({ complete: false, confirmed: first.batches_confirmed });
+    const sentBefore = userBatchRequests(sandbox).length;
+
+    const j2 = await RunJournal.open(stateDir, key, { mode: 'resume', runId: 'b' });
+    const second = await uploadAudience({
+      client,
+      accountId: sandbox.accounts.primary,
+      target: { customAudienceId: audienceId },
+      users: all,
+      limits: SMALL,
+      journal: j2,
+    });
+    j2.close();
+    expect(second).toMatchObject({ status: 'completed', resumed: true, batches_skipped: first.batches_confirmed });
+    expect(second.batches_confirmed + second.batches_skipped).toBe(second.batches);
+    expect(userBatchRequests(sandbox).length - sentBefore).toBe(second.batches - first.batches_confirmed);
+    expect(sandbox.state.audienceSize(audienceId)).toBe(3000);
+    expect(findJournal(stateDir, key)?.complete).toBe(true);
+  });
+
+  it('keeps failed batches in the state dir and re-sends them first on resume', async () => {
+    const { sandbox, client, audienceId } = await setup({ faults: '500@1+2+3+4+5+6+7+8' });
+    const stateDir = mkdtempSync(join(tmpdir(), 'ak-state-'));
+    const key: JournalKey = {
+      input: { name: 'gen', size: 0, sha256: 'e'.repeat(64) },
+      accountId: sandbox.accounts.primary,
+      target: { kind: 'custom_audience', id: audienceId },
+      options: {},
+    };
+    const j1 = await RunJournal.open(stateDir, key, { mode: 'new', runId: 'a' });
+    const first = await uploadAudience({
+      client,
+      accountId: sandbox.accounts.primary,
+      target: { customAudienceId: audienceId },
+      users: users(600),
+      limits: SMALL,
+      concurrency: 1,
+      maxRetries: 1,
+      journal: j1,
+      clock: instantClock,
+    });
+    j1.close();
+    expect(first.status).toBe('partial');
+    expect(first.batches_failed).toBe(1);
+    const failedDir = join(j1.dir, 'failed');
+    const kept = readdirSync(failedDir);
+    expect(kept.sort()).toEqual(['000000.body.json', '000000.lines']);
+    const body = readFileSync(join(failedDir, '000000.body.json'), 'utf8');
+    expect(body).not.toContain('@example.com');
+
+    const j2 = await RunJournal.open(stateDir, key, { mode: 'resume', runId: 'b' });
+    const second = await uploadAudience({
+      client,
+      accountId: sandbox.accounts.primary,
+      target: { customAudienceId: audienceId },
+      users: users(600),
+      limits: SMALL,
+      journal: j2,
+      clock: instantClock,
+    });
+    j2.close();
+    expect(second).toMatchObject({ status: 'completed', batches_confirmed: 1, batches_skipped: first.batches_confirmed });
+    expect(sandbox.state.audienceSize(audienceId)).toBe(600);
+    expect(() => readdirSync(failedDir)).toThrow();
+  });
+
+  it('refuses to resume when a recomputed batch differs from the confirmed one', async () => {
+    const { sandbox, client, audienceId } = await setup();
+    const stateDir = mkdtempSync(join(tmpdir(), 'ak-state-'));
+    const key: JournalKey = {
+      input: { name: 'gen', size: 0, sha256: 'd'.repeat(64) },
+      accountId: sandbox.accounts.primary,
+      target: { kind: 'custom_audience', id: audienceId },
+      options: {},
+    };
+    const controller = new AbortController();
+    const j1 = await RunJournal.open(stateDir, key, { mode: 'new', runId: 'a' });
+    await uploadAudience({
+      client,
+      accountId: sandbox.accounts.primary,
+      target: { customAudienceId: audienceId },
+      users: users(600),
+      limits: SMALL,
+      concurrency: 1,
+      journal: j1,
+      onProgress: (p) => {
+        if (p.batchesConfirmed >= 1) controller.abort();
+      },
+      signal: controller.signal,
+    });
+    j1.close();
+    const j2 = await RunJournal.open(stateDir, key, { mode: 'resume', runId: 'b' });
+    await expect(
+      uploadAudience({
+        client,
+        accountId: sandbox.accounts.primary,
+        target: { customAudienceId: audienceId },
+        users: users(600, 1),
+        limits: SMALL,
+        journal: j2,
+      }),
+    ).rejects.toMatchObject({ code: 'journal_mismatch' });
+    j2.close();
+  });
+
+  it('stops at an authentication error and reports it with exit code 4', async () => {
+    const { sandbox, audienceId } = await setup();
+    const bad = createClient({ adsBaseUrl: sandbox.adsBaseUrl, credentials: { ...sandbox.credentials, consumerSecret: 'wrong' }, clock: instantClock });
+    const report = await uploadAudience({
+      client: bad,
+      accountId: sandbox.accounts.primary,
+      target: { customAudienceId: audienceId },
+      users: users(600),
+      limits: SMALL,
+    });
+    await bad.close();
+    expect(report).toMatchObject({ status: 'failed', exit_code: 4 });
+    expect(report.error?.message).not.toContain('wrong');
+  });
+});
+
+describe('progress output', () => {
+  const p: UploadProgress = {
+    rows: 500_000, users: 490_000, duplicates: 10, batchesPacked: 16, requestsSent: 15, batchesConfirmed: 14, batchesSkipped: 1,
+    batchesFailed: 0, usersConfirmed: 450_000, bytesSent: 7e7, retries: 2, mismatches: 1, rateLimitWaits: 3, waitedMs: 4000,
+    inFlight: 1, elapsedMs: 10_000, inputBytesRead: 25, inputTotalBytes: 100, done: false,
+  };
+
+  it('formats rows, requests, rate, waits and an ETA from the input bytes', () => {
+    expect(formatUploadProgress(p)).toBe(
+      'rows 500,000 · users 490,000 · requests 15 confirmed, 1 in flight · 50,000 rows/s · rate-limit waits 3 · retries 2 · waited 0:04 · 25% ETA 0:30 · elapsed 0:10',
+    );
+  });
+
+  it('redraws one line on a terminal and prints plain lines at an interval otherwise', () => {
+    const tty: string[] = [];
+    const printer = new ProgressPrinter({ write: (t) => tty.push(t), tty: true });
+    printer.update(p);
+    printer.update({ ...p, done: true });
+    printer.finish();
+    expect(tty[0]?.startsWith('\r\x1b[2K')).toBe(true);
+    expect(tty.at(-1)).toBe('\n');
+    let now = 0;
+    const plain: string[] = [];
+    const lines = new ProgressPrinter({ write: (t) => plain.push(t), tty: false, intervalMs: 1000, now: () => now });
+    lines.update(p);
+    now = 500;
+    lines.update(p);
+    now = 1500;
+    lines.update(p);
+    lines.update({ ...p, done: true });
+    expect(plain.length).toBe(3);
+    expect(plain.every((l) => l.startsWith('progress: ') && l.endsWith('\n'))).toBe(true);
+  });
+});
