@@ -313,7 +313,7 @@ const WORKER_URL = import.meta.url.endsWith('.ts')
  * The young generation stays large enough that per-row garbage dies there cheaply.
  */
 function workerLimits(chunkBytes: number): { maxOldGenerationSizeMb: number; maxYoungGenerationSizeMb: number } {
-  return { maxOldGenerationSizeMb: 64 + Math.ceil((chunkBytes * 32) / (1024 * 1024)), maxYoungGenerationSizeMb: 16 };
+  return { maxOldGenerationSizeMb: 32 + Math.ceil((chunkBytes * 32) / (1024 * 1024)), maxYoungGenerationSizeMb: 16 };
 }
 
 type WorkerReply = { seq: number; result: HashChunkResult } | { seq: number; error: { message: string; stack?: string } };
