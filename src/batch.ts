@@ -6,9 +6,9 @@
  * tracked incrementally. Packing is deterministic: the same users in the same order with the
  * same limits give the same batches (the run journal relies on it to resume).
  */
-import { hash as cryptoHash } from 'node:crypto';
 import { z } from 'zod';
 import { ConfigError } from './errors.js';
+import { writeUserFingerprint } from './normalize.js';
 
 export type OperationType = 'Update' | 'Delete';
 
@@ -186,9 +186,10 @@ export class BatchPacker {
 
   /**
    * Add one user (its canonical JSON) from input line `line`. Returns the batch this closed,
-   * if any. Duplicates and oversized users are counted and dropped.
+   * if any. Duplicates and oversized users are counted and dropped. `fingerprint` (from
+   * `writeUserFingerprint`, high and low word) saves computing it here.
    */
-  add(handle: GroupHandle, json: string, line: number): PackedBatch | undefined {
+  add(handle: GroupHandle, json: string, line: number, fingerprint?: readonly [hi: number, lo: number]): PackedBatch | undefined {
     const g = handle as OpenGroup;
     const userBytes = Buffer.byteLength(json);
     const newOpBytes = g.prefixBytes + userBytes + SUFFIX_BYTES;
@@ -197,7 +198,7 @@ export class BatchPacker {
       if (this.s.oversizedLines.length < OVERSIZED_LINES_KEPT) this.s.oversizedLines.push(line);
       return undefined;
     }
-    if (this.dedupe !== undefined && !this.dedupe.add(json)) {
+    if (this.dedupe !== undefined && !(fingerprint === undefined ? this.dedupe.add(json) : this.dedupe.addFingerprint(fingerprint[0], fingerprint[1]))) {
       this.s.duplicates++;
       return undefined;
     }
@@ -291,6 +292,7 @@ export class UserDedupe {
   private lo = new Uint32Array(1 << 16);
   private mask = (1 << 16) - 1;
   private count = 0;
+  private readonly scratch = new Uint32Array(2);
 
   get size(): number {
     return this.count;
@@ -298,11 +300,12 @@ export class UserDedupe {
 
   /** Returns false when the user was already added. */
   add(json: string): boolean {
-    const d = cryptoHash('sha256', json, 'binary');
-    let hi = ((d.charCodeAt(0) << 24) | (d.charCodeAt(1) << 16) | (d.charCodeAt(2) << 8) | d.charCodeAt(3)) >>> 0;
-    const lo = ((d.charCodeAt(4) << 24) | (d.charCodeAt(5) << 16) | (d.charCodeAt(6) << 8) | d.charCodeAt(7)) >>> 0;
-    // 0/0 marks an empty slot.
-    if (hi === 0 && lo === 0) hi = 1;
+    writeUserFingerprint(json, this.scratch, 0);
+    return this.addFingerprint(this.scratch[0] as number, this.scratch[1] as number);
+  }
+
+  /** The same for a fingerprint computed beforehand (`writeUserFingerprint`, e.g. in a hashing worker). */
+  addFingerprint(hi: number, lo: number): boolean {
     if (!this.insert(hi, lo)) return false;
     this.count++;
     if (this.count > this.mask * 0.7) this.grow();

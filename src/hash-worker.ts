@@ -11,6 +11,7 @@ import {
   IDENTIFIER_TYPES,
   REJECT_REASONS,
   serializeUser,
+  writeUserFingerprint,
   type BuiltUser,
   type FieldValue,
   type IdentifierType,
@@ -135,8 +136,25 @@ export function mergeHashSummary(into: HashSummary, from: HashSummary, lineOffse
   return into;
 }
 
-/** What hashFile's chunks carry: user objects, or output already rendered by the workers. */
-export type HashEmit = 'users' | 'jsonl' | 'csv';
+/**
+ * What hashFile's chunks carry: user objects, output already rendered by the workers, or
+ * (`packed`) what the uploader needs and nothing more: see PackedUsers.
+ */
+export type HashEmit = 'users' | 'jsonl' | 'csv' | 'packed';
+
+/**
+ * The users of a chunk in the cheapest form to move between threads and pack into requests:
+ * one string and two typed arrays instead of an object graph per user (structured clone of
+ * user objects cost the main thread more than packing them).
+ */
+export interface PackedUsers {
+  /** `serializeUser` of every user with at least one identifier, each followed by `\n`. */
+  jsonLines: string;
+  /** Input line of each of those users. */
+  lines: Uint32Array;
+  /** Dedupe fingerprint of each user (`writeUserFingerprint`): high word at 2i, low word at 2i+1. */
+  fingerprints: Uint32Array;
+}
 
 // ---------------------------------------------------------------------------------------------
 // One chunk (the unit of work of the fast path; runs in a worker or inline).
@@ -167,6 +185,8 @@ export interface HashChunkResult {
   rejects: Reject[];
   malformed: CsvBadRow[];
   summary: HashSummary;
+  /** Emit `packed` only (line numbers relative to the chunk, like the others). */
+  packed?: PackedUsers;
 }
 
 const csvCell = (s: string): string => (/[",\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s);
@@ -231,6 +251,10 @@ export function hashChunk(bytes: Uint8Array, ctx: HashChunkContext): HashChunkRe
   const fieldValues: FieldValue[] = columns.map((c) => ({ column: c.column, type: c.type, raw: '' }));
   const record: MappedRecord = { line: 0, fields: fieldValues };
   const { emit, outputTypes, normalize } = ctx;
+  let jsonLines = '';
+  let packedCount = 0;
+  let packedLines = new Uint32Array(emit === 'packed' ? 1024 : 0);
+  let fingerprints = new Uint32Array(emit === 'packed' ? 2048 : 0);
   const row = (fields: string[], offset: number): void => {
     for (let i = 0; i < columns.length; i++) (fieldValues[i] as FieldValue).raw = fields[(columns[i] as MappedColumn).index] ?? '';
     record.line = offset;
@@ -239,7 +263,17 @@ export function hashChunk(bytes: Uint8Array, ctx: HashChunkContext): HashChunkRe
     const built = buildUser(record, normalize);
     addUserToSummary(summary, built);
     for (const r of built.rejects) rejects.push(r);
-    if (emit === 'users') {
+    if (emit === 'packed') {
+      const json = serializeUser(built.user);
+      if (json === '{}') return;
+      if (packedCount === packedLines.length) {
+        packedLines = grow(packedLines, packedLines.length * 2);
+        fingerprints = grow(fingerprints, fingerprints.length * 2);
+      }
+      packedLines[packedCount] = offset;
+      writeUserFingerprint(json, fingerprints, packedCount++);
+      jsonLines += json + '\n';
+    } else if (emit === 'users') {
       (built as HashedUser).json = serializeUser(built.user);
       users.push(built as HashedUser);
     } else if (emit === 'jsonl') {
@@ -262,7 +296,15 @@ export function hashChunk(bytes: Uint8Array, ctx: HashChunkContext): HashChunkRe
     addBadRowToSummary(summary, offset, error);
   };
   const lines = visitCsvChunk(new TextDecoder().decode(bytes), ctx.delimiter, ctx.newline, ctx.columns, { row, bad });
-  return { lines, users, output: out.bytes(), rejects, malformed, summary };
+  const result: HashChunkResult = { lines, users, output: out.bytes(), rejects, malformed, summary };
+  if (emit === 'packed') result.packed = { jsonLines, lines: packedLines.slice(0, packedCount), fingerprints: fingerprints.slice(0, 2 * packedCount) };
+  return result;
+}
+
+function grow(array: Uint32Array, length: number): Uint32Array<ArrayBuffer> {
+  const grown = new Uint32Array(length);
+  grown.set(array);
+  return grown;
 }
 
 
@@ -278,7 +320,10 @@ if (!isMainThread && port !== null && data?.hashChunkContext !== undefined) {
   port.on('message', (message: { seq: number; bytes: Uint8Array }) => {
     try {
       const result = hashChunk(message.bytes, ctx);
-      port.postMessage({ seq: message.seq, result }, result.output.byteLength > 0 ? [result.output.buffer as ArrayBuffer] : []);
+      const transfer: ArrayBuffer[] = [];
+      if (result.output.byteLength > 0) transfer.push(result.output.buffer as ArrayBuffer);
+      if (result.packed !== undefined) transfer.push(result.packed.lines.buffer as ArrayBuffer, result.packed.fingerprints.buffer as ArrayBuffer);
+      port.postMessage({ seq: message.seq, result }, transfer);
     } catch (error) {
       const e = error instanceof Error ? error : new Error(String(error));
       port.postMessage({ seq: message.seq, error: { message: e.message, stack: e.stack } });

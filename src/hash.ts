@@ -43,6 +43,7 @@ import {
   type HashSummary,
   type HashTypeCounts,
   type HashWorkerData,
+  type PackedUsers,
 } from './hash-worker.js';
 import {
   buildUser,
@@ -73,6 +74,7 @@ export {
   type HashSummary,
   type HashTypeCounts,
   type HashWorkerData,
+  type PackedUsers,
 } from './hash-worker.js';
 
 const withMore = (r: HashReasonCount): string =>
@@ -127,7 +129,10 @@ export interface HashRecordsOptions extends NormalizeOptions, MappingOptions {
 export interface HashFileOptions extends NormalizeOptions, MappingOptions, ReadCsvOptions {
   /** Worker threads; default: available cores. 0 runs everything on the calling thread. */
   workers?: number;
-  /** `users` (default): HashedUser objects; `jsonl` / `csv`: the `hash` command's output, rendered by the workers. */
+  /**
+   * `users` (default): HashedUser objects; `jsonl` / `csv`: the `hash` command's output, rendered
+   * by the workers; `packed`: PackedUsers, what uploadAudience consumes fastest.
+   */
   emit?: HashEmit;
   /** Chunks read ahead of the consumer (bounds memory). Default 4 per worker + 2. */
   maxChunksInFlight?: number;
@@ -138,7 +143,7 @@ const optionsSchema = z.object({
   chunkBytes: z.number().int().min(1).max(256 * 1024 * 1024).optional(),
   maxRecordBytes: z.number().int().min(1).optional(),
   maxChunksInFlight: z.number().int().min(1).max(1024).optional(),
-  emit: z.enum(['users', 'jsonl', 'csv']).optional(),
+  emit: z.enum(['users', 'jsonl', 'csv', 'packed']).optional(),
   phoneFormat: z.enum(['e164', 'digits']).optional(),
   inputHashed: z.enum(['auto', 'always', 'never']).optional(),
   valueSeparator: z.string().min(1).optional(),
@@ -279,6 +284,8 @@ export interface HashedChunk {
   output: Uint8Array;
   rejects: Reject[];
   malformed: CsvBadRow[];
+  /** Emit `packed` only: the chunk's users as uploadAudience takes them fastest. */
+  packed?: PackedUsers;
 }
 
 export interface HashFileRun extends AsyncIterable<HashedChunk> {
@@ -493,5 +500,11 @@ function absolute(seq: number, firstLine: number, r: HashChunkResult): HashedChu
   // references), so shifting them once covers both.
   for (const rej of r.rejects) rej.line += firstLine;
   for (const m of r.malformed) m.line += firstLine;
-  return { seq, firstLine, lines: r.lines, users: r.users, output: r.output, rejects: r.rejects, malformed: r.malformed };
+  const chunk: HashedChunk = { seq, firstLine, lines: r.lines, users: r.users, output: r.output, rejects: r.rejects, malformed: r.malformed };
+  if (r.packed !== undefined) {
+    const lines = r.packed.lines;
+    for (let i = 0; i < lines.length; i++) lines[i] = (lines[i] as number) + firstLine;
+    chunk.packed = r.packed;
+  }
+  return chunk;
 }

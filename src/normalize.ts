@@ -374,6 +374,19 @@ function addValue(raw: string, type: IdentifierType): RejectReason | undefined {
  * Canonical JSON of a user object: keys in IDENTIFIER_TYPES order, empty types omitted. It is the dedupe key
  * of the uploader and its UTF-8 length is the exact number of bytes the user adds to a request body.
  */
+/**
+ * Write the 64-bit dedupe fingerprint of a serialized user (the first 8 bytes of the SHA-256 of
+ * its canonical JSON, never 0/0) into `into[2 * index]` (high word) and `into[2 * index + 1]`.
+ */
+export function writeUserFingerprint(json: string, into: Uint32Array, index: number): void {
+  const d = cryptoHash('sha256', json, 'binary');
+  const hi = ((d.charCodeAt(0) << 24) | (d.charCodeAt(1) << 16) | (d.charCodeAt(2) << 8) | d.charCodeAt(3)) >>> 0;
+  const lo = ((d.charCodeAt(4) << 24) | (d.charCodeAt(5) << 16) | (d.charCodeAt(6) << 8) | d.charCodeAt(7)) >>> 0;
+  // 0/0 marks an empty slot of UserDedupe's table.
+  into[2 * index] = hi === 0 && lo === 0 ? 1 : hi;
+  into[2 * index + 1] = lo;
+}
+
 export function serializeUser(user: AudienceUser): string {
   let out = '{';
   for (let t = 0; t < IDENTIFIER_TYPES.length; t++) {

@@ -30,7 +30,7 @@ import {
   type ExitCode,
 } from './errors.js';
 import { batchDigest, JournalError, type RunJournal } from './journal.js';
-import { addUserToSummary, createHashSummary, type HashSummary, type HashTypeCounts } from './hash.js';
+import { addUserToSummary, createHashSummary, type HashSummary, type HashTypeCounts, type PackedUsers } from './hash.js';
 import { serializeUser, type AudienceUser, type BuiltUser, type IdentifierType, type RejectReason } from './normalize.js';
 
 export * from './progress.js';
@@ -43,18 +43,17 @@ export type UploadStatus = 'completed' | 'partial' | 'failed' | 'interrupted';
 export type UploadUser = BuiltUser & { json?: string };
 /**
  * What `users` may yield: a built user (hashRecords), a chunk of the fast file pipeline
- * (hashFile: `{ users: HashedUser[] }`), an array of built users, or a bare user object.
+ * (hashFile: `{ users: HashedUser[] }`, or `{ packed }` with emit `packed`), an array of built
+ * users, or a bare user object.
  */
-export type UploadItem = UploadUser | readonly UploadUser[] | { readonly users: readonly UploadUser[] } | UploadJsonChunk | AudienceUser;
+export type UploadItem = UploadUser | readonly UploadUser[] | { readonly users: readonly UploadUser[] } | UploadPackedChunk | AudienceUser;
 
 /**
- * The cheapest shape for a producer on another thread: users already serialized, one
- * canonical JSON (`serializeUser`) per line, only users with an identifier, and the input
- * line of each (a transferable array). Counts then come from the producer's summary.
+ * The cheapest shape for a producer on another thread (hashFile with `emit: 'packed'` yields
+ * it): users already serialized, with their input lines and dedupe fingerprints.
  */
-export interface UploadJsonChunk {
-  readonly jsonLines: string;
-  readonly lines: ArrayLike<number>;
+export interface UploadPackedChunk {
+  readonly packed: PackedUsers;
 }
 
 /** What a pipeline run exposes besides its items (hashRecords / hashFile runs): used when present. */
@@ -592,7 +591,9 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
   try {
     while (!aborted()) {
       const next = await nextOrAbort(iterator, o.signal);
-      if (next === 'aborted' || aborted()) break;
+      if (next === 'aborted') interrupted = true;
+      if (aborted()) break;
+      if (next === 'aborted') break;
       if (next.done === true) {
         for (const b of packer.finish()) {
           await onPacked(b);
@@ -602,12 +603,16 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
         break;
       }
       const item = next.value;
-      if (typeof (item as UploadJsonChunk).jsonLines === 'string') {
-        const { jsonLines, lines } = item as UploadJsonChunk;
+      const packed = (item as Partial<UploadPackedChunk>).packed;
+      if (packed !== undefined) {
+        const { jsonLines, lines, fingerprints } = packed;
+        const fingerprint: [number, number] = [0, 0];
         for (let start = 0, k = 0; start < jsonLines.length; k++) {
           let end = jsonLines.indexOf('\n', start);
           if (end < 0) end = jsonLines.length;
-          const closed = packer.add(handle, jsonLines.slice(start, end), lines[k] ?? 0);
+          fingerprint[0] = fingerprints[2 * k] as number;
+          fingerprint[1] = fingerprints[2 * k + 1] as number;
+          const closed = packer.add(handle, jsonLines.slice(start, end), lines[k] ?? 0, fingerprint);
           if (closed !== undefined) await onPacked(closed);
           start = end + 1;
         }

@@ -7,7 +7,7 @@ import { createClient, type AdsClient } from '../src/api/index.js';
 import { ConfigError } from '../src/errors.js';
 import { hashRecords } from '../src/hash.js';
 import { findJournal, RunJournal, type JournalKey } from '../src/journal.js';
-import type { AudienceUser } from '../src/normalize.js';
+import { serializeUser, writeUserFingerprint, type AudienceUser } from '../src/normalize.js';
 import { startSandbox, type Sandbox, type SandboxOptions } from '../src/sandbox/index.js';
 import { formatUploadProgress, maxDoNotReachExpiry, ProgressPrinter, resolveUploadGroup, uploadAudience, type UploadProgress } from '../src/upload.js';
 
@@ -114,15 +114,18 @@ describe('uploadAudience', () => {
     expect(sandbox.state.audienceSize(audienceId)).toBe(1);
   });
 
-  it('takes pre-serialized chunks (jsonLines + lines) from a producer thread', async () => {
+  it('takes packed chunks (serialized users, lines, fingerprints) and dedupes by fingerprint', async () => {
     const { sandbox, client, audienceId } = await setup();
-    const all = users(900).map((u) => JSON.stringify(u));
-    const chunks = [0, 300, 600].map((from) => ({
-      jsonLines: all.slice(from, from + 300).join('\n'),
-      lines: Uint32Array.from({ length: 300 }, (_, i) => from + i + 2),
-    }));
+    // The last 100 users repeat the first 100: sent once.
+    const all = [...users(900), ...users(100)].map((u) => serializeUser(u));
+    const chunks = [0, 500].map((from) => {
+      const slice = all.slice(from, from + 500);
+      const fingerprints = new Uint32Array(2 * slice.length);
+      slice.forEach((json, i) => writeUserFingerprint(json, fingerprints, i));
+      return { packed: { jsonLines: slice.map((j) => `${j}\n`).join(''), lines: Uint32Array.from(slice, (_, i) => from + i + 2), fingerprints } };
+    });
     const report = await uploadAudience({ client, accountId: sandbox.accounts.primary, target: { customAudienceId: audienceId }, users: chunks, limits: SMALL, clock: instantClock });
-    expect(report).toMatchObject({ status: 'completed', users: 900, users_confirmed: 900 });
+    expect(report).toMatchObject({ status: 'completed', users: 900, duplicates: 100, users_confirmed: 900 });
     expect(sandbox.state.audienceSize(audienceId)).toBe(900);
   });
 

@@ -1,7 +1,7 @@
 import yargs, { type Argv, type CommandModule } from 'yargs';
 import { EXIT_CODES, VERSION } from '../index.js';
 import { processContext, type CliContext } from './context.js';
-import { writeLine, type GlobalArgs } from './output.js';
+import { reportError, writeLine, type GlobalArgs } from './output.js';
 import { hashCommand } from './commands/hash.js';
 import { uploadCommand } from './commands/upload.js';
 import { sandboxCommand } from './commands/sandbox.js';
@@ -44,7 +44,7 @@ export function buildParser(argv: readonly string[], ctx: CliContext): Argv<Glob
     })
     .env(false)
     .strict()
-    .demandCommand(1, 'Name a command; see the list above.')
+    .demandCommand(1, 'no command given')
     .recommendCommands()
     .version(VERSION)
     .alias('help', 'h')
@@ -53,17 +53,32 @@ export function buildParser(argv: readonly string[], ctx: CliContext): Argv<Glob
       'Exit codes: 0 ok, 1 internal error, 2 usage/config, 3 unreadable input, 4 auth/permission, 5 partial upload, 6 API/network failure, 7 timeout, 130 interrupted.\nDocs: README.md. Every identifier is hashed on this machine before anything is sent.',
     )
     .fail((message, error) => {
-      if (error !== undefined && error !== null) throw error;
-      writeLine(ctx.stderr, `error: ${message}`);
-      writeLine(ctx.stderr, '  fix: see `audience-kit --help` or `audience-kit <command> --help`');
-      ctx.exitCode = EXIT_CODES.usage;
+      // Throwing is what stops yargs: a fail callback that returns lets the handler run anyway.
+      throw error ?? new ParseFailure(message);
     }) as Argv<GlobalArgs>;
   for (const factory of COMMANDS) parser = parser.command(factory(ctx));
   return parser;
 }
 
+/** The first word of each command's usage (`hash <file>` -> `hash`), for pointing at its --help. */
+function commandNames(ctx: CliContext): Set<string> {
+  return new Set(COMMANDS.map((factory) => String(factory(ctx).command).split(' ')[0] ?? ''));
+}
+
+/** A command line the parser refused (unknown option, missing argument, invalid choice...). */
+class ParseFailure extends Error {}
+
 /** Run the CLI with the given arguments; resolves to the process exit code. */
 export async function main(argv: readonly string[], ctx: CliContext = processContext()): Promise<number> {
-  await buildParser(argv, ctx).parseAsync();
+  try {
+    await buildParser(argv, ctx).parseAsync();
+  } catch (error) {
+    if (!(error instanceof ParseFailure)) return reportError(ctx, error, argv.includes('--debug'));
+    const first = argv.find((a) => !a.startsWith('-'));
+    const command = first !== undefined && commandNames(ctx).has(first) ? first : undefined;
+    writeLine(ctx.stderr, `error: ${error.message.replace(/\s*\n\s*/g, ' ')}`);
+    writeLine(ctx.stderr, `  fix: see \`audience-kit ${command === undefined ? '' : `${command} `}--help\` for the options and examples`);
+    return EXIT_CODES.usage;
+  }
   return ctx.exitCode;
 }

@@ -229,7 +229,7 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
       // yargs-parser turns a lone `-` followed by flags into '' (`upload - --sandbox`).
       const fromStdin = args.file === '-' || args.file === '';
       const inputPath = fromStdin ? '-' : resolve(ctx.cwd, args.file);
-      const run = await hashFile(inputPath, hashOptionsFromArgs(args, ctx.stdin));
+      const run = await hashFile(inputPath, { ...hashOptionsFromArgs(args, ctx.stdin), emit: 'packed' });
       let sandbox: Sandbox | undefined;
       let client: AdsClient | undefined;
       let journal: RunJournal | undefined;
