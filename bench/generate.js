@@ -11,6 +11,8 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
+// The sandbox's seeded PRNG (the bench builds dist first).
+import { mulberry32 } from '../dist/sandbox/faults.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 
@@ -19,17 +21,6 @@ function arg(name, fallback) {
   return i === -1 ? fallback : process.argv[i + 1];
 }
 
-/** mulberry32: small, fast, seedable. */
-export function prng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const FIRST = ['alex', 'maria', 'john', 'li', 'fatima', 'noah', 'emma', 'raj', 'sofia', 'lukas', 'chloe', 'amit', 'hannah', 'omar', 'lea', 'priya', 'james', 'camille', 'jonas', 'ananya'];
 const LAST = ['smith', 'garcia', 'muller', 'martin', 'sharma', 'brown', 'dubois', 'schmidt', 'patel', 'jones', 'bernard', 'fischer', 'kumar', 'taylor', 'leroy', 'weber', 'singh', 'wilson', 'moreau', 'wagner'];
@@ -101,7 +92,7 @@ const COUNTRIES = ['US', 'GB', 'DE', 'FR', 'IN'];
 
 /** Rows of the bench corpus: email, phone (national or international), country, names; a few invalid values. */
 async function writeBench(rows, kind, seed, out) {
-  const g = makeGen(prng(seed));
+  const g = makeGen(mulberry32(seed));
   const { int, pick } = g;
   mkdirSync(new URL('./data/', import.meta.url), { recursive: true });
   const stream = createWriteStream(out);
@@ -137,7 +128,7 @@ const isValid = (phone, country) => parsePhoneNumberFromString(phone, country ||
 
 /** The committed ~3000-row CRM export: realistic mess, every value synthetic. */
 function crmFixture(seed) {
-  const g = makeGen(prng(seed));
+  const g = makeGen(mulberry32(seed));
   const { int, pick } = g;
   const lines = ['customer_id,first_name,last_name,Email,work_email,Phone,Country,signup_date'];
   const rows = [];

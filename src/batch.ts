@@ -2,7 +2,7 @@
  * Packing users into request bodies for the audience user-batch endpoints.
  *
  * Input is each user's canonical JSON (`serializeUser`), so sizes are exact and nothing is
- * serialized twice: a body is built by string concatenation and its UTF-8 byte length is
+ * serialized twice: a body is written as UTF-8 straight into the buffer that is sent, and its byte length is
  * tracked incrementally. Packing is deterministic: the same users in the same order with the
  * same limits give the same batches (the run journal relies on it to resume).
  */
@@ -36,6 +36,21 @@ export const DEFAULT_BATCH_LIMITS: Readonly<BatchLimits> = Object.freeze({
   maxOperations: 2500,
   maxUsersPerOperation: 10_000,
 });
+
+/**
+ * 13 calendar months after `now`, the platform's longest do-not-reach membership; an expiry
+ * must be before it. A day the target month lacks (Jan 31 -> Feb) is clamped to its last day
+ * instead of overflowing into the month after.
+ */
+export function maxDoNotReachExpiry(now: Date): Date {
+  const d = new Date(now.getTime());
+  const day = d.getUTCDate();
+  d.setUTCDate(1);
+  d.setUTCMonth(d.getUTCMonth() + 13);
+  const lastDay = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 0)).getUTCDate();
+  d.setUTCDate(Math.min(day, lastDay));
+  return d;
+}
 
 const limitsSchema = z.object({
   maxBodyBytes: z.number().int().min(1024).max(PLATFORM_BATCH_LIMITS.maxBodyBytes),
@@ -83,9 +98,9 @@ export interface PackedBatch {
   /** 0-based, in the order batches are closed (deterministic for the same input and options). */
   index: number;
   group: BatchGroup;
-  /** The JSON array of operation objects, exactly as sent. */
-  body: string;
-  /** UTF-8 byte length of `body`. */
+  /** The JSON array of operation objects as UTF-8, exactly as sent. */
+  body: Buffer;
+  /** Byte length of `body`. */
   bytes: number;
   /** Users in each operation, in order (the DNR endpoint answers one count pair per operation). */
   operationUsers: number[];
@@ -121,7 +136,8 @@ export interface GroupHandle {
 interface OpenGroup extends GroupHandle {
   prefix: string;
   prefixBytes: number;
-  body: string;
+  /** The open body, allocated at maxBodyBytes when its first user arrives. */
+  body: Buffer | undefined;
   bytes: number;
   operationUsers: number[];
   opUsers: number;
@@ -132,6 +148,7 @@ interface OpenGroup extends GroupHandle {
 // `{"operation_type":..,"params":{..,"users":[` + users + `]}}`
 const SUFFIX = ']}}';
 const SUFFIX_BYTES = 3;
+const COMMA = 0x2c;
 
 function operationPrefix(g: BatchGroup): string {
   let params = '';
@@ -172,7 +189,7 @@ export class BatchPacker {
         group: { ...group },
         prefix,
         prefixBytes: Buffer.byteLength(prefix),
-        body: '',
+        body: undefined,
         bytes: 0,
         operationUsers: [],
         opUsers: 0,
@@ -207,15 +224,17 @@ export class BatchPacker {
       const empty = g.operationUsers.length === 0 && g.opUsers === 0;
       const sameOp = g.opUsers > 0 && g.opUsers < this.limits.maxUsersPerOperation;
       if (empty) {
-        g.body = `[${g.prefix}${json}`;
-        g.bytes = 1 + g.prefixBytes + userBytes;
+        g.body = Buffer.allocUnsafe(this.limits.maxBodyBytes);
+        g.bytes = g.body.write(`[${g.prefix}`, 0);
+        g.bytes += g.body.write(json, g.bytes);
         break;
       }
       // Each check is on the bytes the body would have once closed (`]}}]`) with this user in it.
       if (sameOp) {
         if (g.bytes + 1 + userBytes + SUFFIX_BYTES + 1 <= this.limits.maxBodyBytes) {
-          g.body += `,${json}`;
-          g.bytes += 1 + userBytes;
+          const body = g.body as Buffer;
+          body[g.bytes++] = COMMA;
+          g.bytes += body.write(json, g.bytes);
           break;
         }
         closed = this.close(g, 'bytes');
@@ -227,8 +246,9 @@ export class BatchPacker {
         continue;
       }
       if (g.bytes + SUFFIX_BYTES + 1 + newOpBytes + 1 <= this.limits.maxBodyBytes) {
-        g.body += `${SUFFIX},${g.prefix}${json}`;
-        g.bytes += SUFFIX_BYTES + 1 + g.prefixBytes + userBytes;
+        const body = g.body as Buffer;
+        g.bytes += body.write(`${SUFFIX},${g.prefix}`, g.bytes);
+        g.bytes += body.write(json, g.bytes);
         g.operationUsers.push(g.opUsers);
         g.opUsers = 0;
         break;
@@ -256,8 +276,9 @@ export class BatchPacker {
   }
 
   private close(g: OpenGroup, closedBy: PackedBatch['closedBy']): PackedBatch {
-    const body = `${g.body}${SUFFIX}]`;
-    const bytes = g.bytes + SUFFIX_BYTES + 1;
+    const buffer = g.body as Buffer;
+    const bytes = g.bytes + buffer.write(`${SUFFIX}]`, g.bytes);
+    const body = buffer.subarray(0, bytes);
     const batch: PackedBatch = {
       index: this.nextIndex++,
       group: g.group,
@@ -268,7 +289,7 @@ export class BatchPacker {
       lines: g.lines.slice(0, g.users),
       closedBy,
     };
-    g.body = '';
+    g.body = undefined;
     g.bytes = 0;
     g.operationUsers = [];
     g.opUsers = 0;

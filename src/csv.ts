@@ -15,7 +15,7 @@ import { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import Papa from 'papaparse';
 import { ConfigError, InputError } from './errors.js';
-import { IDENTIFIER_TYPES, type IdentifierType } from './normalize.js';
+import { IDENTIFIER_TYPES, normalizeDeviceId, type IdentifierType } from './normalize.js';
 
 /** A path (`-` is stdin), a Node stream, or any async iterable of bytes. */
 export type CsvSource = string | Readable | AsyncIterable<Uint8Array>;
@@ -61,6 +61,7 @@ export interface CsvInput {
   /** Line where the header record starts (1). */
   headerLine: number;
   delimiter: CsvDelimiter;
+  /** The header's line ending; data records may use either (they are split on LF alone). */
   newline: '\n' | '\r\n';
   encoding: CsvEncoding;
   compressed: boolean;
@@ -121,7 +122,8 @@ async function openRaw(
   }
   if (source === '-') {
     const input = stdin ?? process.stdin;
-    return { name: 'stdin', totalBytes: undefined, stream: input, gzName: false, close: async () => undefined };
+    // Destroyed on close: an upload stopped early must not wait for more input that may never come.
+    return { name: 'stdin', totalBytes: undefined, stream: input, gzName: false, close: async () => void input.destroy() };
   }
   let size: number;
   try {
@@ -465,20 +467,26 @@ export interface CsvChunkVisitor {
  * wrapper objects: this is the workers' hot loop). Blank lines are dropped (they count as lines,
  * not rows); records whose field count differs from the header's are `field_count`.
  * Returns the number of physical lines the chunk spans.
+ *
+ * Records are split on LF alone, whatever the header's line ending: files mix LF and CRLF (a
+ * CRLF header over LF rows, a stray CRLF line in an LF file), and splitting on the header's
+ * ending would merge the other kind of lines into one record. LF is also exactly where the
+ * record scanner cuts chunks. Papaparse keeps everything inside quotes, so a CRLF in a quoted
+ * field stays CRLF; the CR that ends a CRLF line is dropped below (after a closing quote,
+ * papaparse skips it already).
  */
 export function visitCsvChunk(
   text: string,
   delimiter: CsvDelimiter,
-  newline: '\n' | '\r\n',
   columns: number,
   visit: CsvChunkVisitor,
 ): number {
-  const parsed = Papa.parse<string[]>(text, { delimiter, newline, quoteChar: '"', header: false });
+  const parsed = Papa.parse<string[]>(text, { delimiter, newline: '\n', quoteChar: '"', header: false });
   const data = parsed.data;
   let quoteErrors: Set<number> | undefined;
   for (const e of parsed.errors) if (e.row !== undefined && e.type === 'Quotes') (quoteErrors ??= new Set()).add(e.row);
   const hasQuotes = text.includes('"');
-  const stripCr = newline === '\n';
+  const hasCr = text.includes('\r');
   let offset = 0;
   let count = data.length;
   if (count > 0 && text.endsWith('\n')) {
@@ -489,15 +497,16 @@ export function visitCsvChunk(
     const fields = data[r] as string[];
     let extraLines = 0;
     if (hasQuotes) for (const f of fields) extraLines += countLf(f);
-    if (fields.length === 1 && fields[0] === '' && columns !== 1) {
-      offset += 1;
-      continue;
-    }
-    if (stripCr) {
-      // A stray CRLF line in an LF file leaves a CR on the last field.
+    if (hasCr) {
+      // The CR of a CRLF line (also the whole of a blank CRLF line). A CR closing a quoted last
+      // field goes too: values are trimmed before use anyway.
       const lastIndex = fields.length - 1;
       const last = fields[lastIndex] as string;
       if (last.charCodeAt(last.length - 1) === CR) fields[lastIndex] = last.slice(0, -1);
+    }
+    if (fields.length === 1 && fields[0] === '' && columns !== 1) {
+      offset += 1;
+      continue;
     }
     if (quoteErrors?.has(r) === true) visit.bad(offset, 'invalid_quotes', fields);
     else if (fields.length !== columns) visit.bad(offset, 'field_count', fields);
@@ -508,9 +517,9 @@ export function visitCsvChunk(
 }
 
 /** visitCsvChunk collecting the records (header parsing, readCsv). */
-export function parseCsvChunk(text: string, delimiter: CsvDelimiter, newline: '\n' | '\r\n', columns: number): ParsedChunk {
+export function parseCsvChunk(text: string, delimiter: CsvDelimiter, columns: number): ParsedChunk {
   const rows: ParsedChunkRow[] = [];
-  const lines = visitCsvChunk(text, delimiter, newline, columns, {
+  const lines = visitCsvChunk(text, delimiter, columns, {
     row: (fields, offset) => rows.push({ offset, fields }),
     bad: (offset, error, fields) => rows.push({ offset, fields, error }),
   });
@@ -526,10 +535,10 @@ function countLf(s: string): number {
 // ---------------------------------------------------------------------------------------------
 // Opening a CSV input.
 
-function detectDelimiter(sample: string, newline: '\n' | '\r\n'): CsvDelimiter {
+function detectDelimiter(sample: string): CsvDelimiter {
   let best: { d: CsvDelimiter; consistent: number; fields: number } | undefined;
   for (const d of CSV_DELIMITERS) {
-    const parsed = Papa.parse<string[]>(sample, { delimiter: d, newline, preview: 20, quoteChar: '"' });
+    const parsed = Papa.parse<string[]>(sample, { delimiter: d, newline: '\n', preview: 20, quoteChar: '"' });
     const header = parsed.data[0];
     if (header === undefined || header.length < 2) continue;
     const consistent = parsed.data.filter((r) => r.length === header.length).length;
@@ -540,6 +549,23 @@ function detectDelimiter(sample: string, newline: '\n' | '\r\n'): CsvDelimiter {
   return best?.d ?? ',';
 }
 
+/**
+ * Refuse bytes that are not UTF-8 (typically a Windows-1252 or Latin-1 export): decoding them
+ * would turn every accented letter into U+FFFD and hash that, silently. Only the first bytes
+ * (the 64 KiB sample) are checked; a `stream` decode lets the sample end inside a character.
+ */
+function checkUtf8(head: Buffer, name: string): void {
+  try {
+    new TextDecoder('utf-8', { fatal: true }).decode(head, { stream: true });
+  } catch {
+    const text = head.toString('utf8');
+    const line = 1 + countLf(text.slice(0, text.indexOf('\ufffd')));
+    throw new InputError('input_not_utf8', `${name} is not UTF-8 text (first invalid byte on line ${line}; a Windows-1252 or Latin-1 export?)`, {
+      fix: 'convert it to UTF-8, for example: iconv -f WINDOWS-1252 -t UTF-8 in.csv > out.csv (or export it as "CSV UTF-8")',
+    });
+  }
+}
+
 /** Open a CSV input and read its header row. Throws InputError when there is no header. */
 export async function openCsv(source: CsvSource, opts: ReadCsvOptions = {}): Promise<CsvInput> {
   const chunkBytes = opts.chunkBytes ?? DEFAULT_CHUNK_BYTES;
@@ -548,6 +574,7 @@ export async function openCsv(source: CsvSource, opts: ReadCsvOptions = {}): Pro
   try {
     // Enough bytes for delimiter detection and for the header record.
     let head = Buffer.concat(await peek(input.bytes, 64 * 1024));
+    if (input.encoding === 'utf-8') checkUtf8(head, input.name);
     const firstLf = head.indexOf(LF);
     const firstCr = head.indexOf(CR);
     if (firstCr !== -1 && (firstLf === -1 || firstCr < firstLf - 1)) {
@@ -558,7 +585,7 @@ export async function openCsv(source: CsvSource, opts: ReadCsvOptions = {}): Pro
     const newline: '\n' | '\r\n' = firstLf > 0 && head[firstLf - 1] === CR ? '\r\n' : '\n';
     const sampleEnd = head.lastIndexOf(LF);
     const sample = head.subarray(0, sampleEnd === -1 ? head.length : sampleEnd + 1).toString('utf8');
-    const delimiter = opts.delimiter ?? detectDelimiter(sample, newline);
+    const delimiter = opts.delimiter ?? detectDelimiter(sample);
     const delimByte = delimiter.charCodeAt(0);
     // Header record: grow until a boundary appears (a quoted header may span lines).
     let scan = scanRecords(head, delimByte, false, true);
@@ -571,7 +598,7 @@ export async function openCsv(source: CsvSource, opts: ReadCsvOptions = {}): Pro
     }
     const headerEnd = scan.boundary === 0 ? head.length : scan.boundary;
     const headerText = head.subarray(0, headerEnd).toString('utf8');
-    const parsedHeader = parseCsvChunk(headerText, delimiter, newline, 0);
+    const parsedHeader = parseCsvChunk(headerText, delimiter, 0);
     const headerRow = parsedHeader.rows[0];
     if (headerText.trim() === '' || headerRow === undefined || parsedHeader.rows.length !== 1) {
       throw new InputError('input_no_header', `${input.name} has no header row (the file is empty or starts with a blank line)`, {
@@ -605,10 +632,11 @@ export async function openCsv(source: CsvSource, opts: ReadCsvOptions = {}): Pro
       totalBytes: input.totalBytes,
       bytesRead: input.bytesRead,
       chunks: take,
-      rows: () => rowsOf(take(), header, delimiter, newline, firstDataLine),
+      rows: () => rowsOf(take(), header, delimiter, firstDataLine),
       close: async () => {
-        await chunks.return(undefined);
+        // Input first: a generator queues return() behind a read that may be waiting for bytes.
         await input.close();
+        await chunks.return(undefined);
       },
     };
   } catch (error) {
@@ -621,7 +649,6 @@ async function* rowsOf(
   chunks: AsyncIterable<CsvChunk>,
   header: readonly string[],
   delimiter: CsvDelimiter,
-  newline: '\n' | '\r\n',
   firstLine: number,
 ): AsyncGenerator<CsvRow | CsvBadRow> {
   const decoder = new TextDecoder();
@@ -632,7 +659,7 @@ async function* rowsOf(
       line += chunk.lines;
       continue;
     }
-    const parsed = parseCsvChunk(decoder.decode(chunk.bytes), delimiter, newline, header.length);
+    const parsed = parseCsvChunk(decoder.decode(chunk.bytes), delimiter, header.length);
     for (const row of parsed.rows) {
       if (row.error !== undefined) yield { line: line + row.offset, error: row.error };
       else yield { line: line + row.offset, header, fields: row.fields };
@@ -700,21 +727,59 @@ export interface MappingOptions {
   countryColumn?: string;
 }
 
+const HEX64_LIKE = /^[0-9a-f]{64}$/i;
+
+/**
+ * Whether a header cell looks like an identifier value (an email, a phone or id number, a
+ * digest, a device id). In a file without a header row the "header" is the first data row, and
+ * printing its cells as column names would put raw identifiers on stderr.
+ */
+function looksLikeData(cell: string): boolean {
+  if (cell.includes('@') || HEX64_LIKE.test(cell) || normalizeDeviceId(cell).ok) return true;
+  let digits = 0;
+  for (let i = 0; i < cell.length; i++) {
+    const c = cell.charCodeAt(i);
+    if (c >= 0x30 && c <= 0x39 && ++digits >= 6) return true;
+  }
+  return false;
+}
+
+/** A header cell as messages may show it: quoted, or a placeholder when it looks like data. */
+function columnLabel(cell: string, index: number): string {
+  return looksLikeData(cell) ? `<column ${index + 1}, looks like data>` : JSON.stringify(cell);
+}
+
+const columnList = (header: readonly string[]): string => header.map(columnLabel).join(', ');
+
+/**
+ * A header that names no known column while some of its cells look like values is the first
+ * data row of a file without a header: say so rather than "no such column".
+ */
+function checkHeaderRow(header: readonly string[]): void {
+  if (header.some((h) => AUTO_KEYS.has(columnKey(h))) || !header.some(looksLikeData)) return;
+  throw new InputError('input_no_header', 'the first row looks like data; a header row is required', {
+    fix: 'add a first line naming the columns (for example: email,phone,country), then map them with --map type=Column if their names are not detected',
+  });
+}
+
 function findColumn(header: readonly string[], name: string, option: string): number {
   const exact = header.indexOf(name);
   if (exact !== -1) return exact;
   const key = columnKey(name);
   const loose = header.flatMap((h, i) => (columnKey(h) === key ? [i] : []));
   if (loose.length === 1) return loose[0] as number;
+  checkHeaderRow(header);
   throw new ConfigError('mapping_unknown_column', `${option}: no column "${name}" in the header`, {
-    fix: `use one of the columns: ${header.map((h) => JSON.stringify(h)).join(', ')}`,
+    fix: `use one of the columns: ${columnList(header)}`,
   });
 }
 
 /**
  * Decide which columns feed which identifier type: `map` entries when given, otherwise the
- * common names in AUTO_COLUMN_NAMES. Throws ConfigError for unknown types or columns, and when
- * no identifier column results.
+ * common names in AUTO_COLUMN_NAMES. The country column is the one named by `--map country=`
+ * or `countryColumn`, otherwise detected by name in both cases. Throws ConfigError for unknown
+ * types or columns and when no identifier column results, InputError when the header row is
+ * missing (the first row looks like data).
  */
 export function resolveMapping(header: readonly string[], opts: MappingOptions = {}): ColumnMapping {
   const columns: MappedColumn[] = [];
@@ -723,8 +788,7 @@ export function resolveMapping(header: readonly string[], opts: MappingOptions =
   if (auto) {
     header.forEach((column, index) => {
       const type = AUTO_KEYS.get(columnKey(column));
-      if (type === 'country') country ??= { index, column };
-      else if (type !== undefined) columns.push({ index, column, type });
+      if (type !== undefined && type !== 'country') columns.push({ index, column, type });
     });
   } else {
     for (const entry of opts.map ?? []) {
@@ -757,11 +821,14 @@ export function resolveMapping(header: readonly string[], opts: MappingOptions =
     const index = findColumn(header, opts.countryColumn, '--country-column');
     country = { index, column: header[index] as string };
   }
+  if (country === undefined) {
+    const index = header.findIndex((h, i) => AUTO_KEYS.get(columnKey(h)) === 'country' && !columns.some((c) => c.index === i));
+    if (index !== -1) country = { index, column: header[index] as string };
+  }
   if (columns.length === 0) {
+    checkHeaderRow(header);
     throw new ConfigError('mapping_no_identifier_column', 'no identifier column found in the header', {
-      fix: `name the columns with --map type=Column (types: ${IDENTIFIER_TYPES.join(', ')}); columns: ${header
-        .map((h) => JSON.stringify(h))
-        .join(', ')}`,
+      fix: `name the columns with --map type=Column (types: ${IDENTIFIER_TYPES.join(', ')}); columns: ${columnList(header)}`,
     });
   }
   const used = new Set([...columns.map((c) => c.index), ...(country === undefined ? [] : [country.index])]);
@@ -774,10 +841,14 @@ export function resolveMapping(header: readonly string[], opts: MappingOptions =
 export function describeMapping(mapping: ColumnMapping): string {
   const lines: string[] = [];
   for (const type of IDENTIFIER_TYPES) {
-    const cols = mapping.columns.filter((c) => c.type === type).map((c) => JSON.stringify(c.column));
+    const cols = mapping.columns.filter((c) => c.type === type).map((c) => columnLabel(c.column, c.index));
     if (cols.length > 0) lines.push(`  ${type.padEnd(15)} <- ${cols.join(', ')}`);
   }
-  if (mapping.country !== undefined) lines.push(`  ${'country'.padEnd(15)} <- ${JSON.stringify(mapping.country.column)}`);
-  if (mapping.ignored.length > 0) lines.push(`  (ignored: ${mapping.ignored.map((c) => JSON.stringify(c)).join(', ')})`);
+  if (mapping.country !== undefined) lines.push(`  ${'country'.padEnd(15)} <- ${columnLabel(mapping.country.column, mapping.country.index)}`);
+  // `ignored` holds names without positions: data-looking ones are counted, not listed.
+  const named = mapping.ignored.filter((c) => !looksLikeData(c)).map((c) => JSON.stringify(c));
+  const dataLike = mapping.ignored.length - named.length;
+  if (dataLike > 0) named.push(`${dataLike} column${dataLike === 1 ? '' : 's'} that look${dataLike === 1 ? 's' : ''} like data`);
+  if (named.length > 0) lines.push(`  (ignored: ${named.join(', ')})`);
   return `column mapping (${mapping.auto ? 'detected by column name; override with --map type=Column' : 'from --map'}):\n${lines.join('\n')}`;
 }

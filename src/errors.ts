@@ -86,6 +86,10 @@ export interface HttpErrorInit extends ErrorOptions {
   bodyExcerpt?: string;
   /** RFC 7807 problem `type`, when the body was a Problem object. */
   problemType?: string;
+  /** The Problem object's own `status` (it may differ from the HTTP status, e.g. behind a proxy). */
+  problemStatus?: number;
+  /** Attempts made, the failing one included (default 1). */
+  attempts?: number;
 }
 
 /** The platform answered with a non-2xx status. */
@@ -99,6 +103,12 @@ export class HttpError extends AudienceKitError {
   readonly requestId: string | undefined;
   readonly bodyExcerpt: string | undefined;
   readonly problemType: string | undefined;
+  readonly problemStatus: number | undefined;
+  /**
+   * Attempts made, the failing one included. Above 1, an earlier attempt may have been processed
+   * with its answer lost, so a 404 on a DELETE can be that attempt's own doing.
+   */
+  readonly attempts: number;
 
   constructor(code: string, message: string, init: HttpErrorInit) {
     super(code, message, init);
@@ -111,6 +121,8 @@ export class HttpError extends AudienceKitError {
     this.requestId = init.requestId;
     this.bodyExcerpt = init.bodyExcerpt;
     this.problemType = init.problemType;
+    this.problemStatus = init.problemStatus;
+    this.attempts = init.attempts ?? 1;
   }
 }
 

@@ -61,7 +61,8 @@ export function createHashSummary(): HashSummary {
 
 function noteLine(into: HashReasonCount, line: number): void {
   into.count++;
-  if (into.lines.length < SUMMARY_LINES) into.lines.push(line);
+  // Lines come in order; a row rejecting several values of one reason is listed once.
+  if (into.lines.length < SUMMARY_LINES && into.lines[into.lines.length - 1] !== line) into.lines.push(line);
 }
 
 function typeCounts(summary: HashSummary, type: IdentifierType): HashTypeCounts {
@@ -105,7 +106,7 @@ function mergeLines(into: HashReasonCount, from: HashReasonCount, lineOffset: nu
   into.count += from.count;
   for (const l of from.lines) {
     if (into.lines.length >= SUMMARY_LINES) break;
-    into.lines.push(l + lineOffset);
+    if (into.lines[into.lines.length - 1] !== l + lineOffset) into.lines.push(l + lineOffset);
   }
 }
 
@@ -163,7 +164,6 @@ export interface PackedUsers {
 export interface HashChunkContext {
   columns: number;
   delimiter: CsvDelimiter;
-  newline: '\n' | '\r\n';
   mapping: ColumnMapping;
   normalize: NormalizeOptions;
   emit: HashEmit;
@@ -295,7 +295,7 @@ export function hashChunk(bytes: Uint8Array, ctx: HashChunkContext): HashChunkRe
     malformed.push({ line: offset, error });
     addBadRowToSummary(summary, offset, error);
   };
-  const lines = visitCsvChunk(new TextDecoder().decode(bytes), ctx.delimiter, ctx.newline, ctx.columns, { row, bad });
+  const lines = visitCsvChunk(new TextDecoder().decode(bytes), ctx.delimiter, ctx.columns, { row, bad });
   const result: HashChunkResult = { lines, users, output: out.bytes(), rejects, malformed, summary };
   if (emit === 'packed') result.packed = { jsonLines, lines: packedLines.slice(0, packedCount), fingerprints: fingerprints.slice(0, 2 * packedCount) };
   return result;

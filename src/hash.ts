@@ -35,6 +35,7 @@ import {
   hashChunk,
   mappedTypes,
   mergeHashSummary,
+  SUMMARY_LINES,
   type HashChunkContext,
   type HashChunkResult,
   type HashEmit,
@@ -57,28 +58,12 @@ import {
   type Reject,
 } from './normalize.js';
 
-export {
-  addBadRowToSummary,
-  addUserToSummary,
-  createHashSummary,
-  hashChunk,
-  hashCsvHeader,
-  mappedTypes,
-  mergeHashSummary,
-  SUMMARY_LINES,
-  type HashChunkContext,
-  type HashChunkResult,
-  type HashEmit,
-  type HashedUser,
-  type HashReasonCount,
-  type HashSummary,
-  type HashTypeCounts,
-  type HashWorkerData,
-  type PackedUsers,
-} from './hash-worker.js';
+// The per-chunk half of the pipeline lives in the worker's module; it is part of this API.
+export * from './hash-worker.js';
 
+// Lines are kept once each, up to SUMMARY_LINES: only a full list can have more behind it.
 const withMore = (r: HashReasonCount): string =>
-  `line${r.lines.length === 1 ? '' : 's'} ${r.lines.join(', ')}${r.count > r.lines.length ? ', ...' : ''}`;
+  `line${r.lines.length === 1 ? '' : 's'} ${r.lines.join(', ')}${r.lines.length >= SUMMARY_LINES && r.count > r.lines.length ? ', ...' : ''}`;
 
 /** The summary as plain text for a terminal: counts, reasons and line numbers only. */
 export function renderHashSummary(summary: HashSummary): string {
@@ -409,7 +394,6 @@ export async function hashFile(source: CsvSource, opts: HashFileOptions = {}): P
   const ctx: HashChunkContext = {
     columns: input.header.length,
     delimiter: input.delimiter,
-    newline: input.newline,
     mapping,
     normalize: normalizeOptionsOf(checked),
     emit: checked.emit ?? 'users',
@@ -433,10 +417,23 @@ export async function hashFile(source: CsvSource, opts: HashFileOptions = {}): P
     let delivered = 0;
     let ended = false;
     let line = input.headerLine + 1 + countHeaderLines(input.header);
+    // A read that is still waiting when the oldest result is ready: that result is delivered
+    // first, so a slow pipe (stdin) does not hold back what was already hashed.
+    let pendingRead: ReturnType<typeof chunks.next> | undefined;
+    const headReady = Symbol('head ready');
     try {
       for (;;) {
         while (!ended && dispatched - delivered < maxInFlight) {
-          const next = await chunks.next();
+          if (pendingRead === undefined) {
+            pendingRead = chunks.next();
+            // Awaited below; this only keeps a failure after an early stop from going unhandled.
+            pendingRead.catch(() => undefined);
+          }
+          const head = inFlight.get(delivered);
+          const ready = (): typeof headReady => headReady;
+          const next = head === undefined ? await pendingRead : await Promise.race([pendingRead, head.then(ready, ready)]);
+          if (next === headReady) break;
+          pendingRead = undefined;
           if (next.done === true) {
             ended = true;
             break;

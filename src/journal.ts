@@ -38,7 +38,7 @@ import { VERSION } from './version.js';
 export const DEFAULT_STATE_DIR = '.audience-kit';
 
 /** SHA-256 (hex) of a request body: the identity of a batch in the journal. */
-export function batchDigest(body: string): string {
+export function batchDigest(body: Uint8Array): string {
   return createHash('sha256').update(body).digest('hex');
 }
 
@@ -349,7 +349,7 @@ export class RunJournal {
   }
 
   /** Keep a batch that failed after every retry, for a later --resume. */
-  recordFailed(batch: { index: number; body: string; users: number; operationUsers: number[]; group: BatchGroup; lines: Uint32Array }, sha256: string, reason: string): void {
+  recordFailed(batch: { index: number; body: Buffer; users: number; operationUsers: number[]; group: BatchGroup; lines: Uint32Array }, sha256: string, reason: string): void {
     mkdirSync(join(this.dir, 'failed'), { recursive: true, mode: 0o700 });
     const base = this.failedBasePath(batch.index);
     writeDurable(`${base}.body.json`, batch.body);
@@ -360,12 +360,12 @@ export class RunJournal {
   }
 
   /** The stored body of a failed batch, verified against its hash (undefined if missing or altered). */
-  readFailedBatch(index: number): { body: string; lines: Uint32Array } | undefined {
+  readFailedBatch(index: number): { body: Buffer; lines: Uint32Array } | undefined {
     const f = this.state.failed.get(index);
     if (f === undefined) return undefined;
     const base = this.failedBasePath(index);
     try {
-      const body = readFileSync(`${base}.body.json`, 'utf8');
+      const body = readFileSync(`${base}.body.json`);
       if (batchDigest(body) !== f.sha256) return undefined;
       const raw = readFileSync(`${base}.lines`);
       const lines = new Uint32Array(raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength));

@@ -102,6 +102,7 @@ const EMAIL_RE = /^[^\s@]+@[^\s@.][^\s@]*\.[^\s@]*[^\s@.]$/;
 const HANDLE_RE = /^[a-z0-9_]{1,15}$/;
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ANDROID_ID_RE = /^[0-9a-f]{16}$/;
+const UNDASHED_UUID_RE = /^[0-9a-f]{32}$/;
 const ANDROID_ID_SEPARATORS_RE = /[-\s]/g;
 const ALL_ZERO_RE = /^[0-]+$/;
 const DIGITS_RE = /^[0-9]+$/;
@@ -126,7 +127,10 @@ function handleClean(s: string): Normalized {
   return HANDLE_RE.test(value) ? { ok: OK, value } : REJECTED.handle_invalid;
 }
 
-/** IDFA/AdID (dashed UUID) or Android ID (16 hex digits, written with or without dashes/spaces). */
+/**
+ * IDFA/AdID (a UUID, dashed or as 32 bare hex digits, always output dashed) or Android ID (16 hex digits), both
+ * also accepted with dashes/spaces in other places.
+ */
 export function normalizeDeviceId(raw: string): Normalized {
   return deviceIdClean(cleanValue(raw));
 }
@@ -134,7 +138,10 @@ function deviceIdClean(s: string): Normalized {
   let value = s.toLowerCase();
   if (!UUID_RE.test(value)) {
     value = value.replace(ANDROID_ID_SEPARATORS_RE, '');
-    if (!ANDROID_ID_RE.test(value)) return REJECTED.device_id_invalid;
+    if (UNDASHED_UUID_RE.test(value)) {
+      // Exported without dashes by some systems; the platform matches UUIDs in the 8-4-4-4-12 form only.
+      value = `${value.slice(0, 8)}-${value.slice(8, 12)}-${value.slice(12, 16)}-${value.slice(16, 20)}-${value.slice(20)}`;
+    } else if (!ANDROID_ID_RE.test(value)) return REJECTED.device_id_invalid;
   }
   // The all-zero id is what devices report when the user disabled ad tracking: it identifies nobody.
   return ALL_ZERO_RE.test(value) ? REJECTED.device_id_opt_out : { ok: OK, value };
@@ -177,13 +184,142 @@ function codePointLength(s: string): number {
 }
 
 /**
- * The ISO 3166-1 alpha-2 code libphonenumber-js knows for `raw` (case-insensitive; `UK` is taken as `GB`, as
- * CRM exports often write it), or `undefined`. Use it to validate `--default-country` up front.
+ * ISO 3166-1 alpha-3 code and English names of every country libphonenumber-js supports, by alpha-2, as
+ * `ALPHA3|name|name...`. Generated once from Debian's iso-codes 4.15 (iso_3166-1.json: alpha_3, name,
+ * common_name, official_name) plus the CLDR English name (Node 20 Intl.DisplayNames), and frozen here so that
+ * which values are accepted does not change with the Node version. AC (Ascension), TA (Tristan da Cunha) and
+ * XK (Kosovo) have no ISO alpha-3 code.
+ */
+const COUNTRIES: Readonly<Record<string, string>> = {
+  AC: '|Ascension Island', AD: 'AND|Andorra|Principality of Andorra', AE: 'ARE|United Arab Emirates',
+  AF: 'AFG|Afghanistan|Islamic Republic of Afghanistan', AG: 'ATG|Antigua and Barbuda|Antigua & Barbuda', AI: 'AIA|Anguilla',
+  AL: 'ALB|Albania|Republic of Albania', AM: 'ARM|Armenia|Republic of Armenia', AO: 'AGO|Angola|Republic of Angola',
+  AR: 'ARG|Argentina|Argentine Republic', AS: 'ASM|American Samoa', AT: 'AUT|Austria|Republic of Austria', AU: 'AUS|Australia',
+  AW: 'ABW|Aruba', AX: 'ALA|Åland Islands', AZ: 'AZE|Azerbaijan|Republic of Azerbaijan',
+  BA: 'BIH|Bosnia and Herzegovina|Republic of Bosnia and Herzegovina|Bosnia & Herzegovina', BB: 'BRB|Barbados',
+  BD: 'BGD|Bangladesh|People\'s Republic of Bangladesh', BE: 'BEL|Belgium|Kingdom of Belgium', BF: 'BFA|Burkina Faso',
+  BG: 'BGR|Bulgaria|Republic of Bulgaria', BH: 'BHR|Bahrain|Kingdom of Bahrain', BI: 'BDI|Burundi|Republic of Burundi',
+  BJ: 'BEN|Benin|Republic of Benin', BL: 'BLM|Saint Barthélemy|St. Barthélemy', BM: 'BMU|Bermuda', BN: 'BRN|Brunei Darussalam|Brunei',
+  BO: 'BOL|Bolivia, Plurinational State of|Bolivia|Plurinational State of Bolivia',
+  BQ: 'BES|Bonaire, Sint Eustatius and Saba|Caribbean Netherlands', BR: 'BRA|Brazil|Federative Republic of Brazil',
+  BS: 'BHS|Bahamas|Commonwealth of the Bahamas', BT: 'BTN|Bhutan|Kingdom of Bhutan', BW: 'BWA|Botswana|Republic of Botswana',
+  BY: 'BLR|Belarus|Republic of Belarus', BZ: 'BLZ|Belize', CA: 'CAN|Canada', CC: 'CCK|Cocos (Keeling) Islands',
+  CD: 'COD|Congo, The Democratic Republic of the|Congo - Kinshasa', CF: 'CAF|Central African Republic',
+  CG: 'COG|Congo|Republic of the Congo|Congo - Brazzaville', CH: 'CHE|Switzerland|Swiss Confederation',
+  CI: 'CIV|Côte d\'Ivoire|Republic of Côte d\'Ivoire', CK: 'COK|Cook Islands', CL: 'CHL|Chile|Republic of Chile',
+  CM: 'CMR|Cameroon|Republic of Cameroon', CN: 'CHN|China|People\'s Republic of China', CO: 'COL|Colombia|Republic of Colombia',
+  CR: 'CRI|Costa Rica|Republic of Costa Rica', CU: 'CUB|Cuba|Republic of Cuba', CV: 'CPV|Cabo Verde|Republic of Cabo Verde|Cape Verde',
+  CW: 'CUW|Curaçao', CX: 'CXR|Christmas Island', CY: 'CYP|Cyprus|Republic of Cyprus', CZ: 'CZE|Czechia|Czech Republic',
+  DE: 'DEU|Germany|Federal Republic of Germany', DJ: 'DJI|Djibouti|Republic of Djibouti', DK: 'DNK|Denmark|Kingdom of Denmark',
+  DM: 'DMA|Dominica|Commonwealth of Dominica', DO: 'DOM|Dominican Republic', DZ: 'DZA|Algeria|People\'s Democratic Republic of Algeria',
+  EC: 'ECU|Ecuador|Republic of Ecuador', EE: 'EST|Estonia|Republic of Estonia', EG: 'EGY|Egypt|Arab Republic of Egypt',
+  EH: 'ESH|Western Sahara', ER: 'ERI|Eritrea|the State of Eritrea', ES: 'ESP|Spain|Kingdom of Spain',
+  ET: 'ETH|Ethiopia|Federal Democratic Republic of Ethiopia', FI: 'FIN|Finland|Republic of Finland', FJ: 'FJI|Fiji|Republic of Fiji',
+  FK: 'FLK|Falkland Islands (Malvinas)|Falkland Islands',
+  FM: 'FSM|Micronesia, Federated States of|Federated States of Micronesia|Micronesia', FO: 'FRO|Faroe Islands',
+  FR: 'FRA|France|French Republic', GA: 'GAB|Gabon|Gabonese Republic',
+  GB: 'GBR|United Kingdom|United Kingdom of Great Britain and Northern Ireland', GD: 'GRD|Grenada', GE: 'GEO|Georgia',
+  GF: 'GUF|French Guiana', GG: 'GGY|Guernsey', GH: 'GHA|Ghana|Republic of Ghana', GI: 'GIB|Gibraltar', GL: 'GRL|Greenland',
+  GM: 'GMB|Gambia|Republic of the Gambia', GN: 'GIN|Guinea|Republic of Guinea', GP: 'GLP|Guadeloupe',
+  GQ: 'GNQ|Equatorial Guinea|Republic of Equatorial Guinea', GR: 'GRC|Greece|Hellenic Republic',
+  GT: 'GTM|Guatemala|Republic of Guatemala', GU: 'GUM|Guam', GW: 'GNB|Guinea-Bissau|Republic of Guinea-Bissau',
+  GY: 'GUY|Guyana|Republic of Guyana', HK: 'HKG|Hong Kong|Hong Kong Special Administrative Region of China|Hong Kong SAR China',
+  HN: 'HND|Honduras|Republic of Honduras', HR: 'HRV|Croatia|Republic of Croatia', HT: 'HTI|Haiti|Republic of Haiti', HU: 'HUN|Hungary',
+  ID: 'IDN|Indonesia|Republic of Indonesia', IE: 'IRL|Ireland', IL: 'ISR|Israel|State of Israel', IM: 'IMN|Isle of Man',
+  IN: 'IND|India|Republic of India', IO: 'IOT|British Indian Ocean Territory', IQ: 'IRQ|Iraq|Republic of Iraq',
+  IR: 'IRN|Iran, Islamic Republic of|Iran|Islamic Republic of Iran', IS: 'ISL|Iceland|Republic of Iceland',
+  IT: 'ITA|Italy|Italian Republic', JE: 'JEY|Jersey', JM: 'JAM|Jamaica', JO: 'JOR|Jordan|Hashemite Kingdom of Jordan', JP: 'JPN|Japan',
+  KE: 'KEN|Kenya|Republic of Kenya', KG: 'KGZ|Kyrgyzstan|Kyrgyz Republic', KH: 'KHM|Cambodia|Kingdom of Cambodia',
+  KI: 'KIR|Kiribati|Republic of Kiribati', KM: 'COM|Comoros|Union of the Comoros', KN: 'KNA|Saint Kitts and Nevis|St. Kitts & Nevis',
+  KP: 'PRK|Korea, Democratic People\'s Republic of|North Korea|Democratic People\'s Republic of Korea',
+  KR: 'KOR|Korea, Republic of|South Korea', KW: 'KWT|Kuwait|State of Kuwait', KY: 'CYM|Cayman Islands',
+  KZ: 'KAZ|Kazakhstan|Republic of Kazakhstan', LA: 'LAO|Lao People\'s Democratic Republic|Laos', LB: 'LBN|Lebanon|Lebanese Republic',
+  LC: 'LCA|Saint Lucia|St. Lucia', LI: 'LIE|Liechtenstein|Principality of Liechtenstein',
+  LK: 'LKA|Sri Lanka|Democratic Socialist Republic of Sri Lanka', LR: 'LBR|Liberia|Republic of Liberia',
+  LS: 'LSO|Lesotho|Kingdom of Lesotho', LT: 'LTU|Lithuania|Republic of Lithuania', LU: 'LUX|Luxembourg|Grand Duchy of Luxembourg',
+  LV: 'LVA|Latvia|Republic of Latvia', LY: 'LBY|Libya', MA: 'MAR|Morocco|Kingdom of Morocco', MC: 'MCO|Monaco|Principality of Monaco',
+  MD: 'MDA|Moldova, Republic of|Moldova|Republic of Moldova', ME: 'MNE|Montenegro', MF: 'MAF|Saint Martin (French part)|St. Martin',
+  MG: 'MDG|Madagascar|Republic of Madagascar', MH: 'MHL|Marshall Islands|Republic of the Marshall Islands',
+  MK: 'MKD|North Macedonia|Republic of North Macedonia', ML: 'MLI|Mali|Republic of Mali',
+  MM: 'MMR|Myanmar|Republic of Myanmar|Myanmar (Burma)', MN: 'MNG|Mongolia',
+  MO: 'MAC|Macao|Macao Special Administrative Region of China|Macao SAR China',
+  MP: 'MNP|Northern Mariana Islands|Commonwealth of the Northern Mariana Islands', MQ: 'MTQ|Martinique',
+  MR: 'MRT|Mauritania|Islamic Republic of Mauritania', MS: 'MSR|Montserrat', MT: 'MLT|Malta|Republic of Malta',
+  MU: 'MUS|Mauritius|Republic of Mauritius', MV: 'MDV|Maldives|Republic of Maldives', MW: 'MWI|Malawi|Republic of Malawi',
+  MX: 'MEX|Mexico|United Mexican States', MY: 'MYS|Malaysia', MZ: 'MOZ|Mozambique|Republic of Mozambique',
+  NA: 'NAM|Namibia|Republic of Namibia', NC: 'NCL|New Caledonia', NE: 'NER|Niger|Republic of the Niger', NF: 'NFK|Norfolk Island',
+  NG: 'NGA|Nigeria|Federal Republic of Nigeria', NI: 'NIC|Nicaragua|Republic of Nicaragua',
+  NL: 'NLD|Netherlands|Kingdom of the Netherlands', NO: 'NOR|Norway|Kingdom of Norway',
+  NP: 'NPL|Nepal|Federal Democratic Republic of Nepal', NR: 'NRU|Nauru|Republic of Nauru', NU: 'NIU|Niue', NZ: 'NZL|New Zealand',
+  OM: 'OMN|Oman|Sultanate of Oman', PA: 'PAN|Panama|Republic of Panama', PE: 'PER|Peru|Republic of Peru', PF: 'PYF|French Polynesia',
+  PG: 'PNG|Papua New Guinea|Independent State of Papua New Guinea', PH: 'PHL|Philippines|Republic of the Philippines',
+  PK: 'PAK|Pakistan|Islamic Republic of Pakistan', PL: 'POL|Poland|Republic of Poland',
+  PM: 'SPM|Saint Pierre and Miquelon|St. Pierre & Miquelon', PR: 'PRI|Puerto Rico',
+  PS: 'PSE|Palestine, State of|the State of Palestine|Palestinian Territories', PT: 'PRT|Portugal|Portuguese Republic',
+  PW: 'PLW|Palau|Republic of Palau', PY: 'PRY|Paraguay|Republic of Paraguay', QA: 'QAT|Qatar|State of Qatar', RE: 'REU|Réunion',
+  RO: 'ROU|Romania', RS: 'SRB|Serbia|Republic of Serbia', RU: 'RUS|Russian Federation|Russia', RW: 'RWA|Rwanda|Rwandese Republic',
+  SA: 'SAU|Saudi Arabia|Kingdom of Saudi Arabia', SB: 'SLB|Solomon Islands', SC: 'SYC|Seychelles|Republic of Seychelles',
+  SD: 'SDN|Sudan|Republic of the Sudan', SE: 'SWE|Sweden|Kingdom of Sweden', SG: 'SGP|Singapore|Republic of Singapore',
+  SH: 'SHN|Saint Helena, Ascension and Tristan da Cunha|St. Helena', SI: 'SVN|Slovenia|Republic of Slovenia',
+  SJ: 'SJM|Svalbard and Jan Mayen|Svalbard & Jan Mayen', SK: 'SVK|Slovakia|Slovak Republic',
+  SL: 'SLE|Sierra Leone|Republic of Sierra Leone', SM: 'SMR|San Marino|Republic of San Marino', SN: 'SEN|Senegal|Republic of Senegal',
+  SO: 'SOM|Somalia|Federal Republic of Somalia', SR: 'SUR|Suriname|Republic of Suriname', SS: 'SSD|South Sudan|Republic of South Sudan',
+  ST: 'STP|Sao Tome and Principe|Democratic Republic of Sao Tome and Principe|São Tomé & Príncipe',
+  SV: 'SLV|El Salvador|Republic of El Salvador', SX: 'SXM|Sint Maarten (Dutch part)|Sint Maarten', SY: 'SYR|Syrian Arab Republic|Syria',
+  SZ: 'SWZ|Eswatini|Kingdom of Eswatini', TA: '|Tristan da Cunha', TC: 'TCA|Turks and Caicos Islands|Turks & Caicos Islands',
+  TD: 'TCD|Chad|Republic of Chad', TG: 'TGO|Togo|Togolese Republic', TH: 'THA|Thailand|Kingdom of Thailand',
+  TJ: 'TJK|Tajikistan|Republic of Tajikistan', TK: 'TKL|Tokelau', TL: 'TLS|Timor-Leste|Democratic Republic of Timor-Leste',
+  TM: 'TKM|Turkmenistan', TN: 'TUN|Tunisia|Republic of Tunisia', TO: 'TON|Tonga|Kingdom of Tonga', TR: 'TUR|Türkiye|Republic of Türkiye',
+  TT: 'TTO|Trinidad and Tobago|Republic of Trinidad and Tobago|Trinidad & Tobago', TV: 'TUV|Tuvalu',
+  TW: 'TWN|Taiwan, Province of China|Taiwan', TZ: 'TZA|Tanzania, United Republic of|Tanzania|United Republic of Tanzania',
+  UA: 'UKR|Ukraine', UG: 'UGA|Uganda|Republic of Uganda', US: 'USA|United States|United States of America',
+  UY: 'URY|Uruguay|Eastern Republic of Uruguay', UZ: 'UZB|Uzbekistan|Republic of Uzbekistan',
+  VA: 'VAT|Holy See (Vatican City State)|Vatican City', VC: 'VCT|Saint Vincent and the Grenadines|St. Vincent & Grenadines',
+  VE: 'VEN|Venezuela, Bolivarian Republic of|Venezuela|Bolivarian Republic of Venezuela',
+  VG: 'VGB|Virgin Islands, British|British Virgin Islands',
+  VI: 'VIR|Virgin Islands, U.S.|Virgin Islands of the United States|U.S. Virgin Islands',
+  VN: 'VNM|Viet Nam|Vietnam|Socialist Republic of Viet Nam', VU: 'VUT|Vanuatu|Republic of Vanuatu',
+  WF: 'WLF|Wallis and Futuna|Wallis & Futuna', WS: 'WSM|Samoa|Independent State of Samoa', XK: '|Kosovo',
+  YE: 'YEM|Yemen|Republic of Yemen', YT: 'MYT|Mayotte', ZA: 'ZAF|South Africa|Republic of South Africa',
+  ZM: 'ZMB|Zambia|Republic of Zambia', ZW: 'ZWE|Zimbabwe|Republic of Zimbabwe',
+};
+
+/** A country name as looked up: accents dropped, lowercase, punctuation and spaces reduced to single spaces. */
+function foldCountryName(name: string): string {
+  return name
+    .normalize('NFD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, ' ')
+    .trim();
+}
+
+/** Alpha-3 codes (upper case) and folded names to alpha-2; built on first use, as most files use alpha-2 only. */
+let countryIndex: Map<string, string> | undefined;
+function buildCountryIndex(): Map<string, string> {
+  const index = new Map<string, string>();
+  for (const [code, entry] of Object.entries(COUNTRIES)) {
+    const [alpha3, ...names] = entry.split('|');
+    if (alpha3 !== undefined && alpha3 !== '') index.set(alpha3, code);
+    for (const name of names) index.set(foldCountryName(name), code);
+  }
+  return index;
+}
+
+/**
+ * The ISO 3166-1 alpha-2 code libphonenumber-js knows for `raw`, or `undefined`. Accepted, case-insensitively:
+ * alpha-2 codes (`UK` is taken as `GB`, as CRM exports often write it), alpha-3 codes (`USA`, `GBR`) and the
+ * English names in COUNTRIES (`United States`, `Germany`, `Cote d'Ivoire`). Use it to validate
+ * `--default-country` up front.
  */
 export function normalizeCountryCode(raw: string): string | undefined {
   const s = raw.trim().toUpperCase();
-  const code = s === 'UK' ? 'GB' : s;
-  return code.length === 2 && isSupportedCountry(code) ? code : undefined;
+  if (s.length === 2) {
+    const code = s === 'UK' ? 'GB' : s;
+    return isSupportedCountry(code) ? code : undefined;
+  }
+  const index = (countryIndex ??= buildCountryIndex());
+  return index.get(s) ?? index.get(foldCountryName(s));
 }
 
 /** A country as given (record column or default) resolved for phone parsing. */

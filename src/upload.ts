@@ -18,7 +18,7 @@ import {
   type AdsClient,
   type UserBatchResult,
 } from './api/index.js';
-import { BatchPacker, resolveBatchLimits, type BatchGroup, type BatchLimits, type PackedBatch } from './batch.js';
+import { BatchPacker, maxDoNotReachExpiry, resolveBatchLimits, type BatchGroup, type BatchLimits, type PackedBatch } from './batch.js';
 import {
   AudienceKitError,
   AuthError,
@@ -30,8 +30,8 @@ import {
   type ExitCode,
 } from './errors.js';
 import { batchDigest, JournalError, type RunJournal } from './journal.js';
-import { addUserToSummary, createHashSummary, type HashSummary, type HashTypeCounts, type PackedUsers } from './hash.js';
-import { serializeUser, type AudienceUser, type BuiltUser, type IdentifierType, type RejectReason } from './normalize.js';
+import { addUserToSummary, createHashSummary, hashRecords, type HashRecordsOptions, type HashSummary, type HashTypeCounts, type PackedUsers } from './hash.js';
+import { IDENTIFIER_TYPES, serializeUser, type AudienceUser, type BuiltUser, type IdentifierType, type RejectReason } from './normalize.js';
 
 export * from './progress.js';
 
@@ -61,6 +61,8 @@ interface PipelineExtras {
   summary?: HashSummary;
   bytesRead?: () => number;
   totalBytes?: number | undefined;
+  /** Stops the producer even while it waits for input (an interrupted upload calls it). */
+  close?: () => Promise<void>;
 }
 
 export interface UploadClock {
@@ -169,9 +171,16 @@ export interface UploadAudienceOptions {
   expiresAt?: string;
   /**
    * The users. A hashRecords() or hashFile() run is used as is: its summary gives the row
-   * and identifier counts and (hashFile) its byte counts give the progress ETA.
+   * and identifier counts and (hashFile) its byte counts give the progress ETA. Bare user
+   * objects must already be hashed (64 lowercase hex, except partner_user_id): anything else
+   * is refused, never sent. With `records`, items are raw records instead.
    */
-  users: (AsyncIterable<UploadItem> | Iterable<UploadItem>) & PipelineExtras;
+  users: (AsyncIterable<UploadItem | Record<string, string>> | Iterable<UploadItem | Record<string, string>>) & PipelineExtras;
+  /**
+   * `users` yields raw records (objects keyed by column name, e.g. rows of a database cursor):
+   * they are mapped, normalized and hashed here (hashRecords) with these options.
+   */
+  records?: HashRecordsOptions;
   limits?: Partial<BatchLimits>;
   /** Send identical users once (default true; the set of seen users costs 11-23 bytes per distinct user). */
   dedupe?: boolean;
@@ -214,13 +223,6 @@ const realClock: UploadClock = {
       }, { once: true });
     }),
 };
-
-/** 13 calendar months after `now`, the platform's longest do-not-reach membership. */
-export function maxDoNotReachExpiry(now: Date): Date {
-  const d = new Date(now.getTime());
-  d.setUTCMonth(d.getUTCMonth() + 13);
-  return d;
-}
 
 function parseIsoTime(value: string, option: string): string {
   const ok = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(value);
@@ -269,14 +271,22 @@ export function resolveUploadGroup(o: {
         fix: 'pass a later --expires-at',
       });
     }
-    if (dnr && expires > maxDoNotReachExpiry(now).getTime()) {
-      throw new ConfigError('dnr_expiry_too_far', `--expires-at ${expiresAt} is more than 13 months ahead; do-not-reach memberships last at most 13 months`, {
-        fix: `pass --expires-at on or before ${maxDoNotReachExpiry(now).toISOString()}, or omit it for the platform default (13 months)`,
+    if (dnr && expires >= maxDoNotReachExpiry(now).getTime()) {
+      throw new ConfigError('dnr_expiry_too_far', `--expires-at ${expiresAt} is not under 13 months ahead; do-not-reach memberships last less than 13 months`, {
+        fix: `pass --expires-at before ${maxDoNotReachExpiry(now).toISOString()}, or omit it for the platform default`,
       });
     }
     group.expiresAt = expiresAt;
   }
   return group;
+}
+
+/** Check the sending options (ConfigError naming the option); the CLI calls it before opening the journal. */
+export function resolveSendOptions(o: { concurrency?: number | undefined; maxRetries?: number | undefined }): { concurrency: number; maxRetries: number } {
+  return {
+    concurrency: positiveInt(o.concurrency, DEFAULT_UPLOAD_CONCURRENCY, '--concurrency', 1, 64),
+    maxRetries: positiveInt(o.maxRetries, DEFAULT_MAX_RETRIES, '--max-retries', 0, 100),
+  };
 }
 
 function positiveInt(value: number | undefined, fallback: number, option: string, min: number, max: number): number {
@@ -290,11 +300,10 @@ function positiveInt(value: number | undefined, fallback: number, option: string
 }
 
 /**
- * The iterator's next item, or 'aborted' as soon as the signal fires. The abort listener is
- * removed each time: racing against one long-lived promise would keep every item reachable.
+ * `next`, or 'aborted' as soon as the signal fires. The abort listener is removed each time:
+ * racing against one long-lived promise would keep every item reachable.
  */
-function nextOrAbort<T>(iterator: AsyncIterator<T> | Iterator<T>, signal: AbortSignal | undefined): Promise<IteratorResult<T> | 'aborted'> {
-  const next = Promise.resolve(iterator.next());
+function raceAbort<T>(next: Promise<T>, signal: AbortSignal | undefined): Promise<T | 'aborted'> {
   if (signal === undefined) return next;
   if (signal.aborted) return Promise.resolve('aborted');
   return new Promise((resolve, reject) => {
@@ -312,6 +321,34 @@ function nextOrAbort<T>(iterator: AsyncIterator<T> | Iterator<T>, signal: AbortS
     );
   });
 }
+
+const DIGEST = /^[0-9a-f]{64}$/;
+
+/**
+ * A bare user object from a library caller: refused unless every value is already a digest
+ * (partner_user_id excepted), so a raw identifier can never be sent by mistake. The message
+ * names the position and type, never the value.
+ */
+function checkHashedUser(item: unknown, position: number): AudienceUser {
+  const refuse = (what: string): never => {
+    throw new ConfigError('user_not_hashed', `user ${position} of the input ${what}`, {
+      fix: 'pass raw records with the records option (they are hashed here), or hash them first with hashRecords()',
+    });
+  };
+  if (item === null || typeof item !== 'object' || Array.isArray(item)) return refuse('is not a user object');
+  for (const [type, values] of Object.entries(item)) {
+    if (!(IDENTIFIER_TYPES as readonly string[]).includes(type)) refuse(`has an unknown identifier type "${type.slice(0, 40)}"`);
+    if (!Array.isArray(values) || values.some((v) => typeof v !== 'string')) refuse(`has a ${type} that is not an array of strings`);
+    for (const v of values as string[]) {
+      if (type === 'partner_user_id' ? v.length === 0 || v.length > 256 : !DIGEST.test(v)) {
+        refuse(type === 'partner_user_id' ? 'has an empty or over-long partner_user_id' : `has a ${type} value that is not a SHA-256 digest (64 lowercase hex): raw identifiers are never sent`);
+      }
+    }
+  }
+  return item as AudienceUser;
+}
+
+const isAborted = (signal: AbortSignal | undefined): boolean => signal?.aborted === true;
 
 function isBuiltUser(item: UploadItem): item is UploadUser {
   return typeof (item as UploadUser).line === 'number' && typeof (item as UploadUser).user === 'object';
@@ -367,7 +404,7 @@ function verify(batch: { users: number; operationUsers: number[] }, result: User
 
 interface SendableBatch {
   index: number;
-  body: string;
+  body: Buffer;
   bytes: number;
   users: number;
   operationUsers: number[];
@@ -385,8 +422,7 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
   const dryRun = o.dryRun === true;
   const limits = resolveBatchLimits(o.limits);
   const group = resolveUploadGroup({ target: o.target, operation: o.operation ?? 'update', effectiveAt: o.effectiveAt, expiresAt: o.expiresAt, now: startedAt });
-  const concurrency = positiveInt(o.concurrency, DEFAULT_UPLOAD_CONCURRENCY, '--concurrency', 1, 64);
-  const maxRetries = positiveInt(o.maxRetries, DEFAULT_MAX_RETRIES, '--max-retries', 0, 100);
+  const { concurrency, maxRetries } = resolveSendOptions(o);
   const retryBaseMs = o.retryBaseMs ?? 1000;
   const client = o.client;
   if (!dryRun && client === undefined) {
@@ -400,14 +436,16 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
   const packer = new BatchPacker(limits, { dedupe: o.dedupe !== false });
   const handle = packer.group(group);
   // The pipeline's running summary when it has one; otherwise the uploader counts.
-  const ownSummary = o.users.summary === undefined ? createHashSummary() : undefined;
-  const summary = o.users.summary ?? (ownSummary as HashSummary);
-  const bytesRead = o.users.bytesRead;
+  const users: UploadAudienceOptions['users'] =
+    o.records === undefined ? o.users : hashRecords(o.users as Iterable<Record<string, string>> | AsyncIterable<Record<string, string>>, o.records);
+  const ownSummary = users.summary === undefined ? createHashSummary() : undefined;
+  const summary = users.summary ?? (ownSummary as HashSummary);
+  const bytesRead = users.bytesRead;
   const inputProgress =
     o.inputProgress ??
     (bytesRead === undefined
       ? undefined
-      : () => ({ bytesRead: bytesRead.call(o.users), ...(o.users.totalBytes === undefined ? {} : { totalBytes: o.users.totalBytes }) }));
+      : () => ({ bytesRead: bytesRead.call(users), ...(users.totalBytes === undefined ? {} : { totalBytes: users.totalBytes }) }));
   let bareLine = 0;
 
   const r = {
@@ -483,7 +521,8 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
   const send = async (batch: SendableBatch): Promise<void> => {
     if (client === undefined) return;
     for (let attempt = 0; ; attempt++) {
-      if (fatal !== undefined) return;
+      // Interrupted during a backoff: leave the batch unconfirmed for a resumed run.
+      if (fatal !== undefined || isAborted(o.signal)) return;
       try {
         r.requests++;
         r.bytes += batch.bytes;
@@ -508,7 +547,7 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
           return;
         }
         // Interrupted: leave the batch unconfirmed (a resumed run sends it) rather than wait out backoffs.
-        if (o.signal?.aborted === true) return;
+        if (isAborted(o.signal)) return;
         const permanent = isPermanent(error);
         if (permanent && error instanceof HttpError && error.operationErrors.length > 0) recordOperationErrors(batch, error);
         if (permanent || attempt >= maxRetries) {
@@ -522,7 +561,7 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
         // The first re-send goes at once (a count mismatch is usually transient), then back off.
         if (attempt > 0) {
           const backoff = Math.min(MAX_RETRY_BACKOFF_MS, retryBaseMs * 2 ** (attempt - 1));
-          await clock.sleep(backoff / 2 + random() * (backoff / 2));
+          await clock.sleep(backoff / 2 + random() * (backoff / 2), o.signal);
         }
       }
     }
@@ -565,8 +604,7 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
       const kept = journal.readFailedBatch(f.index);
       if (kept === undefined) continue; // recomputed from the input below
       handledThisRun.set(f.index, f.sha256);
-      const bytes = Buffer.byteLength(kept.body);
-      await dispatch({ index: f.index, body: kept.body, bytes, users: f.users, operationUsers: f.operationUsers, group: f.group, lines: kept.lines, sha256: f.sha256 });
+      await dispatch({ index: f.index, body: kept.body, bytes: kept.body.length, users: f.users, operationUsers: f.operationUsers, group: f.group, lines: kept.lines, sha256: f.sha256 });
       if (fatal !== undefined) break;
     }
   }
@@ -585,21 +623,32 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
   };
 
   let inputError: unknown;
-  const iterator = Symbol.asyncIterator in o.users
-    ? (o.users as AsyncIterable<UploadItem>)[Symbol.asyncIterator]()
-    : (o.users as Iterable<UploadItem>)[Symbol.iterator]();
+  /** Set only when the input was read to its end and every batch was handed out. */
+  let inputEnded = false;
+  /** An iterator.next() that an interrupt left unsettled (the producer waits for input). */
+  let pendingNext: Promise<unknown> | undefined;
+  const iterator = Symbol.asyncIterator in users
+    ? (users as AsyncIterable<UploadItem>)[Symbol.asyncIterator]()
+    : (users as Iterable<UploadItem>)[Symbol.iterator]();
   try {
     while (!aborted()) {
-      const next = await nextOrAbort(iterator, o.signal);
-      if (next === 'aborted') interrupted = true;
+      const pending = Promise.resolve(iterator.next());
+      const next = await raceAbort(pending, o.signal);
+      if (next === 'aborted') {
+        interrupted = true;
+        pendingNext = pending;
+        break;
+      }
       if (aborted()) break;
-      if (next === 'aborted') break;
       if (next.done === true) {
         for (const b of packer.finish()) {
           await onPacked(b);
           if (aborted()) break;
         }
-        if (!aborted()) journal?.recordInputEnd(packer.stats.batches);
+        if (!aborted()) {
+          journal?.recordInputEnd(packer.stats.batches);
+          inputEnded = true;
+        }
         break;
       }
       const item = next.value;
@@ -625,7 +674,7 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
           ? (item as { users: readonly UploadUser[] }).users
           : isBuiltUser(item as UploadItem)
             ? [item as UploadUser]
-            : [{ line: ++bareLine, user: item as AudienceUser, rejects: [] }];
+            : [{ line: ++bareLine, user: checkHashedUser(item, bareLine), rejects: [] }];
       for (let i = 0; i < list.length; i++) {
         const closed = addUser(list[i] as UploadUser);
         if (closed !== undefined) await onPacked(closed);
@@ -635,13 +684,22 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
   } catch (error) {
     inputError = error;
   } finally {
-    // Stops the producer (closes files, ends worker threads) when we leave early.
-    if (interrupted || inputError !== undefined || fatal !== undefined) await iterator.return?.();
+    // Stops the producer (closes files, ends worker threads) when we leave early. An async
+    // generator queues return() behind a pending next(), so that case needs the producer's close().
+    if (interrupted || inputError !== undefined || fatal !== undefined) {
+      if (pendingNext === undefined) await iterator.return?.();
+      else {
+        pendingNext.catch(() => undefined);
+        await users.close?.();
+      }
+    }
   }
   while (inFlight.size > 0) await Promise.race(inFlight);
-  if (inputError !== undefined) throw inputError;
+  // Once sending has started, a failure still gets a report (with the counts so far and the error).
+  if (inputError !== undefined && r.requests === 0 && r.skipped === 0) throw inputError;
+  fatal ??= inputError;
 
-  const allConfirmed = fatal === undefined && !interrupted && r.failed.length === 0;
+  const allConfirmed = inputEnded && fatal === undefined && !interrupted && r.failed.length === 0;
   if (allConfirmed && journal !== undefined && !dryRun) journal.markComplete();
 
   const endedMs = clock.now();

@@ -17,15 +17,22 @@ import {
   TimeoutError,
 } from '../src/errors.js';
 import {
+  accessToken,
   AdsClient,
   createClient,
   createCustomAudience,
+  DEFAULT_RATE_LIMIT_POLICY,
+  deleteCustomAudience,
+  deleteDoNotReachList,
   getCustomAudience,
   listAudiencePermissions,
   listCustomAudiences,
+  listDoNotReachLists,
   paginate,
   parseOAuthHeader,
   postCustomAudienceUsers,
+  requestToken,
+  revokeAudiencePermission,
   SlidingWindowLimiter,
   retryAfterMs,
   verifyOauth1Signature,
@@ -42,6 +49,8 @@ const SECRETS = {
   accessToken: 'at-test-token',
   accessTokenSecret: 'TOKEN-SECRET-t0k3n',
 };
+/** The temporary credentials of the OAuth login: signed with by accessToken(), unknown to the client's options. */
+const REQUEST_TOKEN = { key: 'rt-request-token', secret: 'REQUEST-TOKEN-SECRET-rq7' };
 
 interface Seen {
   method: string;
@@ -71,7 +80,7 @@ async function startServer(handler: Handler) {
         oauthParams,
         ...(form === undefined ? {} : { bodyParams: form }),
         consumerSecret: SECRETS.consumerSecret,
-        tokenSecret: token === SECRETS.accessToken ? SECRETS.accessTokenSecret : token === undefined ? '' : 'req-secret',
+        tokenSecret: token === SECRETS.accessToken ? SECRETS.accessTokenSecret : token === undefined ? '' : REQUEST_TOKEN.secret,
       });
       const s: Seen = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body, nonce: oauthParams['oauth_nonce'], signatureOk };
       seen.push(s);
@@ -155,7 +164,7 @@ function renderings(error: unknown): string[] {
 
 function expectNoSecrets(texts: string[]): void {
   for (const t of texts) {
-    for (const s of [SECRETS.consumerSecret, SECRETS.accessTokenSecret, 'oauth_signature', 'OAuth oauth_']) {
+    for (const s of [SECRETS.consumerSecret, SECRETS.accessTokenSecret, REQUEST_TOKEN.secret, 'oauth_signature', 'OAuth oauth_']) {
       expect(t).not.toContain(s);
     }
     expect(t.toLowerCase()).not.toContain('authorization:');
@@ -201,6 +210,44 @@ describe('createClient options', () => {
       /AUDIENCE_KIT_ACCESS_TOKEN_SECRET/,
     );
     expect(() => createClient({ ...base, maxAttempts: 0 })).toThrow(/maxAttempts/);
+  });
+
+  it('says which option is missing, the variable the CLI reads for it, and how to set it', () => {
+    const configError = (o: unknown): ConfigError => {
+      try {
+        createClient(o as ClientOptions);
+      } catch (e) {
+        return e as ConfigError;
+      }
+      throw new Error('expected a ConfigError');
+    };
+    const noUrl = configError({ credentials: SECRETS });
+    expect(noUrl).toBeInstanceOf(ConfigError);
+    expect(noUrl.code).toBe('config_missing_base_url');
+    expect(noUrl.message).toBe('Invalid client configuration: adsBaseUrl (AUDIENCE_KIT_ADS_BASE_URL) is missing');
+    expect(noUrl.fix).toMatch(/Pass adsBaseUrl to createClient.*https:\/\/.*AUDIENCE_KIT_ADS_BASE_URL or --base-url/);
+    expect(configError({ ...base, adsBaseUrl: 42 }).message).toContain('adsBaseUrl (AUDIENCE_KIT_ADS_BASE_URL) must be a string');
+    expect(configError({ ...base, apiBaseUrl: 'ftp://x' }).fix).toContain('AUDIENCE_KIT_API_BASE_URL or --api-base-url');
+
+    const fields = ['consumerKey', 'consumerSecret'] as const;
+    const variables = { consumerKey: 'AUDIENCE_KIT_CONSUMER_KEY', consumerSecret: 'AUDIENCE_KIT_CONSUMER_SECRET' };
+    for (const field of fields) {
+      const { [field]: _dropped, ...rest } = SECRETS;
+      const e = configError({ ...base, credentials: rest });
+      expect(e.code).toBe('config_missing_credential');
+      expect(e.message).toBe(`Invalid client configuration: credentials.${field} (${variables[field]}) is missing`);
+      expect(e.fix).toMatch(/Pass credentials \{ consumerKey, consumerSecret, accessToken, accessTokenSecret \} to createClient/);
+    }
+    const noCredentials = configError({ adsBaseUrl: base.adsBaseUrl });
+    expect(noCredentials.code).toBe('config_missing_credential');
+    expect(noCredentials.message).toBe('Invalid client configuration: credentials is missing');
+    expect(configError({ ...base, credentials: { ...SECRETS, accessToken: undefined } }).message).toContain(
+      'credentials.accessToken (AUDIENCE_KIT_ACCESS_TOKEN) is missing',
+    );
+    // A lone surrogate cannot be signed: refused up front, without showing the secret.
+    const broken = configError({ ...base, credentials: { ...SECRETS, consumerSecret: 'CONSUMER-\uD800-secret' } });
+    expect(broken.message).toContain('credentials.consumerSecret (AUDIENCE_KIT_CONSUMER_SECRET) contains a lone UTF-16 surrogate');
+    expect(broken.message).not.toContain('CONSUMER-');
   });
 
   it('refuses an ads request without an access token, naming the variables', async () => {
@@ -314,6 +361,39 @@ describe('error parsing, one shape at a time', () => {
     expect(e.fix).toMatch(/account is not yours/);
   });
 
+  it('a Problem object sent as application/json, with a type outside /problems/, keeps its status', async () => {
+    const h = await harness((_req, res) =>
+      json(res, 409, { type: 'https://errors.example.com/quota-exceeded', title: 'Quota exceeded', detail: 'Try tomorrow', status: 429 }),
+    );
+    const e = (await failure(getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'b' }))) as HttpError;
+    expect(e.code).toBe('api_conflict');
+    expect(e.problemType).toBe('https://errors.example.com/quota-exceeded');
+    expect(e.problemStatus).toBe(429);
+    expect(e.errors).toEqual([{ code: 'https://errors.example.com/quota-exceeded', message: 'Quota exceeded: Try tomorrow' }]);
+    expect(e.message).toBe('GET /12/accounts/a/custom_audiences/b failed with HTTP 409: Quota exceeded: Try tomorrow');
+  });
+
+  it('a JSON body of no known shape is called JSON, with an excerpt; an empty body says so', async () => {
+    const bodies: Array<[string, string]> = [
+      ['{"error":"bad"}', 'HTTP 400: JSON body of an unknown shape: {"error":"bad"}'],
+      ['[1,2]', 'HTTP 400: JSON body of an unknown shape: [1,2]'],
+      ['"just a string"', 'HTTP 400: JSON body of an unknown shape: "just a string"'],
+      ['{"type":"t"}', 'HTTP 400: JSON body of an unknown shape: {"type":"t"}'],
+      ['bad{', 'HTTP 400: non-JSON body: bad{'],
+      ['', 'HTTP 400: empty body'],
+    ];
+    for (const [body, message] of bodies) {
+      const h = await harness((_req, res) => {
+        res.writeHead(400, { 'content-type': 'application/json' });
+        res.end(body);
+      });
+      const e = (await failure(getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'b' }))) as HttpError;
+      expect(e.message).toBe(`GET /12/accounts/a/custom_audiences/b failed with ${message}`);
+      expect(e.errors).toEqual([]);
+      expect(e.bodyExcerpt).toBe(body === '' ? undefined : body);
+    }
+  });
+
   it('a non-JSON body gives the status and a short excerpt (after the retries a 502 earns)', async () => {
     const h = await harness(
       (_req, res) => {
@@ -351,6 +431,20 @@ describe('error parsing, one shape at a time', () => {
     const e = await failure(listCustomAudiences(h.client, { accountId: 'a' }));
     expect(e).toBeInstanceOf(ResponseShapeError);
     expect(e.message).toContain('data[1].name');
+  });
+
+  it('a request token without oauth_callback_confirmed=true is refused (RFC 5849 2.1), naming the field', async () => {
+    for (const confirmed of ['false', 'TRUE', '']) {
+      const h = await harness((_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/x-www-form-urlencoded' });
+        res.end(`oauth_token=t&oauth_token_secret=s&oauth_callback_confirmed=${confirmed}`);
+      });
+      const e = (await failure(requestToken(h.client, { callback: 'oob' }))) as ResponseShapeError;
+      expect(e).toBeInstanceOf(ResponseShapeError);
+      expect(e.message).toContain('at oauth_callback_confirmed: must be "true"');
+    }
+    const ok = await harness((_req, res) => res.end('oauth_token=t&oauth_token_secret=s&oauth_callback_confirmed=true'));
+    expect(await requestToken(ok.client, { callback: 'oob' })).toEqual({ oauth_token: 't', oauth_token_secret: 's', oauth_callback_confirmed: true });
   });
 
   it('a 2xx that is not JSON', async () => {
@@ -407,25 +501,57 @@ describe('retries and server hints', () => {
     expect(retryAfterMs('Mon, 32 Foo 2030 99:00:00 GMT', 0, 10_000)).toBeUndefined();
   });
 
-  it('429 waits for the reset (per-account header first), then retries', async () => {
+  it('429 waits for the latest reset among the exhausted windows, then retries', async () => {
+    const t0 = 1_900_000_000;
+    const cases: Array<[Record<string, string>, number]> = [
+      // Both windows exhausted: nothing gets through before the later one resets.
+      [{ 'x-account-rate-limit-remaining': '0', 'x-account-rate-limit-reset': String(t0 + 12), 'x-rate-limit-remaining': '0', 'x-rate-limit-reset': String(t0 + 50) }, 50_000],
+      // The account window has room; the per-credentials one is the reason for the 429.
+      [{ 'x-account-rate-limit-remaining': '5', 'x-account-rate-limit-reset': String(t0 + 10), 'x-rate-limit-remaining': '0', 'x-rate-limit-reset': String(t0 + 30) }, 30_000],
+      [{ 'x-account-rate-limit-remaining': '0', 'x-account-rate-limit-reset': String(t0 + 20), 'x-rate-limit-remaining': '3', 'x-rate-limit-reset': String(t0 + 40) }, 20_000],
+      // Bounded by maxServerWaitMs.
+      [{ 'x-rate-limit-remaining': '0', 'x-rate-limit-reset': String(t0 + 86_400) }, 15 * 60_000],
+    ];
+    for (const [headers, ms] of cases) {
+      const clock = fakeClock(t0 * 1000);
+      const h = await harness(
+        (_req, res, n) =>
+          n === 1
+            ? json(res, 429, { errors: [{ code: 'TOO_MANY_REQUESTS', message: 'slow down' }] }, headers)
+            : json(res, 200, { data: { success_count: 2, total_count: 2 } }),
+        { clock, random: () => 0 },
+      );
+      const r = await postCustomAudienceUsers(h.client, { accountId: 'a', customAudienceId: 'b', body: '[]' });
+      expect(r.success_count).toBe(2);
+      // The 429 itself waits; the "remaining 0" block ends at the same reset, so it adds nothing.
+      expect(h.waits).toEqual([{ reason: 'server_reset', ms, path: '/12/accounts/a/custom_audiences/b/users' }]);
+      expect(h.client.stats()).toMatchObject({ rateLimited: 1, rateLimitWaits: 1, retries: 1 });
+    }
+  });
+
+  it('an exhausted per-credentials window blocks the next request even when the account window has room', async () => {
     const clock = fakeClock(1_900_000_000_000);
     const h = await harness(
       (_req, res, n) =>
-        n === 1
-          ? json(res, 429, { errors: [{ code: 'TOO_MANY_REQUESTS', message: 'slow down' }] }, {
-              'x-account-rate-limit-remaining': '0',
-              'x-account-rate-limit-reset': String(1_900_000_000 + 12),
-              'x-rate-limit-remaining': '0',
-              'x-rate-limit-reset': String(1_900_000_000 + 50),
-            })
-          : json(res, 200, { data: { success_count: 2, total_count: 2 } }),
+        json(
+          res,
+          200,
+          { data: { success_count: 1, total_count: 1 } },
+          n === 1
+            ? {
+                'x-account-rate-limit-remaining': '5',
+                'x-account-rate-limit-reset': String(1_900_000_000 + 10),
+                'x-rate-limit-remaining': '0',
+                'x-rate-limit-reset': String(1_900_000_000 + 30),
+              }
+            : {},
+        ),
       { clock, random: () => 0 },
     );
-    const r = await postCustomAudienceUsers(h.client, { accountId: 'a', customAudienceId: 'b', body: '[]' });
-    expect(r.success_count).toBe(2);
-    // The 429 itself waits 12 s; the "remaining 0" block is already over by then.
-    expect(h.waits).toEqual([{ reason: 'server_reset', ms: 12_000, path: '/12/accounts/a/custom_audiences/b/users' }]);
-    expect(h.client.stats()).toMatchObject({ rateLimited: 1, rateLimitWaits: 1, retries: 1 });
+    await postCustomAudienceUsers(h.client, { accountId: 'a', customAudienceId: 'b', body: '[]' });
+    await postCustomAudienceUsers(h.client, { accountId: 'a', customAudienceId: 'b', body: '[]' });
+    expect(h.waits).toEqual([{ reason: 'server_reset', ms: 30_000, path: '/12/accounts/a/custom_audiences/b/users' }]);
+    expect(h.client.stats().rateLimited).toBe(0);
   });
 
   it('429 on every attempt ends in a RateLimitError with resetAt', async () => {
@@ -520,6 +646,108 @@ describe('retries and server hints', () => {
     });
     const e = (await failure(postCustomAudienceUsers(h.client, { accountId: 'a', customAudienceId: 'b', body: '[]', signal: ac.signal }))) as ConnectionError;
     expect(e.code).toBe('request_aborted');
+  });
+});
+
+describe('a retried DELETE that meets its own 404', () => {
+  const PERMISSION = { id: 'p1', custom_audience_id: 'ca1', granted_account_id: 'acc2', permission_level: 'READ_ONLY', deleted: false };
+
+  it('returns the deleted object when the first attempt deleted it and its answer was lost', async () => {
+    let deleted = false;
+    const h = await harness((req, res) => {
+      if (req.method === 'GET') return json(res, 200, { data: { ...AUDIENCE, deleted } });
+      if (deleted) return json(res, 404, { errors: [{ code: 'NOT_FOUND', message: 'Audience ca1 (deleted) not found' }] });
+      deleted = true;
+      res.socket?.destroy();
+    });
+    const a = await deleteCustomAudience(h.client, { accountId: 'a', customAudienceId: 'ca1' });
+    expect(a).toMatchObject({ id: 'ca1', deleted: true });
+    expect(h.events.map((e) => [e.method, e.status, e.attempt])).toEqual([
+      ['DELETE', 'error', 1],
+      ['DELETE', 404, 2],
+      ['GET', 200, 1],
+    ]);
+  });
+
+  it('the same for a do-not-reach list after a 500 that was processed anyway', async () => {
+    let deleted = false;
+    const list = { id: 'l1', name: 'Opt-outs', description: null, list_size: 3 };
+    const h = await harness((req, res) => {
+      if (req.method === 'GET') return json(res, 200, { data: { ...list, deleted } });
+      const status = deleted ? 404 : 500;
+      deleted = true;
+      json(res, status, { errors: [{ code: status === 404 ? 'NOT_FOUND' : 'INTERNAL_ERROR', message: 'x' }] });
+    });
+    const l = await deleteDoNotReachList(h.client, { accountId: 'a', doNotReachListId: 'l1' });
+    expect(l).toMatchObject({ id: 'l1', deleted: true });
+  });
+
+  it('a revoke answers from the permission looked up before the DELETE', async () => {
+    let revoked = false;
+    const h = await harness((req, res) => {
+      if (req.method === 'GET') return json(res, 200, { data: revoked ? [] : [PERMISSION], next_cursor: null });
+      if (revoked) return json(res, 404, { errors: [{ code: 'NOT_FOUND', message: 'Permission p1 not found' }] });
+      revoked = true;
+      res.socket?.destroy();
+    });
+    const p = await revokeAudiencePermission(h.client, { kind: 'custom', accountId: 'a', audienceId: 'ca1', permissionId: 'p1' });
+    expect(p).toEqual({ ...PERMISSION, deleted: true });
+    expect(h.server.seen[0]?.url).toBe('/12/accounts/a/custom_audiences/ca1/permissions?custom_audience_permission_ids=p1');
+    expect(h.server.seen.map((x) => x.method)).toEqual(['GET', 'DELETE', 'DELETE']);
+  });
+
+  it('keeps the 404 on a first attempt, or when the resource is not deleted after all', async () => {
+    const first = await harness((_req, res) => json(res, 404, { errors: [{ code: 'NOT_FOUND', message: 'no' }] }));
+    const e1 = (await failure(deleteCustomAudience(first.client, { accountId: 'a', customAudienceId: 'ca1' }))) as HttpError;
+    expect(e1.code).toBe('api_not_found');
+    expect(e1.attempts).toBe(1);
+    expect(first.server.seen).toHaveLength(1);
+
+    const alive = await harness((req, res, n) =>
+      req.method === 'GET'
+        ? json(res, 200, { data: AUDIENCE })
+        : json(res, n === 1 ? 503 : 404, { errors: [{ code: n === 1 ? 'SERVICE_UNAVAILABLE' : 'NOT_FOUND', message: 'x' }] }),
+    );
+    const e2 = (await failure(deleteCustomAudience(alive.client, { accountId: 'a', customAudienceId: 'ca1' }))) as HttpError;
+    expect(e2.code).toBe('api_not_found');
+    expect(e2.attempts).toBe(2);
+
+    const unknown = await harness((req, res) => (req.method === 'GET' ? json(res, 200, { data: [], next_cursor: null }) : json(res, 404, { errors: [{ code: 'NOT_FOUND', message: 'no' }] })));
+    const e3 = (await failure(revokeAudiencePermission(unknown.client, { kind: 'tailored', accountId: 'a', audienceId: 'ta', permissionId: 'nope' }))) as HttpError;
+    expect(e3.code).toBe('api_not_found');
+    expect(e3.method).toBe('DELETE');
+  });
+});
+
+describe('warnings and the with_total_count limit', () => {
+  it('x-api-warn of a successful response reaches onWarn, redacted, with method and path only', async () => {
+    const warnings: Array<[string, { method: string; path: string }]> = [];
+    const h = await harness(
+      (_req, res) => json(res, 200, { data: AUDIENCE }, { 'x-api-warn': `parameter foo is deprecated; echo ${SECRETS.accessTokenSecret}` }),
+      { onWarn: (w, ctx) => warnings.push([w, ctx]) },
+    );
+    await getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'ca1' });
+    expect(warnings).toEqual([['parameter foo is deprecated; echo [redacted]', { method: 'GET', path: '/12/accounts/a/custom_audiences/ca1' }]]);
+  });
+
+  it('the default policy holds with_total_count requests to 200 per 15 minutes, on top of their endpoint', () => {
+    const rule = DEFAULT_RATE_LIMIT_POLICY.rules.find((r) => r.name === 'with_total_count');
+    expect(rule).toMatchObject({ limit: 200, windowMs: 15 * 60_000 });
+  });
+
+  it('paces with_total_count requests under a scaled-down rule and leaves the others alone', async () => {
+    const policy: RateLimitPolicy = {
+      ...DEFAULT_RATE_LIMIT_POLICY,
+      rules: DEFAULT_RATE_LIMIT_POLICY.rules.map((r) => (r.name === 'with_total_count' ? { ...r, limit: 2, windowMs: 10_000 } : r)),
+      safetyMarginMs: 0,
+    };
+    const h = await harness((_req, res) => json(res, 200, { data: [], next_cursor: null, total_count: 0 }), { rateLimitPolicy: policy });
+    for (let i = 0; i < 2; i++) await listCustomAudiences(h.client, { accountId: 'a', withTotalCount: true });
+    for (let i = 0; i < 3; i++) await listCustomAudiences(h.client, { accountId: 'a' });
+    // One window for every endpoint: the third with_total_count request waits, whatever it lists.
+    await listDoNotReachLists(h.client, { accountId: 'a', withTotalCount: true });
+    expect(h.waits).toEqual([{ reason: 'rate_limit', ms: 10_000, path: '/12/accounts/a/do_not_reach_lists' }]);
+    expect(h.server.seen).toHaveLength(6);
   });
 });
 
@@ -634,21 +862,55 @@ describe('rate limiting', () => {
 
 describe('secrets', () => {
   it('never appear in any error, event or log line, even when the server echoes them', async () => {
-    const h = await harness((req, res, n) => {
-      const echo = `${req.headers.authorization ?? ''} ${SECRETS.consumerSecret} ${SECRETS.accessTokenSecret}`;
-      if (n === 1) json(res, 400, { errors: [{ code: 'X', message: `bad ${echo}`, details: echo }] }, { 'x-api-warn': echo });
-      else if (n === 2) json(res, 401, { code: 32, message: `Could not authenticate ${echo}` });
-      else if (n === 3) {
-        res.writeHead(400, { 'content-type': 'application/problem+json' });
-        res.end(JSON.stringify({ type: 'about:blank', title: echo, detail: echo }));
-      } else {
-        res.writeHead(400, { 'content-type': 'text/plain' });
-        res.end(`Authorization: ${echo}`);
-      }
-    });
-    for (let i = 0; i < 4; i++) await failure(getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'b' }));
-    const texts = [...collected.flatMap(renderings), JSON.stringify(h.events), JSON.stringify(h.waits)];
+    const warnings: string[] = [];
+    const h = await harness(
+      (req, res, n) => {
+        const echo = `${req.headers.authorization ?? ''} ${SECRETS.consumerSecret} ${SECRETS.accessTokenSecret} ${REQUEST_TOKEN.secret}`;
+        const headers = { 'x-api-warn': echo, 'x-request-id': `req-${SECRETS.consumerSecret}` };
+        if (n === 1) json(res, 400, { errors: [{ code: 'X', message: `bad ${echo}`, details: echo }] }, headers);
+        else if (n === 2) json(res, 401, { code: 32, message: `Could not authenticate ${echo}` });
+        else if (n === 3) {
+          res.writeHead(400, { 'content-type': 'application/problem+json' });
+          res.end(JSON.stringify({ type: 'about:blank', title: echo, detail: echo }));
+        } else if (n === 4) {
+          // Every string field of an error, and whatever `value` echoes, at any depth.
+          json(
+            res,
+            400,
+            {
+              errors: [
+                {
+                  code: `CODE_${SECRETS.accessTokenSecret}`,
+                  message: 'bad',
+                  parameter: `param_${SECRETS.consumerSecret}`,
+                  value: { sent: [SECRETS.consumerSecret, { [SECRETS.accessTokenSecret]: echo }], n: 1 },
+                },
+              ],
+              operation_errors: [{ index: 0, message: echo, code: SECRETS.consumerSecret }],
+            },
+            headers,
+          );
+        } else if (n === 5) json(res, 400, { code: `E_${SECRETS.consumerSecret}`, message: 'core' }, headers);
+        else if (n === 6) json(res, 400, { type: `https://x/${SECRETS.accessTokenSecret}`, title: 'T', status: 400 }, headers);
+        else if (n === 7) json(res, 200, { data: AUDIENCE }, headers);
+        else if (req.url.startsWith('/oauth/')) json(res, 401, { code: REQUEST_TOKEN.secret, message: echo }, headers);
+        else {
+          res.writeHead(400, { 'content-type': 'text/plain' });
+          res.end(`Authorization: ${echo}`);
+        }
+      },
+      { onWarn: (w) => warnings.push(w) },
+    );
+    for (let i = 0; i < 6; i++) await failure(getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'b' }));
+    await getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'b' });
+    // The login step signs with the request token's secret, which the client's options never held.
+    await failure(accessToken(h.client, { oauthToken: REQUEST_TOKEN.key, oauthTokenSecret: REQUEST_TOKEN.secret, verifier: '1234' }));
+    await failure(getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'b' }));
+    expect(h.server.seen[7]?.signatureOk).toBe(true);
+    const texts = [...collected.flatMap(renderings), JSON.stringify(h.events), JSON.stringify(h.waits), ...warnings];
     expect(collected.length).toBeGreaterThan(20);
+    expect(warnings).toHaveLength(1);
     expectNoSecrets(texts);
+    for (const t of texts) expect(t).not.toContain(REQUEST_TOKEN.key);
   });
 });

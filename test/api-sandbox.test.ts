@@ -288,24 +288,52 @@ describe('OAuth PIN flow', () => {
 
 describe('faults', () => {
   it('recovers from 500, 503 (retry-after), 429, dropped connections, HTML bodies and slow answers', async () => {
-    const s = await startSandbox({ port: 0, seed: 9, faults: '500@1,503=2@2,429@3,drop@4,html@5,slow=1500@6' });
+    // The slow answer waits on the test, not on a timer: it is released once the client has given up on it.
+    const slow: Array<{ ms: number; release: () => void }> = [];
+    const s = await startSandbox({
+      port: 0,
+      seed: 9,
+      faults: '500@1,503=2@2,429@3,drop@4,html@5,slow=1500@6',
+      sleep: (ms) => new Promise((release) => slow.push({ ms, release })),
+    });
     try {
       const before = waits.length;
-      const c = makeClient(s, { maxAttempts: 8, headersTimeoutMs: 300 });
+      const c = makeClient(s, { maxAttempts: 8, headersTimeoutMs: 50 });
       const acc = s.accounts.primary;
       const a = await createCustomAudience(c, { accountId: acc, name: 'Faulty' });
       const r = await postCustomAudienceUsers(c, { accountId: acc, customAudienceId: a.id, operations: [{ operation_type: 'Update', params: { users: emails(120) } }] });
       expect(r).toEqual({ success_count: 120, total_count: 120 });
       expect(s.state.audienceSize(a.id)).toBe(120);
+      expect(slow.map((x) => x.ms)).toEqual([1500]);
+      for (const x of slow) x.release();
       // The slow answer is logged when the sandbox finally answers, after the client moved on.
       const users = () => s.state.requests.filter((l) => l.path.endsWith('/users'));
-      for (let i = 0; i < 100 && users().length < 7; i++) await new Promise((r) => setTimeout(r, 50));
+      for (let i = 0; i < 100 && users().length < 7; i++) await new Promise((r) => setTimeout(r, 5));
       const faults = users().map((l) => l.fault ?? 'none');
       expect(faults.sort()).toEqual(['429', '500', '503', 'drop', 'html', 'none', 'slow']);
       const mine = waits.slice(before);
       expect(mine.some((w) => w.reason === 'retry' && w.ms === 2000)).toBe(true); // 503's retry-after
       expect(mine.some((w) => w.reason === 'server_reset')).toBe(true); // 429's reset
       expect(c.stats().retries).toBe(6);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('retries lists, reads, updates and deletes through faults on every route (:all)', async () => {
+    const s = await startSandbox({ port: 0, seed: 12, faults: '500@1+5:all,drop@2+8:all,503=1@4:all,429@7:all,html@10:all' });
+    try {
+      const c = makeClient(s, { maxAttempts: 4 });
+      const acc = s.accounts.primary;
+      const a = s.state.createCustomAudience(acc, 'Flaky reads');
+      const l = s.state.createDoNotReachList(acc, 'Flaky list');
+      expect((await listCustomAudiences(c, { accountId: acc })).data.map((x) => x.id)).toContain(a.id); // 500, drop, ok
+      expect((await getCustomAudience(c, { accountId: acc, customAudienceId: a.id })).name).toBe('Flaky reads'); // 503, 500, ok
+      expect((await updateCustomAudience(c, { accountId: acc, customAudienceId: a.id, name: 'Renamed' })).name).toBe('Renamed'); // 429, drop, ok
+      expect((await deleteDoNotReachList(c, { accountId: acc, doNotReachListId: l.id })).deleted).toBe(true); // html, ok
+      expect(s.state.requests.map((r) => r.fault ?? 'none')).toEqual(['500', 'drop', 'none', '503', '500', 'none', '429', 'drop', 'none', 'html', 'none']);
+      expect(waits.some((w) => w.reason === 'retry' && w.ms === 1000)).toBe(true); // the 503's retry-after
+      expect(c.stats().retries).toBe(7);
     } finally {
       await s.close();
     }
@@ -364,6 +392,44 @@ describe('rate limit against the sandbox', () => {
       expect(s.state.requests.filter((r) => r.status === 429)).toHaveLength(0);
       expect(c.stats()).toMatchObject({ rateLimited: 0, retries: 0 });
       expect(c.stats().rateLimitWaits).toBeGreaterThan(0);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('with_total_count against the sandbox', () => {
+  it('a client under the same lower limit as the sandbox gets no 429 (shared virtual clock)', async () => {
+    // Virtual time for both sides: the windows pass without real waiting, within the OAuth clock tolerance.
+    let t = Date.now();
+    const clock = {
+      now: () => t,
+      sleep: async (ms: number) => {
+        t += ms;
+        await Promise.resolve();
+      },
+    };
+    const s = await startSandbox({ port: 0, seed: 13, now: () => t, totalCountRateLimit: { limit: 3, windowMs: 60_000 } });
+    try {
+      const c = makeClient(s, {
+        clock,
+        rateLimitPolicy: {
+          rules: [{ name: 'with_total_count', endpoints: [{ method: 'GET', path: '^/', query: { with_total_count: 'true' } }], limit: 3, windowMs: 60_000 }],
+          safetyMarginMs: 0,
+          resetJitterMs: 0,
+          maxServerWaitMs: 120_000,
+        },
+        maxAttempts: 1,
+      });
+      const acc = s.accounts.primary;
+      for (let i = 0; i < 7; i++) {
+        const page = i % 2 === 0 ? await listCustomAudiences(c, { accountId: acc, withTotalCount: true }) : await listDoNotReachLists(c, { accountId: acc, withTotalCount: true });
+        expect(page.total_count).toBeGreaterThanOrEqual(0);
+      }
+      expect(s.state.requests.filter((r) => r.status === 429)).toHaveLength(0);
+      expect(c.stats().rateLimited).toBe(0);
+      // Windows of 60 s: the 4th and the 7th request wait (plus, at most, the rest of a reset second).
+      expect(c.stats().rateLimitWaits).toBeGreaterThanOrEqual(2);
     } finally {
       await s.close();
     }

@@ -9,18 +9,8 @@ import {
   type PackedBatch,
 } from '../src/batch.js';
 import { ConfigError } from '../src/errors.js';
+import { mulberry32 } from '../src/sandbox/faults.js';
 
-/** mulberry32: small seeded PRNG so every property run is reproducible. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function hex(rand: () => number): string {
   let s = '';
@@ -71,9 +61,9 @@ function checkInvariants(
   const groups = new Set(users.map((u) => JSON.stringify(u.group)));
   batches.forEach((b, i) => expect(b.index).toBe(i));
   for (const b of batches) {
-    expect(Buffer.byteLength(b.body)).toBe(b.bytes);
+    expect(b.body.length).toBe(b.bytes);
     expect(b.bytes).toBeLessThanOrEqual(limits.maxBodyBytes);
-    const ops = JSON.parse(b.body) as Op[];
+    const ops = JSON.parse(b.body.toString('utf8')) as Op[];
     expect(ops.length).toBeLessThanOrEqual(limits.maxOperations);
     expect(ops.map((o) => o.params.users.length)).toEqual(b.operationUsers);
     for (const op of ops) {
@@ -117,7 +107,7 @@ describe('BatchPacker (property-style, seeded)', () => {
 
   for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) {
     it(`keeps every bound with random users (seed ${seed})`, () => {
-      const rand = prng(seed);
+      const rand = mulberry32(seed);
       const limits: BatchLimits = {
         maxBodyBytes: 2048 + Math.floor(rand() * 60_000),
         maxOperations: 1 + Math.floor(rand() * 40),
@@ -141,7 +131,7 @@ describe('BatchPacker (property-style, seeded)', () => {
   }
 
   it('fills requests to at least 95% of the byte limit and stays within the request-count bound', () => {
-    const rand = prng(42);
+    const rand = mulberry32(42);
     const limits = resolveBatchLimits({ maxBodyBytes: 200_000 });
     const users = Array.from({ length: 20_000 }, (_, i) => ({
       json: randomUserJson(rand, 3),
@@ -189,7 +179,7 @@ describe('BatchPacker (property-style, seeded)', () => {
 
   it('is deterministic: the same input gives byte-identical batches', () => {
     const mk = (): Packed => {
-      const rand = prng(9);
+      const rand = mulberry32(9);
       const users = Array.from({ length: 3000 }, (_, i) => ({
         json: randomUserJson(rand, 4),
         line: i + 2,

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import {
   ConfigError,
   describeMapping,
+  hashFile,
   InputError,
   openCsv,
   readCsv,
@@ -143,6 +144,27 @@ describe('readCsv: quoting and malformed rows', () => {
     for (const chunkBytes of [1, 7, 33, 100]) expect(simple(await all(path, { chunkBytes }))).toEqual(reference);
   });
 
+  it('reads mixed line endings (a CRLF header over LF rows, CRLF lines among LF ones) with the right lines', async () => {
+    const crlfHeader = file('email,phone\r\na@example.com,1\nb@example.com,2\n\nc@example.com,3\n');
+    expect(simple(await all(crlfHeader))).toEqual([[2, 'a@example.com', '1'], [3, 'b@example.com', '2'], [5, 'c@example.com', '3']]);
+    // A CRLF inside a quoted field is data and stays CRLF; a blank CRLF line is a blank line.
+    const mixed = 'email,note\n"a@example.com","x\r\ny"\r\nb@example.com,"z"\r\n\r\nc@example.com,w\nd@example.com,"v"\n';
+    const expected = [[2, 'a@example.com', 'x\r\ny'], [4, 'b@example.com', 'z'], [6, 'c@example.com', 'w'], [7, 'd@example.com', 'v']];
+    for (const chunkBytes of [1, 16, 1 << 16]) expect(simple(await all(file(mixed), { chunkBytes }))).toEqual(expected);
+    expect(simple(await all(file(mixed.replace('email,note\n', 'email,note\r\n'))))).toEqual(expected);
+  });
+
+  it('hashFile reads mixed line endings like readCsv (the workers parse the chunks)', async () => {
+    const path = file('email\r\na@example.com\nnot-an-email\nb@example.com\r\n');
+    for (const workers of [0, 1]) {
+      const run = await hashFile(path, { workers });
+      const users: unknown[] = [];
+      for await (const chunk of run) for (const u of chunk.users) users.push([u.line, Object.keys(u.user)]);
+      expect(users).toEqual([[2, ['email']], [3, []], [4, ['email']]]);
+      expect(run.summary.rejects.email_invalid).toEqual({ count: 1, lines: [3] });
+    }
+  });
+
   it('scanRecords follows papaparse quote rules', () => {
     const scan = (s: string, final = false): ReturnType<typeof scanRecords> => scanRecords(Buffer.from(s), 0x2c, final);
     expect(scan('a,"x\ny",b\nc').boundary).toBe(10);
@@ -174,6 +196,27 @@ describe('readCsv: unreadable input', () => {
     await expectInputError(openCsv(file(Buffer.from([0x41, 0, 0, 0, 0x42, 0x43, 0, 0x44, 0, 0, 0x45]))), 'input_binary');
     await expectInputError(openCsv(file('email\n', 'plain.csv.gz')), 'input_not_gzip');
     await expectInputError(openCsv(file('email\ra@example.com\r')), 'input_cr_line_endings');
+  });
+
+  it('refuses text that is not UTF-8 (a Latin-1 export), naming the line and the conversion', async () => {
+    const error = await openCsv(join(FIXTURES, 'latin1.csv')).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).code).toBe('input_not_utf8');
+    expect((error as InputError).message).toBe('latin1.csv is not UTF-8 text (first invalid byte on line 3; a Windows-1252 or Latin-1 export?)');
+    expect((error as InputError).fix).toContain('iconv -f WINDOWS-1252 -t UTF-8 in.csv > out.csv');
+    await expectInputError(openCsv(file(gzipSync(readFileSync(join(FIXTURES, 'latin1.csv'))))), 'input_not_utf8');
+  });
+
+  it('accepts UTF-8 whose sample ends inside a character', async () => {
+    const head = Buffer.from(`email,name\n${'x@example.com,a\n'.repeat(5000)}x@example.com,Ren`);
+    const rest = Buffer.from('\u00e9\n', 'utf8');
+    const source = Readable.from([Buffer.concat([head, rest.subarray(0, 1)]), rest.subarray(1)]);
+    const rows = await all(source);
+    expect(rows).toHaveLength(5001);
+    expect(simple(rows.slice(-1))).toEqual([[5002, 'x@example.com', 'Ren\u00e9']]);
   });
 
   it('fails reading a truncated gzip with an InputError', async () => {
@@ -218,6 +261,16 @@ describe('resolveMapping', () => {
     expect(resolveMapping(header, { countryColumn: 'Name' }).country).toEqual({ index: 6, column: 'Name' });
   });
 
+  it('--map still detects the country column by name unless one is named', () => {
+    const m = resolveMapping(header, { map: ['phone_number=Mobile Phone'] });
+    expect(m.country).toEqual({ index: 4, column: 'Country Code' });
+    expect(m.ignored).toEqual(['Customer ID', 'E-Mail', 'work_email', 'IDFA', 'Name']);
+    expect(describeMapping(m)).toContain('country         <- "Country Code"');
+    expect(resolveMapping(header, { map: ['phone_number=Mobile Phone', 'country=Name'] }).country).toEqual({ index: 6, column: 'Name' });
+    expect(resolveMapping(header, { map: ['phone_number=Mobile Phone'], countryColumn: 'Name' }).country).toEqual({ index: 6, column: 'Name' });
+    expect(resolveMapping(['Mobile', 'Land'], { map: ['phone_number=Mobile'] }).country).toBeUndefined();
+  });
+
   it('names the available columns for an unknown column, and the types for an unknown type', () => {
     expect(() => resolveMapping(header, { map: ['email=Emial'] })).toThrow(ConfigError);
     try {
@@ -238,5 +291,45 @@ describe('resolveMapping', () => {
 
   it('refuses a header without any identifier column', () => {
     expect(() => resolveMapping(['first_name', 'last_name'])).toThrow(expect.objectContaining({ code: 'mapping_no_identifier_column' }));
+  });
+
+  describe('a first row that is data (no header row)', () => {
+    const data = ['jane.doe@example.com', '+1 202 555 0143', 'US', '2f5f5391-3e45-4d02-b645-4575a08f86e1', 'C1001'];
+    const thrown = (fn: () => unknown): unknown => {
+      try {
+        fn();
+      } catch (e) {
+        return e;
+      }
+      return undefined;
+    };
+
+    it('says a header row is required, with or without --map, and never echoes a cell', () => {
+      for (const opts of [{}, { map: ['email=Email'] }, { countryColumn: 'Country' }]) {
+        const error = thrown(() => resolveMapping(data, opts));
+        expect(error).toBeInstanceOf(InputError);
+        expect(error).toMatchObject({ code: 'input_no_header', message: 'the first row looks like data; a header row is required' });
+        const text = JSON.stringify({ message: (error as InputError).message, fix: (error as InputError).fix });
+        for (const cell of data.slice(0, 4)) expect(text).not.toContain(cell);
+      }
+    });
+
+    it('replaces data-looking cells of a real header with placeholders in messages and the mapping', () => {
+      const header = ['email', 'jane.doe@example.com', 'Notes', '12025550143', 'a'.repeat(64)];
+      const error = thrown(() => resolveMapping(header, { map: ['email=Emial'] })) as ConfigError;
+      expect(error.code).toBe('mapping_unknown_column');
+      expect(error.fix).toBe(
+        'use one of the columns: "email", <column 2, looks like data>, "Notes", <column 4, looks like data>, <column 5, looks like data>',
+      );
+      const noIds = thrown(() => resolveMapping(['Name', 'Country', 'Tel 0201234567'])) as ConfigError;
+      expect(noIds.code).toBe('mapping_no_identifier_column');
+      expect(noIds.fix).toContain('columns: "Name", "Country", <column 3, looks like data>');
+      const described = describeMapping(resolveMapping(header));
+      expect(described).toContain('(ignored: "Notes", 3 columns that look like data)');
+      expect(describeMapping(resolveMapping(header, { map: ['email=jane.doe@example.com'] }))).toContain('email           <- <column 2, looks like data>');
+      for (const cell of header.slice(1)) {
+        if (cell !== 'Notes') expect(described).not.toContain(cell);
+      }
+    });
   });
 });

@@ -1,10 +1,11 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn, execFileSync } from 'node:child_process';
+import { closeSync, constants, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { hashRecords, hashValue, readCsv, serializeUser } from '../src/index.js';
-import { FIXTURES, runCli } from './helpers/cli.js';
+import { createHashSummary, hashRecords, hashValue, mergeHashSummary, readCsv, serializeUser } from '../src/index.js';
+import { BIN, FIXTURES, runCli } from './helpers/cli.js';
 
 // Runs the built CLI (`npm test` builds dist first; alone: npx tsc -p tsconfig.build.json).
 const CRM = join(FIXTURES, 'crm-export.csv');
@@ -128,6 +129,108 @@ describe('audience-kit hash (process)', () => {
     expect(r.code).toBe(3);
     expect(existsSync(out)).toBe(false);
     expect(readdirSync(tmp).filter((f) => f.includes('partial'))).toEqual([]);
+  });
+
+  it('--workers 0: an input failing midway exits 3 and leaves neither output nor rejects file', async () => {
+    const gz = gzipSync(Buffer.from(`email\n${'someone@example.com\nnot-an-email\n'.repeat(100_000)}`));
+    const cut = join(tmp, 'cut-inline.csv.gz');
+    writeFileSync(cut, gz.subarray(0, gz.length - 50));
+    const out = join(tmp, 'inline-never.csv');
+    const rej = join(tmp, 'inline-never-rejects.csv');
+    const r = await runCli(['hash', cut, '--workers', '0', '-o', out, '--rejects', rej]);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain('is not valid gzip data');
+    expect(r.stderr).not.toMatch(/ERR_STREAM|\n\s+at /);
+    expect([existsSync(out), existsSync(rej)]).toEqual([false, false]);
+    expect(readdirSync(tmp).filter((f) => f.includes('partial'))).toEqual([]);
+  });
+
+  // Deterministic form of the race: the output is a FIFO whose pipe is full, so the first write
+  // is still in flight when the input fails and the output is destroyed; it completes (and
+  // fails) only once the test drains the pipe.
+  it.skipIf(process.platform === 'win32')('does not crash when a write is still in flight as the output is aborted', async () => {
+    const fifo = join(tmp, 'blocked.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const gz = gzipSync(Buffer.from(`email\n${Array.from({ length: 8000 }, (_, i) => `not-an-email-${i}`).join('\n')}\n`));
+    const cut = join(tmp, 'cut-small.csv.gz');
+    writeFileSync(cut, gz.subarray(0, gz.length - 30));
+    // Linux: O_RDWR opens a FIFO without waiting for a writer; this end reads and pre-fills it.
+    const pipe = openSync(fifo, constants.O_RDWR | constants.O_NONBLOCK);
+    const ignoreEagain = (fn: () => void): void => {
+      try {
+        fn();
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw error;
+      }
+    };
+    ignoreEagain(() => {
+      for (;;) writeSync(pipe, Buffer.alloc(4096));
+    });
+    const child = spawn(process.execPath, [BIN, 'hash', cut, '--workers', '0', '-o', fifo], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    const buffer = Buffer.alloc(65536);
+    const started = Date.now();
+    const drain = setInterval(() => {
+      if (stderr.includes('error:') || Date.now() - started > 10_000) ignoreEagain(() => {
+        while (readSync(pipe, buffer) > 0);
+      });
+    }, 20);
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    clearInterval(drain);
+    closeSync(pipe);
+    expect(stderr).toContain('is not valid gzip data');
+    expect(stderr).not.toMatch(/ERR_STREAM|\n\s+at /);
+    expect(code).toBe(3);
+  });
+
+  it('refuses a file without a header row (exit 3) without printing any of its values', async () => {
+    const path = join(FIXTURES, 'no-header.csv');
+    const values = readFileSync(path, 'utf8').trim().split(/[\n,]/).filter((v) => v.length > 2);
+    for (const args of [[], ['--map', 'email=Email'], ['--map', 'email=Email', '--country-column', 'Country']]) {
+      const r = await runCli(['hash', path, ...args]);
+      expect(r.code).toBe(3);
+      expect(r.stderr).toContain('error: the first row looks like data; a header row is required');
+      expect(r.stderr).toContain('fix: add a first line naming the columns');
+      expect(values.filter((v) => r.stdout.includes(v) || r.stderr.includes(v))).toEqual([]);
+    }
+  });
+
+  it('refuses a file that is not UTF-8 (exit 3) and says how to convert it', async () => {
+    const r = await runCli(['hash', join(FIXTURES, 'latin1.csv')]);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain('latin1.csv is not UTF-8 text (first invalid byte on line 3');
+    expect(r.stderr).toContain('iconv -f WINDOWS-1252 -t UTF-8 in.csv > out.csv');
+    expect(r.stdout).toBe('');
+  });
+
+  it('--map still detects the country column, so phones come out as without --map', async () => {
+    const auto = await runCli(['hash', CRM, '--format', 'jsonl', '--workers', '1']);
+    const mapped = await runCli([
+      'hash', CRM, '--format', 'jsonl', '--workers', '1',
+      '--map', 'email=Email', '--map', 'email=work_email', '--map', 'phone_number=Phone', '--map', 'partner_user_id=customer_id',
+    ]);
+    expect(mapped.code).toBe(0);
+    expect(mapped.stderr).toContain('from --map');
+    expect(mapped.stderr).toContain('country         <- "Country"');
+    expect(mapped.stdout).toBe(auto.stdout);
+  });
+
+  it('lists each line once per reason in the summary, however many values of the row it rejected', async () => {
+    const path = join(tmp, 'repeats.csv');
+    writeFileSync(path, 'email,work_email\nbad;worse,bad3\nok@example.com,bad4;bad5\nok2@example.com,\n,nope\n');
+    const r = await runCli(['hash', path, '--value-separator', ';', '--json', '--workers', '0']);
+    expect(r.code).toBe(0);
+    const { summary } = JSON.parse(r.stderr.trim().split('\n').at(-1) as string) as { summary: { rejects: Record<string, unknown> } };
+    expect(summary.rejects.email_invalid).toEqual({ count: 6, lines: [2, 3, 5] });
+    const text = await runCli(['hash', path, '--value-separator', ';', '--workers', '0']);
+    expect(text.stderr).toMatch(/email_invalid\s+6\s+lines 2, 3, 5\b/);
+    // Merging keeps the lines distinct too.
+    const into = createHashSummary();
+    into.rejects.email_invalid = { count: 2, lines: [4] };
+    const from = createHashSummary();
+    from.rejects.email_invalid = { count: 2, lines: [0, 1] };
+    expect(mergeHashSummary(into, from, 4).rejects.email_invalid).toEqual({ count: 4, lines: [4, 5] });
   });
 
   it('documents every option and the exit codes in --help', async () => {

@@ -152,8 +152,34 @@ describe('normalizeCountryCode', () => {
     expect(normalizeCountryCode('UK')).toBe('GB');
     expect(normalizeCountryCode('in')).toBe('IN');
     expect(normalizeCountryCode('XX')).toBeUndefined();
-    expect(normalizeCountryCode('GBR')).toBeUndefined();
     expect(normalizeCountryCode('')).toBeUndefined();
+  });
+  it('accepts ISO alpha-3 codes case-insensitively', () => {
+    const alpha3: Record<string, string> = { USA: 'US', GBR: 'GB', DEU: 'DE', FRA: 'FR', IND: 'IN', BRA: 'BR', JPN: 'JP', CIV: 'CI' };
+    for (const [code, expected] of Object.entries(alpha3)) expect(normalizeCountryCode(code)).toBe(expected);
+    // Kosovo's XKX is user-assigned, not ISO.
+    expect(normalizeCountryCode('XKX')).toBeUndefined();
+    expect(normalizeCountryCode(' gbr ')).toBe('GB');
+    expect(normalizeCountryCode('ZZZ')).toBeUndefined();
+    // Antarctica has an alpha-3 code but no phone numbering plan in libphonenumber-js.
+    expect(normalizeCountryCode('ATA')).toBeUndefined();
+  });
+  it('accepts English country names, ignoring case, accents and punctuation', () => {
+    expect(normalizeCountryCode('United States')).toBe('US');
+    expect(normalizeCountryCode('united states of america')).toBe('US');
+    expect(normalizeCountryCode('United Kingdom')).toBe('GB');
+    expect(normalizeCountryCode(' GERMANY ')).toBe('DE');
+    expect(normalizeCountryCode('Cote d\u2019Ivoire')).toBe('CI');
+    expect(normalizeCountryCode('Côte d\'Ivoire')).toBe('CI');
+    expect(normalizeCountryCode('South Korea')).toBe('KR');
+    expect(normalizeCountryCode('Korea, Republic of')).toBe('KR');
+    expect(normalizeCountryCode('England')).toBeUndefined();
+    expect(normalizeCountryCode('Narnia')).toBeUndefined();
+  });
+  it('gives phones the same E.164 whatever form the country takes', () => {
+    for (const country of ['GB', 'gb', 'UK', 'GBR', 'United Kingdom']) {
+      expect(normalizePhone('020 7946 0958', { country })).toEqual(ok('+442079460958'));
+    }
   });
 });
 
@@ -181,11 +207,19 @@ describe('normalizeDeviceId', () => {
     expect(normalizeDeviceId('af3802a465767e36')).toEqual(ok('af3802a465767e36'));
     expect(normalizeDeviceId('AF38 02A4 6576 7E36')).toEqual(ok('af3802a465767e36'));
   });
+  it('dashes an undashed (32-hex) UUID', () => {
+    expect(normalizeDeviceId('2F5F53913E454D02B6454575A08F86E1')).toEqual(ok('2f5f5391-3e45-4d02-b645-4575a08f86e1'));
+    expect(normalizeDeviceId(' 2f5f53913e454d02b6454575a08f86e1 ')).toEqual(ok('2f5f5391-3e45-4d02-b645-4575a08f86e1'));
+    // Same value, same digest, whichever way it was exported.
+    const dashed = buildUser(record([field('device_id', '2f5f5391-3e45-4d02-b645-4575a08f86e1')]), {}).user;
+    expect(buildUser(record([field('device_id', '2f5f53913e454d02b6454575a08f86e1')]), {}).user).toEqual(dashed);
+  });
   it('the all-zero id (ad tracking disabled) is an opt-out', () => {
     expect(normalizeDeviceId('00000000-0000-0000-0000-000000000000')).toEqual(no('device_id_opt_out'));
+    expect(normalizeDeviceId('00000000000000000000000000000000')).toEqual(no('device_id_opt_out'));
     expect(normalizeDeviceId('0000000000000000')).toEqual(no('device_id_opt_out'));
   });
-  it.each(['', 'xyz', '2f5f5391-3e45-4d02-b645-4575a08f86e', '2f5f53913e454d02b6454575a08f86e1', 'af3802a465767e3', 'af3802a465767e36a', 'gf3802a465767e36'])(
+  it.each(['', 'xyz', '2f5f5391-3e45-4d02-b645-4575a08f86e', '2f5f53913e454d02b6454575a08f86e', '2f5f53913e454d02b6454575a08f86e1a', '2g5f53913e454d02b6454575a08f86e1', 'af3802a465767e3', 'af3802a465767e36a', 'gf3802a465767e36'])(
     'rejects %j',
     (raw) => {
       expect(normalizeDeviceId(raw)).toEqual(no('device_id_invalid'));

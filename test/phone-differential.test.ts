@@ -4,7 +4,8 @@ import { cleanValue, normalizePhone } from '../src/normalize.js';
 import { phoneFastPathStats, phoneToE164, resetPhoneFastPathStats } from '../src/phone.js';
 import examplesJson from 'libphonenumber-js/mobile/examples';
 import metadataJson from 'libphonenumber-js/min/metadata';
-import { generatePhoneCorpus, mulberry32, type PhoneCase } from './helpers/phone-corpus.js';
+import { mulberry32 } from '../src/sandbox/faults.js';
+import { generatePhoneCorpus, type PhoneCase } from './helpers/phone-corpus.js';
 
 /** What the issue defines as the truth: the library with its default metadata, called per value. */
 function library(value: string, country: string | undefined): string | undefined {

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
+import { validateClientOptions } from '../src/api/client.js';
 import { oauth1Header } from '../src/api/oauth.js';
 import { BIN, runCli } from './helpers/cli.js';
 
@@ -96,6 +97,30 @@ describe('audience-kit sandbox (process)', () => {
     run.child.kill('SIGTERM');
     const [code] = (await once(run.child, 'exit')) as [number | null];
     expect(code).toBe(0);
+  });
+
+  it('on a wildcard --host prints a loopback base URL the client accepts, and warns on stderr', async () => {
+    const run = await startCli(['--host', '0.0.0.0', '--json'], isJson);
+    const info = JSON.parse(run.stdout()) as { url: string; env: Record<string, string>; accounts: { primary: string } };
+    expect(info.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(info.env['AUDIENCE_KIT_ADS_BASE_URL']).toBe(info.url);
+    expect(() => validateClientOptions({ adsBaseUrl: info.url, credentials: { consumerKey: 'key', consumerSecret: 'secret' } })).not.toThrow();
+    const r = await signedGet(`${info.url}/12/accounts/${info.accounts.primary}/custom_audiences`, info.env);
+    expect(r.status).toBe(200);
+    // stderr and stdout are separate pipes: give the warning a moment to arrive.
+    for (let i = 0; i < 100 && !run.stderr().includes('warning:'); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(run.stderr()).toContain(`warning: the sandbox listens on 0.0.0.0 and is reachable beyond this machine; anyone who can reach port ${new URL(info.url).port} can use it`);
+    for (const secret of [info.env['AUDIENCE_KIT_CONSUMER_SECRET'] ?? '', info.env['AUDIENCE_KIT_ACCESS_TOKEN_SECRET'] ?? '']) {
+      expect(run.stderr()).not.toContain(secret);
+    }
+    run.child.kill('SIGTERM');
+    const [code] = (await once(run.child, 'exit')) as [number | null];
+    expect(code).toBe(0);
+
+    const local = await startCli(['--json'], isJson);
+    local.child.kill('SIGTERM');
+    await once(local.child, 'exit');
+    expect(local.stderr()).not.toContain('warning:');
   });
 
   it('refuses a bad fault spec or rate limit with exit 2 and a fix', async () => {

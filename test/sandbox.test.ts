@@ -2,7 +2,15 @@ import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { oauth1Header } from '../src/api/oauth.js';
 import { ConfigError } from '../src/errors.js';
-import { parseFaultSpec, startSandbox, type Sandbox, type SandboxOptions } from '../src/sandbox/index.js';
+import { mulberry32 } from '../src/sandbox/faults.js';
+import { UserKeySet } from '../src/sandbox/state.js';
+import {
+  DEFAULT_SANDBOX_TOTAL_COUNT_RATE_LIMIT,
+  parseFaultSpec,
+  startSandbox,
+  type Sandbox,
+  type SandboxOptions,
+} from '../src/sandbox/index.js';
 
 const open: Sandbox[] = [];
 afterEach(async () => {
@@ -84,6 +92,21 @@ const update = (u: unknown[], params: Record<string, unknown> = {}): unknown => 
 const usersPath = (s: Sandbox, id: string, account = s.accounts.primary): string =>
   `/12/accounts/${account}/custom_audiences/${id}/users`;
 const dnrPath = (s: Sandbox, id: string): string => `/12/batch/accounts/${s.accounts.primary}/do_not_reach_lists/${id}/users`;
+
+/** A second access token of the sandbox user, through the PIN flow (real clock). */
+async function secondAccessToken(s: Sandbox): Promise<{ token: string; tokenSecret: string }> {
+  const rt = new URLSearchParams((await call(s, 'POST', '/oauth/request_token', { token: null, oauthParams: { oauth_callback: 'oob' } })).text);
+  const requestToken = rt.get('oauth_token') ?? '';
+  const page = await (await fetch(`${s.url}/oauth/authorize?oauth_token=${requestToken}`)).text();
+  const pin = /<code id="oauth_pin">(\d+)<\/code>/.exec(page)?.[1] ?? '';
+  const at = await call(s, 'POST', '/oauth/access_token', {
+    token: requestToken,
+    tokenSecret: rt.get('oauth_token_secret') ?? '',
+    oauthParams: { oauth_verifier: pin },
+  });
+  const access = new URLSearchParams(at.text);
+  return { token: access.get('oauth_token') ?? '', tokenSecret: access.get('oauth_token_secret') ?? '' };
+}
 
 describe('sandbox: OAuth verification', () => {
   it('accepts a correctly signed request and rejects each kind of bad one with 401 UNAUTHORIZED_ACCESS', async () => {
@@ -403,6 +426,46 @@ describe('sandbox: do-not-reach lists', () => {
   });
 });
 
+describe('sandbox: identifier types of do-not-reach lists', () => {
+  it('accepts only email and phone_number, reporting others at their operation and user index', async () => {
+    const s = await sandbox();
+    const list = s.state.createDoNotReachList(s.accounts.primary, 'DNR types');
+    const ok = await call(s, 'POST', dnrPath(s, list.id), batch([update([{ email: [digest(1)], phone_number: [digest(2)] }])]));
+    expect(ok.status).toBe(200);
+    const r = await call(
+      s,
+      'POST',
+      dnrPath(s, list.id),
+      batch([
+        update(users(0, 2)),
+        update([{ email: [digest(3)] }, { device_id: [digest(4)] }]),
+        update([{ partner_user_id: ['crm-1'] }]),
+        update([{ handle: [digest(5)], email: [digest(6)] }]),
+        update([{ phone_number: [digest(7)], service_id: [digest(8)] }]),
+      ]),
+    );
+    expect(r.status).toBe(400);
+    const rejected = (type: string, index: number, user: number) =>
+      expect.objectContaining({
+        index,
+        user_index: user,
+        code: 'INVALID_USER_DATA',
+        message: `identifier type ${type} is not accepted on do-not-reach lists; allowed: email, phone_number`,
+      });
+    expect(r.json.operation_errors).toEqual([
+      rejected('device_id', 1, 1),
+      rejected('partner_user_id', 2, 0),
+      rejected('handle', 3, 0),
+      rejected('service_id', 4, 0),
+    ]);
+    expect(s.state.dnrListSize(list.id)).toBe(1);
+    // Custom audiences take all six types.
+    const a = s.state.createCustomAudience(s.accounts.primary, 'All types');
+    const all = [{ device_id: [digest(4)], handle: [digest(5)], service_id: [digest(8)], partner_user_id: ['crm-1'] }];
+    expect((await call(s, 'POST', usersPath(s, a.id), batch([update(all)]))).status).toBe(200);
+  });
+});
+
 describe('sandbox: audience size and targetability', () => {
   it('derives audience_size, TOO_SMALL under 100 users and PROCESSING for processingMs after an upload', async () => {
     let now = Date.UTC(2030, 0, 1);
@@ -517,6 +580,57 @@ describe('sandbox: rate limits', () => {
   });
 });
 
+describe('sandbox: windows that reject spend nothing', () => {
+  it('counts a user batch in the account and the per-credentials windows only when both have room', async () => {
+    const s = await sandbox({ rateLimit: { limit: 2, windowMs: 60_000 } });
+    const { primary, secondary } = s.accounts;
+    const other = await secondAccessToken(s);
+    const a = s.state.createCustomAudience(primary, 'Primary');
+    const b = s.state.createCustomAudience(secondary, 'Secondary');
+    const send = (id: string, account: string, creds: CallOptions = {}): Promise<Reply> =>
+      call(s, 'POST', usersPath(s, id, account), { ...batch([update(users(0, 1))]), ...creds });
+    const remaining = (r: Reply): [string | null, string | null] => [
+      r.headers.get('x-account-rate-limit-remaining'),
+      r.headers.get('x-rate-limit-remaining'),
+    ];
+    // The first token fills its own window and the primary account's.
+    expect((await send(a.id, primary)).status).toBe(200);
+    expect((await send(a.id, primary)).status).toBe(200);
+    // The second token on the full account: refused, and its own window stays untouched.
+    const accountFull = await send(a.id, primary, other);
+    expect(accountFull.status).toBe(429);
+    expect(remaining(accountFull)).toEqual(['0', '2']);
+    // The first token on the other account: its own window refuses, that account's stays untouched.
+    const tokenFull = await send(b.id, secondary);
+    expect(tokenFull.status).toBe(429);
+    expect(remaining(tokenFull)).toEqual(['2', '0']);
+    // So the second token still has the secondary account's whole quota.
+    expect(remaining(await send(b.id, secondary, other))).toEqual(['1', '1']);
+    expect(remaining(await send(b.id, secondary, other))).toEqual(['0', '0']);
+  });
+
+  it('holds with_total_count requests to their own lower limit across list endpoints, per credentials', async () => {
+    expect(DEFAULT_SANDBOX_TOTAL_COUNT_RATE_LIMIT).toEqual({ limit: 200, windowMs: 15 * 60_000 });
+    const s = await sandbox({ totalCountRateLimit: { limit: 2, windowMs: 60_000 } });
+    const audiences = `/12/accounts/${s.accounts.primary}/custom_audiences`;
+    const lists = `/12/accounts/${s.accounts.primary}/do_not_reach_lists`;
+    const first = await call(s, 'GET', `${audiences}?with_total_count=true`);
+    expect(first.status).toBe(200);
+    expect([first.headers.get('x-rate-limit-limit'), first.headers.get('x-rate-limit-remaining')]).toEqual(['2', '1']);
+    expect((await call(s, 'GET', `${lists}?with_total_count=true`)).headers.get('x-rate-limit-remaining')).toBe('0');
+    const over = await call(s, 'GET', `${lists}?with_total_count=true&count=5`);
+    expect(over.status).toBe(429);
+    expect(over.json.errors[0]).toMatchObject({ code: 'TOO_MANY_REQUESTS', message: 'Rate limit exceeded: 2 with_total_count requests per 60 s' });
+    // Without with_total_count, the endpoint's own (much larger) window applies.
+    const plain = await call(s, 'GET', audiences);
+    expect(plain.status).toBe(200);
+    expect(plain.headers.get('x-rate-limit-limit')).toBe('10000');
+    // Another token has its own with_total_count window.
+    const other = await secondAccessToken(s);
+    expect((await call(s, 'GET', `${audiences}?with_total_count=true`, other)).status).toBe(200);
+  });
+});
+
 describe('sandbox: fault injection', () => {
   it('parses the spec syntax and explains bad items', () => {
     expect(parseFaultSpec('503=1@2,drop@4+6,mismatch%0.01, slow=25@1')).toEqual([
@@ -526,7 +640,14 @@ describe('sandbox: fault injection', () => {
       { kind: 'slow', arg: 25, on: [1] },
     ]);
     expect(parseFaultSpec('')).toEqual([]);
+    expect(parseFaultSpec('500@1:all,drop%0.5:users,slow=5@2+3:all')).toEqual([
+      { kind: '500', on: [1], route: 'all' },
+      { kind: 'drop', rate: 0.5, route: 'users' },
+      { kind: 'slow', arg: 5, on: [2, 3], route: 'all' },
+    ]);
     const bad: Array<[string, RegExp]> = [
+      ['500@1:everything', /item 1 "500@1:everything": unknown route "everything"; allowed: users, all/],
+      ['500:all', /item 1 .*needs @N/],
       ['foo@1', /item 1 "foo@1": unknown kind "foo"; allowed: 500, 503, 429, drop, slow, mismatch, html/],
       ['500@1,drop', /item 2 "drop": needs @N/],
       ['500=3@1', /item 1 .*takes no =arg/],
@@ -551,7 +672,13 @@ describe('sandbox: fault injection', () => {
   });
 
   it('injects each kind on schedule; a faulted request changes no state except mismatch', async () => {
-    const s = await sandbox({ faults: '500@1,503=7@2,429@3,drop@4,html@5,mismatch@6,slow=30@7' });
+    const slept: number[] = [];
+    const s = await sandbox({
+      faults: '500@1,503=7@2,429@3,drop@4,html@5,mismatch@6,slow=30@7',
+      sleep: async (ms) => {
+        slept.push(ms);
+      },
+    });
     const a = s.state.createCustomAudience(s.accounts.primary, 'Faults');
     const send = (from: number): Promise<Reply> => call(s, 'POST', usersPath(s, a.id), batch([update(users(from, 10))]));
 
@@ -579,6 +706,7 @@ describe('sandbox: fault injection', () => {
     expect(slow.json.data).toEqual({ success_count: 10, total_count: 10 });
     expect(s.state.audienceSize(a.id)).toBe(10);
     expect((await send(10)).status).toBe(200);
+    expect(slept).toEqual([30]);
 
     const log = s.state.requests.filter((r) => r.path.endsWith('/users'));
     expect(log.map((r) => [r.status, r.fault])).toEqual([
@@ -609,6 +737,29 @@ describe('sandbox: fault injection', () => {
     expect(new Set(one)).toEqual(new Set([200, 500, 502]));
   });
 
+  it('hits every ads request with :all rules, numbering them apart from the user batches', async () => {
+    const s = await sandbox({ faults: '500@2:all,503@1,drop@5:all' });
+    const a = s.state.createCustomAudience(s.accounts.primary, 'All routes');
+    const base = `/12/accounts/${s.accounts.primary}/custom_audiences`;
+    expect((await call(s, 'GET', base)).status).toBe(200);
+    expect((await call(s, 'GET', `${base}/${a.id}`)).status).toBe(500);
+    // The third ads request, but the first user batch: 503@1 is the one that hits it.
+    expect((await call(s, 'POST', usersPath(s, a.id), batch([update(users(0, 1))]))).status).toBe(503);
+    expect((await call(s, 'GET', `${base}/${a.id}`)).status).toBe(200);
+    await expect(call(s, 'DELETE', `${base}/${a.id}`)).rejects.toThrow();
+    expect((await call(s, 'GET', base)).json.data).toHaveLength(1);
+    // The OAuth endpoints are not ads requests: no rule counts or hits them.
+    expect((await call(s, 'POST', '/oauth/request_token', { token: null, oauthParams: { oauth_callback: 'oob' } })).status).toBe(200);
+    expect(s.state.requests.filter((r) => !r.path.startsWith('/oauth/')).map((r) => [r.method, r.status, r.fault])).toEqual([
+      ['GET', 200, undefined],
+      ['GET', 500, '500'],
+      ['POST', 503, '503'],
+      ['GET', 200, undefined],
+      ['DELETE', 0, 'drop'],
+      ['GET', 200, undefined],
+    ]);
+  });
+
   it('replaces rules with setFaults and validates rule objects', async () => {
     const s = await sandbox();
     const a = s.state.createCustomAudience(s.accounts.primary, 'Set');
@@ -617,6 +768,7 @@ describe('sandbox: fault injection', () => {
     for (let i = 0; i < 3; i++) statuses.push((await call(s, 'POST', usersPath(s, a.id), batch([update(users(i, 1))]))).status);
     expect(statuses).toEqual([200, 503, 200]);
     expect(() => s.setFaults([{ kind: '503', on: [0] }])).toThrow(ConfigError);
+    expect(() => s.setFaults([{ kind: '503', on: [1], route: 'oauth' as 'all' }])).toThrow(/route must be one of users, all/);
     await expect(startSandbox({ faults: 'nope@1' })).rejects.toThrow(/unknown kind "nope"/);
     await expect(startSandbox({ port: 70000 })).rejects.toThrow(/Sandbox option port is invalid/);
   });
@@ -666,6 +818,17 @@ describe('sandbox: OAuth PIN flow', () => {
   });
 });
 
+describe('sandbox: listening address', () => {
+  it('addresses a wildcard bind through loopback and says it is reachable beyond it', async () => {
+    const everywhere = await sandbox({ host: '0.0.0.0' });
+    expect(everywhere.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(everywhere.adsBaseUrl).toBe(everywhere.url);
+    expect(everywhere.loopbackOnly).toBe(false);
+    expect((await call(everywhere, 'GET', `/12/accounts/${everywhere.accounts.primary}/custom_audiences`)).status).toBe(200);
+    expect((await sandbox()).loopbackOnly).toBe(true);
+  });
+});
+
 describe('sandbox: lifecycle', () => {
   it('gives each start its own credentials and port unless seeded', async () => {
     const a = await startSandbox();
@@ -681,5 +844,32 @@ describe('sandbox: lifecycle', () => {
     await call(c, 'GET', `/12/accounts/${c.accounts.primary}/custom_audiences`);
     await c.close();
     await expect(fetch(`${c.url}/12/x`)).rejects.toThrow();
+  });
+});
+
+describe('UserKeySet (audience membership)', () => {
+  it('adds, deletes and re-adds 53-bit keys through growth and tombstones, like a Set', () => {
+    const keys = new UserKeySet();
+    const reference = new Set<number>();
+    const rand = mulberry32(7);
+    for (let i = 0; i < 50_000; i++) {
+      const key = Math.floor(rand() * 2 ** 53);
+      keys.add(key);
+      reference.add(key);
+      if (i % 3 === 0) {
+        keys.add(key); // a duplicate changes nothing
+        keys.delete(key);
+        reference.delete(key);
+      }
+    }
+    keys.delete(12345); // absent: no change
+    expect(keys.size).toBe(reference.size);
+    for (const key of reference) {
+      keys.add(key);
+      keys.delete(key);
+    }
+    expect(keys.size).toBe(0);
+    keys.add(0);
+    expect(keys.size).toBe(1);
   });
 });

@@ -250,6 +250,39 @@ describe('audience-kit upload (process)', { timeout: 90_000 }, () => {
     expect(scanFor(texts, [sandbox.credentials.consumerSecret, sandbox.credentials.accessTokenSecret])).toEqual([]);
   });
 
+  it('SIGINT while waiting for input (a paused pipe) ends interrupted, exit 130, and is not marked complete', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'ak-cli-'));
+    const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AUDIENCE_KIT_')));
+    const child = spawn(process.execPath, [BIN, 'upload', '-', '--sandbox', '--json', '--default-country', 'US'], { cwd, env: base, stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    child.stderr.on('data', (b: Buffer) => err.push(b));
+    const done = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    // More than the 64 KiB sample the header detection reads, then the pipe stays open and silent.
+    child.stdin.write(readFileSync(FIXTURE, 'utf8').split('\n').slice(0, 1200).join('\n') + '\n');
+    await waitFor(() => Buffer.concat(err).toString().includes('column mapping'));
+    await new Promise((r) => setTimeout(r, 300));
+    child.kill('SIGINT');
+    const code = await done;
+    expect(code, Buffer.concat(err).toString()).toBe(130);
+    expect(JSON.parse(Buffer.concat(out).toString())).toMatchObject({ status: 'interrupted', exit_code: 130 });
+    expect(readFileSync(join(cwd, '.audience-kit', 'audit.jsonl'), 'utf8')).toContain('"outcome":"interrupted"');
+  });
+
+  it('refuses out-of-range --concurrency / --max-retries before opening the journal or the audit log', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'ak-cli-'));
+    const audienceId = newAudience();
+    for (const bad of [['--concurrency', '0'], ['--max-retries', '101']]) {
+      const r = await runCli([...uploadArgs(audienceId).filter((a, i, all) => a !== '--concurrency' && all[i - 1] !== '--concurrency'), ...bad], { cwd, env });
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toContain(bad[0]);
+    }
+    expect(existsSync(join(cwd, '.audience-kit'))).toBe(false);
+    const ok = await runCli([...uploadArgs(audienceId), '--json'], { cwd, env });
+    expect(ok.code, ok.stderr).toBe(0);
+  });
+
   it('--restart starts over an unfinished run', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'ak-cli-'));
     const audienceId = newAudience();

@@ -9,7 +9,8 @@ import { hashRecords } from '../src/hash.js';
 import { findJournal, RunJournal, type JournalKey } from '../src/journal.js';
 import { serializeUser, writeUserFingerprint, type AudienceUser } from '../src/normalize.js';
 import { startSandbox, type Sandbox, type SandboxOptions } from '../src/sandbox/index.js';
-import { formatUploadProgress, maxDoNotReachExpiry, ProgressPrinter, resolveUploadGroup, uploadAudience, type UploadProgress } from '../src/upload.js';
+import { maxDoNotReachExpiry } from '../src/batch.js';
+import { formatUploadProgress, ProgressPrinter, resolveUploadGroup, uploadAudience, type UploadProgress } from '../src/upload.js';
 
 const USERS_PATH = /\/users$/;
 const instantClock = { now: () => Date.now(), sleep: async () => {} };
@@ -129,6 +130,38 @@ describe('uploadAudience', () => {
     expect(sandbox.state.audienceSize(audienceId)).toBe(900);
   });
 
+  it('refuses bare user objects that are not hashed, without the value in the message', async () => {
+    const base = { accountId: 'a', target: { customAudienceId: 'b' }, dryRun: true } as const;
+    const raw = 'jane.doe@example.com';
+    await expect(uploadAudience({ ...base, users: [{ email: [raw] }] })).rejects.toMatchObject({ code: 'user_not_hashed' });
+    await expect(uploadAudience({ ...base, users: [{ email: [raw] }] })).rejects.not.toThrow(raw);
+    await expect(uploadAudience({ ...base, users: [{ phone: ['a'.repeat(64)] } as never] })).rejects.toThrow(/unknown identifier type/);
+    await expect(uploadAudience({ ...base, users: [{ email: 'a'.repeat(64) } as never] })).rejects.toThrow(/array of strings/);
+    const ok = await uploadAudience({ ...base, users: [{ email: ['a'.repeat(64)], partner_user_id: ['crm-1'] }] });
+    expect(ok).toMatchObject({ status: 'completed', users: 1 });
+  });
+
+  it('hashes raw records here with the records option (a pipeline feeding database rows)', async () => {
+    const { sandbox, client, audienceId } = await setup();
+    async function* rows(): AsyncGenerator<Record<string, string>> {
+      yield { Email: ' Jane.Doe@Example.com ', Phone: '+1 415 555 2671' };
+      yield { Email: 'not-an-email', Phone: '' };
+      yield { Email: 'jane.doe@example.com', Phone: '+14155552671' };
+    }
+    const report = await uploadAudience({ client, accountId: sandbox.accounts.primary, target: { customAudienceId: audienceId }, users: rows(), records: { defaultCountry: 'US' }, clock: instantClock });
+    expect(report).toMatchObject({ status: 'completed', rows: 3, users: 1, duplicates: 1, rows_without_identifier: 1 });
+    expect(report.invalid_by_reason.email_invalid).toEqual({ count: 1, lines: [2] });
+    expect(sandbox.state.audienceSize(audienceId)).toBe(1);
+  });
+
+  it('do-not-reach expiry must be under 13 months, clamped at month ends', () => {
+    expect(maxDoNotReachExpiry(new Date('2030-01-31T10:00:00Z')).toISOString()).toBe('2031-02-28T10:00:00.000Z');
+    const now = new Date('2030-03-15T00:00:00Z');
+    const target = { doNotReachListId: 'x' };
+    expect(() => resolveUploadGroup({ target, expiresAt: '2031-04-15T00:00:00Z', now })).toThrow(/13 months/);
+    expect(resolveUploadGroup({ target, expiresAt: '2031-04-14T23:59:59Z', now })).toMatchObject({ expiresAt: '2031-04-14T23:59:59Z' });
+  });
+
   it('re-sends a batch whose counts do not match, at once, until confirmed', async () => {
     const { sandbox, client, audienceId } = await setup({ faults: 'mismatch@1+2+4' });
     const report = await uploadAudience({
@@ -219,7 +252,7 @@ describe('uploadAudience', () => {
       users: users(500),
       limits: SMALL,
       dryRun: true,
-      onBatch: (b) => bodies.push(b.body),
+      onBatch: (b) => bodies.push(b.body.toString('utf8')),
     });
     expect(report).toMatchObject({ dry_run: true, requests: 0, users: 500 });
     expect(report.batches).toBe(bodies.length);

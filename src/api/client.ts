@@ -18,9 +18,9 @@ import { buildHttpError } from './parse-error.js';
 import {
   DEFAULT_RATE_LIMIT_POLICY,
   SlidingWindowLimiter,
-  findRateLimitRule,
+  exhaustedResetWaitMs,
+  findRateLimitRules,
   parseRateLimitHeaders,
-  resetWaitMs,
   retryAfterMs,
   type ClientClock,
   type RateLimitPolicy,
@@ -49,6 +49,12 @@ export interface RequestEvent {
   ms: number;
 }
 
+/** Where a warning came from: never a query, header or body. */
+export interface WarnContext {
+  method: string;
+  path: string;
+}
+
 export interface RetryOptions {
   /** First backoff (before jitter); doubles per attempt. */
   baseMs?: number;
@@ -71,6 +77,8 @@ export interface ClientOptions {
   rateLimitPolicy?: RateLimitPolicy;
   onWait?: (e: WaitEvent) => void;
   onRequest?: (e: RequestEvent) => void;
+  /** The platform's `x-api-warn` of a successful response (deprecations, ignored parameters), redacted. */
+  onWarn?: (warning: string, context: WarnContext) => void;
   clock?: ClientClock;
   random?: () => number;
 }
@@ -94,7 +102,7 @@ export interface ApiRequest<T> {
   /** Path with already-encoded segments, e.g. `/12/accounts/abc/custom_audiences`. */
   path: string;
   query?: Record<string, QueryValue>;
-  /** JSON body: an object to serialize, or a pre-serialized string (not signed). */
+  /** JSON body: an object to serialize, or pre-serialized text or UTF-8 bytes (not signed). */
   json?: unknown;
   /** Form body (signed). */
   form?: Record<string, string>;
@@ -139,24 +147,29 @@ export function isRetryableStatus(status: number, idempotent = true): boolean {
 /** Failures where the request cannot have reached the application (safe to repeat anything). */
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'UND_ERR_CONNECT_TIMEOUT', 'ENOTFOUND', 'EAI_AGAIN']);
 
-function isLoopback(hostname: string): boolean {
+/** A URL hostname (`new URL(u).hostname`, IPv6 in brackets) that only this machine can reach. */
+export function isLoopbackHost(hostname: string): boolean {
   return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
 }
 
-function baseUrlSchema(variable: string) {
-  return z.string().superRefine((value, ctx) => {
+/** zod's own wording ("expected string, received undefined") says nothing about what to set. */
+const missingOr = (what: string, expected: string) => (issue: { input: unknown }) =>
+  issue.input === undefined ? `${what} is missing` : `${what} must be ${expected}`;
+
+function baseUrlSchema(what: string) {
+  return z.string({ error: missingOr(what, 'a string') }).superRefine((value, ctx) => {
     let u: URL;
     try {
       u = new URL(value);
     } catch {
-      ctx.addIssue({ code: 'custom', message: `${variable} is not a URL` });
+      ctx.addIssue({ code: 'custom', message: `${what} is not a URL` });
       return;
     }
     if (u.protocol === 'https:') return;
-    if (u.protocol === 'http:' && isLoopback(u.hostname)) return;
+    if (u.protocol === 'http:' && isLoopbackHost(u.hostname)) return;
     ctx.addIssue({
       code: 'custom',
-      message: `${variable} must use https (http is allowed only for loopback hosts 127.0.0.0/8, localhost, [::1])`,
+      message: `${what} must use https (http is allowed only for loopback hosts 127.0.0.0/8, localhost, [::1])`,
     });
   });
 }
@@ -167,7 +180,9 @@ const policySchema = z.object({
   rules: z.array(
     z.object({
       name: z.string().min(1),
-      endpoints: z.array(z.object({ method: z.string().min(1), path: z.string().min(1) })),
+      endpoints: z.array(
+        z.object({ method: z.string().min(1), path: z.string().min(1), query: z.record(z.string(), z.string()).optional() }),
+      ),
       limit: z.number().int().positive(),
       windowMs: z.number().int().positive(),
     }),
@@ -177,22 +192,42 @@ const policySchema = z.object({
   maxServerWaitMs: z.number().int().nonnegative(),
 });
 
-const credentialField = (variable: string) =>
-  z.string({ error: `${variable} is missing` }).min(1, { error: `${variable} is empty` });
+const CREDENTIAL_VARIABLES = {
+  consumerKey: 'AUDIENCE_KIT_CONSUMER_KEY',
+  consumerSecret: 'AUDIENCE_KIT_CONSUMER_SECRET',
+  accessToken: 'AUDIENCE_KIT_ACCESS_TOKEN',
+  accessTokenSecret: 'AUDIENCE_KIT_ACCESS_TOKEN_SECRET',
+} as const;
+
+/** `credentials.consumerKey (AUDIENCE_KIT_CONSUMER_KEY)`: the option and the variable the CLI reads. */
+const credentialName = (field: keyof typeof CREDENTIAL_VARIABLES) => `credentials.${field} (${CREDENTIAL_VARIABLES[field]})`;
+
+const credentialField = (field: keyof typeof CREDENTIAL_VARIABLES) =>
+  z
+    .string({ error: missingOr(credentialName(field), 'a string') })
+    .min(1, { error: `${credentialName(field)} is empty` })
+    // A lone surrogate has no UTF-8 form to sign with (see percentEncode); say so before any request.
+    .refine((v) => !/\p{Cs}/u.test(v), { error: `${credentialName(field)} contains a lone UTF-16 surrogate` });
+
+/** Messages of these name their field themselves; other options get the field appended. */
+const SELF_NAMED = /^(adsBaseUrl|apiBaseUrl|credentials)\b/;
 
 const clientOptionsSchema = z.object({
-  adsBaseUrl: baseUrlSchema('the ads base URL (AUDIENCE_KIT_ADS_BASE_URL)'),
-  apiBaseUrl: baseUrlSchema('the API base URL (AUDIENCE_KIT_API_BASE_URL)').optional(),
+  adsBaseUrl: baseUrlSchema('adsBaseUrl (AUDIENCE_KIT_ADS_BASE_URL)'),
+  apiBaseUrl: baseUrlSchema('apiBaseUrl (AUDIENCE_KIT_API_BASE_URL)').optional(),
   credentials: z
-    .object({
-      consumerKey: credentialField('AUDIENCE_KIT_CONSUMER_KEY'),
-      consumerSecret: credentialField('AUDIENCE_KIT_CONSUMER_SECRET'),
-      accessToken: credentialField('AUDIENCE_KIT_ACCESS_TOKEN').optional(),
-      accessTokenSecret: credentialField('AUDIENCE_KIT_ACCESS_TOKEN_SECRET').optional(),
-    })
+    .object(
+      {
+        consumerKey: credentialField('consumerKey'),
+        consumerSecret: credentialField('consumerSecret'),
+        accessToken: credentialField('accessToken').optional(),
+        accessTokenSecret: credentialField('accessTokenSecret').optional(),
+      },
+      { error: missingOr('credentials', 'an object { consumerKey, consumerSecret, accessToken?, accessTokenSecret? }') },
+    )
     .superRefine((c, ctx) => {
       if ((c.accessToken === undefined) !== (c.accessTokenSecret === undefined)) {
-        const missing = c.accessToken === undefined ? 'AUDIENCE_KIT_ACCESS_TOKEN' : 'AUDIENCE_KIT_ACCESS_TOKEN_SECRET';
+        const missing = credentialName(c.accessToken === undefined ? 'accessToken' : 'accessTokenSecret');
         ctx.addIssue({ code: 'custom', message: `${missing} is missing (the access token and its secret go together)` });
       }
     }),
@@ -204,6 +239,7 @@ const clientOptionsSchema = z.object({
   rateLimitPolicy: policySchema.optional(),
   onWait: z.function().optional(),
   onRequest: z.function().optional(),
+  onWarn: z.function().optional(),
   clock: z.object({ now: z.function(), sleep: z.function() }).loose().optional(),
   random: z.function().optional(),
 });
@@ -215,21 +251,33 @@ export function issuePath(path: readonly PropertyKey[]): string {
   return out === '' ? '(root)' : out;
 }
 
-/** Validates client options; a ConfigError names the field or environment variable. */
+function fixForOption(where: string): string {
+  if (where.startsWith('credentials')) {
+    return 'Pass credentials { consumerKey, consumerSecret, accessToken, accessTokenSecret } to createClient; the CLI reads the four AUDIENCE_KIT_* credential variables (or run `audience-kit auth login`)';
+  }
+  if (where === 'adsBaseUrl' || where === 'apiBaseUrl') {
+    const [variable, flag] = where === 'adsBaseUrl' ? ['AUDIENCE_KIT_ADS_BASE_URL', '--base-url'] : ['AUDIENCE_KIT_API_BASE_URL', '--api-base-url'];
+    return `Pass ${where} to createClient, the platform's origin without a version segment (e.g. https://ads-api.example.com); the CLI reads ${variable} or ${flag}, and \`audience-kit sandbox\` prints a local one`;
+  }
+  return 'Correct the option named in the message';
+}
+
+/** Validates client options; a ConfigError names the option and the environment variable the CLI reads for it. */
 export function validateClientOptions(o: ClientOptions): void {
   const r = clientOptionsSchema.safeParse(o);
   if (r.success) return;
   const issue = r.error.issues[0];
   const where = issuePath(issue?.path ?? []);
-  const isCredential = where.startsWith('credentials');
+  const message = issue?.message ?? 'invalid';
+  const code = where.startsWith('credentials')
+    ? 'config_missing_credential'
+    : where === 'adsBaseUrl' && (o as Partial<ClientOptions>).adsBaseUrl === undefined
+      ? 'config_missing_base_url'
+      : 'config_invalid';
   throw new ConfigError(
-    isCredential ? 'config_missing_credential' : 'config_invalid',
-    `Invalid client configuration: ${issue?.message ?? 'invalid'}${isCredential ? '' : ` (${where})`}`,
-    {
-      fix: isCredential
-        ? 'Set the four AUDIENCE_KIT_* credential variables (or run `audience-kit auth login`)'
-        : 'Correct the option named in the message',
-    },
+    code,
+    `Invalid client configuration: ${message}${SELF_NAMED.test(message) ? '' : ` (${where})`}`,
+    { fix: fixForOption(where) },
   );
 }
 
@@ -254,14 +302,14 @@ export function buildQueryString(query: Record<string, QueryValue> | undefined):
   for (const [k, v] of Object.entries(query)) {
     if (v === undefined) continue;
     const value = Array.isArray(v) ? v.join(',') : String(v);
-    parts.push(`${percentEncode(k)}=${percentEncode(value)}`);
+    parts.push(`${percentEncode(k, 'query parameter name')}=${percentEncode(value, k)}`);
   }
   return parts.join('&');
 }
 
 function formEncode(form: Record<string, string>): string {
   return Object.entries(form)
-    .map(([k, v]) => `${percentEncode(k)}=${percentEncode(v)}`)
+    .map(([k, v]) => `${percentEncode(k, 'form parameter name')}=${percentEncode(v, k)}`)
     .join('&');
 }
 
@@ -286,7 +334,32 @@ function errorCode(e: unknown): string | undefined {
   return typeof c === 'string' ? c : undefined;
 }
 
-const noRelease = (): void => {};
+/** Releases every slot a request took (one per rate-limit rule it falls under). */
+function releaseAll(releases: ReadonlyArray<(end: number) => void>): (end: number) => void {
+  return (end) => {
+    for (const release of releases) release(end);
+  };
+}
+
+/** A secret as given, and as percent-encoded (how a server echoing a signed parameter would send it back). */
+function secretForms(secrets: readonly string[]): string[] {
+  const forms = new Set<string>();
+  for (const s of secrets) {
+    // Short values would redact ordinary words; real keys and secrets are far longer.
+    if (s.length < 4) continue;
+    forms.add(s);
+    forms.add(percentEncode(s, 'credential'));
+  }
+  return [...forms];
+}
+
+function redactWith(secrets: readonly string[], text: string): string {
+  let out = text;
+  for (const s of secrets) out = out.split(s).join('[redacted]');
+  return out
+    .replace(/(?:authorization:\s*)?OAuth\s+(?:realm|oauth_)[^\n]*/gi, '[redacted]')
+    .replace(/oauth_(?:signature|token_secret)=[^&\s",]*/gi, '[redacted]');
+}
 
 /** A function call, so TypeScript does not narrow `aborted` across awaits. */
 function isAborted(signal: AbortSignal | undefined): boolean {
@@ -313,6 +386,7 @@ export class AdsClient {
   private readonly random: () => number;
   private readonly onWait: ((e: WaitEvent) => void) | undefined;
   private readonly onRequest: ((e: RequestEvent) => void) | undefined;
+  private readonly onWarn: ((warning: string, context: WarnContext) => void) | undefined;
   private readonly limiters = new Map<RateLimitRule, SlidingWindowLimiter>();
   /** Route family → time before which the server said no requests are left. */
   private readonly blockedUntil = new Map<string, number>();
@@ -332,9 +406,8 @@ export class AdsClient {
     this.random = o.random ?? Math.random;
     this.onWait = o.onWait;
     this.onRequest = o.onRequest;
-    this.secrets = [o.credentials.consumerSecret, o.credentials.accessTokenSecret ?? '', o.credentials.accessToken ?? ''].filter(
-      (s) => s.length >= 4,
-    );
+    this.onWarn = o.onWarn;
+    this.secrets = secretForms([o.credentials.consumerSecret, o.credentials.accessTokenSecret ?? '', o.credentials.accessToken ?? '']);
     for (const rule of this.policy.rules) {
       this.limiters.set(rule, new SlidingWindowLimiter(rule.limit, rule.windowMs + this.policy.safetyMarginMs));
     }
@@ -355,36 +428,39 @@ export class AdsClient {
     await this.agent.close();
   }
 
-  /** Replaces any secret the server might echo back, so no error or log line can carry one. */
-  redact = (text: string): string => {
-    let out = text;
-    for (const s of this.secrets) out = out.split(s).join('[redacted]');
-    return out
-      .replace(/(?:authorization:\s*)?OAuth\s+(?:realm|oauth_)[^\n]*/gi, '[redacted]')
-      .replace(/oauth_(?:signature|token_secret)=[^&\s",]*/gi, '[redacted]');
-  };
+  /**
+   * Removes every secret the server might echo back, so no error, warning or log line can carry
+   * one: the client's own, plus the token a request signs with (the OAuth access_token step signs
+   * with a request token the client does not hold).
+   */
+  private redactorFor(token: { key: string; secret: string } | null): (text: string) => string {
+    const secrets =
+      token === null || this.secrets.includes(token.secret) ? this.secrets : [...this.secrets, ...secretForms([token.key, token.secret])];
+    return (text) => redactWith(secrets, text);
+  }
 
   async request<T>(req: ApiRequest<T>): Promise<ApiResponse<T>> {
     const url = joinUrl(req.base === 'api' ? this.apiBaseUrl : this.adsBaseUrl, req.path);
     url.search = buildQueryString(req.query);
     const token = this.tokenFor(req);
+    const redact = this.redactorFor(token);
     let body: Buffer | undefined;
     let contentType: string | undefined;
     if (req.form !== undefined) {
       body = Buffer.from(formEncode(req.form));
       contentType = 'application/x-www-form-urlencoded';
     } else if (req.json !== undefined) {
-      body = Buffer.from(typeof req.json === 'string' ? req.json : JSON.stringify(req.json));
+      body = Buffer.isBuffer(req.json) ? req.json : Buffer.from(typeof req.json === 'string' ? req.json : JSON.stringify(req.json));
       contentType = 'application/json';
     }
-    const rule = findRateLimitRule(this.policy, req.method, req.path);
+    const rules = findRateLimitRules(this.policy, req.method, req.path, req.query);
     const family = routeKey(req.method, req.path);
     const path = url.pathname;
     const idempotent = req.idempotent ?? true;
 
     for (let attempt = 1; ; attempt++) {
       if (isAborted(req.signal)) throw abortedError(req.method, path, req.signal?.reason);
-      const release = await this.throttle(rule, family, path, req.signal);
+      const release = await this.throttle(rules, family, path, req.signal);
       const started = performance.now();
       this.counters.requests++;
       let status: number;
@@ -431,7 +507,11 @@ export class AdsClient {
       this.emitRequest(req.method, path, status, attempt, started);
       this.observeRateLimit(headers, family);
       if (status >= 200 && status < 300) {
-        return { status, body: this.parseBody(req, path, text), apiWarn: headerOf(headers, 'x-api-warn') };
+        const warning = headerOf(headers, 'x-api-warn');
+        const apiWarn = warning === undefined ? undefined : redact(warning);
+        // Before parsing: a deprecation warning may be what explains an unexpected shape.
+        if (apiWarn !== undefined) this.onWarn?.(apiWarn, { method: req.method, path });
+        return { status, body: this.parseBody(req, path, text), apiWarn };
       }
       if (status === 429) this.counters.rateLimited++;
       const hint = this.serverHintMs(status, headers);
@@ -442,7 +522,8 @@ export class AdsClient {
           path,
           headers,
           body: text,
-          redact: this.redact,
+          redact,
+          attempts: attempt,
           ...(status === 429 && hint !== undefined ? { resetAt: new Date(this.clock.now() + hint.ms) } : {}),
         });
       }
@@ -502,7 +583,7 @@ export class AdsClient {
     );
   }
 
-  /** Wait the server asked for: a 429's reset (per account first), else `retry-after`. */
+  /** Wait the server asked for: a 429's latest reset among the exhausted windows, else `retry-after`. */
   private serverHintMs(
     status: number,
     headers: Dispatcher.ResponseData['headers'],
@@ -510,8 +591,7 @@ export class AdsClient {
     const now = this.clock.now();
     const max = this.policy.maxServerWaitMs;
     if (status === 429) {
-      const rl = parseRateLimitHeaders(headers);
-      const ms = resetWaitMs(rl?.reset, now, max);
+      const ms = exhaustedResetWaitMs(parseRateLimitHeaders(headers), now, max, true);
       if (ms !== undefined) return { ms: Math.min(max, ms + this.random() * this.policy.resetJitterMs), reason: 'server_reset' };
     }
     const ra = retryAfterMs(headerOf(headers, 'retry-after'), now, max);
@@ -519,22 +599,21 @@ export class AdsClient {
   }
 
   private observeRateLimit(headers: Dispatcher.ResponseData['headers'], family: string): void {
-    const rl = parseRateLimitHeaders(headers);
-    if (rl?.remaining !== 0) return;
     const now = this.clock.now();
-    const ms = resetWaitMs(rl.reset, now, this.policy.maxServerWaitMs);
+    const ms = exhaustedResetWaitMs(parseRateLimitHeaders(headers), now, this.policy.maxServerWaitMs, false);
     if (ms === undefined || ms === 0) return;
     const until = now + Math.min(this.policy.maxServerWaitMs, ms + this.random() * this.policy.resetJitterMs);
     this.blockedUntil.set(family, Math.max(until, this.blockedUntil.get(family) ?? 0));
   }
 
-  /** Waits until the request may be sent; returns the function that ends its rate-limit slot. */
+  /** Waits until the request may be sent; returns the function that ends its rate-limit slots. */
   private async throttle(
-    rule: RateLimitRule | undefined,
+    rules: readonly RateLimitRule[],
     family: string,
     path: string,
     signal?: AbortSignal,
   ): Promise<(end: number) => void> {
+    const limiters = rules.flatMap((rule) => this.limiters.get(rule) ?? []);
     for (;;) {
       const now = this.clock.now();
       const blocked = (this.blockedUntil.get(family) ?? 0) - now;
@@ -542,16 +621,22 @@ export class AdsClient {
         await this.wait('server_reset', blocked, path, signal);
         continue;
       }
-      const limiter = rule === undefined ? undefined : this.limiters.get(rule);
-      if (limiter === undefined) return noRelease;
-      const ms = limiter.delay(now);
-      if (ms === 0) return limiter.take();
-      if (ms === Infinity) {
-        // Every slot is in flight: the next response frees one.
-        await limiter.released();
+      // Slots are taken in every window at once, or in none: a slot held while waiting for
+      // another window would only shrink the first window for everyone else.
+      let ms = 0;
+      let full: SlidingWindowLimiter | undefined;
+      for (const limiter of limiters) {
+        const d = limiter.delay(now);
+        if (d === Infinity) full = limiter;
+        else ms = Math.max(ms, d);
+      }
+      if (full !== undefined) {
+        // Every slot of that window is in flight: the next response frees one.
+        await full.released();
         if (isAborted(signal)) throw abortedError('request', path, signal?.reason);
         continue;
       }
+      if (ms === 0) return releaseAll(limiters.map((limiter) => limiter.take()));
       await this.wait('rate_limit', ms, path, signal);
     }
   }

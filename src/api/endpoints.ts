@@ -3,7 +3,7 @@
  * path-encoded; bounds from the reference are checked before anything is sent.
  */
 import { z } from 'zod';
-import { ConfigError } from '../errors.js';
+import { ConfigError, HttpError } from '../errors.js';
 import type { AudienceUser } from '../normalize.js';
 import type { AdsClient } from './client.js';
 import { checkCount, checkIdList, checkTotalCountCursor, type Page } from './pagination.js';
@@ -32,8 +32,8 @@ export type UserOperation = {
   params: { users: AudienceUser[]; effective_at?: string; expires_at?: string };
 };
 
-/** Either operations to serialize, or the exact JSON array the caller already serialized. */
-export type UserBatchBody = { operations: UserOperation[]; body?: never } | { body: string; operations?: never };
+/** Either operations to serialize, or the exact JSON array the caller already serialized (text or UTF-8 bytes). */
+export type UserBatchBody = { operations: UserOperation[]; body?: never } | { body: string | Buffer; operations?: never };
 
 /** Platform limits of one user-batch request. */
 export const USER_BATCH_LIMITS = { maxOperations: 2500, maxBodyBytes: 5_000_000 } as const;
@@ -45,20 +45,42 @@ const seg = (id: string, name: string): string => {
   return encodeURIComponent(id);
 };
 
-function batchBody(input: UserBatchBody): string {
+function batchBody(input: UserBatchBody): Buffer {
   if (input.operations !== undefined && input.operations.length > USER_BATCH_LIMITS.maxOperations) {
     throw new ConfigError('invalid_parameter', `Invalid operations: ${input.operations.length} operations in one request`, {
       fix: `Send at most ${USER_BATCH_LIMITS.maxOperations} operations per request`,
     });
   }
-  const body = input.body ?? JSON.stringify(input.operations);
-  const bytes = Buffer.byteLength(body);
+  const given = input.body ?? JSON.stringify(input.operations);
+  const body = typeof given === 'string' ? Buffer.from(given) : given;
+  const bytes = body.length;
   if (bytes > USER_BATCH_LIMITS.maxBodyBytes) {
     throw new ConfigError('invalid_parameter', `Invalid body: ${bytes} bytes`, {
       fix: `Send at most ${USER_BATCH_LIMITS.maxBodyBytes} bytes per request`,
     });
   }
   return body;
+}
+
+/**
+ * A DELETE is retried after a lost answer (reset, timeout, 500), and the retry can meet the 404
+ * that its own first attempt caused. Only in that case `current()` decides: the resource as it
+ * is now, returned when it is indeed deleted (the platform answers a DELETE with the object and
+ * `deleted: true`, so this is the result the first attempt would have given); otherwise the 404
+ * stands. A 404 on the first attempt is never second-guessed.
+ */
+async function deleteOnce<T extends { deleted?: boolean | undefined }>(
+  send: () => Promise<T>,
+  current: () => Promise<T | undefined>,
+): Promise<T> {
+  try {
+    return await send();
+  } catch (e) {
+    if (!(e instanceof HttpError) || e.status !== 404 || e.attempts < 2) throw e;
+    const now = await current().catch(() => undefined);
+    if (now?.deleted !== true) throw e;
+    return now;
+  }
 }
 
 // ---- user batches -------------------------------------------------------------------------
@@ -164,13 +186,19 @@ export async function updateCustomAudience(
   return res.body.data;
 }
 
+/** A deleted audience stays readable (with `deleted: true`), which settles a retried DELETE's 404. */
 export async function deleteCustomAudience(c: AdsClient, p: { accountId: string; customAudienceId: string }): Promise<CustomAudience> {
-  const res = await c.request({
-    method: 'DELETE',
-    path: `${audiencesPath(p.accountId)}/${seg(p.customAudienceId, 'custom audience id')}`,
-    schema: dataEnvelope(customAudienceSchema),
-  });
-  return res.body.data;
+  return deleteOnce(
+    async () => {
+      const res = await c.request({
+        method: 'DELETE',
+        path: `${audiencesPath(p.accountId)}/${seg(p.customAudienceId, 'custom audience id')}`,
+        schema: dataEnvelope(customAudienceSchema),
+      });
+      return res.body.data;
+    },
+    () => getCustomAudience(c, p),
+  );
 }
 
 // ---- do-not-reach lists -------------------------------------------------------------------
@@ -215,13 +243,19 @@ export async function createDoNotReachList(
   return res.body.data;
 }
 
+/** A deleted list stays readable (with `deleted: true`), which settles a retried DELETE's 404. */
 export async function deleteDoNotReachList(c: AdsClient, p: { accountId: string; doNotReachListId: string }): Promise<DoNotReachList> {
-  const res = await c.request({
-    method: 'DELETE',
-    path: `${dnrPath(p.accountId)}/${seg(p.doNotReachListId, 'do-not-reach list id')}`,
-    schema: dataEnvelope(doNotReachListSchema),
-  });
-  return res.body.data;
+  return deleteOnce(
+    async () => {
+      const res = await c.request({
+        method: 'DELETE',
+        path: `${dnrPath(p.accountId)}/${seg(p.doNotReachListId, 'do-not-reach list id')}`,
+        schema: dataEnvelope(doNotReachListSchema),
+      });
+      return res.body.data;
+    },
+    () => getDoNotReachList(c, p),
+  );
 }
 
 // ---- audience permissions (custom: v12, tailored: v5) --------------------------------------
@@ -284,16 +318,27 @@ export async function grantAudiencePermission(
   return res.body.data;
 }
 
+/**
+ * Revoked permissions leave the listing and cannot be read back, so the permission is looked up
+ * BEFORE the DELETE (one extra GET): if a retried DELETE then meets the 404 of its own lost first
+ * attempt, that lookup is the only source of the result (`granted_account_id` and the level).
+ */
 export async function revokeAudiencePermission(
   c: AdsClient,
   p: { kind: AudienceKind; accountId: string; audienceId: string; permissionId: string },
 ): Promise<AudiencePermission> {
-  const res = await c.request({
-    method: 'DELETE',
-    path: `${permissionsPath(p.kind, p.accountId, p.audienceId)}/${seg(p.permissionId, 'permission id')}`,
-    schema: dataEnvelope(audiencePermissionSchema),
-  });
-  return res.body.data;
+  const path = `${permissionsPath(p.kind, p.accountId, p.audienceId)}/${seg(p.permissionId, 'permission id')}`;
+  // The lookup is only insurance: whatever it fails with, the DELETE's own answer is the one to report.
+  const before = await listAudiencePermissions(c, { kind: p.kind, accountId: p.accountId, audienceId: p.audienceId, permissionIds: [p.permissionId] })
+    .then((page) => page.data.find((x) => x.id === p.permissionId))
+    .catch(() => undefined);
+  return deleteOnce(
+    async () => {
+      const res = await c.request({ method: 'DELETE', path, schema: dataEnvelope(audiencePermissionSchema) });
+      return res.body.data;
+    },
+    () => Promise.resolve(before === undefined ? undefined : { ...before, deleted: true }),
+  );
 }
 
 // ---- targeted campaigns -------------------------------------------------------------------

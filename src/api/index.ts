@@ -26,6 +26,7 @@ export {
   type WaitEvent as ClientWaitEvent,
   type WaitReason as ClientWaitReason,
   type RequestEvent as ClientRequestEvent,
+  type WarnContext as ClientWarnContext,
 } from './client.js';
 export {
   DEFAULT_RATE_LIMIT_POLICY,

@@ -7,6 +7,7 @@
  * users), which a black-box package would not give us.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { ConfigError } from '../errors.js';
 
 export interface OAuth1Request {
   method: string;
@@ -22,19 +23,32 @@ export interface OAuth1Request {
   oauthParams?: Record<string, string>;
   /** Defaults to 32 random hex characters (ASCII, as the platform requires). */
   nonce?: string;
-  /** Unix seconds; defaults to now. */
+  /** Whole Unix seconds, as a number or a string of digits; defaults to now. */
   timestamp?: number | string;
 }
 
 export type OAuthParamPairs = Iterable<readonly [string, string]>;
 
-/** RFC 5849 3.6: UTF-8 bytes, only A-Z a-z 0-9 - . _ ~ unreserved, uppercase hex. */
-export function percentEncode(value: string): string {
+/**
+ * RFC 5849 3.6: UTF-8 bytes, only A-Z a-z 0-9 - . _ ~ unreserved, uppercase hex. `parameter`
+ * names the value in the error a lone UTF-16 surrogate causes (the value itself is never shown:
+ * it may be a secret).
+ */
+export function percentEncode(value: string, parameter = 'value'): string {
+  let encoded: string;
+  try {
+    encoded = encodeURIComponent(value);
+  } catch (e) {
+    // A lone surrogate has no UTF-8 encoding. Replacing it (as Buffer does, with U+FFFD) would
+    // silently send and sign another value than the caller's, and secrets or a server decoding
+    // differently would then fail as a bare 401: naming the parameter here is the useful answer.
+    if (!(e instanceof URIError)) throw e;
+    throw new ConfigError('invalid_parameter', `Invalid ${parameter}: it contains a lone UTF-16 surrogate, which has no UTF-8 encoding`, {
+      fix: `Remove the broken character from the ${parameter} (often a string cut in the middle of an emoji)`,
+    });
+  }
   // encodeURIComponent leaves ! ' ( ) * unescaped; RFC 3986 unreserved does not include them.
-  return encodeURIComponent(value).replace(
-    /[!'()*]/g,
-    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
-  );
+  return encoded.replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }
 
 /** RFC 5849 3.4.1.2: lowercase scheme and host, default port dropped, no query or fragment. */
@@ -47,7 +61,7 @@ export function baseStringUri(url: string | URL): string {
 /** RFC 5849 3.4.1.3.2: encode names and values, sort by name then value (byte order), join. */
 export function normalizeParameters(pairs: OAuthParamPairs): string {
   const encoded: Array<[string, string]> = [];
-  for (const [k, v] of pairs) encoded.push([percentEncode(k), percentEncode(v)]);
+  for (const [k, v] of pairs) encoded.push([percentEncode(k, 'parameter name'), percentEncode(v, k)]);
   encoded.sort(([ak, av], [bk, bv]) => (ak < bk ? -1 : ak > bk ? 1 : av < bv ? -1 : av > bv ? 1 : 0));
   return encoded.map(([k, v]) => `${k}=${v}`).join('&');
 }
@@ -66,12 +80,23 @@ export function signatureBaseString(method: string, url: string | URL, params: O
 
 /** RFC 5849 3.4.2: HMAC-SHA1 keyed with `enc(consumer_secret)&enc(token_secret)`, base64. */
 export function oauth1Signature(baseString: string, consumerSecret: string, tokenSecret = ''): string {
-  const key = `${percentEncode(consumerSecret)}&${percentEncode(tokenSecret)}`;
+  const key = `${percentEncode(consumerSecret, 'consumer secret')}&${percentEncode(tokenSecret, 'token secret')}`;
   return createHmac('sha1', key).update(baseString).digest('base64');
 }
 
 function entries(params: Record<string, string> | undefined): Array<[string, string]> {
   return params === undefined ? [] : Object.entries(params);
+}
+
+/** `oauth_timestamp`: whole seconds, so that "1.5" or "1e9" never reach a server that would refuse them. */
+function timestampParam(timestamp: number | string | undefined): string {
+  if (timestamp === undefined) return String(Math.floor(Date.now() / 1000));
+  if (typeof timestamp === 'number' ? Number.isSafeInteger(timestamp) && timestamp >= 0 : /^\d{1,15}$/.test(timestamp)) {
+    return String(timestamp);
+  }
+  throw new ConfigError('invalid_parameter', `Invalid timestamp: ${JSON.stringify(String(timestamp)).slice(0, 40)} is not a whole number of Unix seconds`, {
+    fix: 'Pass the timestamp as whole Unix seconds, a number or a string of digits (for example 1318622958), or leave it out for the current time',
+  });
 }
 
 /** The signed protocol parameters, `oauth_signature` included (what goes into the header). */
@@ -80,7 +105,7 @@ export function oauth1Params(request: OAuth1Request): Record<string, string> {
     oauth_consumer_key: request.consumerKey,
     oauth_nonce: request.nonce ?? randomBytes(16).toString('hex'),
     oauth_signature_method: 'HMAC-SHA1',
-    oauth_timestamp: String(request.timestamp ?? Math.floor(Date.now() / 1000)),
+    oauth_timestamp: timestampParam(request.timestamp),
     oauth_version: '1.0',
     ...(request.token === undefined ? {} : { oauth_token: request.token }),
     ...request.oauthParams,
@@ -97,7 +122,7 @@ export function oauth1Params(request: OAuth1Request): Record<string, string> {
 export function oauth1Header(request: OAuth1Request): string {
   const fields = Object.entries(oauth1Params(request))
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([k, v]) => `${percentEncode(k)}="${percentEncode(v)}"`);
+    .map(([k, v]) => `${percentEncode(k, 'parameter name')}="${percentEncode(v, k)}"`);
   return `OAuth ${fields.join(', ')}`;
 }
 

@@ -2,6 +2,7 @@
  * Turns a non-2xx response into one typed error with a one-line message and a fix. Four body
  * shapes are understood: the ads API's `errors` (+ `operation_errors`), the core API's Error
  * object `{code, message}`, an RFC 7807 Problem object, and anything else (status + excerpt).
+ * Every string taken from the response passes the redactor: a server may echo anything back.
  */
 import { z } from 'zod';
 import {
@@ -51,6 +52,8 @@ export interface ErrorResponse {
   /** Removes secrets from any text the server sent back before it reaches a message. */
   redact: (text: string) => string;
   resetAt?: Date;
+  /** Attempts made, this one included. */
+  attempts?: number;
 }
 
 const EXCERPT_CHARS = 120;
@@ -128,6 +131,7 @@ interface ParsedBody {
   operationErrors: OperationErrorDetail[];
   summary: string;
   problemType?: string;
+  problemStatus?: number;
   bodyExcerpt?: string;
 }
 
@@ -135,27 +139,42 @@ function describePlatformError(e: PlatformErrorDetail): string {
   return `${String(e.code)}: ${e.message}${e.parameter === undefined ? '' : ` (parameter ${e.parameter})`}`;
 }
 
+/** Redacts every string inside a JSON value (keys included): `value` echoes what was sent. */
+function redactDeep(value: unknown, redact: (text: string) => string): unknown {
+  if (typeof value === 'string') return redact(value);
+  if (Array.isArray(value)) return value.map((v) => redactDeep(v, redact));
+  if (typeof value === 'object' && value !== null) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [redact(k), redactDeep(v, redact)]));
+  }
+  return value;
+}
+
+function redactCode(code: string | number, redact: (text: string) => string): string | number {
+  return typeof code === 'string' ? redact(code) : code;
+}
+
 function parseBody(r: ErrorResponse): ParsedBody {
-  const contentType = header(r.headers, 'content-type') ?? '';
   let json: unknown;
+  let isJson = false;
   try {
-    json = r.body === '' ? undefined : JSON.parse(r.body);
+    json = JSON.parse(r.body);
+    isJson = true;
   } catch {
     json = undefined;
   }
   const platform = platformBodySchema.safeParse(json);
   if (platform.success) {
     const errors: PlatformErrorDetail[] = platform.data.errors.map((e) => ({
-      code: e.code,
+      code: redactCode(e.code, r.redact),
       message: r.redact(e.message),
-      ...(e.parameter === undefined ? {} : { parameter: e.parameter }),
+      ...(e.parameter === undefined ? {} : { parameter: r.redact(e.parameter) }),
       ...(e.details === undefined ? {} : { details: r.redact(e.details) }),
-      ...(e.value === undefined ? {} : { value: e.value }),
+      ...(e.value === undefined ? {} : { value: redactDeep(e.value, r.redact) }),
     }));
     const operationErrors: OperationErrorDetail[] = (platform.data.operation_errors ?? []).map((e) => ({
       index: e.index,
       message: r.redact(e.message),
-      ...(e.code === undefined ? {} : { code: e.code }),
+      ...(e.code === undefined ? {} : { code: redactCode(e.code, r.redact) }),
       ...(e.user_index === undefined ? {} : { userIndex: e.user_index }),
     }));
     const first = errors[0] as PlatformErrorDetail;
@@ -168,27 +187,32 @@ function parseBody(r: ErrorResponse): ParsedBody {
     }
     return { errors, operationErrors, summary: oneLine(summary) };
   }
+  // Any object with `type` and `title` is a Problem, whatever its Content-Type says: servers
+  // (and proxies) send them as plain application/json, with types outside /problems/.
   const problem = problemSchema.safeParse(json);
-  if (problem.success && (contentType.includes('problem+json') || problem.data.type.includes('/problems/') || problem.data.type === 'about:blank')) {
+  if (problem.success) {
     const p = problem.data;
-    const summary = `${r.redact(p.title)}${p.detail === undefined ? '' : `: ${r.redact(p.detail)}`}`;
+    const type = r.redact(p.type);
+    const summary = oneLine(`${r.redact(p.title)}${p.detail === undefined ? '' : `: ${r.redact(p.detail)}`}`);
     return {
-      errors: [{ code: p.type, message: oneLine(summary) }],
+      errors: [{ code: type, message: summary }],
       operationErrors: [],
-      summary: oneLine(summary),
-      problemType: p.type,
+      summary,
+      problemType: type,
+      ...(p.status === undefined ? {} : { problemStatus: p.status }),
     };
   }
   const core = coreErrorSchema.safeParse(json);
   if (core.success) {
-    const e = { code: core.data.code, message: r.redact(core.data.message) };
+    const e = { code: redactCode(core.data.code, r.redact), message: r.redact(core.data.message) };
     return { errors: [e], operationErrors: [], summary: oneLine(describePlatformError(e)) };
   }
   const excerpt = bodyExcerpt(r.redact(r.body));
+  const kind = isJson ? 'JSON body of an unknown shape' : 'non-JSON body';
   return {
     errors: [],
     operationErrors: [],
-    summary: excerpt === '' ? 'empty body' : `non-JSON body: ${excerpt}`,
+    summary: excerpt === '' ? 'empty body' : `${kind}: ${excerpt}`,
     ...(excerpt === '' ? {} : { bodyExcerpt: excerpt }),
   };
 }
@@ -197,6 +221,7 @@ export function buildHttpError(r: ErrorResponse): HttpError {
   const parsed = parseBody(r);
   const apiWarn = header(r.headers, 'x-api-warn');
   const requestId = header(r.headers, 'x-transaction-id') ?? header(r.headers, 'x-request-id');
+  const attempts = r.attempts ?? 1;
   const init: HttpErrorInit = {
     status: r.status,
     method: r.method,
@@ -205,9 +230,11 @@ export function buildHttpError(r: ErrorResponse): HttpError {
     operationErrors: parsed.operationErrors,
     fix: fixForStatus(r.status, parsed.operationErrors.length > 0),
     ...(apiWarn === undefined ? {} : { apiWarn: r.redact(apiWarn) }),
-    ...(requestId === undefined ? {} : { requestId }),
+    ...(requestId === undefined ? {} : { requestId: r.redact(requestId) }),
     ...(parsed.bodyExcerpt === undefined ? {} : { bodyExcerpt: parsed.bodyExcerpt }),
     ...(parsed.problemType === undefined ? {} : { problemType: parsed.problemType }),
+    ...(parsed.problemStatus === undefined ? {} : { problemStatus: parsed.problemStatus }),
+    attempts,
   };
   const code = codeForStatus(r.status);
   const message = `${r.method} ${r.path} failed with HTTP ${r.status}: ${parsed.summary}`;

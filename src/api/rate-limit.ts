@@ -4,11 +4,14 @@
  * the window on the client so that a well-behaved upload never sees a 429; the server's
  * headers can only make it wait longer, never shorter.
  */
+import type { QueryValue } from './client.js';
 
 export interface RateLimitEndpoint {
   method: string;
   /** Regular-expression source matched against the request path (no query). */
   path: string;
+  /** Query parameters the request must carry with exactly these values (e.g. `with_total_count: 'true'`). */
+  query?: Record<string, string>;
 }
 
 export interface RateLimitRule {
@@ -29,7 +32,11 @@ export interface RateLimitPolicy {
   maxServerWaitMs: number;
 }
 
-/** The audience users endpoints: 1500 requests per 60 s sliding window (custom audiences and do-not-reach lists). */
+/**
+ * The platform's documented limits: the audience users endpoints allow 1500 requests per 60 s
+ * (custom audiences and do-not-reach lists); any request with `with_total_count=true` falls under
+ * a lower limit, 200 per 15 minutes.
+ */
 export const DEFAULT_RATE_LIMIT_POLICY: RateLimitPolicy = {
   rules: [
     {
@@ -40,6 +47,12 @@ export const DEFAULT_RATE_LIMIT_POLICY: RateLimitPolicy = {
       ],
       limit: 1500,
       windowMs: 60_000,
+    },
+    {
+      name: 'with_total_count',
+      endpoints: [{ method: 'GET', path: '^/', query: { with_total_count: 'true' } }],
+      limit: 200,
+      windowMs: 15 * 60_000,
     },
   ],
   safetyMarginMs: 100,
@@ -112,8 +125,24 @@ function pattern(source: string): RegExp {
   return re;
 }
 
-export function findRateLimitRule(policy: RateLimitPolicy, method: string, path: string): RateLimitRule | undefined {
-  return policy.rules.find((r) => r.endpoints.some((e) => e.method === method && pattern(e.path).test(path)));
+function matchesQuery(wanted: Record<string, string> | undefined, query: Record<string, QueryValue> | undefined): boolean {
+  if (wanted === undefined) return true;
+  return Object.entries(wanted).every(([name, value]) => {
+    const v = query?.[name];
+    return v !== undefined && (Array.isArray(v) ? v.join(',') : String(v)) === value;
+  });
+}
+
+/** Every rule the request falls under: a request may count in several windows and must fit in all. */
+export function findRateLimitRules(
+  policy: RateLimitPolicy,
+  method: string,
+  path: string,
+  query?: Record<string, QueryValue>,
+): RateLimitRule[] {
+  return policy.rules.filter((r) =>
+    r.endpoints.some((e) => e.method === method && pattern(e.path).test(path) && matchesQuery(e.query, query)),
+  );
 }
 
 export interface RateLimitHeaders {
@@ -137,8 +166,13 @@ function intHeader(headers: HeaderBag, name: string): number | undefined {
   return Number(raw);
 }
 
-/** The per-account headers win over the per-credentials ones (they are the tighter, more specific limit). */
-export function parseRateLimitHeaders(headers: HeaderBag): RateLimitHeaders | undefined {
+/**
+ * Both families the server sent: the per-account window (`x-account-rate-limit-*`) first, then
+ * the per-credentials one (`x-rate-limit-*`). They are separate windows and either can run out
+ * while the other has room, so callers must honour every one of them.
+ */
+export function parseRateLimitHeaders(headers: HeaderBag): RateLimitHeaders[] {
+  const families: RateLimitHeaders[] = [];
   for (const [prefix, source] of [
     ['x-account-rate-limit-', 'account'],
     ['x-rate-limit-', 'global'],
@@ -146,10 +180,10 @@ export function parseRateLimitHeaders(headers: HeaderBag): RateLimitHeaders | un
     const remaining = intHeader(headers, `${prefix}remaining`);
     const reset = intHeader(headers, `${prefix}reset`);
     if (remaining !== undefined || reset !== undefined) {
-      return { limit: intHeader(headers, `${prefix}limit`), remaining, reset, source };
+      families.push({ limit: intHeader(headers, `${prefix}limit`), remaining, reset, source });
     }
   }
-  return undefined;
+  return families;
 }
 
 function clampHint(ms: number, maxMs: number): number | undefined {
@@ -161,6 +195,27 @@ function clampHint(ms: number, maxMs: number): number | undefined {
 export function resetWaitMs(resetSeconds: number | undefined, now: number, maxMs: number): number | undefined {
   if (resetSeconds === undefined) return undefined;
   return clampHint(resetSeconds * 1000 - now, maxMs);
+}
+
+/**
+ * Milliseconds until the LATEST reset among the exhausted families (clamped), since no request
+ * gets through before every exhausted window has reset. A family is exhausted when it says
+ * `remaining: 0`; after a 429 (`rejected`), a family that gives a reset but no remaining count
+ * counts as exhausted too. Undefined when no exhausted family gives a usable reset.
+ */
+export function exhaustedResetWaitMs(
+  families: readonly RateLimitHeaders[],
+  now: number,
+  maxMs: number,
+  rejected: boolean,
+): number | undefined {
+  let latest: number | undefined;
+  for (const f of families) {
+    const exhausted = f.remaining === 0 || (rejected && f.remaining === undefined);
+    const ms = exhausted ? resetWaitMs(f.reset, now, maxMs) : undefined;
+    if (ms !== undefined && (latest === undefined || ms > latest)) latest = ms;
+  }
+  return latest;
 }
 
 /** `retry-after` as seconds or an HTTP date, clamped; undefined when absent or garbage. */

@@ -80,13 +80,13 @@ export function pageEnvelope<T extends z.ZodType>(item: T) {
   });
 }
 
-/** `oauth_callback_confirmed=true` in a form body. */
-const formBoolean = z.enum(['true', 'false']).transform((v) => v === 'true');
-
 export const requestTokenSchema = z.object({
   oauth_token: z.string().min(1),
   oauth_token_secret: z.string().min(1),
-  oauth_callback_confirmed: formBoolean,
+  // RFC 5849 2.1: the server MUST answer "true"; anything else means it did not take the callback.
+  oauth_callback_confirmed: z
+    .literal('true', { error: 'must be "true" (RFC 5849 2.1: the server did not confirm oauth_callback)' })
+    .transform((): true => true),
 });
 export type RequestTokenResponse = z.infer<typeof requestTokenSchema>;
 

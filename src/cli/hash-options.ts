@@ -28,14 +28,18 @@ export function addHashOptions<T>(y: Argv<T>): Argv<T & HashOptionArgs> {
       array: true,
       requiresArg: true,
       describe:
-        'Map a column to an identifier type: type=Column Name (repeatable; several columns may feed one type). Types: email, phone_number, handle, device_id, service_id, partner_user_id, country. Replaces detection by column name',
+        'Map a column to an identifier type: type=Column Name (repeatable; several columns may feed one type). Types: email, phone_number, handle, device_id, service_id, partner_user_id, country. Replaces detection by column name, except that a country or country_code column is still detected unless one is named',
     })
     .option('default-country', {
       type: 'string',
       requiresArg: true,
-      describe: 'ISO country (US, GB, ...) for national-format phone numbers of rows without their own country',
+      describe: 'Country (ISO code such as US, GB, USA, GBR, or English name) for national-format phone numbers of rows without their own country',
     })
-    .option('country-column', { type: 'string', requiresArg: true, describe: "The column holding each row's country" })
+    .option('country-column', {
+      type: 'string',
+      requiresArg: true,
+      describe: "The column holding each row's country (ISO alpha-2 or alpha-3 code, or English name; default: a column named country or country_code)",
+    })
     .option('phone-format', {
       choices: ['e164', 'digits'] as const,
       describe: 'Phone form before hashing: e164 (+14155550123, default) or digits (14155550123)',

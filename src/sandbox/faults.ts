@@ -1,12 +1,18 @@
 /**
- * Fault injection for the sandbox's user-batch endpoints: what the tests and the benchmark use
- * to prove the client and the uploader survive a misbehaving platform. Deterministic: rules by
- * schedule name request numbers (1-based, arrival order), rules by rate draw from a seeded PRNG.
+ * Fault injection for the sandbox: what the tests and the benchmark use to prove the client and
+ * the uploader survive a misbehaving platform. Rules hit the user-batch endpoints unless they
+ * say `all` (every ads API request). Deterministic: rules by schedule name request numbers
+ * (1-based, arrival order, counting only the requests the rule applies to), rules by rate draw
+ * from a seeded PRNG.
  */
 import { ConfigError } from '../errors.js';
 
 export const SANDBOX_FAULT_KINDS = ['500', '503', '429', 'drop', 'slow', 'mismatch', 'html'] as const;
 export type SandboxFaultKind = (typeof SANDBOX_FAULT_KINDS)[number];
+
+export const SANDBOX_FAULT_ROUTES = ['users', 'all'] as const;
+/** `users`: the user-batch requests; `all`: every ads API request (the OAuth endpoints never fault). */
+export type SandboxFaultRoute = (typeof SANDBOX_FAULT_ROUTES)[number];
 
 /** One fault rule: exactly one of `on` (request numbers) or `rate` (probability 0..1) is set. */
 export interface FaultRule {
@@ -15,6 +21,8 @@ export interface FaultRule {
   arg?: number;
   on?: number[];
   rate?: number;
+  /** Which requests the rule hits and counts (default `users`); `mismatch` only affects user batches. */
+  route?: SandboxFaultRoute;
 }
 
 const ARG_KINDS: Partial<Record<SandboxFaultKind, { name: string; fallback: number }>> = {
@@ -23,10 +31,10 @@ const ARG_KINDS: Partial<Record<SandboxFaultKind, { name: string; fallback: numb
 };
 
 const SPEC_FIX =
-  'Write kind[=arg]@N[+N...] or kind[=arg]%P, comma-separated, e.g. "503=1@2,drop@4,mismatch%0.01"; kinds: ' +
+  'Write kind[=arg]@N[+N...] or kind[=arg]%P, optionally followed by :all (every ads request; default :users, the user batches), comma-separated, e.g. "503=1@2,drop@4,mismatch%0.01,500@1:all"; kinds: ' +
   SANDBOX_FAULT_KINDS.join(', ');
 
-const ITEM_RE = /^([a-z0-9]+)(?:=([^@%]*))?(?:@([^%]*)|%(.*))?$/;
+const ITEM_RE = /^([a-z0-9]+)(?:=([^@%:]*))?(?:@([^%:]*)|%([^:]*))?(?::(.*))?$/;
 const UINT_RE = /^\d+$/;
 const RATE_RE = /^(?:0|1|0?\.\d+|1\.0*)$/;
 
@@ -36,7 +44,11 @@ function specError(position: number, item: string, why: string): ConfigError {
   });
 }
 
-/** Parses the `--faults` syntax, e.g. `503=1@2,drop@4,mismatch%0.01`. An empty spec means no faults. */
+function isRoute(route: string): route is SandboxFaultRoute {
+  return (SANDBOX_FAULT_ROUTES as readonly string[]).includes(route);
+}
+
+/** Parses the `--faults` syntax, e.g. `503=1@2,drop@4,mismatch%0.01,500@1:all`. An empty spec means no faults. */
 export function parseFaultSpec(spec: string): FaultRule[] {
   const rules: FaultRule[] = [];
   const items = spec.split(',').map((s) => s.trim());
@@ -44,8 +56,8 @@ export function parseFaultSpec(spec: string): FaultRule[] {
   items.forEach((item, i) => {
     const position = i + 1;
     const m = ITEM_RE.exec(item);
-    if (m === null) throw specError(position, item, 'not of the form kind[=arg]@N or kind[=arg]%P');
-    const [, kindText = '', argText, onText, rateText] = m;
+    if (m === null) throw specError(position, item, 'not of the form kind[=arg]@N[:route] or kind[=arg]%P[:route]');
+    const [, kindText = '', argText, onText, rateText, routeText] = m;
     if (!(SANDBOX_FAULT_KINDS as readonly string[]).includes(kindText)) {
       throw specError(position, item, `unknown kind "${kindText}"; allowed: ${SANDBOX_FAULT_KINDS.join(', ')}`);
     }
@@ -69,6 +81,10 @@ export function parseFaultSpec(spec: string): FaultRule[] {
     } else {
       throw specError(position, item, 'needs @N (which requests) or %P (probability 0..1)');
     }
+    if (routeText !== undefined) {
+      if (!isRoute(routeText)) throw specError(position, item, `unknown route "${routeText}"; allowed: ${SANDBOX_FAULT_ROUTES.join(', ')}`);
+      rule.route = routeText;
+    }
     rules.push(rule);
   });
   return rules;
@@ -90,6 +106,7 @@ export function checkFaultRules(rules: readonly FaultRule[]): FaultRule[] {
     if (r.arg !== undefined && (ARG_KINDS[r.kind] === undefined || !Number.isInteger(r.arg) || r.arg < 0)) {
       throw specError(position, item, 'arg is a whole number, only for 503 and slow');
     }
+    if (r.route !== undefined && !isRoute(r.route)) throw specError(position, item, `route must be one of ${SANDBOX_FAULT_ROUTES.join(', ')}`);
     return { ...r };
   });
 }
@@ -114,19 +131,24 @@ export interface ChosenFault {
 
 /** Decides, request by request, which fault (if any) to inject. */
 export class FaultPlan {
-  private count = 0;
+  /** Requests seen, per route: request numbers of a rule count only the requests it applies to. */
+  private readonly count: Record<SandboxFaultRoute, number> = { users: 0, all: 0 };
   constructor(
     private readonly rules: readonly FaultRule[],
     private readonly random: () => number,
   ) {}
 
-  /** Call once per user-batch request, in arrival order. */
-  next(): ChosenFault | undefined {
-    this.count += 1;
+  /** Call once per ads API request that passed authentication and rate limits, in arrival order. */
+  next(userBatch: boolean): ChosenFault | undefined {
+    this.count.all += 1;
+    if (userBatch) this.count.users += 1;
     let chosen: FaultRule | undefined;
     for (const rule of this.rules) {
+      const route = rule.route ?? 'users';
+      // A rule draws only on requests it applies to: list or get calls never shift a users rule's random stream.
+      if (route === 'users' && !userBatch) continue;
       if (rule.on !== undefined) {
-        if (chosen === undefined && rule.on.includes(this.count)) chosen = rule;
+        if (chosen === undefined && rule.on.includes(this.count[route])) chosen = rule;
       } else if (rule.rate !== undefined) {
         // Always draw, so one rule's outcome never shifts the random stream of the others.
         const hit = this.random() < rule.rate;

@@ -6,12 +6,20 @@
 export {
   startSandbox,
   DEFAULT_SANDBOX_RATE_LIMIT,
+  DEFAULT_SANDBOX_TOTAL_COUNT_RATE_LIMIT,
   type Sandbox,
   type SandboxOptions,
   type SandboxCredentials,
   type SandboxAccounts,
 } from './server.js';
-export { parseFaultSpec, SANDBOX_FAULT_KINDS, type FaultRule, type SandboxFaultKind } from './faults.js';
+export {
+  parseFaultSpec,
+  SANDBOX_FAULT_KINDS,
+  SANDBOX_FAULT_ROUTES,
+  type FaultRule,
+  type SandboxFaultKind,
+  type SandboxFaultRoute,
+} from './faults.js';
 export type { SandboxRateLimit } from './ratelimit.js';
 export type {
   SandboxStateHandle,

@@ -8,11 +8,12 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
+import { isLoopbackHost } from '../api/client.js';
 import { ConfigError } from '../errors.js';
 import { OAuthVerifier } from './auth.js';
 import { checkFaultRules, FaultPlan, mulberry32, parseFaultSpec, type ChosenFault, type FaultRule } from './faults.js';
 import { SandboxApiFailure } from './params.js';
-import { rateLimitHeaders, SlidingWindows, type SandboxRateLimit } from './ratelimit.js';
+import { rateLimitHeaders, SlidingWindows, tightest, type SandboxRateLimit, type WindowKey } from './ratelimit.js';
 import { AdsRoutes, matchAdsRoute, type AdsReply, type AdsRequest } from './routes.js';
 import { SandboxStore, type SandboxRequestLog, type SandboxStateHandle } from './state.js';
 import { checkUserBatch, MAX_BODY_BYTES } from './users.js';
@@ -24,16 +25,20 @@ export interface SandboxOptions {
   host?: string;
   /** Makes credentials, ids and rate-based faults reproducible. */
   seed?: number;
-  /** Fault spec (`503=1@2,drop@4,mismatch%0.01`) or rules; applied to user-batch requests. */
+  /** Fault spec (`503=1@2,drop@4,mismatch%0.01,500@1:all`) or rules; user-batch requests unless a rule says `all`. */
   faults?: string | FaultRule[];
   /** User-batch endpoints: requests per sliding window (default 1500 per 60,000 ms). */
   rateLimit?: SandboxRateLimit;
+  /** Requests with `with_total_count=true`, per credentials (default 200 per 15 minutes, the platform's lower limit). */
+  totalCountRateLimit?: SandboxRateLimit;
   /** Targeted campaigns per page (default 200). */
   pageSize?: number;
   /** How long an audience reports PROCESSING after its last upload (default 0). */
   processingMs?: number;
   /** Clock in Unix milliseconds for OAuth timestamps, rate limits and PROCESSING (default Date.now). */
   now?: () => number;
+  /** How a `slow` fault waits (default a real timer, cancelled by close()), so tests need not spend the time. */
+  sleep?: (ms: number) => Promise<void>;
 }
 
 export interface SandboxCredentials {
@@ -52,8 +57,13 @@ export interface SandboxAccounts {
 }
 
 export interface Sandbox {
-  /** Origin, e.g. http://127.0.0.1:41234 (ads and core API share it). */
+  /**
+   * Origin, e.g. http://127.0.0.1:41234 (ads and core API share it). A wildcard bind (0.0.0.0,
+   * ::) is addressed through loopback: clients accept plain http only for loopback hosts.
+   */
   url: string;
+  /** False when the sandbox listens on an interface other machines may reach (e.g. --host 0.0.0.0). */
+  loopbackOnly: boolean;
   adsBaseUrl: string;
   apiBaseUrl: string;
   credentials: SandboxCredentials;
@@ -68,11 +78,16 @@ export interface Sandbox {
 }
 
 export const DEFAULT_SANDBOX_RATE_LIMIT: SandboxRateLimit = { limit: 1500, windowMs: 60_000 };
+export const DEFAULT_SANDBOX_TOTAL_COUNT_RATE_LIMIT: SandboxRateLimit = { limit: 200, windowMs: 15 * 60_000 };
 /** Endpoints other than user batches: the reference gives no figure; generous so tests never hit it. */
 const OTHER_RATE_LIMIT: SandboxRateLimit = { limit: 10_000, windowMs: 15 * 60_000 };
 /** Non-batch bodies (form parameters) are small; anything bigger is a client bug. */
 const MAX_SMALL_BODY = 64 * 1024;
 const ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+/** "Every interface" binds, and the loopback address of the same family that reaches them from here. */
+const WILDCARD_HOSTS: Record<string, string> = { '0.0.0.0': '127.0.0.1', '[::]': '[::1]' };
+
+const rateLimitSchema = z.object({ limit: z.number().int().min(1), windowMs: z.number().int().min(1) });
 
 const optionsSchema = z
   .object({
@@ -80,10 +95,12 @@ const optionsSchema = z
     host: z.string().min(1).optional(),
     seed: z.number().int().optional(),
     faults: z.union([z.string(), z.array(z.any())]).optional(),
-    rateLimit: z.object({ limit: z.number().int().min(1), windowMs: z.number().int().min(1) }).optional(),
+    rateLimit: rateLimitSchema.optional(),
+    totalCountRateLimit: rateLimitSchema.optional(),
     pageSize: z.number().int().min(1).max(10_000).optional(),
     processingMs: z.number().int().min(0).optional(),
     now: z.function().optional(),
+    sleep: z.function().optional(),
   })
   .strict();
 
@@ -93,7 +110,7 @@ function checkOptions(opts: SandboxOptions): void {
     const issue = parsed.error.issues[0];
     const field = issue?.path.join('.') || 'options';
     throw new ConfigError('sandbox_option_invalid', `Sandbox option ${field} is invalid: ${issue?.message ?? 'unknown'}`, {
-      fix: 'See startSandbox options in the README (port 0..65535, rateLimit {limit, windowMs} positive integers, ...)',
+      fix: 'See startSandbox options in the README (port 0..65535, rateLimit and totalCountRateLimit {limit, windowMs} positive integers, ...)',
     });
   }
 }
@@ -154,6 +171,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
   const idRandom = mulberry32(seed);
   const faultRandom = mulberry32(seed ^ 0x5eed5eed);
   const rateLimit = opts.rateLimit ?? DEFAULT_SANDBOX_RATE_LIMIT;
+  const totalCountRateLimit = opts.totalCountRateLimit ?? DEFAULT_SANDBOX_TOTAL_COUNT_RATE_LIMIT;
   const pageSize = opts.pageSize ?? 200;
   let faults = new FaultPlan(toRules(opts.faults), faultRandom);
 
@@ -179,14 +197,16 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
   const windows = new SlidingWindows(now);
   const routes = new AdsRoutes(store, pageSize);
   const timers = new Set<NodeJS.Timeout>();
-  const delay = (ms: number): Promise<void> =>
-    new Promise((resolve) => {
-      const t = setTimeout(() => {
-        timers.delete(t);
-        resolve();
-      }, ms);
-      timers.add(t);
-    });
+  const sleep =
+    opts.sleep ??
+    ((ms: number): Promise<void> =>
+      new Promise((resolve) => {
+        const t = setTimeout(() => {
+          timers.delete(t);
+          resolve();
+        }, ms);
+        timers.add(t);
+      }));
 
   const authFailure = (res: ServerResponse, message: string): number => {
     sendJson(res, 401, errorBody('UNAUTHORIZED_ACCESS', message));
@@ -283,10 +303,26 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     };
     try {
       if (batch === undefined) {
-        const w = windows.take(`${auth.value.token ?? ''}|${family}`, OTHER_RATE_LIMIT);
-        Object.assign(headers, rateLimitHeaders('x-rate-limit', w));
-        if (!w.allowed) throw new SandboxApiFailure(429, 'TOO_MANY_REQUESTS', 'Rate limit exceeded');
+        const token = auth.value.token ?? '';
+        const keys: WindowKey[] = [{ key: `${token}|${family}`, rule: OTHER_RATE_LIMIT }];
+        // The platform's lower limit applies to the request as a whole, on top of its endpoint's.
+        const withTotalCount = query.get('with_total_count') === 'true';
+        if (withTotalCount) keys.push({ key: `${token}|with_total_count`, rule: totalCountRateLimit });
+        const taken = windows.take(keys);
+        const shown = tightest(taken.windows);
+        if (shown !== undefined) Object.assign(headers, rateLimitHeaders('x-rate-limit', shown));
+        if (!taken.allowed) {
+          const full = taken.windows.findIndex((w) => w.remaining === 0);
+          const rule = keys[full]?.rule ?? OTHER_RATE_LIMIT;
+          throw new SandboxApiFailure(
+            429,
+            'TOO_MANY_REQUESTS',
+            `Rate limit exceeded: ${rule.limit} ${full === 1 ? 'with_total_count requests' : 'requests'} per ${rule.windowMs / 1000} s`,
+          );
+        }
         if (small?.tooLarge === true) throw new SandboxApiFailure(400, 'REQUEST_TOO_LARGE', 'Parameters belong in the query string; the body is too large');
+        const answered = await injectFault(res, faults.next(false), headers, log);
+        if (answered !== undefined) return answered;
         const reply: AdsReply = routes.handle(adsReq);
         sendJson(res, reply.status, reply.body, headers);
         return reply.status;
@@ -318,21 +354,21 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
       log.bytes = declared;
       throw new SandboxApiFailure(400, 'REQUEST_TOO_LARGE', `The body is ${declared} bytes; at most ${MAX_BODY_BYTES} are accepted`);
     }
-    const account = windows.take(`${accountId}|${family}`, rateLimit);
-    const perToken = windows.take(`${token}|${family}`, rateLimit);
-    Object.assign(headers, rateLimitHeaders('x-rate-limit', perToken), rateLimitHeaders('x-account-rate-limit', account));
-    if (!account.allowed || !perToken.allowed) {
+    const taken = windows.take([
+      { key: `${accountId}|${family}`, rule: rateLimit },
+      { key: `${token}|${family}`, rule: rateLimit },
+    ]);
+    const [account, perToken] = taken.windows;
+    if (account !== undefined) Object.assign(headers, rateLimitHeaders('x-account-rate-limit', account));
+    if (perToken !== undefined) Object.assign(headers, rateLimitHeaders('x-rate-limit', perToken));
+    if (!taken.allowed) {
       throw new SandboxApiFailure(429, 'TOO_MANY_REQUESTS', `Rate limit exceeded: ${rateLimit.limit} requests per ${rateLimit.windowMs / 1000} s`);
     }
-    const fault: ChosenFault | undefined = faults.next();
+    const fault = faults.next(true);
     const body = await readBody(req, MAX_BODY_BYTES);
     log.bytes = body.bytes;
-    if (fault !== undefined) {
-      log.fault = fault.kind;
-      if (fault.kind === 'slow') await delay(fault.arg);
-      const answered = answerFault(res, fault, headers);
-      if (answered !== undefined) return answered;
-    }
+    const answered = await injectFault(res, fault, headers, log);
+    if (answered !== undefined) return answered;
     if (body.tooLarge) {
       throw new SandboxApiFailure(400, 'REQUEST_TOO_LARGE', `The body is ${body.bytes} bytes; at most ${MAX_BODY_BYTES} are accepted`);
     }
@@ -348,8 +384,15 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     return reply.status;
   }
 
-  /** Answers an error-kind fault; undefined for kinds that let the request proceed. */
-  function answerFault(res: ServerResponse, fault: ChosenFault, headers: Record<string, string>): number | undefined {
+  /** Applies a fault: the status of the answer it gave, or undefined when the request proceeds (after `slow`'s wait). */
+  async function injectFault(
+    res: ServerResponse,
+    fault: ChosenFault | undefined,
+    headers: Record<string, string>,
+    log: SandboxRequestLog,
+  ): Promise<number | undefined> {
+    if (fault === undefined) return undefined;
+    log.fault = fault.kind;
     switch (fault.kind) {
       case '500':
         sendJson(res, 500, errorBody('INTERNAL_ERROR', 'Internal error (injected fault)'), headers);
@@ -378,6 +421,8 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
         res.socket?.destroy();
         return 0;
       case 'slow':
+        await sleep(fault.arg);
+        return undefined;
       case 'mismatch':
         return undefined;
     }
@@ -419,11 +464,13 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
   });
   const address = server.address() as AddressInfo;
   const hostPart = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  const origin = `http://${hostPart}:${address.port}`;
+  const origin = `http://${WILDCARD_HOSTS[hostPart] ?? hostPart}:${address.port}`;
+  const loopbackOnly = WILDCARD_HOSTS[hostPart] === undefined && isLoopbackHost(new URL(origin).hostname);
 
   let closing: Promise<void> | undefined;
   return {
     url: origin,
+    loopbackOnly,
     adsBaseUrl: origin,
     apiBaseUrl: origin,
     credentials,

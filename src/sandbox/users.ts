@@ -8,6 +8,7 @@
  * order, values sorted) rather than strings: a million users cost tens of MB in a Set<number>
  * instead of hundreds of MB of hex strings, and the uploader's benchmark runs in the same process.
  */
+import { maxDoNotReachExpiry } from '../batch.js';
 import { IDENTIFIER_TYPES, type IdentifierType } from '../normalize.js';
 
 export const MAX_OPERATIONS = 2500;
@@ -24,6 +25,20 @@ const DIGEST_KEY_CHARS = 16;
 const TYPE_CODES: ReadonlyArray<readonly [IdentifierType, number]> = IDENTIFIER_TYPES.map((t, i) => [t, 0x41 + i]);
 
 export type BatchKind = 'custom' | 'dnr';
+
+/** Identifier types each kind of batch accepts: do-not-reach lists take only email and phone_number. */
+const ACCEPTED_TYPES: Record<BatchKind, readonly IdentifierType[]> = {
+  custom: IDENTIFIER_TYPES,
+  dnr: ['email', 'phone_number'],
+};
+const ACCEPTED_MASK: Record<BatchKind, number> = {
+  custom: typeMask(ACCEPTED_TYPES.custom),
+  dnr: typeMask(ACCEPTED_TYPES.dnr),
+};
+
+function typeMask(types: readonly IdentifierType[]): number {
+  return types.reduce((mask, t) => mask | (1 << IDENTIFIER_TYPES.indexOf(t)), 0);
+}
 
 export interface SandboxOperationError {
   index: number;
@@ -44,18 +59,6 @@ export interface CheckedOperation {
 export type BatchCheck =
   | { ok: true; operations: CheckedOperation[]; users: number }
   | { ok: false; code: string; message: string; parameter?: string; operationErrors?: SandboxOperationError[] };
-
-/** 13 calendar months after `now` (the platform's default and maximum membership lifetime). */
-export function thirteenMonthsAfter(now: number): number {
-  const d = new Date(now);
-  const day = d.getUTCDate();
-  d.setUTCDate(1);
-  d.setUTCMonth(d.getUTCMonth() + 13);
-  // Jan 31 + 13 months is the end of February, not early March (Date would overflow).
-  const lastDay = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 0)).getUTCDate();
-  d.setUTCDate(Math.min(day, lastDay));
-  return d.getTime();
-}
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -129,11 +132,14 @@ function userKey(user: Record<string, unknown>): number {
 }
 
 /** Why one user is invalid, or undefined when it is fine. */
-function userProblem(user: unknown): string | undefined {
+function userProblem(user: unknown, kind: BatchKind): string | undefined {
   if (!isPlainObject(user)) return 'each user must be an object of identifier arrays';
   let count = 0;
   for (const type in user) {
-    if (!KNOWN_TYPES.has(type)) return `unknown identifier type "${type.slice(0, 40)}"; allowed: ${IDENTIFIER_TYPES.join(', ')}`;
+    if (!KNOWN_TYPES.has(type)) return `unknown identifier type "${type.slice(0, 40)}"; allowed: ${ACCEPTED_TYPES[kind].join(', ')}`;
+    if (!(ACCEPTED_TYPES[kind] as readonly string[]).includes(type)) {
+      return `identifier type ${type} is not accepted on do-not-reach lists; allowed: ${ACCEPTED_TYPES[kind].join(', ')}`;
+    }
     const values = user[type];
     if (!Array.isArray(values) || values.length === 0) return `${type} must be a non-empty array of strings`;
     const hashed = type !== 'partner_user_id';
@@ -179,7 +185,7 @@ function checkParams(
     const t = parseTime(params['expires_at']);
     if (t === undefined) return fail('expires_at', 'expires_at must be a UTC ISO 8601 time');
     if (t <= effective) return fail('expires_at', 'expires_at must be later than effective_at (default now)');
-    if (kind === 'dnr' && t > thirteenMonthsAfter(now)) {
+    if (kind === 'dnr' && t > maxDoNotReachExpiry(new Date(now)).getTime()) {
       return fail('expires_at', 'expires_at must be at most 13 months from now');
     }
     echo['expires_at'] = params['expires_at'] as string;
@@ -247,7 +253,7 @@ function checkParsedBatch(body: Uint8Array, kind: BatchKind, now: number): Batch
     }
     const keys = new Array<number>(list.length);
     for (let u = 0; u < list.length; u++) {
-      const problem = userProblem(list[u]);
+      const problem = userProblem(list[u], kind);
       if (problem !== undefined) {
         errors.push({ index, user_index: u, code: 'INVALID_USER_DATA', message: problem });
         if (errors.length >= MAX_OPERATION_ERRORS) break;
@@ -299,7 +305,11 @@ class Scanner {
   private ends: number[] = [];
   private order: number[] = [];
 
-  constructor(private readonly b: Uint8Array) {}
+  constructor(
+    private readonly b: Uint8Array,
+    /** Bit per IDENTIFIER_TYPES index the batch kind accepts; others go to the general path's errors. */
+    private readonly accepted: number,
+  ) {}
 
   ws(): void {
     const b = this.b;
@@ -380,7 +390,7 @@ class Scanner {
           break;
         }
       }
-      if (type < 0 || (seen & (1 << type)) !== 0) throw BAIL;
+      if (type < 0 || (seen & (1 << type)) !== 0 || (this.accepted & (1 << type)) === 0) throw BAIL;
       seen |= 1 << type;
       this.expect(0x3a);
       this.expect(0x5b);
@@ -455,7 +465,7 @@ class Scanner {
 }
 
 function scanUserBatch(body: Uint8Array, kind: BatchKind, now: number): BatchCheck | undefined {
-  const s = new Scanner(body);
+  const s = new Scanner(body, ACCEPTED_MASK[kind]);
   const operations: CheckedOperation[] = [];
   let users = 0;
   try {

@@ -6,6 +6,7 @@
  */
 import examplesJson from 'libphonenumber-js/mobile/examples';
 import metadataJson from 'libphonenumber-js/min/metadata';
+import { mulberry32 } from '../../src/sandbox/faults.js';
 
 export interface PhoneCase {
   value: string;
@@ -27,16 +28,6 @@ const TEMPLATES: Record<string, string[]> = {
   IN: ['9ddddddddd', '8ddddddddd', '7ddddddddd', '6ddddddddd', '11dddddddd', '22dddddddd', '80dddddddd', '1800dddddd'],
 };
 
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export function generatePhoneCorpus(n: number, seed = 1): PhoneCase[] {
   const rnd = mulberry32(seed);

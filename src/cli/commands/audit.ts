@@ -6,20 +6,29 @@ import { handle, renderFields, renderTable, writeJson, writeLine, type Column, t
 
 interface AuditArgs extends GlobalArgs {
   'audit-log'?: string;
+  'state-dir': string;
 }
 
 interface AuditShowArgs extends AuditArgs {
   runId: string;
 }
 
+// The same two options as `upload`, so the log an upload wrote is found the same way.
 const withLogOption = <T>(y: Argv<T>): Argv<T & AuditArgs> =>
-  y.option('audit-log', {
-    type: 'string',
-    requiresArg: true,
-    describe: `Audit log file (default ${DEFAULT_STATE_DIR}/audit.jsonl in the working directory)`,
-  }) as unknown as Argv<T & AuditArgs>;
+  y
+    .option('audit-log', {
+      type: 'string',
+      requiresArg: true,
+      describe: 'Audit log file (default: audit.jsonl in --state-dir)',
+    })
+    .option('state-dir', {
+      type: 'string',
+      requiresArg: true,
+      default: DEFAULT_STATE_DIR,
+      describe: 'State directory of the uploads (as given to upload --state-dir)',
+    }) as unknown as Argv<T & AuditArgs>;
 
-const logPath = (ctx: CliContext, args: AuditArgs): string => resolve(ctx.cwd, args['audit-log'] ?? defaultAuditLogPath(DEFAULT_STATE_DIR));
+const logPath = (ctx: CliContext, args: AuditArgs): string => resolve(ctx.cwd, args['audit-log'] ?? defaultAuditLogPath(args['state-dir']));
 
 const RUN_COLUMNS: readonly Column<AuditRun>[] = [
   { header: 'run id', value: (r) => r.run_id },
@@ -93,6 +102,7 @@ function showCommand(ctx: CliContext): CommandModule<GlobalArgs, AuditShowArgs> 
       }
       if (e !== undefined) {
         fields.push(['ended', e.at], ['outcome', e.outcome], ['duration', `${(e.duration_ms / 1000).toFixed(1)} s`]);
+        if (e.error !== undefined) fields.push(['error', e.error]);
         for (const [k, v] of Object.entries(e.counts)) fields.push([k.replaceAll('_', ' '), v]);
       } else {
         fields.push(['ended', 'no end record (still running, or killed)']);

@@ -36,10 +36,11 @@ interface Output {
 
 function output(stream: Writable, commit: () => Promise<void>, abort: () => Promise<void>): Output {
   let failure: unknown;
-  const onError = (error: unknown): void => {
+  // Never removed: a write still in flight when abort() destroys the stream fails afterwards
+  // (ERR_STREAM_DESTROYED), and an 'error' without a listener would crash the process.
+  stream.on('error', (error: unknown) => {
     failure ??= error;
-  };
-  stream.on('error', onError);
+  });
   return {
     write: async (data) => {
       if (failure !== undefined) throw failure;
@@ -47,13 +48,9 @@ function output(stream: Writable, commit: () => Promise<void>, abort: () => Prom
     },
     commit: async () => {
       await commit();
-      stream.off('error', onError);
       if (failure !== undefined) throw failure;
     },
-    abort: async () => {
-      await abort();
-      stream.off('error', onError);
-    },
+    abort,
   };
 }
 
@@ -63,6 +60,7 @@ async function openOutput(ctx: CliContext, path: string, option: string): Promis
   const existing = await stat(target).catch(() => undefined);
   if (existing !== undefined && !existing.isFile()) {
     // A device or pipe (/dev/null, a FIFO) cannot be replaced by a rename: write to it directly.
+    // Aborting does not wait for it to close: a reader that stopped reading would hold the error.
     const direct = createWriteStream(target);
     return output(direct, () => finished(direct.end()), async () => void direct.destroy());
   }
@@ -83,7 +81,10 @@ async function openOutput(ctx: CliContext, path: string, option: string): Promis
       await rename(temp, target);
     },
     async () => {
+      // Deleted once closed: a write in flight completes first and could otherwise land in a
+      // file that is no longer linked (or, on Windows, make the deletion fail).
       stream.destroy();
+      await finished(stream).catch(() => undefined);
       await unlink(temp).catch(() => undefined);
     },
   );

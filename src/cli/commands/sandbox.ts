@@ -44,10 +44,14 @@ export function sandboxCommand(ctx: CliContext): CommandModule<GlobalArgs, Sandb
     builder: (y) =>
       y
         .option('port', { type: 'number', default: 0, describe: 'Port to listen on (0 picks a free one)' })
-        .option('host', { type: 'string', default: '127.0.0.1', describe: 'Interface to listen on' })
+        .option('host', {
+          type: 'string',
+          default: '127.0.0.1',
+          describe: 'Interface to listen on; 0.0.0.0 or :: listen everywhere and print a loopback base URL (with a warning: anyone who can reach the port can use the sandbox)',
+        })
         .option('faults', {
           type: 'string',
-          describe: 'Faults injected into user-batch requests: kind[=arg]@N[+N] or kind[=arg]%P, comma-separated; kinds 500, 503[=retry-after s], 429, drop, slow[=ms], mismatch, html',
+          describe: 'Faults injected into user-batch requests (or every ads request with :all): kind[=arg]@N[+N][:all] or kind[=arg]%P[:all], comma-separated; kinds 500, 503[=retry-after s], 429, drop, slow[=ms], mismatch, html',
         })
         .option('seed', { type: 'number', describe: 'Make credentials, ids and rate-based faults reproducible' })
         .option('rate-limit', { type: 'string', describe: 'User-batch limit as REQUESTS/SECONDS (default 1500/60)' })
@@ -70,6 +74,13 @@ export function sandboxCommand(ctx: CliContext): CommandModule<GlobalArgs, Sandb
       if (args['rate-limit'] !== undefined) options.rateLimit = parseRateLimit(args['rate-limit']);
 
       const sandbox = await startSandbox(options);
+      if (!sandbox.loopbackOnly) {
+        // The credentials printed below are throwaway, but they still open this sandbox to anyone on the network.
+        writeLine(
+          ctx.stderr,
+          `warning: the sandbox listens on ${args.host} and is reachable beyond this machine; anyone who can reach port ${new URL(sandbox.url).port} can use it with the credentials printed below (use --host 127.0.0.1 to keep it local)`,
+        );
+      }
       const { primary, secondary, foreign } = sandbox.accounts;
       const audience = sandbox.state.createCustomAudience(primary, 'Demo audience', 'Created by audience-kit sandbox');
       const dnr = sandbox.state.createDoNotReachList(primary, 'Demo do-not-reach list', 'Created by audience-kit sandbox');
@@ -94,7 +105,7 @@ export function sandboxCommand(ctx: CliContext): CommandModule<GlobalArgs, Sandb
         });
       } else {
         const out = (line = ''): void => writeLine(ctx.stdout, line);
-        out(`audience-kit sandbox listening on ${sandbox.url}`);
+        out(`audience-kit sandbox listening on ${sandbox.url}${sandbox.loopbackOnly ? '' : ` (bound to ${args.host})`}`);
         out();
         out('# Throwaway credentials of this sandbox run (random per start, useless elsewhere). Paste into your shell:');
         for (const [name, value] of Object.entries(env)) out(`export ${name}=${value}`);

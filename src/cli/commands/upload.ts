@@ -22,6 +22,7 @@ import {
   ProgressPrinter,
   renderHashSummary,
   resolveBatchLimits,
+  resolveSendOptions,
   resolveUploadGroup,
   RunJournal,
   startSandbox,
@@ -70,11 +71,15 @@ interface UploadArgs extends GlobalArgs, HashOptionArgs, ConnectionArgs {
 
 const UPLOAD_GROUP = 'Upload:';
 
-async function askYesNo(ctx: CliContext, question: string): Promise<boolean> {
+/** Ask on the terminal; Ctrl-C or a closed stdin answer 'interrupted' (readline would otherwise leave the question pending). */
+async function askYesNo(ctx: CliContext, question: string): Promise<boolean | 'interrupted'> {
   const rl = createInterface({ input: ctx.stdin, output: ctx.stderr });
   try {
-    const answer = await new Promise<string>((res) => rl.question(question, res));
-    return !/^n/i.test(answer.trim());
+    return await new Promise<boolean | 'interrupted'>((res) => {
+      rl.on('SIGINT', () => res('interrupted'));
+      rl.on('close', () => res('interrupted'));
+      rl.question(question, (answer) => res(!/^n/i.test(answer.trim())));
+    });
   } finally {
     rl.close();
   }
@@ -226,6 +231,7 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
         ...(args['max-operations'] === undefined ? {} : { maxOperations: args['max-operations'] }),
         ...(args['max-users-per-operation'] === undefined ? {} : { maxUsersPerOperation: args['max-users-per-operation'] }),
       });
+      resolveSendOptions({ concurrency: args.concurrency, maxRetries: args['max-retries'] });
       // yargs-parser turns a lone `-` followed by flags into '' (`upload - --sandbox`).
       const fromStdin = args.file === '-' || args.file === '';
       const inputPath = fromStdin ? '-' : resolve(ctx.cwd, args.file);
@@ -241,6 +247,8 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
         writeLine(ctx.stderr, '\ninterrupted: finishing the requests in flight and saving the journal (Ctrl-C again to quit at once)');
         controller.abort();
       };
+      // Installed before the slow preparations (fingerprinting a large file, starting the sandbox).
+      process.on('SIGINT', onSigint);
       try {
         if (!args.quiet) printInputMapping(ctx, run);
         const size = fromStdin ? null : statSync(inputPath).size;
@@ -268,6 +276,10 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
         const targetKind = 'doNotReachListId' in target ? 'do_not_reach_list' : 'custom_audience';
         const targetId = 'doNotReachListId' in target ? target.doNotReachListId : target.customAudienceId;
 
+        if (controller.signal.aborted) {
+          writeLine(ctx.stderr, 'interrupted before sending: nothing was sent');
+          return EXIT_CODES.interrupted;
+        }
         const runId = newRunId();
         const stateDir = resolve(ctx.cwd, args['state-dir']);
         // The journal needs a re-readable input and a target that outlives the process.
@@ -281,12 +293,19 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
           };
           const existing = findJournal(stateDir, key);
           let mode: 'new' | 'resume' = 'new';
-          if (existing !== undefined && !existing.complete) {
+          // A run that stopped before any batch was confirmed or kept has nothing to resume.
+          const resumable = existing !== undefined && !existing.complete && existing.confirmed + existing.failed > 0;
+          if (resumable) {
             if (args.resume === true) mode = 'resume';
             else if (args.restart !== true) {
               if (!(ctx.stdinIsTTY && ctx.stderrIsTTY)) throw unfinishedRunError(existing);
               writeLine(ctx.stderr, unfinishedRunError(existing).message);
-              mode = (await askYesNo(ctx, 'resume it? [Y/n] ')) ? 'resume' : 'new';
+              const answer = await askYesNo(ctx, 'resume it? [Y/n] ');
+              if (answer === 'interrupted') {
+                writeLine(ctx.stderr, 'interrupted: nothing was sent');
+                return EXIT_CODES.interrupted;
+              }
+              mode = answer ? 'resume' : 'new';
             }
           } else if (args.resume === true && !args.quiet) {
             writeLine(ctx.stderr, 'nothing to resume for this file and these options: starting a new run');
@@ -318,7 +337,6 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
         const startedAt = new Date();
         const printer = args.quiet === true ? undefined : new ProgressPrinter({ write: (t) => ctx.stderr.write(t), tty: ctx.stderrIsTTY });
         let previewWritten = args.preview === undefined;
-        process.on('SIGINT', onSigint);
         let report: UploadReport;
         try {
           report = await uploadAudience({
