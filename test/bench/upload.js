@@ -1,6 +1,6 @@
-// Benchmark of `audience-kit upload` (run through `npm run bench`, or `node bench/upload.js` after a build).
+// Benchmark of `audience-kit upload` (run through `npm run bench`, or `node test/bench/upload.js` after a build).
 //
-//   node bench/upload.js                  1M generated rows: `hash` rows/s vs `upload` rows/s to a sandbox
+//   node test/bench/upload.js                  1M generated rows: `hash` rows/s vs `upload` rows/s to a sandbox
 //                                         running in its own process on this machine (target >= 90%),
 //                                         upload peak RSS (target <= 300 MB), request count vs the bound;
 //                                         then a scaled-down rate policy run (limiter holds the cap, 0 x 429)
@@ -10,53 +10,12 @@
 //
 // Peak RSS is the upload process's maxRSS (worker threads included), read by a tiny preload.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { BIN, dataFile, flag, fmt, measure, opt, ROOT, rows } from './common.js';
 
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const BIN = `${ROOT}bin/audience-kit.js`;
 const DIST = `${ROOT}dist/index.js`;
-const args = process.argv.slice(2);
-const opt = (name, fallback) => {
-  const i = args.indexOf(`--${name}`);
-  return i === -1 ? fallback : args[i + 1];
-};
-const flag = (name) => args.includes(`--${name}`);
-const rows = Number(opt('rows', '1000000'));
-const fmt = (n) => Math.round(n).toLocaleString('en-US');
-const RSS_PRELOAD =
-  "data:text/javascript,process.on('exit',()=>process.stderr.write('\\nBENCH_MAX_RSS_KB='+process.resourceUsage().maxRSS+'\\n'))";
-
-function dataFile() {
-  const file = `${ROOT}bench/data/crm-${rows}.csv`;
-  if (!existsSync(file)) {
-    console.log(`generating ${file} ...`);
-    const r = spawnSync(process.execPath, [`${ROOT}bench/generate.js`, '--rows', String(rows)], { stdio: 'inherit' });
-    if (r.status !== 0) throw new Error('generation failed');
-  }
-  return file;
-}
-
-/** Run node with `argv`; wall time, peak RSS and stdout of the process. */
-function measure(argv, env = {}) {
-  return new Promise((resolve, reject) => {
-    const started = process.hrtime.bigint();
-    const child = spawn(process.execPath, ['--import', RSS_PRELOAD, ...argv], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (b) => (stdout += b));
-    child.stderr.on('data', (b) => (stderr += b));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const rss = /BENCH_MAX_RSS_KB=(\d+)/.exec(stderr);
-      if (code !== 0) return reject(new Error(`exit ${code}: ${stderr.slice(0, 2000)}`));
-      resolve({ seconds, rssMb: rss ? Number(rss[1]) / 1024 : NaN, stdout, stderr });
-    });
-  });
-}
 
 /**
  * The sandbox in its own process (a fair peer: it does not share the uploader's event loop).

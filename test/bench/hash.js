@@ -1,60 +1,20 @@
-// Benchmark of `audience-kit hash` (run through `npm run bench`, or `node bench/hash.js` after a build).
+// Benchmark of `audience-kit hash` (run through `npm run bench`, or `node test/bench/hash.js` after a build).
 //
-//   node bench/hash.js                      1M rows: email+phone and email-only throughput and peak RSS,
+//   node test/bench/hash.js                      1M rows: email+phone and email-only throughput and peak RSS,
 //                                           the straightforward pipeline on the same file, the ratio,
 //                                           and the differential phone check (0 mismatches required)
-//   node bench/hash.js --rows 10000000      the same sizes check on 10M rows (RSS must stay flat)
+//   node test/bench/hash.js --rows 10000000      the same sizes check on 10M rows (RSS must stay flat)
 //   options: --workers N, --skip-baseline, --skip-diff
 //
 // Each measured pipeline runs in its own process; peak RSS is that process's maxRSS (worker threads
 // included), reported by a tiny preload, so no external tool is needed.
-import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, statSync, createReadStream } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import Papa from 'papaparse';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
-
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const BIN = `${ROOT}bin/audience-kit.js`;
-const args = process.argv.slice(2);
-const opt = (name, fallback) => {
-  const i = args.indexOf(`--${name}`);
-  return i === -1 ? fallback : args[i + 1];
-};
-const flag = (name) => args.includes(`--${name}`);
-const rows = Number(opt('rows', '1000000'));
-const fmt = (n) => Math.round(n).toLocaleString('en-US');
-const RSS_PRELOAD =
-  "data:text/javascript,process.on('exit',()=>process.stderr.write('\\nBENCH_MAX_RSS_KB='+process.resourceUsage().maxRSS+'\\n'))";
-
-function dataFile(kind) {
-  const file = `${ROOT}bench/data/crm-${kind === 'email' ? 'email-' : ''}${rows}.csv`;
-  if (!existsSync(file)) {
-    console.log(`generating ${file} ...`);
-    const r = spawnSync(process.execPath, [`${ROOT}bench/generate.js`, '--rows', String(rows), '--kind', kind], { stdio: 'inherit' });
-    if (r.status !== 0) throw new Error('generation failed');
-  }
-  return file;
-}
-
-/** Run node with `argv` (stdout discarded); wall time and peak RSS of the process. */
-function measure(argv) {
-  return new Promise((resolve, reject) => {
-    const started = process.hrtime.bigint();
-    const child = spawn(process.execPath, ['--import', RSS_PRELOAD, ...argv], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (b) => (stderr += b));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const rss = /BENCH_MAX_RSS_KB=(\d+)/.exec(stderr);
-      if (code !== 0) return reject(new Error(`exit ${code}: ${stderr.slice(0, 2000)}`));
-      resolve({ seconds, rssMb: rss ? Number(rss[1]) / 1024 : NaN, stderr });
-    });
-  });
-}
+import { BIN, dataFile, flag, fmt, measure, opt, ROOT, rows } from './common.js';
 
 /** The straightforward pipeline, run in a child: papaparse streaming, libphonenumber-js per phone, createHash. */
 async function baseline(file) {
@@ -90,7 +50,7 @@ async function baseline(file) {
 
 /** Our normalizePhone against libphonenumber-js on every phone of the file. */
 async function differential(file) {
-  const { normalizePhone } = await import('../dist/index.js');
+  const { normalizePhone } = await import('../../dist/index.js');
   let checked = 0;
   let mismatches = 0;
   let header;
@@ -121,8 +81,9 @@ async function differential(file) {
   return { checked, mismatches, examples };
 }
 
-if (args[0] === '--baseline-child') {
-  const n = await baseline(args[1]);
+const baselineChild = opt('baseline-child', undefined);
+if (baselineChild !== undefined) {
+  const n = await baseline(baselineChild);
   process.stderr.write(`BASELINE_ROWS=${n}\n`);
   process.exit(0);
 }

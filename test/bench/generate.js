@@ -1,10 +1,10 @@
 // Deterministic synthetic CRM exports (seeded PRNG; every value is obviously fake: example.* domains,
 // fictional phone ranges where libphonenumber-js accepts them).
 //
-//   node bench/generate.js                       1M rows (email + phone) -> bench/data/crm-1000000.csv
-//   node bench/generate.js --rows 10000000       10M rows -> bench/data/crm-10000000.csv
-//   node bench/generate.js --kind email          email-only rows -> bench/data/crm-email-1000000.csv
-//   node bench/generate.js --fixtures            the committed test fixtures in fixtures/
+//   node test/bench/generate.js                       1M rows (email + phone) -> test/bench/data/crm-1000000.csv
+//   node test/bench/generate.js --rows 10000000       10M rows -> test/bench/data/crm-10000000.csv
+//   node test/bench/generate.js --kind email          email-only rows -> test/bench/data/crm-email-1000000.csv
+//   node test/bench/generate.js --fixtures            the committed test fixtures in fixtures/
 //   options: --seed N, --out FILE
 import { createWriteStream, mkdirSync, writeFileSync } from 'node:fs';
 import { once } from 'node:events';
@@ -12,9 +12,9 @@ import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
 // The sandbox's seeded PRNG (the bench builds dist first).
-import { mulberry32 } from '../dist/sandbox/faults.js';
+import { mulberry32 } from '../../dist/sandbox/faults.js';
 
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 function arg(name, fallback) {
   const i = process.argv.indexOf(`--${name}`);
@@ -167,7 +167,7 @@ function crmFixture(seed) {
 }
 
 function writeFixtures(seed) {
-  const dir = new URL('../fixtures/', import.meta.url);
+  const dir = new URL('../../fixtures/', import.meta.url);
   mkdirSync(dir, { recursive: true });
   const put = (name, content) => writeFileSync(new URL(name, dir), content);
   put('crm-export.csv', crmFixture(seed));
@@ -215,7 +215,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   } else {
     const rows = Number(arg('rows', '1000000'));
     const kind = arg('kind', 'full');
-    const out = arg('out', `${ROOT}bench/data/crm-${kind === 'email' ? 'email-' : ''}${rows}.csv`);
+    const out = arg('out', `${ROOT}test/bench/data/crm-${kind === 'email' ? 'email-' : ''}${rows}.csv`);
     const started = Date.now();
     await writeBench(rows, kind, seed, out);
     console.log(`${out}: ${rows} rows in ${((Date.now() - started) / 1000).toFixed(1)} s`);

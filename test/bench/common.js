@@ -1,0 +1,50 @@
+// Helpers shared by the benchmarks: argument parsing, the generated data files, and running a
+// measured process (wall time, peak RSS read by a tiny preload, stdout and stderr).
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const BIN = `${ROOT}bin/audience-kit.js`;
+
+const args = process.argv.slice(2);
+export const opt = (name, fallback) => {
+  const i = args.indexOf(`--${name}`);
+  return i === -1 ? fallback : args[i + 1];
+};
+export const flag = (name) => args.includes(`--${name}`);
+export const rows = Number(opt('rows', '1000000'));
+export const fmt = (n) => Math.round(n).toLocaleString('en-US');
+
+const RSS_PRELOAD =
+  "data:text/javascript,process.on('exit',()=>process.stderr.write('\\nBENCH_MAX_RSS_KB='+process.resourceUsage().maxRSS+'\\n'))";
+
+/** The generated corpus of `rows` rows (`kind` email: email-only), made on first use. */
+export function dataFile(kind = 'full') {
+  const file = `${ROOT}test/bench/data/crm-${kind === 'email' ? 'email-' : ''}${rows}.csv`;
+  if (!existsSync(file)) {
+    console.log(`generating ${file} ...`);
+    const r = spawnSync(process.execPath, [`${ROOT}test/bench/generate.js`, '--rows', String(rows), '--kind', kind], { stdio: 'inherit' });
+    if (r.status !== 0) throw new Error('generation failed');
+  }
+  return file;
+}
+
+/** Run node with `argv`; wall time, peak RSS (the process's maxRSS, worker threads included), stdout and stderr. */
+export function measure(argv, env = {}) {
+  return new Promise((resolve, reject) => {
+    const started = process.hrtime.bigint();
+    const child = spawn(process.execPath, ['--import', RSS_PRELOAD, ...argv], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (b) => (stdout += b));
+    child.stderr.on('data', (b) => (stderr += b));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const rss = /BENCH_MAX_RSS_KB=(\d+)/.exec(stderr);
+      if (code !== 0) return reject(new Error(`exit ${code}: ${stderr.slice(0, 2000)}`));
+      resolve({ seconds, rssMb: rss ? Number(rss[1]) / 1024 : NaN, stdout, stderr });
+    });
+  });
+}
