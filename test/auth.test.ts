@@ -169,6 +169,57 @@ describe('auth login (PIN flow against the sandbox)', () => {
     expect(stray.stderr).toContain('no login is pending for profile "default"');
   });
 
+  it('a wrong PIN is refused (exit 4) with how to retry; the login stays pending for --pin', async () => {
+    const configDir = join(root, 'wrong-pin');
+    const wrong = await ak(['auth', 'login'], appEnv(configDir), '0000000\n');
+    expect(wrong.code).toBe(4);
+    expect(wrong.stderr).toMatch(/^error: the platform refused the PIN: it was wrong, or the login request expired$/m);
+    expect(wrong.stderr).toMatch(/^ {2}fix: run `audience-kit auth login --pin PIN` with the PIN exactly as shown, or `audience-kit auth login` for a new one$/m);
+    expect(wrong.stderr).not.toContain('Check the four credentials');
+    expect((await storedProfile(configDir, 'default'))?.pendingRequestToken).toMatch(/\S/);
+
+    const url = AUTHORIZE_URL.exec(wrong.stderr)?.[1] ?? '';
+    const pin = await pinFrom(url);
+    const again = await ak(['auth', 'login', '--pin', `${pin}9`], appEnv(configDir));
+    expect(again.code).toBe(4);
+    expect(again.stderr).toContain('the platform refused the PIN');
+
+    const right = await ak(['auth', 'login', '--pin', pin], appEnv(configDir));
+    expect(right.code, right.stderr).toBe(0);
+    expect(right.stderr).toBe('');
+    const stored = await storedProfile(configDir, 'default');
+    expect(stored?.pendingRequestToken).toBeUndefined();
+    issuedSecrets.push(stored?.accessTokenSecret ?? '', stored?.accessToken ?? '');
+  });
+
+  it('warns when access tokens in the environment will win over the stored ones', async () => {
+    const configDir = join(root, 'env-wins');
+    const env = {
+      ...appEnv(configDir),
+      AUDIENCE_KIT_ACCESS_TOKEN: sb.credentials.accessToken,
+      AUDIENCE_KIT_ACCESS_TOKEN_SECRET: sb.credentials.accessTokenSecret,
+    };
+    const login = await interactiveLogin(['--json'], env);
+    expect(login.code, login.stderr).toBe(0);
+    expect(login.stderr).toMatch(
+      /^warning: AUDIENCE_KIT_ACCESS_TOKEN, AUDIENCE_KIT_ACCESS_TOKEN_SECRET are set in the environment and will be used instead of the stored credentials; unset them to use this login$/m,
+    );
+    expect(JSON.parse(login.stdout)).toMatchObject({
+      overridden_by_environment: ['AUDIENCE_KIT_ACCESS_TOKEN', 'AUDIENCE_KIT_ACCESS_TOKEN_SECRET'],
+    });
+    const stored = await storedProfile(configDir, 'default');
+    issuedSecrets.push(stored?.accessTokenSecret ?? '', stored?.accessToken ?? '');
+
+    const status = await ak(['auth', 'status', '--json'], env);
+    const report = JSON.parse(status.stdout) as { fields: Record<string, { source: string }> };
+    expect(report.fields.accessToken?.source).toBe('env');
+
+    const quiet = await interactiveLogin([], appEnv(configDir));
+    expect(quiet.code, quiet.stderr).toBe(0);
+    expect(quiet.stderr).not.toContain('warning:');
+    issuedSecrets.push((await storedProfile(configDir, 'default'))?.accessTokenSecret ?? '');
+  });
+
   it('refuses to log in without the consumer credentials, naming them', async () => {
     const r = await ak(['auth', 'login'], { AUDIENCE_KIT_ADS_BASE_URL: sb.adsBaseUrl, AUDIENCE_KIT_CONFIG_DIR: join(root, 'none') });
     expect(r.code).toBe(2);

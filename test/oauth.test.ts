@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { requestTokenSchema } from '../src/api/schemas.js';
+import { ConfigError } from '../src/errors.js';
 import {
   baseStringUri,
   normalizeParameters,
@@ -18,8 +20,32 @@ describe('percentEncode (RFC 5849 3.6)', () => {
     expect(percentEncode(' +/=&%')).toBe('%20%2B%2F%3D%26%25');
     expect(percentEncode('☃é')).toBe('%E2%98%83%C3%A9');
     expect(percentEncode('Dogs, Cats & Mice')).toBe('Dogs%2C%20Cats%20%26%20Mice');
+    expect(percentEncode('😀')).toBe('%F0%9F%98%80');
+  });
+
+  it('refuses a lone surrogate with a ConfigError naming the parameter, never showing the value', () => {
+    for (const broken of ['\uD83D', 'ab\uDE00cd', 'x\uD83D']) {
+      const e = thrown(() => percentEncode(broken, 'name'));
+      expect(e).toBeInstanceOf(ConfigError);
+      expect((e as ConfigError).code).toBe('invalid_parameter');
+      expect((e as ConfigError).message).toBe('Invalid name: it contains a lone UTF-16 surrogate, which has no UTF-8 encoding');
+    }
+    const request = { method: 'POST', url: 'https://ads.example.com/x', consumerKey: 'ck', consumerSecret: 'cs-secret' };
+    expect((thrown(() => oauth1Header({ ...request, params: { description: 'cut emoji \uD83D' } })) as Error).message).toMatch(/^Invalid description:/);
+    const secret = thrown(() => oauth1Header({ ...request, consumerSecret: 'very-secret-\uDC00' })) as ConfigError;
+    expect(secret.message).toMatch(/^Invalid consumer secret:/);
+    expect(secret.message).not.toContain('very-secret');
   });
 });
+
+function thrown(f: () => unknown): unknown {
+  try {
+    f();
+  } catch (e) {
+    return e;
+  }
+  throw new Error('expected a throw');
+}
 
 describe('base string URI (RFC 5849 3.4.1.2)', () => {
   it('lowercases scheme and host, drops default ports, the query and the fragment', () => {
@@ -154,6 +180,16 @@ describe("platform's published signature example", () => {
   it('accepts the timestamp as a numeric string', () => {
     expect(oauth1Header({ ...request, timestamp: '1318622958' })).toBe(oauth1Header(request));
   });
+
+  it('refuses a timestamp that is not whole Unix seconds', () => {
+    for (const timestamp of [1.5, -1, Number.NaN, Infinity, 1e300, '1.5', '-1', ' 1318622958', '1e9', '', 'now']) {
+      const e = thrown(() => oauth1Header({ ...request, timestamp })) as ConfigError;
+      expect(e, String(timestamp)).toBeInstanceOf(ConfigError);
+      expect(e.code).toBe('invalid_parameter');
+      expect(e.message).toMatch(/^Invalid timestamp: .* is not a whole number of Unix seconds$/);
+    }
+    expect(oauth1Params({ ...request, timestamp: 0 })['oauth_timestamp']).toBe('0');
+  });
 });
 
 describe('oauth1Header', () => {
@@ -191,6 +227,16 @@ describe('oauth1Header', () => {
     expect(a['oauth_nonce']).toMatch(/^[0-9a-f]{32}$/);
     expect(a['oauth_nonce']).not.toBe(b['oauth_nonce']);
     expect(Math.abs(Number(a['oauth_timestamp']) - Date.now() / 1000)).toBeLessThan(5);
+  });
+});
+
+describe('request token response', () => {
+  it('requires oauth_callback_confirmed=true (RFC 5849 2.1)', () => {
+    const base = { oauth_token: 't', oauth_token_secret: 's' };
+    expect(requestTokenSchema.parse({ ...base, oauth_callback_confirmed: 'true' }).oauth_callback_confirmed).toBe(true);
+    for (const v of ['false', 'True', '1', undefined]) {
+      expect(requestTokenSchema.safeParse({ ...base, oauth_callback_confirmed: v }).success, String(v)).toBe(false);
+    }
   });
 });
 

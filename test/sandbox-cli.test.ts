@@ -94,6 +94,18 @@ describe('audience-kit sandbox (process)', () => {
     expect(info.env['AUDIENCE_KIT_ADS_BASE_URL']).toBe(info.url);
     const r = await signedGet(`${info.url}/12/accounts/${info.accounts.primary}/do_not_reach_lists/${info.demo.doNotReachListId}`, info.env);
     expect(r.status).toBe(200);
+
+    // The demo audience comes with campaigns: `targeted` and the delete guard can be tried at once.
+    const args = ['--account', info.accounts.primary, '--audience', info.demo.customAudienceId];
+    const servable = await runCli(['targeted', ...args, '--json'], { env: info.env });
+    expect(servable.code, servable.stderr).toBe(0);
+    expect((JSON.parse(servable.stdout) as { data: unknown[] }).data).toHaveLength(1);
+    const all = await runCli(['targeted', ...args, '--include-inactive', '--json'], { env: info.env });
+    expect((JSON.parse(all.stdout) as { data: unknown[] }).data).toHaveLength(2);
+    const guarded = await runCli(['audiences', 'delete', ...args], { env: info.env });
+    expect(guarded.code).toBe(2);
+    expect(guarded.stderr).toMatch(/Demo spring sale/);
+
     run.child.kill('SIGTERM');
     const [code] = (await once(run.child, 'exit')) as [number | null];
     expect(code).toBe(0);

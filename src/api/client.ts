@@ -137,6 +137,9 @@ const DEFAULTS = {
   retryMaxMs: 30_000,
 } as const;
 
+/** The most attempts a request may be given (createClient refuses more). */
+export const MAX_ATTEMPTS_LIMIT = 20;
+
 const RETRYABLE_STATUS = new Set([408, 423, 429]);
 /** 400/401/403/404 and other 4xx are never retried: the same request fails the same way. */
 export function isRetryableStatus(status: number, idempotent = true): boolean {
@@ -234,7 +237,7 @@ const clientOptionsSchema = z.object({
   connectTimeoutMs: positiveMs.optional(),
   headersTimeoutMs: positiveMs.optional(),
   bodyTimeoutMs: positiveMs.optional(),
-  maxAttempts: z.number().int().min(1).max(20).optional(),
+  maxAttempts: z.number().int().min(1).max(MAX_ATTEMPTS_LIMIT).optional(),
   retry: z.object({ baseMs: z.number().int().nonnegative().optional(), maxMs: z.number().int().nonnegative().optional() }).optional(),
   rateLimitPolicy: policySchema.optional(),
   onWait: z.function().optional(),

@@ -13,6 +13,7 @@ export {
   type OAuthParamPairs,
 } from './oauth.js';
 export {
+  MAX_ATTEMPTS_LIMIT,
   AdsClient,
   createClient,
   validateClientOptions,

@@ -8,18 +8,15 @@ import {
   ConfigError,
   CONNECTION_ENV_VARS,
   createClient,
-  ID_LIST_MAX,
-  LIST_COUNT_MAX,
-  paginate,
+  MAX_ATTEMPTS_LIMIT,
   resolveConnectionConfig,
   type AdsClient,
-  type Page,
   type ClientOptions,
   type ConnectionValues,
   type ResolvedConnectionConfig,
 } from '../index.js';
 import type { CliContext } from './context.js';
-import { renderFields, renderTable, writeJson, writeLine, type Column, type GlobalArgs } from './output.js';
+import { writeLine, type GlobalArgs } from './output.js';
 
 export interface ConnectionArgs extends GlobalArgs {
   baseUrl?: string;
@@ -29,14 +26,18 @@ export interface ConnectionArgs extends GlobalArgs {
   accessToken?: string;
   accessTokenSecret?: string;
   profile?: string;
-  maxAttempts?: number;
+  maxAttempts?: string;
   requestTimeout?: string;
 }
 
 export const CONNECTION_GROUP = 'Connection (flags > environment > config file):';
 
-/** Add the connection flags to a command's builder. */
-export function withConnectionOptions<T>(yargs: Argv<T>): Argv<T & ConnectionArgs> {
+
+/**
+ * The connection flags of the OAuth login: everything but the user's access token, which is
+ * what the login obtains.
+ */
+export function withAppConnectionOptions<T>(yargs: Argv<T>): Argv<T & ConnectionArgs> {
   return yargs
     .option('base-url', {
       type: 'string',
@@ -51,21 +52,30 @@ export function withConnectionOptions<T>(yargs: Argv<T>): Argv<T & ConnectionArg
       type: 'string',
       describe: `App consumer secret; prefer the env variable or \`auth login\` (flags show in the process list) [env ${CONNECTION_ENV_VARS.consumerSecret}]`,
     })
+    .option('profile', {
+      type: 'string',
+      describe: 'Stored credential set in the config file [env AUDIENCE_KIT_PROFILE] (default: "default")',
+    })
+    .option('max-attempts', {
+      type: 'string',
+      requiresArg: true,
+      describe: `HTTP attempts per request, retries included, 1 to ${MAX_ATTEMPTS_LIMIT} (default: client default)`,
+    })
+    .option('request-timeout', { type: 'string', describe: 'Headers and body timeout per attempt, e.g. 30s, 2m (default: client default)' })
+    .group(['base-url', 'api-base-url', 'consumer-key', 'consumer-secret', 'profile', 'max-attempts', 'request-timeout'], CONNECTION_GROUP) as unknown as Argv<
+    T & ConnectionArgs
+  >;
+}
+
+/** Add the connection flags to a command's builder. */
+export function withConnectionOptions<T>(yargs: Argv<T>): Argv<T & ConnectionArgs> {
+  return withAppConnectionOptions(yargs)
     .option('access-token', { type: 'string', describe: `User access token [env ${CONNECTION_ENV_VARS.accessToken}]` })
     .option('access-token-secret', {
       type: 'string',
       describe: `User access token secret; prefer the env variable or \`auth login\` [env ${CONNECTION_ENV_VARS.accessTokenSecret}]`,
     })
-    .option('profile', {
-      type: 'string',
-      describe: 'Stored credential set in the config file [env AUDIENCE_KIT_PROFILE] (default: "default")',
-    })
-    .option('max-attempts', { type: 'number', describe: 'HTTP attempts per request, retries included (default: client default)' })
-    .option('request-timeout', { type: 'string', describe: 'Headers and body timeout per attempt, e.g. 30s, 2m (default: client default)' })
-    .group(
-      ['base-url', 'api-base-url', 'consumer-key', 'consumer-secret', 'access-token', 'access-token-secret', 'profile', 'max-attempts', 'request-timeout'],
-      CONNECTION_GROUP,
-    ) as unknown as Argv<T & ConnectionArgs>;
+    .group(['access-token', 'access-token-secret'], CONNECTION_GROUP);
 }
 
 /** The connection flags given on the command line, as config-module values. */
@@ -111,12 +121,7 @@ export async function clientFromArgs(
   const config = await connectionConfigFromArgs(ctx, args, options.need ?? 'user');
   const clientOptions: ClientOptions = { ...config.options, ...options.extra };
   if (args.maxAttempts !== undefined) {
-    if (!Number.isInteger(args.maxAttempts) || args.maxAttempts < 1) {
-      throw new ConfigError('invalid_option', `--max-attempts must be a whole number >= 1, got ${args.maxAttempts}`, {
-        fix: 'pass for example --max-attempts 5',
-      });
-    }
-    clientOptions.maxAttempts = args.maxAttempts;
+    clientOptions.maxAttempts = parseWholeNumber(args.maxAttempts, '--max-attempts', 1, MAX_ATTEMPTS_LIMIT, 'pass for example --max-attempts 5');
   }
   if (args.requestTimeout !== undefined) {
     const ms = parseDuration(args.requestTimeout, '--request-timeout');
@@ -179,139 +184,15 @@ export function parseDuration(text: string, option: string): number {
   return Math.round(total);
 }
 
-// ---- Shared by the management commands (audiences, do-not-reach, permissions, targeted) ----
-
-export interface AccountArgs extends ConnectionArgs {
-  account: string;
-}
-
-/** `--account ID`, required by every management command. */
-export function withAccountOption<T>(yargs: Argv<T>): Argv<T & AccountArgs> {
-  return withConnectionOptions(yargs).option('account', {
-    type: 'string',
-    demandOption: true,
-    requiresArg: true,
-    describe: 'Ad account id the request is made for',
-  }) as unknown as Argv<T & AccountArgs>;
-}
-
 /**
- * `--count`: a whole number within 1..1000, refused before anything is sent. The client checks
- * the same bounds; checking here lets the message name the flag.
+ * A whole number within min..max from a flag's raw text (yargs would turn `abc` into NaN and
+ * `1e3` into 1000); the message echoes what was typed.
  */
-export function checkCount(count: number | undefined, option = '--count'): number | undefined {
-  if (count === undefined) return undefined;
-  if (!Number.isInteger(count) || count < 1 || count > LIST_COUNT_MAX) {
-    throw new ConfigError('invalid_parameter', `${option} must be a whole number from 1 to ${LIST_COUNT_MAX}, got ${count}`, {
-      fix: `pass ${option} between 1 and ${LIST_COUNT_MAX}, or --all to follow every page`,
-    });
+export function parseWholeNumber(text: string, option: string, min: number, max: number, fix: string): number {
+  const trimmed = String(text).trim();
+  const value = /^\d+$/.test(trimmed) ? Number(trimmed) : Number.NaN;
+  if (!(value >= min && value <= max)) {
+    throw new ConfigError('invalid_option', `${option} must be a whole number from ${min} to ${max}, got "${text}"`, { fix });
   }
-  return count;
-}
-
-/**
- * Ids from repeated and/or comma-separated flag values, deduplicated, at most 200 (the
- * platform's bound), refused before anything is sent.
- */
-export function parseIdList(values: ReadonlyArray<string | number> | string | undefined, option: string): string[] | undefined {
-  if (values === undefined) return undefined;
-  const list = (Array.isArray(values) ? values : [values]).flatMap((v) => String(v).split(','));
-  const ids = [...new Set(list.map((v) => v.trim()).filter((v) => v !== ''))];
-  if (ids.length === 0) {
-    throw new ConfigError('invalid_parameter', `${option} needs at least one id`, {
-      fix: `pass ${option} ID[,ID...]`,
-    });
-  }
-  if (ids.length > ID_LIST_MAX) {
-    throw new ConfigError('invalid_parameter', `${option} takes at most ${ID_LIST_MAX} ids, got ${ids.length}`, {
-      fix: `split the ids into several calls of at most ${ID_LIST_MAX}`,
-    });
-  }
-  return ids;
-}
-
-/** The platform refuses `with_total_count` together with a cursor. */
-export function checkTotalCountCursor(withTotalCount: boolean | undefined, cursor: string | undefined): void {
-  if (withTotalCount === true && cursor !== undefined) {
-    throw new ConfigError('invalid_parameter', '--with-total-count cannot be combined with --cursor (the platform refuses it)', {
-      fix: 'drop --with-total-count when paging with --cursor; the first page (no --cursor) carries the total',
-    });
-  }
-}
-
-export interface ListResult<T> {
-  data: T[];
-  next_cursor: string | null;
-  total_count?: number;
-}
-
-/**
- * One page (`--cursor`) or every page (`--all`, through the client's paginate). With --all the
- * total count is asked on the first page only, since later pages carry a cursor.
- */
-export async function listPages<T>(
-  fetchPage: (cursor: string | undefined, withTotalCount: boolean) => Promise<Page<T>>,
-  opts: { all: boolean; cursor?: string | undefined; withTotalCount?: boolean | undefined },
-): Promise<ListResult<T>> {
-  checkTotalCountCursor(opts.withTotalCount, opts.cursor);
-  const wantTotal = opts.withTotalCount === true;
-  if (!opts.all) {
-    const page = await fetchPage(opts.cursor, wantTotal);
-    return withTotal({ data: page.data, next_cursor: page.next_cursor ?? null }, page.total_count);
-  }
-  let total: number | undefined;
-  const data: T[] = [];
-  let first = true;
-  for await (const item of paginate<T>(async (cursor) => {
-    const page = await fetchPage(cursor ?? (first ? opts.cursor : undefined), first && wantTotal);
-    if (first) total = page.total_count;
-    first = false;
-    return page;
-  })) {
-    data.push(item);
-  }
-  return withTotal({ data, next_cursor: null }, total);
-}
-
-function withTotal<T>(result: ListResult<T>, total: number | undefined): ListResult<T> {
-  return total === undefined ? result : { ...result, total_count: total };
-}
-
-/** Print a list: JSON document, or table + paging hints. */
-export function printList<T>(
-  ctx: CliContext,
-  args: GlobalArgs,
-  result: ListResult<T>,
-  columns: readonly Column<T>[],
-  what: string,
-): void {
-  if (args.json === true) {
-    writeJson(ctx, result);
-    return;
-  }
-  if (result.data.length > 0) writeLine(ctx.stdout, renderTable(result.data, columns));
-  const total = result.total_count === undefined ? '' : ` of ${result.total_count}`;
-  writeLine(ctx.stdout, `${what}: ${result.data.length}${total}`);
-  if (result.next_cursor !== null) writeLine(ctx.stdout, `more: add --cursor ${result.next_cursor} (or --all)`);
-}
-
-/** Print one object: JSON document, or key/value lines. */
-export function printObject(
-  ctx: CliContext,
-  args: GlobalArgs,
-  value: Record<string, unknown>,
-  fields: readonly string[],
-): void {
-  if (args.json === true) {
-    writeJson(ctx, value);
-    return;
-  }
-  writeLine(ctx.stdout, renderFields(fields.map((f) => [f, value[f]] as const)));
-}
-
-/** Drop undefined members, so optional flags map onto exact optional parameters. */
-export function definedOnly<T extends Record<string, unknown>>(o: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as {
-    [K in keyof T]?: Exclude<T[K], undefined>;
-  };
+  return value;
 }

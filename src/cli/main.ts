@@ -54,7 +54,9 @@ export function buildParser(argv: readonly string[], ctx: CliContext): Argv<Glob
     )
     .fail((message, error) => {
       // Throwing is what stops yargs: a fail callback that returns lets the handler run anyway.
-      throw error ?? new ParseFailure(message);
+      // yargs reports some usage errors (an option left without its value) as a YError.
+      if (error === undefined || error === null || error.name === 'YError') throw new ParseFailure(message ?? error?.message ?? 'invalid command line');
+      throw error;
     }) as Argv<GlobalArgs>;
   for (const factory of COMMANDS) parser = parser.command(factory(ctx));
   return parser;

@@ -62,8 +62,9 @@ export function reportError(ctx: CliContext, error: unknown, debug: boolean): nu
     writeLine(ctx.stderr, `error: ${error.message}`);
     if (error instanceof HttpError) {
       for (const e of error.errors.slice(0, 5)) {
-        const param = e.parameter === undefined ? '' : ` (parameter ${e.parameter})`;
-        writeLine(ctx.stderr, `  platform: ${e.code}: ${e.message}${param}`);
+        const detail = `${e.code}: ${e.message}${e.parameter === undefined ? '' : ` (parameter ${e.parameter})`}`;
+        // The message usually quotes the first platform error already: say it once.
+        if (!error.message.includes(detail)) writeLine(ctx.stderr, `  platform: ${detail}`);
       }
       if (error.apiWarn !== undefined) writeLine(ctx.stderr, `  platform warning: ${error.apiWarn}`);
     }

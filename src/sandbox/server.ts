@@ -179,6 +179,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
   const secret = (length: number): string =>
     seeded ? store.randomString(length, ALNUM) : [...randomBytes(length)].map((b) => ALNUM[b % ALNUM.length]).join('');
   const me = store.addUser('sandbox_user', 'business-1');
+  store.owner = me;
   const other = store.addUser('someone_else', 'business-2');
   const accounts: SandboxAccounts = {
     primary: store.addAccount(me).id,

@@ -83,6 +83,8 @@ export interface SandboxStateHandle {
   createCustomAudience(accountId: string, name: string, description?: string): SandboxCustomAudience;
   createDoNotReachList(accountId: string, name: string, description?: string): SandboxDoNotReachList;
   addCampaign(accountId: string, audienceId: string, campaign: SandboxCampaignInput): SandboxTargetingRecord;
+  /** Opens another ad account of the sandbox's user, in the same business (e.g. more grantees to share with); returns its id. */
+  createAccount(): string;
   /** Distinct users currently held by a custom audience. */
   audienceSize(audienceId: string): number;
   /** Distinct users currently held by a do-not-reach list. */
@@ -239,6 +241,14 @@ export class SandboxStore implements SandboxStateHandle {
     const user = { id: String(1_000_000_000 + Math.floor(this.random() * 8_999_999_999)), screenName, business };
     this.users.set(user.id, user);
     return user;
+  }
+
+  /** The user the sandbox's credentials belong to (set when the sandbox starts). */
+  owner: UserRec | undefined;
+
+  createAccount(): string {
+    if (this.owner === undefined) throw new Error('the sandbox has no user yet');
+    return this.addAccount(this.owner).id;
   }
 
   addAccount(user: UserRec): AccountRec {

@@ -1,30 +1,41 @@
 import type { Argv, CommandModule } from 'yargs';
 import {
   ConfigError,
+  ConnectionError,
   createCustomAudience,
   deleteCustomAudience,
   EXIT_CODES,
   getCustomAudience,
+  HttpError,
+  isRetryableStatus,
   listCustomAudiences,
-  listTargetedCampaigns,
   updateCustomAudience,
   type AdsClient,
   type CustomAudience,
-  type TargetingRecord,
 } from '../../index.js';
+import { parseDuration, withClient } from '../connection.js';
+import type { CliContext } from '../context.js';
 import {
-  checkCount,
+  allTargetingRecords,
+  commandGroup,
+  createNamedCommand,
   definedOnly,
-  listPages,
-  parseDuration,
+  nameFields,
+  ownerOnly,
+  pagedLister,
   parseIdList,
   printList,
   printObject,
+  renderTargeting,
   withAccountOption,
-  withClient,
+  withAudienceOption,
+  withListOptions,
+  withNameOptions,
   type AccountArgs,
-} from '../connection.js';
-import type { CliContext } from '../context.js';
+  type AudienceArgs,
+  type ListArgs,
+  type NameArgs,
+} from '../manage.js';
 import { handle, writeJson, writeLine, type Column, type GlobalArgs } from '../output.js';
 
 const AUDIENCE_FIELDS = [
@@ -52,60 +63,39 @@ const AUDIENCE_COLUMNS: readonly Column<CustomAudience>[] = [
   { header: 'OWNER', value: (a) => (a.is_owner === true ? 'this account' : (a.owner_account_id ?? null)) },
   { header: 'UPDATED', value: (a) => a.updated_at ?? null },
 ];
+const DELETED_COLUMN: Column<CustomAudience> = { header: 'DELETED', value: (a) => a.deleted ?? false };
 
-interface AudienceArgs extends AccountArgs {
-  audience: string;
-}
-
-function withAudienceOption<T>(y: Argv<T>): Argv<T & AudienceArgs> {
-  return withAccountOption(y).option('audience', {
-    type: 'string',
-    demandOption: true,
-    requiresArg: true,
-    describe: 'Custom audience id',
-  }) as unknown as Argv<T & AudienceArgs>;
-}
-
-interface ListArgs extends AccountArgs {
+interface AudienceListArgs extends AccountArgs, ListArgs {
   query?: string;
-  count?: number;
-  cursor?: string;
-  all?: boolean;
   withDeleted?: boolean;
-  withTotalCount?: boolean;
   ids?: string[];
 }
 
-function listCommand(ctx: CliContext): CommandModule<GlobalArgs, ListArgs> {
+function listCommand(ctx: CliContext): CommandModule<GlobalArgs, AudienceListArgs> {
   return {
     command: 'list',
     describe: 'List the custom audiences of an account',
     builder: (y) =>
-      withAccountOption(y)
+      withListOptions(withAccountOption(y))
         .option('query', { type: 'string', describe: 'Name prefix (case-insensitive)' })
-        .option('count', { type: 'number', describe: 'Page size, 1 to 1000 (platform default 200)' })
-        .option('cursor', { type: 'string', describe: 'Page cursor from a previous listing' })
-        .option('all', { type: 'boolean', describe: 'Follow cursors until the last page' })
-        .option('with-deleted', { type: 'boolean', describe: 'Include deleted audiences' })
-        .option('with-total-count', { type: 'boolean', describe: 'Ask for the total (not with --cursor; lower rate limit)' })
+        .option('with-deleted', { type: 'boolean', describe: 'Include deleted audiences (adds a DELETED column)' })
         .option('ids', { type: 'string', array: true, describe: 'Only these audience ids (comma-separated or repeated, up to 200)' })
         .example('$0 audiences list --account 18ce54d4x5t', 'First page as a table')
-        .example('$0 audiences list --account 18ce54d4x5t --query crm- --all --json', 'Every audience named crm-*, as JSON') as unknown as Argv<ListArgs>,
-    handler: handle(ctx, async (args: ListArgs) => {
-      const count = checkCount(args.count);
+        .example('$0 audiences list --account 18ce54d4x5t --query crm- --all --json', 'Every audience named crm-*, as JSON') as unknown as Argv<AudienceListArgs>,
+    handler: handle(ctx, async (args: AudienceListArgs) => {
+      const list = pagedLister(args);
       const ids = parseIdList(args.ids, '--ids');
       const result = await withClient(ctx, args, (client) =>
-        listPages<CustomAudience>(
-          (cursor, withTotalCount) =>
-            listCustomAudiences(client, {
-              accountId: args.account,
-              ...definedOnly({ q: args.query, count, cursor, withDeleted: args.withDeleted, customAudienceIds: ids }),
-              ...(withTotalCount ? { withTotalCount } : {}),
-            }),
-          { all: args.all === true, cursor: args.cursor, withTotalCount: args.withTotalCount },
+        list((page) =>
+          listCustomAudiences(client, {
+            accountId: args.account,
+            ...definedOnly({ q: args.query, withDeleted: args.withDeleted, customAudienceIds: ids }),
+            ...page,
+          }),
         ),
       );
-      printList(ctx, args, result, AUDIENCE_COLUMNS, 'custom audiences');
+      const columns = args.withDeleted === true ? [...AUDIENCE_COLUMNS, DELETED_COLUMN] : AUDIENCE_COLUMNS;
+      printList(ctx, args, result, columns, 'custom audiences');
     }),
   };
 }
@@ -128,57 +118,26 @@ function getCommand(ctx: CliContext): CommandModule<GlobalArgs, AudienceArgs> {
   };
 }
 
-interface CreateArgs extends AccountArgs {
-  name: string;
-  description?: string;
-}
-
-function createCommand(ctx: CliContext): CommandModule<GlobalArgs, CreateArgs> {
-  return {
-    command: 'create',
-    describe: 'Create an empty custom audience (then `upload` users into it)',
-    builder: (y) =>
-      withAccountOption(y)
-        .option('name', { type: 'string', demandOption: true, requiresArg: true, describe: 'Audience name' })
-        .option('description', { type: 'string', describe: 'Free-text description' })
-        .example('$0 audiences create --account 18ce54d4x5t --name "CRM buyers 2025"', 'Prints the new audience id') as unknown as Argv<CreateArgs>,
-    handler: handle(ctx, async (args: CreateArgs) => {
-      const audience = await withClient(ctx, args, (client) =>
-        createCustomAudience(client, {
-          accountId: args.account,
-          name: args.name,
-          ...definedOnly({ description: args.description }),
-        }),
-      );
-      printObject(ctx, args, audience, AUDIENCE_FIELDS);
-    }),
-  };
-}
-
-interface UpdateArgs extends AudienceArgs {
-  name?: string;
-  description?: string;
-}
+type UpdateArgs = AudienceArgs & NameArgs;
 
 function updateCommand(ctx: CliContext): CommandModule<GlobalArgs, UpdateArgs> {
   return {
     command: 'update',
-    describe: "Change an audience's name or description",
+    describe: "Change an audience's name or description (owner account only)",
     builder: (y) =>
-      withAudienceOption(y)
-        .option('name', { type: 'string', requiresArg: true, describe: 'New name' })
-        .option('description', { type: 'string', describe: 'New description' })
-        .example('$0 audiences update --account 18ce54d4x5t --audience 1nmth --name "CRM buyers"', 'Rename') as unknown as Argv<UpdateArgs>,
+      withNameOptions(withAudienceOption(y), 'New', false).example(
+        '$0 audiences update --account 18ce54d4x5t --audience 1nmth --name "CRM buyers"',
+        'Rename',
+      ) as unknown as Argv<UpdateArgs>,
     handler: handle(ctx, async (args: UpdateArgs) => {
-      if (args.name === undefined && args.description === undefined) {
+      const fields = nameFields(args);
+      if (Object.keys(fields).length === 0) {
         throw new ConfigError('invalid_option', 'nothing to update', { fix: 'pass --name and/or --description' });
       }
       const audience = await withClient(ctx, args, (client) =>
-        updateCustomAudience(client, {
-          accountId: args.account,
-          customAudienceId: args.audience,
-          ...definedOnly({ name: args.name, description: args.description }),
-        }),
+        ownerOnly(args, 'update it', () =>
+          updateCustomAudience(client, { accountId: args.account, customAudienceId: args.audience, ...fields }),
+        ),
       );
       printObject(ctx, args, audience, AUDIENCE_FIELDS);
     }),
@@ -189,56 +148,36 @@ interface DeleteArgs extends AudienceArgs {
   force?: boolean;
 }
 
-/** Every targeting record of the audience, all pages. */
-export async function allTargetingRecords(
-  client: AdsClient,
-  accountId: string,
-  customAudienceId: string,
-  withActive: boolean,
-): Promise<TargetingRecord[]> {
-  const { data } = await listPages<TargetingRecord>(
-    (cursor) => listTargetedCampaigns(client, { accountId, customAudienceId, withActive, ...definedOnly({ cursor }) }),
-    { all: true },
-  );
-  return data;
-}
-
 function deleteCommand(ctx: CliContext): CommandModule<GlobalArgs, DeleteArgs> {
   return {
     command: 'delete',
-    describe: 'Delete an audience, refusing while an active line item targets it',
+    describe: 'Delete an audience (owner account only); lists the campaigns using it first and refuses while a line item is active',
     builder: (y) =>
       withAudienceOption(y)
-        .option('force', {
-          type: 'boolean',
-          describe: 'Delete even if active line items target the audience (skips the campaign check)',
-        })
+        .option('force', { type: 'boolean', describe: 'Delete even while active line items target the audience' })
         .example('$0 audiences delete --account 18ce54d4x5t --audience 1nmth', 'Refused (exit 2) while a servable line item uses it')
-        .example('$0 targeted --account 18ce54d4x5t --audience 1nmth', 'See which campaigns use it first') as unknown as Argv<DeleteArgs>,
+        .example('$0 audiences delete --account 18ce54d4x5t --audience 1nmth --force', 'Delete anyway; the campaigns are still listed') as unknown as Argv<DeleteArgs>,
     handler: handle(ctx, async (args: DeleteArgs) => {
+      const ids = { accountId: args.account, customAudienceId: args.audience };
       const deleted = await withClient(ctx, args, async (client) => {
-        if (args.force !== true) {
-          const records = await allTargetingRecords(client, args.account, args.audience, true);
-          const active = records
-            .map((r) => ({ campaign: r, lineItems: r.line_items.filter((li) => li.servable) }))
-            .filter((r) => r.lineItems.length > 0);
-          if (active.length > 0) {
-            const lineItems = active.reduce((n, r) => n + r.lineItems.length, 0);
-            const names = active
-              .slice(0, 3)
-              .map((r) => `${r.campaign.campaign_id} "${r.campaign.campaign_name}"`)
-              .join(', ');
-            const more = active.length > 3 ? ` and ${active.length - 3} more` : '';
-            throw new ConfigError(
-              'audience_in_use',
-              `audience ${args.audience} is targeted by ${lineItems} active line item(s) in ${active.length} campaign(s): ${names}${more}; not deleted`,
-              {
-                fix: `pause or retarget those line items (list them: audience-kit targeted --account ${args.account} --audience ${args.audience}), or pass --force`,
-              },
-            );
-          }
+        const audience = await getCustomAudience(client, ids);
+        if (audience.deleted === true) {
+          throw new ConfigError('audience_already_deleted', `audience ${args.audience} is already deleted`, {
+            fix: `nothing to do; deleted audiences show with \`audience-kit audiences list --account ${args.account} --with-deleted\``,
+          });
         }
-        return deleteCustomAudience(client, { accountId: args.account, customAudienceId: args.audience });
+        const records = await allTargetingRecords(client, args.account, args.audience, false);
+        writeLine(ctx.stderr, renderTargeting(records, args.audience, false));
+        const active = records.filter((r) => r.line_items.some((li) => li.servable));
+        if (active.length > 0 && args.force !== true) {
+          const lineItems = active.reduce((n, r) => n + r.line_items.filter((li) => li.servable).length, 0);
+          throw new ConfigError(
+            'audience_in_use',
+            `audience ${args.audience} is targeted by ${lineItems} active line item(s) in ${active.length} campaign(s) (listed above); not deleted`,
+            { fix: 'pause or retarget those line items, or pass --force to delete it anyway' },
+          );
+        }
+        return ownerOnly(args, 'delete it', () => deleteCustomAudience(client, ids));
       });
       printObject(ctx, args, deleted, AUDIENCE_FIELDS);
     }),
@@ -254,60 +193,118 @@ interface WaitArgs extends AudienceArgs {
 const POLL_BACKOFF = 1.5;
 const MAX_POLL_MS = 60_000;
 
+/** Failures a later poll may not meet: the wait goes on through them. */
+function isTransient(error: unknown): boolean {
+  return error instanceof ConnectionError || (error instanceof HttpError && isRetryableStatus(error.status));
+}
+
+/** Why waiting longer cannot make the audience targetable, if so. */
+function hopeless(audience: CustomAudience): 'deleted' | 'too_small' | undefined {
+  if (audience.deleted === true) return 'deleted';
+  const reasons = audience.reasons_not_targetable ?? [];
+  // Matching (PROCESSING) is what changes the size by itself; without it, TOO_SMALL stays until more users are uploaded.
+  if (reasons.includes('TOO_SMALL') && !reasons.includes('PROCESSING')) return 'too_small';
+  return undefined;
+}
+
+interface WaitOutcome {
+  stop: 'targetable' | 'timeout' | 'deleted' | 'too_small';
+  /** The last audience read, if any poll succeeded. */
+  audience: CustomAudience | undefined;
+  /** The last poll's transient failure, if it failed. */
+  lastError: string | undefined;
+  polls: number;
+}
+
+/** Polls with growing intervals, telling stderr when the state changes. */
+async function pollUntilTargetable(
+  ctx: CliContext,
+  client: AdsClient,
+  args: WaitArgs,
+  timing: { timeoutMs: number; firstIntervalMs: number },
+): Promise<WaitOutcome> {
+  const started = Date.now();
+  let intervalMs = timing.firstIntervalMs;
+  let audience: CustomAudience | undefined;
+  let lastError: string | undefined;
+  let lastState = '';
+  for (let polls = 1; ; polls += 1) {
+    let state: string;
+    try {
+      audience = await getCustomAudience(client, { accountId: args.account, customAudienceId: args.audience });
+      lastError = undefined;
+      const stop = audience.targetable === true ? 'targetable' : hopeless(audience);
+      if (stop !== undefined) return { stop, audience, lastError, polls };
+      state = `audience ${audience.id} not targetable yet (${describeReasons(audience)}; size ${audience.audience_size ?? '-'})`;
+    } catch (error) {
+      if (!isTransient(error)) throw error;
+      lastError = error instanceof Error ? error.message : String(error);
+      state = `poll failed, trying again: ${lastError}`;
+    }
+    if (state !== lastState) writeLine(ctx.stderr, `waiting: ${state}`);
+    lastState = state;
+    const remainingMs = timing.timeoutMs - (Date.now() - started);
+    if (remainingMs <= 0) return { stop: 'timeout', audience, lastError, polls };
+    await new Promise((resolve) => setTimeout(resolve, Math.min(intervalMs, remainingMs)));
+    intervalMs = Math.min(intervalMs * POLL_BACKOFF, Math.max(MAX_POLL_MS, intervalMs));
+  }
+}
+
 function waitCommand(ctx: CliContext): CommandModule<GlobalArgs, WaitArgs> {
   return {
     command: 'wait',
-    describe: 'Poll until the audience is targetable (exit 7 on timeout, with the last reasons)',
+    describe: 'Poll until the audience is targetable; stops early when waiting cannot help (TOO_SMALL, deleted)',
     builder: (y) =>
       withAudienceOption(y)
         .option('timeout', { type: 'string', default: '30m', describe: 'Give up after this long: 90s, 30m, 1h' })
         .option('poll-interval', { type: 'string', default: '5s', hidden: true, describe: 'First poll interval (grows 1.5x up to 60s)' })
-        .example('$0 audiences wait --account 18ce54d4x5t --audience 1nmth --timeout 1h', 'Block a pipeline until the audience can be targeted') as unknown as Argv<WaitArgs>,
+        .example('$0 audiences wait --account 18ce54d4x5t --audience 1nmth --timeout 1h', 'Block a pipeline until the audience can be targeted')
+        .example('$0 audiences wait --account 18ce54d4x5t --audience 1nmth --json', 'One JSON document: targetable, timed_out, stop_reason') as unknown as Argv<WaitArgs>,
     handler: handle(ctx, async (args: WaitArgs) => {
-      const timeoutMs = parseDuration(args.timeout, '--timeout');
-      let intervalMs = parseDuration(args.pollInterval, '--poll-interval');
+      const timing = { timeoutMs: parseDuration(args.timeout, '--timeout'), firstIntervalMs: parseDuration(args.pollInterval, '--poll-interval') };
       const started = Date.now();
-      let polls = 0;
-      let lastState = '';
-      const outcome = await withClient(ctx, args, async (client) => {
-        for (;;) {
-          const audience = await getCustomAudience(client, { accountId: args.account, customAudienceId: args.audience });
-          polls += 1;
-          const waitedMs = Date.now() - started;
-          if (audience.targetable === true) return { audience, timedOut: false, waitedMs };
-          const reasons = (audience.reasons_not_targetable ?? []).join(', ') || 'no reason given';
-          const state = `${reasons}|${audience.audience_size ?? '-'}`;
-          if (state !== lastState) {
-            writeLine(ctx.stderr, `waiting: audience ${audience.id} not targetable yet (${reasons}; size ${audience.audience_size ?? '-'})`);
-            lastState = state;
-          }
-          const remainingMs = timeoutMs - waitedMs;
-          if (remainingMs <= 0) return { audience, timedOut: true, waitedMs };
-          await new Promise((resolve) => setTimeout(resolve, Math.min(intervalMs, remainingMs)));
-          intervalMs = Math.min(intervalMs * POLL_BACKOFF, Math.max(MAX_POLL_MS, intervalMs));
-        }
-      });
-      const { audience, timedOut, waitedMs } = outcome;
+      const { stop, audience, lastError, polls } = await withClient(ctx, args, (client) => pollUntilTargetable(ctx, client, args, timing));
+      const waitedMs = Date.now() - started;
       if (args.json === true) {
-        writeJson(ctx, { audience, targetable: audience.targetable === true, timed_out: timedOut, waited_ms: waitedMs, polls });
-      } else if (!timedOut) {
-        writeLine(ctx.stdout, `audience ${audience.id} is targetable (size ${audience.audience_size ?? '-'}, waited ${formatMs(waitedMs)})`);
+        writeJson(ctx, {
+          audience: audience ?? null,
+          targetable: stop === 'targetable',
+          timed_out: stop === 'timeout',
+          stop_reason: stop === 'deleted' || stop === 'too_small' ? stop : null,
+          last_error: lastError ?? null,
+          waited_ms: waitedMs,
+          polls,
+        });
+      } else if (stop === 'targetable') {
+        writeLine(ctx.stdout, `audience ${args.audience} is targetable (size ${audience?.audience_size ?? '-'}, waited ${formatMs(waitedMs)})`);
       }
-      if (!timedOut) return EXIT_CODES.ok;
-      const reasons = audience.reasons_not_targetable ?? [];
-      writeLine(
-        ctx.stderr,
-        `error: audience ${audience.id} is still not targetable after ${formatMs(waitedMs)}: ${reasons.join(', ') || 'no reason given'}`,
-      );
-      writeLine(ctx.stderr, `  fix: ${fixForReasons(reasons)}`);
-      return EXIT_CODES.timeout;
+      if (stop === 'targetable') return EXIT_CODES.ok;
+      if (stop === 'timeout') {
+        const reasons = audience?.reasons_not_targetable ?? [];
+        const why = lastError === undefined ? describeReasons(audience) : `the last poll failed: ${lastError}`;
+        writeLine(ctx.stderr, `error: audience ${args.audience} is still not targetable after ${formatMs(waitedMs)}: ${why}`);
+        writeLine(ctx.stderr, `  fix: ${lastError === undefined ? fixForReasons(reasons) : 'check the platform status and the connection, then wait again'}`);
+        return EXIT_CODES.timeout;
+      }
+      if (stop === 'deleted') {
+        writeLine(ctx.stderr, `error: audience ${args.audience} is deleted, so it will never be targetable`);
+        writeLine(ctx.stderr, '  fix: create a new audience (`audience-kit audiences create`) and upload users into it');
+      } else {
+        writeLine(ctx.stderr, `error: audience ${args.audience} is TOO_SMALL and not PROCESSING (size ${audience?.audience_size ?? '-'}): waiting cannot make it targetable`);
+        writeLine(ctx.stderr, `  fix: ${fixForReasons(['TOO_SMALL'])}`);
+      }
+      return EXIT_CODES.usage;
     }),
   };
 }
 
+function describeReasons(audience: CustomAudience | undefined): string {
+  return (audience?.reasons_not_targetable ?? []).join(', ') || 'no reason given';
+}
+
 function fixForReasons(reasons: readonly string[]): string {
   const fixes: string[] = [];
-  if (reasons.includes('TOO_SMALL')) fixes.push('TOO_SMALL: upload more matched users (at least 100)');
+  if (reasons.includes('TOO_SMALL')) fixes.push('TOO_SMALL: upload more matched users (at least 100), then wait again');
   if (reasons.includes('PROCESSING')) fixes.push('PROCESSING: the platform is still matching; wait longer (--timeout)');
   return fixes.length > 0 ? fixes.join('; ') : 'check the audience with `audience-kit audiences get` and wait longer (--timeout)';
 }
@@ -319,20 +316,33 @@ function formatMs(ms: number): string {
 }
 
 export function audiencesCommand(ctx: CliContext): CommandModule<GlobalArgs, GlobalArgs> {
-  return {
+  return commandGroup({
     command: 'audiences',
     describe: 'Custom audiences: list, get, create, update, delete, wait until targetable',
-    builder: (y) =>
-      y
-        .command(listCommand(ctx))
-        .command(getCommand(ctx))
-        .command(createCommand(ctx))
-        .command(updateCommand(ctx))
-        .command(deleteCommand(ctx))
-        .command(waitCommand(ctx))
-        .demandCommand(1, 'Name a subcommand: list, get, create, update, delete or wait.')
-        .example('$0 audiences create --account 18ce54d4x5t --name "CRM buyers"', '')
-        .example('$0 audiences wait --account 18ce54d4x5t --audience 1nmth --timeout 30m', '') as Argv<GlobalArgs>,
-    handler: () => undefined,
-  };
+    subcommands: [
+      listCommand(ctx),
+      getCommand(ctx),
+      createNamedCommand(ctx, {
+        describe: 'Create an empty custom audience (then `upload` users into it)',
+        what: 'Audience',
+        example: ['$0 audiences create --account 18ce54d4x5t --name "CRM buyers 2025"', 'Prints the new audience id'],
+        fields: AUDIENCE_FIELDS,
+        create: createCustomAudience,
+      }),
+      updateCommand(ctx),
+      deleteCommand(ctx),
+      waitCommand(ctx),
+    ] as unknown as Array<CommandModule<GlobalArgs, never>>,
+    examples: [
+      ['$0 audiences create --account 18ce54d4x5t --name "CRM buyers"', 'Create an audience, then `upload` users into it'],
+      ['$0 audiences wait --account 18ce54d4x5t --audience 1nmth --timeout 30m', 'Wait until it can be targeted'],
+    ],
+    exitCodes: {
+      ok: 'ok',
+      usage: 'usage, delete refused (in use, already deleted) or wait stopped (TOO_SMALL, deleted)',
+      auth: 'credentials refused or not the owner account',
+      api: 'API/network failure',
+      timeout: 'wait timed out',
+    },
+  });
 }

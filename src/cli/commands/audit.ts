@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
 import { defaultAuditLogPath, DEFAULT_STATE_DIR, EXIT_CODES, findAuditRun, readAuditRuns, verifyAuditLog, type AuditRun } from '../../index.js';
 import type { CliContext } from '../context.js';
+import { commandGroup } from '../manage.js';
 import { handle, renderFields, renderTable, writeJson, writeLine, type Column, type GlobalArgs } from '../output.js';
 
 interface AuditArgs extends GlobalArgs {
@@ -114,15 +115,19 @@ function showCommand(ctx: CliContext): CommandModule<GlobalArgs, AuditShowArgs> 
 }
 
 export function auditCommand(ctx: CliContext): CommandModule<GlobalArgs, GlobalArgs> {
-  return {
+  return commandGroup({
     command: 'audit',
     describe: 'Read and verify the tamper-evident audit log of uploads: verify, list, show',
-    builder: (y) =>
-      y
-        .command(verifyCommand(ctx))
-        .command(listCommand(ctx))
-        .command(showCommand(ctx))
-        .demandCommand(1, 'Name an audit command: verify, list or show.') as Argv<GlobalArgs>,
-    handler: () => undefined,
-  };
+    subcommands: [verifyCommand(ctx), listCommand(ctx), showCommand(ctx)] as unknown as Array<CommandModule<GlobalArgs, never>>,
+    examples: [
+      ['$0 audit verify', 'Check the hash chain of .audience-kit/audit.jsonl; prints the head hash to keep elsewhere'],
+      ['$0 audit list --state-dir /var/lib/audience-kit', 'The runs of uploads made with that --state-dir'],
+      ['$0 audit show 20261122T060041Z-74d4a1 --json', 'One run: its start and end records'],
+    ],
+    exitCodes: {
+      ok: 'ok',
+      usage: 'usage, or an unknown run id',
+      input: 'the log is missing, unreadable, or its chain is broken',
+    },
+  });
 }

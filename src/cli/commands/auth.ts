@@ -4,6 +4,7 @@ import type { Readable } from 'node:stream';
 import type { Argv, CommandModule } from 'yargs';
 import {
   accessToken,
+  AuthError,
   authorizeUrl,
   ConfigError,
   CONNECTION_ENV_VARS,
@@ -14,10 +15,12 @@ import {
   requestToken,
   saveProfileCredentials,
   SECRET_CONNECTION_FIELDS,
+  type ConnectionConfigReport,
   type ConnectionField,
 } from '../../index.js';
-import { connectionFlags, withClient, withConnectionOptions, type ConnectionArgs } from '../connection.js';
+import { connectionFlags, withAppConnectionOptions, withClient, withConnectionOptions, type ConnectionArgs } from '../connection.js';
 import type { CliContext } from '../context.js';
+import { commandGroup, rephrase } from '../manage.js';
 import { handle, renderTable, writeJson, writeLine, type GlobalArgs } from '../output.js';
 
 interface LoginArgs extends ConnectionArgs {
@@ -25,6 +28,11 @@ interface LoginArgs extends ConnectionArgs {
 }
 
 const profileHint = (profile: string): string => (profile === 'default' ? '' : ` --profile ${profile}`);
+
+/** The environment variables among `fields` that win over what the profile stores (flags > environment > file). */
+function setInEnvironment(report: ConnectionConfigReport, fields: readonly ConnectionField[]): string[] {
+  return fields.filter((f) => report.sources[f] === 'env').map((f) => CONNECTION_ENV_VARS[f]);
+}
 
 /** First non-empty line of the stream, or undefined at end of input. */
 async function readLine(input: Readable): Promise<string | undefined> {
@@ -44,11 +52,11 @@ function loginCommand(ctx: CliContext): CommandModule<GlobalArgs, LoginArgs> {
     command: 'login',
     describe: 'Get user credentials with the PIN flow and store them (0600) under the profile',
     builder: (y) =>
-      withConnectionOptions(y)
+      withAppConnectionOptions(y)
         .option('pin', {
           type: 'string',
           requiresArg: true,
-          describe: 'Finish a login left pending (when no PIN was entered) with the PIN shown after approval',
+          describe: 'Finish a pending login (no PIN entered, or the PIN refused) with the PIN shown after approval',
         })
         .example('AUDIENCE_KIT_CONSUMER_KEY=... AUDIENCE_KIT_CONSUMER_SECRET=... $0 auth login --base-url https://ads-api.example.com', 'Prints a URL, then asks for the PIN')
         .example('$0 auth login --profile sandbox --pin 1234567', 'Finish a pending non-interactive login') as unknown as Argv<LoginArgs>,
@@ -59,6 +67,8 @@ function loginCommand(ctx: CliContext): CommandModule<GlobalArgs, LoginArgs> {
         async (client, config) => {
           const { profile } = config;
           const pending = config.stored;
+          const keepPending = (t: { key: string; secret: string }): Promise<string> =>
+            saveProfileCredentials({ env: ctx.env, profile, values: { pendingRequestToken: t.key, pendingRequestTokenSecret: t.secret } });
           let token: { key: string; secret: string };
           let pin = args.pin?.trim();
           if (pin !== undefined) {
@@ -77,17 +87,25 @@ function loginCommand(ctx: CliContext): CommandModule<GlobalArgs, LoginArgs> {
             pin = await readLine(ctx.stdin);
             writeLine(ctx.stderr);
             if (pin === undefined) {
-              await saveProfileCredentials({
-                env: ctx.env,
-                profile,
-                values: { pendingRequestToken: token.key, pendingRequestTokenSecret: token.secret },
-              });
+              await keepPending(token);
               throw new ConfigError('auth_pin_missing', `no PIN was entered; the login stays pending for profile "${profile}"`, {
                 fix: `open the URL above, approve, then run \`audience-kit auth login${profileHint(profile)} --pin PIN\``,
               });
             }
           }
-          const at = await accessToken(client, { oauthToken: token.key, oauthTokenSecret: token.secret, verifier: pin });
+          const at = await accessToken(client, { oauthToken: token.key, oauthTokenSecret: token.secret, verifier: pin }).catch(
+            async (error: unknown) => {
+              if (!(error instanceof AuthError && error.status === 401)) throw error;
+              // If the PIN was only mistyped, --pin can still finish this login.
+              await keepPending(token);
+              throw rephrase(error, {
+                as: AuthError,
+                code: 'auth_pin_refused',
+                message: 'the platform refused the PIN: it was wrong, or the login request expired',
+                fix: `run \`audience-kit auth login${profileHint(profile)} --pin PIN\` with the PIN exactly as shown, or \`audience-kit auth login${profileHint(profile)}\` for a new one`,
+              });
+            },
+          );
           const { values, sources } = config;
           const file = await saveProfileCredentials({
             env: ctx.env,
@@ -104,10 +122,23 @@ function loginCommand(ctx: CliContext): CommandModule<GlobalArgs, LoginArgs> {
               pendingRequestTokenSecret: null,
             },
           });
-          return { user_id: at.user_id, screen_name: at.screen_name, profile, config_file: file };
+          return {
+            user_id: at.user_id,
+            screen_name: at.screen_name,
+            profile,
+            config_file: file,
+            overridden_by_environment: setInEnvironment(config, ['accessToken', 'accessTokenSecret']),
+          };
         },
         { need: 'app' },
       );
+      const overriding = result.overridden_by_environment;
+      if (overriding.length > 0) {
+        writeLine(
+          ctx.stderr,
+          `warning: ${overriding.join(', ')} ${overriding.length > 1 ? 'are' : 'is'} set in the environment and will be used instead of the stored credentials; unset ${overriding.length > 1 ? 'them' : 'it'} to use this login`,
+        );
+      }
       if (args.json === true) {
         writeJson(ctx, result);
         return;
@@ -131,7 +162,9 @@ function statusCommand(ctx: CliContext): CommandModule<GlobalArgs, ConnectionArg
     command: 'status',
     describe: 'Where each credential comes from (flag, environment, file); never prints a secret',
     builder: (y) =>
-      withConnectionOptions(y).example('$0 auth status --profile sandbox', '').example('$0 auth status --json', '') as unknown as Argv<ConnectionArgs>,
+      withConnectionOptions(y)
+        .example('$0 auth status --profile sandbox', "Where each of the sandbox profile's values comes from")
+        .example('$0 auth status --json', 'The same report as JSON (secrets only as "set (hidden)")') as unknown as Argv<ConnectionArgs>,
     handler: handle(ctx, async (args: ConnectionArgs) => {
       const report = await inspectConnectionConfig({
         flags: connectionFlags(args),
@@ -206,13 +239,11 @@ function logoutCommand(ctx: CliContext): CommandModule<GlobalArgs, LogoutArgs> {
     builder: (y) =>
       y
         .option('profile', { type: 'string', describe: 'Stored credential set [env AUDIENCE_KIT_PROFILE] (default: "default")' })
-        .example('$0 auth logout --profile sandbox', '') as unknown as Argv<LogoutArgs>,
+        .example('$0 auth logout --profile sandbox', 'Forget the credentials of profile "sandbox" (its base URLs stay)') as unknown as Argv<LogoutArgs>,
     handler: handle(ctx, async (args: LogoutArgs) => {
       const report = await inspectConnectionConfig({ env: ctx.env, ...(args.profile === undefined ? {} : { profile: args.profile }) });
       const { file, removed } = await removeProfileCredentials({ env: ctx.env, profile: report.profile });
-      const stillInEnv = CONNECTION_FIELDS.filter((f) => report.sources[f] === 'env' && f !== 'adsBaseUrl' && f !== 'apiBaseUrl').map(
-        (f) => CONNECTION_ENV_VARS[f],
-      );
+      const stillInEnv = setInEnvironment(report, ['consumerKey', 'consumerSecret', 'accessToken', 'accessTokenSecret']);
       if (args.json === true) {
         writeJson(ctx, { profile: report.profile, config_file: file, removed, still_in_environment: stillInEnv });
         return;
@@ -229,15 +260,19 @@ function logoutCommand(ctx: CliContext): CommandModule<GlobalArgs, LogoutArgs> {
 }
 
 export function authCommand(ctx: CliContext): CommandModule<GlobalArgs, GlobalArgs> {
-  return {
+  return commandGroup({
     command: 'auth',
     describe: 'User credentials: login (PIN flow), status, logout',
-    builder: (y) =>
-      y
-        .command(loginCommand(ctx))
-        .command(statusCommand(ctx))
-        .command(logoutCommand(ctx))
-        .demandCommand(1, 'Name a subcommand: login, status or logout.') as Argv<GlobalArgs>,
-    handler: () => undefined,
-  };
+    subcommands: [loginCommand(ctx), statusCommand(ctx), logoutCommand(ctx)] as unknown as Array<CommandModule<GlobalArgs, never>>,
+    examples: [
+      ['$0 auth login --profile work', 'Log in with the PIN flow and store the credentials under profile "work"'],
+      ['$0 auth status --profile work', 'Check where each credential comes from'],
+    ],
+    exitCodes: {
+      ok: 'ok',
+      usage: 'usage, configuration, or no PIN entered (the login stays pending)',
+      auth: 'consumer credentials or PIN refused',
+      api: 'API/network failure',
+    },
+  });
 }

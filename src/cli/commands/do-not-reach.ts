@@ -5,17 +5,19 @@ import {
   listDoNotReachLists,
   type DoNotReachList,
 } from '../../index.js';
+import { withClient } from '../connection.js';
+import type { CliContext } from '../context.js';
 import {
-  checkCount,
-  definedOnly,
-  listPages,
+  commandGroup,
+  createNamedCommand,
+  pagedLister,
   printList,
   printObject,
   withAccountOption,
-  withClient,
+  withListOptions,
   type AccountArgs,
-} from '../connection.js';
-import type { CliContext } from '../context.js';
+  type ListArgs,
+} from '../manage.js';
 import { handle, type Column, type GlobalArgs } from '../output.js';
 
 const LIST_FIELDS = [
@@ -39,61 +41,20 @@ const LIST_COLUMNS: readonly Column<DoNotReachList>[] = [
   { header: 'UPDATED', value: (l) => l.updated_at ?? null },
 ];
 
-interface ListArgs extends AccountArgs {
-  count?: number;
-  cursor?: string;
-  all?: boolean;
-  withTotalCount?: boolean;
-}
+type DnrListArgs = AccountArgs & ListArgs;
 
-function listCommand(ctx: CliContext): CommandModule<GlobalArgs, ListArgs> {
+function listCommand(ctx: CliContext): CommandModule<GlobalArgs, DnrListArgs> {
   return {
     command: 'list',
     describe: 'List the do-not-reach lists of an account',
     builder: (y) =>
-      withAccountOption(y)
-        .option('count', { type: 'number', describe: 'Page size, 1 to 1000' })
-        .option('cursor', { type: 'string', describe: 'Page cursor from a previous listing' })
-        .option('all', { type: 'boolean', describe: 'Follow cursors until the last page' })
-        .option('with-total-count', { type: 'boolean', describe: 'Ask for the total (not with --cursor)' })
-        .example('$0 do-not-reach list --account 18ce54d4x5t --all', 'Every list, as a table') as unknown as Argv<ListArgs>,
-    handler: handle(ctx, async (args: ListArgs) => {
-      const count = checkCount(args.count);
-      const result = await withClient(ctx, args, (client) =>
-        listPages<DoNotReachList>(
-          (cursor, withTotalCount) =>
-            listDoNotReachLists(client, {
-              accountId: args.account,
-              ...definedOnly({ count, cursor }),
-              ...(withTotalCount ? { withTotalCount } : {}),
-            }),
-          { all: args.all === true, cursor: args.cursor, withTotalCount: args.withTotalCount },
-        ),
-      );
+      withListOptions(withAccountOption(y))
+        .example('$0 do-not-reach list --account 18ce54d4x5t --all', 'Every list, as a table')
+        .example('$0 do-not-reach list --account 18ce54d4x5t --count 50 --with-total-count --json', 'First 50 lists and the total, as JSON') as unknown as Argv<DnrListArgs>,
+    handler: handle(ctx, async (args: DnrListArgs) => {
+      const list = pagedLister(args);
+      const result = await withClient(ctx, args, (client) => list((page) => listDoNotReachLists(client, { accountId: args.account, ...page })));
       printList(ctx, args, result, LIST_COLUMNS, 'do-not-reach lists');
-    }),
-  };
-}
-
-interface CreateArgs extends AccountArgs {
-  name: string;
-  description?: string;
-}
-
-function createCommand(ctx: CliContext): CommandModule<GlobalArgs, CreateArgs> {
-  return {
-    command: 'create',
-    describe: 'Create an empty do-not-reach list (then `upload --do-not-reach` users into it)',
-    builder: (y) =>
-      withAccountOption(y)
-        .option('name', { type: 'string', demandOption: true, requiresArg: true, describe: 'List name' })
-        .option('description', { type: 'string', describe: 'Free-text description' })
-        .example('$0 do-not-reach create --account 18ce54d4x5t --name "Unsubscribed"', 'Prints the new list id') as unknown as Argv<CreateArgs>,
-    handler: handle(ctx, async (args: CreateArgs) => {
-      const list = await withClient(ctx, args, (client) =>
-        createDoNotReachList(client, { accountId: args.account, name: args.name, ...definedOnly({ description: args.description }) }),
-      );
-      printObject(ctx, args, list, LIST_FIELDS);
     }),
   };
 }
@@ -109,26 +70,33 @@ function deleteCommand(ctx: CliContext): CommandModule<GlobalArgs, DeleteArgs> {
     builder: (y) =>
       withAccountOption(y)
         .option('list', { type: 'string', demandOption: true, requiresArg: true, describe: 'Do-not-reach list id' })
-        .example('$0 do-not-reach delete --account 18ce54d4x5t --list 3c5xz', '') as unknown as Argv<DeleteArgs>,
+        .example('$0 do-not-reach delete --account 18ce54d4x5t --list 3c5xz', 'Delete the list; prints it with deleted true') as unknown as Argv<DeleteArgs>,
     handler: handle(ctx, async (args: DeleteArgs) => {
-      const list = await withClient(ctx, args, (client) =>
-        deleteDoNotReachList(client, { accountId: args.account, doNotReachListId: args.list }),
-      );
+      const list = await withClient(ctx, args, (client) => deleteDoNotReachList(client, { accountId: args.account, doNotReachListId: args.list }));
       printObject(ctx, args, list, LIST_FIELDS);
     }),
   };
 }
 
 export function doNotReachCommand(ctx: CliContext): CommandModule<GlobalArgs, GlobalArgs> {
-  return {
+  return commandGroup({
     command: 'do-not-reach',
     describe: 'Do-not-reach lists: list, create, delete',
-    builder: (y) =>
-      y
-        .command(listCommand(ctx))
-        .command(createCommand(ctx))
-        .command(deleteCommand(ctx))
-        .demandCommand(1, 'Name a subcommand: list, create or delete.') as Argv<GlobalArgs>,
-    handler: () => undefined,
-  };
+    subcommands: [
+      listCommand(ctx),
+      createNamedCommand(ctx, {
+        describe: 'Create an empty do-not-reach list (then `upload --do-not-reach-list` users into it)',
+        what: 'List',
+        example: ['$0 do-not-reach create --account 18ce54d4x5t --name "Unsubscribed"', 'Prints the new list id'],
+        fields: LIST_FIELDS,
+        create: createDoNotReachList,
+      }),
+      deleteCommand(ctx),
+    ] as unknown as Array<CommandModule<GlobalArgs, never>>,
+    examples: [
+      ['$0 do-not-reach create --account 18ce54d4x5t --name "Unsubscribed"', 'Create a list, then `upload --do-not-reach-list` users into it'],
+      ['$0 do-not-reach list --account 18ce54d4x5t --all --json', 'Every list of the account, as JSON'],
+    ],
+    exitCodes: { ok: 'ok', usage: 'usage or configuration', auth: 'credentials refused', api: 'API/network failure' },
+  });
 }

@@ -1,36 +1,28 @@
 import type { Argv, CommandModule } from 'yargs';
 import {
-  AuthError,
   grantAudiencePermission,
   HttpError,
   listAudiencePermissions,
   revokeAudiencePermission,
   type AudiencePermission,
 } from '../../index.js';
+import { withClient } from '../connection.js';
+import type { CliContext } from '../context.js';
 import {
-  checkCount,
+  commandGroup,
   definedOnly,
-  listPages,
+  ownerOnly,
+  pagedLister,
   parseIdList,
   printList,
   printObject,
-  withAccountOption,
-  withClient,
-  type AccountArgs,
-} from '../connection.js';
-import type { CliContext } from '../context.js';
+  rephrase,
+  withAudienceOption,
+  withListOptions,
+  type AudienceArgs,
+  type ListArgs,
+} from '../manage.js';
 import { handle, writeLine, type Column, type GlobalArgs } from '../output.js';
-
-const PERMISSION_FIELDS = [
-  'id',
-  'custom_audience_id',
-  'tailored_audience_id',
-  'granted_account_id',
-  'permission_level',
-  'created_at',
-  'updated_at',
-  'deleted',
-] as const;
 
 const PERMISSION_COLUMNS: readonly Column<AudiencePermission>[] = [
   { header: 'ID', value: (p) => p.id },
@@ -42,89 +34,63 @@ const PERMISSION_COLUMNS: readonly Column<AudiencePermission>[] = [
 
 const LEVELS = { 'read-only': 'READ_ONLY', 'read-write': 'READ_WRITE' } as const;
 
-interface PermissionArgs extends AccountArgs {
-  audience: string;
+interface PermissionArgs extends AudienceArgs {
   tailored?: boolean;
 }
 
-function withAudience<T>(y: Argv<T>): Argv<T & PermissionArgs> {
-  return withAccountOption(y)
-    .option('audience', { type: 'string', demandOption: true, requiresArg: true, describe: 'Audience id' })
-    .option('tailored', {
-      type: 'boolean',
-      describe: 'Tailored audience permissions (v5 endpoints) instead of custom audience permissions (v12)',
-    }) as unknown as Argv<T & PermissionArgs>;
+function withPermissionOptions<T>(y: Argv<T>): Argv<T & PermissionArgs> {
+  return withAudienceOption(y, 'Audience id').option('tailored', {
+    type: 'boolean',
+    describe: 'Tailored audience permissions (v5 endpoints) instead of custom audience permissions (v12)',
+  }) as unknown as Argv<T & PermissionArgs>;
 }
 
 const kindOf = (args: PermissionArgs): 'custom' | 'tailored' => (args.tailored === true ? 'tailored' : 'custom');
 
-/**
- * The platform's 403 PERMISSION_DENIED on a permission endpoint means the account is not the
- * audience's owner: say so, and how to find the owner.
- */
-async function ownerOnly<T>(args: PermissionArgs, verb: string, run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (error) {
-    if (error instanceof HttpError && error.status === 403 && error.errors.some((e) => e.code === 'PERMISSION_DENIED')) {
-      throw new AuthError(
-        'permission_owner_only',
-        `only the audience's owner account can ${verb} its permissions, and account ${args.account} does not own audience ${args.audience}`,
-        {
-          status: error.status,
-          method: error.method,
-          path: error.path,
-          errors: error.errors,
-          cause: error,
-          fix: `find the owner with \`audience-kit audiences get --account ${args.account} --audience ${args.audience}\` (owner_account_id; is_owner false here) and repeat with --account <owner_account_id>`,
-        },
-      );
-    }
-    throw error;
-  }
+/** A permission carries the id of its own kind of audience only. */
+function permissionFields(args: PermissionArgs): string[] {
+  return [
+    'id',
+    `${kindOf(args)}_audience_id`,
+    'granted_account_id',
+    'permission_level',
+    'created_at',
+    'updated_at',
+    'deleted',
+  ];
 }
 
-interface ListArgs extends PermissionArgs {
+interface PermissionListArgs extends PermissionArgs, ListArgs {
   grantedAccount?: string[];
   permissionId?: string[];
-  count?: number;
-  cursor?: string;
-  all?: boolean;
-  withTotalCount?: boolean;
   sortBy?: string;
 }
 
-function listCommand(ctx: CliContext): CommandModule<GlobalArgs, ListArgs> {
+function listCommand(ctx: CliContext): CommandModule<GlobalArgs, PermissionListArgs> {
   return {
     command: 'list',
     describe: 'List who the audience is shared with',
     builder: (y) =>
-      withAudience(y)
+      withListOptions(withPermissionOptions(y))
         .option('granted-account', { type: 'string', array: true, describe: 'Only these granted account ids (comma-separated or repeated, up to 200)' })
         .option('permission-id', { type: 'string', array: true, describe: 'Only these permission ids (up to 200)' })
-        .option('count', { type: 'number', describe: 'Page size, 1 to 1000 (platform default 200)' })
-        .option('cursor', { type: 'string', describe: 'Page cursor from a previous listing' })
-        .option('all', { type: 'boolean', describe: 'Follow cursors until the last page' })
-        .option('with-total-count', { type: 'boolean', describe: 'Ask for the total (not with --cursor)' })
         .option('sort-by', { type: 'string', describe: 'Platform sort expression, e.g. created_at-desc' })
         .example('$0 permissions list --account 18ce54d4x5t --audience 1nmth --all', 'Every grant of a custom audience')
-        .example('$0 permissions list --account 18ce54d4x5t --audience 1nmth --tailored --json', 'Tailored audience permissions (v5)') as unknown as Argv<ListArgs>,
-    handler: handle(ctx, async (args: ListArgs) => {
-      const count = checkCount(args.count);
+        .example('$0 permissions list --account 18ce54d4x5t --audience 1nmth --tailored --json', 'Tailored audience permissions (v5)') as unknown as Argv<PermissionListArgs>,
+    handler: handle(ctx, async (args: PermissionListArgs) => {
+      const list = pagedLister(args);
       const grantedAccountIds = parseIdList(args.grantedAccount, '--granted-account');
       const permissionIds = parseIdList(args.permissionId, '--permission-id');
       const result = await withClient(ctx, args, (client) =>
-        ownerOnly(args, 'list', () =>
-          listPages<AudiencePermission>(
-            (cursor, withTotalCount) =>
-              listAudiencePermissions(client, {
-                kind: kindOf(args),
-                accountId: args.account,
-                audienceId: args.audience,
-                ...definedOnly({ count, cursor, grantedAccountIds, permissionIds, sortBy: args.sortBy }),
-                ...(withTotalCount ? { withTotalCount } : {}),
-              }),
-            { all: args.all === true, cursor: args.cursor, withTotalCount: args.withTotalCount },
+        ownerOnly(args, 'list its permissions', () =>
+          list((page) =>
+            listAudiencePermissions(client, {
+              kind: kindOf(args),
+              accountId: args.account,
+              audienceId: args.audience,
+              ...definedOnly({ grantedAccountIds, permissionIds, sortBy: args.sortBy }),
+              ...page,
+            }),
           ),
         ),
       );
@@ -138,32 +104,49 @@ interface GrantArgs extends PermissionArgs {
   level: keyof typeof LEVELS;
 }
 
+/** The platform's INVALID_PARAMETER on granted_account_id: an unknown account, or one outside the owner's business. */
+async function sameBusinessOnly<T>(args: GrantArgs, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    if (!(error instanceof HttpError && error.errors.some((e) => e.code === 'INVALID_PARAMETER' && e.parameter === 'granted_account_id'))) {
+      throw error;
+    }
+    throw rephrase(error, {
+      fix: `check --to ${args.to}: audiences are shared only with ad accounts of the owner's business (outside it, the owner account needs the SHARE_AUDIENCE_OUTSIDE_BUSINESS feature)`,
+    });
+  }
+}
+
 function grantCommand(ctx: CliContext): CommandModule<GlobalArgs, GrantArgs> {
   return {
     command: 'grant',
-    describe: 'Share the audience with another ad account (owner account only)',
+    describe: 'Share the audience with another ad account of the same business (owner account only)',
     builder: (y) =>
-      withAudience(y)
-        .option('to', { type: 'string', demandOption: true, requiresArg: true, describe: 'Account id to share with' })
+      withPermissionOptions(y)
+        .option('to', { type: 'string', demandOption: true, requiresArg: true, describe: 'Account id to share with (same business)' })
         .option('level', {
           choices: Object.keys(LEVELS),
           default: 'read-only',
           describe: 'Permission level',
         })
-        .example('$0 permissions grant --account 18ce54d4x5t --audience 1nmth --to 5gvk9h --level read-only', '') as unknown as Argv<GrantArgs>,
+        .example('$0 permissions grant --account 18ce54d4x5t --audience 1nmth --to 5gvk9h', 'Let account 5gvk9h target the audience (read-only)')
+        .example('$0 permissions grant --account 18ce54d4x5t --audience 1nmth --to 5gvk9h --level read-write', 'Let it also change the audience') as unknown as Argv<GrantArgs>,
     handler: handle(ctx, async (args: GrantArgs) => {
       const permission = await withClient(ctx, args, (client) =>
-        ownerOnly(args, 'grant', () =>
-          grantAudiencePermission(client, {
-            kind: kindOf(args),
-            accountId: args.account,
-            audienceId: args.audience,
-            grantedAccountId: args.to,
-            permissionLevel: LEVELS[args.level],
-          }),
+        ownerOnly(args, 'grant its permissions', () =>
+          sameBusinessOnly(args, () =>
+            grantAudiencePermission(client, {
+              kind: kindOf(args),
+              accountId: args.account,
+              audienceId: args.audience,
+              grantedAccountId: args.to,
+              permissionLevel: LEVELS[args.level],
+            }),
+          ),
         ),
       );
-      printObject(ctx, args, permission, PERMISSION_FIELDS);
+      printObject(ctx, args, permission, permissionFields(args));
     }),
   };
 }
@@ -177,12 +160,12 @@ function revokeCommand(ctx: CliContext): CommandModule<GlobalArgs, RevokeArgs> {
     command: 'revoke',
     describe: 'Stop sharing (owner account only); campaigns already using the audience keep running',
     builder: (y) =>
-      withAudience(y)
+      withPermissionOptions(y)
         .option('permission-id', { type: 'string', demandOption: true, requiresArg: true, describe: 'Permission id (from `permissions list`)' })
-        .example('$0 permissions revoke --account 18ce54d4x5t --audience 1nmth --permission-id 7ab2x', '') as unknown as Argv<RevokeArgs>,
+        .example('$0 permissions revoke --account 18ce54d4x5t --audience 1nmth --permission-id 7ab2x', 'Prints the revoked permission (deleted true)') as unknown as Argv<RevokeArgs>,
     handler: handle(ctx, async (args: RevokeArgs) => {
       const permission = await withClient(ctx, args, (client) =>
-        ownerOnly(args, 'revoke', () =>
+        ownerOnly(args, 'revoke its permissions', () =>
           revokeAudiencePermission(client, {
             kind: kindOf(args),
             accountId: args.account,
@@ -191,7 +174,7 @@ function revokeCommand(ctx: CliContext): CommandModule<GlobalArgs, RevokeArgs> {
           }),
         ),
       );
-      printObject(ctx, args, permission, PERMISSION_FIELDS);
+      printObject(ctx, args, permission, permissionFields(args));
       const note =
         `note: account ${permission.granted_account_id} can no longer target the audience in new campaigns; ` +
         'campaigns already using it keep running and keep the audience (but cannot be copied)';
@@ -201,15 +184,19 @@ function revokeCommand(ctx: CliContext): CommandModule<GlobalArgs, RevokeArgs> {
 }
 
 export function permissionsCommand(ctx: CliContext): CommandModule<GlobalArgs, GlobalArgs> {
-  return {
+  return commandGroup({
     command: 'permissions',
     describe: 'Share audiences with other ad accounts: list, grant, revoke (--tailored for v5)',
-    builder: (y) =>
-      y
-        .command(listCommand(ctx))
-        .command(grantCommand(ctx))
-        .command(revokeCommand(ctx))
-        .demandCommand(1, 'Name a subcommand: list, grant or revoke.') as Argv<GlobalArgs>,
-    handler: () => undefined,
-  };
+    subcommands: [listCommand(ctx), grantCommand(ctx), revokeCommand(ctx)] as unknown as Array<CommandModule<GlobalArgs, never>>,
+    examples: [
+      ['$0 permissions grant --account 18ce54d4x5t --audience 1nmth --to 5gvk9h', 'Share with another account of the business'],
+      ['$0 permissions list --account 18ce54d4x5t --audience 1nmth --all', 'Who it is shared with'],
+    ],
+    exitCodes: {
+      ok: 'ok',
+      usage: 'usage or configuration',
+      auth: 'credentials refused or not the owner account',
+      api: 'API/network failure (also an account outside the business)',
+    },
+  });
 }

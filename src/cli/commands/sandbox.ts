@@ -84,6 +84,9 @@ export function sandboxCommand(ctx: CliContext): CommandModule<GlobalArgs, Sandb
       const { primary, secondary, foreign } = sandbox.accounts;
       const audience = sandbox.state.createCustomAudience(primary, 'Demo audience', 'Created by audience-kit sandbox');
       const dnr = sandbox.state.createDoNotReachList(primary, 'Demo do-not-reach list', 'Created by audience-kit sandbox');
+      // Campaigns on the demo audience, so `targeted` and the delete guard can be tried at once.
+      sandbox.state.addCampaign(primary, audience.id, { name: 'Demo spring sale', lineItems: [{ name: 'Demo prospecting', servable: true }] });
+      sandbox.state.addCampaign(primary, audience.id, { name: 'Demo paused campaign', lineItems: [{ name: 'Demo retargeting', servable: false }] });
       const env = {
         AUDIENCE_KIT_ADS_BASE_URL: sandbox.adsBaseUrl,
         AUDIENCE_KIT_API_BASE_URL: sandbox.apiBaseUrl,
@@ -112,7 +115,7 @@ export function sandboxCommand(ctx: CliContext): CommandModule<GlobalArgs, Sandb
         out();
         out(`accounts:  primary ${primary}  secondary ${secondary}  (yours, same business)`);
         out(`           foreign ${foreign}  (another user's: 403)`);
-        out(`demo custom audience:    ${audience.id}  (account ${primary})`);
+        out(`demo custom audience:    ${audience.id}  (account ${primary}; targeted by 2 demo campaigns, 1 servable line item)`);
         out(`demo do-not-reach list:  ${dnr.id}  (account ${primary})`);
         out(`rate limit (user batches): ${rateLimit.limit} per ${rateLimit.windowMs / 1000} s`);
         if (args.faults !== undefined) out(`faults: ${args.faults}`);

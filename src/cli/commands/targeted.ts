@@ -1,20 +1,11 @@
 import type { Argv, CommandModule } from 'yargs';
-import type { TargetingRecord } from '../../index.js';
-import { withAccountOption, withClient, type AccountArgs } from '../connection.js';
+import { withClient } from '../connection.js';
 import type { CliContext } from '../context.js';
-import { handle, renderTable, writeJson, writeLine, type GlobalArgs } from '../output.js';
-import { allTargetingRecords } from './audiences.js';
+import { allTargetingRecords, exitCodesEpilogue, renderTargeting, withAudienceOption, type AudienceArgs } from '../manage.js';
+import { handle, writeJson, writeLine, type GlobalArgs } from '../output.js';
 
-interface TargetedArgs extends AccountArgs {
-  audience: string;
+interface TargetedArgs extends AudienceArgs {
   includeInactive?: boolean;
-}
-
-interface LineItemRow {
-  campaign: TargetingRecord;
-  id: string;
-  name: string | null;
-  servable: boolean;
 }
 
 export function targetedCommand(ctx: CliContext): CommandModule<GlobalArgs, TargetedArgs> {
@@ -22,41 +13,19 @@ export function targetedCommand(ctx: CliContext): CommandModule<GlobalArgs, Targ
     command: 'targeted',
     describe: 'Campaigns and line items using an audience (all pages)',
     builder: (y) =>
-      withAccountOption(y)
-        .option('audience', { type: 'string', demandOption: true, requiresArg: true, describe: 'Custom audience id' })
+      withAudienceOption(y)
         .option('include-inactive', {
           type: 'boolean',
           describe: 'Include line items that are not servable (with_active=false)',
         })
         .example('$0 targeted --account 18ce54d4x5t --audience 1nmth', 'Active line items only')
-        .example('$0 targeted --account 18ce54d4x5t --audience 1nmth --include-inactive --json', 'Everything, as JSON') as unknown as Argv<TargetedArgs>,
+        .example('$0 targeted --account 18ce54d4x5t --audience 1nmth --include-inactive --json', 'Everything, as JSON')
+        .epilogue(exitCodesEpilogue({ ok: 'ok', usage: 'usage or configuration', auth: 'credentials refused', api: 'API/network failure' })) as unknown as Argv<TargetedArgs>,
     handler: handle(ctx, async (args: TargetedArgs) => {
-      const records = await withClient(ctx, args, (client) =>
-        allTargetingRecords(client, args.account, args.audience, args.includeInactive !== true),
-      );
-      if (args.json === true) {
-        writeJson(ctx, { data: records });
-        return;
-      }
-      const rows: LineItemRow[] = records.flatMap((campaign) =>
-        campaign.line_items.map((li) => ({ campaign, id: li.id, name: li.name, servable: li.servable })),
-      );
-      if (rows.length === 0) {
-        writeLine(ctx.stdout, `no ${args.includeInactive === true ? '' : 'active '}line items target audience ${args.audience}`);
-        return;
-      }
-      writeLine(
-        ctx.stdout,
-        renderTable(rows, [
-          { header: 'CAMPAIGN', value: (r) => r.campaign.campaign_id },
-          { header: 'CAMPAIGN NAME', value: (r) => r.campaign.campaign_name },
-          { header: 'LINE ITEM', value: (r) => r.id },
-          { header: 'LINE ITEM NAME', value: (r) => r.name },
-          { header: 'SERVABLE', value: (r) => r.servable },
-        ]),
-      );
-      const servable = rows.filter((r) => r.servable).length;
-      writeLine(ctx.stdout, `${records.length} campaign(s), ${rows.length} line item(s), ${servable} servable`);
+      const activeOnly = args.includeInactive !== true;
+      const records = await withClient(ctx, args, (client) => allTargetingRecords(client, args.account, args.audience, activeOnly));
+      if (args.json === true) writeJson(ctx, { data: records });
+      else writeLine(ctx.stdout, renderTargeting(records, args.audience, activeOnly));
     }),
   };
 }
