@@ -10,7 +10,7 @@ import {
   buildUser,
   IDENTIFIER_TYPES,
   REJECT_REASONS,
-  serializeUser,
+  serializeBuiltUser,
   writeUserFingerprint,
   type BuiltUser,
   type FieldValue,
@@ -264,7 +264,7 @@ export function hashChunk(bytes: Uint8Array, ctx: HashChunkContext): HashChunkRe
     addUserToSummary(summary, built);
     for (const r of built.rejects) rejects.push(r);
     if (emit === 'packed') {
-      const json = serializeUser(built.user);
+      const json = serializeBuiltUser(built.user);
       if (json === '{}') return;
       if (packedCount === packedLines.length) {
         packedLines = grow(packedLines, packedLines.length * 2);
@@ -274,10 +274,10 @@ export function hashChunk(bytes: Uint8Array, ctx: HashChunkContext): HashChunkRe
       writeUserFingerprint(json, fingerprints, packedCount++);
       jsonLines += json + '\n';
     } else if (emit === 'users') {
-      (built as HashedUser).json = serializeUser(built.user);
+      (built as HashedUser).json = serializeBuiltUser(built.user);
       users.push(built as HashedUser);
     } else if (emit === 'jsonl') {
-      out.add(serializeUser(built.user));
+      out.add(serializeBuiltUser(built.user));
       out.add('\n');
     } else {
       let line = '';

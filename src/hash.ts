@@ -149,8 +149,8 @@ export function checkNormalizeOptions<T extends NormalizeOptions>(opts: T): T {
   if (opts.defaultCountry === undefined) return opts;
   const country = normalizeCountryCode(opts.defaultCountry);
   if (country === undefined) {
-    throw new ConfigError('invalid_default_country', `default country "${opts.defaultCountry}" is not an ISO 3166-1 alpha-2 code`, {
-      fix: 'pass a two-letter country code such as US, GB, DE, FR or IN',
+    throw new ConfigError('invalid_default_country', `--default-country "${opts.defaultCountry}" is not a known country`, {
+      fix: 'pass an ISO 3166-1 code or an English country name, such as US, GBR or Germany',
     });
   }
   return { ...opts, defaultCountry: country };

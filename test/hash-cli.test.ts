@@ -240,4 +240,20 @@ describe('audience-kit hash (process)', () => {
       expect(r.stdout).toContain(option);
     }
   });
+
+  it('exits quietly (0, no EPIPE stack) when the reader of its output goes away, as `| head -1` does', async () => {
+    const r = await new Promise<{ code: number | null; stderr: string; first: string }>((resolve) => {
+      const child = spawn(process.execPath, [BIN, 'hash', join(FIXTURES, 'crm-export.csv'), '--format', 'jsonl'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+      // Far more output than a pipe holds: reading one chunk and closing makes the next write fail.
+      child.stdout.once('data', (b: Buffer) => {
+        child.stdout.destroy();
+        child.on('close', (code) => resolve({ code, stderr, first: b.toString().split('\n')[0] ?? '' }));
+      });
+    });
+    expect(r.first).toMatch(/^\{"email":\["[0-9a-f]{64}"/);
+    expect(r.code).toBe(0);
+    expect(r.stderr).not.toMatch(/EPIPE|\n\s+at /);
+  });
 });

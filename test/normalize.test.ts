@@ -12,6 +12,7 @@ import {
   normalizePartnerUserId,
   normalizePhone,
   normalizeServiceId,
+  serializeBuiltUser,
   serializeUser,
   type FieldValue,
   type IdentifierType,
@@ -385,5 +386,19 @@ describe('serializeUser', () => {
   it('equals JSON.stringify of a built user', () => {
     const built = buildUser(record([field('phone_number', '+33 6 12 34 56 78'), field('email', 'a@x.com'), field('partner_user_id', 'é')]), {});
     expect(serializeUser(built.user)).toBe(JSON.stringify(built.user));
+  });
+  it('serializeBuiltUser (the hot path, digests unescaped) writes exactly what serializeUser writes for built users', () => {
+    const digest = 'AB'.repeat(32);
+    const records = [
+      [field('email', 'A@x.com'), field('email', digest), field('phone_number', '+44 20 7946 0958'), field('partner_user_id', 'p"1\\ é')],
+      [field('handle', '@Someone'), field('device_id', '2F5F53913E454D02B6454575A08F86E1'), field('service_id', '00042')],
+      [field('email', 'not an email'), field('partner_user_id', '\u0001ctl')],
+    ];
+    for (const fields of records) {
+      for (const inputHashed of ['auto', 'never'] as const) {
+        const built = buildUser(record(fields), { inputHashed });
+        expect(serializeBuiltUser(built.user)).toBe(serializeUser(built.user));
+      }
+    }
   });
 });

@@ -19,6 +19,12 @@ export interface CliContext {
 }
 
 export function processContext(): CliContext {
+  // A reader that went away (`audience-kit sandbox | head -1`) ends the process quietly, not
+  // with an uncaught EPIPE stack trace.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    process.exit(0);
+  });
   return {
     stdout: process.stdout,
     stderr: process.stderr,
