@@ -30,14 +30,17 @@ export function dataFile(kind = 'full') {
   return file;
 }
 
-/** Run node with `argv`; wall time, peak RSS (the process's maxRSS, worker threads included), stdout and stderr. */
-export function measure(argv, env = {}) {
+/**
+ * Run node with `argv`; wall time, peak RSS (the process's maxRSS, worker threads included) and
+ * stderr, and stdout with `captureStdout` (hash output is discarded: it can exceed a string).
+ */
+export function measure(argv, { env = {}, captureStdout = false } = {}) {
   return new Promise((resolve, reject) => {
     const started = process.hrtime.bigint();
-    const child = spawn(process.execPath, ['--import', RSS_PRELOAD, ...argv], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+    const child = spawn(process.execPath, ['--import', RSS_PRELOAD, ...argv], { stdio: ['ignore', captureStdout ? 'pipe' : 'ignore', 'pipe'], env: { ...process.env, ...env } });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (b) => (stdout += b));
+    child.stdout?.on('data', (b) => (stdout += b));
     child.stderr.on('data', (b) => (stderr += b));
     child.on('error', reject);
     child.on('close', (code) => {

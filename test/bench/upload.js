@@ -83,7 +83,7 @@ async function upload(concurrency) {
   const argv = [BIN, 'upload', file, '--account', info.account, '--audience', audience, '--quiet', '--json', '--state-dir', stateDir];
   const c = concurrency ?? opt('concurrency', undefined);
   if (c !== undefined) argv.push('--concurrency', String(c));
-  const m = await measure(argv, env);
+  const m = await measure(argv, { env, captureStdout: true });
   rmSync(stateDir, { recursive: true, force: true });
   const report = JSON.parse(m.stdout);
   const server = await sandbox.ask(`size ${audience}`);
