@@ -16,34 +16,38 @@ import Papa from 'papaparse';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import { BIN, dataFile, flag, fmt, measure, opt, ROOT, rows } from './common.js';
 
-/** The straightforward pipeline, run in a child: papaparse streaming, libphonenumber-js per phone, createHash. */
-async function baseline(file) {
-  let n = 0;
+/** Papaparse streaming over `file`: `onRow(fields, header)` for every data row. */
+function eachRow(file, onRow) {
   let header;
-  const sha = (s) => createHash('sha256').update(s).digest('hex');
-  await new Promise((resolve, reject) => {
+  return new Promise((resolve, reject) => {
     Papa.parse(createReadStream(file), {
       step: ({ data }) => {
-        if (header === undefined) {
-          header = data;
-          return;
-        }
-        const email = data[header.indexOf('email')];
-        const phone = data[header.indexOf('phone')];
-        const country = data[header.indexOf('country')];
-        const user = {};
-        const e = email?.trim().toLowerCase();
-        if (e && /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(e)) user.email = [sha(e)];
-        if (phone) {
-          const p = parsePhoneNumberFromString(phone, country || undefined);
-          if (p?.isValid()) user.phone_number = [sha(p.number)];
-        }
-        JSON.stringify(user);
-        n++;
+        if (header === undefined) header = data;
+        else onRow(data, header);
       },
       complete: resolve,
       error: reject,
     });
+  });
+}
+
+/** The straightforward pipeline, run in a child: papaparse streaming, libphonenumber-js per phone, createHash. */
+async function baseline(file) {
+  let n = 0;
+  const sha = (s) => createHash('sha256').update(s).digest('hex');
+  await eachRow(file, (data, header) => {
+    const email = data[header.indexOf('email')];
+    const phone = data[header.indexOf('phone')];
+    const country = data[header.indexOf('country')];
+    const user = {};
+    const e = email?.trim().toLowerCase();
+    if (e && /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(e)) user.email = [sha(e)];
+    if (phone) {
+      const p = parsePhoneNumberFromString(phone, country || undefined);
+      if (p?.isValid()) user.phone_number = [sha(p.number)];
+    }
+    JSON.stringify(user);
+    n++;
   });
   return n;
 }
@@ -53,30 +57,19 @@ async function differential(file) {
   const { normalizePhone } = await import('../../dist/index.js');
   let checked = 0;
   let mismatches = 0;
-  let header;
   const examples = [];
-  await new Promise((resolve, reject) => {
-    Papa.parse(createReadStream(file), {
-      step: ({ data }) => {
-        if (header === undefined) {
-          header = data;
-          return;
-        }
-        const phone = data[header.indexOf('phone')];
-        const country = data[header.indexOf('country')] || undefined;
-        if (phone === undefined || phone === '') return;
-        checked++;
-        const lib = parsePhoneNumberFromString(phone, country);
-        const libValid = lib?.isValid() === true;
-        const ours = normalizePhone(phone, country === undefined ? {} : { country });
-        if (ours.ok !== libValid || (ours.ok && ours.value !== lib.number)) {
-          mismatches++;
-          if (examples.length < 5) examples.push({ phone, country, ours, lib: libValid ? lib.number : 'invalid' });
-        }
-      },
-      complete: resolve,
-      error: reject,
-    });
+  await eachRow(file, (data, header) => {
+    const phone = data[header.indexOf('phone')];
+    const country = data[header.indexOf('country')] || undefined;
+    if (phone === undefined || phone === '') return;
+    checked++;
+    const lib = parsePhoneNumberFromString(phone, country);
+    const libValid = lib?.isValid() === true;
+    const ours = normalizePhone(phone, country === undefined ? {} : { country });
+    if (ours.ok !== libValid || (ours.ok && ours.value !== lib.number)) {
+      mismatches++;
+      if (examples.length < 5) examples.push({ phone, country, ours, lib: libValid ? lib.number : 'invalid' });
+    }
   });
   return { checked, mismatches, examples };
 }
