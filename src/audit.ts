@@ -212,9 +212,12 @@ export async function acquireFileLock(lockPath: string, options: AuditLockOption
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
-    if (lockIsStale(lockPath, staleMs)) {
+    const stale = staleLockInode(lockPath, staleMs);
+    if (stale === 'gone') continue;
+    if (stale !== undefined) {
+      // Only the lock judged stale: a waiter that broke it first may already hold a new one.
       try {
-        unlinkSync(lockPath);
+        if (statSync(lockPath).ino === stale) unlinkSync(lockPath);
       } catch {
         // Another waiter removed it first.
       }
@@ -229,33 +232,38 @@ export async function acquireFileLock(lockPath: string, options: AuditLockOption
   }
 }
 
-function lockIsStale(lockPath: string, staleMs: number): boolean {
+/**
+ * The inode of the lock file when its owner is gone (so the caller removes that file and no
+ * newer one), 'gone' when it vanished meanwhile (released: retry at once; removing the path now
+ * could remove the next holder's lock), undefined while it is held.
+ */
+function staleLockInode(lockPath: string, staleMs: number): number | 'gone' | undefined {
+  let fd: number;
   try {
-    const fd = openSync(lockPath, 'r');
-    let text: string;
-    let mtimeMs: number;
-    try {
-      text = readFileSync(fd, 'utf8');
-      mtimeMs = fstatSync(fd).mtimeMs;
-    } finally {
-      closeSync(fd);
-    }
-    const pid = Number.parseInt(text, 10);
-    if (Number.isInteger(pid) && pid > 0) {
-      try {
-        process.kill(pid, 0);
-        return false;
-      } catch (error) {
-        // EPERM: alive but someone else's process.
-        return (error as NodeJS.ErrnoException).code === 'ESRCH';
-      }
-    }
-    // Empty (owner died between create and write): rely on age.
-    return Date.now() - mtimeMs > staleMs;
+    fd = openSync(lockPath, 'r');
   } catch {
-    // Vanished meanwhile: retry at once.
-    return true;
+    return 'gone';
   }
+  let text: string;
+  let info: { ino: number; mtimeMs: number };
+  try {
+    text = readFileSync(fd, 'utf8');
+    info = fstatSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  const pid = Number.parseInt(text, 10);
+  if (Number.isInteger(pid) && pid > 0) {
+    try {
+      process.kill(pid, 0);
+      return undefined;
+    } catch (error) {
+      // EPERM: alive but someone else's process.
+      return (error as NodeJS.ErrnoException).code === 'ESRCH' ? info.ino : undefined;
+    }
+  }
+  // Empty (its owner died between creating and writing it, or is writing it now): rely on age.
+  return Date.now() - info.mtimeMs > staleMs ? info.ino : undefined;
 }
 
 const recordSchema = z.object({
