@@ -8,7 +8,7 @@
  */
 import { z } from 'zod';
 import { ConfigError } from './errors.js';
-import { writeUserFingerprint } from './normalize.js';
+import { writeUserFingerprint, type IdentifierType } from './normalize.js';
 
 export type OperationType = 'Update' | 'Delete';
 
@@ -51,6 +51,9 @@ export function maxDoNotReachExpiry(now: Date): Date {
   d.setUTCDate(Math.min(day, lastDay));
   return d;
 }
+
+/** The identifier types a do-not-reach list takes (custom audiences take all of them). */
+export const DO_NOT_REACH_TYPES: readonly IdentifierType[] = ['email', 'phone_number'];
 
 const limitsSchema = z.object({
   maxBodyBytes: z.number().int().min(1024).max(PLATFORM_BATCH_LIMITS.maxBodyBytes),

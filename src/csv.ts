@@ -725,6 +725,11 @@ export interface MappingOptions {
   map?: readonly string[];
   /** The column holding each row's country (ISO 3166 alpha-2) for phone numbers. */
   countryColumn?: string;
+  /**
+   * The identifier types the target takes (default: all). Detected columns of other types are
+   * left out (listed as ignored); a --map entry naming one is an error.
+   */
+  types?: readonly IdentifierType[];
 }
 
 const HEX64_LIKE = /^[0-9a-f]{64}$/i;
@@ -785,10 +790,11 @@ export function resolveMapping(header: readonly string[], opts: MappingOptions =
   const columns: MappedColumn[] = [];
   let country: { index: number; column: string } | undefined;
   const auto = opts.map === undefined || opts.map.length === 0;
+  const taken = (type: IdentifierType): boolean => opts.types === undefined || opts.types.includes(type);
   if (auto) {
     header.forEach((column, index) => {
       const type = AUTO_KEYS.get(columnKey(column));
-      if (type !== undefined && type !== 'country') columns.push({ index, column, type });
+      if (type !== undefined && type !== 'country' && taken(type)) columns.push({ index, column, type });
     });
   } else {
     for (const entry of opts.map ?? []) {
@@ -808,6 +814,11 @@ export function resolveMapping(header: readonly string[], opts: MappingOptions =
       if (!(IDENTIFIER_TYPES as readonly string[]).includes(typeName)) {
         throw new ConfigError('mapping_unknown_type', `--map ${JSON.stringify(entry)}: unknown identifier type "${typeName}"`, {
           fix: `use one of: ${[...IDENTIFIER_TYPES, 'country'].join(', ')}`,
+        });
+      }
+      if (!taken(typeName as IdentifierType)) {
+        throw new ConfigError('mapping_type_not_taken', `--map ${JSON.stringify(entry)}: this target does not take ${typeName} identifiers`, {
+          fix: `map only ${(opts.types ?? []).join(' and ')} columns for this target`,
         });
       }
       const index = findColumn(header, column, `--map ${entry}`);

@@ -18,7 +18,7 @@ import {
   type AdsClient,
   type UserBatchResult,
 } from './api/index.js';
-import { BatchPacker, maxDoNotReachExpiry, resolveBatchLimits, type BatchGroup, type BatchLimits, type PackedBatch } from './batch.js';
+import { BatchPacker, DO_NOT_REACH_TYPES, maxDoNotReachExpiry, resolveBatchLimits, type BatchGroup, type BatchLimits, type PackedBatch } from './batch.js';
 import {
   AudienceKitError,
   AuthError,
@@ -348,6 +348,22 @@ function checkHashedUser(item: unknown, position: number): AudienceUser {
   return item as AudienceUser;
 }
 
+/** A key of a serialized user that do-not-reach lists do not take. */
+const NOT_DNR_KEY = new RegExp(`"(${IDENTIFIER_TYPES.filter((t) => !DO_NOT_REACH_TYPES.includes(t)).join('|')})":`);
+
+function countLines(text: string, end: number): number {
+  let n = 0;
+  for (let i = text.indexOf('\n'); i !== -1 && i < end; i = text.indexOf('\n', i + 1)) n++;
+  return n;
+}
+
+/** Before anything of the batch is sent: the platform would refuse the whole request. */
+function refuseTypeForDnr(type: string, line: number): never {
+  throw new ConfigError('type_not_taken', `do-not-reach lists take only ${DO_NOT_REACH_TYPES.join(' and ')} identifiers; the user of line ${line} has ${type}`, {
+    fix: `map only ${DO_NOT_REACH_TYPES.join(' and ')} columns (option types: DO_NOT_REACH_TYPES of hashFile/hashRecords; the CLI does it for --do-not-reach-list)`,
+  });
+}
+
 const isAborted = (signal: AbortSignal | undefined): boolean => signal?.aborted === true;
 
 function isBuiltUser(item: UploadItem): item is UploadUser {
@@ -437,7 +453,12 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
   const handle = packer.group(group);
   // The pipeline's running summary when it has one; otherwise the uploader counts.
   const users: UploadAudienceOptions['users'] =
-    o.records === undefined ? o.users : hashRecords(o.users as Iterable<Record<string, string>> | AsyncIterable<Record<string, string>>, o.records);
+    o.records === undefined
+      ? o.users
+      : hashRecords(o.users as Iterable<Record<string, string>> | AsyncIterable<Record<string, string>>, {
+          ...(isDnr ? { types: DO_NOT_REACH_TYPES } : {}),
+          ...o.records,
+        });
   const ownSummary = users.summary === undefined ? createHashSummary() : undefined;
   const summary = users.summary ?? (ownSummary as HashSummary);
   const bytesRead = users.bytesRead;
@@ -618,6 +639,7 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
   /** Synchronous on the hot path: only a closed batch costs an await. */
   const addUser = (u: UploadUser): PackedBatch | undefined => {
     if (ownSummary !== undefined) addUserToSummary(ownSummary, u);
+    if (isDnr) for (const type in u.user) if (!DO_NOT_REACH_TYPES.includes(type as IdentifierType)) refuseTypeForDnr(type, u.line);
     const json = u.json ?? serializeUser(u.user);
     return json === '{}' ? undefined : packer.add(handle, json, u.line);
   };
@@ -655,6 +677,10 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
       const packed = (item as Partial<UploadPackedChunk>).packed;
       if (packed !== undefined) {
         const { jsonLines, lines, fingerprints } = packed;
+        if (isDnr) {
+          const found = NOT_DNR_KEY.exec(jsonLines);
+          if (found !== null) refuseTypeForDnr(found[1] ?? '', lines[countLines(jsonLines, found.index)] ?? 0);
+        }
         const fingerprint: [number, number] = [0, 0];
         for (let start = 0, k = 0; start < jsonLines.length; k++) {
           let end = jsonLines.indexOf('\n', start);

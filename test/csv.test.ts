@@ -261,6 +261,15 @@ describe('resolveMapping', () => {
     expect(resolveMapping(header, { countryColumn: 'Name' }).country).toEqual({ index: 6, column: 'Name' });
   });
 
+  it('maps only the types a target takes (do-not-reach lists): others are ignored, or refused when named', () => {
+    const m = resolveMapping(header, { types: ['email', 'phone_number'] });
+    expect(m.columns.map((c) => c.type)).toEqual(['email', 'email', 'phone_number']);
+    expect(m.ignored).toEqual(['Customer ID', 'IDFA', 'Name']);
+    expect(() => resolveMapping(header, { types: ['email', 'phone_number'], map: ['email=E-Mail', 'partner_user_id=Customer ID'] })).toThrow(
+      expect.objectContaining({ code: 'mapping_type_not_taken' }),
+    );
+  });
+
   it('--map still detects the country column by name unless one is named', () => {
     const m = resolveMapping(header, { map: ['phone_number=Mobile Phone'] });
     expect(m.country).toEqual({ index: 4, column: 'Country Code' });

@@ -128,6 +128,18 @@ describe('audience-kit upload (process)', { timeout: 90_000 }, () => {
     expect(JSON.parse(list.stdout)).toMatchObject([{ end: { outcome: 'completed' } }]);
   });
 
+  it('quickstart variation: fills a do-not-reach list, leaving out the columns it does not take', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'ak-cli-'));
+    const r = await runCli(['upload', FIXTURE, '--sandbox', '--do-not-reach-list', 'x', '--json', '--debug'], { cwd });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/ignored: "customer_id"/);
+    // --debug shows the sandbox's requests too: method, path, status, time only.
+    expect(r.stderr).toMatch(/^debug: POST \/12\/batch\/accounts\/\w+\/do_not_reach_lists\/\w+\/users 200 \d+ms \(attempt 1\)$/m);
+    const report = JSON.parse(r.stdout) as { status: string; users: number; target: { kind: string }; sandbox: { audience_size: number } };
+    expect(report).toMatchObject({ status: 'completed', target: { kind: 'do_not_reach_list' } });
+    expect(report.sandbox.audience_size).toBe(report.users);
+  });
+
   it('dry run sends nothing and --preview writes the first request body', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'ak-cli-'));
     const audienceId = newAudience();

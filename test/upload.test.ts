@@ -228,6 +228,23 @@ describe('uploadAudience', () => {
     expect(sandbox.state.dnrListSize(dnrId)).toBe(700);
   });
 
+  it('never sends a do-not-reach list an identifier type it does not take: mapped out, or refused before sending', async () => {
+    const { sandbox, client, dnrId } = await setup();
+    const target = { doNotReachListId: dnrId };
+    const base = { client, accountId: sandbox.accounts.primary, target, clock: instantClock };
+    const partner = { email: ['a'.repeat(64)], partner_user_id: ['crm-1'] };
+    await expect(uploadAudience({ ...base, users: [partner] })).rejects.toMatchObject({ code: 'type_not_taken' });
+    const fingerprints = new Uint32Array(2);
+    writeUserFingerprint(serializeUser(partner), fingerprints, 0);
+    const packed = { packed: { jsonLines: `${serializeUser(partner)}\n`, lines: Uint32Array.of(7), fingerprints } };
+    await expect(uploadAudience({ ...base, users: [packed] })).rejects.toThrow(/line 7 has partner_user_id/);
+    expect(sandbox.state.requests.filter((q) => q.path.includes(dnrId))).toHaveLength(0);
+    // Raw records: the columns of other types are left out of the mapping.
+    const report = await uploadAudience({ ...base, users: [{ email: 'jane@example.com', customer_id: 'crm-1' }], records: {} });
+    expect(report).toMatchObject({ status: 'completed', users: 1 });
+    expect(sandbox.state.dnrListSize(dnrId)).toBe(1);
+  });
+
   it('refuses do-not-reach effective_at and expiries beyond 13 months before sending anything', async () => {
     const { sandbox, client, dnrId } = await setup();
     const base = { client, accountId: sandbox.accounts.primary, target: { doNotReachListId: dnrId }, users: users(10) };

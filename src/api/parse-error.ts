@@ -82,7 +82,7 @@ export function fixForStatus(status: number, hasOperationErrors: boolean): strin
     case 401:
       return 'Check the four credentials (AUDIENCE_KIT_CONSUMER_KEY, AUDIENCE_KIT_CONSUMER_SECRET, AUDIENCE_KIT_ACCESS_TOKEN, AUDIENCE_KIT_ACCESS_TOKEN_SECRET) and the system clock, or run `audience-kit auth login`';
     case 403:
-      return 'The account is not yours or these credentials lack permission: use an ad account of the authenticated user (only the owner account manages permissions)';
+      return 'The account is not yours or these credentials lack permission: use an ad account of the authenticated user, or the account that owns the object';
     case 404:
       return 'Check the id: the account, audience, list or permission does not exist or is not visible to these credentials';
     case 408:

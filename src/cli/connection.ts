@@ -128,20 +128,24 @@ export async function clientFromArgs(
     clientOptions.headersTimeoutMs = ms;
     clientOptions.bodyTimeoutMs = ms;
   }
-  if (args.debug === true) {
-    const previous = clientOptions.onRequest;
-    clientOptions.onRequest = (e) => {
-      const path = e.path.split('?')[0] ?? '';
-      writeLine(ctx.stderr, `debug: ${e.method} ${path} ${e.status} ${Math.round(e.ms)}ms (attempt ${e.attempt})`);
-      previous?.(e);
-    };
-    const previousWait = clientOptions.onWait;
-    clientOptions.onWait = (e) => {
+  return { client: createClient(withDebugLines(ctx, args, clientOptions)), config };
+}
+
+/** With --debug, client options that log each attempt and wait to stderr (paths only: no query, headers or bodies). */
+export function withDebugLines(ctx: CliContext, args: GlobalArgs, clientOptions: ClientOptions): ClientOptions {
+  if (args.debug !== true) return clientOptions;
+  const { onRequest, onWait } = clientOptions;
+  return {
+    ...clientOptions,
+    onRequest: (e) => {
+      writeLine(ctx.stderr, `debug: ${e.method} ${e.path.split('?')[0] ?? ''} ${e.status} ${Math.round(e.ms)}ms (attempt ${e.attempt})`);
+      onRequest?.(e);
+    },
+    onWait: (e) => {
       writeLine(ctx.stderr, `debug: waiting ${Math.round(e.ms)}ms (${e.reason}) before ${e.path.split('?')[0] ?? ''}`);
-      previousWait?.(e);
-    };
-  }
-  return { client: createClient(clientOptions), config };
+      onWait?.(e);
+    },
+  };
 }
 
 /** Run `fn` with a connected client and always close the client's connection pool. */

@@ -8,7 +8,7 @@
  * order, values sorted) rather than strings: a million users cost tens of MB in a Set<number>
  * instead of hundreds of MB of hex strings, and the uploader's benchmark runs in the same process.
  */
-import { maxDoNotReachExpiry } from '../batch.js';
+import { DO_NOT_REACH_TYPES, maxDoNotReachExpiry } from '../batch.js';
 import { IDENTIFIER_TYPES, type IdentifierType } from '../normalize.js';
 
 export const MAX_OPERATIONS = 2500;
@@ -29,7 +29,7 @@ export type BatchKind = 'custom' | 'dnr';
 /** Identifier types each kind of batch accepts: do-not-reach lists take only email and phone_number. */
 const ACCEPTED_TYPES: Record<BatchKind, readonly IdentifierType[]> = {
   custom: IDENTIFIER_TYPES,
-  dnr: ['email', 'phone_number'],
+  dnr: DO_NOT_REACH_TYPES,
 };
 const ACCEPTED_MASK: Record<BatchKind, number> = {
   custom: typeMask(ACCEPTED_TYPES.custom),

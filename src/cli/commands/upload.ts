@@ -13,6 +13,7 @@ import {
   DEFAULT_MAX_RETRIES,
   DEFAULT_STATE_DIR,
   DEFAULT_UPLOAD_CONCURRENCY,
+  DO_NOT_REACH_TYPES,
   EXIT_CODES,
   fileSha256,
   findJournal,
@@ -39,7 +40,7 @@ import {
   type UploadReport,
   type UploadTarget,
 } from '../../index.js';
-import { clientFromArgs, withConnectionOptions, type ConnectionArgs } from '../connection.js';
+import { clientFromArgs, withConnectionOptions, withDebugLines, type ConnectionArgs } from '../connection.js';
 import type { CliContext } from '../context.js';
 import { addHashOptions, hashOptionsFromArgs, printInputMapping, type HashOptionArgs } from '../hash-options.js';
 import { handle, renderFields, writeJson, writeLine, type GlobalArgs } from '../output.js';
@@ -235,7 +236,8 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
       // yargs-parser turns a lone `-` followed by flags into '' (`upload - --sandbox`).
       const fromStdin = args.file === '-' || args.file === '';
       const inputPath = fromStdin ? '-' : resolve(ctx.cwd, args.file);
-      const run = await hashFile(inputPath, { ...hashOptionsFromArgs(args, ctx.stdin), emit: 'packed' });
+      // Do-not-reach lists take only some identifier types: other columns are left out of the mapping.
+      const run = await hashFile(inputPath, { ...hashOptionsFromArgs(args, ctx.stdin), emit: 'packed', ...(wantsDnr ? { types: DO_NOT_REACH_TYPES } : {}) });
       let sandbox: Sandbox | undefined;
       let client: AdsClient | undefined;
       let journal: RunJournal | undefined;
@@ -250,7 +252,10 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
       // Installed before the slow preparations (fingerprinting a large file, starting the sandbox).
       process.on('SIGINT', onSigint);
       try {
-        if (!args.quiet) printInputMapping(ctx, run);
+        if (!args.quiet) {
+          printInputMapping(ctx, run);
+          if (wantsDnr) writeLine(ctx.stderr, `  (do-not-reach lists take only ${DO_NOT_REACH_TYPES.join(' and ')}: other identifier columns are ignored)`);
+        }
         const size = fromStdin ? null : statSync(inputPath).size;
         const sha256 = fromStdin ? null : await fileSha256(inputPath).catch((error: unknown) => {
           throw new InputError('input_unreadable', `${args.file} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`, { fix: 'check the path and its permissions', cause: error });
@@ -261,7 +266,7 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
         let target = provisional;
         if (useSandbox) {
           sandbox = await startSandbox({ port: 0, ...(args['sandbox-faults'] === undefined ? {} : { faults: args['sandbox-faults'] }) });
-          client = createClient({ adsBaseUrl: sandbox.adsBaseUrl, credentials: sandbox.credentials });
+          client = createClient(withDebugLines(ctx, args, { adsBaseUrl: sandbox.adsBaseUrl, credentials: sandbox.credentials }));
           accountId = args.account ?? sandbox.accounts.primary;
           if (wantsDnr) {
             const list = await createDoNotReachList(client, { accountId, name: `audience-kit ${basename(args.file)}` });
@@ -402,7 +407,7 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
         if (sandbox !== undefined) {
           const sizeNow = 'doNotReachListId' in target ? sandbox.state.dnrListSize(targetId) : sandbox.state.audienceSize(targetId);
           sandboxInfo = { audience_size: sizeNow };
-          extra.push(['sandbox audience size', sizeNow]);
+          extra.push([wantsDnr ? 'sandbox list size' : 'sandbox audience size', sizeNow]);
         }
         if (journal !== undefined && report.status !== 'completed') {
           extra.push(['state', `${journal.dir} (run again with --resume to continue)`]);
