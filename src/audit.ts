@@ -241,8 +241,9 @@ function staleLockInode(lockPath: string, staleMs: number): number | 'gone' | un
   let fd: number;
   try {
     fd = openSync(lockPath, 'r');
-  } catch {
-    return 'gone';
+  } catch (error) {
+    // Unreadable (another user's lock in a shared state dir): held, so the caller waits and times out.
+    return (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'gone' : undefined;
   }
   let text: string;
   let info: { ino: number; mtimeMs: number };

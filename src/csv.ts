@@ -634,9 +634,10 @@ export async function openCsv(source: CsvSource, opts: ReadCsvOptions = {}): Pro
       chunks: take,
       rows: () => rowsOf(take(), header, delimiter, firstDataLine),
       close: async () => {
-        // Input first: a generator queues return() behind a read that may be waiting for bytes.
         await input.close();
-        await chunks.return(undefined);
+        // Not awaited: a generator queues return() behind a read that may still wait for bytes
+        // (a source that cannot be destroyed); it finishes when that read does.
+        chunks.return(undefined).catch(() => undefined);
       },
     };
   } catch (error) {
@@ -838,8 +839,9 @@ export function resolveMapping(header: readonly string[], opts: MappingOptions =
   }
   if (columns.length === 0) {
     checkHeaderRow(header);
-    throw new ConfigError('mapping_no_identifier_column', 'no identifier column found in the header', {
-      fix: `name the columns with --map type=Column (types: ${IDENTIFIER_TYPES.join(', ')}); columns: ${columnList(header)}`,
+    // The cells are not listed: with no known column name, this "header" may well be a data row.
+    throw new ConfigError('mapping_no_identifier_column', `none of the ${header.length} header columns has a known identifier name`, {
+      fix: `name them with --map type="Column Name" (types: ${(opts.types ?? IDENTIFIER_TYPES).join(', ')}), or check that the first line is the header`,
     });
   }
   const used = new Set([...columns.map((c) => c.index), ...(country === undefined ? [] : [country.index])]);

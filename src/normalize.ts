@@ -507,10 +507,6 @@ function addValue(raw: string, type: IdentifierType): RejectReason | undefined {
 }
 
 /**
- * Canonical JSON of a user object: keys in IDENTIFIER_TYPES order, empty types omitted. It is the dedupe key
- * of the uploader and its UTF-8 length is the exact number of bytes the user adds to a request body.
- */
-/**
  * Write the 64-bit dedupe fingerprint of a serialized user (the first 8 bytes of the SHA-256 of
  * its canonical JSON, never 0/0) into `into[2 * index]` (high word) and `into[2 * index + 1]`.
  */
@@ -523,6 +519,10 @@ export function writeUserFingerprint(json: string, into: Uint32Array, index: num
   into[2 * index + 1] = lo;
 }
 
+/**
+ * Canonical JSON of a user object: keys in IDENTIFIER_TYPES order, empty types omitted. It is the dedupe key
+ * of the uploader and its UTF-8 length is the exact number of bytes the user adds to a request body.
+ */
 export function serializeUser(user: AudienceUser): string {
   return serialize(user, false);
 }

@@ -41,6 +41,7 @@ import {
   type ClientWaitEvent,
   type RateLimitPolicy,
 } from '../src/api/index.js';
+import { findRateLimitRules } from '../src/api/rate-limit.js';
 import { USER_AGENT } from '../src/version.js';
 
 const SECRETS = {
@@ -730,9 +731,14 @@ describe('warnings and the with_total_count limit', () => {
     expect(warnings).toEqual([['parameter foo is deprecated; echo [redacted]', { method: 'GET', path: '/12/accounts/a/custom_audiences/ca1' }]]);
   });
 
-  it('the default policy holds with_total_count requests to 200 per 15 minutes, on top of their endpoint', () => {
+  it('the default policy holds with_total_count requests to 200 per 15 minutes, whatever they list', () => {
     const rule = DEFAULT_RATE_LIMIT_POLICY.rules.find((r) => r.name === 'with_total_count');
     expect(rule).toMatchObject({ limit: 200, windowMs: 15 * 60_000 });
+    const names = (method: string, path: string, query?: Record<string, string | boolean>) =>
+      findRateLimitRules(DEFAULT_RATE_LIMIT_POLICY, method, path, query).map((r) => r.name);
+    expect(names('GET', '/12/accounts/a/custom_audiences', { with_total_count: true })).toEqual(['with_total_count']);
+    expect(names('GET', '/12/accounts/a/custom_audiences')).toEqual([]);
+    expect(names('POST', '/12/accounts/a/custom_audiences/c/users')).toEqual(['audience_users']);
   });
 
   it('paces with_total_count requests under a scaled-down rule and leaves the others alone', async () => {

@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FIXTURES, runCli } from './helpers/cli.js';
@@ -42,5 +44,29 @@ describe('audience-kit (process)', () => {
     const r = await runCli(['--version']);
     expect(r.code).toBe(0);
     expect(r.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+  });
+
+  it("prints the platform's x-api-warn of a successful response as a warning line", async () => {
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'x-api-warn': 'parameter foo is deprecated' });
+      res.end(JSON.stringify({ data: { id: 'ca1', name: 'Buyers', description: null, audience_size: null, targetable: false, deleted: false }, request: { params: {} } }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const env = {
+        AUDIENCE_KIT_ADS_BASE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        AUDIENCE_KIT_CONSUMER_KEY: 'key',
+        AUDIENCE_KIT_CONSUMER_SECRET: 'consumer-secret-value',
+        AUDIENCE_KIT_ACCESS_TOKEN: 'token',
+        AUDIENCE_KIT_ACCESS_TOKEN_SECRET: 'token-secret-value',
+        AUDIENCE_KIT_CONFIG_DIR: join(FIXTURES, 'no-such-config-dir'),
+      };
+      const r = await runCli(['audiences', 'get', '--account', 'a', '--audience', 'ca1'], { env });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).toContain('warning: platform: parameter foo is deprecated (GET /12/accounts/a/custom_audiences/ca1)');
+      expect(r.stderr + r.stdout).not.toMatch(/consumer-secret-value|token-secret-value/);
+    } finally {
+      server.close();
+    }
   });
 });

@@ -330,9 +330,11 @@ describe('resolveMapping', () => {
       expect(error.fix).toBe(
         'use one of the columns: "email", <column 2, looks like data>, "Notes", <column 4, looks like data>, <column 5, looks like data>',
       );
-      const noIds = thrown(() => resolveMapping(['Name', 'Country', 'Tel 0201234567'])) as ConfigError;
+      // Without any known column name the row may be data: no cell is shown at all.
+      const noIds = thrown(() => resolveMapping(['jdoe_1984', 'Jane Doe', 'CUST-4412'])) as ConfigError;
       expect(noIds.code).toBe('mapping_no_identifier_column');
-      expect(noIds.fix).toContain('columns: "Name", "Country", <column 3, looks like data>');
+      expect(noIds.message).toBe('none of the 3 header columns has a known identifier name');
+      for (const cell of ['jdoe_1984', 'Jane Doe', 'CUST-4412']) expect(`${noIds.message} ${noIds.fix ?? ''}`).not.toContain(cell);
       const described = describeMapping(resolveMapping(header));
       expect(described).toContain('(ignored: "Notes", 3 columns that look like data)');
       expect(describeMapping(resolveMapping(header, { map: ['email=jane.doe@example.com'] }))).toContain('email           <- <column 2, looks like data>');

@@ -106,7 +106,7 @@ describe('audience-kit hash (process)', () => {
     expect(unknownType.stderr).toContain('phone_number');
     const noIds = await runCli(['hash', join(FIXTURES, 'no-identifiers.csv')]);
     expect(noIds.code).toBe(2);
-    expect(noIds.stderr).toContain('no identifier column');
+    expect(noIds.stderr).toContain('has a known identifier name');
     for (const args of [['--default-country', 'XX'], ['--delimiter', 'x'], ['--format', 'xml'], ['--workers', '-1']]) {
       const r = await runCli(['hash', CRM, ...args]);
       expect(r.code).toBe(2);
@@ -241,9 +241,11 @@ describe('audience-kit hash (process)', () => {
     }
   });
 
-  it('exits quietly (0, no EPIPE stack) when the reader of its output goes away, as `| head -1` does', async () => {
+  it('stops early with exit 0 and a note, no EPIPE stack, no partial file, when the reader goes away (`| head -1`)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ak-epipe-'));
     const r = await new Promise<{ code: number | null; stderr: string; first: string }>((resolve) => {
-      const child = spawn(process.execPath, [BIN, 'hash', join(FIXTURES, 'crm-export.csv'), '--format', 'jsonl'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const args = [BIN, 'hash', join(FIXTURES, 'crm-export.csv'), '--format', 'jsonl', '--rejects', join(dir, 'rejects.csv')];
+      const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
       let stderr = '';
       child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
       // Far more output than a pipe holds: reading one chunk and closing makes the next write fail.
@@ -254,6 +256,8 @@ describe('audience-kit hash (process)', () => {
     });
     expect(r.first).toMatch(/^\{"email":\["[0-9a-f]{64}"/);
     expect(r.code).toBe(0);
+    expect(r.stderr).toContain('stdout was closed by the reader; stopped early');
     expect(r.stderr).not.toMatch(/EPIPE|\n\s+at /);
+    expect(readdirSync(dir)).toEqual([]);
   });
 });

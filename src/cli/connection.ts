@@ -128,6 +128,8 @@ export async function clientFromArgs(
     clientOptions.headersTimeoutMs = ms;
     clientOptions.bodyTimeoutMs = ms;
   }
+  // The platform's warnings on successful responses (deprecations, ignored parameters) reach the user.
+  clientOptions.onWarn ??= (warning, at) => writeLine(ctx.stderr, `warning: platform: ${warning} (${at.method} ${at.path})`);
   return { client: createClient(withDebugLines(ctx, args, clientOptions)), config };
 }
 

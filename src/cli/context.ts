@@ -20,10 +20,11 @@ export interface CliContext {
 
 export function processContext(): CliContext {
   // A reader that went away (`audience-kit sandbox | head -1`) ends the process quietly, not
-  // with an uncaught EPIPE stack trace.
+  // with an uncaught EPIPE stack trace. A command that listens itself (hash writing to stdout)
+  // stops on its own, cleaning up its other outputs first.
   process.stdout.on('error', (error: NodeJS.ErrnoException) => {
     if (error.code !== 'EPIPE') throw error;
-    process.exit(0);
+    if (process.stdout.listenerCount('error') === 1) process.exit(0);
   });
   return {
     stdout: process.stdout,
