@@ -329,14 +329,26 @@ interface PhoneCountry {
   invalid: boolean;
 }
 
+/**
+ * Country cells as written → code (null: not a country). A country column holds few distinct
+ * values, and a name or alpha-3 code costs a fold and lookups per row; bounded all the same.
+ */
+const countryCache = new Map<string, string | null>();
+const COUNTRY_CACHE_MAX = 4096;
+
 function resolveCountry(given: string | undefined, into: PhoneCountry): void {
   if (given === undefined || given.trim() === '') {
     into.code = undefined;
     into.invalid = false;
-  } else {
-    into.code = normalizeCountryCode(given);
-    into.invalid = into.code === undefined;
+    return;
   }
+  let code = countryCache.get(given);
+  if (code === undefined) {
+    code = normalizeCountryCode(given) ?? null;
+    if (countryCache.size < COUNTRY_CACHE_MAX) countryCache.set(given, code);
+  }
+  into.code = code ?? undefined;
+  into.invalid = code === null;
 }
 
 /**
