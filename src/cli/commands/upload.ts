@@ -257,7 +257,8 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
           if (wantsDnr) writeLine(ctx.stderr, `  (do-not-reach lists take only ${DO_NOT_REACH_TYPES.join(' and ')}: other identifier columns are ignored)`);
         }
         const size = fromStdin ? null : statSync(inputPath).size;
-        const sha256 = fromStdin ? null : await fileSha256(inputPath).catch((error: unknown) => {
+        // The fingerprint keys the journal and the audit record, neither of which a dry run writes.
+        const sha256 = fromStdin || dryRun ? null : await fileSha256(inputPath).catch((error: unknown) => {
           throw new InputError('input_unreadable', `${args.file} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`, { fix: 'check the path and its permissions', cause: error });
         });
         const options = shapingOptions(run, args, limits, group);
