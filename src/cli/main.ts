@@ -1,7 +1,7 @@
 import yargs, { type Argv, type CommandModule } from 'yargs';
 import { EXIT_CODES, VERSION } from '../index.js';
 import { processContext, type CliContext } from './context.js';
-import { reportError, writeLine, type GlobalArgs } from './output.js';
+import { exitCodesEpilogue, reportError, writeLine, type GlobalArgs } from './output.js';
 import { hashCommand } from './commands/hash.js';
 import { uploadCommand } from './commands/upload.js';
 import { sandboxCommand } from './commands/sandbox.js';
@@ -50,7 +50,17 @@ export function buildParser(argv: readonly string[], ctx: CliContext): Argv<Glob
     .alias('help', 'h')
     .wrap(Math.min(110, process.stdout.columns ?? 100))
     .epilogue(
-      'Exit codes: 0 ok, 1 internal error, 2 usage/config, 3 unreadable input, 4 auth/permission, 5 partial upload, 6 API/network failure, 7 timeout, 130 interrupted.\nDocs: README.md. Every identifier is hashed on this machine before anything is sent.',
+      `${exitCodesEpilogue({
+        ok: 'ok',
+        internal: 'internal error',
+        usage: 'usage/config',
+        input: 'unreadable input',
+        auth: 'auth/permission',
+        partial: 'partial upload',
+        api: 'API/network failure',
+        timeout: 'timeout',
+        interrupted: 'interrupted',
+      })}\nDocs: README.md. Every identifier is hashed on this machine before anything is sent.`,
     )
     .fail((message, error) => {
       // Throwing is what stops yargs: a fail callback that returns lets the handler run anyway.

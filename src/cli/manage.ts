@@ -7,7 +7,6 @@ import type { Argv, CommandModule } from 'yargs';
 import {
   AuthError,
   ConfigError,
-  EXIT_CODES,
   HttpError,
   ID_LIST_MAX,
   LIST_COUNT_MAX,
@@ -20,19 +19,9 @@ import {
 } from '../index.js';
 import { parseWholeNumber, withClient, withConnectionOptions, type ConnectionArgs } from './connection.js';
 import type { CliContext } from './context.js';
-import { handle, renderFields, renderTable, writeJson, writeLine, type Column, type GlobalArgs } from './output.js';
+import { exitCodesEpilogue, handle, renderFields, renderTable, writeJson, writeLine, type Column, type ExitCodeName, type GlobalArgs } from './output.js';
 
 // ---- Command groups ----
-
-type ExitCodeName = keyof typeof EXIT_CODES;
-
-/** What each exit code means for a command: `Exit codes: 0 ok; 2 ...`, for its help's epilogue. */
-export function exitCodesEpilogue(meanings: Partial<Record<ExitCodeName, string>>): string {
-  const codes = (Object.entries(meanings) as Array<[ExitCodeName, string]>)
-    .map(([name, text]) => [EXIT_CODES[name], text] as const)
-    .sort(([a], [b]) => a - b);
-  return `Exit codes: ${codes.map(([code, text]) => `${code} ${text}`).join('; ')}.`;
-}
 
 export interface CommandGroupSpec {
   command: string;

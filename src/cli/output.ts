@@ -1,6 +1,16 @@
 import { AudienceKitError, EXIT_CODES, exitCodeFor, HttpError } from '../index.js';
 import type { CliContext } from './context.js';
 
+export type ExitCodeName = keyof typeof EXIT_CODES;
+
+/** What each exit code means for a command: `Exit codes: 0 ok; 2 ...`, for its help's epilogue. */
+export function exitCodesEpilogue(meanings: Partial<Record<ExitCodeName, string>>): string {
+  const codes = (Object.entries(meanings) as Array<[ExitCodeName, string]>)
+    .map(([name, text]) => [EXIT_CODES[name], text] as const)
+    .sort(([a], [b]) => a - b);
+  return `Exit codes: ${codes.map(([code, text]) => `${code} ${text}`).join('; ')}.`;
+}
+
 export interface GlobalArgs {
   debug?: boolean;
   json?: boolean;

@@ -17,7 +17,7 @@ import {
 } from '../../index.js';
 import type { CliContext } from '../context.js';
 import { addHashOptions, hashInputSource, hashOptionsFromArgs, printInputMapping, type HashOptionArgs } from '../hash-options.js';
-import { handle, writeLine, type GlobalArgs } from '../output.js';
+import { exitCodesEpilogue, handle, writeLine, type GlobalArgs } from '../output.js';
 
 interface HashArgs extends GlobalArgs, HashOptionArgs {
   file: string;
@@ -136,7 +136,8 @@ export function hashCommand(ctx: CliContext): CommandModule<GlobalArgs, HashArgs
         .example('$0 hash export.csv.gz --map email=Email --map "email=Work Email" --default-country GB --format jsonl -o users.jsonl', 'Two email columns, national phones as GB')
         .example('cat export.csv | $0 hash - --rejects rejects.csv', 'Read stdin and keep a list of rejected values')
         .epilogue(
-          'Output rows are in input order, one per well-formed data row; malformed CSV records are skipped, counted in the summary and listed in --rejects. The summary goes to stderr (JSON with --json) and never contains identifiers.\nExit codes: 0 ok, 2 usage/config (bad option, unknown column), 3 unreadable input (missing file, no header, bad encoding or gzip).',
+          'Output rows are in input order, one per well-formed data row; malformed CSV records are skipped, counted in the summary and listed in --rejects. The summary goes to stderr (JSON with --json) and never contains identifiers.\n' +
+            exitCodesEpilogue({ ok: 'ok', usage: 'usage/config (bad option, unknown column)', input: 'unreadable input (missing file, no header, bad encoding or gzip)' }),
         ) as never,
     handler: handle(ctx, async (args: HashArgs) => {
       const opts = hashOptionsFromArgs(args, ctx.stdin);

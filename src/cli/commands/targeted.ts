@@ -1,8 +1,8 @@
 import type { Argv, CommandModule } from 'yargs';
 import { withClient } from '../connection.js';
 import type { CliContext } from '../context.js';
-import { allTargetingRecords, exitCodesEpilogue, renderTargeting, withAudienceOption, type AudienceArgs } from '../manage.js';
-import { handle, writeJson, writeLine, type GlobalArgs } from '../output.js';
+import { allTargetingRecords, renderTargeting, withAudienceOption, type AudienceArgs } from '../manage.js';
+import { exitCodesEpilogue, handle, writeJson, writeLine, type GlobalArgs } from '../output.js';
 
 interface TargetedArgs extends AudienceArgs {
   includeInactive?: boolean;

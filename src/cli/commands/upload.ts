@@ -43,7 +43,7 @@ import {
 import { clientFromArgs, withConnectionOptions, withDebugLines, type ConnectionArgs } from '../connection.js';
 import type { CliContext } from '../context.js';
 import { addHashOptions, hashOptionsFromArgs, printInputMapping, type HashOptionArgs } from '../hash-options.js';
-import { handle, renderFields, writeJson, writeLine, type GlobalArgs } from '../output.js';
+import { exitCodesEpilogue, handle, renderFields, writeJson, writeLine, type GlobalArgs } from '../output.js';
 
 interface UploadArgs extends GlobalArgs, HashOptionArgs, ConnectionArgs {
   file: string;
@@ -209,7 +209,15 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
         .example('$0 upload optouts.csv --account 18ce54d4x5t --do-not-reach-list 2x9 --expires-at 2026-01-01T00:00:00Z', 'Fill a do-not-reach list')
         .example('$0 upload export.csv --account A --audience B --resume', 'Continue an interrupted upload')
         .epilogue(
-          'Exit codes: 0 every user confirmed, 2 usage/config (also: an unfinished run exists without --resume/--restart), 3 unreadable input, 4 authentication/permission, 5 partial upload (failed batches kept for --resume), 6 API/network failure, 130 interrupted (journal saved).',
+          exitCodesEpilogue({
+            ok: 'every user confirmed',
+            usage: 'usage/config (also: an unfinished run exists without --resume/--restart)',
+            input: 'unreadable input',
+            auth: 'authentication/permission',
+            partial: 'partial upload (failed batches kept for --resume)',
+            api: 'API/network failure',
+            interrupted: 'interrupted (journal saved)',
+          }),
         ) as never,
     handler: handle(ctx, async (args: UploadArgs) => {
       const dryRun = args['dry-run'] === true;
