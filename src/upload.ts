@@ -337,7 +337,8 @@ function checkHashedUser(item: unknown, position: number): AudienceUser {
   };
   if (item === null || typeof item !== 'object' || Array.isArray(item)) return refuse('is not a user object');
   for (const [type, values] of Object.entries(item)) {
-    if (!(IDENTIFIER_TYPES as readonly string[]).includes(type)) refuse(`has an unknown identifier type "${type.slice(0, 40)}"`);
+    // The key is not repeated: a caller may have put a value where a type belongs.
+    if (!(IDENTIFIER_TYPES as readonly string[]).includes(type)) refuse(`has a key that is not an identifier type (allowed: ${IDENTIFIER_TYPES.join(', ')})`);
     if (!Array.isArray(values) || values.some((v) => typeof v !== 'string')) refuse(`has a ${type} that is not an array of strings`);
     for (const v of values as string[]) {
       if (type === 'partner_user_id' ? v.length === 0 || v.length > 256 : !DIGEST.test(v)) {

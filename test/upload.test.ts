@@ -135,7 +135,8 @@ describe('uploadAudience', () => {
     const raw = 'jane.doe@example.com';
     await expect(uploadAudience({ ...base, users: [{ email: [raw] }] })).rejects.toMatchObject({ code: 'user_not_hashed' });
     await expect(uploadAudience({ ...base, users: [{ email: [raw] }] })).rejects.not.toThrow(raw);
-    await expect(uploadAudience({ ...base, users: [{ phone: ['a'.repeat(64)] } as never] })).rejects.toThrow(/unknown identifier type/);
+    await expect(uploadAudience({ ...base, users: [{ phone: ['a'.repeat(64)] } as never] })).rejects.toThrow(/a key that is not an identifier type/);
+    await expect(uploadAudience({ ...base, users: [{ [raw]: ['a'.repeat(64)] } as never] })).rejects.not.toThrow(raw);
     await expect(uploadAudience({ ...base, users: [{ email: 'a'.repeat(64) } as never] })).rejects.toThrow(/array of strings/);
     const ok = await uploadAudience({ ...base, users: [{ email: ['a'.repeat(64)], partner_user_id: ['crm-1'] }] });
     expect(ok).toMatchObject({ status: 'completed', users: 1 });
