@@ -148,10 +148,7 @@ export class BatchVerificationError extends AudienceKitError {
   readonly expected: number;
   readonly successCount: number | undefined;
   readonly totalCount: number | undefined;
-  constructor(
-    message: string,
-    init: ErrorOptions & { expected: number; successCount?: number; totalCount?: number },
-  ) {
+  constructor(message: string, init: ErrorOptions & { expected: number; successCount?: number; totalCount?: number }) {
     super('batch_count_mismatch', message, init);
     this.expected = init.expected;
     this.successCount = init.successCount;
@@ -168,11 +165,7 @@ export function exitCodeFor(error: unknown): ExitCode {
   if (error instanceof InputError) return EXIT_CODES.input;
   if (error instanceof AuthError) return EXIT_CODES.auth;
   if (error instanceof BatchVerificationError) return EXIT_CODES.partial;
-  if (
-    error instanceof HttpError ||
-    error instanceof ConnectionError ||
-    error instanceof ResponseShapeError
-  ) {
+  if (error instanceof HttpError || error instanceof ConnectionError || error instanceof ResponseShapeError) {
     return EXIT_CODES.api;
   }
   return EXIT_CODES.internal;

@@ -4,13 +4,14 @@
  */
 export { VERSION, USER_AGENT } from './version.js';
 export * from './errors.js';
-export * from './normalize.js';
-export * from './csv.js';
-export * from './hash.js';
+export * from './identifiers/normalize.js';
+export * from './ingest/csv.js';
+export * from './identifiers/mapping.js';
+export * from './hashing/hash.js';
 export * from './api/index.js';
-export * from './config.js';
+export * from './api/config.js';
 export * from './sandbox/index.js';
-export * from './batch.js';
-export * from './journal.js';
-export * from './audit.js';
-export * from './upload.js';
+export * from './upload/batch.js';
+export * from './state/journal.js';
+export * from './state/audit.js';
+export * from './upload/upload.js';

@@ -73,7 +73,8 @@ async function startServer(handler: Handler) {
       const body = Buffer.concat(chunks).toString();
       const oauthParams = parseOAuthHeader(req.headers.authorization) ?? {};
       const url = `http://${req.headers.host ?? ''}${req.url ?? ''}`;
-      const form = req.headers['content-type'] === 'application/x-www-form-urlencoded' ? new URLSearchParams(body) : undefined;
+      const form =
+        req.headers['content-type'] === 'application/x-www-form-urlencoded' ? new URLSearchParams(body) : undefined;
       const token = oauthParams['oauth_token'];
       const signatureOk = verifyOauth1Signature({
         method: req.method ?? 'GET',
@@ -81,9 +82,17 @@ async function startServer(handler: Handler) {
         oauthParams,
         ...(form === undefined ? {} : { bodyParams: form }),
         consumerSecret: SECRETS.consumerSecret,
-        tokenSecret: token === SECRETS.accessToken ? SECRETS.accessTokenSecret : token === undefined ? '' : REQUEST_TOKEN.secret,
+        tokenSecret:
+          token === SECRETS.accessToken ? SECRETS.accessTokenSecret : token === undefined ? '' : REQUEST_TOKEN.secret,
       });
-      const s: Seen = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body, nonce: oauthParams['oauth_nonce'], signatureOk };
+      const s: Seen = {
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        body,
+        nonce: oauthParams['oauth_nonce'],
+        signatureOk,
+      };
       seen.push(s);
       handler(s, res, seen.length);
     });
@@ -106,7 +115,14 @@ function json(res: ServerResponse, status: number, body: unknown, headers: Recor
   res.end(JSON.stringify(body));
 }
 
-const AUDIENCE = { id: 'ca1', name: 'Buyers', description: null, audience_size: null, targetable: false, deleted: false };
+const AUDIENCE = {
+  id: 'ca1',
+  name: 'Buyers',
+  description: null,
+  audience_size: null,
+  targetable: false,
+  deleted: false,
+};
 
 /** A clock whose sleeps return at once and move time forward; concurrent sleeps do not add up. */
 function fakeClock(start = Date.now()) {
@@ -153,7 +169,10 @@ async function harness(handler: Handler, opts: Partial<ClientOptions> = {}, real
     onRequest: (e) => events.push(e),
     ...opts,
   });
-  cleanups.push(() => server.close(), () => client.close());
+  cleanups.push(
+    () => server.close(),
+    () => client.close(),
+  );
   return { client, waits, events, clock, server };
 }
 
@@ -165,7 +184,13 @@ function renderings(error: unknown): string[] {
 
 function expectNoSecrets(texts: string[]): void {
   for (const t of texts) {
-    for (const s of [SECRETS.consumerSecret, SECRETS.accessTokenSecret, REQUEST_TOKEN.secret, 'oauth_signature', 'OAuth oauth_']) {
+    for (const s of [
+      SECRETS.consumerSecret,
+      SECRETS.accessTokenSecret,
+      REQUEST_TOKEN.secret,
+      'oauth_signature',
+      'OAuth oauth_',
+    ]) {
       expect(t).not.toContain(s);
     }
     expect(t.toLowerCase()).not.toContain('authorization:');
@@ -191,7 +216,13 @@ describe('createClient options', () => {
     expect(() => createClient({ ...base, adsBaseUrl: 'http://ads.example.com' })).toThrow(/must use https/);
     expect(() => createClient({ ...base, apiBaseUrl: 'http://10.0.0.1' })).toThrow(/AUDIENCE_KIT_API_BASE_URL/);
     expect(() => createClient({ ...base, adsBaseUrl: 'not a url' })).toThrow(/not a URL/);
-    for (const ok of ['http://127.0.0.1:8080', 'http://127.1.2.3', 'http://localhost:3000', 'http://[::1]:9', 'https://ads.example.com']) {
+    for (const ok of [
+      'http://127.0.0.1:8080',
+      'http://127.1.2.3',
+      'http://localhost:3000',
+      'http://[::1]:9',
+      'https://ads.example.com',
+    ]) {
       await createClient({ ...base, adsBaseUrl: ok }).close();
     }
   });
@@ -207,9 +238,9 @@ describe('createClient options', () => {
     })();
     expect(e1?.code).toBe('config_missing_credential');
     expect(e1?.message).toContain('AUDIENCE_KIT_CONSUMER_KEY');
-    expect(() => createClient({ ...base, credentials: { consumerKey: 'k', consumerSecret: 's', accessToken: 't' } })).toThrow(
-      /AUDIENCE_KIT_ACCESS_TOKEN_SECRET/,
-    );
+    expect(() =>
+      createClient({ ...base, credentials: { consumerKey: 'k', consumerSecret: 's', accessToken: 't' } }),
+    ).toThrow(/AUDIENCE_KIT_ACCESS_TOKEN_SECRET/);
     expect(() => createClient({ ...base, maxAttempts: 0 })).toThrow(/maxAttempts/);
   });
 
@@ -227,8 +258,12 @@ describe('createClient options', () => {
     expect(noUrl.code).toBe('config_missing_base_url');
     expect(noUrl.message).toBe('Invalid client configuration: adsBaseUrl (AUDIENCE_KIT_ADS_BASE_URL) is missing');
     expect(noUrl.fix).toMatch(/Pass adsBaseUrl to createClient.*https:\/\/.*AUDIENCE_KIT_ADS_BASE_URL or --base-url/);
-    expect(configError({ ...base, adsBaseUrl: 42 }).message).toContain('adsBaseUrl (AUDIENCE_KIT_ADS_BASE_URL) must be a string');
-    expect(configError({ ...base, apiBaseUrl: 'ftp://x' }).fix).toContain('AUDIENCE_KIT_API_BASE_URL or --api-base-url');
+    expect(configError({ ...base, adsBaseUrl: 42 }).message).toContain(
+      'adsBaseUrl (AUDIENCE_KIT_ADS_BASE_URL) must be a string',
+    );
+    expect(configError({ ...base, apiBaseUrl: 'ftp://x' }).fix).toContain(
+      'AUDIENCE_KIT_API_BASE_URL or --api-base-url',
+    );
 
     const fields = ['consumerKey', 'consumerSecret'] as const;
     const variables = { consumerKey: 'AUDIENCE_KIT_CONSUMER_KEY', consumerSecret: 'AUDIENCE_KIT_CONSUMER_SECRET' };
@@ -237,7 +272,9 @@ describe('createClient options', () => {
       const e = configError({ ...base, credentials: rest });
       expect(e.code).toBe('config_missing_credential');
       expect(e.message).toBe(`Invalid client configuration: credentials.${field} (${variables[field]}) is missing`);
-      expect(e.fix).toMatch(/Pass credentials \{ consumerKey, consumerSecret, accessToken, accessTokenSecret \} to createClient/);
+      expect(e.fix).toMatch(
+        /Pass credentials \{ consumerKey, consumerSecret, accessToken, accessTokenSecret \} to createClient/,
+      );
     }
     const noCredentials = configError({ adsBaseUrl: base.adsBaseUrl });
     expect(noCredentials.code).toBe('config_missing_credential');
@@ -247,12 +284,17 @@ describe('createClient options', () => {
     );
     // A lone surrogate cannot be signed: refused up front, without showing the secret.
     const broken = configError({ ...base, credentials: { ...SECRETS, consumerSecret: 'CONSUMER-\uD800-secret' } });
-    expect(broken.message).toContain('credentials.consumerSecret (AUDIENCE_KIT_CONSUMER_SECRET) contains a lone UTF-16 surrogate');
+    expect(broken.message).toContain(
+      'credentials.consumerSecret (AUDIENCE_KIT_CONSUMER_SECRET) contains a lone UTF-16 surrogate',
+    );
     expect(broken.message).not.toContain('CONSUMER-');
   });
 
   it('refuses an ads request without an access token, naming the variables', async () => {
-    const client = createClient({ ...base, credentials: { consumerKey: 'k', consumerSecret: 'CONSUMER-SECRET-s3cr3t' } });
+    const client = createClient({
+      ...base,
+      credentials: { consumerKey: 'k', consumerSecret: 'CONSUMER-SECRET-s3cr3t' },
+    });
     cleanups.push(() => client.close());
     const e = await failure(getCustomAudience(client, { accountId: 'a', customAudienceId: 'b' }));
     expect(e).toBeInstanceOf(ConfigError);
@@ -263,7 +305,10 @@ describe('createClient options', () => {
 describe('request basics', () => {
   it('signs every request, sends the User-Agent and JSON bodies unsigned, query parameters signed', async () => {
     const h = await harness((req, res) =>
-      json(res, 200, { request: {}, data: req.url.endsWith('/users') ? { success_count: 1, total_count: 1 } : AUDIENCE }),
+      json(res, 200, {
+        request: {},
+        data: req.url.endsWith('/users') ? { success_count: 1, total_count: 1 } : AUDIENCE,
+      }),
     );
     const r = await postCustomAudienceUsers(h.client, {
       accountId: 'acc 1',
@@ -276,7 +321,9 @@ describe('request basics', () => {
     expect(s?.headers['user-agent']).toBe(USER_AGENT);
     expect(s?.headers['content-type']).toBe('application/json');
     expect(s?.signatureOk).toBe(true);
-    expect(JSON.parse(s?.body ?? '')).toEqual([{ operation_type: 'Update', params: { users: [{ email: ['a'.repeat(64)] }] } }]);
+    expect(JSON.parse(s?.body ?? '')).toEqual([
+      { operation_type: 'Update', params: { users: [{ email: ['a'.repeat(64)] }] } },
+    ]);
 
     await createCustomAudience(h.client, { accountId: 'a', name: 'N & M+ ☃', description: 'd' });
     expect(h.server.seen[1]?.url).toBe('/12/accounts/a/custom_audiences?name=N%20%26%20M%2B%20%E2%98%83&description=d');
@@ -294,10 +341,14 @@ describe('request basics', () => {
   it('checks the batch limits before sending', async () => {
     const h = await harness((_req, res) => json(res, 200, {}));
     const ops = Array.from({ length: 2501 }, () => ({ operation_type: 'Update' as const, params: { users: [] } }));
-    const e = await failure(postCustomAudienceUsers(h.client, { accountId: 'a', customAudienceId: 'b', operations: ops }));
+    const e = await failure(
+      postCustomAudienceUsers(h.client, { accountId: 'a', customAudienceId: 'b', operations: ops }),
+    );
     expect((e as ConfigError).code).toBe('invalid_parameter');
     const big = `["${'x'.repeat(5_000_000)}"]`;
-    await expect(postCustomAudienceUsers(h.client, { accountId: 'a', customAudienceId: 'b', body: big })).rejects.toThrow(/5000004 bytes/);
+    await expect(
+      postCustomAudienceUsers(h.client, { accountId: 'a', customAudienceId: 'b', body: big }),
+    ).rejects.toThrow(/5000004 bytes/);
     expect(h.server.seen).toHaveLength(0);
   });
 });
@@ -305,7 +356,15 @@ describe('request basics', () => {
 describe('error parsing, one shape at a time', () => {
   it('platform errors with parameter and x-api-warn', async () => {
     const h = await harness((_req, res) =>
-      json(res, 400, { errors: [{ code: 'INVALID_PARAMETER', message: 'name is too long', parameter: 'name' }], request: { params: {} } }, { 'x-api-warn': 'deprecated soon' }),
+      json(
+        res,
+        400,
+        {
+          errors: [{ code: 'INVALID_PARAMETER', message: 'name is too long', parameter: 'name' }],
+          request: { params: {} },
+        },
+        { 'x-api-warn': 'deprecated soon' },
+      ),
     );
     const e = (await failure(createCustomAudience(h.client, { accountId: 'a', name: 'n' }))) as HttpError;
     expect(e).toBeInstanceOf(HttpError);
@@ -313,7 +372,9 @@ describe('error parsing, one shape at a time', () => {
     expect(e.status).toBe(400);
     expect(e.errors).toEqual([{ code: 'INVALID_PARAMETER', message: 'name is too long', parameter: 'name' }]);
     expect(e.apiWarn).toBe('deprecated soon');
-    expect(e.message).toBe('POST /12/accounts/a/custom_audiences failed with HTTP 400: INVALID_PARAMETER: name is too long (parameter name)');
+    expect(e.message).toBe(
+      'POST /12/accounts/a/custom_audiences failed with HTTP 400: INVALID_PARAMETER: name is too long (parameter name)',
+    );
     expect(e.message).not.toContain('\n');
     expect(e.fix).toMatch(/parameter/);
     expect(h.server.seen).toHaveLength(1);
@@ -329,7 +390,9 @@ describe('error parsing, one shape at a time', () => {
         ],
       }),
     );
-    const e = (await failure(postCustomAudienceUsers(h.client, { accountId: 'a', customAudienceId: 'b', body: '[]' }))) as HttpError;
+    const e = (await failure(
+      postCustomAudienceUsers(h.client, { accountId: 'a', customAudienceId: 'b', body: '[]' }),
+    )) as HttpError;
     expect(e.operationErrors).toEqual([
       { index: 1, message: 'email must be 64 lowercase hex', code: 'INVALID_USER_DATA', userIndex: 3 },
       { index: 2, message: 'x' },
@@ -352,7 +415,14 @@ describe('error parsing, one shape at a time', () => {
   it('an RFC 7807 Problem object (application/problem+json)', async () => {
     const h = await harness((_req, res) => {
       res.writeHead(403, { 'content-type': 'application/problem+json' });
-      res.end(JSON.stringify({ type: 'https://api.example.com/2/problems/client-forbidden', title: 'Forbidden', detail: 'Client not enrolled', status: 403 }));
+      res.end(
+        JSON.stringify({
+          type: 'https://api.example.com/2/problems/client-forbidden',
+          title: 'Forbidden',
+          detail: 'Client not enrolled',
+          status: 403,
+        }),
+      );
     });
     const e = (await failure(getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'b' }))) as AuthError;
     expect(e).toBeInstanceOf(AuthError);
@@ -364,13 +434,20 @@ describe('error parsing, one shape at a time', () => {
 
   it('a Problem object sent as application/json, with a type outside /problems/, keeps its status', async () => {
     const h = await harness((_req, res) =>
-      json(res, 409, { type: 'https://errors.example.com/quota-exceeded', title: 'Quota exceeded', detail: 'Try tomorrow', status: 429 }),
+      json(res, 409, {
+        type: 'https://errors.example.com/quota-exceeded',
+        title: 'Quota exceeded',
+        detail: 'Try tomorrow',
+        status: 429,
+      }),
     );
     const e = (await failure(getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'b' }))) as HttpError;
     expect(e.code).toBe('api_conflict');
     expect(e.problemType).toBe('https://errors.example.com/quota-exceeded');
     expect(e.problemStatus).toBe(429);
-    expect(e.errors).toEqual([{ code: 'https://errors.example.com/quota-exceeded', message: 'Quota exceeded: Try tomorrow' }]);
+    expect(e.errors).toEqual([
+      { code: 'https://errors.example.com/quota-exceeded', message: 'Quota exceeded: Try tomorrow' },
+    ]);
     expect(e.message).toBe('GET /12/accounts/a/custom_audiences/b failed with HTTP 409: Quota exceeded: Try tomorrow');
   });
 
@@ -444,8 +521,14 @@ describe('error parsing, one shape at a time', () => {
       expect(e).toBeInstanceOf(ResponseShapeError);
       expect(e.message).toContain('at oauth_callback_confirmed: must be "true"');
     }
-    const ok = await harness((_req, res) => res.end('oauth_token=t&oauth_token_secret=s&oauth_callback_confirmed=true'));
-    expect(await requestToken(ok.client, { callback: 'oob' })).toEqual({ oauth_token: 't', oauth_token_secret: 's', oauth_callback_confirmed: true });
+    const ok = await harness((_req, res) =>
+      res.end('oauth_token=t&oauth_token_secret=s&oauth_callback_confirmed=true'),
+    );
+    expect(await requestToken(ok.client, { callback: 'oob' })).toEqual({
+      oauth_token: 't',
+      oauth_token_secret: 's',
+      oauth_callback_confirmed: true,
+    });
   });
 
   it('a 2xx that is not JSON', async () => {
@@ -453,7 +536,9 @@ describe('error parsing, one shape at a time', () => {
       res.writeHead(200, { 'content-type': 'text/html' });
       res.end('<html>login</html>');
     });
-    const e = (await failure(getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'b' }))) as ResponseShapeError;
+    const e = (await failure(
+      getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'b' }),
+    )) as ResponseShapeError;
     expect(e.code).toBe('response_not_json');
   });
 });
@@ -462,7 +547,9 @@ describe('retries and server hints', () => {
   it('retries 500, 408, 423 and 5xx with fresh signatures (new nonce each attempt)', async () => {
     const statuses = [500, 408, 423, 504];
     const h = await harness((_req, res, n) =>
-      n <= statuses.length ? json(res, statuses[n - 1] ?? 500, { errors: [{ code: 'E', message: 'e' }] }) : json(res, 200, { data: AUDIENCE }),
+      n <= statuses.length
+        ? json(res, statuses[n - 1] ?? 500, { errors: [{ code: 'E', message: 'e' }] })
+        : json(res, 200, { data: AUDIENCE }),
     );
     const a = await getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'ca1' });
     expect(a.name).toBe('Buyers');
@@ -486,7 +573,12 @@ describe('retries and server hints', () => {
     const h = await harness(
       (_req, res, n) =>
         n <= hints.length
-          ? json(res, 503, { errors: [{ code: 'SERVICE_UNAVAILABLE', message: 'later' }] }, { 'retry-after': hints[n - 1] ?? '' })
+          ? json(
+              res,
+              503,
+              { errors: [{ code: 'SERVICE_UNAVAILABLE', message: 'later' }] },
+              { 'retry-after': hints[n - 1] ?? '' },
+            )
           : json(res, 200, { data: AUDIENCE }),
       { clock, maxAttempts: 6 },
     );
@@ -506,10 +598,34 @@ describe('retries and server hints', () => {
     const t0 = 1_900_000_000;
     const cases: Array<[Record<string, string>, number]> = [
       // Both windows exhausted: nothing gets through before the later one resets.
-      [{ 'x-account-rate-limit-remaining': '0', 'x-account-rate-limit-reset': String(t0 + 12), 'x-rate-limit-remaining': '0', 'x-rate-limit-reset': String(t0 + 50) }, 50_000],
+      [
+        {
+          'x-account-rate-limit-remaining': '0',
+          'x-account-rate-limit-reset': String(t0 + 12),
+          'x-rate-limit-remaining': '0',
+          'x-rate-limit-reset': String(t0 + 50),
+        },
+        50_000,
+      ],
       // The account window has room; the per-credentials one is the reason for the 429.
-      [{ 'x-account-rate-limit-remaining': '5', 'x-account-rate-limit-reset': String(t0 + 10), 'x-rate-limit-remaining': '0', 'x-rate-limit-reset': String(t0 + 30) }, 30_000],
-      [{ 'x-account-rate-limit-remaining': '0', 'x-account-rate-limit-reset': String(t0 + 20), 'x-rate-limit-remaining': '3', 'x-rate-limit-reset': String(t0 + 40) }, 20_000],
+      [
+        {
+          'x-account-rate-limit-remaining': '5',
+          'x-account-rate-limit-reset': String(t0 + 10),
+          'x-rate-limit-remaining': '0',
+          'x-rate-limit-reset': String(t0 + 30),
+        },
+        30_000,
+      ],
+      [
+        {
+          'x-account-rate-limit-remaining': '0',
+          'x-account-rate-limit-reset': String(t0 + 20),
+          'x-rate-limit-remaining': '3',
+          'x-rate-limit-reset': String(t0 + 40),
+        },
+        20_000,
+      ],
       // Bounded by maxServerWaitMs.
       [{ 'x-rate-limit-remaining': '0', 'x-rate-limit-reset': String(t0 + 86_400) }, 15 * 60_000],
     ];
@@ -558,7 +674,13 @@ describe('retries and server hints', () => {
   it('429 on every attempt ends in a RateLimitError with resetAt', async () => {
     const clock = fakeClock(1_900_000_000_000);
     const h = await harness(
-      (_req, res) => json(res, 429, { errors: [{ code: 'TOO_MANY_REQUESTS', message: 'slow down' }] }, { 'x-rate-limit-reset': String(1_900_000_000 + 60) }),
+      (_req, res) =>
+        json(
+          res,
+          429,
+          { errors: [{ code: 'TOO_MANY_REQUESTS', message: 'slow down' }] },
+          { 'x-rate-limit-reset': String(1_900_000_000 + 60) },
+        ),
       { clock, random: () => 0, maxAttempts: 2 },
     );
     const e = (await failure(getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'b' }))) as RateLimitError;
@@ -571,7 +693,12 @@ describe('retries and server hints', () => {
     const clock = fakeClock(1_900_000_000_000);
     const h = await harness(
       (_req, res, n) =>
-        json(res, 200, { data: AUDIENCE }, n === 1 ? { 'x-rate-limit-remaining': '0', 'x-rate-limit-reset': String(1_900_000_000 + 5) } : {}),
+        json(
+          res,
+          200,
+          { data: AUDIENCE },
+          n === 1 ? { 'x-rate-limit-remaining': '0', 'x-rate-limit-reset': String(1_900_000_000 + 5) } : {},
+        ),
       { clock, random: () => 0 },
     );
     await getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'b' });
@@ -585,7 +712,9 @@ describe('retries and server hints', () => {
     expect(h.events.map((e) => e.status)).toEqual(['error', 'error', 200]);
 
     const dead = await harness((_req, res) => res.socket?.destroy(), { maxAttempts: 3 });
-    const e = (await failure(getCustomAudience(dead.client, { accountId: 'a', customAudienceId: 'b' }))) as ConnectionError;
+    const e = (await failure(
+      getCustomAudience(dead.client, { accountId: 'a', customAudienceId: 'b' }),
+    )) as ConnectionError;
     expect(e).toBeInstanceOf(ConnectionError);
     expect(e.code).toBe('connection_reset');
     expect(dead.server.seen).toHaveLength(3);
@@ -604,7 +733,9 @@ describe('retries and server hints', () => {
     expect(h.events.map((e) => e.status)).toEqual(['error', 200]);
 
     const slow = await harness((_req, res) => pending.push(res), { headersTimeoutMs: 50, maxAttempts: 2 });
-    const e = (await failure(getCustomAudience(slow.client, { accountId: 'a', customAudienceId: 'b' }))) as TimeoutError;
+    const e = (await failure(
+      getCustomAudience(slow.client, { accountId: 'a', customAudienceId: 'b' }),
+    )) as TimeoutError;
     expect(e).toBeInstanceOf(TimeoutError);
     expect(e.code).toBe('timeout_headers');
     for (const r of pending) r.destroy();
@@ -629,7 +760,9 @@ describe('retries and server hints', () => {
     const r = await harness((_req, res) => res.socket?.destroy());
     await failure(createCustomAudience(r.client, { accountId: 'a', name: 'n' }));
     expect(r.server.seen).toHaveLength(1);
-    const u = await harness((_req, res, n) => (n === 1 ? json(res, 503, { errors: [{ code: 'S', message: 's' }] }) : json(res, 200, { data: AUDIENCE })));
+    const u = await harness((_req, res, n) =>
+      n === 1 ? json(res, 503, { errors: [{ code: 'S', message: 's' }] }) : json(res, 200, { data: AUDIENCE }),
+    );
     await createCustomAudience(u.client, { accountId: 'a', name: 'n' });
     expect(u.server.seen).toHaveLength(2);
   });
@@ -645,19 +778,28 @@ describe('retries and server hints', () => {
         },
       },
     });
-    const e = (await failure(postCustomAudienceUsers(h.client, { accountId: 'a', customAudienceId: 'b', body: '[]', signal: ac.signal }))) as ConnectionError;
+    const e = (await failure(
+      postCustomAudienceUsers(h.client, { accountId: 'a', customAudienceId: 'b', body: '[]', signal: ac.signal }),
+    )) as ConnectionError;
     expect(e.code).toBe('request_aborted');
   });
 });
 
 describe('a retried DELETE that meets its own 404', () => {
-  const PERMISSION = { id: 'p1', custom_audience_id: 'ca1', granted_account_id: 'acc2', permission_level: 'READ_ONLY', deleted: false };
+  const PERMISSION = {
+    id: 'p1',
+    custom_audience_id: 'ca1',
+    granted_account_id: 'acc2',
+    permission_level: 'READ_ONLY',
+    deleted: false,
+  };
 
   it('returns the deleted object when the first attempt deleted it and its answer was lost', async () => {
     let deleted = false;
     const h = await harness((req, res) => {
       if (req.method === 'GET') return json(res, 200, { data: { ...AUDIENCE, deleted } });
-      if (deleted) return json(res, 404, { errors: [{ code: 'NOT_FOUND', message: 'Audience ca1 (deleted) not found' }] });
+      if (deleted)
+        return json(res, 404, { errors: [{ code: 'NOT_FOUND', message: 'Audience ca1 (deleted) not found' }] });
       deleted = true;
       res.socket?.destroy();
     });
@@ -691,15 +833,24 @@ describe('a retried DELETE that meets its own 404', () => {
       revoked = true;
       res.socket?.destroy();
     });
-    const p = await revokeAudiencePermission(h.client, { kind: 'custom', accountId: 'a', audienceId: 'ca1', permissionId: 'p1' });
+    const p = await revokeAudiencePermission(h.client, {
+      kind: 'custom',
+      accountId: 'a',
+      audienceId: 'ca1',
+      permissionId: 'p1',
+    });
     expect(p).toEqual({ ...PERMISSION, deleted: true });
-    expect(h.server.seen[0]?.url).toBe('/12/accounts/a/custom_audiences/ca1/permissions?custom_audience_permission_ids=p1');
+    expect(h.server.seen[0]?.url).toBe(
+      '/12/accounts/a/custom_audiences/ca1/permissions?custom_audience_permission_ids=p1',
+    );
     expect(h.server.seen.map((x) => x.method)).toEqual(['GET', 'DELETE', 'DELETE']);
   });
 
   it('keeps the 404 on a first attempt, or when the resource is not deleted after all', async () => {
     const first = await harness((_req, res) => json(res, 404, { errors: [{ code: 'NOT_FOUND', message: 'no' }] }));
-    const e1 = (await failure(deleteCustomAudience(first.client, { accountId: 'a', customAudienceId: 'ca1' }))) as HttpError;
+    const e1 = (await failure(
+      deleteCustomAudience(first.client, { accountId: 'a', customAudienceId: 'ca1' }),
+    )) as HttpError;
     expect(e1.code).toBe('api_not_found');
     expect(e1.attempts).toBe(1);
     expect(first.server.seen).toHaveLength(1);
@@ -707,14 +858,29 @@ describe('a retried DELETE that meets its own 404', () => {
     const alive = await harness((req, res, n) =>
       req.method === 'GET'
         ? json(res, 200, { data: AUDIENCE })
-        : json(res, n === 1 ? 503 : 404, { errors: [{ code: n === 1 ? 'SERVICE_UNAVAILABLE' : 'NOT_FOUND', message: 'x' }] }),
+        : json(res, n === 1 ? 503 : 404, {
+            errors: [{ code: n === 1 ? 'SERVICE_UNAVAILABLE' : 'NOT_FOUND', message: 'x' }],
+          }),
     );
-    const e2 = (await failure(deleteCustomAudience(alive.client, { accountId: 'a', customAudienceId: 'ca1' }))) as HttpError;
+    const e2 = (await failure(
+      deleteCustomAudience(alive.client, { accountId: 'a', customAudienceId: 'ca1' }),
+    )) as HttpError;
     expect(e2.code).toBe('api_not_found');
     expect(e2.attempts).toBe(2);
 
-    const unknown = await harness((req, res) => (req.method === 'GET' ? json(res, 200, { data: [], next_cursor: null }) : json(res, 404, { errors: [{ code: 'NOT_FOUND', message: 'no' }] })));
-    const e3 = (await failure(revokeAudiencePermission(unknown.client, { kind: 'tailored', accountId: 'a', audienceId: 'ta', permissionId: 'nope' }))) as HttpError;
+    const unknown = await harness((req, res) =>
+      req.method === 'GET'
+        ? json(res, 200, { data: [], next_cursor: null })
+        : json(res, 404, { errors: [{ code: 'NOT_FOUND', message: 'no' }] }),
+    );
+    const e3 = (await failure(
+      revokeAudiencePermission(unknown.client, {
+        kind: 'tailored',
+        accountId: 'a',
+        audienceId: 'ta',
+        permissionId: 'nope',
+      }),
+    )) as HttpError;
     expect(e3.code).toBe('api_not_found');
     expect(e3.method).toBe('DELETE');
   });
@@ -724,11 +890,19 @@ describe('warnings and the with_total_count limit', () => {
   it('x-api-warn of a successful response reaches onWarn, redacted, with method and path only', async () => {
     const warnings: Array<[string, { method: string; path: string }]> = [];
     const h = await harness(
-      (_req, res) => json(res, 200, { data: AUDIENCE }, { 'x-api-warn': `parameter foo is deprecated; echo ${SECRETS.accessTokenSecret}` }),
+      (_req, res) =>
+        json(
+          res,
+          200,
+          { data: AUDIENCE },
+          { 'x-api-warn': `parameter foo is deprecated; echo ${SECRETS.accessTokenSecret}` },
+        ),
       { onWarn: (w, ctx) => warnings.push([w, ctx]) },
     );
     await getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'ca1' });
-    expect(warnings).toEqual([['parameter foo is deprecated; echo [redacted]', { method: 'GET', path: '/12/accounts/a/custom_audiences/ca1' }]]);
+    expect(warnings).toEqual([
+      ['parameter foo is deprecated; echo [redacted]', { method: 'GET', path: '/12/accounts/a/custom_audiences/ca1' }],
+    ]);
   });
 
   it('the default policy holds with_total_count requests to 200 per 15 minutes, whatever they list', () => {
@@ -744,10 +918,14 @@ describe('warnings and the with_total_count limit', () => {
   it('paces with_total_count requests under a scaled-down rule and leaves the others alone', async () => {
     const policy: RateLimitPolicy = {
       ...DEFAULT_RATE_LIMIT_POLICY,
-      rules: DEFAULT_RATE_LIMIT_POLICY.rules.map((r) => (r.name === 'with_total_count' ? { ...r, limit: 2, windowMs: 10_000 } : r)),
+      rules: DEFAULT_RATE_LIMIT_POLICY.rules.map((r) =>
+        r.name === 'with_total_count' ? { ...r, limit: 2, windowMs: 10_000 } : r,
+      ),
       safetyMarginMs: 0,
     };
-    const h = await harness((_req, res) => json(res, 200, { data: [], next_cursor: null, total_count: 0 }), { rateLimitPolicy: policy });
+    const h = await harness((_req, res) => json(res, 200, { data: [], next_cursor: null, total_count: 0 }), {
+      rateLimitPolicy: policy,
+    });
     for (let i = 0; i < 2; i++) await listCustomAudiences(h.client, { accountId: 'a', withTotalCount: true });
     for (let i = 0; i < 3; i++) await listCustomAudiences(h.client, { accountId: 'a' });
     // One window for every endpoint: the third with_total_count request waits, whatever it lists.
@@ -770,7 +948,11 @@ describe('pagination and bounds', () => {
     });
     const ids: string[] = [];
     for await (const a of paginate((cursor) =>
-      listCustomAudiences(h.client, { accountId: 'a', count: 1, ...(cursor === undefined ? { withTotalCount: true } : { cursor }) }),
+      listCustomAudiences(h.client, {
+        accountId: 'a',
+        count: 1,
+        ...(cursor === undefined ? { withTotalCount: true } : { cursor }),
+      }),
     )) {
       ids.push(a.id);
     }
@@ -790,10 +972,23 @@ describe('pagination and bounds', () => {
       [listCustomAudiences(h.client, { accountId: 'a', count: 2.5 }), /count/],
       [listCustomAudiences(h.client, { accountId: 'a', withTotalCount: true, cursor: 'c' }), /with_total_count/],
       [
-        listAudiencePermissions(h.client, { kind: 'custom', accountId: 'a', audienceId: 'b', grantedAccountIds: Array.from({ length: 201 }, (_, i) => `g${i}`) }),
+        listAudiencePermissions(h.client, {
+          kind: 'custom',
+          accountId: 'a',
+          audienceId: 'b',
+          grantedAccountIds: Array.from({ length: 201 }, (_, i) => `g${i}`),
+        }),
         /granted_account_ids.*200/s,
       ],
-      [listAudiencePermissions(h.client, { kind: 'tailored', accountId: 'a', audienceId: 'b', permissionIds: Array.from({ length: 201 }, (_, i) => `p${i}`) }), /tailored_audience_permission_ids/],
+      [
+        listAudiencePermissions(h.client, {
+          kind: 'tailored',
+          accountId: 'a',
+          audienceId: 'b',
+          permissionIds: Array.from({ length: 201 }, (_, i) => `p${i}`),
+        }),
+        /tailored_audience_permission_ids/,
+      ],
     ];
     for (const [p, re] of cases) {
       const e = (await failure(p)) as ConfigError;
@@ -822,7 +1017,8 @@ describe('rate limiting', () => {
         t += Math.min(d, 37);
       }
     }
-    for (let i = 0; i + 30 < admitted.length; i++) expect((admitted[i + 30] ?? 0) - (admitted[i] ?? 0)).toBeGreaterThanOrEqual(2000);
+    for (let i = 0; i + 30 < admitted.length; i++)
+      expect((admitted[i + 30] ?? 0) - (admitted[i] ?? 0)).toBeGreaterThanOrEqual(2000);
   });
 
   it('30 per window: concurrent uploads never exceed the cap and get zero 429s from a server enforcing it', async () => {
@@ -831,7 +1027,14 @@ describe('rate limiting', () => {
     const arrivals: number[] = [];
     let rejected = 0;
     const policy: RateLimitPolicy = {
-      rules: [{ name: 'users', endpoints: [{ method: 'POST', path: '^/12/accounts/[^/]+/custom_audiences/[^/]+/users$' }], limit, windowMs }],
+      rules: [
+        {
+          name: 'users',
+          endpoints: [{ method: 'POST', path: '^/12/accounts/[^/]+/custom_audiences/[^/]+/users$' }],
+          limit,
+          windowMs,
+        },
+      ],
       safetyMarginMs: 0,
       resetJitterMs: 0,
       maxServerWaitMs: 60_000,
@@ -853,16 +1056,21 @@ describe('rate limiting', () => {
       true,
     );
     await Promise.all(
-      Array.from({ length: 75 }, (_, i) => postCustomAudienceUsers(h.client, { accountId: 'a', customAudienceId: `ca${i % 3}`, body: '[]' })),
+      Array.from({ length: 75 }, (_, i) =>
+        postCustomAudienceUsers(h.client, { accountId: 'a', customAudienceId: `ca${i % 3}`, body: '[]' }),
+      ),
     );
     expect(rejected).toBe(0);
-    for (let i = 0; i + limit < arrivals.length; i++) expect((arrivals[i + limit] ?? 0) - (arrivals[i] ?? 0)).toBeGreaterThanOrEqual(windowMs);
+    for (let i = 0; i + limit < arrivals.length; i++)
+      expect((arrivals[i + limit] ?? 0) - (arrivals[i] ?? 0)).toBeGreaterThanOrEqual(windowMs);
     const s = h.client.stats();
     expect(s.rateLimited).toBe(0);
     expect(s.rateLimitWaits).toBeGreaterThan(0);
     expect(h.waits.every((w) => w.reason === 'rate_limit')).toBe(true);
     // Other endpoints are not slowed by the users window.
-    expect(policy.rules[0]?.endpoints.some((e) => new RegExp(e.path).test('/12/accounts/a/custom_audiences'))).toBe(false);
+    expect(policy.rules[0]?.endpoints.some((e) => new RegExp(e.path).test('/12/accounts/a/custom_audiences'))).toBe(
+      false,
+    );
   });
 });
 
@@ -897,7 +1105,8 @@ describe('secrets', () => {
             headers,
           );
         } else if (n === 5) json(res, 400, { code: `E_${SECRETS.consumerSecret}`, message: 'core' }, headers);
-        else if (n === 6) json(res, 400, { type: `https://x/${SECRETS.accessTokenSecret}`, title: 'T', status: 400 }, headers);
+        else if (n === 6)
+          json(res, 400, { type: `https://x/${SECRETS.accessTokenSecret}`, title: 'T', status: 400 }, headers);
         else if (n === 7) json(res, 200, { data: AUDIENCE }, headers);
         else if (req.url.startsWith('/oauth/')) json(res, 401, { code: REQUEST_TOKEN.secret, message: echo }, headers);
         else {
@@ -910,7 +1119,13 @@ describe('secrets', () => {
     for (let i = 0; i < 6; i++) await failure(getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'b' }));
     await getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'b' });
     // The login step signs with the request token's secret, which the client's options never held.
-    await failure(accessToken(h.client, { oauthToken: REQUEST_TOKEN.key, oauthTokenSecret: REQUEST_TOKEN.secret, verifier: '1234' }));
+    await failure(
+      accessToken(h.client, {
+        oauthToken: REQUEST_TOKEN.key,
+        oauthTokenSecret: REQUEST_TOKEN.secret,
+        verifier: '1234',
+      }),
+    );
     await failure(getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'b' }));
     expect(h.server.seen[7]?.signatureOk).toBe(true);
     const texts = [...collected.flatMap(renderings), JSON.stringify(h.events), JSON.stringify(h.waits), ...warnings];

@@ -36,7 +36,8 @@ import {
 import { startSandbox, type Sandbox } from '../src/sandbox/index.js';
 
 const sha = (v: string) => createHash('sha256').update(v).digest('hex');
-const emails = (n: number, from = 0) => Array.from({ length: n }, (_, i) => ({ email: [sha(`user${from + i}@example.com`)] }));
+const emails = (n: number, from = 0) =>
+  Array.from({ length: n }, (_, i) => ({ email: [sha(`user${from + i}@example.com`)] }));
 
 function instantClock() {
   let t = Date.now();
@@ -109,7 +110,14 @@ describe('custom audiences', () => {
     expect(page.next_cursor).not.toBeNull();
 
     const names: string[] = [];
-    for await (const x of paginate((cursor) => listCustomAudiences(client, { accountId: acc, q: 'buyers', count: 1, ...(cursor === undefined ? {} : { cursor }) }))) {
+    for await (const x of paginate((cursor) =>
+      listCustomAudiences(client, {
+        accountId: acc,
+        q: 'buyers',
+        count: 1,
+        ...(cursor === undefined ? {} : { cursor }),
+      }),
+    )) {
       names.push(x.name);
     }
     expect(names.sort()).toEqual(['Buyers 2025', 'buyers lapsed']);
@@ -126,7 +134,9 @@ describe('custom audiences', () => {
   });
 
   it('404 for an unknown id, 403 for a foreign account', async () => {
-    const nf = (await failure(getCustomAudience(client, { accountId: sandbox.accounts.primary, customAudienceId: 'nope' }))) as HttpError;
+    const nf = (await failure(
+      getCustomAudience(client, { accountId: sandbox.accounts.primary, customAudienceId: 'nope' }),
+    )) as HttpError;
     expect(nf.status).toBe(404);
     expect(nf.code).toBe('api_not_found');
     expect(nf.errors[0]?.code).toBe('NOT_FOUND');
@@ -207,13 +217,31 @@ describe('permissions and targeting', () => {
       permissionLevel: 'READ_ONLY',
     });
     expect(p).toMatchObject({ granted_account_id: sandbox.accounts.secondary, permission_level: 'READ_ONLY' });
-    const list = await listAudiencePermissions(client, { kind, accountId: acc, audienceId: a.id, withTotalCount: true, count: 10 });
+    const list = await listAudiencePermissions(client, {
+      kind,
+      accountId: acc,
+      audienceId: a.id,
+      withTotalCount: true,
+      count: 10,
+    });
     expect(list.data.map((x) => x.id)).toEqual([p.id]);
-    const filtered = await listAudiencePermissions(client, { kind, accountId: acc, audienceId: a.id, permissionIds: [p.id], grantedAccountIds: [sandbox.accounts.secondary] });
+    const filtered = await listAudiencePermissions(client, {
+      kind,
+      accountId: acc,
+      audienceId: a.id,
+      permissionIds: [p.id],
+      grantedAccountIds: [sandbox.accounts.secondary],
+    });
     expect(filtered.data).toHaveLength(1);
 
     const denied = (await failure(
-      grantAudiencePermission(client, { kind, accountId: sandbox.accounts.secondary, audienceId: a.id, grantedAccountId: acc, permissionLevel: 'READ_WRITE' }),
+      grantAudiencePermission(client, {
+        kind,
+        accountId: sandbox.accounts.secondary,
+        audienceId: a.id,
+        grantedAccountId: acc,
+        permissionLevel: 'READ_WRITE',
+      }),
     )) as HttpError;
     expect(denied).toBeInstanceOf(AuthError);
     expect(denied.status).toBe(403);
@@ -228,10 +256,23 @@ describe('permissions and targeting', () => {
       const c = makeClient(small);
       const acc = small.accounts.primary;
       const a = await createCustomAudience(c, { accountId: acc, name: 'Targeted' });
-      small.state.addCampaign(acc, a.id, { name: 'Spring', lineItems: [{ name: 'li1', servable: true }, { name: null, servable: false }] });
+      small.state.addCampaign(acc, a.id, {
+        name: 'Spring',
+        lineItems: [
+          { name: 'li1', servable: true },
+          { name: null, servable: false },
+        ],
+      });
       small.state.addCampaign(acc, a.id, { name: 'Summer', lineItems: [{ name: 'li2', servable: true }] });
       const all = [];
-      for await (const t of paginate((cursor) => listTargetedCampaigns(c, { accountId: acc, customAudienceId: a.id, withActive: false, ...(cursor === undefined ? {} : { cursor }) }))) {
+      for await (const t of paginate((cursor) =>
+        listTargetedCampaigns(c, {
+          accountId: acc,
+          customAudienceId: a.id,
+          withActive: false,
+          ...(cursor === undefined ? {} : { cursor }),
+        }),
+      )) {
         all.push(t);
       }
       expect(all.map((t) => t.campaign_name)).toEqual(['Spring', 'Summer']);
@@ -246,7 +287,9 @@ describe('permissions and targeting', () => {
 
 describe('OAuth PIN flow', () => {
   it('request_token (consumer key only + oauth_callback), authorize, access_token; the new token works', async () => {
-    const bare = makeClient(sandbox, { credentials: { consumerKey: sandbox.credentials.consumerKey, consumerSecret: sandbox.credentials.consumerSecret } });
+    const bare = makeClient(sandbox, {
+      credentials: { consumerKey: sandbox.credentials.consumerKey, consumerSecret: sandbox.credentials.consumerSecret },
+    });
     const rt = await requestToken(bare, { callback: 'oob' });
     expect(rt.oauth_callback_confirmed).toBe(true);
     const url = authorizeUrl(sandbox.apiBaseUrl, rt.oauth_token);
@@ -254,7 +297,11 @@ describe('OAuth PIN flow', () => {
     const html = await (await fetch(url)).text();
     const pin = /<code id="oauth_pin">([^<]+)<\/code>/.exec(html)?.[1];
     expect(pin).toBeDefined();
-    const at = await accessToken(bare, { oauthToken: rt.oauth_token, oauthTokenSecret: rt.oauth_token_secret, verifier: pin ?? '' });
+    const at = await accessToken(bare, {
+      oauthToken: rt.oauth_token,
+      oauthTokenSecret: rt.oauth_token_secret,
+      verifier: pin ?? '',
+    });
     expect(at.user_id).toBe(sandbox.user.id);
     expect(at.screen_name).toBe(sandbox.user.screenName);
 
@@ -264,12 +311,16 @@ describe('OAuth PIN flow', () => {
     const page = await listCustomAudiences(fresh, { accountId: sandbox.accounts.primary });
     expect(Array.isArray(page.data)).toBe(true);
 
-    const wrongPin = await failure(accessToken(bare, { oauthToken: rt.oauth_token, oauthTokenSecret: rt.oauth_token_secret, verifier: 'nope' }));
+    const wrongPin = await failure(
+      accessToken(bare, { oauthToken: rt.oauth_token, oauthTokenSecret: rt.oauth_token_secret, verifier: 'nope' }),
+    );
     expect(wrongPin).toBeInstanceOf(HttpError);
   });
 
   it('a wrong consumer secret is a 401 AuthError with the credentials fix', async () => {
-    const bad = makeClient(sandbox, { credentials: { ...sandbox.credentials, consumerSecret: 'definitely-wrong-secret' } });
+    const bad = makeClient(sandbox, {
+      credentials: { ...sandbox.credentials, consumerSecret: 'definitely-wrong-secret' },
+    });
     const e = (await failure(listCustomAudiences(bad, { accountId: sandbox.accounts.primary }))) as AuthError;
     expect(e).toBeInstanceOf(AuthError);
     expect(e.status).toBe(401);
@@ -280,7 +331,9 @@ describe('OAuth PIN flow', () => {
 
   it('bounds are refused before sending', async () => {
     const before = sandbox.state.requests.length;
-    const e = await failure(listAudiencePermissions(client, { kind: 'custom', accountId: 'a', audienceId: 'b', count: 1001 }));
+    const e = await failure(
+      listAudiencePermissions(client, { kind: 'custom', accountId: 'a', audienceId: 'b', count: 1001 }),
+    );
     expect(e).toBeInstanceOf(ConfigError);
     expect(sandbox.state.requests.length).toBe(before);
   });
@@ -301,7 +354,11 @@ describe('faults', () => {
       const c = makeClient(s, { maxAttempts: 8, headersTimeoutMs: 50 });
       const acc = s.accounts.primary;
       const a = await createCustomAudience(c, { accountId: acc, name: 'Faulty' });
-      const r = await postCustomAudienceUsers(c, { accountId: acc, customAudienceId: a.id, operations: [{ operation_type: 'Update', params: { users: emails(120) } }] });
+      const r = await postCustomAudienceUsers(c, {
+        accountId: acc,
+        customAudienceId: a.id,
+        operations: [{ operation_type: 'Update', params: { users: emails(120) } }],
+      });
       expect(r).toEqual({ success_count: 120, total_count: 120 });
       expect(s.state.audienceSize(a.id)).toBe(120);
       expect(slow.map((x) => x.ms)).toEqual([1500]);
@@ -321,7 +378,11 @@ describe('faults', () => {
   });
 
   it('retries lists, reads, updates and deletes through faults on every route (:all)', async () => {
-    const s = await startSandbox({ port: 0, seed: 12, faults: '500@1+5:all,drop@2+8:all,503=1@4:all,429@7:all,html@10:all' });
+    const s = await startSandbox({
+      port: 0,
+      seed: 12,
+      faults: '500@1+5:all,drop@2+8:all,503=1@4:all,429@7:all,html@10:all',
+    });
     try {
       const c = makeClient(s, { maxAttempts: 4 });
       const acc = s.accounts.primary;
@@ -329,9 +390,23 @@ describe('faults', () => {
       const l = s.state.createDoNotReachList(acc, 'Flaky list');
       expect((await listCustomAudiences(c, { accountId: acc })).data.map((x) => x.id)).toContain(a.id); // 500, drop, ok
       expect((await getCustomAudience(c, { accountId: acc, customAudienceId: a.id })).name).toBe('Flaky reads'); // 503, 500, ok
-      expect((await updateCustomAudience(c, { accountId: acc, customAudienceId: a.id, name: 'Renamed' })).name).toBe('Renamed'); // 429, drop, ok
+      expect((await updateCustomAudience(c, { accountId: acc, customAudienceId: a.id, name: 'Renamed' })).name).toBe(
+        'Renamed',
+      ); // 429, drop, ok
       expect((await deleteDoNotReachList(c, { accountId: acc, doNotReachListId: l.id })).deleted).toBe(true); // html, ok
-      expect(s.state.requests.map((r) => r.fault ?? 'none')).toEqual(['500', 'drop', 'none', '503', '500', 'none', '429', 'drop', 'none', 'html', 'none']);
+      expect(s.state.requests.map((r) => r.fault ?? 'none')).toEqual([
+        '500',
+        'drop',
+        'none',
+        '503',
+        '500',
+        'none',
+        '429',
+        'drop',
+        'none',
+        'html',
+        'none',
+      ]);
       expect(waits.some((w) => w.reason === 'retry' && w.ms === 1000)).toBe(true); // the 503's retry-after
       expect(c.stats().retries).toBe(7);
     } finally {
@@ -345,7 +420,11 @@ describe('faults', () => {
       const c = makeClient(s);
       const acc = s.accounts.primary;
       const a = await createCustomAudience(c, { accountId: acc, name: 'Mismatch' });
-      const r = await postCustomAudienceUsers(c, { accountId: acc, customAudienceId: a.id, operations: [{ operation_type: 'Update', params: { users: emails(10) } }] });
+      const r = await postCustomAudienceUsers(c, {
+        accountId: acc,
+        customAudienceId: a.id,
+        operations: [{ operation_type: 'Update', params: { users: emails(10) } }],
+      });
       expect(r.success_count).toBe(r.total_count - 1);
     } finally {
       await s.close();
@@ -385,8 +464,16 @@ describe('rate limit against the sandbox', () => {
       await Promise.all(
         Array.from({ length: 80 }, (_, i) =>
           i % 4 === 0
-            ? postDoNotReachListUsers(c, { accountId: acc, doNotReachListId: l.id, operations: [{ operation_type: 'Update', params: { users: emails(1, i) } }] })
-            : postCustomAudienceUsers(c, { accountId: acc, customAudienceId: a.id, operations: [{ operation_type: 'Update', params: { users: emails(1, i) } }] }),
+            ? postDoNotReachListUsers(c, {
+                accountId: acc,
+                doNotReachListId: l.id,
+                operations: [{ operation_type: 'Update', params: { users: emails(1, i) } }],
+              })
+            : postCustomAudienceUsers(c, {
+                accountId: acc,
+                customAudienceId: a.id,
+                operations: [{ operation_type: 'Update', params: { users: emails(1, i) } }],
+              }),
         ),
       );
       expect(s.state.requests.filter((r) => r.status === 429)).toHaveLength(0);
@@ -409,12 +496,24 @@ describe('with_total_count against the sandbox', () => {
         await Promise.resolve();
       },
     };
-    const s = await startSandbox({ port: 0, seed: 13, now: () => t, totalCountRateLimit: { limit: 3, windowMs: 60_000 } });
+    const s = await startSandbox({
+      port: 0,
+      seed: 13,
+      now: () => t,
+      totalCountRateLimit: { limit: 3, windowMs: 60_000 },
+    });
     try {
       const c = makeClient(s, {
         clock,
         rateLimitPolicy: {
-          rules: [{ name: 'with_total_count', endpoints: [{ method: 'GET', path: '^/', query: { with_total_count: 'true' } }], limit: 3, windowMs: 60_000 }],
+          rules: [
+            {
+              name: 'with_total_count',
+              endpoints: [{ method: 'GET', path: '^/', query: { with_total_count: 'true' } }],
+              limit: 3,
+              windowMs: 60_000,
+            },
+          ],
           safetyMarginMs: 0,
           resetJitterMs: 0,
           maxServerWaitMs: 120_000,
@@ -423,7 +522,10 @@ describe('with_total_count against the sandbox', () => {
       });
       const acc = s.accounts.primary;
       for (let i = 0; i < 7; i++) {
-        const page = i % 2 === 0 ? await listCustomAudiences(c, { accountId: acc, withTotalCount: true }) : await listDoNotReachLists(c, { accountId: acc, withTotalCount: true });
+        const page =
+          i % 2 === 0
+            ? await listCustomAudiences(c, { accountId: acc, withTotalCount: true })
+            : await listDoNotReachLists(c, { accountId: acc, withTotalCount: true });
         expect(page.total_count).toBeGreaterThanOrEqual(0);
       }
       expect(s.state.requests.filter((r) => r.status === 429)).toHaveLength(0);
@@ -440,7 +542,12 @@ describe('secrets', () => {
   it('appear in no error (message, JSON, stack, inspect) and no request or wait event', () => {
     expect(errors.length).toBeGreaterThan(5);
     const texts = [
-      ...errors.flatMap((e) => [String((e as Error).message), JSON.stringify(e), String((e as Error).stack), inspect(e, { depth: Infinity, showHidden: true })]),
+      ...errors.flatMap((e) => [
+        String((e as Error).message),
+        JSON.stringify(e),
+        String((e as Error).stack),
+        inspect(e, { depth: Infinity, showHidden: true }),
+      ]),
       JSON.stringify(events),
       JSON.stringify(waits),
     ];

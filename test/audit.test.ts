@@ -13,7 +13,7 @@ import {
   verifyAuditLog,
   type AuditRunEnd,
   type AuditRunStart,
-} from '../src/audit.js';
+} from '../src/state/audit.js';
 
 function tmp(): string {
   return mkdtempSync(join(tmpdir(), 'ak-audit-'));
@@ -48,13 +48,32 @@ function startRecord(runId: string): AuditRunStart {
 
 function endRecord(runId: string): AuditRunEnd {
   const zero = {
-    rows: 10, users_sent: 9, duplicates: 1, rows_without_identifier: 0, invalid_values: 0, digests_passed_through: 0,
-    oversized_users: 0, requests: 1, batches_confirmed: 1, batches_failed: 0, bytes: 900, retries: 0, mismatches: 0,
-    rate_limit_waits: 0, success_count: 9, total_count: 9,
+    rows: 10,
+    users_sent: 9,
+    duplicates: 1,
+    rows_without_identifier: 0,
+    invalid_values: 0,
+    digests_passed_through: 0,
+    oversized_users: 0,
+    requests: 1,
+    batches_confirmed: 1,
+    batches_failed: 0,
+    bytes: 900,
+    retries: 0,
+    mismatches: 0,
+    rate_limit_waits: 0,
+    success_count: 9,
+    total_count: 9,
   };
   return {
-    event: 'run_end', run_id: runId, at: '2030-01-01T00:00:01.000Z', started_at: '2030-01-01T00:00:00.000Z',
-    duration_ms: 1000, outcome: 'completed', input: { name: 'crm.csv', rows: 10, sha256: null }, counts: zero,
+    event: 'run_end',
+    run_id: runId,
+    at: '2030-01-01T00:00:01.000Z',
+    started_at: '2030-01-01T00:00:00.000Z',
+    duration_ms: 1000,
+    outcome: 'completed',
+    input: { name: 'crm.csv', rows: 10, sha256: null },
+    counts: zero,
   };
 }
 
@@ -87,16 +106,25 @@ describe('audit log', () => {
     const lines = original.split('\n');
 
     writeFileSync(path, original.replace('"users_sent":9', '"users_sent":8'));
-    expect(verifyAuditLog(path)).toMatchObject({ ok: false, broken: { line: 3, problem: expect.stringMatching(/line 2 was modified/) } });
+    expect(verifyAuditLog(path)).toMatchObject({
+      ok: false,
+      broken: { line: 3, problem: expect.stringMatching(/line 2 was modified/) },
+    });
 
     writeFileSync(path, [...lines.slice(0, 2), ...lines.slice(3)].join('\n'));
     expect(verifyAuditLog(path)).toMatchObject({ ok: false, broken: { line: 3 } });
 
     writeFileSync(path, lines.slice(1).join('\n'));
-    expect(verifyAuditLog(path)).toMatchObject({ ok: false, broken: { line: 1, problem: expect.stringMatching(/genesis/) } });
+    expect(verifyAuditLog(path)).toMatchObject({
+      ok: false,
+      broken: { line: 1, problem: expect.stringMatching(/genesis/) },
+    });
 
     writeFileSync(path, original.slice(0, -10));
-    expect(verifyAuditLog(path)).toMatchObject({ ok: false, broken: { line: 6, problem: expect.stringMatching(/incomplete/) } });
+    expect(verifyAuditLog(path)).toMatchObject({
+      ok: false,
+      broken: { line: 6, problem: expect.stringMatching(/incomplete/) },
+    });
 
     // Appending after a torn line keeps the torn line visible to verify.
     await appendAuditRecord(path, startRecord('r4'));
@@ -106,7 +134,7 @@ describe('audit log', () => {
   it('never lets two concurrent processes interleave or fork the chain', async () => {
     const dir = tmp();
     const path = join(dir, 'audit.jsonl');
-    const dist = fileURLToPath(new URL('../dist/audit.js', import.meta.url));
+    const dist = fileURLToPath(new URL('../dist/state/audit.js', import.meta.url));
     expect(existsSync(dist), 'build first: npx tsc -p tsconfig.build.json').toBe(true);
     const script = `
       import { appendAuditRecord } from ${JSON.stringify(dist)};
@@ -115,7 +143,9 @@ describe('audit log', () => {
     `;
     const run = (id: string): Promise<number | null> =>
       new Promise((resolve, reject) => {
-        const child = spawn(process.execPath, ['--input-type=module', '-e', script, JSON.stringify(startRecord(id))], { stdio: 'inherit' });
+        const child = spawn(process.execPath, ['--input-type=module', '-e', script, JSON.stringify(startRecord(id))], {
+          stdio: 'inherit',
+        });
         child.on('error', reject);
         child.on('close', resolve);
       });

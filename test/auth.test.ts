@@ -125,7 +125,14 @@ describe('auth login (PIN flow against the sandbox)', () => {
     };
     expect(report).toMatchObject({ profile: 'work', complete: true });
     if (process.platform !== 'win32') expect(report.config_file_mode).toBe('0600');
-    expect(Object.values(report.fields).map((f) => f.source)).toEqual(['file', 'default', 'file', 'file', 'file', 'file']);
+    expect(Object.values(report.fields).map((f) => f.source)).toEqual([
+      'file',
+      'default',
+      'file',
+      'file',
+      'file',
+      'file',
+    ]);
     expect(report.fields.consumerSecret?.value).toBe('set (hidden)');
     expect(report.fields.accessTokenSecret?.value).toBe('set (hidden)');
 
@@ -159,7 +166,11 @@ describe('auth login (PIN flow against the sandbox)', () => {
     const pin = await pinFrom(url ?? '');
     const second = await ak(['auth', 'login', '--pin', pin, '--json'], appEnv(configDir));
     expect(second.code, second.stderr).toBe(0);
-    expect(JSON.parse(second.stdout)).toMatchObject({ user_id: sb.user.id, screen_name: sb.user.screenName, profile: 'default' });
+    expect(JSON.parse(second.stdout)).toMatchObject({
+      user_id: sb.user.id,
+      screen_name: sb.user.screenName,
+      profile: 'default',
+    });
     const stored = await storedProfile(configDir, 'default');
     expect(stored?.pendingRequestToken).toBeUndefined();
     issuedSecrets.push(stored?.accessTokenSecret ?? '', stored?.accessToken ?? '');
@@ -174,7 +185,9 @@ describe('auth login (PIN flow against the sandbox)', () => {
     const wrong = await ak(['auth', 'login'], appEnv(configDir), '0000000\n');
     expect(wrong.code).toBe(4);
     expect(wrong.stderr).toMatch(/^error: the platform refused the PIN: it was wrong, or the login request expired$/m);
-    expect(wrong.stderr).toMatch(/^ {2}fix: run `audience-kit auth login --pin PIN` with the PIN exactly as shown, or `audience-kit auth login` for a new one$/m);
+    expect(wrong.stderr).toMatch(
+      /^ {2}fix: run `audience-kit auth login --pin PIN` with the PIN exactly as shown, or `audience-kit auth login` for a new one$/m,
+    );
     expect(wrong.stderr).not.toContain('Check the four credentials');
     expect((await storedProfile(configDir, 'default'))?.pendingRequestToken).toMatch(/\S/);
 
@@ -221,9 +234,14 @@ describe('auth login (PIN flow against the sandbox)', () => {
   });
 
   it('refuses to log in without the consumer credentials, naming them', async () => {
-    const r = await ak(['auth', 'login'], { AUDIENCE_KIT_ADS_BASE_URL: sb.adsBaseUrl, AUDIENCE_KIT_CONFIG_DIR: join(root, 'none') });
+    const r = await ak(['auth', 'login'], {
+      AUDIENCE_KIT_ADS_BASE_URL: sb.adsBaseUrl,
+      AUDIENCE_KIT_CONFIG_DIR: join(root, 'none'),
+    });
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain('AUDIENCE_KIT_CONSUMER_KEY (--consumer-key), AUDIENCE_KIT_CONSUMER_SECRET (--consumer-secret)');
+    expect(r.stderr).toContain(
+      'AUDIENCE_KIT_CONSUMER_KEY (--consumer-key), AUDIENCE_KIT_CONSUMER_SECRET (--consumer-secret)',
+    );
   });
 });
 
@@ -252,7 +270,9 @@ describe('auth status', () => {
 
 describe('secrets', () => {
   it('never appear in any output of this file', () => {
-    const secrets = [sb.credentials.consumerSecret, sb.credentials.accessTokenSecret, ...issuedSecrets].filter((s) => s !== '');
+    const secrets = [sb.credentials.consumerSecret, sb.credentials.accessTokenSecret, ...issuedSecrets].filter(
+      (s) => s !== '',
+    );
     expect(secrets.length).toBeGreaterThanOrEqual(5);
     expect(outputs.length).toBeGreaterThan(10);
     for (const text of outputs) {

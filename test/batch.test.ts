@@ -7,14 +7,16 @@ import {
   type BatchGroup,
   type BatchLimits,
   type PackedBatch,
-} from '../src/batch.js';
+} from '../src/upload/batch.js';
 import { ConfigError } from '../src/errors.js';
 import { mulberry32 } from '../src/sandbox/faults.js';
 
-
 function hex(rand: () => number): string {
   let s = '';
-  for (let i = 0; i < 8; i++) s += Math.floor(rand() * 0x100000000).toString(16).padStart(8, '0');
+  for (let i = 0; i < 8; i++)
+    s += Math.floor(rand() * 0x100000000)
+      .toString(16)
+      .padStart(8, '0');
   return s;
 }
 
@@ -149,7 +151,8 @@ describe('BatchPacker (property-style, seeded)', () => {
   it('handles users near the request size: each alone, exact fit accepted, one byte over rejected', () => {
     const limits = resolveBatchLimits({ maxBodyBytes: 4096 });
     const group: BatchGroup = { operationType: 'Update' };
-    const prefixBytes = Buffer.byteLength('[{"operation_type":"Update","params":{"users":[') + Buffer.byteLength(']}}]');
+    const prefixBytes =
+      Buffer.byteLength('[{"operation_type":"Update","params":{"users":[') + Buffer.byteLength(']}}]');
     const room = 4096 - prefixBytes - '{"partner_user_id":[""]}'.length;
     const exact = JSON.stringify({ partner_user_id: ['x'.repeat(room)] });
     const fit = JSON.stringify({ partner_user_id: ['y'.repeat(room)] });
@@ -163,7 +166,11 @@ describe('BatchPacker (property-style, seeded)', () => {
       if (b) out.push(b);
     }
     out.push(...packer.finish());
-    expect(out.map((b) => b.bytes)).toEqual([4096, 4096, Buffer.byteLength('[{"operation_type":"Update","params":{"users":[{"email":["ab"]}]}}]')]);
+    expect(out.map((b) => b.bytes)).toEqual([
+      4096,
+      4096,
+      Buffer.byteLength('[{"operation_type":"Update","params":{"users":[{"email":["ab"]}]}}]'),
+    ]);
     expect(packer.stats.oversized).toBe(1);
     expect(packer.stats.oversizedLines).toEqual([3]);
     expect(packer.stats.users).toBe(3);

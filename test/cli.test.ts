@@ -26,14 +26,21 @@ describe('audience-kit (process)', () => {
       [['hash'], /Not enough non-option arguments/],
       [['hash', file, '--format', 'xml'], /Invalid values: Argument: format/],
       [['hash', file, '--map'], /Not enough arguments following: map/],
-      [['upload', file, '--account', 'a', '--audience', 'x', '--do-not-reach-list', 'y', '--dry-run'], /mutually exclusive/],
+      [
+        ['upload', file, '--account', 'a', '--audience', 'x', '--do-not-reach-list', 'y', '--dry-run'],
+        /mutually exclusive/,
+      ],
       [[], /no command given/],
     ];
     for (const [args, message] of cases) {
       const r = await runCli(args);
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.stderr).toMatch(message);
-      expect(r.stderr).toMatch(args[0] === undefined ? /fix: see `audience-kit --help`/ : new RegExp(`fix: see \`audience-kit ${args[0]} --help\``));
+      expect(r.stderr).toMatch(
+        args[0] === undefined
+          ? /fix: see `audience-kit --help`/
+          : new RegExp(`fix: see \`audience-kit ${args[0]} --help\``),
+      );
       // The handler never ran: no output, no mapping or summary printed.
       expect(r.stdout).toBe('');
       expect(r.stderr).not.toMatch(/column mapping|rows read/);
@@ -49,7 +56,19 @@ describe('audience-kit (process)', () => {
   it("prints the platform's x-api-warn of a successful response as a warning line", async () => {
     const server = createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json', 'x-api-warn': 'parameter foo is deprecated' });
-      res.end(JSON.stringify({ data: { id: 'ca1', name: 'Buyers', description: null, audience_size: null, targetable: false, deleted: false }, request: { params: {} } }));
+      res.end(
+        JSON.stringify({
+          data: {
+            id: 'ca1',
+            name: 'Buyers',
+            description: null,
+            audience_size: null,
+            targetable: false,
+            deleted: false,
+          },
+          request: { params: {} },
+        }),
+      );
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
@@ -63,7 +82,9 @@ describe('audience-kit (process)', () => {
       };
       const r = await runCli(['audiences', 'get', '--account', 'a', '--audience', 'ca1'], { env });
       expect(r.code, r.stderr).toBe(0);
-      expect(r.stderr).toContain('warning: platform: parameter foo is deprecated (GET /12/accounts/a/custom_audiences/ca1)');
+      expect(r.stderr).toContain(
+        'warning: platform: parameter foo is deprecated (GET /12/accounts/a/custom_audiences/ca1)',
+      );
       expect(r.stderr + r.stdout).not.toMatch(/consumer-secret-value|token-secret-value/);
     } finally {
       server.close();

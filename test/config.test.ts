@@ -12,7 +12,7 @@ import {
   resolveConnectionConfig,
   resolveProfileName,
   saveProfileCredentials,
-} from '../src/config.js';
+} from '../src/api/config.js';
 
 const FILE_VALUES = {
   adsBaseUrl: 'http://127.0.0.1:1/file',
@@ -87,13 +87,22 @@ describe('precedence flags > env > file', () => {
 
   it('treats empty flags and variables as unset', async () => {
     await saveProfileCredentials({ configDir: dir, env: {}, values: FILE_VALUES });
-    const r = await resolveConnectionConfig({ configDir: dir, env: { AUDIENCE_KIT_CONSUMER_KEY: '' }, flags: { consumerKey: ' ' } });
+    const r = await resolveConnectionConfig({
+      configDir: dir,
+      env: { AUDIENCE_KIT_CONSUMER_KEY: '' },
+      flags: { consumerKey: ' ' },
+    });
     expect(r.sources.consumerKey).toBe('file');
   });
 
   it('reads the profile named by AUDIENCE_KIT_PROFILE and keeps profiles apart', async () => {
     await saveProfileCredentials({ configDir: dir, env: {}, values: FILE_VALUES });
-    await saveProfileCredentials({ configDir: dir, env: {}, profile: 'other', values: { ...FILE_VALUES, consumerKey: 'other-ck' } });
+    await saveProfileCredentials({
+      configDir: dir,
+      env: {},
+      profile: 'other',
+      values: { ...FILE_VALUES, consumerKey: 'other-ck' },
+    });
     const r = await resolveConnectionConfig({ configDir: dir, env: { AUDIENCE_KIT_PROFILE: 'other' } });
     expect(r.options.credentials.consumerKey).toBe('other-ck');
     expect(r.profile).toBe('other');

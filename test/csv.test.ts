@@ -86,11 +86,17 @@ describe('readCsv: formats', () => {
 
   it('reads a Readable, an async iterable of bytes and stdin (-)', async () => {
     const text = 'email\nx@example.com\ny@example.com\n';
-    expect(simple(await all(Readable.from([Buffer.from(text)])))).toEqual([[2, 'x@example.com'], [3, 'y@example.com']]);
+    expect(simple(await all(Readable.from([Buffer.from(text)])))).toEqual([
+      [2, 'x@example.com'],
+      [3, 'y@example.com'],
+    ]);
     async function* pieces(): AsyncGenerator<Uint8Array> {
       for (const ch of text) yield Buffer.from(ch);
     }
-    expect(simple(await all(pieces()))).toEqual([[2, 'x@example.com'], [3, 'y@example.com']]);
+    expect(simple(await all(pieces()))).toEqual([
+      [2, 'x@example.com'],
+      [3, 'y@example.com'],
+    ]);
     expect(simple(await all('-', { stdin: Readable.from([Buffer.from(text)]) }))).toHaveLength(2);
   });
 
@@ -133,12 +139,17 @@ describe('readCsv: quoting and malformed rows', () => {
     const body = ['a,b', '"open,1', ...Array.from({ length: 50 }, (_, i) => `v${i},${i}`)].join('\n');
     const rows = await all(file(`${body}\n`), { maxRecordBytes: 64, chunkBytes: 32 });
     expect(rows[0]).toEqual({ line: 2, error: 'unterminated_quote' });
-    expect(simple(rows.slice(1, 3))).toEqual([[3, 'v0', '0'], [4, 'v1', '1']]);
+    expect(simple(rows.slice(1, 3))).toEqual([
+      [3, 'v0', '0'],
+      [4, 'v1', '1'],
+    ]);
     expect(rows).toHaveLength(51);
   });
 
   it('produces identical rows whatever the chunk size', async () => {
-    const text = readFileSync(join(FIXTURES, 'quoted.csv'), 'utf8') + readFileSync(join(FIXTURES, 'malformed.csv'), 'utf8').replace(/^.*\n/, '');
+    const text =
+      readFileSync(join(FIXTURES, 'quoted.csv'), 'utf8') +
+      readFileSync(join(FIXTURES, 'malformed.csv'), 'utf8').replace(/^.*\n/, '');
     const path = file(text);
     const reference = simple(await all(path, { chunkBytes: 1 << 20 }));
     for (const chunkBytes of [1, 7, 33, 100]) expect(simple(await all(path, { chunkBytes }))).toEqual(reference);
@@ -146,10 +157,20 @@ describe('readCsv: quoting and malformed rows', () => {
 
   it('reads mixed line endings (a CRLF header over LF rows, CRLF lines among LF ones) with the right lines', async () => {
     const crlfHeader = file('email,phone\r\na@example.com,1\nb@example.com,2\n\nc@example.com,3\n');
-    expect(simple(await all(crlfHeader))).toEqual([[2, 'a@example.com', '1'], [3, 'b@example.com', '2'], [5, 'c@example.com', '3']]);
+    expect(simple(await all(crlfHeader))).toEqual([
+      [2, 'a@example.com', '1'],
+      [3, 'b@example.com', '2'],
+      [5, 'c@example.com', '3'],
+    ]);
     // A CRLF inside a quoted field is data and stays CRLF; a blank CRLF line is a blank line.
-    const mixed = 'email,note\n"a@example.com","x\r\ny"\r\nb@example.com,"z"\r\n\r\nc@example.com,w\nd@example.com,"v"\n';
-    const expected = [[2, 'a@example.com', 'x\r\ny'], [4, 'b@example.com', 'z'], [6, 'c@example.com', 'w'], [7, 'd@example.com', 'v']];
+    const mixed =
+      'email,note\n"a@example.com","x\r\ny"\r\nb@example.com,"z"\r\n\r\nc@example.com,w\nd@example.com,"v"\n';
+    const expected = [
+      [2, 'a@example.com', 'x\r\ny'],
+      [4, 'b@example.com', 'z'],
+      [6, 'c@example.com', 'w'],
+      [7, 'd@example.com', 'v'],
+    ];
     for (const chunkBytes of [1, 16, 1 << 16]) expect(simple(await all(file(mixed), { chunkBytes }))).toEqual(expected);
     expect(simple(await all(file(mixed.replace('email,note\n', 'email,note\r\n'))))).toEqual(expected);
   });
@@ -160,7 +181,11 @@ describe('readCsv: quoting and malformed rows', () => {
       const run = await hashFile(path, { workers });
       const users: unknown[] = [];
       for await (const chunk of run) for (const u of chunk.users) users.push([u.line, Object.keys(u.user)]);
-      expect(users).toEqual([[2, ['email']], [3, []], [4, ['email']]]);
+      expect(users).toEqual([
+        [2, ['email']],
+        [3, []],
+        [4, ['email']],
+      ]);
       expect(run.summary.rejects.email_invalid).toEqual({ count: 1, lines: [3] });
     }
   });
@@ -193,7 +218,10 @@ describe('readCsv: unreadable input', () => {
     await expectInputError(openCsv(file('\nemail\n')), 'input_no_header');
     await expectInputError(openCsv(tmp), 'input_is_directory');
     await expectInputError(openCsv(file(Buffer.from([0x50, 0x4b, 0x03, 0x04, 1, 2]))), 'input_not_csv');
-    await expectInputError(openCsv(file(Buffer.from([0x41, 0, 0, 0, 0x42, 0x43, 0, 0x44, 0, 0, 0x45]))), 'input_binary');
+    await expectInputError(
+      openCsv(file(Buffer.from([0x41, 0, 0, 0, 0x42, 0x43, 0, 0x44, 0, 0, 0x45]))),
+      'input_binary',
+    );
     await expectInputError(openCsv(file('email\n', 'plain.csv.gz')), 'input_not_gzip');
     await expectInputError(openCsv(file('email\ra@example.com\r')), 'input_cr_line_endings');
   });
@@ -205,7 +233,9 @@ describe('readCsv: unreadable input', () => {
     );
     expect(error).toBeInstanceOf(InputError);
     expect((error as InputError).code).toBe('input_not_utf8');
-    expect((error as InputError).message).toBe('latin1.csv is not UTF-8 text (first invalid byte on line 3; a Windows-1252 or Latin-1 export?)');
+    expect((error as InputError).message).toBe(
+      'latin1.csv is not UTF-8 text (first invalid byte on line 3; a Windows-1252 or Latin-1 export?)',
+    );
     expect((error as InputError).fix).toContain('iconv -f WINDOWS-1252 -t UTF-8 in.csv > out.csv');
     await expectInputError(openCsv(file(gzipSync(readFileSync(join(FIXTURES, 'latin1.csv'))))), 'input_not_utf8');
   });
@@ -265,9 +295,12 @@ describe('resolveMapping', () => {
     const m = resolveMapping(header, { types: ['email', 'phone_number'] });
     expect(m.columns.map((c) => c.type)).toEqual(['email', 'email', 'phone_number']);
     expect(m.ignored).toEqual(['Customer ID', 'IDFA', 'Name']);
-    expect(() => resolveMapping(header, { types: ['email', 'phone_number'], map: ['email=E-Mail', 'partner_user_id=Customer ID'] })).toThrow(
-      expect.objectContaining({ code: 'mapping_type_not_taken' }),
-    );
+    expect(() =>
+      resolveMapping(header, {
+        types: ['email', 'phone_number'],
+        map: ['email=E-Mail', 'partner_user_id=Customer ID'],
+      }),
+    ).toThrow(expect.objectContaining({ code: 'mapping_type_not_taken' }));
   });
 
   it('--map still detects the country column by name unless one is named', () => {
@@ -275,8 +308,14 @@ describe('resolveMapping', () => {
     expect(m.country).toEqual({ index: 4, column: 'Country Code' });
     expect(m.ignored).toEqual(['Customer ID', 'E-Mail', 'work_email', 'IDFA', 'Name']);
     expect(describeMapping(m)).toContain('country         <- "Country Code"');
-    expect(resolveMapping(header, { map: ['phone_number=Mobile Phone', 'country=Name'] }).country).toEqual({ index: 6, column: 'Name' });
-    expect(resolveMapping(header, { map: ['phone_number=Mobile Phone'], countryColumn: 'Name' }).country).toEqual({ index: 6, column: 'Name' });
+    expect(resolveMapping(header, { map: ['phone_number=Mobile Phone', 'country=Name'] }).country).toEqual({
+      index: 6,
+      column: 'Name',
+    });
+    expect(resolveMapping(header, { map: ['phone_number=Mobile Phone'], countryColumn: 'Name' }).country).toEqual({
+      index: 6,
+      column: 'Name',
+    });
     expect(resolveMapping(['Mobile', 'Land'], { map: ['phone_number=Mobile'] }).country).toBeUndefined();
   });
 
@@ -299,7 +338,9 @@ describe('resolveMapping', () => {
   });
 
   it('refuses a header without any identifier column', () => {
-    expect(() => resolveMapping(['first_name', 'last_name'])).toThrow(expect.objectContaining({ code: 'mapping_no_identifier_column' }));
+    expect(() => resolveMapping(['first_name', 'last_name'])).toThrow(
+      expect.objectContaining({ code: 'mapping_no_identifier_column' }),
+    );
   });
 
   describe('a first row that is data (no header row)', () => {
@@ -317,7 +358,10 @@ describe('resolveMapping', () => {
       for (const opts of [{}, { map: ['email=Email'] }, { countryColumn: 'Country' }]) {
         const error = thrown(() => resolveMapping(data, opts));
         expect(error).toBeInstanceOf(InputError);
-        expect(error).toMatchObject({ code: 'input_no_header', message: 'the first row looks like data; a header row is required' });
+        expect(error).toMatchObject({
+          code: 'input_no_header',
+          message: 'the first row looks like data; a header row is required',
+        });
         const text = JSON.stringify({ message: (error as InputError).message, fix: (error as InputError).fix });
         for (const cell of data.slice(0, 4)) expect(text).not.toContain(cell);
       }
@@ -334,10 +378,13 @@ describe('resolveMapping', () => {
       const noIds = thrown(() => resolveMapping(['jdoe_1984', 'Jane Doe', 'CUST-4412'])) as ConfigError;
       expect(noIds.code).toBe('mapping_no_identifier_column');
       expect(noIds.message).toBe('none of the 3 header columns has a known identifier name');
-      for (const cell of ['jdoe_1984', 'Jane Doe', 'CUST-4412']) expect(`${noIds.message} ${noIds.fix ?? ''}`).not.toContain(cell);
+      for (const cell of ['jdoe_1984', 'Jane Doe', 'CUST-4412'])
+        expect(`${noIds.message} ${noIds.fix ?? ''}`).not.toContain(cell);
       const described = describeMapping(resolveMapping(header));
       expect(described).toContain('(ignored: "Notes", 3 columns that look like data)');
-      expect(describeMapping(resolveMapping(header, { map: ['email=jane.doe@example.com'] }))).toContain('email           <- <column 2, looks like data>');
+      expect(describeMapping(resolveMapping(header, { map: ['email=jane.doe@example.com'] }))).toContain(
+        'email           <- <column 2, looks like data>',
+      );
       for (const cell of header.slice(1)) {
         if (cell !== 'Notes') expect(described).not.toContain(cell);
       }

@@ -1,5 +1,16 @@
 import { spawn, execFileSync } from 'node:child_process';
-import { closeSync, constants, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -42,7 +53,16 @@ describe('audience-kit hash (process)', () => {
   });
 
   it('writes csv: one column per mapped type, values joined by |, partner_user_id raw', async () => {
-    const r = await runCli(['hash', CRM, '--map', 'email=Email', '--map', 'email=work_email', '--map', 'partner_user_id=customer_id']);
+    const r = await runCli([
+      'hash',
+      CRM,
+      '--map',
+      'email=Email',
+      '--map',
+      'email=work_email',
+      '--map',
+      'partner_user_id=customer_id',
+    ]);
     expect(r.code).toBe(0);
     const lines = r.stdout.trimEnd().split('\n');
     expect(lines[0]).toBe('email,partner_user_id');
@@ -78,7 +98,9 @@ describe('audience-kit hash (process)', () => {
     const rejects = readFileSync(rej, 'utf8').trimEnd().split('\n');
     expect(rejects[0]).toBe('line,column,type,reason');
     expect(rejects).toContain('2,Email,email,email_invalid');
-    expect(rejects.slice(1).every((l) => /^\d+,(Email|work_email|Phone),(email|phone_number),[a-z_]+$/.test(l))).toBe(true);
+    expect(rejects.slice(1).every((l) => /^\d+,(Email|work_email|Phone),(email|phone_number),[a-z_]+$/.test(l))).toBe(
+      true,
+    );
     const secrets = rawValues(CRM);
     expect(secrets.length).toBeGreaterThan(5000);
     const leaks = secrets.filter((v) => r.stderr.includes(v) || rejects.join('\n').includes(v));
@@ -107,7 +129,12 @@ describe('audience-kit hash (process)', () => {
     const noIds = await runCli(['hash', join(FIXTURES, 'no-identifiers.csv')]);
     expect(noIds.code).toBe(2);
     expect(noIds.stderr).toContain('has a known identifier name');
-    for (const args of [['--default-country', 'XX'], ['--delimiter', 'x'], ['--format', 'xml'], ['--workers', '-1']]) {
+    for (const args of [
+      ['--default-country', 'XX'],
+      ['--delimiter', 'x'],
+      ['--format', 'xml'],
+      ['--workers', '-1'],
+    ]) {
       const r = await runCli(['hash', CRM, ...args]);
       expect(r.code).toBe(2);
       expect(r.stderr).toMatch(/^error: /m);
@@ -148,45 +175,56 @@ describe('audience-kit hash (process)', () => {
   // Deterministic form of the race: the output is a FIFO whose pipe is full, so the first write
   // is still in flight when the input fails and the output is destroyed; it completes (and
   // fails) only once the test drains the pipe.
-  it.skipIf(process.platform === 'win32')('does not crash when a write is still in flight as the output is aborted', async () => {
-    const fifo = join(tmp, 'blocked.fifo');
-    execFileSync('mkfifo', [fifo]);
-    const gz = gzipSync(Buffer.from(`email\n${Array.from({ length: 8000 }, (_, i) => `not-an-email-${i}`).join('\n')}\n`));
-    const cut = join(tmp, 'cut-small.csv.gz');
-    writeFileSync(cut, gz.subarray(0, gz.length - 30));
-    // Linux: O_RDWR opens a FIFO without waiting for a writer; this end reads and pre-fills it.
-    const pipe = openSync(fifo, constants.O_RDWR | constants.O_NONBLOCK);
-    const ignoreEagain = (fn: () => void): void => {
-      try {
-        fn();
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw error;
-      }
-    };
-    ignoreEagain(() => {
-      for (;;) writeSync(pipe, Buffer.alloc(4096));
-    });
-    const child = spawn(process.execPath, [BIN, 'hash', cut, '--workers', '0', '-o', fifo], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-    const buffer = Buffer.alloc(65536);
-    const started = Date.now();
-    const drain = setInterval(() => {
-      if (stderr.includes('error:') || Date.now() - started > 10_000) ignoreEagain(() => {
-        while (readSync(pipe, buffer) > 0);
+  it.skipIf(process.platform === 'win32')(
+    'does not crash when a write is still in flight as the output is aborted',
+    async () => {
+      const fifo = join(tmp, 'blocked.fifo');
+      execFileSync('mkfifo', [fifo]);
+      const gz = gzipSync(
+        Buffer.from(`email\n${Array.from({ length: 8000 }, (_, i) => `not-an-email-${i}`).join('\n')}\n`),
+      );
+      const cut = join(tmp, 'cut-small.csv.gz');
+      writeFileSync(cut, gz.subarray(0, gz.length - 30));
+      // Linux: O_RDWR opens a FIFO without waiting for a writer; this end reads and pre-fills it.
+      const pipe = openSync(fifo, constants.O_RDWR | constants.O_NONBLOCK);
+      const ignoreEagain = (fn: () => void): void => {
+        try {
+          fn();
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw error;
+        }
+      };
+      ignoreEagain(() => {
+        for (;;) writeSync(pipe, Buffer.alloc(4096));
       });
-    }, 20);
-    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-    clearInterval(drain);
-    closeSync(pipe);
-    expect(stderr).toContain('is not valid gzip data');
-    expect(stderr).not.toMatch(/ERR_STREAM|\n\s+at /);
-    expect(code).toBe(3);
-  });
+      const child = spawn(process.execPath, [BIN, 'hash', cut, '--workers', '0', '-o', fifo], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+      const buffer = Buffer.alloc(65536);
+      const started = Date.now();
+      const drain = setInterval(() => {
+        if (stderr.includes('error:') || Date.now() - started > 10_000)
+          ignoreEagain(() => {
+            while (readSync(pipe, buffer) > 0);
+          });
+      }, 20);
+      const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+      clearInterval(drain);
+      closeSync(pipe);
+      expect(stderr).toContain('is not valid gzip data');
+      expect(stderr).not.toMatch(/ERR_STREAM|\n\s+at /);
+      expect(code).toBe(3);
+    },
+  );
 
   it('refuses a file without a header row (exit 3) without printing any of its values', async () => {
     const path = join(FIXTURES, 'no-header.csv');
-    const values = readFileSync(path, 'utf8').trim().split(/[\n,]/).filter((v) => v.length > 2);
+    const values = readFileSync(path, 'utf8')
+      .trim()
+      .split(/[\n,]/)
+      .filter((v) => v.length > 2);
     for (const args of [[], ['--map', 'email=Email'], ['--map', 'email=Email', '--country-column', 'Country']]) {
       const r = await runCli(['hash', path, ...args]);
       expect(r.code).toBe(3);
@@ -207,8 +245,20 @@ describe('audience-kit hash (process)', () => {
   it('--map still detects the country column, so phones come out as without --map', async () => {
     const auto = await runCli(['hash', CRM, '--format', 'jsonl', '--workers', '1']);
     const mapped = await runCli([
-      'hash', CRM, '--format', 'jsonl', '--workers', '1',
-      '--map', 'email=Email', '--map', 'email=work_email', '--map', 'phone_number=Phone', '--map', 'partner_user_id=customer_id',
+      'hash',
+      CRM,
+      '--format',
+      'jsonl',
+      '--workers',
+      '1',
+      '--map',
+      'email=Email',
+      '--map',
+      'email=work_email',
+      '--map',
+      'phone_number=Phone',
+      '--map',
+      'partner_user_id=customer_id',
     ]);
     expect(mapped.code).toBe(0);
     expect(mapped.stderr).toContain('from --map');
@@ -221,7 +271,9 @@ describe('audience-kit hash (process)', () => {
     writeFileSync(path, 'email,work_email\nbad;worse,bad3\nok@example.com,bad4;bad5\nok2@example.com,\n,nope\n');
     const r = await runCli(['hash', path, '--value-separator', ';', '--json', '--workers', '0']);
     expect(r.code).toBe(0);
-    const { summary } = JSON.parse(r.stderr.trim().split('\n').at(-1) as string) as { summary: { rejects: Record<string, unknown> } };
+    const { summary } = JSON.parse(r.stderr.trim().split('\n').at(-1) as string) as {
+      summary: { rejects: Record<string, unknown> };
+    };
     expect(summary.rejects.email_invalid).toEqual({ count: 6, lines: [2, 3, 5] });
     const text = await runCli(['hash', path, '--value-separator', ';', '--workers', '0']);
     expect(text.stderr).toMatch(/email_invalid\s+6\s+lines 2, 3, 5\b/);
@@ -236,7 +288,20 @@ describe('audience-kit hash (process)', () => {
   it('documents every option and the exit codes in --help', async () => {
     const r = await runCli(['hash', '--help']);
     expect(r.code).toBe(0);
-    for (const option of ['--map', '--default-country', '--country-column', '--phone-format', '--input-hashed', '--value-separator', '--delimiter', '--format', '--output', '--rejects', '--workers', 'Exit codes']) {
+    for (const option of [
+      '--map',
+      '--default-country',
+      '--country-column',
+      '--phone-format',
+      '--input-hashed',
+      '--value-separator',
+      '--delimiter',
+      '--format',
+      '--output',
+      '--rejects',
+      '--workers',
+      'Exit codes',
+    ]) {
       expect(r.stdout).toContain(option);
     }
   });
@@ -244,7 +309,15 @@ describe('audience-kit hash (process)', () => {
   it('stops early with exit 0 and a note, no EPIPE stack, no partial file, when the reader goes away (`| head -1`)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ak-epipe-'));
     const r = await new Promise<{ code: number | null; stderr: string; first: string }>((resolve) => {
-      const args = [BIN, 'hash', join(FIXTURES, 'crm-export.csv'), '--format', 'jsonl', '--rejects', join(dir, 'rejects.csv')];
+      const args = [
+        BIN,
+        'hash',
+        join(FIXTURES, 'crm-export.csv'),
+        '--format',
+        'jsonl',
+        '--rejects',
+        join(dir, 'rejects.csv'),
+      ];
       const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
       let stderr = '';
       child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));

@@ -22,14 +22,20 @@ import { FIXTURES } from './helpers/cli.js';
 const tmp = mkdtempSync(join(tmpdir(), 'ak-hash-'));
 const CRM = join(FIXTURES, 'crm-export.csv');
 
-async function reference(path: string, opts: HashFileOptions = {}): Promise<{ users: BuiltUser[]; summary: HashSummary }> {
+async function reference(
+  path: string,
+  opts: HashFileOptions = {},
+): Promise<{ users: BuiltUser[]; summary: HashSummary }> {
   const run = hashRecords(readCsv(path, opts), opts);
   const users: BuiltUser[] = [];
   for await (const u of run) users.push(u);
   return { users, summary: run.summary };
 }
 
-async function fast(path: string, opts: HashFileOptions): Promise<{ users: BuiltUser[]; summary: HashSummary; texts: string[] }> {
+async function fast(
+  path: string,
+  opts: HashFileOptions,
+): Promise<{ users: BuiltUser[]; summary: HashSummary; texts: string[] }> {
   const run = await hashFile(path, opts);
   const users: BuiltUser[] = [];
   const texts: string[] = [];
@@ -62,7 +68,11 @@ describe('hashRecords', () => {
       user: { email: [hashValue('jane.doe@example.com')], phone_number: [hashValue('+442079460321')] },
       rejects: [],
     });
-    expect(out[1]).toEqual({ line: 2, user: {}, rejects: [{ line: 2, column: 'Email', type: 'email', reason: 'email_invalid' }] });
+    expect(out[1]).toEqual({
+      line: 2,
+      user: {},
+      rejects: [{ line: 2, column: 'Email', type: 'email', reason: 'email_invalid' }],
+    });
     expect(run.mapping?.country?.column).toBe('Country');
     expect(run.summary).toMatchObject({ rows: 2, users: 1, emptyRows: 1 });
     expect(run.summary.rejects.email_invalid).toEqual({ count: 1, lines: [2] });
@@ -106,7 +116,8 @@ describe('hashFile (fast path) equals hashRecords (reference)', () => {
     for (let i = 0; i < 300; i++) {
       if (i % 37 === 5) lines.push(`bad${i}@example.com,"unterminated,+1 202 555 0100,US`);
       else if (i % 23 === 3) lines.push(`wrong${i}@example.com,1`);
-      else if (i % 11 === 0) lines.push(`q${i}@example.com,"multi\nline ""${i}""",+1 202 555 01${String(i % 100).padStart(2, '0')},US`);
+      else if (i % 11 === 0)
+        lines.push(`q${i}@example.com,"multi\nline ""${i}""",+1 202 555 01${String(i % 100).padStart(2, '0')},US`);
       else lines.push(`u${i}@example.com,n${i},+44 20 7946 0${String(i).padStart(3, '0')},GB`);
     }
     const path = join(tmp, 'mixed.csv');
@@ -141,7 +152,11 @@ describe('hashFile (fast path) equals hashRecords (reference)', () => {
 
   it('throws mapping errors before reading rows, and reads stdin', async () => {
     await expect(hashFile(CRM, { map: ['email=nope'] })).rejects.toThrow(/no column "nope"/);
-    const run = await hashFile('-', { stdin: Readable.from([Buffer.from('email\na@example.com\n')]), workers: 1, emit: 'jsonl' });
+    const run = await hashFile('-', {
+      stdin: Readable.from([Buffer.from('email\na@example.com\n')]),
+      workers: 1,
+      emit: 'jsonl',
+    });
     let text = '';
     for await (const c of run) text += new TextDecoder().decode(c.output);
     expect(text).toBe(`{"email":["${hashValue('a@example.com')}"]}\n`);

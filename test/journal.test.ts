@@ -2,7 +2,15 @@ import { appendFileSync, mkdtempSync, readFileSync, statSync, writeFileSync } fr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { batchDigest, fileSha256, findJournal, journalKeyId, RunJournal, unfinishedRunError, type JournalKey } from '../src/journal.js';
+import {
+  batchDigest,
+  fileSha256,
+  findJournal,
+  journalKeyId,
+  RunJournal,
+  unfinishedRunError,
+  type JournalKey,
+} from '../src/state/journal.js';
 
 const key = (options: Record<string, unknown> = { a: 1 }): JournalKey => ({
   input: { name: 'crm.csv', size: 10, sha256: 'a'.repeat(64) },
@@ -47,8 +55,20 @@ describe('run journal', () => {
     r.recordInputEnd(3);
     r.markComplete();
     r.close();
-    const lines = readFileSync(r.path, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string });
-    expect(lines.map((l) => l.type)).toEqual(['header', 'run', 'confirmed', 'confirmed', 'run', 'confirmed', 'input_end', 'complete']);
+    const lines = readFileSync(r.path, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string });
+    expect(lines.map((l) => l.type)).toEqual([
+      'header',
+      'run',
+      'confirmed',
+      'confirmed',
+      'run',
+      'confirmed',
+      'input_end',
+      'complete',
+    ]);
     expect(findJournal(dir, key())).toMatchObject({ complete: true, confirmed: 3, totalBatches: 3 });
 
     // A completed journal is not resumed: a new run starts over.
@@ -80,12 +100,24 @@ describe('run journal', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ak-j-'));
     const j = await RunJournal.open(dir, key(), { mode: 'new', runId: 'r1' });
     writeFileSync(join(j.dir, 'lock'), `${process.ppid}\n`);
-    await expect(RunJournal.open(dir, key(), { mode: 'resume', runId: 'r2' })).rejects.toMatchObject({ code: 'run_in_progress' });
+    await expect(RunJournal.open(dir, key(), { mode: 'resume', runId: 'r2' })).rejects.toMatchObject({
+      code: 'run_in_progress',
+    });
     j.close();
   });
 
   it('explains an unfinished run with the way out', () => {
-    const e = unfinishedRunError({ key: 'k', path: 'p', createdAt: '2030-01-01T00:00:00.000Z', complete: false, confirmed: 3, confirmedUsers: 6, failed: 1, totalBatches: 9, runIds: [] });
+    const e = unfinishedRunError({
+      key: 'k',
+      path: 'p',
+      createdAt: '2030-01-01T00:00:00.000Z',
+      complete: false,
+      confirmed: 3,
+      confirmedUsers: 6,
+      failed: 1,
+      totalBatches: 9,
+      runIds: [],
+    });
     expect(e.message).toMatch(/3 of 9 batches confirmed, 1 failed/);
     expect(e.fix).toMatch(/--resume.*--restart/);
   });

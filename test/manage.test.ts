@@ -44,7 +44,11 @@ async function uploadUsers(sandbox: Sandbox, accountId: string, audienceId: stri
     const users = Array.from({ length: count }, (_, i) => ({
       email: [createHash('sha256').update(`user${i}@example.com`).digest('hex')],
     }));
-    await postCustomAudienceUsers(client, { accountId, customAudienceId: audienceId, operations: [{ operation_type: 'Update', params: { users } }] });
+    await postCustomAudienceUsers(client, {
+      accountId,
+      customAudienceId: audienceId,
+      operations: [{ operation_type: 'Update', params: { users } }],
+    });
   } finally {
     await client.close();
   }
@@ -84,7 +88,16 @@ interface AudienceJson {
 
 describe('audiences', () => {
   it('creates, gets, updates in both formats', async () => {
-    const created = await akJson<AudienceJson>(['audiences', 'create', '--account', primary(), '--name', 'CRM buyers', '--description', 'Q3']);
+    const created = await akJson<AudienceJson>([
+      'audiences',
+      'create',
+      '--account',
+      primary(),
+      '--name',
+      'CRM buyers',
+      '--description',
+      'Q3',
+    ]);
     expect(created).toMatchObject({ name: 'CRM buyers', deleted: false, is_owner: true });
 
     const table = await ak(['audiences', 'get', '--account', primary(), '--audience', created.id]);
@@ -94,7 +107,16 @@ describe('audiences', () => {
     expect(table.stdout).toMatch(/^reasons_not_targetable\s+TOO_SMALL$/m);
     expect(table.stdout).toMatch(new RegExp(`^owner_account_id\\s+${primary()}$`, 'm'));
 
-    const updated = await akJson<AudienceJson>(['audiences', 'update', '--account', primary(), '--audience', created.id, '--name', 'CRM buyers 2']);
+    const updated = await akJson<AudienceJson>([
+      'audiences',
+      'update',
+      '--account',
+      primary(),
+      '--audience',
+      created.id,
+      '--name',
+      'CRM buyers 2',
+    ]);
     expect(updated.name).toBe('CRM buyers 2');
 
     const nothing = await ak(['audiences', 'update', '--account', primary(), '--audience', created.id]);
@@ -112,14 +134,32 @@ describe('audiences', () => {
     expect(first.stdout).toMatch(/^more: add --cursor \S+ \(or --all\)$/m);
 
     const before = requestCount();
-    const all = await akJson<Listing<AudienceJson>>(['audiences', 'list', '--account', secondary(), '--count', '2', '--all', '--with-total-count']);
+    const all = await akJson<Listing<AudienceJson>>([
+      'audiences',
+      'list',
+      '--account',
+      secondary(),
+      '--count',
+      '2',
+      '--all',
+      '--with-total-count',
+    ]);
     expect(all.data.map((a) => a.name)).toEqual(names);
     expect(all.next_cursor).toBeNull();
     expect(all.total_count).toBe(5);
-    const pages = sb.state.requests.slice(before).filter((r) => r.method === 'GET' && r.path.endsWith('/custom_audiences'));
+    const pages = sb.state.requests
+      .slice(before)
+      .filter((r) => r.method === 'GET' && r.path.endsWith('/custom_audiences'));
     expect(pages.length).toBe(3);
 
-    const query = await akJson<Listing<AudienceJson>>(['audiences', 'list', '--account', secondary(), '--query', 'PAGE-A']);
+    const query = await akJson<Listing<AudienceJson>>([
+      'audiences',
+      'list',
+      '--account',
+      secondary(),
+      '--query',
+      'PAGE-A',
+    ]);
     expect(query.data.map((a) => a.name)).toEqual(['page-a']);
   });
 
@@ -137,7 +177,15 @@ describe('audiences', () => {
     expect(table.stdout).toMatch(/^ID\s+NAME\s+.*\s+UPDATED\s+DELETED$/m);
     expect(table.stdout).toMatch(/\swd-gone\s.*\strue$/m);
     expect(table.stdout).toMatch(/\swd-kept\s.*\sfalse$/m);
-    const json = await akJson<Listing<AudienceJson>>(['audiences', 'list', '--account', primary(), '--query', 'wd-', '--with-deleted']);
+    const json = await akJson<Listing<AudienceJson>>([
+      'audiences',
+      'list',
+      '--account',
+      primary(),
+      '--query',
+      'wd-',
+      '--with-deleted',
+    ]);
     expect(json.data.map((a) => [a.name, a.deleted])).toEqual([
       ['wd-gone', true],
       ['wd-kept', false],
@@ -147,22 +195,43 @@ describe('audiences', () => {
   it('refuses out-of-bounds options before sending anything', async () => {
     const ids201 = Array.from({ length: 201 }, (_, i) => `id${i}`).join(',');
     const cases: Array<[string[], RegExp]> = [
-      [['audiences', 'list', '--account', primary(), '--count', '0'], /--count must be a whole number from 1 to 1000, got "0"/],
+      [
+        ['audiences', 'list', '--account', primary(), '--count', '0'],
+        /--count must be a whole number from 1 to 1000, got "0"/,
+      ],
       [['audiences', 'list', '--account', primary(), '--count', '1001'], /--count must be .* got "1001"/],
-      [['audiences', 'list', '--account', primary(), '--count', 'abc'], /--count must be a whole number from 1 to 1000, got "abc"$/m],
+      [
+        ['audiences', 'list', '--account', primary(), '--count', 'abc'],
+        /--count must be a whole number from 1 to 1000, got "abc"$/m,
+      ],
       [['audiences', 'list', '--account', primary(), '--ids', ids201], /--ids takes at most 200 ids, got 201/],
-      [['audiences', 'list', '--account', primary(), '--cursor', 'abc', '--with-total-count'], /--with-total-count cannot be combined with --cursor/],
-      [['audiences', 'list', '--account', primary(), '--max-attempts', '0'], /--max-attempts must be a whole number from 1 to 20, got "0"/],
+      [
+        ['audiences', 'list', '--account', primary(), '--cursor', 'abc', '--with-total-count'],
+        /--with-total-count cannot be combined with --cursor/,
+      ],
+      [
+        ['audiences', 'list', '--account', primary(), '--max-attempts', '0'],
+        /--max-attempts must be a whole number from 1 to 20, got "0"/,
+      ],
       [['audiences', 'list', '--account', primary(), '--max-attempts', '21'], /--max-attempts must be .* got "21"/],
       [['audiences', 'list', '--account', primary(), '--max-attempts', 'many'], /--max-attempts must be .* got "many"/],
       [['audiences', 'create', '--account', primary(), '--name', ''], /--name must not be empty/],
       [['audiences', 'update', '--account', primary(), '--audience', 'x', '--name', ' '], /--name must not be empty/],
       [['do-not-reach', 'create', '--account', primary(), '--name', ''], /--name must not be empty/],
-      [['permissions', 'list', '--account', primary(), '--audience', 'x', '--granted-account', ids201], /--granted-account takes at most 200/],
-      [['permissions', 'list', '--account', primary(), '--audience', 'x', '--permission-id', ids201], /--permission-id takes at most 200/],
+      [
+        ['permissions', 'list', '--account', primary(), '--audience', 'x', '--granted-account', ids201],
+        /--granted-account takes at most 200/,
+      ],
+      [
+        ['permissions', 'list', '--account', primary(), '--audience', 'x', '--permission-id', ids201],
+        /--permission-id takes at most 200/,
+      ],
       [['permissions', 'list', '--account', primary(), '--audience', 'x', '--count', '5000'], /--count must be/],
       [['do-not-reach', 'list', '--account', primary(), '--count', '1.5'], /--count must be .* got "1.5"/],
-      [['audiences', 'wait', '--account', primary(), '--audience', 'x', '--timeout', 'soon'], /--timeout must be a duration/],
+      [
+        ['audiences', 'wait', '--account', primary(), '--audience', 'x', '--timeout', 'soon'],
+        /--timeout must be a duration/,
+      ],
       // Parser errors: missing or unknown options.
       [['audiences', 'delete', '--account', primary()], /^error: Missing required argument: audience$/m],
       [['permissions', 'grant', '--account', primary(), '--audience', 'x'], /Missing required argument: to/],
@@ -183,8 +252,14 @@ describe('audiences', () => {
 
   it('delete lists every targeting campaign first and refuses while an active line item uses it, unless --force', async () => {
     const audience = sb.state.createCustomAudience(primary(), 'in use');
-    sb.state.addCampaign(primary(), audience.id, { name: 'Paused spring', lineItems: [{ name: 'li paused', servable: false }] });
-    sb.state.addCampaign(primary(), audience.id, { name: 'Summer sale', lineItems: [{ name: 'li 1', servable: true }] });
+    sb.state.addCampaign(primary(), audience.id, {
+      name: 'Paused spring',
+      lineItems: [{ name: 'li paused', servable: false }],
+    });
+    sb.state.addCampaign(primary(), audience.id, {
+      name: 'Summer sale',
+      lineItems: [{ name: 'li 1', servable: true }],
+    });
 
     const before = requestCount();
     const refused = await ak(['audiences', 'delete', '--account', primary(), '--audience', audience.id]);
@@ -193,15 +268,28 @@ describe('audiences', () => {
     expect(refused.stderr).toMatch(/^CAMPAIGN\s+CAMPAIGN NAME\s+LINE ITEM\s+LINE ITEM NAME\s+SERVABLE$/m);
     expect(refused.stderr).toMatch(/Paused spring\s+\S+\s+li paused\s+false/);
     expect(refused.stderr).toMatch(/Summer sale\s+\S+\s+li 1\s+true/);
-    expect(refused.stderr).toMatch(/^error: audience \S+ is targeted by 1 active line item\(s\) in 1 campaign\(s\) \(listed above\); not deleted$/m);
+    expect(refused.stderr).toMatch(
+      /^error: audience \S+ is targeted by 1 active line item\(s\) in 1 campaign\(s\) \(listed above\); not deleted$/m,
+    );
     expect(refused.stderr).toMatch(/^ {2}fix: .*--force/m);
     const targeted = sb.state.requests.slice(before).filter((r) => r.path.endsWith('/targeted'));
     expect(targeted.length).toBeGreaterThan(0);
     expect(sb.state.requests.slice(before).some((r) => r.method === 'DELETE')).toBe(false);
-    expect((await akJson<AudienceJson>(['audiences', 'get', '--account', primary(), '--audience', audience.id])).deleted).toBe(false);
+    expect(
+      (await akJson<AudienceJson>(['audiences', 'get', '--account', primary(), '--audience', audience.id])).deleted,
+    ).toBe(false);
 
     // --force still shows what is affected.
-    const forced = await ak(['audiences', 'delete', '--account', primary(), '--audience', audience.id, '--force', '--json']);
+    const forced = await ak([
+      'audiences',
+      'delete',
+      '--account',
+      primary(),
+      '--audience',
+      audience.id,
+      '--force',
+      '--json',
+    ]);
     expect(forced.code).toBe(0);
     expect((JSON.parse(forced.stdout) as AudienceJson).deleted).toBe(true);
     expect(forced.stderr).toMatch(/Summer sale\s+\S+\s+li 1\s+true/);
@@ -227,7 +315,18 @@ describe('audiences', () => {
 
   it('update and delete by a READ_WRITE grantee: only the owner account may', async () => {
     const audience = sb.state.createCustomAudience(primary(), 'shared rw');
-    const grant = await ak(['permissions', 'grant', '--account', primary(), '--audience', audience.id, '--to', secondary(), '--level', 'read-write']);
+    const grant = await ak([
+      'permissions',
+      'grant',
+      '--account',
+      primary(),
+      '--audience',
+      audience.id,
+      '--to',
+      secondary(),
+      '--level',
+      'read-write',
+    ]);
     expect(grant.code, grant.stderr).toBe(0);
     const asGrantee = ['--account', secondary(), '--audience', audience.id];
     for (const [args, action] of [
@@ -236,7 +335,12 @@ describe('audiences', () => {
     ] as const) {
       const r = await ak([...args]);
       expect(r.code, r.stderr).toBe(4);
-      expect(r.stderr).toMatch(new RegExp(`^error: only the audience's owner account can ${action}, and account ${secondary()} does not own audience ${audience.id}$`, 'm'));
+      expect(r.stderr).toMatch(
+        new RegExp(
+          `^error: only the audience's owner account can ${action}, and account ${secondary()} does not own audience ${audience.id}$`,
+          'm',
+        ),
+      );
       expect(r.stderr).toContain(`audience-kit audiences get --account ${secondary()} --audience ${audience.id}`);
       expect(r.stderr).not.toContain('is not yours');
     }
@@ -253,7 +357,11 @@ describe('audiences wait', () => {
   let jumped: () => boolean = () => false;
 
   beforeAll(async () => {
-    wsb = await startSandbox({ port: 0, processingMs: PROCESSING_MS, now: () => Date.now() + (jumped() ? PROCESSING_MS + 1000 : 0) });
+    wsb = await startSandbox({
+      port: 0,
+      processingMs: PROCESSING_MS,
+      now: () => Date.now() + (jumped() ? PROCESSING_MS + 1000 : 0),
+    });
   });
   afterAll(async () => {
     jumped = () => false;
@@ -262,7 +370,10 @@ describe('audiences wait', () => {
 
   const account = (): string => wsb.accounts.primary;
   const wait = (audienceId: string, ...extra: string[]): Promise<CliResult> =>
-    ak(['audiences', 'wait', '--account', account(), '--audience', audienceId, '--poll-interval', '20ms', ...extra], sandboxEnv(wsb));
+    ak(
+      ['audiences', 'wait', '--account', account(), '--audience', audienceId, '--poll-interval', '20ms', ...extra],
+      sandboxEnv(wsb),
+    );
   interface WaitJson {
     audience: { id: string; audience_size: number | null; reasons_not_targetable: string[] } | null;
     targetable: boolean;
@@ -279,9 +390,16 @@ describe('audiences wait', () => {
     jumped = () => wsb.state.requests.filter((r) => r.method === 'GET' && r.path === path).length >= 2;
     const r = await wait(audience.id, '--timeout', '30s', '--json');
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stderr).toMatch(new RegExp(`^waiting: audience ${audience.id} not targetable yet \\(PROCESSING; size 120\\)$`, 'm'));
+    expect(r.stderr).toMatch(
+      new RegExp(`^waiting: audience ${audience.id} not targetable yet \\(PROCESSING; size 120\\)$`, 'm'),
+    );
     const out = JSON.parse(r.stdout) as WaitJson;
-    expect(out).toMatchObject({ targetable: true, timed_out: false, stop_reason: null, audience: { audience_size: 120 } });
+    expect(out).toMatchObject({
+      targetable: true,
+      timed_out: false,
+      stop_reason: null,
+      audience: { audience_size: 120 },
+    });
     expect(out.polls).toBeGreaterThanOrEqual(2);
   });
 
@@ -307,13 +425,17 @@ describe('audiences wait', () => {
     const small = wsb.state.createCustomAudience(account(), 'too small');
     const r = await wait(small.id, '--timeout', '30s');
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/^error: audience \S+ is TOO_SMALL and not PROCESSING \(size -\): waiting cannot make it targetable$/m);
+    expect(r.stderr).toMatch(
+      /^error: audience \S+ is TOO_SMALL and not PROCESSING \(size -\): waiting cannot make it targetable$/m,
+    );
     expect(r.stderr).toMatch(/^ {2}fix: TOO_SMALL: upload more matched users/m);
     const json = JSON.parse((await wait(small.id, '--timeout', '30s', '--json')).stdout) as WaitJson;
     expect(json).toMatchObject({ targetable: false, timed_out: false, stop_reason: 'too_small', polls: 1 });
 
     const gone = wsb.state.createCustomAudience(account(), 'gone');
-    expect((await ak(['audiences', 'delete', '--account', account(), '--audience', gone.id], sandboxEnv(wsb))).code).toBe(0);
+    expect(
+      (await ak(['audiences', 'delete', '--account', account(), '--audience', gone.id], sandboxEnv(wsb))).code,
+    ).toBe(0);
     const deleted = await wait(gone.id, '--timeout', '30s');
     expect(deleted.code).toBe(2);
     expect(deleted.stderr).toMatch(/^error: audience \S+ is deleted, so it will never be targetable$/m);
@@ -345,7 +467,9 @@ describe('audiences wait', () => {
       const out = JSON.parse(r.stdout) as WaitJson;
       expect(out).toMatchObject({ audience: null, timed_out: true });
       expect(out.last_error).toMatch(/HTTP 500/);
-      expect(r.stderr).toMatch(/^error: audience \S+ is still not targetable after \S+: the last poll failed: .*HTTP 500/m);
+      expect(r.stderr).toMatch(
+        /^error: audience \S+ is still not targetable after \S+: the last poll failed: .*HTTP 500/m,
+      );
     } finally {
       wsb.setFaults('');
     }
@@ -356,11 +480,20 @@ describe('targeted', () => {
   it('follows cursors over several pages; --include-inactive adds non-servable line items', async () => {
     const audience = sb.state.createCustomAudience(primary(), 'targeted');
     for (let i = 1; i <= 3; i += 1) {
-      sb.state.addCampaign(primary(), audience.id, { name: `Campaign ${i}`, lineItems: [{ name: `li ${i}`, servable: true }] });
+      sb.state.addCampaign(primary(), audience.id, {
+        name: `Campaign ${i}`,
+        lineItems: [{ name: `li ${i}`, servable: true }],
+      });
     }
     sb.state.addCampaign(primary(), audience.id, { name: 'Paused', lineItems: [{ name: 'li p', servable: false }] });
 
-    const active = await akJson<{ data: Array<{ campaign_name: string }> }>(['targeted', '--account', primary(), '--audience', audience.id]);
+    const active = await akJson<{ data: Array<{ campaign_name: string }> }>([
+      'targeted',
+      '--account',
+      primary(),
+      '--audience',
+      audience.id,
+    ]);
     expect(active.data.map((c) => c.campaign_name)).toEqual(['Campaign 1', 'Campaign 2', 'Campaign 3']);
 
     const all = await ak(['targeted', '--account', primary(), '--audience', audience.id, '--include-inactive']);
@@ -376,14 +509,27 @@ describe('permissions', () => {
     const audience = sb.state.createCustomAudience(primary(), 'shared');
     const base = ['--account', primary(), '--audience', audience.id];
     const granted = await akJson<{ id: string; granted_account_id: string; permission_level: string }>([
-      'permissions', 'grant', ...base, '--to', secondary(), '--level', 'read-write',
+      'permissions',
+      'grant',
+      ...base,
+      '--to',
+      secondary(),
+      '--level',
+      'read-write',
     ]);
     expect(granted).toMatchObject({ granted_account_id: secondary(), permission_level: 'READ_WRITE' });
 
     const table = await ak(['permissions', 'list', ...base]);
     expect(table.code).toBe(0);
     expect(table.stdout).toMatch(new RegExp(`^${granted.id}\\s+${secondary()}\\s+READ_WRITE\\s+false`, 'm'));
-    const tailored = await akJson<Listing<{ id: string }>>(['permissions', 'list', ...base, '--tailored', '--all', '--with-total-count']);
+    const tailored = await akJson<Listing<{ id: string }>>([
+      'permissions',
+      'list',
+      ...base,
+      '--tailored',
+      '--all',
+      '--with-total-count',
+    ]);
     expect(tailored.data.map((p) => p.id)).toEqual([granted.id]);
     expect(tailored.total_count).toBe(1);
 
@@ -428,7 +574,15 @@ describe('permissions', () => {
     expect(first.stdout).toContain('permissions: 2');
     expect(first.stdout).toMatch(/^more: add --cursor \S+ \(or --all\)$/m);
     const before = requestCount();
-    const all = await akJson<Listing<{ granted_account_id: string }>>(['permissions', 'list', ...base, '--count', '2', '--all', '--with-total-count']);
+    const all = await akJson<Listing<{ granted_account_id: string }>>([
+      'permissions',
+      'list',
+      ...base,
+      '--count',
+      '2',
+      '--all',
+      '--with-total-count',
+    ]);
     expect(all.data.map((p) => p.granted_account_id).sort()).toEqual([...grantees].sort());
     expect(all).toMatchObject({ next_cursor: null, total_count: 3 });
     expect(sb.state.requests.slice(before).filter((r) => r.path.endsWith('/permissions')).length).toBe(2);
@@ -436,18 +590,38 @@ describe('permissions', () => {
 
   it('refuses an account outside the business, saying sharing stays within it', async () => {
     const audience = sb.state.createCustomAudience(primary(), 'not for outsiders');
-    const r = await ak(['permissions', 'grant', '--account', primary(), '--audience', audience.id, '--to', sb.accounts.foreign]);
+    const r = await ak([
+      'permissions',
+      'grant',
+      '--account',
+      primary(),
+      '--audience',
+      audience.id,
+      '--to',
+      sb.accounts.foreign,
+    ]);
     expect(r.code).toBe(6);
     const lines = r.stderr.trim().split('\n');
     expect(lines).toHaveLength(2);
-    expect(lines[0]).toMatch(/^error: POST \S+ failed with HTTP 400: INVALID_PARAMETER: .* \(parameter granted_account_id\)$/);
-    expect(lines[1]).toMatch(/^ {2}fix: check --to \S+: audiences are shared only with ad accounts of the owner's business .*SHARE_AUDIENCE_OUTSIDE_BUSINESS/);
+    expect(lines[0]).toMatch(
+      /^error: POST \S+ failed with HTTP 400: INVALID_PARAMETER: .* \(parameter granted_account_id\)$/,
+    );
+    expect(lines[1]).toMatch(
+      /^ {2}fix: check --to \S+: audiences are shared only with ad accounts of the owner's business .*SHARE_AUDIENCE_OUTSIDE_BUSINESS/,
+    );
   });
 });
 
 describe('do-not-reach', () => {
   it('creates, lists and deletes lists', async () => {
-    const created = await akJson<{ id: string; name: string }>(['do-not-reach', 'create', '--account', primary(), '--name', 'Opt-outs']);
+    const created = await akJson<{ id: string; name: string }>([
+      'do-not-reach',
+      'create',
+      '--account',
+      primary(),
+      '--name',
+      'Opt-outs',
+    ]);
     expect(created.name).toBe('Opt-outs');
     const table = await ak(['do-not-reach', 'list', '--account', primary(), '--all']);
     expect(table.stdout).toMatch(new RegExp(`^${created.id}\\s+Opt-outs\\s+`, 'm'));
@@ -462,7 +636,16 @@ describe('do-not-reach', () => {
     const first = await ak(['do-not-reach', 'list', '--account', secondary(), '--count', '2']);
     expect(first.stdout).toMatch(/^more: add --cursor \S+ \(or --all\)$/m);
     const before = requestCount();
-    const all = await akJson<Listing<{ name: string }>>(['do-not-reach', 'list', '--account', secondary(), '--count', '2', '--all', '--with-total-count']);
+    const all = await akJson<Listing<{ name: string }>>([
+      'do-not-reach',
+      'list',
+      '--account',
+      secondary(),
+      '--count',
+      '2',
+      '--all',
+      '--with-total-count',
+    ]);
     expect(all.data.map((l) => l.name)).toEqual(names);
     expect(all).toMatchObject({ next_cursor: null, total_count: 3 });
     expect(sb.state.requests.slice(before).filter((r) => r.path.endsWith('/do_not_reach_lists')).length).toBe(2);
@@ -482,7 +665,14 @@ describe('configuration errors and diagnostics', () => {
   });
 
   it('flags beat the environment: a wrong secret given as a flag is used and refused (exit 4), in two lines', async () => {
-    const r = await ak(['audiences', 'list', '--account', primary(), '--access-token-secret', 'wrong-flag-secret-value']);
+    const r = await ak([
+      'audiences',
+      'list',
+      '--account',
+      primary(),
+      '--access-token-secret',
+      'wrong-flag-secret-value',
+    ]);
     expect(r.code).toBe(4);
     const lines = r.stderr.trim().split('\n');
     expect(lines).toHaveLength(2);
@@ -493,18 +683,45 @@ describe('configuration errors and diagnostics', () => {
 
   it('--debug error output (stack traces included) carries no secret', async () => {
     const flagSecret = 'debug-flag-secret-value-9876';
-    const refused = await ak(['audiences', 'get', '--account', primary(), '--audience', 'nope', '--access-token-secret', flagSecret, '--debug']);
+    const refused = await ak([
+      'audiences',
+      'get',
+      '--account',
+      primary(),
+      '--audience',
+      'nope',
+      '--access-token-secret',
+      flagSecret,
+      '--debug',
+    ]);
     expect(refused.code).toBe(4);
     expect(refused.stderr).toMatch(/^\s+at /m);
     expect(refused.stderr).not.toContain(flagSecret);
 
     const audience = sb.state.createCustomAudience(primary(), 'debug owner');
-    expect((await ak(['permissions', 'grant', '--account', primary(), '--audience', audience.id, '--to', secondary()])).code).toBe(0);
-    const notOwner = await ak(['permissions', 'grant', '--account', secondary(), '--audience', audience.id, '--to', primary(), '--debug']);
+    expect(
+      (await ak(['permissions', 'grant', '--account', primary(), '--audience', audience.id, '--to', secondary()])).code,
+    ).toBe(0);
+    const notOwner = await ak([
+      'permissions',
+      'grant',
+      '--account',
+      secondary(),
+      '--audience',
+      audience.id,
+      '--to',
+      primary(),
+      '--debug',
+    ]);
     expect(notOwner.code).toBe(4);
     expect(notOwner.stderr).toMatch(/^debug: /m);
     expect(notOwner.stderr).toMatch(/^\s+at /m);
-    for (const secret of [flagSecret, sb.credentials.consumerSecret, sb.credentials.accessTokenSecret, sb.credentials.accessToken]) {
+    for (const secret of [
+      flagSecret,
+      sb.credentials.consumerSecret,
+      sb.credentials.accessTokenSecret,
+      sb.credentials.accessToken,
+    ]) {
       expect(refused.stderr + notOwner.stderr).not.toContain(secret);
     }
   });
@@ -514,16 +731,29 @@ describe('configuration errors and diagnostics', () => {
     expect(r.code).toBe(0);
     const lines = r.stderr.trim().split('\n');
     expect(lines.length).toBeGreaterThan(0);
-    for (const line of lines) expect(line).toMatch(/^debug: GET \/12\/accounts\/\S+\/custom_audiences 200 \d+ms \(attempt 1\)$/);
+    for (const line of lines)
+      expect(line).toMatch(/^debug: GET \/12\/accounts\/\S+\/custom_audiences 200 \d+ms \(attempt 1\)$/);
   });
 
   it('prints help with examples and exit codes for each command', async () => {
     for (const args of [
-      ['audiences', 'list'], ['audiences', 'delete'], ['audiences', 'wait'],
-      ['do-not-reach', 'list'], ['do-not-reach', 'create'], ['do-not-reach', 'delete'],
-      ['permissions', 'list'], ['permissions', 'grant'], ['permissions', 'revoke'], ['targeted'],
-      ['auth', 'login'], ['auth', 'status'], ['auth', 'logout'],
-      ['audiences'], ['do-not-reach'], ['permissions'], ['auth'],
+      ['audiences', 'list'],
+      ['audiences', 'delete'],
+      ['audiences', 'wait'],
+      ['do-not-reach', 'list'],
+      ['do-not-reach', 'create'],
+      ['do-not-reach', 'delete'],
+      ['permissions', 'list'],
+      ['permissions', 'grant'],
+      ['permissions', 'revoke'],
+      ['targeted'],
+      ['auth', 'login'],
+      ['auth', 'status'],
+      ['auth', 'logout'],
+      ['audiences'],
+      ['do-not-reach'],
+      ['permissions'],
+      ['auth'],
     ]) {
       const r = await ak([...args, '--help']);
       expect(r.code, args.join(' ')).toBe(0);

@@ -28,10 +28,19 @@ describe('percentEncode (RFC 5849 3.6)', () => {
       const e = thrown(() => percentEncode(broken, 'name'));
       expect(e).toBeInstanceOf(ConfigError);
       expect((e as ConfigError).code).toBe('invalid_parameter');
-      expect((e as ConfigError).message).toBe('Invalid name: it contains a lone UTF-16 surrogate, which has no UTF-8 encoding');
+      expect((e as ConfigError).message).toBe(
+        'Invalid name: it contains a lone UTF-16 surrogate, which has no UTF-8 encoding',
+      );
     }
-    const request = { method: 'POST', url: 'https://ads.example.com/x', consumerKey: 'ck', consumerSecret: 'cs-secret' };
-    expect((thrown(() => oauth1Header({ ...request, params: { description: 'cut emoji \uD83D' } })) as Error).message).toMatch(/^Invalid description:/);
+    const request = {
+      method: 'POST',
+      url: 'https://ads.example.com/x',
+      consumerKey: 'ck',
+      consumerSecret: 'cs-secret',
+    };
+    expect(
+      (thrown(() => oauth1Header({ ...request, params: { description: 'cut emoji \uD83D' } })) as Error).message,
+    ).toMatch(/^Invalid description:/);
     const secret = thrown(() => oauth1Header({ ...request, consumerSecret: 'very-secret-\uDC00' })) as ConfigError;
     expect(secret.message).toMatch(/^Invalid consumer secret:/);
     expect(secret.message).not.toContain('very-secret');
@@ -166,7 +175,9 @@ describe("platform's published signature example", () => {
 
   it('produces the documented base string', () => {
     const { oauth_signature: _sig, ...protocol } = oauth1Params(request);
-    expect(signatureBaseString('POST', request.url, [...Object.entries(protocol), ...Object.entries(request.params)])).toBe(
+    expect(
+      signatureBaseString('POST', request.url, [...Object.entries(protocol), ...Object.entries(request.params)]),
+    ).toBe(
       'POST&https%3A%2F%2Fapi.twitter.com%2F1.1%2Fstatuses%2Fupdate.json&include_entities%3Dtrue%26oauth_consumer_key%3Dxvz1evFS4wEEPTGEFPHBog%26oauth_nonce%3DkYjzVBB8Y0ZFabxSWbWovY3uYSQ2pTgmZeNu2VS4cg%26oauth_signature_method%3DHMAC-SHA1%26oauth_timestamp%3D1318622958%26oauth_token%3D370773112-GmHxMAgYyLbNEtIKZeRNFsMKPR9EyMZeS9weJAEb%26oauth_version%3D1.0%26status%3DHello%2520Ladies%2520%252B%2520Gentlemen%252C%2520a%2520signed%2520OAuth%2520request%2521',
     );
   });
@@ -193,13 +204,23 @@ describe("platform's published signature example", () => {
 });
 
 describe('oauth1Header', () => {
-  const base = { method: 'GET', url: 'https://ads.example.com/12/accounts/a/custom_audiences?count=5', consumerKey: 'ck', consumerSecret: 'cs' };
+  const base = {
+    method: 'GET',
+    url: 'https://ads.example.com/12/accounts/a/custom_audiences?count=5',
+    consumerKey: 'ck',
+    consumerSecret: 'cs',
+  };
 
   it('signs query parameters: changing one breaks verification', () => {
     const oauthParams = parseOAuthHeader(oauth1Header(base)) ?? {};
     expect(verifyOauth1Signature({ method: 'GET', url: base.url, oauthParams, consumerSecret: 'cs' })).toBe(true);
     expect(
-      verifyOauth1Signature({ method: 'GET', url: base.url.replace('count=5', 'count=6'), oauthParams, consumerSecret: 'cs' }),
+      verifyOauth1Signature({
+        method: 'GET',
+        url: base.url.replace('count=5', 'count=6'),
+        oauthParams,
+        consumerSecret: 'cs',
+      }),
     ).toBe(false);
   });
 
@@ -217,7 +238,12 @@ describe('oauth1Header', () => {
     const oauthParams = parseOAuthHeader(header) ?? {};
     expect(verifyOauth1Signature({ method: 'POST', url: base.url, oauthParams, consumerSecret: 'cs' })).toBe(true);
     expect(
-      verifyOauth1Signature({ method: 'POST', url: base.url, oauthParams: { ...oauthParams, oauth_callback: 'http://x' }, consumerSecret: 'cs' }),
+      verifyOauth1Signature({
+        method: 'POST',
+        url: base.url,
+        oauthParams: { ...oauthParams, oauth_callback: 'http://x' },
+        consumerSecret: 'cs',
+      }),
     ).toBe(false);
   });
 

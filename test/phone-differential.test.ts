@@ -1,7 +1,7 @@
 import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js';
 import { describe, expect, it } from 'vitest';
-import { cleanValue, normalizePhone } from '../src/normalize.js';
-import { phoneFastPathStats, phoneToE164, resetPhoneFastPathStats } from '../src/phone.js';
+import { cleanValue, normalizePhone } from '../src/identifiers/normalize.js';
+import { phoneFastPathStats, phoneToE164, resetPhoneFastPathStats } from '../src/identifiers/phone.js';
 import examplesJson from 'libphonenumber-js/mobile/examples';
 import metadataJson from 'libphonenumber-js/min/metadata';
 import { mulberry32 } from '../src/sandbox/faults.js';
@@ -112,7 +112,35 @@ describe('phone fast path against libphonenumber-js', () => {
       '81001846444512',
     ];
     const cases: PhoneCase[] = [];
-    const countries = ['US', 'CA', 'GB', 'JE', 'IM', 'GG', 'DE', 'FR', 'IN', 'RU', 'KZ', 'IT', 'VA', 'AU', 'FI', 'AX', 'AR', 'BR', 'CO', 'MX', 'JP', 'CN', 'NG', 'ZA', 'SG', 'NZ', 'ID'];
+    const countries = [
+      'US',
+      'CA',
+      'GB',
+      'JE',
+      'IM',
+      'GG',
+      'DE',
+      'FR',
+      'IN',
+      'RU',
+      'KZ',
+      'IT',
+      'VA',
+      'AU',
+      'FI',
+      'AX',
+      'AR',
+      'BR',
+      'CO',
+      'MX',
+      'JP',
+      'CN',
+      'NG',
+      'ZA',
+      'SG',
+      'NZ',
+      'ID',
+    ];
     for (const value of values) {
       cases.push({ value, country: undefined });
       for (const country of countries) cases.push({ value, country });
@@ -132,13 +160,26 @@ describe('phone fast path against libphonenumber-js', () => {
       const cc = meta[0] as string;
       const trunk = typeof meta[5] === 'string' ? meta[5] : '';
       const idd = '00';
-      for (const value of [example, trunk + example, `+${cc} ${example}`, `+${cc} (${trunk || '0'}) ${example}`, cc + example, cc + trunk + example, `${idd} ${cc} ${example}`, `${idd}0${cc}${example}`]) {
+      for (const value of [
+        example,
+        trunk + example,
+        `+${cc} ${example}`,
+        `+${cc} (${trunk || '0'}) ${example}`,
+        cc + example,
+        cc + trunk + example,
+        `${idd} ${cc} ${example}`,
+        `${idd}0${cc}${example}`,
+      ]) {
         cases.push({ value, country }, { value, country: undefined });
       }
       // Lengths around and between the plan's possible lengths, with and without the trunk prefix.
       for (let len = 3; len <= 18; len++) {
         const body = (example + digits(len)).slice(0, len);
-        cases.push({ value: body, country }, { value: trunk + body, country }, { value: `+${cc}${body}`, country: undefined });
+        cases.push(
+          { value: body, country },
+          { value: trunk + body, country },
+          { value: `+${cc}${body}`, country: undefined },
+        );
         cases.push({ value: trunk + digits(len), country }, { value: cc + digits(len), country });
       }
     }

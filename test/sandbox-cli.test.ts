@@ -92,7 +92,10 @@ describe('audience-kit sandbox (process)', () => {
     };
     expect(info.rateLimit).toEqual({ limit: 30, windowMs: 2000 });
     expect(info.env['AUDIENCE_KIT_ADS_BASE_URL']).toBe(info.url);
-    const r = await signedGet(`${info.url}/12/accounts/${info.accounts.primary}/do_not_reach_lists/${info.demo.doNotReachListId}`, info.env);
+    const r = await signedGet(
+      `${info.url}/12/accounts/${info.accounts.primary}/do_not_reach_lists/${info.demo.doNotReachListId}`,
+      info.env,
+    );
     expect(r.status).toBe(200);
 
     // The demo audience comes with campaigns: `targeted` and the delete guard can be tried at once.
@@ -113,16 +116,28 @@ describe('audience-kit sandbox (process)', () => {
 
   it('on a wildcard --host prints a loopback base URL the client accepts, and warns on stderr', async () => {
     const run = await startCli(['--host', '0.0.0.0', '--json'], isJson);
-    const info = JSON.parse(run.stdout()) as { url: string; env: Record<string, string>; accounts: { primary: string } };
+    const info = JSON.parse(run.stdout()) as {
+      url: string;
+      env: Record<string, string>;
+      accounts: { primary: string };
+    };
     expect(info.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(info.env['AUDIENCE_KIT_ADS_BASE_URL']).toBe(info.url);
-    expect(() => validateClientOptions({ adsBaseUrl: info.url, credentials: { consumerKey: 'key', consumerSecret: 'secret' } })).not.toThrow();
+    expect(() =>
+      validateClientOptions({ adsBaseUrl: info.url, credentials: { consumerKey: 'key', consumerSecret: 'secret' } }),
+    ).not.toThrow();
     const r = await signedGet(`${info.url}/12/accounts/${info.accounts.primary}/custom_audiences`, info.env);
     expect(r.status).toBe(200);
     // stderr and stdout are separate pipes: give the warning a moment to arrive.
-    for (let i = 0; i < 100 && !run.stderr().includes('warning:'); i++) await new Promise((resolve) => setTimeout(resolve, 10));
-    expect(run.stderr()).toContain(`warning: the sandbox listens on 0.0.0.0 and is reachable beyond this machine; anyone who can reach port ${new URL(info.url).port} can use it`);
-    for (const secret of [info.env['AUDIENCE_KIT_CONSUMER_SECRET'] ?? '', info.env['AUDIENCE_KIT_ACCESS_TOKEN_SECRET'] ?? '']) {
+    for (let i = 0; i < 100 && !run.stderr().includes('warning:'); i++)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(run.stderr()).toContain(
+      `warning: the sandbox listens on 0.0.0.0 and is reachable beyond this machine; anyone who can reach port ${new URL(info.url).port} can use it`,
+    );
+    for (const secret of [
+      info.env['AUDIENCE_KIT_CONSUMER_SECRET'] ?? '',
+      info.env['AUDIENCE_KIT_ACCESS_TOKEN_SECRET'] ?? '',
+    ]) {
       expect(run.stderr()).not.toContain(secret);
     }
     run.child.kill('SIGTERM');

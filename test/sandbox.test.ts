@@ -73,7 +73,11 @@ async function call(s: Sandbox, method: string, path: string, o: CallOptions = {
     headers['content-type'] = 'application/x-www-form-urlencoded';
   }
   if (o.contentType !== undefined) headers['content-type'] = o.contentType;
-  const r = await fetch(o.tamper === undefined ? url : o.tamper(url), { method, headers, ...(body === undefined ? {} : { body }) });
+  const r = await fetch(o.tamper === undefined ? url : o.tamper(url), {
+    method,
+    headers,
+    ...(body === undefined ? {} : { body }),
+  });
   const text = await r.text();
   let json: unknown;
   try {
@@ -88,14 +92,20 @@ const digest = (i: number | string): string => createHash('sha256').update(Strin
 const users = (from: number, n: number): Array<{ email: string[] }> =>
   Array.from({ length: n }, (_, i) => ({ email: [digest(from + i)] }));
 const batch = (ops: unknown[]): CallOptions => ({ body: JSON.stringify(ops), contentType: 'application/json' });
-const update = (u: unknown[], params: Record<string, unknown> = {}): unknown => ({ operation_type: 'Update', params: { users: u, ...params } });
+const update = (u: unknown[], params: Record<string, unknown> = {}): unknown => ({
+  operation_type: 'Update',
+  params: { users: u, ...params },
+});
 const usersPath = (s: Sandbox, id: string, account = s.accounts.primary): string =>
   `/12/accounts/${account}/custom_audiences/${id}/users`;
-const dnrPath = (s: Sandbox, id: string): string => `/12/batch/accounts/${s.accounts.primary}/do_not_reach_lists/${id}/users`;
+const dnrPath = (s: Sandbox, id: string): string =>
+  `/12/batch/accounts/${s.accounts.primary}/do_not_reach_lists/${id}/users`;
 
 /** A second access token of the sandbox user, through the PIN flow (real clock). */
 async function secondAccessToken(s: Sandbox): Promise<{ token: string; tokenSecret: string }> {
-  const rt = new URLSearchParams((await call(s, 'POST', '/oauth/request_token', { token: null, oauthParams: { oauth_callback: 'oob' } })).text);
+  const rt = new URLSearchParams(
+    (await call(s, 'POST', '/oauth/request_token', { token: null, oauthParams: { oauth_callback: 'oob' } })).text,
+  );
   const requestToken = rt.get('oauth_token') ?? '';
   const page = await (await fetch(`${s.url}/oauth/authorize?oauth_token=${requestToken}`)).text();
   const pin = /<code id="oauth_pin">(\d+)<\/code>/.exec(page)?.[1] ?? '';
@@ -225,7 +235,12 @@ describe('sandbox: envelope, paging and bounds', () => {
     const base = `/12/accounts/${s.accounts.primary}/custom_audiences`;
     const a = s.state.createCustomAudience(s.accounts.primary, 'Doomed');
     const updated = await call(s, 'PUT', `${base}/${a.id}?name=Renamed&description=new`);
-    expect(updated.json.data).toMatchObject({ name: 'Renamed', description: 'new', is_owner: true, audience_type: 'CUSTOM' });
+    expect(updated.json.data).toMatchObject({
+      name: 'Renamed',
+      description: 'new',
+      is_owner: true,
+      audience_type: 'CUSTOM',
+    });
     const del = await call(s, 'DELETE', `${base}/${a.id}`);
     expect(del.json.data).toMatchObject({ id: a.id, deleted: true });
     expect((await call(s, 'GET', base)).json.data).toEqual([]);
@@ -248,7 +263,10 @@ describe('sandbox: envelope, paging and bounds', () => {
       [`${base}/${a.id}/permissions?count=1001`, 'count'],
       [`${base}/${a.id}/permissions?granted_account_ids=${ids201}`, 'granted_account_ids'],
       [`${base}/${a.id}/permissions?custom_audience_permission_ids=${ids201}`, 'custom_audience_permission_ids'],
-      [`/5/accounts/${s.accounts.primary}/tailored_audiences/${a.id}/permissions?tailored_audience_permission_ids=${ids201}`, 'tailored_audience_permission_ids'],
+      [
+        `/5/accounts/${s.accounts.primary}/tailored_audiences/${a.id}/permissions?tailored_audience_permission_ids=${ids201}`,
+        'tailored_audience_permission_ids',
+      ],
       [`${base}/${a.id}/permissions?sort_by=nonsense`, 'sort_by'],
     ];
     for (const [path, parameter] of cases) {
@@ -279,7 +297,12 @@ describe('sandbox: custom audience user batches', () => {
     const escaped = JSON.stringify([update([{ email: [digest(0)] }])]).replace('"email"', '"\\u0065mail"');
     await call(s, 'POST', usersPath(s, a.id), { body: escaped, contentType: 'application/json' });
     expect(s.state.audienceSize(a.id)).toBe(151);
-    const del = await call(s, 'POST', usersPath(s, a.id), batch([{ operation_type: 'Delete', params: { users: users(0, 20) } }]));
+    const del = await call(
+      s,
+      'POST',
+      usersPath(s, a.id),
+      batch([{ operation_type: 'Delete', params: { users: users(0, 20) } }]),
+    );
     expect(del.json.data).toEqual({ success_count: 20, total_count: 20 });
     expect(s.state.audienceSize(a.id)).toBe(131);
     const log = s.state.requests.at(-1);
@@ -338,7 +361,9 @@ describe('sandbox: custom audience user batches', () => {
     expect(s.state.audienceSize(a.id)).toBe(2500);
 
     const exact = JSON.stringify([update(users(0, 2))]).padEnd(5_000_000, ' ');
-    expect((await call(s, 'POST', usersPath(s, a.id), { body: exact, contentType: 'application/json' })).status).toBe(200);
+    expect((await call(s, 'POST', usersPath(s, a.id), { body: exact, contentType: 'application/json' })).status).toBe(
+      200,
+    );
   });
 
   it('reports invalid identifiers as operation_errors with the operation index and user index, storing nothing', async () => {
@@ -381,7 +406,10 @@ describe('sandbox: do-not-reach lists', () => {
     expect(created.json.data).toMatchObject({ name: 'Suppress', list_size: null, deleted: false });
     const expires = new Date(Date.UTC(2031, 6, 14)).toISOString();
     const r = await call(s, 'POST', dnrPath(s, id), {
-      ...batch([update(users(0, 5), { expires_at: expires }), { operation_type: 'Delete', params: { users: users(0, 2) } }]),
+      ...batch([
+        update(users(0, 5), { expires_at: expires }),
+        { operation_type: 'Delete', params: { users: users(0, 2) } },
+      ]),
       timestamp: ts,
     });
     expect(r.status).toBe(200);
@@ -390,7 +418,10 @@ describe('sandbox: do-not-reach lists', () => {
       { success_count: 2, total_count: 2 },
     ]);
     expect(r.json.request).toEqual([
-      { params: { account_id: s.accounts.primary, do_not_reach_list_id: id, expires_at: expires }, operation_type: 'Update' },
+      {
+        params: { account_id: s.accounts.primary, do_not_reach_list_id: id, expires_at: expires },
+        operation_type: 'Update',
+      },
       { params: { account_id: s.accounts.primary, do_not_reach_list_id: id }, operation_type: 'Delete' },
     ]);
     expect(s.state.dnrListSize(id)).toBe(3);
@@ -430,7 +461,12 @@ describe('sandbox: identifier types of do-not-reach lists', () => {
   it('accepts only email and phone_number, reporting others at their operation and user index', async () => {
     const s = await sandbox();
     const list = s.state.createDoNotReachList(s.accounts.primary, 'DNR types');
-    const ok = await call(s, 'POST', dnrPath(s, list.id), batch([update([{ email: [digest(1)], phone_number: [digest(2)] }])]));
+    const ok = await call(
+      s,
+      'POST',
+      dnrPath(s, list.id),
+      batch([update([{ email: [digest(1)], phone_number: [digest(2)] }])]),
+    );
     expect(ok.status).toBe(200);
     const r = await call(
       s,
@@ -473,12 +509,25 @@ describe('sandbox: audience size and targetability', () => {
     const ts = (): number => Math.floor(now / 1000);
     const a = s.state.createCustomAudience(s.accounts.primary, 'Grow');
     const get = async (): Promise<Record<string, unknown>> =>
-      (await call(s, 'GET', `/12/accounts/${s.accounts.primary}/custom_audiences/${a.id}`, { timestamp: ts() })).json.data;
-    expect(await get()).toMatchObject({ audience_size: null, targetable: false, reasons_not_targetable: ['TOO_SMALL'] });
+      (await call(s, 'GET', `/12/accounts/${s.accounts.primary}/custom_audiences/${a.id}`, { timestamp: ts() })).json
+        .data;
+    expect(await get()).toMatchObject({
+      audience_size: null,
+      targetable: false,
+      reasons_not_targetable: ['TOO_SMALL'],
+    });
     await call(s, 'POST', usersPath(s, a.id), { ...batch([update(users(0, 99))]), timestamp: ts() });
-    expect(await get()).toMatchObject({ audience_size: 99, targetable: false, reasons_not_targetable: ['PROCESSING', 'TOO_SMALL'] });
+    expect(await get()).toMatchObject({
+      audience_size: 99,
+      targetable: false,
+      reasons_not_targetable: ['PROCESSING', 'TOO_SMALL'],
+    });
     await call(s, 'POST', usersPath(s, a.id), { ...batch([update(users(99, 1))]), timestamp: ts() });
-    expect(await get()).toMatchObject({ audience_size: 100, targetable: false, reasons_not_targetable: ['PROCESSING'] });
+    expect(await get()).toMatchObject({
+      audience_size: 100,
+      targetable: false,
+      reasons_not_targetable: ['PROCESSING'],
+    });
     now += 60_000;
     expect(await get()).toMatchObject({ audience_size: 100, targetable: true, reasons_not_targetable: [] });
   });
@@ -492,14 +541,28 @@ describe('sandbox: permissions', () => {
     const perms = `/12/accounts/${primary}/custom_audiences/${a.id}/permissions`;
     const grant = await call(s, 'POST', `${perms}?granted_account_id=${secondary}&permission_level=READ_ONLY`);
     expect(grant.status).toBe(201);
-    expect(grant.json.data).toMatchObject({ custom_audience_id: a.id, granted_account_id: secondary, permission_level: 'READ_ONLY', deleted: false });
+    expect(grant.json.data).toMatchObject({
+      custom_audience_id: a.id,
+      granted_account_id: secondary,
+      permission_level: 'READ_ONLY',
+      deleted: false,
+    });
 
     const seen = await call(s, 'GET', `/12/accounts/${secondary}/custom_audiences`);
-    expect(seen.json.data).toEqual([expect.objectContaining({ id: a.id, is_owner: false, permission_level: 'READ_ONLY', owner_account_id: primary })]);
+    expect(seen.json.data).toEqual([
+      expect.objectContaining({ id: a.id, is_owner: false, permission_level: 'READ_ONLY', owner_account_id: primary }),
+    ]);
 
-    const byGrantee = await call(s, 'POST', `/12/accounts/${secondary}/custom_audiences/${a.id}/permissions?granted_account_id=${secondary}&permission_level=READ_WRITE`);
+    const byGrantee = await call(
+      s,
+      'POST',
+      `/12/accounts/${secondary}/custom_audiences/${a.id}/permissions?granted_account_id=${secondary}&permission_level=READ_WRITE`,
+    );
     expect(byGrantee.status).toBe(403);
-    expect(byGrantee.json.errors[0]).toMatchObject({ code: 'PERMISSION_DENIED', message: "Only the audience's owner account can manage its permissions" });
+    expect(byGrantee.json.errors[0]).toMatchObject({
+      code: 'PERMISSION_DENIED',
+      message: "Only the audience's owner account can manage its permissions",
+    });
     const readOnlyUpload = await call(s, 'POST', usersPath(s, a.id, secondary), batch([update(users(0, 1))]));
     expect(readOnlyUpload.status).toBe(403);
     expect((await call(s, 'DELETE', `/12/accounts/${secondary}/custom_audiences/${a.id}`)).status).toBe(403);
@@ -515,7 +578,11 @@ describe('sandbox: permissions', () => {
     expect(listed.json.data).toEqual([expect.objectContaining({ id: grant.json.data.id, tailored_audience_id: a.id })]);
     expect(listed.json.total_count).toBe(1);
 
-    const revokeByGrantee = await call(s, 'DELETE', `/5/accounts/${secondary}/tailored_audiences/${a.id}/permissions/${grant.json.data.id}`);
+    const revokeByGrantee = await call(
+      s,
+      'DELETE',
+      `/5/accounts/${secondary}/tailored_audiences/${a.id}/permissions/${grant.json.data.id}`,
+    );
     expect(revokeByGrantee.status).toBe(403);
     const revoked = await call(s, 'DELETE', `${tailored}/${grant.json.data.id}`);
     expect(revoked.status).toBe(200);
@@ -531,7 +598,13 @@ describe('sandbox: targeted campaigns', () => {
     const s = await sandbox({ pageSize: 2 });
     const { primary } = s.accounts;
     const a = s.state.createCustomAudience(primary, 'Targeted');
-    s.state.addCampaign(primary, a.id, { name: 'Live', lineItems: [{ name: 'on', servable: true }, { name: null, servable: false }] });
+    s.state.addCampaign(primary, a.id, {
+      name: 'Live',
+      lineItems: [
+        { name: 'on', servable: true },
+        { name: null, servable: false },
+      ],
+    });
     s.state.addCampaign(primary, a.id, { name: 'Paused', lineItems: [{ name: 'off', servable: false }] });
     s.state.addCampaign(primary, a.id, { name: 'Live 2', lineItems: [{ name: 'on2', servable: true }] });
     const path = `/12/accounts/${primary}/custom_audiences/${a.id}/targeted`;
@@ -559,7 +632,8 @@ describe('sandbox: rate limits', () => {
     expect(list.headers.get('x-rate-limit-limit')).toMatch(/^\d+$/);
     expect(list.headers.get('x-account-rate-limit-limit')).toBeNull();
 
-    const send = (): Promise<Reply> => call(s, 'POST', usersPath(s, a.id), { ...batch([update(users(0, 1))]), timestamp: ts() });
+    const send = (): Promise<Reply> =>
+      call(s, 'POST', usersPath(s, a.id), { ...batch([update(users(0, 1))]), timestamp: ts() });
     const first = await send();
     expect(first.headers.get('x-account-rate-limit-limit')).toBe('3');
     expect(first.headers.get('x-account-rate-limit-remaining')).toBe('2');
@@ -620,7 +694,10 @@ describe('sandbox: windows that reject spend nothing', () => {
     expect((await call(s, 'GET', `${lists}?with_total_count=true`)).headers.get('x-rate-limit-remaining')).toBe('0');
     const over = await call(s, 'GET', `${lists}?with_total_count=true&count=5`);
     expect(over.status).toBe(429);
-    expect(over.json.errors[0]).toMatchObject({ code: 'TOO_MANY_REQUESTS', message: 'Rate limit exceeded: 2 with_total_count requests per 60 s' });
+    expect(over.json.errors[0]).toMatchObject({
+      code: 'TOO_MANY_REQUESTS',
+      message: 'Rate limit exceeded: 2 with_total_count requests per 60 s',
+    });
     // Without with_total_count, the endpoint's own (much larger) window applies.
     const plain = await call(s, 'GET', audiences);
     expect(plain.status).toBe(200);
@@ -680,7 +757,8 @@ describe('sandbox: fault injection', () => {
       },
     });
     const a = s.state.createCustomAudience(s.accounts.primary, 'Faults');
-    const send = (from: number): Promise<Reply> => call(s, 'POST', usersPath(s, a.id), batch([update(users(from, 10))]));
+    const send = (from: number): Promise<Reply> =>
+      call(s, 'POST', usersPath(s, a.id), batch([update(users(from, 10))]));
 
     const r500 = await send(0);
     expect(r500.status).toBe(500);
@@ -726,7 +804,8 @@ describe('sandbox: fault injection', () => {
       const s = await sandbox({ seed, faults: '500%0.3,html%0.2' });
       const a = s.state.createCustomAudience(s.accounts.primary, 'Rate');
       const statuses: number[] = [];
-      for (let i = 0; i < 30; i++) statuses.push((await call(s, 'POST', usersPath(s, a.id), batch([update(users(i, 1))]))).status);
+      for (let i = 0; i < 30; i++)
+        statuses.push((await call(s, 'POST', usersPath(s, a.id), batch([update(users(i, 1))]))).status);
       return statuses;
     };
     const one = await pattern(7);
@@ -749,8 +828,12 @@ describe('sandbox: fault injection', () => {
     await expect(call(s, 'DELETE', `${base}/${a.id}`)).rejects.toThrow();
     expect((await call(s, 'GET', base)).json.data).toHaveLength(1);
     // The OAuth endpoints are not ads requests: no rule counts or hits them.
-    expect((await call(s, 'POST', '/oauth/request_token', { token: null, oauthParams: { oauth_callback: 'oob' } })).status).toBe(200);
-    expect(s.state.requests.filter((r) => !r.path.startsWith('/oauth/')).map((r) => [r.method, r.status, r.fault])).toEqual([
+    expect(
+      (await call(s, 'POST', '/oauth/request_token', { token: null, oauthParams: { oauth_callback: 'oob' } })).status,
+    ).toBe(200);
+    expect(
+      s.state.requests.filter((r) => !r.path.startsWith('/oauth/')).map((r) => [r.method, r.status, r.fault]),
+    ).toEqual([
       ['GET', 200, undefined],
       ['GET', 500, '500'],
       ['POST', 503, '503'],
@@ -765,10 +848,13 @@ describe('sandbox: fault injection', () => {
     const a = s.state.createCustomAudience(s.accounts.primary, 'Set');
     s.setFaults([{ kind: '503', on: [2] }]);
     const statuses: number[] = [];
-    for (let i = 0; i < 3; i++) statuses.push((await call(s, 'POST', usersPath(s, a.id), batch([update(users(i, 1))]))).status);
+    for (let i = 0; i < 3; i++)
+      statuses.push((await call(s, 'POST', usersPath(s, a.id), batch([update(users(i, 1))]))).status);
     expect(statuses).toEqual([200, 503, 200]);
     expect(() => s.setFaults([{ kind: '503', on: [0] }])).toThrow(ConfigError);
-    expect(() => s.setFaults([{ kind: '503', on: [1], route: 'oauth' as 'all' }])).toThrow(/route must be one of users, all/);
+    expect(() => s.setFaults([{ kind: '503', on: [1], route: 'oauth' as 'all' }])).toThrow(
+      /route must be one of users, all/,
+    );
     await expect(startSandbox({ faults: 'nope@1' })).rejects.toThrow(/unknown kind "nope"/);
     await expect(startSandbox({ port: 70000 })).rejects.toThrow(/Sandbox option port is invalid/);
   });
@@ -787,7 +873,14 @@ describe('sandbox: OAuth PIN flow', () => {
     const requestSecret = form.get('oauth_token_secret') ?? '';
 
     // A request token is not an access token.
-    expect((await call(s, 'GET', `/12/accounts/${s.accounts.primary}/custom_audiences`, { token: requestToken, tokenSecret: requestSecret })).status).toBe(401);
+    expect(
+      (
+        await call(s, 'GET', `/12/accounts/${s.accounts.primary}/custom_audiences`, {
+          token: requestToken,
+          tokenSecret: requestSecret,
+        })
+      ).status,
+    ).toBe(401);
 
     const page = await fetch(`${s.url}/oauth/authorize?oauth_token=${requestToken}`);
     expect(page.headers.get('content-type')).toContain('text/html');
@@ -802,7 +895,11 @@ describe('sandbox: OAuth PIN flow', () => {
     expect(wrong.status).toBe(401);
     expect(wrong.json.errors[0].code).toBe('UNAUTHORIZED_ACCESS');
 
-    const at = await call(s, 'POST', '/oauth/access_token', { token: requestToken, tokenSecret: requestSecret, form: { oauth_verifier: pin } });
+    const at = await call(s, 'POST', '/oauth/access_token', {
+      token: requestToken,
+      tokenSecret: requestSecret,
+      form: { oauth_verifier: pin },
+    });
     expect(at.status).toBe(200);
     const access = new URLSearchParams(at.text);
     expect(access.get('user_id')).toBe(s.user.id);
@@ -813,7 +910,11 @@ describe('sandbox: OAuth PIN flow', () => {
     const listed = await call(s, 'GET', `/12/accounts/${s.accounts.primary}/custom_audiences`, { token, tokenSecret });
     expect(listed.status).toBe(200);
     // The request token is single-use.
-    const reuse = await call(s, 'POST', '/oauth/access_token', { token: requestToken, tokenSecret: requestSecret, form: { oauth_verifier: pin } });
+    const reuse = await call(s, 'POST', '/oauth/access_token', {
+      token: requestToken,
+      tokenSecret: requestSecret,
+      form: { oauth_verifier: pin },
+    });
     expect(reuse.status).toBe(401);
   });
 });
@@ -824,7 +925,9 @@ describe('sandbox: listening address', () => {
     expect(everywhere.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(everywhere.adsBaseUrl).toBe(everywhere.url);
     expect(everywhere.loopbackOnly).toBe(false);
-    expect((await call(everywhere, 'GET', `/12/accounts/${everywhere.accounts.primary}/custom_audiences`)).status).toBe(200);
+    expect((await call(everywhere, 'GET', `/12/accounts/${everywhere.accounts.primary}/custom_audiences`)).status).toBe(
+      200,
+    );
     expect((await sandbox()).loopbackOnly).toBe(true);
   });
 });

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Papa from 'papaparse';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifyAuditLog } from '../src/audit.js';
+import { verifyAuditLog } from '../src/state/audit.js';
 import { startSandbox, type Sandbox } from '../src/sandbox/index.js';
 import { BIN, FIXTURES, runCli, type CliResult } from './helpers/cli.js';
 
@@ -61,11 +61,27 @@ function newAudience(): string {
 }
 
 function uploadArgs(audienceId: string, extra: string[] = []): string[] {
-  return ['upload', FIXTURE, '--account', sandbox.accounts.primary, '--audience', audienceId, '--default-country', 'US', '--max-body-bytes', '20000', '--concurrency', '2', ...extra];
+  return [
+    'upload',
+    FIXTURE,
+    '--account',
+    sandbox.accounts.primary,
+    '--audience',
+    audienceId,
+    '--default-country',
+    'US',
+    '--max-body-bytes',
+    '20000',
+    '--concurrency',
+    '2',
+    ...extra,
+  ];
 }
 
 function userRequests(audienceId: string): number {
-  return sandbox.state.requests.filter((r) => r.method === 'POST' && USERS_PATH.test(r.path) && r.path.includes(`/${audienceId}/`)).length;
+  return sandbox.state.requests.filter(
+    (r) => r.method === 'POST' && USERS_PATH.test(r.path) && r.path.includes(`/${audienceId}/`),
+  ).length;
 }
 
 interface JournalLine {
@@ -86,18 +102,27 @@ function journalLines(stateDir: string): JournalLine[] {
     .map((l) => JSON.parse(l) as JournalLine);
 }
 
-const confirmedIndices = (stateDir: string): number[] => journalLines(stateDir).filter((l) => l.type === 'confirmed').map((l) => l.index as number);
+const confirmedIndices = (stateDir: string): number[] =>
+  journalLines(stateDir)
+    .filter((l) => l.type === 'confirmed')
+    .map((l) => l.index as number);
 
 function spawnCli(args: string[], cwd: string): { child: ChildProcess; done: Promise<CliResult> } {
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AUDIENCE_KIT_')));
-  const child = spawn(process.execPath, [BIN, ...args], { cwd, env: { ...base, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, ...args], {
+    cwd,
+    env: { ...base, ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   child.stdout?.on('data', (b: Buffer) => out.push(b));
   child.stderr?.on('data', (b: Buffer) => err.push(b));
   child.stdin?.end();
   const done = new Promise<CliResult>((resolve) => {
-    child.on('close', (code, signal) => resolve({ code, signal, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() }));
+    child.on('close', (code, signal) =>
+      resolve({ code, signal, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() }),
+    );
   });
   return { child, done };
 }
@@ -115,7 +140,13 @@ describe('audience-kit upload (process)', { timeout: 90_000 }, () => {
     const cwd = mkdtempSync(join(tmpdir(), 'ak-cli-'));
     const r = await runCli(['upload', FIXTURE, '--sandbox', '--default-country', 'US', '--json'], { cwd });
     expect(r.code, r.stderr).toBe(0);
-    const report = JSON.parse(r.stdout) as { status: string; users: number; users_confirmed: number; sandbox: { audience_size: number }; rows: number };
+    const report = JSON.parse(r.stdout) as {
+      status: string;
+      users: number;
+      users_confirmed: number;
+      sandbox: { audience_size: number };
+      rows: number;
+    };
     expect(report.status).toBe('completed');
     expect(report.rows).toBe(2991);
     expect(report.users_confirmed).toBe(report.users);
@@ -134,8 +165,15 @@ describe('audience-kit upload (process)', { timeout: 90_000 }, () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/ignored: "customer_id"/);
     // --debug shows the sandbox's requests too: method, path, status, time only.
-    expect(r.stderr).toMatch(/^debug: POST \/12\/batch\/accounts\/\w+\/do_not_reach_lists\/\w+\/users 200 \d+ms \(attempt 1\)$/m);
-    const report = JSON.parse(r.stdout) as { status: string; users: number; target: { kind: string }; sandbox: { audience_size: number } };
+    expect(r.stderr).toMatch(
+      /^debug: POST \/12\/batch\/accounts\/\w+\/do_not_reach_lists\/\w+\/users 200 \d+ms \(attempt 1\)$/m,
+    );
+    const report = JSON.parse(r.stdout) as {
+      status: string;
+      users: number;
+      target: { kind: string };
+      sandbox: { audience_size: number };
+    };
     expect(report).toMatchObject({ status: 'completed', target: { kind: 'do_not_reach_list' } });
     expect(report.sandbox.audience_size).toBe(report.users);
   });
@@ -162,10 +200,34 @@ describe('audience-kit upload (process)', { timeout: 90_000 }, () => {
     expect(noAccount.code).toBe(2);
     expect(noAccount.stderr).toMatch(/--account/);
     const dnrId = sandbox.state.createDoNotReachList(sandbox.accounts.primary, 'x').id;
-    const dnr = await runCli(['upload', FIXTURE, '--account', sandbox.accounts.primary, '--do-not-reach-list', dnrId, '--effective-at', '2030-01-01T00:00:00Z'], { cwd, env });
+    const dnr = await runCli(
+      [
+        'upload',
+        FIXTURE,
+        '--account',
+        sandbox.accounts.primary,
+        '--do-not-reach-list',
+        dnrId,
+        '--effective-at',
+        '2030-01-01T00:00:00Z',
+      ],
+      { cwd, env },
+    );
     expect(dnr.code).toBe(2);
     expect(dnr.stderr).toMatch(/effective-at/);
-    const far = await runCli(['upload', FIXTURE, '--account', sandbox.accounts.primary, '--do-not-reach-list', dnrId, '--expires-at', '2099-01-01T00:00:00Z'], { cwd, env });
+    const far = await runCli(
+      [
+        'upload',
+        FIXTURE,
+        '--account',
+        sandbox.accounts.primary,
+        '--do-not-reach-list',
+        dnrId,
+        '--expires-at',
+        '2099-01-01T00:00:00Z',
+      ],
+      { cwd, env },
+    );
     expect(far.code).toBe(2);
     expect(far.stderr).toMatch(/13 months/);
     const limit = await runCli([...uploadArgs(audienceId), '--max-body-bytes', '6000000'], { cwd, env });
@@ -179,7 +241,10 @@ describe('audience-kit upload (process)', { timeout: 90_000 }, () => {
 
   it('exits 4 on refused credentials', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'ak-cli-'));
-    const r = await runCli([...uploadArgs(newAudience()), '--quiet'], { cwd, env: { ...env, AUDIENCE_KIT_CONSUMER_SECRET: 'not-the-secret' } });
+    const r = await runCli([...uploadArgs(newAudience()), '--quiet'], {
+      cwd,
+      env: { ...env, AUDIENCE_KIT_CONSUMER_SECRET: 'not-the-secret' },
+    });
     expect(r.code).toBe(4);
     expect(r.stderr + r.stdout).not.toContain('not-the-secret');
   });
@@ -208,7 +273,14 @@ describe('audience-kit upload (process)', { timeout: 90_000 }, () => {
     const last = await runCli([...uploadArgs(audienceId), '--resume', '--json'], { cwd, env });
     expect(last.code, last.stderr).toBe(0);
     outputs.push(last.stdout, last.stderr);
-    const report = JSON.parse(last.stdout) as { status: string; batches: number; batches_skipped: number; batches_confirmed: number; users: number; retries: number };
+    const report = JSON.parse(last.stdout) as {
+      status: string;
+      batches: number;
+      batches_skipped: number;
+      batches_confirmed: number;
+      users: number;
+      retries: number;
+    };
     const confirmedBefore = confirmedAtKill.at(-1) as number[];
     expect(report.status).toBe('completed');
     expect(report.batches_skipped).toBe(confirmedBefore.length);
@@ -265,7 +337,11 @@ describe('audience-kit upload (process)', { timeout: 90_000 }, () => {
   it('SIGINT while waiting for input (a paused pipe) ends interrupted, exit 130, and is not marked complete', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'ak-cli-'));
     const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AUDIENCE_KIT_')));
-    const child = spawn(process.execPath, [BIN, 'upload', '-', '--sandbox', '--json', '--default-country', 'US'], { cwd, env: base, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, 'upload', '-', '--sandbox', '--json', '--default-country', 'US'], {
+      cwd,
+      env: base,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     child.stdout.on('data', (b: Buffer) => out.push(b));
@@ -285,8 +361,17 @@ describe('audience-kit upload (process)', { timeout: 90_000 }, () => {
   it('refuses out-of-range --concurrency / --max-retries before opening the journal or the audit log', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'ak-cli-'));
     const audienceId = newAudience();
-    for (const bad of [['--concurrency', '0'], ['--max-retries', '101']]) {
-      const r = await runCli([...uploadArgs(audienceId).filter((a, i, all) => a !== '--concurrency' && all[i - 1] !== '--concurrency'), ...bad], { cwd, env });
+    for (const bad of [
+      ['--concurrency', '0'],
+      ['--max-retries', '101'],
+    ]) {
+      const r = await runCli(
+        [
+          ...uploadArgs(audienceId).filter((a, i, all) => a !== '--concurrency' && all[i - 1] !== '--concurrency'),
+          ...bad,
+        ],
+        { cwd, env },
+      );
       expect(r.code, r.stderr).toBe(2);
       expect(r.stderr).toContain(bad[0]);
     }

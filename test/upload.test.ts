@@ -5,12 +5,18 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createClient, type AdsClient } from '../src/api/index.js';
 import { ConfigError } from '../src/errors.js';
-import { hashRecords } from '../src/hash.js';
-import { findJournal, RunJournal, type JournalKey } from '../src/journal.js';
-import { serializeUser, writeUserFingerprint, type AudienceUser } from '../src/normalize.js';
+import { hashRecords } from '../src/hashing/hash.js';
+import { findJournal, RunJournal, type JournalKey } from '../src/state/journal.js';
+import { serializeUser, writeUserFingerprint, type AudienceUser } from '../src/identifiers/normalize.js';
 import { startSandbox, type Sandbox, type SandboxOptions } from '../src/sandbox/index.js';
-import { maxDoNotReachExpiry } from '../src/batch.js';
-import { formatUploadProgress, ProgressPrinter, resolveUploadGroup, uploadAudience, type UploadProgress } from '../src/upload.js';
+import { maxDoNotReachExpiry } from '../src/upload/batch.js';
+import {
+  formatUploadProgress,
+  ProgressPrinter,
+  resolveUploadGroup,
+  uploadAudience,
+  type UploadProgress,
+} from '../src/upload/upload.js';
 
 const USERS_PATH = /\/users$/;
 const instantClock = { now: () => Date.now(), sleep: async () => {} };
@@ -24,7 +30,9 @@ afterEach(async () => {
   open = [];
 });
 
-async function setup(opts: SandboxOptions = {}): Promise<{ sandbox: Sandbox; client: AdsClient; audienceId: string; dnrId: string }> {
+async function setup(
+  opts: SandboxOptions = {},
+): Promise<{ sandbox: Sandbox; client: AdsClient; audienceId: string; dnrId: string }> {
   const sandbox = await startSandbox({ seed: 7, ...opts });
   const client = createClient({
     adsBaseUrl: sandbox.adsBaseUrl,
@@ -123,9 +131,22 @@ describe('uploadAudience', () => {
       const slice = all.slice(from, from + 500);
       const fingerprints = new Uint32Array(2 * slice.length);
       slice.forEach((json, i) => writeUserFingerprint(json, fingerprints, i));
-      return { packed: { jsonLines: slice.map((j) => `${j}\n`).join(''), lines: Uint32Array.from(slice, (_, i) => from + i + 2), fingerprints } };
+      return {
+        packed: {
+          jsonLines: slice.map((j) => `${j}\n`).join(''),
+          lines: Uint32Array.from(slice, (_, i) => from + i + 2),
+          fingerprints,
+        },
+      };
     });
-    const report = await uploadAudience({ client, accountId: sandbox.accounts.primary, target: { customAudienceId: audienceId }, users: chunks, limits: SMALL, clock: instantClock });
+    const report = await uploadAudience({
+      client,
+      accountId: sandbox.accounts.primary,
+      target: { customAudienceId: audienceId },
+      users: chunks,
+      limits: SMALL,
+      clock: instantClock,
+    });
     expect(report).toMatchObject({ status: 'completed', users: 900, duplicates: 100, users_confirmed: 900 });
     expect(sandbox.state.audienceSize(audienceId)).toBe(900);
   });
@@ -133,11 +154,17 @@ describe('uploadAudience', () => {
   it('refuses bare user objects that are not hashed, without the value in the message', async () => {
     const base = { accountId: 'a', target: { customAudienceId: 'b' }, dryRun: true } as const;
     const raw = 'jane.doe@example.com';
-    await expect(uploadAudience({ ...base, users: [{ email: [raw] }] })).rejects.toMatchObject({ code: 'user_not_hashed' });
+    await expect(uploadAudience({ ...base, users: [{ email: [raw] }] })).rejects.toMatchObject({
+      code: 'user_not_hashed',
+    });
     await expect(uploadAudience({ ...base, users: [{ email: [raw] }] })).rejects.not.toThrow(raw);
-    await expect(uploadAudience({ ...base, users: [{ phone: ['a'.repeat(64)] } as never] })).rejects.toThrow(/a key that is not an identifier type/);
+    await expect(uploadAudience({ ...base, users: [{ phone: ['a'.repeat(64)] } as never] })).rejects.toThrow(
+      /a key that is not an identifier type/,
+    );
     await expect(uploadAudience({ ...base, users: [{ [raw]: ['a'.repeat(64)] } as never] })).rejects.not.toThrow(raw);
-    await expect(uploadAudience({ ...base, users: [{ email: 'a'.repeat(64) } as never] })).rejects.toThrow(/array of strings/);
+    await expect(uploadAudience({ ...base, users: [{ email: 'a'.repeat(64) } as never] })).rejects.toThrow(
+      /array of strings/,
+    );
     const ok = await uploadAudience({ ...base, users: [{ email: ['a'.repeat(64)], partner_user_id: ['crm-1'] }] });
     expect(ok).toMatchObject({ status: 'completed', users: 1 });
   });
@@ -149,7 +176,14 @@ describe('uploadAudience', () => {
       yield { Email: 'not-an-email', Phone: '' };
       yield { Email: 'jane.doe@example.com', Phone: '+14155552671' };
     }
-    const report = await uploadAudience({ client, accountId: sandbox.accounts.primary, target: { customAudienceId: audienceId }, users: rows(), records: { defaultCountry: 'US' }, clock: instantClock });
+    const report = await uploadAudience({
+      client,
+      accountId: sandbox.accounts.primary,
+      target: { customAudienceId: audienceId },
+      users: rows(),
+      records: { defaultCountry: 'US' },
+      clock: instantClock,
+    });
     expect(report).toMatchObject({ status: 'completed', rows: 3, users: 1, duplicates: 1, rows_without_identifier: 1 });
     expect(report.invalid_by_reason.email_invalid).toEqual({ count: 1, lines: [2] });
     expect(sandbox.state.audienceSize(audienceId)).toBe(1);
@@ -160,7 +194,9 @@ describe('uploadAudience', () => {
     const now = new Date('2030-03-15T00:00:00Z');
     const target = { doNotReachListId: 'x' };
     expect(() => resolveUploadGroup({ target, expiresAt: '2031-04-15T00:00:00Z', now })).toThrow(/13 months/);
-    expect(resolveUploadGroup({ target, expiresAt: '2031-04-14T23:59:59Z', now })).toMatchObject({ expiresAt: '2031-04-14T23:59:59Z' });
+    expect(resolveUploadGroup({ target, expiresAt: '2031-04-14T23:59:59Z', now })).toMatchObject({
+      expiresAt: '2031-04-14T23:59:59Z',
+    });
   });
 
   it('re-sends a batch whose counts do not match, at once, until confirmed', async () => {
@@ -196,7 +232,16 @@ describe('uploadAudience', () => {
     expect(report.users_confirmed + report.users_failed).toBe(600);
   });
 
-  for (const faults of ['500@1+3', '503=1@2', '429@1', 'drop@2', 'slow=50@1', 'html@1+2', 'mismatch%0.3', '500%0.2,drop%0.1,mismatch%0.1']) {
+  for (const faults of [
+    '500@1+3',
+    '503=1@2',
+    '429@1',
+    'drop@2',
+    'slow=50@1',
+    'html@1+2',
+    'mismatch%0.3',
+    '500%0.2,drop%0.1,mismatch%0.1',
+  ]) {
     it(`survives sandbox fault ${faults} with every user confirmed`, async () => {
       const { sandbox, client, audienceId } = await setup({ faults });
       const report = await uploadAudience({
@@ -241,7 +286,11 @@ describe('uploadAudience', () => {
     await expect(uploadAudience({ ...base, users: [packed] })).rejects.toThrow(/line 7 has partner_user_id/);
     expect(sandbox.state.requests.filter((q) => q.path.includes(dnrId))).toHaveLength(0);
     // Raw records: the columns of other types are left out of the mapping.
-    const report = await uploadAudience({ ...base, users: [{ email: 'jane@example.com', customer_id: 'crm-1' }], records: {} });
+    const report = await uploadAudience({
+      ...base,
+      users: [{ email: 'jane@example.com', customer_id: 'crm-1' }],
+      records: {},
+    });
     expect(report).toMatchObject({ status: 'completed', users: 1 });
     expect(sandbox.state.dnrListSize(dnrId)).toBe(1);
   });
@@ -254,7 +303,13 @@ describe('uploadAudience', () => {
     await expect(uploadAudience({ ...base, expiresAt: tooFar })).rejects.toMatchObject({ code: 'dnr_expiry_too_far' });
     await expect(uploadAudience({ ...base, expiresAt: 'tomorrow' })).rejects.toThrow(ConfigError);
     expect(userBatchRequests(sandbox)).toEqual([]);
-    expect(resolveUploadGroup({ target: { customAudienceId: 'x' }, effectiveAt: '2030-01-01', expiresAt: '2030-02-01T00:00:00+01:00' })).toEqual({
+    expect(
+      resolveUploadGroup({
+        target: { customAudienceId: 'x' },
+        effectiveAt: '2030-01-01',
+        expiresAt: '2030-02-01T00:00:00+01:00',
+      }),
+    ).toEqual({
       operationType: 'Update',
       effectiveAt: '2030-01-01T00:00:00Z',
       expiresAt: '2030-01-31T23:00:00Z',
@@ -370,7 +425,11 @@ describe('uploadAudience', () => {
       clock: instantClock,
     });
     j2.close();
-    expect(second).toMatchObject({ status: 'completed', batches_confirmed: 1, batches_skipped: first.batches_confirmed });
+    expect(second).toMatchObject({
+      status: 'completed',
+      batches_confirmed: 1,
+      batches_skipped: first.batches_confirmed,
+    });
     expect(sandbox.state.audienceSize(audienceId)).toBe(600);
     expect(() => readdirSync(failedDir)).toThrow();
   });
@@ -416,7 +475,11 @@ describe('uploadAudience', () => {
 
   it('stops at an authentication error and reports it with exit code 4', async () => {
     const { sandbox, audienceId } = await setup();
-    const bad = createClient({ adsBaseUrl: sandbox.adsBaseUrl, credentials: { ...sandbox.credentials, consumerSecret: 'wrong' }, clock: instantClock });
+    const bad = createClient({
+      adsBaseUrl: sandbox.adsBaseUrl,
+      credentials: { ...sandbox.credentials, consumerSecret: 'wrong' },
+      clock: instantClock,
+    });
     const report = await uploadAudience({
       client: bad,
       accountId: sandbox.accounts.primary,
@@ -432,9 +495,25 @@ describe('uploadAudience', () => {
 
 describe('progress output', () => {
   const p: UploadProgress = {
-    rows: 500_000, users: 490_000, duplicates: 10, batchesPacked: 16, requestsSent: 15, batchesConfirmed: 14, batchesSkipped: 1,
-    batchesFailed: 0, usersConfirmed: 450_000, bytesSent: 7e7, retries: 2, mismatches: 1, rateLimitWaits: 3, waitedMs: 4000,
-    inFlight: 1, elapsedMs: 10_000, inputBytesRead: 25, inputTotalBytes: 100, done: false,
+    rows: 500_000,
+    users: 490_000,
+    duplicates: 10,
+    batchesPacked: 16,
+    requestsSent: 15,
+    batchesConfirmed: 14,
+    batchesSkipped: 1,
+    batchesFailed: 0,
+    usersConfirmed: 450_000,
+    bytesSent: 7e7,
+    retries: 2,
+    mismatches: 1,
+    rateLimitWaits: 3,
+    waitedMs: 4000,
+    inFlight: 1,
+    elapsedMs: 10_000,
+    inputBytesRead: 25,
+    inputTotalBytes: 100,
+    done: false,
   };
 
   it('formats rows, requests, rate, waits and an ETA from the input bytes', () => {

@@ -184,7 +184,11 @@ const policySchema = z.object({
     z.object({
       name: z.string().min(1),
       endpoints: z.array(
-        z.object({ method: z.string().min(1), path: z.string().min(1), query: z.record(z.string(), z.string()).optional() }),
+        z.object({
+          method: z.string().min(1),
+          path: z.string().min(1),
+          query: z.record(z.string(), z.string()).optional(),
+        }),
       ),
       limit: z.number().int().positive(),
       windowMs: z.number().int().positive(),
@@ -203,7 +207,8 @@ const CREDENTIAL_VARIABLES = {
 } as const;
 
 /** `credentials.consumerKey (AUDIENCE_KIT_CONSUMER_KEY)`: the option and the variable the CLI reads. */
-const credentialName = (field: keyof typeof CREDENTIAL_VARIABLES) => `credentials.${field} (${CREDENTIAL_VARIABLES[field]})`;
+const credentialName = (field: keyof typeof CREDENTIAL_VARIABLES) =>
+  `credentials.${field} (${CREDENTIAL_VARIABLES[field]})`;
 
 const credentialField = (field: keyof typeof CREDENTIAL_VARIABLES) =>
   z
@@ -226,19 +231,26 @@ const clientOptionsSchema = z.object({
         accessToken: credentialField('accessToken').optional(),
         accessTokenSecret: credentialField('accessTokenSecret').optional(),
       },
-      { error: missingOr('credentials', 'an object { consumerKey, consumerSecret, accessToken?, accessTokenSecret? }') },
+      {
+        error: missingOr('credentials', 'an object { consumerKey, consumerSecret, accessToken?, accessTokenSecret? }'),
+      },
     )
     .superRefine((c, ctx) => {
       if ((c.accessToken === undefined) !== (c.accessTokenSecret === undefined)) {
         const missing = credentialName(c.accessToken === undefined ? 'accessToken' : 'accessTokenSecret');
-        ctx.addIssue({ code: 'custom', message: `${missing} is missing (the access token and its secret go together)` });
+        ctx.addIssue({
+          code: 'custom',
+          message: `${missing} is missing (the access token and its secret go together)`,
+        });
       }
     }),
   connectTimeoutMs: positiveMs.optional(),
   headersTimeoutMs: positiveMs.optional(),
   bodyTimeoutMs: positiveMs.optional(),
   maxAttempts: z.number().int().min(1).max(MAX_ATTEMPTS_LIMIT).optional(),
-  retry: z.object({ baseMs: z.number().int().nonnegative().optional(), maxMs: z.number().int().nonnegative().optional() }).optional(),
+  retry: z
+    .object({ baseMs: z.number().int().nonnegative().optional(), maxMs: z.number().int().nonnegative().optional() })
+    .optional(),
   rateLimitPolicy: policySchema.optional(),
   onWait: z.function().optional(),
   onRequest: z.function().optional(),
@@ -259,7 +271,10 @@ function fixForOption(where: string): string {
     return 'Pass credentials { consumerKey, consumerSecret, accessToken, accessTokenSecret } to createClient; the CLI reads the four AUDIENCE_KIT_* credential variables (or run `audience-kit auth login`)';
   }
   if (where === 'adsBaseUrl' || where === 'apiBaseUrl') {
-    const [variable, flag] = where === 'adsBaseUrl' ? ['AUDIENCE_KIT_ADS_BASE_URL', '--base-url'] : ['AUDIENCE_KIT_API_BASE_URL', '--api-base-url'];
+    const [variable, flag] =
+      where === 'adsBaseUrl'
+        ? ['AUDIENCE_KIT_ADS_BASE_URL', '--base-url']
+        : ['AUDIENCE_KIT_API_BASE_URL', '--api-base-url'];
     return `Pass ${where} to createClient, the platform's origin without a version segment (e.g. https://ads-api.example.com); the CLI reads ${variable} or ${flag}, and \`audience-kit sandbox\` prints a local one`;
   }
   return 'Correct the option named in the message';
@@ -410,7 +425,11 @@ export class AdsClient {
     this.onWait = o.onWait;
     this.onRequest = o.onRequest;
     this.onWarn = o.onWarn;
-    this.secrets = secretForms([o.credentials.consumerSecret, o.credentials.accessTokenSecret ?? '', o.credentials.accessToken ?? '']);
+    this.secrets = secretForms([
+      o.credentials.consumerSecret,
+      o.credentials.accessTokenSecret ?? '',
+      o.credentials.accessToken ?? '',
+    ]);
     for (const rule of this.policy.rules) {
       this.limiters.set(rule, new SlidingWindowLimiter(rule.limit, rule.windowMs + this.policy.safetyMarginMs));
     }
@@ -438,7 +457,9 @@ export class AdsClient {
    */
   private redactorFor(token: { key: string; secret: string } | null): (text: string) => string {
     const secrets =
-      token === null || this.secrets.includes(token.secret) ? this.secrets : [...this.secrets, ...secretForms([token.key, token.secret])];
+      token === null || this.secrets.includes(token.secret)
+        ? this.secrets
+        : [...this.secrets, ...secretForms([token.key, token.secret])];
     return (text) => redactWith(secrets, text);
   }
 
@@ -453,7 +474,9 @@ export class AdsClient {
       body = Buffer.from(formEncode(req.form));
       contentType = 'application/x-www-form-urlencoded';
     } else if (req.json !== undefined) {
-      body = Buffer.isBuffer(req.json) ? req.json : Buffer.from(typeof req.json === 'string' ? req.json : JSON.stringify(req.json));
+      body = Buffer.isBuffer(req.json)
+        ? req.json
+        : Buffer.from(typeof req.json === 'string' ? req.json : JSON.stringify(req.json));
       contentType = 'application/json';
     }
     const rules = findRateLimitRules(this.policy, req.method, req.path, req.query);
@@ -502,7 +525,8 @@ export class AdsClient {
         if (isAborted(req.signal)) throw abortedError(req.method, path, req.signal?.reason);
         const err = this.connectionError(req.method, path, e);
         const code = errorCode(e);
-        if (attempt >= this.maxAttempts || (!idempotent && (code === undefined || !NOT_SENT_CODES.has(code)))) throw err;
+        if (attempt >= this.maxAttempts || (!idempotent && (code === undefined || !NOT_SENT_CODES.has(code))))
+          throw err;
         await this.wait('retry', this.backoffMs(attempt), path, req.signal);
         this.counters.retries++;
         continue;
@@ -539,9 +563,13 @@ export class AdsClient {
     if (req.token !== undefined) return req.token;
     const { accessToken, accessTokenSecret } = this.credentials;
     if (accessToken === undefined || accessTokenSecret === undefined) {
-      throw new ConfigError('config_missing_credential', 'AUDIENCE_KIT_ACCESS_TOKEN and AUDIENCE_KIT_ACCESS_TOKEN_SECRET are not set', {
-        fix: 'Set them, or run `audience-kit auth login` to obtain an access token',
-      });
+      throw new ConfigError(
+        'config_missing_credential',
+        'AUDIENCE_KIT_ACCESS_TOKEN and AUDIENCE_KIT_ACCESS_TOKEN_SECRET are not set',
+        {
+          fix: 'Set them, or run `audience-kit auth login` to obtain an access token',
+        },
+      );
     }
     return { key: accessToken, secret: accessTokenSecret };
   }
@@ -595,7 +623,8 @@ export class AdsClient {
     const max = this.policy.maxServerWaitMs;
     if (status === 429) {
       const ms = exhaustedResetWaitMs(parseRateLimitHeaders(headers), now, max, true);
-      if (ms !== undefined) return { ms: Math.min(max, ms + this.random() * this.policy.resetJitterMs), reason: 'server_reset' };
+      if (ms !== undefined)
+        return { ms: Math.min(max, ms + this.random() * this.policy.resetJitterMs), reason: 'server_reset' };
     }
     const ra = retryAfterMs(headerOf(headers, 'retry-after'), now, max);
     return ra === undefined ? undefined : { ms: ra, reason: status === 429 ? 'server_reset' : 'retry' };

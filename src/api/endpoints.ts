@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { ConfigError, HttpError } from '../errors.js';
-import type { AudienceUser } from '../normalize.js';
+import type { AudienceUser } from '../identifiers/normalize.js';
 import type { AdsClient } from './client.js';
 import { checkCount, checkIdList, checkTotalCountCursor, type Page } from './pagination.js';
 import {
@@ -33,7 +33,8 @@ export type UserOperation = {
 };
 
 /** Either operations to serialize, or the exact JSON array the caller already serialized (text or UTF-8 bytes). */
-export type UserBatchBody = { operations: UserOperation[]; body?: never } | { body: string | Buffer; operations?: never };
+export type UserBatchBody =
+  { operations: UserOperation[]; body?: never } | { body: string | Buffer; operations?: never };
 
 /** Platform limits of one user-batch request. */
 export const USER_BATCH_LIMITS = { maxOperations: 2500, maxBodyBytes: 5_000_000 } as const;
@@ -41,15 +42,20 @@ export const LIST_COUNT_MAX = 1000;
 export const ID_LIST_MAX = 200;
 
 const seg = (id: string, name: string): string => {
-  if (id === '') throw new ConfigError('invalid_parameter', `Invalid ${name}: empty`, { fix: `Give a non-empty ${name}` });
+  if (id === '')
+    throw new ConfigError('invalid_parameter', `Invalid ${name}: empty`, { fix: `Give a non-empty ${name}` });
   return encodeURIComponent(id);
 };
 
 function batchBody(input: UserBatchBody): Buffer {
   if (input.operations !== undefined && input.operations.length > USER_BATCH_LIMITS.maxOperations) {
-    throw new ConfigError('invalid_parameter', `Invalid operations: ${input.operations.length} operations in one request`, {
-      fix: `Send at most ${USER_BATCH_LIMITS.maxOperations} operations per request`,
-    });
+    throw new ConfigError(
+      'invalid_parameter',
+      `Invalid operations: ${input.operations.length} operations in one request`,
+      {
+        fix: `Send at most ${USER_BATCH_LIMITS.maxOperations} operations per request`,
+      },
+    );
   }
   const given = input.body ?? JSON.stringify(input.operations);
   const body = typeof given === 'string' ? Buffer.from(given) : given;
@@ -150,7 +156,10 @@ export async function listCustomAudiences(c: AdsClient, p: ListCustomAudiencesPa
   return toPage(res.body);
 }
 
-export async function getCustomAudience(c: AdsClient, p: { accountId: string; customAudienceId: string }): Promise<CustomAudience> {
+export async function getCustomAudience(
+  c: AdsClient,
+  p: { accountId: string; customAudienceId: string },
+): Promise<CustomAudience> {
   const res = await c.request({
     method: 'GET',
     path: `${audiencesPath(p.accountId)}/${seg(p.customAudienceId, 'custom audience id')}`,
@@ -187,7 +196,10 @@ export async function updateCustomAudience(
 }
 
 /** A deleted audience stays readable (with `deleted: true`), which settles a retried DELETE's 404. */
-export async function deleteCustomAudience(c: AdsClient, p: { accountId: string; customAudienceId: string }): Promise<CustomAudience> {
+export async function deleteCustomAudience(
+  c: AdsClient,
+  p: { accountId: string; customAudienceId: string },
+): Promise<CustomAudience> {
   return deleteOnce(
     async () => {
       const res = await c.request({
@@ -220,7 +232,10 @@ export async function listDoNotReachLists(
   return toPage(res.body);
 }
 
-export async function getDoNotReachList(c: AdsClient, p: { accountId: string; doNotReachListId: string }): Promise<DoNotReachList> {
+export async function getDoNotReachList(
+  c: AdsClient,
+  p: { accountId: string; doNotReachListId: string },
+): Promise<DoNotReachList> {
   const res = await c.request({
     method: 'GET',
     path: `${dnrPath(p.accountId)}/${seg(p.doNotReachListId, 'do-not-reach list id')}`,
@@ -244,7 +259,10 @@ export async function createDoNotReachList(
 }
 
 /** A deleted list stays readable (with `deleted: true`), which settles a retried DELETE's 404. */
-export async function deleteDoNotReachList(c: AdsClient, p: { accountId: string; doNotReachListId: string }): Promise<DoNotReachList> {
+export async function deleteDoNotReachList(
+  c: AdsClient,
+  p: { accountId: string; doNotReachListId: string },
+): Promise<DoNotReachList> {
   return deleteOnce(
     async () => {
       const res = await c.request({
@@ -282,7 +300,10 @@ export interface ListAudiencePermissionsParams {
   sortBy?: string;
 }
 
-export async function listAudiencePermissions(c: AdsClient, p: ListAudiencePermissionsParams): Promise<Page<AudiencePermission>> {
+export async function listAudiencePermissions(
+  c: AdsClient,
+  p: ListAudiencePermissionsParams,
+): Promise<Page<AudiencePermission>> {
   const idsParam = p.kind === 'custom' ? 'custom_audience_permission_ids' : 'tailored_audience_permission_ids';
   checkCount('count', p.count, 1, LIST_COUNT_MAX);
   checkIdList('granted_account_ids', p.grantedAccountIds, ID_LIST_MAX);
@@ -306,7 +327,13 @@ export async function listAudiencePermissions(c: AdsClient, p: ListAudiencePermi
 
 export async function grantAudiencePermission(
   c: AdsClient,
-  p: { kind: AudienceKind; accountId: string; audienceId: string; grantedAccountId: string; permissionLevel: PermissionLevel },
+  p: {
+    kind: AudienceKind;
+    accountId: string;
+    audienceId: string;
+    grantedAccountId: string;
+    permissionLevel: PermissionLevel;
+  },
 ): Promise<AudiencePermission> {
   const res = await c.request({
     method: 'POST',
@@ -329,7 +356,12 @@ export async function revokeAudiencePermission(
 ): Promise<AudiencePermission> {
   const path = `${permissionsPath(p.kind, p.accountId, p.audienceId)}/${seg(p.permissionId, 'permission id')}`;
   // The lookup is only insurance: whatever it fails with, the DELETE's own answer is the one to report.
-  const before = await listAudiencePermissions(c, { kind: p.kind, accountId: p.accountId, audienceId: p.audienceId, permissionIds: [p.permissionId] })
+  const before = await listAudiencePermissions(c, {
+    kind: p.kind,
+    accountId: p.accountId,
+    audienceId: p.audienceId,
+    permissionIds: [p.permissionId],
+  })
     .then((page) => page.data.find((x) => x.id === p.permissionId))
     .catch(() => undefined);
   return deleteOnce(
@@ -399,7 +431,12 @@ export async function accessToken(
   return res.body;
 }
 
-function toPage<T>(body: { data: T[]; next_cursor?: string | null | undefined; total_count?: number | undefined; request?: unknown }): Page<T> {
+function toPage<T>(body: {
+  data: T[];
+  next_cursor?: string | null | undefined;
+  total_count?: number | undefined;
+  request?: unknown;
+}): Page<T> {
   return {
     data: body.data,
     next_cursor: body.next_cursor ?? null,

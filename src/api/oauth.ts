@@ -43,9 +43,13 @@ export function percentEncode(value: string, parameter = 'value'): string {
     // silently send and sign another value than the caller's, and secrets or a server decoding
     // differently would then fail as a bare 401: naming the parameter here is the useful answer.
     if (!(e instanceof URIError)) throw e;
-    throw new ConfigError('invalid_parameter', `Invalid ${parameter}: it contains a lone UTF-16 surrogate, which has no UTF-8 encoding`, {
-      fix: `Remove the broken character from the ${parameter} (often a string cut in the middle of an emoji)`,
-    });
+    throw new ConfigError(
+      'invalid_parameter',
+      `Invalid ${parameter}: it contains a lone UTF-16 surrogate, which has no UTF-8 encoding`,
+      {
+        fix: `Remove the broken character from the ${parameter} (often a string cut in the middle of an emoji)`,
+      },
+    );
   }
   // encodeURIComponent leaves ! ' ( ) * unescaped; RFC 3986 unreserved does not include them.
   return encoded.replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
@@ -91,12 +95,18 @@ function entries(params: Record<string, string> | undefined): Array<[string, str
 /** `oauth_timestamp`: whole seconds, so that "1.5" or "1e9" never reach a server that would refuse them. */
 function timestampParam(timestamp: number | string | undefined): string {
   if (timestamp === undefined) return String(Math.floor(Date.now() / 1000));
-  if (typeof timestamp === 'number' ? Number.isSafeInteger(timestamp) && timestamp >= 0 : /^\d{1,15}$/.test(timestamp)) {
+  if (
+    typeof timestamp === 'number' ? Number.isSafeInteger(timestamp) && timestamp >= 0 : /^\d{1,15}$/.test(timestamp)
+  ) {
     return String(timestamp);
   }
-  throw new ConfigError('invalid_parameter', `Invalid timestamp: ${JSON.stringify(String(timestamp)).slice(0, 40)} is not a whole number of Unix seconds`, {
-    fix: 'Pass the timestamp as whole Unix seconds, a number or a string of digits (for example 1318622958), or leave it out for the current time',
-  });
+  throw new ConfigError(
+    'invalid_parameter',
+    `Invalid timestamp: ${JSON.stringify(String(timestamp)).slice(0, 40)} is not a whole number of Unix seconds`,
+    {
+      fix: 'Pass the timestamp as whole Unix seconds, a number or a string of digits (for example 1318622958), or leave it out for the current time',
+    },
+  );
 }
 
 /** The signed protocol parameters, `oauth_signature` included (what goes into the header). */
@@ -168,7 +178,8 @@ export function verifyOauth1Signature(v: OAuth1Verification): boolean {
   const given = v.oauthParams['oauth_signature'];
   if (given === undefined || v.oauthParams['oauth_signature_method'] !== 'HMAC-SHA1') return false;
   const signed = Object.entries(v.oauthParams).filter(([k]) => k !== 'oauth_signature' && k !== 'realm');
-  const body = v.bodyParams === undefined ? [] : isPairs(v.bodyParams) ? [...v.bodyParams] : Object.entries(v.bodyParams);
+  const body =
+    v.bodyParams === undefined ? [] : isPairs(v.bodyParams) ? [...v.bodyParams] : Object.entries(v.bodyParams);
   const expected = oauth1Signature(
     signatureBaseString(v.method, v.url, [...signed, ...body]),
     v.consumerSecret,

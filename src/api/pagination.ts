@@ -51,6 +51,10 @@ export function checkIdList(parameter: string, ids: readonly string[] | undefine
 /** `with_total_count` and `cursor` cannot be combined (the platform refuses it). */
 export function checkTotalCountCursor(withTotalCount: boolean | undefined, cursor: string | undefined): void {
   if (withTotalCount === true && cursor !== undefined) {
-    throw invalid('with_total_count', 'cannot be combined with cursor', 'with_total_count only on the first page (no cursor)');
+    throw invalid(
+      'with_total_count',
+      'cannot be combined with cursor',
+      'with_total_count only on the first page (no cursor)',
+    );
   }
 }

@@ -75,7 +75,8 @@ function header(headers: ErrorResponse['headers'], name: string): string | undef
 
 /** What to do, by status: the message says what happened, this says what to change. */
 export function fixForStatus(status: number, hasOperationErrors: boolean): string {
-  if (hasOperationErrors) return 'Fix the users of the operation named in the message (index = operation position) and send it again';
+  if (hasOperationErrors)
+    return 'Fix the users of the operation named in the message (index = operation position) and send it again';
   switch (status) {
     case 400:
       return 'Check the parameter named in the message against the documented limits';
@@ -239,6 +240,7 @@ export function buildHttpError(r: ErrorResponse): HttpError {
   const code = codeForStatus(r.status);
   const message = `${r.method} ${r.path} failed with HTTP ${r.status}: ${parsed.summary}`;
   if (r.status === 401 || r.status === 403) return new AuthError(code, message, init);
-  if (r.status === 429) return new RateLimitError(code, message, { ...init, ...(r.resetAt === undefined ? {} : { resetAt: r.resetAt }) });
+  if (r.status === 429)
+    return new RateLimitError(code, message, { ...init, ...(r.resetAt === undefined ? {} : { resetAt: r.resetAt }) });
   return new HttpError(code, message, init);
 }

@@ -125,7 +125,10 @@ function pattern(source: string): RegExp {
   return re;
 }
 
-function matchesQuery(wanted: Record<string, string> | undefined, query: Record<string, QueryValue> | undefined): boolean {
+function matchesQuery(
+  wanted: Record<string, string> | undefined,
+  query: Record<string, QueryValue> | undefined,
+): boolean {
   if (wanted === undefined) return true;
   return Object.entries(wanted).every(([name, value]) => {
     const v = query?.[name];

@@ -32,7 +32,6 @@ export interface ConnectionArgs extends GlobalArgs {
 
 export const CONNECTION_GROUP = 'Connection (flags > environment > config file):';
 
-
 /**
  * The connection flags of the OAuth login: everything but the user's access token, which is
  * what the login obtains.
@@ -61,10 +60,14 @@ export function withAppConnectionOptions<T>(yargs: Argv<T>): Argv<T & Connection
       requiresArg: true,
       describe: `HTTP attempts per request, retries included, 1 to ${MAX_ATTEMPTS_LIMIT} (default: client default)`,
     })
-    .option('request-timeout', { type: 'string', describe: 'Headers and body timeout per attempt, e.g. 30s, 2m (default: client default)' })
-    .group(['base-url', 'api-base-url', 'consumer-key', 'consumer-secret', 'profile', 'max-attempts', 'request-timeout'], CONNECTION_GROUP) as unknown as Argv<
-    T & ConnectionArgs
-  >;
+    .option('request-timeout', {
+      type: 'string',
+      describe: 'Headers and body timeout per attempt, e.g. 30s, 2m (default: client default)',
+    })
+    .group(
+      ['base-url', 'api-base-url', 'consumer-key', 'consumer-secret', 'profile', 'max-attempts', 'request-timeout'],
+      CONNECTION_GROUP,
+    ) as unknown as Argv<T & ConnectionArgs>;
 }
 
 /** Add the connection flags to a command's builder. */
@@ -121,7 +124,13 @@ export async function clientFromArgs(
   const config = await connectionConfigFromArgs(ctx, args, options.need ?? 'user');
   const clientOptions: ClientOptions = { ...config.options, ...options.extra };
   if (args.maxAttempts !== undefined) {
-    clientOptions.maxAttempts = parseWholeNumber(args.maxAttempts, '--max-attempts', 1, MAX_ATTEMPTS_LIMIT, 'pass for example --max-attempts 5');
+    clientOptions.maxAttempts = parseWholeNumber(
+      args.maxAttempts,
+      '--max-attempts',
+      1,
+      MAX_ATTEMPTS_LIMIT,
+      'pass for example --max-attempts 5',
+    );
   }
   if (args.requestTimeout !== undefined) {
     const ms = parseDuration(args.requestTimeout, '--request-timeout');
@@ -129,7 +138,8 @@ export async function clientFromArgs(
     clientOptions.bodyTimeoutMs = ms;
   }
   // The platform's warnings on successful responses (deprecations, ignored parameters) reach the user.
-  clientOptions.onWarn ??= (warning, at) => writeLine(ctx.stderr, `warning: platform: ${warning} (${at.method} ${at.path})`);
+  clientOptions.onWarn ??= (warning, at) =>
+    writeLine(ctx.stderr, `warning: platform: ${warning} (${at.method} ${at.path})`);
   return { client: createClient(withDebugLines(ctx, args, clientOptions)), config };
 }
 
@@ -140,7 +150,10 @@ export function withDebugLines(ctx: CliContext, args: GlobalArgs, clientOptions:
   return {
     ...clientOptions,
     onRequest: (e) => {
-      writeLine(ctx.stderr, `debug: ${e.method} ${e.path.split('?')[0] ?? ''} ${e.status} ${Math.round(e.ms)}ms (attempt ${e.attempt})`);
+      writeLine(
+        ctx.stderr,
+        `debug: ${e.method} ${e.path.split('?')[0] ?? ''} ${e.status} ${Math.round(e.ms)}ms (attempt ${e.attempt})`,
+      );
       onRequest?.(e);
     },
     onWait: (e) => {
@@ -183,9 +196,13 @@ export function parseDuration(text: string, option: string): number {
     consumed += match[0].length;
   }
   if (trimmed === '' || consumed !== trimmed.length || !Number.isFinite(total)) {
-    throw new ConfigError('invalid_duration', `${option} must be a duration such as 90s, 30m, 1h or 1h30m, got "${text}"`, {
-      fix: `pass for example ${option} 30m (units: ms, s, m, h, d; a bare number is seconds)`,
-    });
+    throw new ConfigError(
+      'invalid_duration',
+      `${option} must be a duration such as 90s, 30m, 1h or 1h30m, got "${text}"`,
+      {
+        fix: `pass for example ${option} 30m (units: ms, s, m, h, d; a bare number is seconds)`,
+      },
+    );
   }
   return Math.round(total);
 }
@@ -198,7 +215,9 @@ export function parseWholeNumber(text: string, option: string, min: number, max:
   const trimmed = String(text).trim();
   const value = /^\d+$/.test(trimmed) ? Number(trimmed) : Number.NaN;
   if (!(value >= min && value <= max)) {
-    throw new ConfigError('invalid_option', `${option} must be a whole number from ${min} to ${max}, got "${text}"`, { fix });
+    throw new ConfigError('invalid_option', `${option} must be a whole number from ${min} to ${max}, got "${text}"`, {
+      fix,
+    });
   }
   return value;
 }

@@ -33,12 +33,14 @@ export function addHashOptions<T>(y: Argv<T>): Argv<T & HashOptionArgs> {
     .option('default-country', {
       type: 'string',
       requiresArg: true,
-      describe: 'Country (ISO code such as US, GB, USA, GBR, or English name) for national-format phone numbers of rows without their own country',
+      describe:
+        'Country (ISO code such as US, GB, USA, GBR, or English name) for national-format phone numbers of rows without their own country',
     })
     .option('country-column', {
       type: 'string',
       requiresArg: true,
-      describe: "The column holding each row's country (ISO alpha-2 or alpha-3 code, or English name; default: a column named country or country_code)",
+      describe:
+        "The column holding each row's country (ISO alpha-2 or alpha-3 code, or English name; default: a column named country or country_code)",
     })
     .option('phone-format', {
       choices: ['e164', 'digits'] as const,
@@ -91,7 +93,9 @@ export function hashOptionsFromArgs(args: HashOptionArgs, stdin?: Readable): Has
   if (args['input-hashed'] !== undefined) opts.inputHashed = args['input-hashed'];
   if (args['value-separator'] !== undefined) {
     if (args['value-separator'] === '') {
-      throw new ConfigError('invalid_option', '--value-separator is empty', { fix: 'pass the separator, for example --value-separator ";"' });
+      throw new ConfigError('invalid_option', '--value-separator is empty', {
+        fix: 'pass the separator, for example --value-separator ";"',
+      });
     }
     opts.valueSeparator = args['value-separator'];
   }
@@ -106,7 +110,9 @@ export function hashOptionsFromArgs(args: HashOptionArgs, stdin?: Readable): Has
   }
   if (args.workers !== undefined) {
     if (!Number.isInteger(args.workers) || args.workers < 0) {
-      throw new ConfigError('invalid_option', '--workers must be a whole number >= 0', { fix: 'pass for example --workers 2' });
+      throw new ConfigError('invalid_option', '--workers must be a whole number >= 0', {
+        fix: 'pass for example --workers 2',
+      });
     }
     opts.workers = args.workers;
   }

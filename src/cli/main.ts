@@ -65,7 +65,8 @@ export function buildParser(argv: readonly string[], ctx: CliContext): Argv<Glob
     .fail((message, error) => {
       // Throwing is what stops yargs: a fail callback that returns lets the handler run anyway.
       // yargs reports some usage errors (an option left without its value) as a YError.
-      if (error === undefined || error === null || error.name === 'YError') throw new ParseFailure(message ?? error?.message ?? 'invalid command line');
+      if (error === undefined || error === null || error.name === 'YError')
+        throw new ParseFailure(message ?? error?.message ?? 'invalid command line');
       throw error;
     }) as Argv<GlobalArgs>;
   for (const factory of COMMANDS) parser = parser.command(factory(ctx));
@@ -89,7 +90,10 @@ export async function main(argv: readonly string[], ctx: CliContext = processCon
     const first = argv.find((a) => !a.startsWith('-'));
     const command = first !== undefined && commandNames(ctx).has(first) ? first : undefined;
     writeLine(ctx.stderr, `error: ${error.message.replace(/\s*\n\s*/g, ' ')}`);
-    writeLine(ctx.stderr, `  fix: see \`audience-kit ${command === undefined ? '' : `${command} `}--help\` for the options and examples`);
+    writeLine(
+      ctx.stderr,
+      `  fix: see \`audience-kit ${command === undefined ? '' : `${command} `}--help\` for the options and examples`,
+    );
     return EXIT_CODES.usage;
   }
   return ctx.exitCode;

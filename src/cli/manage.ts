@@ -19,7 +19,17 @@ import {
 } from '../index.js';
 import { parseWholeNumber, withClient, withConnectionOptions, type ConnectionArgs } from './connection.js';
 import type { CliContext } from './context.js';
-import { exitCodesEpilogue, handle, renderFields, renderTable, writeJson, writeLine, type Column, type ExitCodeName, type GlobalArgs } from './output.js';
+import {
+  exitCodesEpilogue,
+  handle,
+  renderFields,
+  renderTable,
+  writeJson,
+  writeLine,
+  type Column,
+  type ExitCodeName,
+  type GlobalArgs,
+} from './output.js';
 
 // ---- Command groups ----
 
@@ -51,7 +61,10 @@ export function commandGroup(spec: CommandGroupSpec): CommandModule<GlobalArgs, 
       let group = y;
       for (const sub of spec.subcommands) {
         const build = sub.builder as (y: Argv<GlobalArgs>) => Argv<GlobalArgs>;
-        group = group.command({ ...sub, builder: (s: Argv<GlobalArgs>) => build(s).epilogue(epilogue) } as CommandModule<GlobalArgs, never>);
+        group = group.command({
+          ...sub,
+          builder: (s: Argv<GlobalArgs>) => build(s).epilogue(epilogue),
+        } as CommandModule<GlobalArgs, never>);
       }
       for (const [command, description] of spec.examples) group = group.example(command, description);
       return group.demandCommand(1, `Name a subcommand: ${orList(names)}.`).epilogue(epilogue);
@@ -73,7 +86,7 @@ export function withAccountOption<T>(yargs: Argv<T>): Argv<T & AccountArgs> {
     demandOption: true,
     requiresArg: true,
     describe: 'Ad account id the request is made for',
-  }) as unknown as Argv<T & AccountArgs>;
+  });
 }
 
 export interface AudienceArgs extends AccountArgs {
@@ -86,7 +99,7 @@ export function withAudienceOption<T>(yargs: Argv<T>, describe = 'Custom audienc
     demandOption: true,
     requiresArg: true,
     describe,
-  }) as unknown as Argv<T & AudienceArgs>;
+  });
 }
 
 export interface NameArgs {
@@ -112,16 +125,22 @@ export function createNamedCommand(
     what: string;
     example: readonly [command: string, description: string];
     fields: readonly string[];
-    create: (client: AdsClient, params: { accountId: string; name: string; description?: string }) => Promise<Record<string, unknown>>;
+    create: (
+      client: AdsClient,
+      params: { accountId: string; name: string; description?: string },
+    ) => Promise<Record<string, unknown>>;
   },
 ): CommandModule<GlobalArgs, CreateArgs> {
   return {
     command: 'create',
     describe: spec.describe,
-    builder: (y) => withNameOptions(withAccountOption(y), spec.what, true).example(...spec.example) as unknown as Argv<CreateArgs>,
+    builder: (y) =>
+      withNameOptions(withAccountOption(y), spec.what, true).example(...spec.example) as unknown as Argv<CreateArgs>,
     handler: handle(ctx, async (args: CreateArgs) => {
       const fields = nameFields(args);
-      const created = await withClient(ctx, args, (client) => spec.create(client, { accountId: args.account, name: args.name, ...fields }));
+      const created = await withClient(ctx, args, (client) =>
+        spec.create(client, { accountId: args.account, name: args.name, ...fields }),
+      );
       printObject(ctx, args, created, spec.fields);
     }),
   };
@@ -130,7 +149,9 @@ export function createNamedCommand(
 /** The name and description to send, an empty name refused here rather than by the platform. */
 export function nameFields(args: NameArgs): { name?: string; description?: string } {
   if (args.name !== undefined && args.name.trim() === '') {
-    throw new ConfigError('invalid_option', '--name must not be empty', { fix: 'pass a name, e.g. --name "CRM buyers"' });
+    throw new ConfigError('invalid_option', '--name must not be empty', {
+      fix: 'pass a name, e.g. --name "CRM buyers"',
+    });
   }
   return definedOnly({ name: args.name, description: args.description });
 }
@@ -139,7 +160,10 @@ export function nameFields(args: NameArgs): { name?: string; description?: strin
  * Ids from repeated and/or comma-separated flag values, deduplicated, at most 200 (the
  * platform's bound), refused before anything is sent.
  */
-export function parseIdList(values: ReadonlyArray<string | number> | string | undefined, option: string): string[] | undefined {
+export function parseIdList(
+  values: ReadonlyArray<string | number> | string | undefined,
+  option: string,
+): string[] | undefined {
   if (values === undefined) return undefined;
   const list = (Array.isArray(values) ? values : [values]).flatMap((v) => String(v).split(','));
   const ids = [...new Set(list.map((v) => v.trim()).filter((v) => v !== ''))];
@@ -174,7 +198,11 @@ export interface ListArgs {
 
 export function withListOptions<T>(yargs: Argv<T>): Argv<T & ListArgs> {
   return yargs
-    .option('count', { type: 'string', requiresArg: true, describe: `Page size, 1 to ${LIST_COUNT_MAX} (platform default 200)` })
+    .option('count', {
+      type: 'string',
+      requiresArg: true,
+      describe: `Page size, 1 to ${LIST_COUNT_MAX} (platform default 200)`,
+    })
     .option('cursor', { type: 'string', requiresArg: true, describe: 'Page cursor from a previous listing' })
     .option('all', { type: 'boolean', describe: 'Follow cursors until the last page' })
     .option('with-total-count', {
@@ -200,15 +228,27 @@ export interface ListResult<T> {
  * or every page (`--all`). With --all the total is asked on the first page only, since the
  * platform refuses it together with a cursor.
  */
-export function pagedLister(args: ListArgs): <T>(fetchPage: (page: PageParams) => Promise<Page<T>>) => Promise<ListResult<T>> {
+export function pagedLister(
+  args: ListArgs,
+): <T>(fetchPage: (page: PageParams) => Promise<Page<T>>) => Promise<ListResult<T>> {
   const count =
     args.count === undefined
       ? undefined
-      : parseWholeNumber(args.count, '--count', 1, LIST_COUNT_MAX, `pass --count between 1 and ${LIST_COUNT_MAX}, or --all to follow every page`);
+      : parseWholeNumber(
+          args.count,
+          '--count',
+          1,
+          LIST_COUNT_MAX,
+          `pass --count between 1 and ${LIST_COUNT_MAX}, or --all to follow every page`,
+        );
   if (args.withTotalCount === true && args.cursor !== undefined) {
-    throw new ConfigError('invalid_parameter', '--with-total-count cannot be combined with --cursor (the platform refuses it)', {
-      fix: 'drop --with-total-count when paging with --cursor; the first page (no --cursor) carries the total',
-    });
+    throw new ConfigError(
+      'invalid_parameter',
+      '--with-total-count cannot be combined with --cursor (the platform refuses it)',
+      {
+        fix: 'drop --with-total-count when paging with --cursor; the first page (no --cursor) carries the total',
+      },
+    );
   }
   const params = (cursor: string | undefined, first: boolean): PageParams => ({
     ...definedOnly({ count, cursor }),
@@ -257,7 +297,12 @@ export function printList<T>(
 }
 
 /** Print one object: JSON document, or key/value lines. */
-export function printObject(ctx: CliContext, args: GlobalArgs, value: Record<string, unknown>, fields: readonly string[]): void {
+export function printObject(
+  ctx: CliContext,
+  args: GlobalArgs,
+  value: Record<string, unknown>,
+  fields: readonly string[],
+): void {
   if (args.json === true) {
     writeJson(ctx, value);
     return;
@@ -302,7 +347,12 @@ export async function ownerOnly<T>(args: AudienceArgs, action: string, run: () =
   try {
     return await run();
   } catch (error) {
-    if (!(error instanceof HttpError && error.status === 403 && error.errors.some((e) => e.code === 'PERMISSION_DENIED'))) throw error;
+    if (!(
+      error instanceof HttpError &&
+      error.status === 403 &&
+      error.errors.some((e) => e.code === 'PERMISSION_DENIED')
+    ))
+      throw error;
     throw rephrase(error, {
       as: AuthError,
       code: 'audience_owner_only',

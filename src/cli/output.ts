@@ -33,9 +33,7 @@ export interface Column<Row> {
 /** A plain-text table: headers, a rule, aligned cells. Numbers align right by default. */
 export function renderTable<Row>(rows: readonly Row[], columns: readonly Column<Row>[]): string {
   const cells = rows.map((row) => columns.map((c) => formatCell(c.value(row))));
-  const widths = columns.map((c, i) =>
-    Math.max(c.header.length, ...cells.map((r) => (r[i] ?? '').length)),
-  );
+  const widths = columns.map((c, i) => Math.max(c.header.length, ...cells.map((r) => (r[i] ?? '').length)));
   const alignOf = (i: number, sample: unknown): 'left' | 'right' =>
     columns[i]?.align ?? (typeof sample === 'number' ? 'right' : 'left');
   const pad = (text: string, i: number, align: 'left' | 'right'): string =>
@@ -59,8 +57,9 @@ export function renderFields(fields: ReadonlyArray<readonly [string, unknown]>):
 function formatCell(value: unknown): string {
   if (value === null || value === undefined) return '-';
   if (Array.isArray(value)) return value.length === 0 ? '-' : value.join(', ');
-  if (typeof value === 'object') return JSON.stringify(value);
-  return String(value);
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
+  return JSON.stringify(value);
 }
 
 /**

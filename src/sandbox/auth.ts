@@ -71,7 +71,15 @@ export class OAuthVerifier {
     if (!valid) return { ok: false, message: 'Could not authenticate you (signature mismatch)' };
     // Only a correctly signed request consumes its nonce, so garbage cannot burn real nonces.
     if (!this.rememberNonce(key, nonce, ts)) return { ok: false, message: 'Nonce already used' };
-    return { ok: true, value: { consumerKey: key, ...(token === undefined ? {} : { token }), ...(tokenRec === undefined ? {} : { tokenRec }), oauth } };
+    return {
+      ok: true,
+      value: {
+        consumerKey: key,
+        ...(token === undefined ? {} : { token }),
+        ...(tokenRec === undefined ? {} : { tokenRec }),
+        oauth,
+      },
+    };
   }
 
   private rememberNonce(key: string, nonce: string, ts: number): boolean {

@@ -76,13 +76,15 @@ export function parseFaultSpec(spec: string): FaultRule[] {
       }
       rule.on = parts.map(Number);
     } else if (rateText !== undefined) {
-      if (!RATE_RE.test(rateText)) throw specError(position, item, '% must be followed by a probability from 0 to 1, e.g. %0.05');
+      if (!RATE_RE.test(rateText))
+        throw specError(position, item, '% must be followed by a probability from 0 to 1, e.g. %0.05');
       rule.rate = Number(rateText);
     } else {
       throw specError(position, item, 'needs @N (which requests) or %P (probability 0..1)');
     }
     if (routeText !== undefined) {
-      if (!isRoute(routeText)) throw specError(position, item, `unknown route "${routeText}"; allowed: ${SANDBOX_FAULT_ROUTES.join(', ')}`);
+      if (!isRoute(routeText))
+        throw specError(position, item, `unknown route "${routeText}"; allowed: ${SANDBOX_FAULT_ROUTES.join(', ')}`);
       rule.route = routeText;
     }
     rules.push(rule);
@@ -98,7 +100,8 @@ export function checkFaultRules(rules: readonly FaultRule[]): FaultRule[] {
     if (!(SANDBOX_FAULT_KINDS as readonly string[]).includes(r.kind)) {
       throw specError(position, item, `unknown kind; allowed: ${SANDBOX_FAULT_KINDS.join(', ')}`);
     }
-    if ((r.on === undefined) === (r.rate === undefined)) throw specError(position, item, 'set exactly one of on or rate');
+    if ((r.on === undefined) === (r.rate === undefined))
+      throw specError(position, item, 'set exactly one of on or rate');
     if (r.on !== undefined && !r.on.every((n) => Number.isInteger(n) && n >= 1)) {
       throw specError(position, item, 'on must hold request numbers >= 1');
     }
@@ -106,7 +109,8 @@ export function checkFaultRules(rules: readonly FaultRule[]): FaultRule[] {
     if (r.arg !== undefined && (ARG_KINDS[r.kind] === undefined || !Number.isInteger(r.arg) || r.arg < 0)) {
       throw specError(position, item, 'arg is a whole number, only for 503 and slow');
     }
-    if (r.route !== undefined && !isRoute(r.route)) throw specError(position, item, `route must be one of ${SANDBOX_FAULT_ROUTES.join(', ')}`);
+    if (r.route !== undefined && !isRoute(r.route))
+      throw specError(position, item, `route must be one of ${SANDBOX_FAULT_ROUTES.join(', ')}`);
     return { ...r };
   });
 }

@@ -46,7 +46,8 @@ export class QueryReader {
       if (opts.required === true) throw new SandboxApiFailure(400, 'MISSING_PARAMETER', `${name} is required`, name);
       return undefined;
     }
-    if (opts.max !== undefined && v.length > opts.max) throw invalid(name, `${name} must be at most ${opts.max} characters`);
+    if (opts.max !== undefined && v.length > opts.max)
+      throw invalid(name, `${name} must be at most ${opts.max} characters`);
     this.echo[name] = v;
     return v;
   }

@@ -65,7 +65,10 @@ export function tightest(windows: readonly WindowState[]): WindowState | undefin
   return out;
 }
 
-export function rateLimitHeaders(prefix: 'x-rate-limit' | 'x-account-rate-limit', w: WindowState): Record<string, string> {
+export function rateLimitHeaders(
+  prefix: 'x-rate-limit' | 'x-account-rate-limit',
+  w: WindowState,
+): Record<string, string> {
   return {
     [`${prefix}-limit`]: String(w.limit),
     [`${prefix}-remaining`]: String(w.remaining),

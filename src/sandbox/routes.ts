@@ -49,22 +49,40 @@ export const ADS_ROUTES: readonly AdsRoute[] = [
   route('PUT', `${CA}/:custom_audience_id`, 'audiences.update', 'custom_audiences'),
   route('DELETE', `${CA}/:custom_audience_id`, 'audiences.delete', 'custom_audiences'),
   route('POST', `${CA}/:custom_audience_id/users`, 'audiences.users', 'custom_audience_users', { batch: 'custom' }),
-  route('GET', `${CA}/:custom_audience_id/permissions`, 'permissions.list', 'permissions', { permissionKind: 'custom' }),
-  route('POST', `${CA}/:custom_audience_id/permissions`, 'permissions.grant', 'permissions', { permissionKind: 'custom' }),
-  route('DELETE', `${CA}/:custom_audience_id/permissions/:custom_audience_permission_id`, 'permissions.revoke', 'permissions', {
+  route('GET', `${CA}/:custom_audience_id/permissions`, 'permissions.list', 'permissions', {
     permissionKind: 'custom',
   }),
+  route('POST', `${CA}/:custom_audience_id/permissions`, 'permissions.grant', 'permissions', {
+    permissionKind: 'custom',
+  }),
+  route(
+    'DELETE',
+    `${CA}/:custom_audience_id/permissions/:custom_audience_permission_id`,
+    'permissions.revoke',
+    'permissions',
+    {
+      permissionKind: 'custom',
+    },
+  ),
   route('GET', TA, 'permissions.list', 'permissions', { permissionKind: 'tailored' }),
   route('POST', TA, 'permissions.grant', 'permissions', { permissionKind: 'tailored' }),
-  route('DELETE', `${TA}/:tailored_audience_permission_id`, 'permissions.revoke', 'permissions', { permissionKind: 'tailored' }),
+  route('DELETE', `${TA}/:tailored_audience_permission_id`, 'permissions.revoke', 'permissions', {
+    permissionKind: 'tailored',
+  }),
   route('GET', `${CA}/:custom_audience_id/targeted`, 'targeted', 'targeted'),
   route('GET', DNR, 'dnr.list', 'do_not_reach_lists'),
   route('POST', DNR, 'dnr.create', 'do_not_reach_lists'),
   route('GET', `${DNR}/:do_not_reach_list_id`, 'dnr.get', 'do_not_reach_lists'),
   route('DELETE', `${DNR}/:do_not_reach_list_id`, 'dnr.delete', 'do_not_reach_lists'),
-  route('POST', '/12/batch/accounts/:account_id/do_not_reach_lists/:do_not_reach_list_id/users', 'dnr.users', 'do_not_reach_users', {
-    batch: 'dnr',
-  }),
+  route(
+    'POST',
+    '/12/batch/accounts/:account_id/do_not_reach_lists/:do_not_reach_list_id/users',
+    'dnr.users',
+    'do_not_reach_users',
+    {
+      batch: 'dnr',
+    },
+  ),
 ];
 
 export interface RouteMatch {
@@ -151,7 +169,8 @@ export class AdsRoutes {
     const id = req.match.params[param] ?? '';
     const a = this.store.audiences.get(id);
     const grant = a === undefined || a.ownerAccountId === accountId ? undefined : this.store.grantOf(a.id, accountId);
-    if (a === undefined || (a.ownerAccountId !== accountId && grant === undefined)) throw notFound(`Audience ${id}`, param);
+    if (a === undefined || (a.ownerAccountId !== accountId && grant === undefined))
+      throw notFound(`Audience ${id}`, param);
     if (mode !== 'read' && a.deleted) throw notFound(`Audience ${id} (deleted)`, param);
     if (mode === 'write' && grant !== undefined && grant.level !== 'READ_WRITE') {
       throw new SandboxApiFailure(403, 'PERMISSION_DENIED', 'This account has READ_ONLY access to the audience', param);
@@ -245,7 +264,15 @@ export class AdsRoutes {
         const t = s.now();
         let p = s.grantOf(a.id, granted);
         if (p === undefined) {
-          p = { id: s.newId(), audienceId: a.id, grantedAccountId: granted, level, createdAt: t, updatedAt: t, deleted: false };
+          p = {
+            id: s.newId(),
+            audienceId: a.id,
+            grantedAccountId: granted,
+            level,
+            createdAt: t,
+            updatedAt: t,
+            deleted: false,
+          };
           s.permissions.set(p.id, p);
         } else {
           p.level = level;
@@ -331,7 +358,10 @@ export class AdsRoutes {
     const sortBy = q.string('sort_by');
     const sort = sortBy === undefined ? undefined : PERMISSION_SORT.exec(sortBy);
     if (sort === null) {
-      throw invalid('sort_by', 'sort_by must be field-asc or field-desc; fields: id, created_at, updated_at, granted_account_id, permission_level');
+      throw invalid(
+        'sort_by',
+        'sort_by must be field-asc or field-desc; fields: id, created_at, updated_at, granted_account_id, permission_level',
+      );
     }
     const isOwner = a.ownerAccountId === accountId;
     const perms = [...this.store.permissions.values()].filter(
@@ -347,7 +377,15 @@ export class AdsRoutes {
       const field = sort[1] ?? 'id';
       const dir = sort[2] === 'desc' ? -1 : 1;
       const value = (p: (typeof perms)[number]): string | number =>
-        field === 'created_at' ? p.createdAt : field === 'updated_at' ? p.updatedAt : field === 'granted_account_id' ? p.grantedAccountId : field === 'permission_level' ? p.level : p.id;
+        field === 'created_at'
+          ? p.createdAt
+          : field === 'updated_at'
+            ? p.updatedAt
+            : field === 'granted_account_id'
+              ? p.grantedAccountId
+              : field === 'permission_level'
+                ? p.level
+                : p.id;
       perms.sort((x, y) => (value(x) < value(y) ? -dir : value(x) > value(y) ? dir : 0));
     }
     const { data, ...rest } = pageOf(perms, offset, count, withTotal);
@@ -360,14 +398,21 @@ export class AdsRoutes {
   /** Resolves the batch's target (404/403 before the body is read). */
   batchTarget(req: AdsRequest): AudienceRec | DnrRec {
     const accountId = this.account(req);
-    return req.match.route.batch === 'dnr' ? this.dnrList(req, accountId, 'write') : this.audience(req, accountId, 'write');
+    return req.match.route.batch === 'dnr'
+      ? this.dnrList(req, accountId, 'write')
+      : this.audience(req, accountId, 'write');
   }
 
   /**
    * Applies checked operations. `mismatch` stores every user but the first one of the request
    * and reports one fewer success, as a platform that silently dropped a record would.
    */
-  applyUserBatch(req: AdsRequest, target: AudienceRec | DnrRec, operations: CheckedOperation[], mismatch: boolean): AdsReply {
+  applyUserBatch(
+    req: AdsRequest,
+    target: AudienceRec | DnrRec,
+    operations: CheckedOperation[],
+    mismatch: boolean,
+  ): AdsReply {
     let skip = mismatch;
     const counts = operations.map((op) => {
       let success = op.keys.length;

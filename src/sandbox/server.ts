@@ -109,9 +109,13 @@ function checkOptions(opts: SandboxOptions): void {
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const field = issue?.path.join('.') || 'options';
-    throw new ConfigError('sandbox_option_invalid', `Sandbox option ${field} is invalid: ${issue?.message ?? 'unknown'}`, {
-      fix: 'See startSandbox options in the README (port 0..65535, rateLimit and totalCountRateLimit {limit, windowMs} positive integers, ...)',
-    });
+    throw new ConfigError(
+      'sandbox_option_invalid',
+      `Sandbox option ${field} is invalid: ${issue?.message ?? 'unknown'}`,
+      {
+        fix: 'See startSandbox options in the README (port 0..65535, rateLimit and totalCountRateLimit {limit, windowMs} positive integers, ...)',
+      },
+    );
   }
 }
 
@@ -129,12 +133,23 @@ function readBody(req: IncomingMessage, limit: number): Promise<{ buffer: Buffer
       // Keep draining past the limit (so the client finishes sending) but stop keeping bytes.
       if (bytes <= limit) chunks.push(chunk);
     });
-    req.on('end', () => resolve({ buffer: bytes <= limit ? Buffer.concat(chunks, bytes) : Buffer.alloc(0), bytes, tooLarge: bytes > limit }));
+    req.on('end', () =>
+      resolve({
+        buffer: bytes <= limit ? Buffer.concat(chunks, bytes) : Buffer.alloc(0),
+        bytes,
+        tooLarge: bytes > limit,
+      }),
+    );
     req.on('error', reject);
   });
 }
 
-function errorBody(code: string, message: string, parameter?: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+function errorBody(
+  code: string,
+  message: string,
+  parameter?: string,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
   return {
     errors: [{ code, message, ...(parameter === undefined ? {} : { parameter }) }],
     ...extra,
@@ -152,13 +167,24 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
   res.end(text);
 }
 
-function sendText(res: ServerResponse, status: number, type: string, text: string, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': `${type}; charset=utf-8`, 'content-length': Buffer.byteLength(text), ...headers });
+function sendText(
+  res: ServerResponse,
+  status: number,
+  type: string,
+  text: string,
+  headers: Record<string, string> = {},
+): void {
+  res.writeHead(status, {
+    'content-type': `${type}; charset=utf-8`,
+    'content-length': Buffer.byteLength(text),
+    ...headers,
+  });
   res.end(text);
 }
 
 function formPairs(buffer: Buffer, contentType: string | undefined): Array<[string, string]> {
-  if (contentType === undefined || !contentType.toLowerCase().startsWith('application/x-www-form-urlencoded')) return [];
+  if (contentType === undefined || !contentType.toLowerCase().startsWith('application/x-www-form-urlencoded'))
+    return [];
   return [...new URLSearchParams(buffer.toString('utf8'))];
 }
 
@@ -219,7 +245,12 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     if (url.pathname === '/oauth/authorize' && method === 'GET') {
       const rec = store.tokens.get(url.searchParams.get('oauth_token') ?? '');
       if (rec === undefined || rec.kind !== 'request') {
-        sendText(res, 400, 'text/html', '<html><body><p>This authorization request is invalid or expired.</p></body></html>');
+        sendText(
+          res,
+          400,
+          'text/html',
+          '<html><body><p>This authorization request is invalid or expired.</p></body></html>',
+        );
         return 400;
       }
       // Auto-approval: the sandbox user "clicks Authorize" at once.
@@ -249,7 +280,11 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     };
     if (requestStep) {
       if (auth.value.oauth['oauth_callback'] === undefined) {
-        sendJson(res, 400, errorBody('MISSING_PARAMETER', 'oauth_callback is required (a URL or oob)', 'oauth_callback'));
+        sendJson(
+          res,
+          400,
+          errorBody('MISSING_PARAMETER', 'oauth_callback is required (a URL or oob)', 'oauth_callback'),
+        );
         return 400;
       }
       const token = secret(27);
@@ -267,7 +302,12 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     const token = `${user.id}-${secret(40)}`;
     const tokenSecret = secret(45);
     store.tokens.set(token, { secret: tokenSecret, userId: user.id, kind: 'access' });
-    return form({ oauth_token: token, oauth_token_secret: tokenSecret, user_id: user.id, screen_name: user.screenName });
+    return form({
+      oauth_token: token,
+      oauth_token_secret: tokenSecret,
+      user_id: user.id,
+      screen_name: user.screenName,
+    });
   }
 
   async function handleAds(
@@ -281,7 +321,14 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     const found = matchAdsRoute(method, url.pathname);
     if (found.match === undefined) {
       const status = found.pathKnown ? 405 : 404;
-      sendJson(res, status, errorBody(found.pathKnown ? 'METHOD_NOT_ALLOWED' : 'NOT_FOUND', found.pathKnown ? `${method} is not supported here` : 'No such endpoint'));
+      sendJson(
+        res,
+        status,
+        errorBody(
+          found.pathKnown ? 'METHOD_NOT_ALLOWED' : 'NOT_FOUND',
+          found.pathKnown ? `${method} is not supported here` : 'No such endpoint',
+        ),
+      );
       return status;
     }
     const match = found.match;
@@ -289,7 +336,13 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     // Batch bodies are JSON (never signed), so they are only read after every cheap check.
     const small = batch === undefined ? await readBody(req, MAX_SMALL_BODY) : undefined;
     const pairs = small === undefined ? [] : formPairs(small.buffer, req.headers['content-type']);
-    const auth = verifier.verify({ method, url: fullUrl, authorization: req.headers.authorization, bodyParams: pairs, tokenKind: 'access' });
+    const auth = verifier.verify({
+      method,
+      url: fullUrl,
+      authorization: req.headers.authorization,
+      bodyParams: pairs,
+      tokenKind: 'access',
+    });
     if (!auth.ok) return authFailure(res, auth.message);
     const userId = auth.value.tokenRec?.userId ?? '';
     const query = new URLSearchParams(url.search);
@@ -321,7 +374,12 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
             `Rate limit exceeded: ${rule.limit} ${full === 1 ? 'with_total_count requests' : 'requests'} per ${rule.windowMs / 1000} s`,
           );
         }
-        if (small?.tooLarge === true) throw new SandboxApiFailure(400, 'REQUEST_TOO_LARGE', 'Parameters belong in the query string; the body is too large');
+        if (small?.tooLarge === true)
+          throw new SandboxApiFailure(
+            400,
+            'REQUEST_TOO_LARGE',
+            'Parameters belong in the query string; the body is too large',
+          );
         const answered = await injectFault(res, faults.next(false), headers, log);
         if (answered !== undefined) return answered;
         const reply: AdsReply = routes.handle(adsReq);
@@ -353,7 +411,11 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     const declared = Number(req.headers['content-length'] ?? Number.NaN);
     if (declared > MAX_BODY_BYTES) {
       log.bytes = declared;
-      throw new SandboxApiFailure(400, 'REQUEST_TOO_LARGE', `The body is ${declared} bytes; at most ${MAX_BODY_BYTES} are accepted`);
+      throw new SandboxApiFailure(
+        400,
+        'REQUEST_TOO_LARGE',
+        `The body is ${declared} bytes; at most ${MAX_BODY_BYTES} are accepted`,
+      );
     }
     const taken = windows.take([
       { key: `${accountId}|${family}`, rule: rateLimit },
@@ -363,7 +425,11 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     if (account !== undefined) Object.assign(headers, rateLimitHeaders('x-account-rate-limit', account));
     if (perToken !== undefined) Object.assign(headers, rateLimitHeaders('x-rate-limit', perToken));
     if (!taken.allowed) {
-      throw new SandboxApiFailure(429, 'TOO_MANY_REQUESTS', `Rate limit exceeded: ${rateLimit.limit} requests per ${rateLimit.windowMs / 1000} s`);
+      throw new SandboxApiFailure(
+        429,
+        'TOO_MANY_REQUESTS',
+        `Rate limit exceeded: ${rateLimit.limit} requests per ${rateLimit.windowMs / 1000} s`,
+      );
     }
     const fault = faults.next(true);
     const body = await readBody(req, MAX_BODY_BYTES);
@@ -371,7 +437,11 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     const answered = await injectFault(res, fault, headers, log);
     if (answered !== undefined) return answered;
     if (body.tooLarge) {
-      throw new SandboxApiFailure(400, 'REQUEST_TOO_LARGE', `The body is ${body.bytes} bytes; at most ${MAX_BODY_BYTES} are accepted`);
+      throw new SandboxApiFailure(
+        400,
+        'REQUEST_TOO_LARGE',
+        `The body is ${body.bytes} bytes; at most ${MAX_BODY_BYTES} are accepted`,
+      );
     }
     const checked = checkUserBatch(body.buffer, adsReq.match.route.batch ?? 'custom', now());
     if (!checked.ok) {
@@ -442,7 +512,12 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     } catch (e) {
       log.status = 500;
       // A sandbox bug: answer like the platform's own internal error rather than hanging the client.
-      if (!res.headersSent && res.socket?.destroyed !== true) sendJson(res, 500, errorBody('INTERNAL_ERROR', `Sandbox failure: ${e instanceof Error ? e.message : String(e)}`));
+      if (!res.headersSent && res.socket?.destroyed !== true)
+        sendJson(
+          res,
+          500,
+          errorBody('INTERNAL_ERROR', `Sandbox failure: ${e instanceof Error ? e.message : String(e)}`),
+        );
       else res.destroy();
     }
     log.ms = performance.now() - started;
@@ -456,9 +531,13 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
   await new Promise<void>((resolve, reject) => {
     server.once('error', (e: NodeJS.ErrnoException) =>
       reject(
-        new ConfigError('sandbox_listen_failed', `The sandbox could not listen on ${opts.host ?? '127.0.0.1'}:${opts.port ?? 0}: ${e.code ?? e.message}`, {
-          fix: 'Choose another --port (0 picks a free one) or --host',
-        }),
+        new ConfigError(
+          'sandbox_listen_failed',
+          `The sandbox could not listen on ${opts.host ?? '127.0.0.1'}:${opts.port ?? 0}: ${e.code ?? e.message}`,
+          {
+            fix: 'Choose another --port (0 picks a free one) or --host',
+          },
+        ),
       ),
     );
     server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => resolve());

@@ -8,8 +8,8 @@
  * order, values sorted) rather than strings: a million users cost tens of MB in a Set<number>
  * instead of hundreds of MB of hex strings, and the uploader's benchmark runs in the same process.
  */
-import { DO_NOT_REACH_TYPES, maxDoNotReachExpiry } from '../batch.js';
-import { IDENTIFIER_TYPES, type IdentifierType } from '../normalize.js';
+import { DO_NOT_REACH_TYPES, maxDoNotReachExpiry } from '../upload/batch.js';
+import { IDENTIFIER_TYPES, type IdentifierType } from '../identifiers/normalize.js';
 
 export const MAX_OPERATIONS = 2500;
 export const MAX_BODY_BYTES = 5_000_000;
@@ -125,7 +125,7 @@ function userKey(user: Record<string, unknown>): number {
     const values = user[type] as string[] | undefined;
     if (values === undefined) continue;
     hashPush(code);
-    const encoded = [...new Set(values)].map((v) => Buffer.from(v, 'utf8')).sort(Buffer.compare);
+    const encoded = [...new Set(values)].map((v) => Buffer.from(v, 'utf8')).sort((a, b) => Buffer.compare(a, b));
     for (const v of encoded) hashValue(v, 0, keyLength(code - 0x41, v.length));
   }
   return hashEnd();
@@ -136,7 +136,8 @@ function userProblem(user: unknown, kind: BatchKind): string | undefined {
   if (!isPlainObject(user)) return 'each user must be an object of identifier arrays';
   let count = 0;
   for (const type in user) {
-    if (!KNOWN_TYPES.has(type)) return `unknown identifier type "${type.slice(0, 40)}"; allowed: ${ACCEPTED_TYPES[kind].join(', ')}`;
+    if (!KNOWN_TYPES.has(type))
+      return `unknown identifier type "${type.slice(0, 40)}"; allowed: ${ACCEPTED_TYPES[kind].join(', ')}`;
     if (!(ACCEPTED_TYPES[kind] as readonly string[]).includes(type)) {
       return `identifier type ${type} is not accepted on do-not-reach lists; allowed: ${ACCEPTED_TYPES[kind].join(', ')}`;
     }
@@ -231,12 +232,22 @@ function checkParsedBatch(body: Uint8Array, kind: BatchKind, now: number): Batch
     }
     const extra = Object.keys(op).find((k) => !OPERATION_KEYS.has(k));
     if (extra !== undefined) {
-      errors.push({ index, code: 'INVALID_PARAMETER', parameter: extra.slice(0, 40), message: 'Unknown operation field; allowed: operation_type, params' });
+      errors.push({
+        index,
+        code: 'INVALID_PARAMETER',
+        parameter: extra.slice(0, 40),
+        message: 'Unknown operation field; allowed: operation_type, params',
+      });
       continue;
     }
     const type = op['operation_type'];
     if (type !== 'Update' && type !== 'Delete') {
-      errors.push({ index, code: 'INVALID_PARAMETER', parameter: 'operation_type', message: 'operation_type must be Update or Delete' });
+      errors.push({
+        index,
+        code: 'INVALID_PARAMETER',
+        parameter: 'operation_type',
+        message: 'operation_type must be Update or Delete',
+      });
       continue;
     }
     const params = op['params'];
@@ -248,7 +259,12 @@ function checkParsedBatch(body: Uint8Array, kind: BatchKind, now: number): Batch
     if (echo === undefined) continue;
     const list = params['users'];
     if (!Array.isArray(list) || list.length === 0) {
-      errors.push({ index, code: 'MISSING_PARAMETER', parameter: 'users', message: 'params.users must be a non-empty array' });
+      errors.push({
+        index,
+        code: 'MISSING_PARAMETER',
+        parameter: 'users',
+        message: 'params.users must be a non-empty array',
+      });
       continue;
     }
     const keys = new Array<number>(list.length);
@@ -497,7 +513,10 @@ function scanUserBatch(body: Uint8Array, kind: BatchKind, now: number): BatchChe
               do keys.push(s.user());
               while (s.eat(0x2c));
               s.expect(0x5d);
-            } else if ((s.is(ps, pe, K_EFFECTIVE_AT) || s.is(ps, pe, K_EXPIRES_AT)) && params[s.text(ps, pe)] === undefined) {
+            } else if (
+              (s.is(ps, pe, K_EFFECTIVE_AT) || s.is(ps, pe, K_EXPIRES_AT)) &&
+              params[s.text(ps, pe)] === undefined
+            ) {
               const name = s.text(ps, pe);
               const vs = s.str();
               params[name] = s.text(vs, s.p - 1);

@@ -24,7 +24,9 @@ export function dataFile(kind = 'full') {
   const file = `${ROOT}test/bench/data/crm-${kind === 'email' ? 'email-' : ''}${rows}.csv`;
   if (!existsSync(file)) {
     console.log(`generating ${file} ...`);
-    const r = spawnSync(process.execPath, [`${ROOT}test/bench/generate.js`, '--rows', String(rows), '--kind', kind], { stdio: 'inherit' });
+    const r = spawnSync(process.execPath, [`${ROOT}test/bench/generate.js`, '--rows', String(rows), '--kind', kind], {
+      stdio: 'inherit',
+    });
     if (r.status !== 0) throw new Error('generation failed');
   }
   return file;
@@ -37,7 +39,10 @@ export function dataFile(kind = 'full') {
 export function measure(argv, { env = {}, captureStdout = false } = {}) {
   return new Promise((resolve, reject) => {
     const started = process.hrtime.bigint();
-    const child = spawn(process.execPath, ['--import', RSS_PRELOAD, ...argv], { stdio: ['ignore', captureStdout ? 'pipe' : 'ignore', 'pipe'], env: { ...process.env, ...env } });
+    const child = spawn(process.execPath, ['--import', RSS_PRELOAD, ...argv], {
+      stdio: ['ignore', captureStdout ? 'pipe' : 'ignore', 'pipe'],
+      env: { ...process.env, ...env },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout?.on('data', (b) => (stdout += b));

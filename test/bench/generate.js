@@ -21,9 +21,50 @@ function arg(name, fallback) {
   return i === -1 ? fallback : process.argv[i + 1];
 }
 
-
-const FIRST = ['alex', 'maria', 'john', 'li', 'fatima', 'noah', 'emma', 'raj', 'sofia', 'lukas', 'chloe', 'amit', 'hannah', 'omar', 'lea', 'priya', 'james', 'camille', 'jonas', 'ananya'];
-const LAST = ['smith', 'garcia', 'muller', 'martin', 'sharma', 'brown', 'dubois', 'schmidt', 'patel', 'jones', 'bernard', 'fischer', 'kumar', 'taylor', 'leroy', 'weber', 'singh', 'wilson', 'moreau', 'wagner'];
+const FIRST = [
+  'alex',
+  'maria',
+  'john',
+  'li',
+  'fatima',
+  'noah',
+  'emma',
+  'raj',
+  'sofia',
+  'lukas',
+  'chloe',
+  'amit',
+  'hannah',
+  'omar',
+  'lea',
+  'priya',
+  'james',
+  'camille',
+  'jonas',
+  'ananya',
+];
+const LAST = [
+  'smith',
+  'garcia',
+  'muller',
+  'martin',
+  'sharma',
+  'brown',
+  'dubois',
+  'schmidt',
+  'patel',
+  'jones',
+  'bernard',
+  'fischer',
+  'kumar',
+  'taylor',
+  'leroy',
+  'weber',
+  'singh',
+  'wilson',
+  'moreau',
+  'wagner',
+];
 const DOMAINS = ['example.com', 'example.org', 'example.net', 'mail.example.com', 'example.co.uk'];
 const US_AREA = [201, 202, 212, 213, 303, 305, 312, 404, 415, 503, 512, 617, 646, 702, 713, 718, 801, 917, 949, 971];
 
@@ -70,20 +111,35 @@ function phoneFor(g, country, fiction) {
     case 'DE': {
       if (int(2) === 0) {
         const m = `1${pick(['51', '52', '60', '70', '71', '72', '76'])}${digits(8)}`;
-        return pick([`0${m.slice(0, 3)} ${m.slice(3)}`, `+49 ${m.slice(0, 3)} ${m.slice(3)}`, `+49${m}`, `0${m}`, `+49 (0)${m.slice(0, 3)} ${m.slice(3)}`]);
+        return pick([
+          `0${m.slice(0, 3)} ${m.slice(3)}`,
+          `+49 ${m.slice(0, 3)} ${m.slice(3)}`,
+          `+49${m}`,
+          `0${m}`,
+          `+49 (0)${m.slice(0, 3)} ${m.slice(3)}`,
+        ]);
       }
       const city = pick(['30', '40', '89', '69', '221']);
       const local = digits(city.length === 2 ? 8 : 7);
       return pick([`0${city} ${local}`, `+49 ${city} ${local}`, `0${city}/${local}`, `+49 (0)${city} ${local}`]);
     }
     case 'FR': {
-      const n = fiction || int(3) === 0 ? pick(['199', '639']) + (fiction ? `0${digits(5)}` : digits(6)) : `${pick(['6', '7', '1', '4'])}${digits(8)}`;
+      const n =
+        fiction || int(3) === 0
+          ? pick(['199', '639']) + (fiction ? `0${digits(5)}` : digits(6))
+          : `${pick(['6', '7', '1', '4'])}${digits(8)}`;
       const pairs = `0${n}`.match(/../g).join(' ');
       return pick([pairs, `+33 ${n[0]} ${n.slice(1).match(/../g).join(' ')}`, `+33${n}`, `0033 ${n}`, `0${n}`]);
     }
     default: {
       const n = `${pick(['98', '97', '91', '88', '70', '63'])}${digits(8)}`;
-      return pick([`${n.slice(0, 5)} ${n.slice(5)}`, `+91 ${n.slice(0, 5)} ${n.slice(5)}`, `+91${n}`, `0${n}`, `091 ${n}`]);
+      return pick([
+        `${n.slice(0, 5)} ${n.slice(5)}`,
+        `+91 ${n.slice(0, 5)} ${n.slice(5)}`,
+        `+91${n}`,
+        `0${n}`,
+        `091 ${n}`,
+      ]);
     }
   }
 }
@@ -137,10 +193,12 @@ function crmFixture(seed) {
     const last = pick(LAST);
     const r = int(100);
     let email = `${first}.${last}${i}@${pick(DOMAINS)}`;
-    if (r < 10) email = `${first[0].toUpperCase()}${first.slice(1)}.${last.toUpperCase()}${i}@${pick(DOMAINS).toUpperCase()}`;
+    if (r < 10)
+      email = `${first[0].toUpperCase()}${first.slice(1)}.${last.toUpperCase()}${i}@${pick(DOMAINS).toUpperCase()}`;
     else if (r < 18) email = `${first}.${last}+promo${int(9)}@${pick(DOMAINS)}`;
     else if (r < 22) email = `\u00a0${email} `;
-    else if (r < 25) email = pick(['n/a', 'unknown', `${first}.${last}@`, `${first} ${last}@example.com`, `${first}@localhost`]);
+    else if (r < 25)
+      email = pick(['n/a', 'unknown', `${first}.${last}@`, `${first} ${last}@example.com`, `${first}@localhost`]);
     else if (r < 30) email = '';
     else if (r < 32) email = `\ufeff${email}`;
     const work = int(4) === 0 ? `${first[0]}.${last}@corp.example.net` : '';
@@ -156,7 +214,9 @@ function crmFixture(seed) {
     else if (p < 18) countryCell = 'ZZ';
     const id = `C${String(100000 + i)}`;
     const date = `2024-${String(1 + int(12)).padStart(2, '0')}-${String(1 + int(28)).padStart(2, '0')}`;
-    const cells = [id, first, last, email, work, phone, countryCell, date].map((c) => (/[",\n]/.test(c) ? `"${c.replaceAll('"', '""')}"` : c));
+    const cells = [id, first, last, email, work, phone, countryCell, date].map((c) =>
+      /[",\n]/.test(c) ? `"${c.replaceAll('"', '""')}"` : c,
+    );
     rows.push(cells.join(','));
   }
   // Some exports hold pre-hashed values and exact duplicate rows.
@@ -171,7 +231,8 @@ function writeFixtures(seed) {
   mkdirSync(dir, { recursive: true });
   const put = (name, content) => writeFileSync(new URL(name, dir), content);
   put('crm-export.csv', crmFixture(seed));
-  const small = 'email,phone,country\njane.doe@example.com,+1 202 555 0143,US\nJOHN.ROE+news@Example.ORG,020 7946 0321,GB\n';
+  const small =
+    'email,phone,country\njane.doe@example.com,+1 202 555 0143,US\nJOHN.ROE+news@Example.ORG,020 7946 0321,GB\n';
   put('semicolon.csv', small.replaceAll(',', ';'));
   put('tab.tsv', small.replaceAll(',', '\t'));
   put('pipe.csv', small.replaceAll(',', '|'));

@@ -86,16 +86,29 @@ if (!existsSync(`${ROOT}dist/index.js`)) {
   process.exit(1);
 }
 const workers = opt('workers', undefined);
-console.log(`machine: ${availableParallelism()} cores, node ${process.version}, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+console.log(
+  `machine: ${availableParallelism()} cores, node ${process.version}, load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`,
+);
 const full = dataFile('full');
 const sizeMb = statSync(full).size / 1e6;
 console.log(`input: ${fmt(rows)} rows (email, phone, country, names), ${sizeMb.toFixed(0)} MB`);
 let failed = false;
 
-const hashArgs = (file) => [BIN, 'hash', file, '--format', 'jsonl', ...(workers === undefined ? [] : ['--workers', workers])];
+const hashArgs = (file) => [
+  BIN,
+  'hash',
+  file,
+  '--format',
+  'jsonl',
+  ...(workers === undefined ? [] : ['--workers', workers]),
+];
 const ours = await measure(hashArgs(full));
 const oursRate = rows / ours.seconds;
-console.log(`audience-kit hash, email+phone: ${ours.seconds.toFixed(2)} s, ${fmt(oursRate)} rows/s, peak RSS ${ours.rssMb.toFixed(0)} MB`);
+console.log(
+  `audience-kit hash, email+phone: ${ours.seconds.toFixed(2)} s, ${fmt(oursRate)} rows/s, peak RSS ${ours.rssMb.toFixed(0)} MB`,
+);
 if (rows <= 1_000_000 || flag('email-only')) {
   const emailFile = dataFile('email');
   const emailOnly = await measure(hashArgs(emailFile));

@@ -59,7 +59,11 @@ function startSandboxProcess(options = {}) {
   return { ready: next(), ask, stop: () => child.stdin.end() };
 }
 
-console.log(`machine: ${availableParallelism()} cores, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+console.log(
+  `machine: ${availableParallelism()} cores, load average ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')}`,
+);
 const file = dataFile();
 const sizeMb = statSync(file).size / 1e6;
 console.log(`input: ${fmt(rows)} rows (email, phone, country, names), ${sizeMb.toFixed(0)} MB`);
@@ -80,7 +84,19 @@ const env = {
 async function upload(concurrency) {
   const { audience } = concurrency === undefined ? { audience: info.audience } : await sandbox.ask('new');
   const stateDir = mkdtempSync(join(tmpdir(), 'ak-bench-state-'));
-  const argv = [BIN, 'upload', file, '--account', info.account, '--audience', audience, '--quiet', '--json', '--state-dir', stateDir];
+  const argv = [
+    BIN,
+    'upload',
+    file,
+    '--account',
+    info.account,
+    '--audience',
+    audience,
+    '--quiet',
+    '--json',
+    '--state-dir',
+    stateDir,
+  ];
   const c = concurrency ?? opt('concurrency', undefined);
   if (c !== undefined) argv.push('--concurrency', String(c));
   const m = await measure(argv, { env, captureStdout: true });
@@ -103,9 +119,15 @@ if (!flag('skip-hash')) {
   const upRate = rows / up.seconds;
   const r = up.report;
   const bound = 1 + r.bytes / 5_000_000;
-  console.log(`upload : ${up.seconds.toFixed(2)} s, ${fmt(upRate)} rows/s, peak RSS ${up.rssMb.toFixed(0)} MB (target <= 300)`);
-  console.log(`         status ${r.status}, users ${fmt(r.users)} (duplicates ${fmt(r.duplicates)}), confirmed ${fmt(r.users_confirmed)}, sandbox audience size ${fmt(up.server.size)}`);
-  console.log(`         requests ${r.requests} (bound 1 + bytes/limit = ${bound.toFixed(2)}), ${(r.bytes / 1e6).toFixed(1)} MB sent, retries ${r.retries}, 429s ${up.server.tooMany}`);
+  console.log(
+    `upload : ${up.seconds.toFixed(2)} s, ${fmt(upRate)} rows/s, peak RSS ${up.rssMb.toFixed(0)} MB (target <= 300)`,
+  );
+  console.log(
+    `         status ${r.status}, users ${fmt(r.users)} (duplicates ${fmt(r.duplicates)}), confirmed ${fmt(r.users_confirmed)}, sandbox audience size ${fmt(up.server.size)}`,
+  );
+  console.log(
+    `         requests ${r.requests} (bound 1 + bytes/limit = ${bound.toFixed(2)}), ${(r.bytes / 1e6).toFixed(1)} MB sent, retries ${r.retries}, 429s ${up.server.tooMany}`,
+  );
   console.log(`ratio  : upload / hash = ${((upRate / hashRate) * 100).toFixed(0)}% (target >= 90%)`);
   if (r.status !== 'completed' || up.server.size !== r.users) failures.push('not every user confirmed');
   if (up.rssMb > 300) failures.push('peak RSS above 300 MB');
@@ -118,7 +140,9 @@ if (sweep !== undefined) {
   console.log('\nconcurrency sweep:');
   for (const c of sweep.split(',').map(Number)) {
     const s = await upload(c);
-    console.log(`  --concurrency ${c}: ${s.seconds.toFixed(2)} s, ${fmt(rows / s.seconds)} rows/s, peak RSS ${s.rssMb.toFixed(0)} MB`);
+    console.log(
+      `  --concurrency ${c}: ${s.seconds.toFixed(2)} s, ${fmt(rows / s.seconds)} rows/s, peak RSS ${s.rssMb.toFixed(0)} MB`,
+    );
   }
 }
 sandbox.stop();

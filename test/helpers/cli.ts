@@ -24,9 +24,7 @@ export interface CliRun {
  * credentials never leak into a test.
  */
 export function runCli(args: readonly string[], run: CliRun = {}): Promise<CliResult> {
-  const baseEnv = Object.fromEntries(
-    Object.entries(process.env).filter(([k]) => !k.startsWith('AUDIENCE_KIT_')),
-  );
+  const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AUDIENCE_KIT_')));
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
       cwd: run.cwd ?? process.cwd(),

@@ -21,13 +21,32 @@ const MAIN = ['US', 'GB', 'DE', 'FR', 'IN'];
 
 /** Templates of national significant numbers: `d` any digit, `n` 2-9, literal digits kept. */
 const TEMPLATES: Record<string, string[]> = {
-  US: ['212nddnddd', '415nddnddd', '650nddnddd', '305nddnddd', '617nddnddd', '202nddnddd', '312nddnddd', '800nddnddd', 'nddnddnddd'],
+  US: [
+    '212nddnddd',
+    '415nddnddd',
+    '650nddnddd',
+    '305nddnddd',
+    '617nddnddd',
+    '202nddnddd',
+    '312nddnddd',
+    '800nddnddd',
+    'nddnddnddd',
+  ],
   GB: ['20dddddddd', '161ddddddd', '131ddddddd', '7ddddddddd', '1dddddddd', '800dddddd', '3ddddddddd'],
-  DE: ['30ddddddd', '30dddddddd', '89ddddddd', '151dddddddd', '160ddddddd', '176dddddddd', '221ddddddd', '40dddddddd', 'ddddddddddd'],
+  DE: [
+    '30ddddddd',
+    '30dddddddd',
+    '89ddddddd',
+    '151dddddddd',
+    '160ddddddd',
+    '176dddddddd',
+    '221ddddddd',
+    '40dddddddd',
+    'ddddddddddd',
+  ],
   FR: ['1dddddddd', '4dddddddd', '6dddddddd', '7dddddddd', '9dddddddd', '8dddddddd'],
   IN: ['9ddddddddd', '8ddddddddd', '7ddddddddd', '6ddddddddd', '11dddddddd', '22dddddddd', '80dddddddd', '1800dddddd'],
 };
-
 
 export function generatePhoneCorpus(n: number, seed = 1): PhoneCase[] {
   const rnd = mulberry32(seed);
@@ -116,7 +135,8 @@ export function generatePhoneCorpus(n: number, seed = 1): PhoneCase[] {
     else if (form < 0.86) value = cc + ' ' + group(number, false);
     else if (form < 0.89) value = cc + trunk + number;
     else if (form < 0.92) {
-      value = '+' + cc + ' ' + group(number, false) + pick([' ext. 12', ' x123', ' #45', ' ext 9', ', ext: 77', ' - 503#']);
+      value =
+        '+' + cc + ' ' + group(number, false) + pick([' ext. 12', ' x123', ' #45', ' ext 9', ', ext: 77', ' - 503#']);
     } else if (form < 0.94) {
       value = (trunk + number).replace(/\d{4}$/, () => pick(['CALL', 'SHOP', 'HELP', 'CARS']));
     } else if (form < 0.97) value = garbage();

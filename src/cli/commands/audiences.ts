@@ -79,9 +79,16 @@ function listCommand(ctx: CliContext): CommandModule<GlobalArgs, AudienceListArg
       withListOptions(withAccountOption(y))
         .option('query', { type: 'string', describe: 'Name prefix (case-insensitive)' })
         .option('with-deleted', { type: 'boolean', describe: 'Include deleted audiences (adds a DELETED column)' })
-        .option('ids', { type: 'string', array: true, describe: 'Only these audience ids (comma-separated or repeated, up to 200)' })
+        .option('ids', {
+          type: 'string',
+          array: true,
+          describe: 'Only these audience ids (comma-separated or repeated, up to 200)',
+        })
         .example('$0 audiences list --account 18ce54d4x5t', 'First page as a table')
-        .example('$0 audiences list --account 18ce54d4x5t --query crm- --all --json', 'Every audience named crm-*, as JSON') as unknown as Argv<AudienceListArgs>,
+        .example(
+          '$0 audiences list --account 18ce54d4x5t --query crm- --all --json',
+          'Every audience named crm-*, as JSON',
+        ) as unknown as Argv<AudienceListArgs>,
     handler: handle(ctx, async (args: AudienceListArgs) => {
       const list = pagedLister(args);
       const ids = parseIdList(args.ids, '--ids');
@@ -108,7 +115,7 @@ function getCommand(ctx: CliContext): CommandModule<GlobalArgs, AudienceArgs> {
       withAudienceOption(y).example(
         '$0 audiences get --account 18ce54d4x5t --audience 1nmth',
         'Size, targetable, reasons_not_targetable, owner_account_id',
-      ) as unknown as Argv<AudienceArgs>,
+      ),
     handler: handle(ctx, async (args: AudienceArgs) => {
       const audience = await withClient(ctx, args, (client) =>
         getCustomAudience(client, { accountId: args.account, customAudienceId: args.audience }),
@@ -128,7 +135,7 @@ function updateCommand(ctx: CliContext): CommandModule<GlobalArgs, UpdateArgs> {
       withNameOptions(withAudienceOption(y), 'New', false).example(
         '$0 audiences update --account 18ce54d4x5t --audience 1nmth --name "CRM buyers"',
         'Rename',
-      ) as unknown as Argv<UpdateArgs>,
+      ),
     handler: handle(ctx, async (args: UpdateArgs) => {
       const fields = nameFields(args);
       if (Object.keys(fields).length === 0) {
@@ -151,12 +158,19 @@ interface DeleteArgs extends AudienceArgs {
 function deleteCommand(ctx: CliContext): CommandModule<GlobalArgs, DeleteArgs> {
   return {
     command: 'delete',
-    describe: 'Delete an audience (owner account only); lists the campaigns using it first and refuses while a line item is active',
+    describe:
+      'Delete an audience (owner account only); lists the campaigns using it first and refuses while a line item is active',
     builder: (y) =>
       withAudienceOption(y)
         .option('force', { type: 'boolean', describe: 'Delete even while active line items target the audience' })
-        .example('$0 audiences delete --account 18ce54d4x5t --audience 1nmth', 'Refused (exit 2) while a servable line item uses it')
-        .example('$0 audiences delete --account 18ce54d4x5t --audience 1nmth --force', 'Delete anyway; the campaigns are still listed') as unknown as Argv<DeleteArgs>,
+        .example(
+          '$0 audiences delete --account 18ce54d4x5t --audience 1nmth',
+          'Refused (exit 2) while a servable line item uses it',
+        )
+        .example(
+          '$0 audiences delete --account 18ce54d4x5t --audience 1nmth --force',
+          'Delete anyway; the campaigns are still listed',
+        ) as unknown as Argv<DeleteArgs>,
     handler: handle(ctx, async (args: DeleteArgs) => {
       const ids = { accountId: args.account, customAudienceId: args.audience };
       const deleted = await withClient(ctx, args, async (client) => {
@@ -257,13 +271,29 @@ function waitCommand(ctx: CliContext): CommandModule<GlobalArgs, WaitArgs> {
     builder: (y) =>
       withAudienceOption(y)
         .option('timeout', { type: 'string', default: '30m', describe: 'Give up after this long: 90s, 30m, 1h' })
-        .option('poll-interval', { type: 'string', default: '5s', hidden: true, describe: 'First poll interval (grows 1.5x up to 60s)' })
-        .example('$0 audiences wait --account 18ce54d4x5t --audience 1nmth --timeout 1h', 'Block a pipeline until the audience can be targeted')
-        .example('$0 audiences wait --account 18ce54d4x5t --audience 1nmth --json', 'One JSON document: targetable, timed_out, stop_reason') as unknown as Argv<WaitArgs>,
+        .option('poll-interval', {
+          type: 'string',
+          default: '5s',
+          hidden: true,
+          describe: 'First poll interval (grows 1.5x up to 60s)',
+        })
+        .example(
+          '$0 audiences wait --account 18ce54d4x5t --audience 1nmth --timeout 1h',
+          'Block a pipeline until the audience can be targeted',
+        )
+        .example(
+          '$0 audiences wait --account 18ce54d4x5t --audience 1nmth --json',
+          'One JSON document: targetable, timed_out, stop_reason',
+        ) as unknown as Argv<WaitArgs>,
     handler: handle(ctx, async (args: WaitArgs) => {
-      const timing = { timeoutMs: parseDuration(args.timeout, '--timeout'), firstIntervalMs: parseDuration(args.pollInterval, '--poll-interval') };
+      const timing = {
+        timeoutMs: parseDuration(args.timeout, '--timeout'),
+        firstIntervalMs: parseDuration(args.pollInterval, '--poll-interval'),
+      };
       const started = Date.now();
-      const { stop, audience, lastError, polls } = await withClient(ctx, args, (client) => pollUntilTargetable(ctx, client, args, timing));
+      const { stop, audience, lastError, polls } = await withClient(ctx, args, (client) =>
+        pollUntilTargetable(ctx, client, args, timing),
+      );
       const waitedMs = Date.now() - started;
       if (args.json === true) {
         writeJson(ctx, {
@@ -276,21 +306,36 @@ function waitCommand(ctx: CliContext): CommandModule<GlobalArgs, WaitArgs> {
           polls,
         });
       } else if (stop === 'targetable') {
-        writeLine(ctx.stdout, `audience ${args.audience} is targetable (size ${audience?.audience_size ?? '-'}, waited ${formatMs(waitedMs)})`);
+        writeLine(
+          ctx.stdout,
+          `audience ${args.audience} is targetable (size ${audience?.audience_size ?? '-'}, waited ${formatMs(waitedMs)})`,
+        );
       }
       if (stop === 'targetable') return EXIT_CODES.ok;
       if (stop === 'timeout') {
         const reasons = audience?.reasons_not_targetable ?? [];
         const why = lastError === undefined ? describeReasons(audience) : `the last poll failed: ${lastError}`;
-        writeLine(ctx.stderr, `error: audience ${args.audience} is still not targetable after ${formatMs(waitedMs)}: ${why}`);
-        writeLine(ctx.stderr, `  fix: ${lastError === undefined ? fixForReasons(reasons) : 'check the platform status and the connection, then wait again'}`);
+        writeLine(
+          ctx.stderr,
+          `error: audience ${args.audience} is still not targetable after ${formatMs(waitedMs)}: ${why}`,
+        );
+        writeLine(
+          ctx.stderr,
+          `  fix: ${lastError === undefined ? fixForReasons(reasons) : 'check the platform status and the connection, then wait again'}`,
+        );
         return EXIT_CODES.timeout;
       }
       if (stop === 'deleted') {
         writeLine(ctx.stderr, `error: audience ${args.audience} is deleted, so it will never be targetable`);
-        writeLine(ctx.stderr, '  fix: create a new audience (`audience-kit audiences create`) and upload users into it');
+        writeLine(
+          ctx.stderr,
+          '  fix: create a new audience (`audience-kit audiences create`) and upload users into it',
+        );
       } else {
-        writeLine(ctx.stderr, `error: audience ${args.audience} is TOO_SMALL and not PROCESSING (size ${audience?.audience_size ?? '-'}): waiting cannot make it targetable`);
+        writeLine(
+          ctx.stderr,
+          `error: audience ${args.audience} is TOO_SMALL and not PROCESSING (size ${audience?.audience_size ?? '-'}): waiting cannot make it targetable`,
+        );
         writeLine(ctx.stderr, `  fix: ${fixForReasons(['TOO_SMALL'])}`);
       }
       return EXIT_CODES.usage;
@@ -306,7 +351,9 @@ function fixForReasons(reasons: readonly string[]): string {
   const fixes: string[] = [];
   if (reasons.includes('TOO_SMALL')) fixes.push('TOO_SMALL: upload more matched users (at least 100), then wait again');
   if (reasons.includes('PROCESSING')) fixes.push('PROCESSING: the platform is still matching; wait longer (--timeout)');
-  return fixes.length > 0 ? fixes.join('; ') : 'check the audience with `audience-kit audiences get` and wait longer (--timeout)';
+  return fixes.length > 0
+    ? fixes.join('; ')
+    : 'check the audience with `audience-kit audiences get` and wait longer (--timeout)';
 }
 
 function formatMs(ms: number): string {
@@ -334,7 +381,10 @@ export function audiencesCommand(ctx: CliContext): CommandModule<GlobalArgs, Glo
       waitCommand(ctx),
     ] as unknown as Array<CommandModule<GlobalArgs, never>>,
     examples: [
-      ['$0 audiences create --account 18ce54d4x5t --name "CRM buyers"', 'Create an audience, then `upload` users into it'],
+      [
+        '$0 audiences create --account 18ce54d4x5t --name "CRM buyers"',
+        'Create an audience, then `upload` users into it',
+      ],
       ['$0 audiences wait --account 18ce54d4x5t --audience 1nmth --timeout 30m', 'Wait until it can be targeted'],
     ],
     exitCodes: {

@@ -1,6 +1,14 @@
 import { resolve } from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
-import { defaultAuditLogPath, DEFAULT_STATE_DIR, EXIT_CODES, findAuditRun, readAuditRuns, verifyAuditLog, type AuditRun } from '../../index.js';
+import {
+  defaultAuditLogPath,
+  DEFAULT_STATE_DIR,
+  EXIT_CODES,
+  findAuditRun,
+  readAuditRuns,
+  verifyAuditLog,
+  type AuditRun,
+} from '../../index.js';
 import type { CliContext } from '../context.js';
 import { commandGroup } from '../manage.js';
 import { handle, renderFields, renderTable, writeJson, writeLine, type Column, type GlobalArgs } from '../output.js';
@@ -29,14 +37,18 @@ const withLogOption = <T>(y: Argv<T>): Argv<T & AuditArgs> =>
       describe: 'State directory of the uploads (as given to upload --state-dir)',
     }) as unknown as Argv<T & AuditArgs>;
 
-const logPath = (ctx: CliContext, args: AuditArgs): string => resolve(ctx.cwd, args['audit-log'] ?? defaultAuditLogPath(args['state-dir']));
+const logPath = (ctx: CliContext, args: AuditArgs): string =>
+  resolve(ctx.cwd, args['audit-log'] ?? defaultAuditLogPath(args['state-dir']));
 
 const RUN_COLUMNS: readonly Column<AuditRun>[] = [
   { header: 'run id', value: (r) => r.run_id },
   { header: 'started', value: (r) => r.start?.at },
   { header: 'outcome', value: (r) => r.end?.outcome ?? (r.start === undefined ? 'unknown' : 'no end record') },
   { header: 'account', value: (r) => r.start?.account_id },
-  { header: 'target', value: (r) => (r.start === undefined ? undefined : `${r.start.target.kind} ${r.start.target.id}`) },
+  {
+    header: 'target',
+    value: (r) => (r.start === undefined ? undefined : `${r.start.target.kind} ${r.start.target.id}`),
+  },
   { header: 'op', value: (r) => r.start?.operation },
   { header: 'input', value: (r) => r.start?.input.name },
   { header: 'rows', value: (r) => r.end?.counts.rows, align: 'right' },
@@ -54,7 +66,11 @@ function verifyCommand(ctx: CliContext): CommandModule<GlobalArgs, AuditArgs> {
       const v = verifyAuditLog(path);
       if (args.json === true) writeJson(ctx, { file: path, ...v });
       else if (v.ok) writeLine(ctx.stdout, `ok: ${v.records} records, chain intact (head ${v.head})`);
-      else writeLine(ctx.stdout, `broken: line ${v.broken?.line}: ${v.broken?.problem} (${v.records} records verified before it)`);
+      else
+        writeLine(
+          ctx.stdout,
+          `broken: line ${v.broken?.line}: ${v.broken?.problem} (${v.records} records verified before it)`,
+        );
       return v.ok ? EXIT_CODES.ok : EXIT_CODES.input;
     }),
   };
@@ -78,7 +94,8 @@ function showCommand(ctx: CliContext): CommandModule<GlobalArgs, AuditShowArgs> 
   return {
     command: 'show <run-id>',
     describe: "Show one run's start and end records",
-    builder: (b) => withLogOption(b).positional('run-id', { type: 'string', demandOption: true }) as unknown as Argv<AuditShowArgs>,
+    builder: (b) =>
+      withLogOption(b).positional('run-id', { type: 'string', demandOption: true }) as unknown as Argv<AuditShowArgs>,
     handler: handle(ctx, async (args: AuditShowArgs) => {
       const run = findAuditRun(logPath(ctx, args), args.runId);
       if (args.json === true) {
@@ -118,7 +135,9 @@ export function auditCommand(ctx: CliContext): CommandModule<GlobalArgs, GlobalA
   return commandGroup({
     command: 'audit',
     describe: 'Read and verify the tamper-evident audit log of uploads: verify, list, show',
-    subcommands: [verifyCommand(ctx), listCommand(ctx), showCommand(ctx)] as unknown as Array<CommandModule<GlobalArgs, never>>,
+    subcommands: [verifyCommand(ctx), listCommand(ctx), showCommand(ctx)] as unknown as Array<
+      CommandModule<GlobalArgs, never>
+    >,
     examples: [
       ['$0 audit verify', 'Check the hash chain of .audience-kit/audit.jsonl; prints the head hash to keep elsewhere'],
       ['$0 audit list --state-dir /var/lib/audience-kit', 'The runs of uploads made with that --state-dir'],

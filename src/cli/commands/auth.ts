@@ -18,7 +18,13 @@ import {
   type ConnectionConfigReport,
   type ConnectionField,
 } from '../../index.js';
-import { connectionFlags, withAppConnectionOptions, withClient, withConnectionOptions, type ConnectionArgs } from '../connection.js';
+import {
+  connectionFlags,
+  withAppConnectionOptions,
+  withClient,
+  withConnectionOptions,
+  type ConnectionArgs,
+} from '../connection.js';
 import type { CliContext } from '../context.js';
 import { commandGroup, rephrase } from '../manage.js';
 import { handle, renderTable, writeJson, writeLine, type GlobalArgs } from '../output.js';
@@ -58,8 +64,14 @@ function loginCommand(ctx: CliContext): CommandModule<GlobalArgs, LoginArgs> {
           requiresArg: true,
           describe: 'Finish a pending login (no PIN entered, or the PIN refused) with the PIN shown after approval',
         })
-        .example('AUDIENCE_KIT_CONSUMER_KEY=... AUDIENCE_KIT_CONSUMER_SECRET=... $0 auth login --base-url https://ads-api.example.com', 'Prints a URL, then asks for the PIN')
-        .example('$0 auth login --profile sandbox --pin 1234567', 'Finish a pending non-interactive login') as unknown as Argv<LoginArgs>,
+        .example(
+          'AUDIENCE_KIT_CONSUMER_KEY=... AUDIENCE_KIT_CONSUMER_SECRET=... $0 auth login --base-url https://ads-api.example.com',
+          'Prints a URL, then asks for the PIN',
+        )
+        .example(
+          '$0 auth login --profile sandbox --pin 1234567',
+          'Finish a pending non-interactive login',
+        ) as unknown as Argv<LoginArgs>,
     handler: handle(ctx, async (args: LoginArgs) => {
       const result = await withClient(
         ctx,
@@ -68,44 +80,61 @@ function loginCommand(ctx: CliContext): CommandModule<GlobalArgs, LoginArgs> {
           const { profile } = config;
           const pending = config.stored;
           const keepPending = (t: { key: string; secret: string }): Promise<string> =>
-            saveProfileCredentials({ env: ctx.env, profile, values: { pendingRequestToken: t.key, pendingRequestTokenSecret: t.secret } });
+            saveProfileCredentials({
+              env: ctx.env,
+              profile,
+              values: { pendingRequestToken: t.key, pendingRequestTokenSecret: t.secret },
+            });
           let token: { key: string; secret: string };
           let pin = args.pin?.trim();
           if (pin !== undefined) {
             if (pending?.pendingRequestToken === undefined || pending.pendingRequestTokenSecret === undefined) {
-              throw new ConfigError('auth_no_pending_login', `no login is pending for profile "${profile}", so --pin has nothing to finish`, {
-                fix: `run \`audience-kit auth login${profileHint(profile)}\` without --pin, open the URL it prints and enter the PIN`,
-              });
+              throw new ConfigError(
+                'auth_no_pending_login',
+                `no login is pending for profile "${profile}", so --pin has nothing to finish`,
+                {
+                  fix: `run \`audience-kit auth login${profileHint(profile)}\` without --pin, open the URL it prints and enter the PIN`,
+                },
+              );
             }
             token = { key: pending.pendingRequestToken, secret: pending.pendingRequestTokenSecret };
           } else {
             const rt = await requestToken(client, { callback: 'oob' });
             token = { key: rt.oauth_token, secret: rt.oauth_token_secret };
-            writeLine(ctx.stderr, 'Open this URL in a browser, sign in as the user who manages the ad accounts, and approve:');
+            writeLine(
+              ctx.stderr,
+              'Open this URL in a browser, sign in as the user who manages the ad accounts, and approve:',
+            );
             writeLine(ctx.stderr, `  ${authorizeUrl(config.options.apiBaseUrl, rt.oauth_token)}`);
             ctx.stderr.write('Then enter the PIN shown: ');
             pin = await readLine(ctx.stdin);
             writeLine(ctx.stderr);
             if (pin === undefined) {
               await keepPending(token);
-              throw new ConfigError('auth_pin_missing', `no PIN was entered; the login stays pending for profile "${profile}"`, {
-                fix: `open the URL above, approve, then run \`audience-kit auth login${profileHint(profile)} --pin PIN\``,
-              });
+              throw new ConfigError(
+                'auth_pin_missing',
+                `no PIN was entered; the login stays pending for profile "${profile}"`,
+                {
+                  fix: `open the URL above, approve, then run \`audience-kit auth login${profileHint(profile)} --pin PIN\``,
+                },
+              );
             }
           }
-          const at = await accessToken(client, { oauthToken: token.key, oauthTokenSecret: token.secret, verifier: pin }).catch(
-            async (error: unknown) => {
-              if (!(error instanceof AuthError && error.status === 401)) throw error;
-              // If the PIN was only mistyped, --pin can still finish this login.
-              await keepPending(token);
-              throw rephrase(error, {
-                as: AuthError,
-                code: 'auth_pin_refused',
-                message: 'the platform refused the PIN: it was wrong, or the login request expired',
-                fix: `run \`audience-kit auth login${profileHint(profile)} --pin PIN\` with the PIN exactly as shown, or \`audience-kit auth login${profileHint(profile)}\` for a new one`,
-              });
-            },
-          );
+          const at = await accessToken(client, {
+            oauthToken: token.key,
+            oauthTokenSecret: token.secret,
+            verifier: pin,
+          }).catch(async (error: unknown) => {
+            if (!(error instanceof AuthError && error.status === 401)) throw error;
+            // If the PIN was only mistyped, --pin can still finish this login.
+            await keepPending(token);
+            throw rephrase(error, {
+              as: AuthError,
+              code: 'auth_pin_refused',
+              message: 'the platform refused the PIN: it was wrong, or the login request expired',
+              fix: `run \`audience-kit auth login${profileHint(profile)} --pin PIN\` with the PIN exactly as shown, or \`audience-kit auth login${profileHint(profile)}\` for a new one`,
+            });
+          });
           const { values, sources } = config;
           const file = await saveProfileCredentials({
             env: ctx.env,
@@ -164,7 +193,7 @@ function statusCommand(ctx: CliContext): CommandModule<GlobalArgs, ConnectionArg
     builder: (y) =>
       withConnectionOptions(y)
         .example('$0 auth status --profile sandbox', "Where each of the sandbox profile's values comes from")
-        .example('$0 auth status --json', 'The same report as JSON (secrets only as "set (hidden)")') as unknown as Argv<ConnectionArgs>,
+        .example('$0 auth status --json', 'The same report as JSON (secrets only as "set (hidden)")'),
     handler: handle(ctx, async (args: ConnectionArgs) => {
       const report = await inspectConnectionConfig({
         flags: connectionFlags(args),
@@ -217,12 +246,21 @@ function statusCommand(ctx: CliContext): CommandModule<GlobalArgs, ConnectionArg
         ]),
       );
       if (fileMode !== undefined && (fileMode & 0o077) !== 0) {
-        writeLine(ctx.stdout, `warning: the config file is readable by other users; run: chmod 600 ${report.configFile}`);
+        writeLine(
+          ctx.stdout,
+          `warning: the config file is readable by other users; run: chmod 600 ${report.configFile}`,
+        );
       }
-      if (pending) writeLine(ctx.stdout, `a login is pending: finish it with \`audience-kit auth login${profileHint(report.profile)} --pin PIN\``);
+      if (pending)
+        writeLine(
+          ctx.stdout,
+          `a login is pending: finish it with \`audience-kit auth login${profileHint(report.profile)} --pin PIN\``,
+        );
       writeLine(
         ctx.stdout,
-        complete ? 'complete: ready to call the API' : `incomplete: run \`audience-kit auth login${profileHint(report.profile)}\` or set the missing values`,
+        complete
+          ? 'complete: ready to call the API'
+          : `incomplete: run \`audience-kit auth login${profileHint(report.profile)}\` or set the missing values`,
       );
     }),
   };
@@ -238,12 +276,26 @@ function logoutCommand(ctx: CliContext): CommandModule<GlobalArgs, LogoutArgs> {
     describe: "Remove the profile's stored credentials from the config file",
     builder: (y) =>
       y
-        .option('profile', { type: 'string', describe: 'Stored credential set [env AUDIENCE_KIT_PROFILE] (default: "default")' })
-        .example('$0 auth logout --profile sandbox', 'Forget the credentials of profile "sandbox" (its base URLs stay)') as unknown as Argv<LogoutArgs>,
+        .option('profile', {
+          type: 'string',
+          describe: 'Stored credential set [env AUDIENCE_KIT_PROFILE] (default: "default")',
+        })
+        .example(
+          '$0 auth logout --profile sandbox',
+          'Forget the credentials of profile "sandbox" (its base URLs stay)',
+        ) as unknown as Argv<LogoutArgs>,
     handler: handle(ctx, async (args: LogoutArgs) => {
-      const report = await inspectConnectionConfig({ env: ctx.env, ...(args.profile === undefined ? {} : { profile: args.profile }) });
+      const report = await inspectConnectionConfig({
+        env: ctx.env,
+        ...(args.profile === undefined ? {} : { profile: args.profile }),
+      });
       const { file, removed } = await removeProfileCredentials({ env: ctx.env, profile: report.profile });
-      const stillInEnv = setInEnvironment(report, ['consumerKey', 'consumerSecret', 'accessToken', 'accessTokenSecret']);
+      const stillInEnv = setInEnvironment(report, [
+        'consumerKey',
+        'consumerSecret',
+        'accessToken',
+        'accessTokenSecret',
+      ]);
       if (args.json === true) {
         writeJson(ctx, { profile: report.profile, config_file: file, removed, still_in_environment: stillInEnv });
         return;
@@ -263,7 +315,9 @@ export function authCommand(ctx: CliContext): CommandModule<GlobalArgs, GlobalAr
   return commandGroup({
     command: 'auth',
     describe: 'User credentials: login (PIN flow), status, logout',
-    subcommands: [loginCommand(ctx), statusCommand(ctx), logoutCommand(ctx)] as unknown as Array<CommandModule<GlobalArgs, never>>,
+    subcommands: [loginCommand(ctx), statusCommand(ctx), logoutCommand(ctx)] as unknown as Array<
+      CommandModule<GlobalArgs, never>
+    >,
     examples: [
       ['$0 auth login --profile work', 'Log in with the PIN flow and store the credentials under profile "work"'],
       ['$0 auth status --profile work', 'Check where each credential comes from'],

@@ -1,10 +1,5 @@
-import type { Argv, CommandModule } from 'yargs';
-import {
-  createDoNotReachList,
-  deleteDoNotReachList,
-  listDoNotReachLists,
-  type DoNotReachList,
-} from '../../index.js';
+import type { CommandModule } from 'yargs';
+import { createDoNotReachList, deleteDoNotReachList, listDoNotReachLists, type DoNotReachList } from '../../index.js';
 import { withClient } from '../connection.js';
 import type { CliContext } from '../context.js';
 import {
@@ -50,10 +45,15 @@ function listCommand(ctx: CliContext): CommandModule<GlobalArgs, DnrListArgs> {
     builder: (y) =>
       withListOptions(withAccountOption(y))
         .example('$0 do-not-reach list --account 18ce54d4x5t --all', 'Every list, as a table')
-        .example('$0 do-not-reach list --account 18ce54d4x5t --count 50 --with-total-count --json', 'First 50 lists and the total, as JSON') as unknown as Argv<DnrListArgs>,
+        .example(
+          '$0 do-not-reach list --account 18ce54d4x5t --count 50 --with-total-count --json',
+          'First 50 lists and the total, as JSON',
+        ),
     handler: handle(ctx, async (args: DnrListArgs) => {
       const list = pagedLister(args);
-      const result = await withClient(ctx, args, (client) => list((page) => listDoNotReachLists(client, { accountId: args.account, ...page })));
+      const result = await withClient(ctx, args, (client) =>
+        list((page) => listDoNotReachLists(client, { accountId: args.account, ...page })),
+      );
       printList(ctx, args, result, LIST_COLUMNS, 'do-not-reach lists');
     }),
   };
@@ -70,9 +70,14 @@ function deleteCommand(ctx: CliContext): CommandModule<GlobalArgs, DeleteArgs> {
     builder: (y) =>
       withAccountOption(y)
         .option('list', { type: 'string', demandOption: true, requiresArg: true, describe: 'Do-not-reach list id' })
-        .example('$0 do-not-reach delete --account 18ce54d4x5t --list 3c5xz', 'Delete the list; prints it with deleted true') as unknown as Argv<DeleteArgs>,
+        .example(
+          '$0 do-not-reach delete --account 18ce54d4x5t --list 3c5xz',
+          'Delete the list; prints it with deleted true',
+        ),
     handler: handle(ctx, async (args: DeleteArgs) => {
-      const list = await withClient(ctx, args, (client) => deleteDoNotReachList(client, { accountId: args.account, doNotReachListId: args.list }));
+      const list = await withClient(ctx, args, (client) =>
+        deleteDoNotReachList(client, { accountId: args.account, doNotReachListId: args.list }),
+      );
       printObject(ctx, args, list, LIST_FIELDS);
     }),
   };
@@ -94,7 +99,10 @@ export function doNotReachCommand(ctx: CliContext): CommandModule<GlobalArgs, Gl
       deleteCommand(ctx),
     ] as unknown as Array<CommandModule<GlobalArgs, never>>,
     examples: [
-      ['$0 do-not-reach create --account 18ce54d4x5t --name "Unsubscribed"', 'Create a list, then `upload --do-not-reach-list` users into it'],
+      [
+        '$0 do-not-reach create --account 18ce54d4x5t --name "Unsubscribed"',
+        'Create a list, then `upload --do-not-reach-list` users into it',
+      ],
       ['$0 do-not-reach list --account 18ce54d4x5t --all --json', 'Every list of the account, as JSON'],
     ],
     exitCodes: { ok: 'ok', usage: 'usage or configuration', auth: 'credentials refused', api: 'API/network failure' },

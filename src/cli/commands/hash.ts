@@ -16,7 +16,13 @@ import {
   type Reject,
 } from '../../index.js';
 import type { CliContext } from '../context.js';
-import { addHashOptions, hashInputSource, hashOptionsFromArgs, printInputMapping, type HashOptionArgs } from '../hash-options.js';
+import {
+  addHashOptions,
+  hashInputSource,
+  hashOptionsFromArgs,
+  printInputMapping,
+  type HashOptionArgs,
+} from '../hash-options.js';
 import { exitCodesEpilogue, handle, writeLine, type GlobalArgs } from '../output.js';
 
 interface HashArgs extends GlobalArgs, HashOptionArgs {
@@ -55,24 +61,37 @@ function output(stream: Writable, commit: () => Promise<void>, abort: () => Prom
 }
 
 async function openOutput(ctx: CliContext, path: string, option: string): Promise<Output> {
-  if (path === '-') return output(ctx.stdout, async () => undefined, async () => undefined);
+  if (path === '-')
+    return output(
+      ctx.stdout,
+      async () => undefined,
+      async () => undefined,
+    );
   const target = resolve(ctx.cwd, path);
   const existing = await stat(target).catch(() => undefined);
   if (existing !== undefined && !existing.isFile()) {
     // A device or pipe (/dev/null, a FIFO) cannot be replaced by a rename: write to it directly.
     // Aborting does not wait for it to close: a reader that stopped reading would hold the error.
     const direct = createWriteStream(target);
-    return output(direct, () => finished(direct.end()), async () => void direct.destroy());
+    return output(
+      direct,
+      () => finished(direct.end()),
+      async () => void direct.destroy(),
+    );
   }
   const temp = join(dirname(target), `.${basename(target)}.${process.pid}.partial`);
   const stream: WriteStream = createWriteStream(temp);
   try {
     await once(stream, 'open');
   } catch (error) {
-    throw new ConfigError('output_not_writable', `${option} ${path} cannot be written (${(error as NodeJS.ErrnoException).code ?? 'error'})`, {
-      fix: 'pass a path in an existing, writable directory',
-      cause: error,
-    });
+    throw new ConfigError(
+      'output_not_writable',
+      `${option} ${path} cannot be written (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+      {
+        fix: 'pass a path in an existing, writable directory',
+        cause: error,
+      },
+    );
   }
   return output(
     stream,
@@ -95,10 +114,12 @@ function rejectLines(rejects: readonly Reject[], malformed: readonly CsvBadRow[]
   let out = '';
   let m = 0;
   for (const r of rejects) {
-    for (; m < malformed.length && (malformed[m] as CsvBadRow).line < r.line; m++) out += `${(malformed[m] as CsvBadRow).line},,,malformed_${(malformed[m] as CsvBadRow).error}\n`;
+    for (; m < malformed.length && (malformed[m] as CsvBadRow).line < r.line; m++)
+      out += `${(malformed[m] as CsvBadRow).line},,,malformed_${(malformed[m] as CsvBadRow).error}\n`;
     out += `${r.line},${/[",\r\n]/.test(r.column) ? `"${r.column.replaceAll('"', '""')}"` : r.column},${r.type},${r.reason}\n`;
   }
-  for (; m < malformed.length; m++) out += `${(malformed[m] as CsvBadRow).line},,,malformed_${(malformed[m] as CsvBadRow).error}\n`;
+  for (; m < malformed.length; m++)
+    out += `${(malformed[m] as CsvBadRow).line},,,malformed_${(malformed[m] as CsvBadRow).error}\n`;
   return out;
 }
 
@@ -130,14 +151,25 @@ export function hashCommand(ctx: CliContext): CommandModule<GlobalArgs, HashArgs
         .option('rejects', {
           type: 'string',
           requiresArg: true,
-          describe: 'Write line,column,type,reason of every rejected value and skipped row to this CSV file (never the value)',
+          describe:
+            'Write line,column,type,reason of every rejected value and skipped row to this CSV file (never the value)',
         })
-        .example('$0 hash fixtures/crm-export.csv --default-country US > hashed.csv', 'Hash the detected columns; national phones without a country are US')
-        .example('$0 hash export.csv.gz --map email=Email --map "email=Work Email" --default-country GB --format jsonl -o users.jsonl', 'Two email columns, national phones as GB')
+        .example(
+          '$0 hash fixtures/crm-export.csv --default-country US > hashed.csv',
+          'Hash the detected columns; national phones without a country are US',
+        )
+        .example(
+          '$0 hash export.csv.gz --map email=Email --map "email=Work Email" --default-country GB --format jsonl -o users.jsonl',
+          'Two email columns, national phones as GB',
+        )
         .example('cat export.csv | $0 hash - --rejects rejects.csv', 'Read stdin and keep a list of rejected values')
         .epilogue(
           'Output rows are in input order, one per well-formed data row; malformed CSV records are skipped, counted in the summary and listed in --rejects. The summary goes to stderr (JSON with --json) and never contains identifiers.\n' +
-            exitCodesEpilogue({ ok: 'ok', usage: 'usage/config (bad option, unknown column)', input: 'unreadable input (missing file, no header, bad encoding or gzip)' }),
+            exitCodesEpilogue({
+              ok: 'ok',
+              usage: 'usage/config (bad option, unknown column)',
+              input: 'unreadable input (missing file, no header, bad encoding or gzip)',
+            }),
         ) as never,
     handler: handle(ctx, async (args: HashArgs) => {
       const opts = hashOptionsFromArgs(args, ctx.stdin);

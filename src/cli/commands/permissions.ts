@@ -72,11 +72,18 @@ function listCommand(ctx: CliContext): CommandModule<GlobalArgs, PermissionListA
     describe: 'List who the audience is shared with',
     builder: (y) =>
       withListOptions(withPermissionOptions(y))
-        .option('granted-account', { type: 'string', array: true, describe: 'Only these granted account ids (comma-separated or repeated, up to 200)' })
+        .option('granted-account', {
+          type: 'string',
+          array: true,
+          describe: 'Only these granted account ids (comma-separated or repeated, up to 200)',
+        })
         .option('permission-id', { type: 'string', array: true, describe: 'Only these permission ids (up to 200)' })
         .option('sort-by', { type: 'string', describe: 'Platform sort expression, e.g. created_at-desc' })
         .example('$0 permissions list --account 18ce54d4x5t --audience 1nmth --all', 'Every grant of a custom audience')
-        .example('$0 permissions list --account 18ce54d4x5t --audience 1nmth --tailored --json', 'Tailored audience permissions (v5)') as unknown as Argv<PermissionListArgs>,
+        .example(
+          '$0 permissions list --account 18ce54d4x5t --audience 1nmth --tailored --json',
+          'Tailored audience permissions (v5)',
+        ),
     handler: handle(ctx, async (args: PermissionListArgs) => {
       const list = pagedLister(args);
       const grantedAccountIds = parseIdList(args.grantedAccount, '--granted-account');
@@ -109,7 +116,10 @@ async function sameBusinessOnly<T>(args: GrantArgs, run: () => Promise<T>): Prom
   try {
     return await run();
   } catch (error) {
-    if (!(error instanceof HttpError && error.errors.some((e) => e.code === 'INVALID_PARAMETER' && e.parameter === 'granted_account_id'))) {
+    if (!(
+      error instanceof HttpError &&
+      error.errors.some((e) => e.code === 'INVALID_PARAMETER' && e.parameter === 'granted_account_id')
+    )) {
       throw error;
     }
     throw rephrase(error, {
@@ -124,14 +134,25 @@ function grantCommand(ctx: CliContext): CommandModule<GlobalArgs, GrantArgs> {
     describe: 'Share the audience with another ad account of the same business (owner account only)',
     builder: (y) =>
       withPermissionOptions(y)
-        .option('to', { type: 'string', demandOption: true, requiresArg: true, describe: 'Account id to share with (same business)' })
+        .option('to', {
+          type: 'string',
+          demandOption: true,
+          requiresArg: true,
+          describe: 'Account id to share with (same business)',
+        })
         .option('level', {
           choices: Object.keys(LEVELS),
           default: 'read-only',
           describe: 'Permission level',
         })
-        .example('$0 permissions grant --account 18ce54d4x5t --audience 1nmth --to 5gvk9h', 'Let account 5gvk9h target the audience (read-only)')
-        .example('$0 permissions grant --account 18ce54d4x5t --audience 1nmth --to 5gvk9h --level read-write', 'Let it also change the audience') as unknown as Argv<GrantArgs>,
+        .example(
+          '$0 permissions grant --account 18ce54d4x5t --audience 1nmth --to 5gvk9h',
+          'Let account 5gvk9h target the audience (read-only)',
+        )
+        .example(
+          '$0 permissions grant --account 18ce54d4x5t --audience 1nmth --to 5gvk9h --level read-write',
+          'Let it also change the audience',
+        ) as unknown as Argv<GrantArgs>,
     handler: handle(ctx, async (args: GrantArgs) => {
       const permission = await withClient(ctx, args, (client) =>
         ownerOnly(args, 'grant its permissions', () =>
@@ -161,8 +182,16 @@ function revokeCommand(ctx: CliContext): CommandModule<GlobalArgs, RevokeArgs> {
     describe: 'Stop sharing (owner account only); campaigns already using the audience keep running',
     builder: (y) =>
       withPermissionOptions(y)
-        .option('permission-id', { type: 'string', demandOption: true, requiresArg: true, describe: 'Permission id (from `permissions list`)' })
-        .example('$0 permissions revoke --account 18ce54d4x5t --audience 1nmth --permission-id 7ab2x', 'Prints the revoked permission (deleted true)') as unknown as Argv<RevokeArgs>,
+        .option('permission-id', {
+          type: 'string',
+          demandOption: true,
+          requiresArg: true,
+          describe: 'Permission id (from `permissions list`)',
+        })
+        .example(
+          '$0 permissions revoke --account 18ce54d4x5t --audience 1nmth --permission-id 7ab2x',
+          'Prints the revoked permission (deleted true)',
+        ) as unknown as Argv<RevokeArgs>,
     handler: handle(ctx, async (args: RevokeArgs) => {
       const permission = await withClient(ctx, args, (client) =>
         ownerOnly(args, 'revoke its permissions', () =>
@@ -187,9 +216,14 @@ export function permissionsCommand(ctx: CliContext): CommandModule<GlobalArgs, G
   return commandGroup({
     command: 'permissions',
     describe: 'Share audiences with other ad accounts: list, grant, revoke (--tailored for v5)',
-    subcommands: [listCommand(ctx), grantCommand(ctx), revokeCommand(ctx)] as unknown as Array<CommandModule<GlobalArgs, never>>,
+    subcommands: [listCommand(ctx), grantCommand(ctx), revokeCommand(ctx)] as unknown as Array<
+      CommandModule<GlobalArgs, never>
+    >,
     examples: [
-      ['$0 permissions grant --account 18ce54d4x5t --audience 1nmth --to 5gvk9h', 'Share with another account of the business'],
+      [
+        '$0 permissions grant --account 18ce54d4x5t --audience 1nmth --to 5gvk9h',
+        'Share with another account of the business',
+      ],
       ['$0 permissions list --account 18ce54d4x5t --audience 1nmth --all', 'Who it is shared with'],
     ],
     exitCodes: {

@@ -1,6 +1,13 @@
 import { once } from 'node:events';
 import type { CommandModule } from 'yargs';
-import { ConfigError, DEFAULT_SANDBOX_RATE_LIMIT, EXIT_CODES, parseFaultSpec, startSandbox, type SandboxOptions } from '../../index.js';
+import {
+  ConfigError,
+  DEFAULT_SANDBOX_RATE_LIMIT,
+  EXIT_CODES,
+  parseFaultSpec,
+  startSandbox,
+  type SandboxOptions,
+} from '../../index.js';
 import type { CliContext } from '../context.js';
 import { handle, writeJson, writeLine, type GlobalArgs } from '../output.js';
 
@@ -47,20 +54,28 @@ export function sandboxCommand(ctx: CliContext): CommandModule<GlobalArgs, Sandb
         .option('host', {
           type: 'string',
           default: '127.0.0.1',
-          describe: 'Interface to listen on; 0.0.0.0 or :: listen everywhere and print a loopback base URL (with a warning: anyone who can reach the port can use the sandbox)',
+          describe:
+            'Interface to listen on; 0.0.0.0 or :: listen everywhere and print a loopback base URL (with a warning: anyone who can reach the port can use the sandbox)',
         })
         .option('faults', {
           type: 'string',
-          describe: 'Faults injected into user-batch requests (or every ads request with :all): kind[=arg]@N[+N][:all] or kind[=arg]%P[:all], comma-separated; kinds 500, 503[=retry-after s], 429, drop, slow[=ms], mismatch, html',
+          describe:
+            'Faults injected into user-batch requests (or every ads request with :all): kind[=arg]@N[+N][:all] or kind[=arg]%P[:all], comma-separated; kinds 500, 503[=retry-after s], 429, drop, slow[=ms], mismatch, html',
         })
         .option('seed', { type: 'number', describe: 'Make credentials, ids and rate-based faults reproducible' })
         .option('rate-limit', { type: 'string', describe: 'User-batch limit as REQUESTS/SECONDS (default 1500/60)' })
-        .option('processing-ms', { type: 'number', describe: 'Audiences report PROCESSING this long after an upload (default 0)' })
+        .option('processing-ms', {
+          type: 'number',
+          describe: 'Audiences report PROCESSING this long after an upload (default 0)',
+        })
         .example('$0 sandbox', 'start on a free port and print the export lines to paste')
-        .example('$0 sandbox --port 8787 --faults "503=1@2,drop@4,mismatch%0.01" --seed 7', 'a flaky platform, reproducibly')
+        .example(
+          '$0 sandbox --port 8787 --faults "503=1@2,drop@4,mismatch%0.01" --seed 7',
+          'a flaky platform, reproducibly',
+        )
         .example('$0 sandbox --rate-limit 30/2 --json', 'a scaled-down rate limit; one JSON object on stdout')
         .epilogue(
-          'Prints the sandbox\'s base URL, its THROWAWAY credentials as `export AUDIENCE_KIT_...=` lines (the only place audience-kit ever prints a secret: these are random per start and valid only against this sandbox), the account ids, and a demo custom audience and do-not-reach list. Runs until Ctrl+C (SIGINT) or SIGTERM, then exits 0.',
+          "Prints the sandbox's base URL, its THROWAWAY credentials as `export AUDIENCE_KIT_...=` lines (the only place audience-kit ever prints a secret: these are random per start and valid only against this sandbox), the account ids, and a demo custom audience and do-not-reach list. Runs until Ctrl+C (SIGINT) or SIGTERM, then exits 0.",
         ) as never,
     handler: handle<SandboxArgs>(ctx, async (args) => {
       const options: SandboxOptions = { host: args.host };
@@ -83,10 +98,20 @@ export function sandboxCommand(ctx: CliContext): CommandModule<GlobalArgs, Sandb
       }
       const { primary, secondary, foreign } = sandbox.accounts;
       const audience = sandbox.state.createCustomAudience(primary, 'Demo audience', 'Created by audience-kit sandbox');
-      const dnr = sandbox.state.createDoNotReachList(primary, 'Demo do-not-reach list', 'Created by audience-kit sandbox');
+      const dnr = sandbox.state.createDoNotReachList(
+        primary,
+        'Demo do-not-reach list',
+        'Created by audience-kit sandbox',
+      );
       // Campaigns on the demo audience, so `targeted` and the delete guard can be tried at once.
-      sandbox.state.addCampaign(primary, audience.id, { name: 'Demo spring sale', lineItems: [{ name: 'Demo prospecting', servable: true }] });
-      sandbox.state.addCampaign(primary, audience.id, { name: 'Demo paused campaign', lineItems: [{ name: 'Demo retargeting', servable: false }] });
+      sandbox.state.addCampaign(primary, audience.id, {
+        name: 'Demo spring sale',
+        lineItems: [{ name: 'Demo prospecting', servable: true }],
+      });
+      sandbox.state.addCampaign(primary, audience.id, {
+        name: 'Demo paused campaign',
+        lineItems: [{ name: 'Demo retargeting', servable: false }],
+      });
       const env = {
         AUDIENCE_KIT_ADS_BASE_URL: sandbox.adsBaseUrl,
         AUDIENCE_KIT_API_BASE_URL: sandbox.apiBaseUrl,
@@ -108,14 +133,20 @@ export function sandboxCommand(ctx: CliContext): CommandModule<GlobalArgs, Sandb
         });
       } else {
         const out = (line = ''): void => writeLine(ctx.stdout, line);
-        out(`audience-kit sandbox listening on ${sandbox.url}${sandbox.loopbackOnly ? '' : ` (bound to ${args.host})`}`);
+        out(
+          `audience-kit sandbox listening on ${sandbox.url}${sandbox.loopbackOnly ? '' : ` (bound to ${args.host})`}`,
+        );
         out();
-        out('# Throwaway credentials of this sandbox run (random per start, useless elsewhere). Paste into your shell:');
+        out(
+          '# Throwaway credentials of this sandbox run (random per start, useless elsewhere). Paste into your shell:',
+        );
         for (const [name, value] of Object.entries(env)) out(`export ${name}=${value}`);
         out();
         out(`accounts:  primary ${primary}  secondary ${secondary}  (yours, same business)`);
         out(`           foreign ${foreign}  (another user's: 403)`);
-        out(`demo custom audience:    ${audience.id}  (account ${primary}; targeted by 2 demo campaigns, 1 servable line item)`);
+        out(
+          `demo custom audience:    ${audience.id}  (account ${primary}; targeted by 2 demo campaigns, 1 servable line item)`,
+        );
         out(`demo do-not-reach list:  ${dnr.id}  (account ${primary})`);
         out(`rate limit (user batches): ${rateLimit.limit} per ${rateLimit.windowMs / 1000} s`);
         if (args.faults !== undefined) out(`faults: ${args.faults}`);

@@ -87,7 +87,12 @@ async function askYesNo(ctx: CliContext, question: string): Promise<boolean | 'i
 }
 
 /** The options that change what is sent: part of the journal key and of the audit record. */
-function shapingOptions(run: HashFileRun, args: UploadArgs, limits: BatchLimits, group: { effectiveAt?: string; expiresAt?: string }): AuditRunOptions {
+function shapingOptions(
+  run: HashFileRun,
+  args: UploadArgs,
+  limits: BatchLimits,
+  group: { effectiveAt?: string; expiresAt?: string },
+): AuditRunOptions {
   const mapping: Record<string, string[]> = {};
   for (const c of run.mapping.columns) (mapping[c.type] ??= []).push(c.column);
   return {
@@ -126,7 +131,12 @@ function auditCounts(c: UploadReport | undefined): AuditCounts {
   };
 }
 
-function printReport(ctx: CliContext, report: UploadReport, run: HashFileRun, extra: ReadonlyArray<readonly [string, unknown]>): void {
+function printReport(
+  ctx: CliContext,
+  report: UploadReport,
+  run: HashFileRun,
+  extra: ReadonlyArray<readonly [string, unknown]>,
+): void {
   const fields: (readonly [string, unknown])[] = [
     ['run id', report.run_id],
     ['status', report.status + (report.dry_run ? ' (dry run: nothing sent)' : '')],
@@ -134,10 +144,17 @@ function printReport(ctx: CliContext, report: UploadReport, run: HashFileRun, ex
     ['operation', report.operation],
     ['rows read', report.rows],
     ['users', report.users],
-    ['users confirmed', report.users_confirmed + (report.users_confirmed_earlier > 0 ? ` (${report.users_confirmed_earlier} by an earlier run)` : '')],
+    [
+      'users confirmed',
+      report.users_confirmed +
+        (report.users_confirmed_earlier > 0 ? ` (${report.users_confirmed_earlier} by an earlier run)` : ''),
+    ],
     ['duplicates (sent once)', report.duplicates],
     ['requests', report.dry_run ? `${report.batches} planned` : report.requests],
-    ['batches confirmed', `${report.batches_confirmed}${report.batches_skipped > 0 ? ` (+${report.batches_skipped} skipped, confirmed earlier)` : ''} of ${report.batches}`],
+    [
+      'batches confirmed',
+      `${report.batches_confirmed}${report.batches_skipped > 0 ? ` (+${report.batches_skipped} skipped, confirmed earlier)` : ''} of ${report.batches}`,
+    ],
     ['bytes', report.bytes],
     ['retries', report.retries],
     ['count mismatches', report.mismatches],
@@ -146,17 +163,23 @@ function printReport(ctx: CliContext, report: UploadReport, run: HashFileRun, ex
     ['success_count / total_count', `${report.success_count} / ${report.total_count}`],
     ['duration', `${(report.duration_ms / 1000).toFixed(1)} s`],
   ];
-  if (report.oversized_users > 0) fields.push(['users too large to send', `${report.oversized_users} (lines ${report.oversized_lines.join(', ')})`]);
-  if (report.batches_failed > 0) fields.push(['batches failed', `${report.batches_failed} (${report.users_failed} users)`]);
+  if (report.oversized_users > 0)
+    fields.push(['users too large to send', `${report.oversized_users} (lines ${report.oversized_lines.join(', ')})`]);
+  if (report.batches_failed > 0)
+    fields.push(['batches failed', `${report.batches_failed} (${report.users_failed} users)`]);
   if (report.operation_errors_total > 0) {
     const lines = report.operation_errors.map((e) => e.line).filter((l) => l !== null);
-    fields.push(['refused by the platform', `${report.operation_errors_total} (lines ${lines.slice(0, 10).join(', ')}${lines.length > 10 ? ', ...' : ''})`]);
+    fields.push([
+      'refused by the platform',
+      `${report.operation_errors_total} (lines ${lines.slice(0, 10).join(', ')}${lines.length > 10 ? ', ...' : ''})`,
+    ]);
   }
   fields.push(...extra);
   writeLine(ctx.stdout, renderFields(fields));
   writeLine(ctx.stdout);
   writeLine(ctx.stdout, renderHashSummary(run.summary));
-  for (const f of report.failed_batches.slice(0, 10)) writeLine(ctx.stderr, `failed: batch ${f.index} (${f.users} users): ${f.code}: ${f.reason}`);
+  for (const f of report.failed_batches.slice(0, 10))
+    writeLine(ctx.stderr, `failed: batch ${f.index} (${f.users} users): ${f.code}: ${f.reason}`);
   if (report.error !== undefined) {
     writeLine(ctx.stderr, `error: ${report.error.message}`);
     if (report.error.fix !== undefined) writeLine(ctx.stderr, `  fix: ${report.error.fix}`);
@@ -166,7 +189,8 @@ function printReport(ctx: CliContext, report: UploadReport, run: HashFileRun, ex
 export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, UploadArgs> {
   return {
     command: 'upload <file>',
-    describe: 'Hash a CSV file locally and upload it to a custom audience or a do-not-reach list, verifying every batch',
+    describe:
+      'Hash a CSV file locally and upload it to a custom audience or a do-not-reach list, verifying every batch',
     builder: (y) =>
       withConnectionOptions(
         addHashOptions(
@@ -178,35 +202,140 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
         ),
       )
         .option('account', { type: 'string', requiresArg: true, describe: 'Ad account id (optional with --sandbox)' })
-        .option('audience', { type: 'string', requiresArg: true, describe: 'Custom audience id to add users to / remove users from' })
-        .option('do-not-reach-list', { type: 'string', requiresArg: true, describe: 'Do-not-reach list id (instead of --audience)' })
-        .option('operation', { choices: ['update', 'delete'] as const, default: 'update' as const, describe: 'update adds the users, delete removes them' })
-        .option('effective-at', { type: 'string', requiresArg: true, describe: 'UTC ISO 8601 start of membership (custom audiences only)' })
-        .option('expires-at', { type: 'string', requiresArg: true, describe: 'UTC ISO 8601 end of membership (do-not-reach: at most 13 months ahead)' })
-        .option('dry-run', { type: 'boolean', describe: 'Do everything except sending: mapping, counts, planned requests and bytes' })
-        .option('preview', { type: 'string', requiresArg: true, describe: 'Write the first request body to this file (mode 0600; hashed values and partner_user_id)' })
-        .option('sandbox', { type: 'boolean', describe: 'Upload to an embedded sandbox started in-process (creates the account data it needs); no journal' })
-        .option('sandbox-faults', { type: 'string', requiresArg: true, describe: 'With --sandbox: fault spec, e.g. "503=1@2,mismatch%0.05"' })
-        .option('concurrency', { type: 'number', requiresArg: true, describe: `Requests in flight (default ${DEFAULT_UPLOAD_CONCURRENCY})` })
-        .option('max-retries', { type: 'number', requiresArg: true, describe: `Re-sends of a batch after a count mismatch or a failure (default ${DEFAULT_MAX_RETRIES})` })
-        .option('max-body-bytes', { type: 'number', requiresArg: true, describe: `Request body limit in bytes (default and platform maximum ${DEFAULT_BATCH_LIMITS.maxBodyBytes})` })
-        .option('max-operations', { type: 'number', requiresArg: true, describe: `Operations per request (default and platform maximum ${DEFAULT_BATCH_LIMITS.maxOperations})` })
-        .option('max-users-per-operation', { type: 'number', requiresArg: true, describe: `Users per operation (default ${DEFAULT_BATCH_LIMITS.maxUsersPerOperation})` })
-        .option('audit-log', { type: 'string', requiresArg: true, describe: 'Audit log file (default STATE_DIR/audit.jsonl)' })
-        .option('state-dir', { type: 'string', default: DEFAULT_STATE_DIR, requiresArg: true, describe: 'Run journals and kept failed batches (mode 0700)' })
-        .option('resume', { type: 'boolean', describe: 'Continue the unfinished run of this file and options (skips confirmed batches)' })
-        .option('restart', { type: 'boolean', describe: 'Start over even though an unfinished run of this file and options exists' })
+        .option('audience', {
+          type: 'string',
+          requiresArg: true,
+          describe: 'Custom audience id to add users to / remove users from',
+        })
+        .option('do-not-reach-list', {
+          type: 'string',
+          requiresArg: true,
+          describe: 'Do-not-reach list id (instead of --audience)',
+        })
+        .option('operation', {
+          choices: ['update', 'delete'] as const,
+          default: 'update' as const,
+          describe: 'update adds the users, delete removes them',
+        })
+        .option('effective-at', {
+          type: 'string',
+          requiresArg: true,
+          describe: 'UTC ISO 8601 start of membership (custom audiences only)',
+        })
+        .option('expires-at', {
+          type: 'string',
+          requiresArg: true,
+          describe: 'UTC ISO 8601 end of membership (do-not-reach: at most 13 months ahead)',
+        })
+        .option('dry-run', {
+          type: 'boolean',
+          describe: 'Do everything except sending: mapping, counts, planned requests and bytes',
+        })
+        .option('preview', {
+          type: 'string',
+          requiresArg: true,
+          describe: 'Write the first request body to this file (mode 0600; hashed values and partner_user_id)',
+        })
+        .option('sandbox', {
+          type: 'boolean',
+          describe: 'Upload to an embedded sandbox started in-process (creates the account data it needs); no journal',
+        })
+        .option('sandbox-faults', {
+          type: 'string',
+          requiresArg: true,
+          describe: 'With --sandbox: fault spec, e.g. "503=1@2,mismatch%0.05"',
+        })
+        .option('concurrency', {
+          type: 'number',
+          requiresArg: true,
+          describe: `Requests in flight (default ${DEFAULT_UPLOAD_CONCURRENCY})`,
+        })
+        .option('max-retries', {
+          type: 'number',
+          requiresArg: true,
+          describe: `Re-sends of a batch after a count mismatch or a failure (default ${DEFAULT_MAX_RETRIES})`,
+        })
+        .option('max-body-bytes', {
+          type: 'number',
+          requiresArg: true,
+          describe: `Request body limit in bytes (default and platform maximum ${DEFAULT_BATCH_LIMITS.maxBodyBytes})`,
+        })
+        .option('max-operations', {
+          type: 'number',
+          requiresArg: true,
+          describe: `Operations per request (default and platform maximum ${DEFAULT_BATCH_LIMITS.maxOperations})`,
+        })
+        .option('max-users-per-operation', {
+          type: 'number',
+          requiresArg: true,
+          describe: `Users per operation (default ${DEFAULT_BATCH_LIMITS.maxUsersPerOperation})`,
+        })
+        .option('audit-log', {
+          type: 'string',
+          requiresArg: true,
+          describe: 'Audit log file (default STATE_DIR/audit.jsonl)',
+        })
+        .option('state-dir', {
+          type: 'string',
+          default: DEFAULT_STATE_DIR,
+          requiresArg: true,
+          describe: 'Run journals and kept failed batches (mode 0700)',
+        })
+        .option('resume', {
+          type: 'boolean',
+          describe: 'Continue the unfinished run of this file and options (skips confirmed batches)',
+        })
+        .option('restart', {
+          type: 'boolean',
+          describe: 'Start over even though an unfinished run of this file and options exists',
+        })
         .option('quiet', { alias: 'q', type: 'boolean', describe: 'No progress output' })
-        .option('dedupe', { type: 'boolean', default: true, describe: 'Send identical users once; --no-dedupe saves 11-23 bytes of memory per distinct user (10M users: 134 MB)' })
+        .option('dedupe', {
+          type: 'boolean',
+          default: true,
+          describe:
+            'Send identical users once; --no-dedupe saves 11-23 bytes of memory per distinct user (10M users: 134 MB)',
+        })
         .conflicts('audience', 'do-not-reach-list')
         .conflicts('resume', 'restart')
         .group(
-          ['account', 'audience', 'do-not-reach-list', 'operation', 'effective-at', 'expires-at', 'dry-run', 'preview', 'sandbox', 'sandbox-faults', 'concurrency', 'max-retries', 'max-body-bytes', 'max-operations', 'max-users-per-operation', 'audit-log', 'state-dir', 'resume', 'restart', 'quiet', 'dedupe'],
+          [
+            'account',
+            'audience',
+            'do-not-reach-list',
+            'operation',
+            'effective-at',
+            'expires-at',
+            'dry-run',
+            'preview',
+            'sandbox',
+            'sandbox-faults',
+            'concurrency',
+            'max-retries',
+            'max-body-bytes',
+            'max-operations',
+            'max-users-per-operation',
+            'audit-log',
+            'state-dir',
+            'resume',
+            'restart',
+            'quiet',
+            'dedupe',
+          ],
           UPLOAD_GROUP,
         )
-        .example('$0 upload fixtures/crm-export.csv --sandbox', 'Try it: upload the shipped fixture to an embedded sandbox')
-        .example('$0 upload export.csv.gz --account 18ce54d4x5t --audience 1nmth --country-column country', 'Add users to a custom audience')
-        .example('$0 upload optouts.csv --account 18ce54d4x5t --do-not-reach-list 2x9 --expires-at 2026-01-01T00:00:00Z', 'Fill a do-not-reach list')
+        .example(
+          '$0 upload fixtures/crm-export.csv --sandbox',
+          'Try it: upload the shipped fixture to an embedded sandbox',
+        )
+        .example(
+          '$0 upload export.csv.gz --account 18ce54d4x5t --audience 1nmth --country-column country',
+          'Add users to a custom audience',
+        )
+        .example(
+          '$0 upload optouts.csv --account 18ce54d4x5t --do-not-reach-list 2x9 --expires-at 2026-01-01T00:00:00Z',
+          'Fill a do-not-reach list',
+        )
         .example('$0 upload export.csv --account A --audience B --resume', 'Continue an interrupted upload')
         .epilogue(
           exitCodesEpilogue({
@@ -223,29 +352,49 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
       const dryRun = args['dry-run'] === true;
       const useSandbox = args.sandbox === true;
       if (!useSandbox && !dryRun) {
-        if (args.account === undefined) throw new ConfigError('missing_option', 'upload needs --account (or --sandbox)', { fix: 'pass --account ID' });
+        if (args.account === undefined)
+          throw new ConfigError('missing_option', 'upload needs --account (or --sandbox)', {
+            fix: 'pass --account ID',
+          });
         if (args.audience === undefined && args['do-not-reach-list'] === undefined) {
-          throw new ConfigError('missing_option', 'upload needs --audience or --do-not-reach-list (or --sandbox)', { fix: 'pass --audience ID or --do-not-reach-list ID' });
+          throw new ConfigError('missing_option', 'upload needs --audience or --do-not-reach-list (or --sandbox)', {
+            fix: 'pass --audience ID or --do-not-reach-list ID',
+          });
         }
       }
       if (args['sandbox-faults'] !== undefined && !useSandbox) {
-        throw new ConfigError('invalid_option', '--sandbox-faults needs --sandbox', { fix: 'add --sandbox or drop --sandbox-faults' });
+        throw new ConfigError('invalid_option', '--sandbox-faults needs --sandbox', {
+          fix: 'add --sandbox or drop --sandbox-faults',
+        });
       }
       const wantsDnr = args['do-not-reach-list'] !== undefined;
-      const provisional: UploadTarget = wantsDnr ? { doNotReachListId: args['do-not-reach-list'] ?? '' } : { customAudienceId: args.audience ?? '' };
+      const provisional: UploadTarget = wantsDnr
+        ? { doNotReachListId: args['do-not-reach-list'] ?? '' }
+        : { customAudienceId: args.audience ?? '' };
       // Everything that can be refused is refused before the input is read or anything is sent.
-      const group = resolveUploadGroup({ target: provisional, operation: args.operation, effectiveAt: args['effective-at'], expiresAt: args['expires-at'] });
+      const group = resolveUploadGroup({
+        target: provisional,
+        operation: args.operation,
+        effectiveAt: args['effective-at'],
+        expiresAt: args['expires-at'],
+      });
       const limits = resolveBatchLimits({
         ...(args['max-body-bytes'] === undefined ? {} : { maxBodyBytes: args['max-body-bytes'] }),
         ...(args['max-operations'] === undefined ? {} : { maxOperations: args['max-operations'] }),
-        ...(args['max-users-per-operation'] === undefined ? {} : { maxUsersPerOperation: args['max-users-per-operation'] }),
+        ...(args['max-users-per-operation'] === undefined
+          ? {}
+          : { maxUsersPerOperation: args['max-users-per-operation'] }),
       });
       resolveSendOptions({ concurrency: args.concurrency, maxRetries: args['max-retries'] });
       // yargs-parser turns a lone `-` followed by flags into '' (`upload - --sandbox`).
       const fromStdin = args.file === '-' || args.file === '';
       const inputPath = fromStdin ? '-' : resolve(ctx.cwd, args.file);
       // Do-not-reach lists take only some identifier types: other columns are left out of the mapping.
-      const run = await hashFile(inputPath, { ...hashOptionsFromArgs(args, ctx.stdin), emit: 'packed', ...(wantsDnr ? { types: DO_NOT_REACH_TYPES } : {}) });
+      const run = await hashFile(inputPath, {
+        ...hashOptionsFromArgs(args, ctx.stdin),
+        emit: 'packed',
+        ...(wantsDnr ? { types: DO_NOT_REACH_TYPES } : {}),
+      });
       let sandbox: Sandbox | undefined;
       let client: AdsClient | undefined;
       let journal: RunJournal | undefined;
@@ -254,7 +403,10 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
       const onSigint = (): void => {
         interrupts++;
         if (interrupts > 1) process.exit(EXIT_CODES.interrupted);
-        writeLine(ctx.stderr, '\ninterrupted: finishing the requests in flight and saving the journal (Ctrl-C again to quit at once)');
+        writeLine(
+          ctx.stderr,
+          '\ninterrupted: finishing the requests in flight and saving the journal (Ctrl-C again to quit at once)',
+        );
         controller.abort();
       };
       // Installed before the slow preparations (fingerprinting a large file, starting the sandbox).
@@ -262,26 +414,45 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
       try {
         if (!args.quiet) {
           printInputMapping(ctx, run);
-          if (wantsDnr) writeLine(ctx.stderr, `  (do-not-reach lists take only ${DO_NOT_REACH_TYPES.join(' and ')}: other identifier columns are ignored)`);
+          if (wantsDnr)
+            writeLine(
+              ctx.stderr,
+              `  (do-not-reach lists take only ${DO_NOT_REACH_TYPES.join(' and ')}: other identifier columns are ignored)`,
+            );
         }
         const size = fromStdin ? null : statSync(inputPath).size;
         // The fingerprint keys the journal and the audit record, neither of which a dry run writes.
-        const sha256 = fromStdin || dryRun ? null : await fileSha256(inputPath).catch((error: unknown) => {
-          throw new InputError('input_unreadable', `${args.file} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`, { fix: 'check the path and its permissions', cause: error });
-        });
+        const sha256 =
+          fromStdin || dryRun
+            ? null
+            : await fileSha256(inputPath).catch((error: unknown) => {
+                throw new InputError(
+                  'input_unreadable',
+                  `${args.file} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+                  { fix: 'check the path and its permissions', cause: error },
+                );
+              });
         const options = shapingOptions(run, args, limits, group);
 
         let accountId = args.account ?? '';
         let target = provisional;
         if (useSandbox) {
-          sandbox = await startSandbox({ port: 0, ...(args['sandbox-faults'] === undefined ? {} : { faults: args['sandbox-faults'] }) });
-          client = createClient(withDebugLines(ctx, args, { adsBaseUrl: sandbox.adsBaseUrl, credentials: sandbox.credentials }));
+          sandbox = await startSandbox({
+            port: 0,
+            ...(args['sandbox-faults'] === undefined ? {} : { faults: args['sandbox-faults'] }),
+          });
+          client = createClient(
+            withDebugLines(ctx, args, { adsBaseUrl: sandbox.adsBaseUrl, credentials: sandbox.credentials }),
+          );
           accountId = args.account ?? sandbox.accounts.primary;
           if (wantsDnr) {
             const list = await createDoNotReachList(client, { accountId, name: `audience-kit ${basename(args.file)}` });
             target = { doNotReachListId: list.id };
           } else {
-            const audience = await createCustomAudience(client, { accountId, name: `audience-kit ${basename(args.file)}` });
+            const audience = await createCustomAudience(client, {
+              accountId,
+              name: `audience-kit ${basename(args.file)}`,
+            });
             target = { customAudienceId: audience.id };
           }
         } else if (!dryRun) {
@@ -326,7 +497,10 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
           }
           journal = await RunJournal.open(stateDir, key, { mode, runId });
           if (journal.resumed && !args.quiet) {
-            writeLine(ctx.stderr, `resuming: ${journal.confirmed.size} batches confirmed earlier are skipped, ${journal.failed.size} kept batches re-sent first`);
+            writeLine(
+              ctx.stderr,
+              `resuming: ${journal.confirmed.size} batches confirmed earlier are skipped, ${journal.failed.size} kept batches re-sent first`,
+            );
           }
         }
 
@@ -349,7 +523,10 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
         }
 
         const startedAt = new Date();
-        const printer = args.quiet === true ? undefined : new ProgressPrinter({ write: (t) => ctx.stderr.write(t), tty: ctx.stderrIsTTY });
+        const printer =
+          args.quiet === true
+            ? undefined
+            : new ProgressPrinter({ write: (t) => ctx.stderr.write(t), tty: ctx.stderrIsTTY });
         let previewWritten = args.preview === undefined;
         let report: UploadReport;
         try {
@@ -414,14 +591,20 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
         const extra: [string, unknown][] = [];
         let sandboxInfo: { audience_size: number } | undefined;
         if (sandbox !== undefined) {
-          const sizeNow = 'doNotReachListId' in target ? sandbox.state.dnrListSize(targetId) : sandbox.state.audienceSize(targetId);
+          const sizeNow =
+            'doNotReachListId' in target ? sandbox.state.dnrListSize(targetId) : sandbox.state.audienceSize(targetId);
           sandboxInfo = { audience_size: sizeNow };
           extra.push([wantsDnr ? 'sandbox list size' : 'sandbox audience size', sizeNow]);
         }
         if (journal !== undefined && report.status !== 'completed') {
           extra.push(['state', `${journal.dir} (run again with --resume to continue)`]);
         }
-        if (args.json === true) writeJson(ctx, { ...report, input: input.name, ...(sandboxInfo === undefined ? {} : { sandbox: sandboxInfo }) });
+        if (args.json === true)
+          writeJson(ctx, {
+            ...report,
+            input: input.name,
+            ...(sandboxInfo === undefined ? {} : { sandbox: sandboxInfo }),
+          });
         else printReport(ctx, report, run, extra);
         return report.exit_code;
       } finally {

@@ -7,8 +7,8 @@
  * same limits give the same batches (the run journal relies on it to resume).
  */
 import { z } from 'zod';
-import { ConfigError } from './errors.js';
-import { writeUserFingerprint, type IdentifierType } from './normalize.js';
+import { ConfigError } from '../errors.js';
+import { writeUserFingerprint, type IdentifierType } from '../identifiers/normalize.js';
 
 export type OperationType = 'Update' | 'Delete';
 
@@ -81,7 +81,9 @@ export function resolveBatchLimits(partial: Partial<BatchLimits> = {}): BatchLim
     throw new ConfigError(
       'invalid_batch_limit',
       `${LIMIT_FLAGS[key]} (${key}) must be an integer from ${min} to ${PLATFORM_BATCH_LIMITS[key]}, got ${String(merged[key])}`,
-      { fix: `use a value within the platform's limit of ${PLATFORM_BATCH_LIMITS[key]}, or omit it for the default ${DEFAULT_BATCH_LIMITS[key]}` },
+      {
+        fix: `use a value within the platform's limit of ${PLATFORM_BATCH_LIMITS[key]}, or omit it for the default ${DEFAULT_BATCH_LIMITS[key]}`,
+      },
     );
   }
   return parsed.data;
@@ -209,7 +211,12 @@ export class BatchPacker {
    * if any. Duplicates and oversized users are counted and dropped. `fingerprint` (from
    * `writeUserFingerprint`, high and low word) saves computing it here.
    */
-  add(handle: GroupHandle, json: string, line: number, fingerprint?: readonly [hi: number, lo: number]): PackedBatch | undefined {
+  add(
+    handle: GroupHandle,
+    json: string,
+    line: number,
+    fingerprint?: readonly [hi: number, lo: number],
+  ): PackedBatch | undefined {
     const g = handle as OpenGroup;
     const userBytes = Buffer.byteLength(json);
     const newOpBytes = g.prefixBytes + userBytes + SUFFIX_BYTES;
@@ -218,7 +225,10 @@ export class BatchPacker {
       if (this.s.oversizedLines.length < OVERSIZED_LINES_KEPT) this.s.oversizedLines.push(line);
       return undefined;
     }
-    if (this.dedupe !== undefined && !(fingerprint === undefined ? this.dedupe.add(json) : this.dedupe.addFingerprint(fingerprint[0], fingerprint[1]))) {
+    if (
+      this.dedupe !== undefined &&
+      !(fingerprint === undefined ? this.dedupe.add(json) : this.dedupe.addFingerprint(fingerprint[0], fingerprint[1]))
+    ) {
       this.s.duplicates++;
       return undefined;
     }

@@ -5,7 +5,8 @@
  * needs, so each worker's isolate stays small.
  */
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { visitCsvChunk, type ColumnMapping, type CsvBadRow, type CsvDelimiter, type CsvRowError, type MappedColumn } from './csv.js';
+import { visitCsvChunk, type CsvBadRow, type CsvDelimiter, type CsvRowError } from '../ingest/csv.js';
+import type { ColumnMapping, MappedColumn } from '../identifiers/mapping.js';
 import {
   buildUser,
   IDENTIFIER_TYPES,
@@ -19,7 +20,7 @@ import {
   type NormalizeOptions,
   type Reject,
   type RejectReason,
-} from './normalize.js';
+} from '../identifiers/normalize.js';
 
 // ---------------------------------------------------------------------------------------------
 // Summary.
@@ -256,10 +257,12 @@ export function hashChunk(bytes: Uint8Array, ctx: HashChunkContext): HashChunkRe
   let packedLines = new Uint32Array(emit === 'packed' ? 1024 : 0);
   let fingerprints = new Uint32Array(emit === 'packed' ? 2048 : 0);
   const row = (fields: string[], offset: number): void => {
-    for (let i = 0; i < columns.length; i++) (fieldValues[i] as FieldValue).raw = fields[(columns[i] as MappedColumn).index] ?? '';
+    for (let i = 0; i < columns.length; i++)
+      (fieldValues[i] as FieldValue).raw = fields[(columns[i] as MappedColumn).index] ?? '';
     record.line = offset;
     // Assigned even when absent (buildUser treats undefined and '' alike): keeps the object's shape stable.
-    (record as { country?: string | undefined }).country = countryIndex === undefined ? undefined : fields[countryIndex];
+    (record as { country?: string | undefined }).country =
+      countryIndex === undefined ? undefined : fields[countryIndex];
     const built = buildUser(record, normalize);
     addUserToSummary(summary, built);
     for (const r of built.rejects) rejects.push(r);
@@ -297,7 +300,12 @@ export function hashChunk(bytes: Uint8Array, ctx: HashChunkContext): HashChunkRe
   };
   const lines = visitCsvChunk(new TextDecoder().decode(bytes), ctx.delimiter, ctx.columns, { row, bad });
   const result: HashChunkResult = { lines, users, output: out.bytes(), rejects, malformed, summary };
-  if (emit === 'packed') result.packed = { jsonLines, lines: packedLines.slice(0, packedCount), fingerprints: fingerprints.slice(0, 2 * packedCount) };
+  if (emit === 'packed')
+    result.packed = {
+      jsonLines,
+      lines: packedLines.slice(0, packedCount),
+      fingerprints: fingerprints.slice(0, 2 * packedCount),
+    };
   return result;
 }
 
@@ -306,7 +314,6 @@ function grow(array: Uint32Array, length: number): Uint32Array<ArrayBuffer> {
   grown.set(array);
   return grown;
 }
-
 
 /** workerData of a hash worker. */
 export interface HashWorkerData {
@@ -322,7 +329,8 @@ if (!isMainThread && port !== null && data?.hashChunkContext !== undefined) {
       const result = hashChunk(message.bytes, ctx);
       const transfer: ArrayBuffer[] = [];
       if (result.output.byteLength > 0) transfer.push(result.output.buffer as ArrayBuffer);
-      if (result.packed !== undefined) transfer.push(result.packed.lines.buffer as ArrayBuffer, result.packed.fingerprints.buffer as ArrayBuffer);
+      if (result.packed !== undefined)
+        transfer.push(result.packed.lines.buffer as ArrayBuffer, result.packed.fingerprints.buffer as ArrayBuffer);
       port.postMessage({ seq: message.seq, result }, transfer);
     } catch (error) {
       const e = error instanceof Error ? error : new Error(String(error));

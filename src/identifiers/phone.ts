@@ -72,7 +72,10 @@ function compilePlan(tuple: CountryTuple): Plan {
     for (const t of (rawTypes as unknown[]).slice(0, 10)) {
       // A missing type is 0; an empty pattern means "same as fixed line" and never matches on its own.
       if (!Array.isArray(t) || !str(t[0])) continue;
-      types.push({ re: new RegExp('^(?:' + (t[0] as string) + ')$'), lengths: (t[1] as number[] | undefined) ?? lengths });
+      types.push({
+        re: new RegExp('^(?:' + (t[0] as string) + ')$'),
+        lengths: (t[1] as number[] | undefined) ?? lengths,
+      });
     }
   }
   const leadingDigits = str(tuple[10]);
@@ -126,7 +129,12 @@ function hasNumberType(nationalNumber: string, plan: Plan): boolean {
  * national prefix, then for the result) and type patterns are the costliest regexes, so it is remembered;
  * `typeMatched` says the country was chosen by its type patterns, which is exactly its validity check.
  */
-const lastLookup = { callingCode: '', nationalNumber: '', country: undefined as string | undefined, typeMatched: false };
+const lastLookup = {
+  callingCode: '',
+  nationalNumber: '',
+  country: undefined as string | undefined,
+  typeMatched: false,
+};
 
 /** getCountryByCallingCode: the exact country of a national number among those sharing its calling code. */
 function countryByCallingCode(callingCode: string, nationalNumber: string): string | undefined {
@@ -227,7 +235,10 @@ function finish(callingCode: string, givenCountry: string | undefined, plan: Pla
   if (lastLookup.typeMatched && country === lastLookup.country) valid = true;
   else {
     const validation = country === undefined ? plansForCallingCode(callingCode)![0]!.plan : countryPlan(country);
-    valid = validation.types !== undefined ? hasNumberType(nationalNumber, validation) : validation.nationalNumber.test(nationalNumber);
+    valid =
+      validation.types !== undefined
+        ? hasNumberType(nationalNumber, validation)
+        : validation.nationalNumber.test(nationalNumber);
   }
   return valid ? '+' + callingCode + nationalNumber : null;
 }
@@ -278,7 +289,8 @@ function fastE164(value: string, country: string | undefined): FastResult {
   }
   // Fewer than 3 digits: the library's viability grammar has special cases (a bare 2-digit number).
   if (digitCount < 3) return FALLBACK;
-  const digits = separators === 0 ? (plus ? value.slice(value.indexOf('+') + 1) : value) : value.replace(NON_DIGITS, '');
+  const digits =
+    separators === 0 ? (plus ? value.slice(value.indexOf('+') + 1) : value) : value.replace(NON_DIGITS, '');
   if (plus) return international(digits);
   if (country === undefined) return null;
   return national(digits, country);

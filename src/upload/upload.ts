@@ -17,8 +17,16 @@ import {
   postDoNotReachListUsers,
   type AdsClient,
   type UserBatchResult,
-} from './api/index.js';
-import { BatchPacker, DO_NOT_REACH_TYPES, maxDoNotReachExpiry, resolveBatchLimits, type BatchGroup, type BatchLimits, type PackedBatch } from './batch.js';
+} from '../api/index.js';
+import {
+  BatchPacker,
+  DO_NOT_REACH_TYPES,
+  maxDoNotReachExpiry,
+  resolveBatchLimits,
+  type BatchGroup,
+  type BatchLimits,
+  type PackedBatch,
+} from './batch.js';
 import {
   AudienceKitError,
   AuthError,
@@ -28,10 +36,25 @@ import {
   exitCodeFor,
   HttpError,
   type ExitCode,
-} from './errors.js';
-import { batchDigest, JournalError, type RunJournal } from './journal.js';
-import { addUserToSummary, createHashSummary, hashRecords, type HashRecordsOptions, type HashSummary, type HashTypeCounts, type PackedUsers } from './hash.js';
-import { IDENTIFIER_TYPES, serializeUser, type AudienceUser, type BuiltUser, type IdentifierType, type RejectReason } from './normalize.js';
+} from '../errors.js';
+import { batchDigest, JournalError, type RunJournal } from '../state/journal.js';
+import {
+  addUserToSummary,
+  createHashSummary,
+  hashRecords,
+  type HashRecordsOptions,
+  type HashSummary,
+  type HashTypeCounts,
+  type PackedUsers,
+} from '../hashing/hash.js';
+import {
+  IDENTIFIER_TYPES,
+  serializeUser,
+  type AudienceUser,
+  type BuiltUser,
+  type IdentifierType,
+  type RejectReason,
+} from '../identifiers/normalize.js';
 
 export * from './progress.js';
 
@@ -46,7 +69,8 @@ export type UploadUser = BuiltUser & { json?: string };
  * (hashFile: `{ users: HashedUser[] }`, or `{ packed }` with emit `packed`), an array of built
  * users, or a bare user object.
  */
-export type UploadItem = UploadUser | readonly UploadUser[] | { readonly users: readonly UploadUser[] } | UploadPackedChunk | AudienceUser;
+export type UploadItem =
+  UploadUser | readonly UploadUser[] | { readonly users: readonly UploadUser[] } | UploadPackedChunk | AudienceUser;
 
 /**
  * The cheapest shape for a producer on another thread (hashFile with `emit: 'packed'` yields
@@ -175,7 +199,8 @@ export interface UploadAudienceOptions {
    * objects must already be hashed (64 lowercase hex, except partner_user_id): anything else
    * is refused, never sent. With `records`, items are raw records instead.
    */
-  users: (AsyncIterable<UploadItem | Record<string, string>> | Iterable<UploadItem | Record<string, string>>) & PipelineExtras;
+  users: (AsyncIterable<UploadItem | Record<string, string>> | Iterable<UploadItem | Record<string, string>>) &
+    PipelineExtras;
   /**
    * `users` yields raw records (objects keyed by column name, e.g. rows of a database cursor):
    * they are mapped, normalized and hashed here (hashRecords) with these options.
@@ -217,10 +242,14 @@ const realClock: UploadClock = {
   sleep: (ms, signal) =>
     new Promise((resolve) => {
       const t = setTimeout(resolve, ms);
-      signal?.addEventListener('abort', () => {
-        clearTimeout(t);
-        resolve();
-      }, { once: true });
+      signal?.addEventListener(
+        'abort',
+        () => {
+          clearTimeout(t);
+          resolve();
+        },
+        { once: true },
+      );
     }),
 };
 
@@ -228,9 +257,13 @@ function parseIsoTime(value: string, option: string): string {
   const ok = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(value);
   const ms = ok ? Date.parse(value) : Number.NaN;
   if (Number.isNaN(ms)) {
-    throw new ConfigError('invalid_time', `${option} must be an ISO 8601 date-time such as 2030-01-31T00:00:00Z, got "${value}"`, {
-      fix: `pass ${option} in UTC, e.g. 2030-01-31T00:00:00Z`,
-    });
+    throw new ConfigError(
+      'invalid_time',
+      `${option} must be an ISO 8601 date-time such as 2030-01-31T00:00:00Z, got "${value}"`,
+      {
+        fix: `pass ${option} in UTC, e.g. 2030-01-31T00:00:00Z`,
+      },
+    );
   }
   return new Date(ms).toISOString().replace('.000Z', 'Z');
 }
@@ -250,15 +283,21 @@ export function resolveUploadGroup(o: {
   const now = o.now ?? new Date();
   const op = o.operation ?? 'update';
   if (op !== 'update' && op !== 'delete') {
-    throw new ConfigError('invalid_operation', `--operation must be update or delete, got "${String(op)}"`, { fix: 'pass --operation update or --operation delete' });
+    throw new ConfigError('invalid_operation', `--operation must be update or delete, got "${String(op)}"`, {
+      fix: 'pass --operation update or --operation delete',
+    });
   }
   const group: BatchGroup = { operationType: op === 'update' ? 'Update' : 'Delete' };
   const dnr = 'doNotReachListId' in o.target;
   if (o.effectiveAt !== undefined) {
     if (dnr) {
-      throw new ConfigError('dnr_effective_at', 'do-not-reach lists do not take --effective-at (membership starts when the upload is processed)', {
-        fix: 'drop --effective-at',
-      });
+      throw new ConfigError(
+        'dnr_effective_at',
+        'do-not-reach lists do not take --effective-at (membership starts when the upload is processed)',
+        {
+          fix: 'drop --effective-at',
+        },
+      );
     }
     group.effectiveAt = parseIsoTime(o.effectiveAt, '--effective-at');
   }
@@ -267,14 +306,22 @@ export function resolveUploadGroup(o: {
     const expires = Date.parse(expiresAt);
     const from = group.effectiveAt === undefined ? now.getTime() : Date.parse(group.effectiveAt);
     if (expires <= from) {
-      throw new ConfigError('invalid_expiry', `--expires-at ${expiresAt} is not after ${group.effectiveAt === undefined ? 'now' : '--effective-at'}`, {
-        fix: 'pass a later --expires-at',
-      });
+      throw new ConfigError(
+        'invalid_expiry',
+        `--expires-at ${expiresAt} is not after ${group.effectiveAt === undefined ? 'now' : '--effective-at'}`,
+        {
+          fix: 'pass a later --expires-at',
+        },
+      );
     }
     if (dnr && expires >= maxDoNotReachExpiry(now).getTime()) {
-      throw new ConfigError('dnr_expiry_too_far', `--expires-at ${expiresAt} is not under 13 months ahead; do-not-reach memberships last less than 13 months`, {
-        fix: `pass --expires-at before ${maxDoNotReachExpiry(now).toISOString()}, or omit it for the platform default`,
-      });
+      throw new ConfigError(
+        'dnr_expiry_too_far',
+        `--expires-at ${expiresAt} is not under 13 months ahead; do-not-reach memberships last less than 13 months`,
+        {
+          fix: `pass --expires-at before ${maxDoNotReachExpiry(now).toISOString()}, or omit it for the platform default`,
+        },
+      );
     }
     group.expiresAt = expiresAt;
   }
@@ -282,7 +329,10 @@ export function resolveUploadGroup(o: {
 }
 
 /** Check the sending options (ConfigError naming the option); the CLI calls it before opening the journal. */
-export function resolveSendOptions(o: { concurrency?: number | undefined; maxRetries?: number | undefined }): { concurrency: number; maxRetries: number } {
+export function resolveSendOptions(o: { concurrency?: number | undefined; maxRetries?: number | undefined }): {
+  concurrency: number;
+  maxRetries: number;
+} {
   return {
     concurrency: positiveInt(o.concurrency, DEFAULT_UPLOAD_CONCURRENCY, '--concurrency', 1, 64),
     maxRetries: positiveInt(o.maxRetries, DEFAULT_MAX_RETRIES, '--max-retries', 0, 100),
@@ -292,9 +342,13 @@ export function resolveSendOptions(o: { concurrency?: number | undefined; maxRet
 function positiveInt(value: number | undefined, fallback: number, option: string, min: number, max: number): number {
   const v = value ?? fallback;
   if (!Number.isInteger(v) || v < min || v > max) {
-    throw new ConfigError('invalid_option', `${option} must be a whole number from ${min} to ${max}, got ${String(v)}`, {
-      fix: `pass ${option} within ${min}..${max}, or omit it for the default ${fallback}`,
-    });
+    throw new ConfigError(
+      'invalid_option',
+      `${option} must be a whole number from ${min} to ${max}, got ${String(v)}`,
+      {
+        fix: `pass ${option} within ${min}..${max}, or omit it for the default ${fallback}`,
+      },
+    );
   }
   return v;
 }
@@ -338,15 +392,21 @@ function checkHashedUser(item: unknown, position: number): AudienceUser {
   if (item === null || typeof item !== 'object' || Array.isArray(item)) return refuse('is not a user object');
   for (const [type, values] of Object.entries(item)) {
     // The key is not repeated: a caller may have put a value where a type belongs.
-    if (!(IDENTIFIER_TYPES as readonly string[]).includes(type)) refuse(`has a key that is not an identifier type (allowed: ${IDENTIFIER_TYPES.join(', ')})`);
-    if (!Array.isArray(values) || values.some((v) => typeof v !== 'string')) refuse(`has a ${type} that is not an array of strings`);
+    if (!(IDENTIFIER_TYPES as readonly string[]).includes(type))
+      refuse(`has a key that is not an identifier type (allowed: ${IDENTIFIER_TYPES.join(', ')})`);
+    if (!Array.isArray(values) || values.some((v) => typeof v !== 'string'))
+      refuse(`has a ${type} that is not an array of strings`);
     for (const v of values as string[]) {
       if (type === 'partner_user_id' ? v.length === 0 || v.length > 256 : !DIGEST.test(v)) {
-        refuse(type === 'partner_user_id' ? 'has an empty or over-long partner_user_id' : `has a ${type} value that is not a SHA-256 digest (64 lowercase hex): raw identifiers are never sent`);
+        refuse(
+          type === 'partner_user_id'
+            ? 'has an empty or over-long partner_user_id'
+            : `has a ${type} value that is not a SHA-256 digest (64 lowercase hex): raw identifiers are never sent`,
+        );
       }
     }
   }
-  return item as AudienceUser;
+  return item;
 }
 
 /** A key of a serialized user that do-not-reach lists do not take. */
@@ -360,9 +420,13 @@ function countLines(text: string, end: number): number {
 
 /** Before anything of the batch is sent: the platform would refuse the whole request. */
 function refuseTypeForDnr(type: string, line: number): never {
-  throw new ConfigError('type_not_taken', `do-not-reach lists take only ${DO_NOT_REACH_TYPES.join(' and ')} identifiers; the user of line ${line} has ${type}`, {
-    fix: `map only ${DO_NOT_REACH_TYPES.join(' and ')} columns (option types: DO_NOT_REACH_TYPES of hashFile/hashRecords; the CLI does it for --do-not-reach-list)`,
-  });
+  throw new ConfigError(
+    'type_not_taken',
+    `do-not-reach lists take only ${DO_NOT_REACH_TYPES.join(' and ')} identifiers; the user of line ${line} has ${type}`,
+    {
+      fix: `map only ${DO_NOT_REACH_TYPES.join(' and ')} columns (option types: DO_NOT_REACH_TYPES of hashFile/hashRecords; the CLI does it for --do-not-reach-list)`,
+    },
+  );
 }
 
 const isAborted = (signal: AbortSignal | undefined): boolean => signal?.aborted === true;
@@ -384,10 +448,20 @@ function isFatal(error: unknown): boolean {
 
 /** Failures the same request will not fix (the platform refused the content). */
 function isPermanent(error: unknown): boolean {
-  return error instanceof HttpError && error.status >= 400 && error.status < 500 && error.status !== 408 && error.status !== 423 && error.status !== 429;
+  return (
+    error instanceof HttpError &&
+    error.status >= 400 &&
+    error.status < 500 &&
+    error.status !== 408 &&
+    error.status !== 423 &&
+    error.status !== 429
+  );
 }
 
-function verify(batch: { users: number; operationUsers: number[] }, result: UserBatchResult | UserBatchResult[]): { success: number; total: number; error?: BatchVerificationError } {
+function verify(
+  batch: { users: number; operationUsers: number[] },
+  result: UserBatchResult | UserBatchResult[],
+): { success: number; total: number; error?: BatchVerificationError } {
   const results = Array.isArray(result) ? result : [result];
   let success = 0;
   let total = 0;
@@ -400,8 +474,11 @@ function verify(batch: { users: number; operationUsers: number[] }, result: User
     if (result.length !== batch.operationUsers.length) {
       problem = `${result.length} count pairs for ${batch.operationUsers.length} operations`;
     } else {
-      const bad = result.findIndex((r, i) => r.success_count !== batch.operationUsers[i] || r.total_count !== batch.operationUsers[i]);
-      if (bad >= 0) problem = `operation ${bad}: success_count ${result[bad]?.success_count}, total_count ${result[bad]?.total_count}, users sent ${batch.operationUsers[bad]}`;
+      const bad = result.findIndex(
+        (r, i) => r.success_count !== batch.operationUsers[i] || r.total_count !== batch.operationUsers[i],
+      );
+      if (bad >= 0)
+        problem = `operation ${bad}: success_count ${result[bad]?.success_count}, total_count ${result[bad]?.total_count}, users sent ${batch.operationUsers[bad]}`;
     }
   } else if (success !== batch.users || total !== batch.users) {
     problem = `success_count ${success}, total_count ${total}, users sent ${batch.users}`;
@@ -438,12 +515,20 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
   const startedAt = new Date(startedMs);
   const dryRun = o.dryRun === true;
   const limits = resolveBatchLimits(o.limits);
-  const group = resolveUploadGroup({ target: o.target, operation: o.operation ?? 'update', effectiveAt: o.effectiveAt, expiresAt: o.expiresAt, now: startedAt });
+  const group = resolveUploadGroup({
+    target: o.target,
+    operation: o.operation ?? 'update',
+    effectiveAt: o.effectiveAt,
+    expiresAt: o.expiresAt,
+    now: startedAt,
+  });
   const { concurrency, maxRetries } = resolveSendOptions(o);
   const retryBaseMs = o.retryBaseMs ?? 1000;
   const client = o.client;
   if (!dryRun && client === undefined) {
-    throw new ConfigError('missing_client', 'uploadAudience needs a client unless dryRun is set', { fix: 'pass client: createClient({...})' });
+    throw new ConfigError('missing_client', 'uploadAudience needs a client unless dryRun is set', {
+      fix: 'pass client: createClient({...})',
+    });
   }
   const isDnr = 'doNotReachListId' in o.target;
   const targetId = 'doNotReachListId' in o.target ? o.target.doNotReachListId : o.target.customAudienceId;
@@ -461,13 +546,16 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
           ...o.records,
         });
   const ownSummary = users.summary === undefined ? createHashSummary() : undefined;
-  const summary = users.summary ?? (ownSummary as HashSummary);
+  const summary: HashSummary = users.summary ?? ownSummary ?? createHashSummary();
   const bytesRead = users.bytesRead;
   const inputProgress =
     o.inputProgress ??
     (bytesRead === undefined
       ? undefined
-      : () => ({ bytesRead: bytesRead.call(users), ...(users.totalBytes === undefined ? {} : { totalBytes: users.totalBytes }) }));
+      : () => ({
+          bytesRead: bytesRead.call(users),
+          ...(users.totalBytes === undefined ? {} : { totalBytes: users.totalBytes }),
+        }));
   let bareLine = 0;
 
   const r = {
@@ -549,8 +637,16 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
         r.requests++;
         r.bytes += batch.bytes;
         const result = isDnr
-          ? await postDoNotReachListUsers(client, { accountId: o.accountId, doNotReachListId: targetId, body: batch.body })
-          : await postCustomAudienceUsers(client, { accountId: o.accountId, customAudienceId: targetId, body: batch.body });
+          ? await postDoNotReachListUsers(client, {
+              accountId: o.accountId,
+              doNotReachListId: targetId,
+              body: batch.body,
+            })
+          : await postCustomAudienceUsers(client, {
+              accountId: o.accountId,
+              customAudienceId: targetId,
+              body: batch.body,
+            });
         const v = verify(batch, result);
         if (v.error !== undefined) {
           r.mismatches++;
@@ -571,7 +667,8 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
         // Interrupted: leave the batch unconfirmed (a resumed run sends it) rather than wait out backoffs.
         if (isAborted(o.signal)) return;
         const permanent = isPermanent(error);
-        if (permanent && error instanceof HttpError && error.operationErrors.length > 0) recordOperationErrors(batch, error);
+        if (permanent && error instanceof HttpError && error.operationErrors.length > 0)
+          recordOperationErrors(batch, error);
         if (permanent || attempt >= maxRetries) {
           const { code, reason } = describeFailure(error);
           r.failed.push({ index: batch.index, users: batch.users, reason, code });
@@ -606,9 +703,13 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
     if (journal !== undefined && sha256 !== undefined) {
       const kept = handledThisRun.get(batch.index) ?? journal.failed.get(batch.index)?.sha256;
       if (kept !== undefined && kept !== sha256) {
-        throw new JournalError('journal_mismatch', `batch ${batch.index} differs from the failed batch kept in the journal: the input, the options or the tool version changed`, {
-          fix: 'run again with --restart to start over',
-        });
+        throw new JournalError(
+          'journal_mismatch',
+          `batch ${batch.index} differs from the failed batch kept in the journal: the input, the options or the tool version changed`,
+          {
+            fix: 'run again with --restart to start over',
+          },
+        );
       }
       if (handledThisRun.has(batch.index)) return;
       if (journal.isConfirmed(batch.index, sha256)) {
@@ -626,7 +727,16 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
       const kept = journal.readFailedBatch(f.index);
       if (kept === undefined) continue; // recomputed from the input below
       handledThisRun.set(f.index, f.sha256);
-      await dispatch({ index: f.index, body: kept.body, bytes: kept.body.length, users: f.users, operationUsers: f.operationUsers, group: f.group, lines: kept.lines, sha256: f.sha256 });
+      await dispatch({
+        index: f.index,
+        body: kept.body,
+        bytes: kept.body.length,
+        users: f.users,
+        operationUsers: f.operationUsers,
+        group: f.group,
+        lines: kept.lines,
+        sha256: f.sha256,
+      });
       if (fatal !== undefined) break;
     }
   }
@@ -640,7 +750,9 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
   /** Synchronous on the hot path: only a closed batch costs an await. */
   const addUser = (u: UploadUser): PackedBatch | undefined => {
     if (ownSummary !== undefined) addUserToSummary(ownSummary, u);
-    if (isDnr) for (const type in u.user) if (!DO_NOT_REACH_TYPES.includes(type as IdentifierType)) refuseTypeForDnr(type, u.line);
+    if (isDnr)
+      for (const type in u.user)
+        if (!DO_NOT_REACH_TYPES.includes(type as IdentifierType)) refuseTypeForDnr(type, u.line);
     const json = u.json ?? serializeUser(u.user);
     return json === '{}' ? undefined : packer.add(handle, json, u.line);
   };
@@ -650,9 +762,10 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
   let inputEnded = false;
   /** An iterator.next() that an interrupt left unsettled (the producer waits for input). */
   let pendingNext: Promise<unknown> | undefined;
-  const iterator = Symbol.asyncIterator in users
-    ? (users as AsyncIterable<UploadItem>)[Symbol.asyncIterator]()
-    : (users as Iterable<UploadItem>)[Symbol.iterator]();
+  const iterator =
+    Symbol.asyncIterator in users
+      ? (users as AsyncIterable<UploadItem>)[Symbol.asyncIterator]()
+      : (users as Iterable<UploadItem>)[Symbol.iterator]();
   try {
     while (!aborted()) {
       const pending = Promise.resolve(iterator.next());
@@ -699,8 +812,8 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
         ? (item as readonly UploadUser[])
         : Array.isArray((item as { users?: unknown }).users)
           ? (item as { users: readonly UploadUser[] }).users
-          : isBuiltUser(item as UploadItem)
-            ? [item as UploadUser]
+          : isBuiltUser(item)
+            ? [item]
             : [{ line: ++bareLine, user: checkHashedUser(item, bareLine), rejects: [] }];
       for (let i = 0; i < list.length; i++) {
         const closed = addUser(list[i] as UploadUser);
@@ -788,7 +901,7 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
     const e = fatal instanceof AudienceKitError ? fatal : undefined;
     report.error = {
       code: e?.code ?? 'internal',
-      message: fatal instanceof Error ? fatal.message : String(fatal),
+      message: fatal instanceof Error ? fatal.message : 'non-Error value thrown',
       ...(e?.fix === undefined ? {} : { fix: e.fix }),
     };
   }

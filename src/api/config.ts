@@ -9,7 +9,7 @@ import { chmod, mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { ConfigError } from './errors.js';
+import { ConfigError } from '../errors.js';
 
 export const CONNECTION_FIELDS = [
   'adsBaseUrl',
@@ -299,7 +299,9 @@ export async function saveProfileCredentials(
  * Remove the stored credentials (and any pending login) of a profile; base URLs stay.
  * Returns whether anything was removed.
  */
-export async function removeProfileCredentials(input: ProfileUpdateInput = {}): Promise<{ file: string; removed: boolean }> {
+export async function removeProfileCredentials(
+  input: ProfileUpdateInput = {},
+): Promise<{ file: string; removed: boolean }> {
   let removed = false;
   const secretish: StoredProfileField[] = [
     'consumerKey',

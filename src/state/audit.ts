@@ -26,7 +26,7 @@ import {
 } from 'node:fs';
 import { dirname } from 'node:path';
 import { z } from 'zod';
-import { AudienceKitError, ConfigError, InputError } from './errors.js';
+import { AudienceKitError, ConfigError, InputError } from '../errors.js';
 
 /** `prev` of the first record: SHA-256 of this fixed text. */
 export const AUDIT_GENESIS = createHash('sha256').update('audience-kit audit log v1').digest('hex');
@@ -105,7 +105,10 @@ export function defaultAuditLogPath(stateDir: string): string {
 
 /** A run id that sorts by start time: `20250101T120000Z-3f9a1c`. */
 export function newRunId(now: Date = new Date()): string {
-  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  const stamp = now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z');
   return `${stamp}-${randomBytes(3).toString('hex')}`;
 }
 
@@ -300,8 +303,14 @@ export function verifyAuditLog(path: string): AuditVerification {
     if (!complete) end = data.length;
     lineNo++;
     const bytes = data.subarray(start, end);
-    const fail = (problem: string): AuditVerification => ({ ok: false, records: lineNo - 1, head: prev, broken: { line: lineNo, problem } });
-    if (!complete) return fail('the last line is incomplete (no newline): a write was cut off or the file was truncated');
+    const fail = (problem: string): AuditVerification => ({
+      ok: false,
+      records: lineNo - 1,
+      head: prev,
+      broken: { line: lineNo, problem },
+    });
+    if (!complete)
+      return fail('the last line is incomplete (no newline): a write was cut off or the file was truncated');
     let parsed: unknown;
     try {
       parsed = JSON.parse(bytes.toString('utf8'));

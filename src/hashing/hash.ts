@@ -16,18 +16,16 @@ import { z } from 'zod';
 import {
   DEFAULT_CHUNK_BYTES,
   openCsv,
-  resolveMapping,
-  type ColumnMapping,
   type CsvBadRow,
   type CsvDelimiter,
   type CsvEncoding,
   type CsvRow,
   type CsvRowError,
   type CsvSource,
-  type MappingOptions,
   type ReadCsvOptions,
-} from './csv.js';
-import { ConfigError } from './errors.js';
+} from '../ingest/csv.js';
+import { resolveMapping, type ColumnMapping, type MappingOptions } from '../identifiers/mapping.js';
+import { ConfigError } from '../errors.js';
 import {
   addBadRowToSummary,
   addUserToSummary,
@@ -45,7 +43,7 @@ import {
   type HashTypeCounts,
   type HashWorkerData,
   type PackedUsers,
-} from './hash-worker.js';
+} from './worker.js';
 import {
   buildUser,
   IDENTIFIER_TYPES,
@@ -56,10 +54,10 @@ import {
   type MappedRecord,
   type NormalizeOptions,
   type Reject,
-} from './normalize.js';
+} from '../identifiers/normalize.js';
 
 // The per-chunk half of the pipeline lives in the worker's module; it is part of this API.
-export * from './hash-worker.js';
+export * from './worker.js';
 
 // Lines are kept once each, up to SUMMARY_LINES: only a full list can have more behind it.
 const withMore = (r: HashReasonCount): string =>
@@ -86,7 +84,9 @@ export function renderHashSummary(summary: HashSummary): string {
     out.push(`${'type'.padEnd(16)}${'valid'.padStart(10)}${'invalid'.padStart(10)}${'digests'.padStart(10)}`);
     for (const t of types) {
       const c = summary.types[t] as HashTypeCounts;
-      out.push(`${t.padEnd(16)}${String(c.valid).padStart(10)}${String(c.invalid).padStart(10)}${String(c.digests).padStart(10)}`);
+      out.push(
+        `${t.padEnd(16)}${String(c.valid).padStart(10)}${String(c.invalid).padStart(10)}${String(c.digests).padStart(10)}`,
+      );
     }
     out.push('(digests: values already SHA-256-hashed in the input, passed through)');
   }
@@ -110,7 +110,6 @@ export interface HashRecordsOptions extends NormalizeOptions, MappingOptions {
   mapping?: ColumnMapping;
 }
 
-
 export interface HashFileOptions extends NormalizeOptions, MappingOptions, ReadCsvOptions {
   /** Worker threads; default: available cores. 0 runs everything on the calling thread. */
   workers?: number;
@@ -125,7 +124,12 @@ export interface HashFileOptions extends NormalizeOptions, MappingOptions, ReadC
 
 const optionsSchema = z.object({
   workers: z.number().int().min(0).max(256).optional(),
-  chunkBytes: z.number().int().min(1).max(256 * 1024 * 1024).optional(),
+  chunkBytes: z
+    .number()
+    .int()
+    .min(1)
+    .max(256 * 1024 * 1024)
+    .optional(),
   maxRecordBytes: z.number().int().min(1).optional(),
   maxChunksInFlight: z.number().int().min(1).max(1024).optional(),
   emit: z.enum(['users', 'jsonl', 'csv', 'packed']).optional(),
@@ -149,9 +153,13 @@ export function checkNormalizeOptions<T extends NormalizeOptions>(opts: T): T {
   if (opts.defaultCountry === undefined) return opts;
   const country = normalizeCountryCode(opts.defaultCountry);
   if (country === undefined) {
-    throw new ConfigError('invalid_default_country', `--default-country "${opts.defaultCountry}" is not a known country`, {
-      fix: 'pass an ISO 3166-1 code or an English country name, such as US, GBR or Germany',
-    });
+    throw new ConfigError(
+      'invalid_default_country',
+      `--default-country "${opts.defaultCountry}" is not a known country`,
+      {
+        fix: 'pass an ISO 3166-1 code or an English country name, such as US, GBR or Germany',
+      },
+    );
   }
   return { ...opts, defaultCountry: country };
 }
@@ -203,7 +211,8 @@ export interface HashRecordsRun extends AsyncIterable<BuiltUser> {
  * BuiltUser (`user` is `{}` when no identifier was valid).
  */
 export function hashRecords(
-  rows: AsyncIterable<CsvRow | CsvBadRow | Record<string, string>> | Iterable<CsvRow | CsvBadRow | Record<string, string>>,
+  rows:
+    AsyncIterable<CsvRow | CsvBadRow | Record<string, string>> | Iterable<CsvRow | CsvBadRow | Record<string, string>>,
   opts: HashRecordsOptions = {},
 ): HashRecordsRun {
   const checked = checkNormalizeOptions(opts);
@@ -296,8 +305,8 @@ export interface HashFileRun extends AsyncIterable<HashedChunk> {
 // Under a TypeScript test runner this module is the .ts source, which a worker cannot load; the
 // compiled worker next to the compiled module is what runs from dist.
 const WORKER_URL = import.meta.url.endsWith('.ts')
-  ? new URL('../dist/hash-worker.js', import.meta.url)
-  : new URL('./hash-worker.js', import.meta.url);
+  ? new URL('../../dist/hashing/worker.js', import.meta.url)
+  : new URL('./worker.js', import.meta.url);
 
 /**
  * A worker's live data is about one chunk; capping its heap makes V8 collect early instead of
@@ -308,7 +317,8 @@ function workerLimits(chunkBytes: number): { maxOldGenerationSizeMb: number; max
   return { maxOldGenerationSizeMb: 32 + Math.ceil((chunkBytes * 32) / (1024 * 1024)), maxYoungGenerationSizeMb: 16 };
 }
 
-type WorkerReply = { seq: number; result: HashChunkResult } | { seq: number; error: { message: string; stack?: string } };
+type WorkerReply =
+  { seq: number; result: HashChunkResult } | { seq: number; error: { message: string; stack?: string } };
 
 interface Task {
   resolve: (r: HashChunkResult) => void;
@@ -323,7 +333,10 @@ class HashWorkerPool {
 
   constructor(count: number, ctx: HashChunkContext, chunkBytes: number) {
     for (let i = 0; i < count; i++) {
-      const worker = new Worker(WORKER_URL, { workerData: { hashChunkContext: ctx } satisfies HashWorkerData, resourceLimits: workerLimits(chunkBytes) });
+      const worker = new Worker(WORKER_URL, {
+        workerData: { hashChunkContext: ctx } satisfies HashWorkerData,
+        resourceLimits: workerLimits(chunkBytes),
+      });
       const entry = { worker, tasks: new Map<number, Task>() };
       worker.on('message', (reply: WorkerReply) => {
         const task = entry.tasks.get(reply.seq);
@@ -431,7 +444,8 @@ export async function hashFile(source: CsvSource, opts: HashFileOptions = {}): P
           }
           const head = inFlight.get(delivered);
           const ready = (): typeof headReady => headReady;
-          const next = head === undefined ? await pendingRead : await Promise.race([pendingRead, head.then(ready, ready)]);
+          const next =
+            head === undefined ? await pendingRead : await Promise.race([pendingRead, head.then(ready, ready)]);
           if (next === headReady) break;
           pendingRead = undefined;
           if (next.done === true) {
@@ -473,7 +487,7 @@ export async function hashFile(source: CsvSource, opts: HashFileOptions = {}): P
     workers,
     summary,
     totalBytes: input.totalBytes,
-    bytesRead: input.bytesRead,
+    bytesRead: () => input.bytesRead(),
     close,
     [Symbol.asyncIterator]: () => run(),
   };
@@ -497,7 +511,15 @@ function absolute(seq: number, firstLine: number, r: HashChunkResult): HashedChu
   // references), so shifting them once covers both.
   for (const rej of r.rejects) rej.line += firstLine;
   for (const m of r.malformed) m.line += firstLine;
-  const chunk: HashedChunk = { seq, firstLine, lines: r.lines, users: r.users, output: r.output, rejects: r.rejects, malformed: r.malformed };
+  const chunk: HashedChunk = {
+    seq,
+    firstLine,
+    lines: r.lines,
+    users: r.users,
+    output: r.output,
+    rejects: r.rejects,
+    malformed: r.malformed,
+  };
   if (r.packed !== undefined) {
     const lines = r.packed.lines;
     for (let i = 0; i < lines.length; i++) lines[i] = (lines[i] as number) + firstLine;

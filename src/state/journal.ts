@@ -31,9 +31,9 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { acquireFileLock } from './audit.js';
-import type { BatchGroup } from './batch.js';
-import { ConfigError } from './errors.js';
-import { VERSION } from './version.js';
+import type { BatchGroup } from '../upload/batch.js';
+import { ConfigError } from '../errors.js';
+import { VERSION } from '../version.js';
 
 export const DEFAULT_STATE_DIR = '.audience-kit';
 
@@ -94,10 +94,29 @@ export interface FailedBatch {
 }
 
 type JournalLine =
-  | { type: 'header'; v: 1; key: string; created_at: string; tool_version: string; input: JournalKey['input']; account_id: string; target: JournalKey['target']; options: Record<string, unknown> }
+  | {
+      type: 'header';
+      v: 1;
+      key: string;
+      created_at: string;
+      tool_version: string;
+      input: JournalKey['input'];
+      account_id: string;
+      target: JournalKey['target'];
+      options: Record<string, unknown>;
+    }
   | { type: 'run'; run_id: string; at: string; resumed: boolean }
   | { type: 'confirmed'; index: number; sha256: string; users: number; at: string }
-  | { type: 'failed'; index: number; sha256: string; users: number; operation_users: number[]; group: BatchGroup; reason: string; at: string }
+  | {
+      type: 'failed';
+      index: number;
+      sha256: string;
+      users: number;
+      operation_users: number[];
+      group: BatchGroup;
+      reason: string;
+      at: string;
+    }
   | { type: 'input_end'; batches: number; at: string }
   | { type: 'complete'; at: string };
 
@@ -159,7 +178,14 @@ interface JournalState {
 }
 
 function foldJournal(lines: JournalLine[]): JournalState {
-  const s: JournalState = { header: undefined, confirmed: new Map(), failed: new Map(), totalBatches: undefined, complete: false, runIds: [] };
+  const s: JournalState = {
+    header: undefined,
+    confirmed: new Map(),
+    failed: new Map(),
+    totalBatches: undefined,
+    complete: false,
+    runIds: [],
+  };
   for (const l of lines) {
     switch (l.type) {
       case 'header':
@@ -173,7 +199,14 @@ function foldJournal(lines: JournalLine[]): JournalState {
         s.failed.delete(l.index);
         break;
       case 'failed':
-        s.failed.set(l.index, { index: l.index, sha256: l.sha256, users: l.users, operationUsers: l.operation_users, group: l.group, reason: l.reason });
+        s.failed.set(l.index, {
+          index: l.index,
+          sha256: l.sha256,
+          users: l.users,
+          operationUsers: l.operation_users,
+          group: l.group,
+          reason: l.reason,
+        });
         break;
       case 'input_end':
         s.totalBatches = l.batches;
@@ -229,7 +262,16 @@ export class RunJournal {
   private readonly release: () => void;
   private readonly now: () => Date;
 
-  private constructor(init: { key: string; dir: string; path: string; fd: number; state: JournalState; release: () => void; resumed: boolean; now: () => Date }) {
+  private constructor(init: {
+    key: string;
+    dir: string;
+    path: string;
+    fd: number;
+    state: JournalState;
+    release: () => void;
+    resumed: boolean;
+    now: () => Date;
+  }) {
     this.key = init.key;
     this.dir = init.dir;
     this.path = init.path;
@@ -248,10 +290,14 @@ export class RunJournal {
     mkdirSync(join(stateDir, 'runs'), { recursive: true, mode: 0o700 });
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const release = await acquireFileLock(join(dir, 'lock'), { timeoutMs: 2000 }).catch((error: unknown) => {
-      throw new JournalError('run_in_progress', 'another audience-kit process is uploading this file with these options right now', {
-        fix: 'wait for it to finish (or stop it), then run again with --resume',
-        cause: error,
-      });
+      throw new JournalError(
+        'run_in_progress',
+        'another audience-kit process is uploading this file with these options right now',
+        {
+          fix: 'wait for it to finish (or stop it), then run again with --resume',
+          cause: error,
+        },
+      );
     });
     try {
       const path = join(dir, 'journal.jsonl');
@@ -332,7 +378,9 @@ export class RunJournal {
       throw new JournalError(
         'journal_mismatch',
         `batch ${index} differs from the batch the journal recorded as confirmed: the input, the options or the tool version changed since that run`,
-        { fix: 'run again with --restart to start over (users already uploaded are sent again; Update treats them as no-ops)' },
+        {
+          fix: 'run again with --restart to start over (users already uploaded are sent again; Update treats them as no-ops)',
+        },
       );
     }
     return true;
@@ -349,13 +397,40 @@ export class RunJournal {
   }
 
   /** Keep a batch that failed after every retry, for a later --resume. */
-  recordFailed(batch: { index: number; body: Buffer; users: number; operationUsers: number[]; group: BatchGroup; lines: Uint32Array }, sha256: string, reason: string): void {
+  recordFailed(
+    batch: {
+      index: number;
+      body: Buffer;
+      users: number;
+      operationUsers: number[];
+      group: BatchGroup;
+      lines: Uint32Array;
+    },
+    sha256: string,
+    reason: string,
+  ): void {
     mkdirSync(join(this.dir, 'failed'), { recursive: true, mode: 0o700 });
     const base = this.failedBasePath(batch.index);
     writeDurable(`${base}.body.json`, batch.body);
     writeDurable(`${base}.lines`, Buffer.from(batch.lines.buffer, batch.lines.byteOffset, batch.lines.byteLength));
-    const f: FailedBatch = { index: batch.index, sha256, users: batch.users, operationUsers: batch.operationUsers, group: batch.group, reason };
-    this.append({ type: 'failed', index: f.index, sha256, users: f.users, operation_users: f.operationUsers, group: f.group, reason, at: this.now().toISOString() });
+    const f: FailedBatch = {
+      index: batch.index,
+      sha256,
+      users: batch.users,
+      operationUsers: batch.operationUsers,
+      group: batch.group,
+      reason,
+    };
+    this.append({
+      type: 'failed',
+      index: f.index,
+      sha256,
+      users: f.users,
+      operation_users: f.operationUsers,
+      group: f.group,
+      reason,
+      at: this.now().toISOString(),
+    });
     this.state.failed.set(batch.index, f);
   }
 
@@ -378,9 +453,13 @@ export class RunJournal {
   recordInputEnd(batches: number): void {
     if (this.state.totalBatches === batches) return;
     if (this.state.totalBatches !== undefined) {
-      throw new JournalError('journal_mismatch', `the input now makes ${batches} batches, the journal recorded ${this.state.totalBatches}`, {
-        fix: 'run again with --restart to start over',
-      });
+      throw new JournalError(
+        'journal_mismatch',
+        `the input now makes ${batches} batches, the journal recorded ${this.state.totalBatches}`,
+        {
+          fix: 'run again with --restart to start over',
+        },
+      );
     }
     this.append({ type: 'input_end', batches, at: this.now().toISOString() });
     this.state.totalBatches = batches;
