@@ -28,14 +28,26 @@ export default tseslint.config(
     },
   },
   {
-    // The CLI is a client of the library: it may import only what the package root exports.
+    // src/internal.ts is the CLI's (unpublished) barrel: library code never depends on it, so
+    // nothing in the library can reach the CLI or an internal it would then have to publish.
+    files: ['src/**/*.ts'],
+    ignores: ['src/cli/**', 'src/internal.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['**/internal.js'], message: 'Only the CLI imports src/internal.ts' }] },
+      ],
+    },
+  },
+  {
+    // The CLI is a client of the library: it imports it only through the internal barrel.
     files: ['src/cli/*.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
         {
           patterns: [
-            { group: ['../*', '!../index.js'], message: 'The CLI imports the library only through ../index.js' },
+            { group: ['../*', '!../internal.js'], message: 'The CLI imports the library only through ../internal.js' },
           ],
         },
       ],
@@ -49,8 +61,8 @@ export default tseslint.config(
         {
           patterns: [
             {
-              group: ['../../*', '!../../index.js'],
-              message: 'The CLI imports the library only through ../../index.js',
+              group: ['../../*', '!../../internal.js'],
+              message: 'The CLI imports the library only through ../../internal.js',
             },
           ],
         },

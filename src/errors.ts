@@ -30,6 +30,102 @@ export const EXIT_CODES = {
 
 export type ExitCode = (typeof EXIT_CODES)[keyof typeof EXIT_CODES];
 
+/**
+ * Every `code` an AudienceKitError can carry, grouped by the class that throws it. A new code is
+ * added here (the constructor only takes an `ErrorCode`), so scripts can switch on the union.
+ */
+export const ERROR_CODES = [
+  // ConfigError: a bad option, parameter or configuration, found before anything is sent.
+  'config_invalid',
+  'config_invalid_value',
+  'config_invalid_profile',
+  'config_missing_base_url',
+  'config_missing_credential',
+  'config_file_invalid',
+  'config_file_unreadable',
+  'config_file_unwritable',
+  'invalid_option',
+  'invalid_parameter',
+  'missing_option',
+  'missing_client',
+  'invalid_operation',
+  'invalid_batch_limit',
+  'invalid_default_country',
+  'invalid_duration',
+  'invalid_expiry',
+  'invalid_time',
+  'dnr_effective_at',
+  'dnr_expiry_too_far',
+  'mapping_invalid',
+  'mapping_no_identifier_column',
+  'mapping_type_not_taken',
+  'mapping_unknown_column',
+  'mapping_unknown_type',
+  'type_not_taken',
+  'user_not_hashed',
+  'output_not_writable',
+  'audit_run_not_found',
+  'audience_already_deleted',
+  'audience_in_use',
+  'auth_no_pending_login',
+  'auth_pin_missing',
+  'auth_pin_refused',
+  'unfinished_run',
+  'sandbox_fault_spec_invalid',
+  'sandbox_listen_failed',
+  'sandbox_option_invalid',
+  'sandbox_unknown_account',
+  'sandbox_unknown_audience',
+  // JournalError (a ConfigError): the run journal does not fit this run.
+  'journal_corrupt',
+  'journal_mismatch',
+  'run_in_progress',
+  // InputError: the input cannot be read as a whole.
+  'input_bad_header',
+  'input_binary',
+  'input_cr_line_endings',
+  'input_gzip_corrupt',
+  'input_is_directory',
+  'input_no_header',
+  'input_not_csv',
+  'input_not_found',
+  'input_not_gzip',
+  'input_not_readable',
+  'input_not_utf8',
+  'input_read_failed',
+  'input_unreadable',
+  'audit_log_missing',
+  // HttpError, AuthError, RateLimitError: a non-2xx answer after retries.
+  'api_bad_request',
+  'api_not_found',
+  'api_request_timeout',
+  'api_conflict',
+  'api_request_too_large',
+  'api_locked',
+  'api_unavailable',
+  'api_server_error',
+  'api_http_error',
+  'auth_unauthorized',
+  'auth_forbidden',
+  'audience_owner_only',
+  'rate_limited',
+  // ConnectionError, TimeoutError.
+  'connection_reset',
+  'connection_failed',
+  'request_aborted',
+  'timeout_connect',
+  'timeout_headers',
+  'timeout_body',
+  // BatchVerificationError, ResponseShapeError.
+  'batch_count_mismatch',
+  'response_shape',
+  'response_not_json',
+  // AudienceKitError itself: a lock file held by another process.
+  'file_locked',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
 export interface ErrorOptions {
   fix?: string;
   cause?: unknown;
@@ -37,11 +133,11 @@ export interface ErrorOptions {
 
 export class AudienceKitError extends Error {
   /** Stable machine-readable code, for example `config_missing_credential`. */
-  readonly code: string;
+  readonly code: ErrorCode;
   /** What the user should do about it, one line. */
   readonly fix: string | undefined;
 
-  constructor(code: string, message: string, options: ErrorOptions = {}) {
+  constructor(code: ErrorCode, message: string, options: ErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.code = code;
@@ -110,7 +206,7 @@ export class HttpError extends AudienceKitError {
    */
   readonly attempts: number;
 
-  constructor(code: string, message: string, init: HttpErrorInit) {
+  constructor(code: ErrorCode, message: string, init: HttpErrorInit) {
     super(code, message, init);
     this.status = init.status;
     this.method = init.method;
@@ -132,7 +228,7 @@ export class AuthError extends HttpError {}
 /** 429, or a wait for the rate-limit reset that exceeded the allowed bound. */
 export class RateLimitError extends HttpError {
   readonly resetAt: Date | undefined;
-  constructor(code: string, message: string, init: HttpErrorInit & { resetAt?: Date }) {
+  constructor(code: ErrorCode, message: string, init: HttpErrorInit & { resetAt?: Date }) {
     super(code, message, init);
     this.resetAt = init.resetAt;
   }

@@ -1,17 +1,85 @@
 /**
- * audience-kit library entry point. The CLI imports only from here, so library users get
- * exactly what the CLI uses.
+ * audience-kit's public surface: what a data pipeline needs to normalize, hash and upload a
+ * customer list. Every name here is a promise kept across minor versions, so the list is
+ * reviewed (test/public-api.json fails the build when a name appears or disappears by
+ * accident). The CLI and the tests use src/internal.ts; the sandbox is `audience-kit/sandbox`.
  */
-export { VERSION, USER_AGENT } from './version.js';
-export * from './errors.js';
-export * from './identifiers/normalize.js';
-export * from './ingest/csv.js';
-export * from './identifiers/mapping.js';
-export * from './hashing/hash.js';
-export * from './api/index.js';
-export * from './api/config.js';
-export * from './sandbox/index.js';
-export * from './upload/batch.js';
-export * from './state/journal.js';
-export * from './state/audit.js';
-export * from './upload/upload.js';
+export { VERSION } from './version.js';
+
+// Errors: one hierarchy, a stable `code` (ErrorCode) on every error.
+export {
+  ERROR_CODES,
+  AudienceKitError,
+  ConfigError,
+  InputError,
+  HttpError,
+  AuthError,
+  RateLimitError,
+  ConnectionError,
+  TimeoutError,
+  BatchVerificationError,
+  ResponseShapeError,
+  type ErrorCode,
+} from './errors.js';
+export { JournalError } from './state/journal.js';
+
+// Normalization and hashing of single values.
+export {
+  IDENTIFIER_TYPES,
+  normalizeEmail,
+  normalizePhone,
+  normalizeHandle,
+  normalizeDeviceId,
+  normalizeServiceId,
+  normalizePartnerUserId,
+  normalizeCountryCode,
+  hashValue,
+  type IdentifierType,
+  type AudienceUser,
+  type BuiltUser,
+  type Normalized,
+  type NormalizeOptions,
+  type Reject,
+  type RejectReason,
+} from './identifiers/normalize.js';
+export type { ColumnMapping } from './identifiers/mapping.js';
+export type { CsvSource } from './ingest/csv.js';
+
+// Whole inputs: rows you already hold, or a CSV file/stream hashed on worker threads.
+export {
+  hashRecords,
+  hashCsv,
+  type HashRecordsOptions,
+  type HashRecordsRun,
+  type HashCsvOptions,
+  type HashCsvRun,
+  type HashedChunk,
+  type HashSummary,
+} from './hashing/hash.js';
+
+// The API client and the audience resources a pipeline creates or looks up.
+export { createClient, type AdsClient, type ClientOptions, type Credentials } from './api/client.js';
+export {
+  createCustomAudience,
+  getCustomAudience,
+  listCustomAudiences,
+  deleteCustomAudience,
+  createDoNotReachList,
+  getDoNotReachList,
+  listDoNotReachLists,
+  deleteDoNotReachList,
+} from './api/endpoints.js';
+export { paginate, type Page } from './api/pagination.js';
+export type { CustomAudience, DoNotReachList } from './api/schemas.js';
+export { resolveConnectionConfig, type ResolvedConnectionConfig } from './api/config.js';
+
+// Uploads and their audit trail.
+export {
+  uploadAudience,
+  type UploadAudienceOptions,
+  type UploadOperation,
+  type UploadProgress,
+  type UploadReport,
+  type UploadTarget,
+} from './upload/upload.js';
+export { verifyAuditLog } from './state/audit.js';

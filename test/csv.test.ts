@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import {
   ConfigError,
   describeMapping,
-  hashFile,
+  hashCsv,
   InputError,
   openCsv,
   readCsv,
@@ -16,7 +16,7 @@ import {
   type CsvBadRow,
   type CsvRow,
   type ReadCsvOptions,
-} from '../src/index.js';
+} from '../src/internal.js';
 import { FIXTURES } from './helpers/cli.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'ak-csv-'));
@@ -175,10 +175,10 @@ describe('readCsv: quoting and malformed rows', () => {
     expect(simple(await all(file(mixed.replace('email,note\n', 'email,note\r\n'))))).toEqual(expected);
   });
 
-  it('hashFile reads mixed line endings like readCsv (the workers parse the chunks)', async () => {
+  it('hashCsv reads mixed line endings like readCsv (the workers parse the chunks)', async () => {
     const path = file('email\r\na@example.com\nnot-an-email\nb@example.com\r\n');
     for (const workers of [0, 1]) {
-      const run = await hashFile(path, { workers });
+      const run = await hashCsv(path, { workers });
       const users: unknown[] = [];
       for await (const chunk of run) for (const u of chunk.users) users.push([u.line, Object.keys(u.user)]);
       expect(users).toEqual([

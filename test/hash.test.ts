@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import {
   ConfigError,
   createHashSummary,
-  hashFile,
+  hashCsv,
   hashRecords,
   hashValue,
   mergeHashSummary,
@@ -14,9 +14,9 @@ import {
   renderHashSummary,
   serializeUser,
   type BuiltUser,
-  type HashFileOptions,
+  type HashCsvOptions,
   type HashSummary,
-} from '../src/index.js';
+} from '../src/internal.js';
 import { FIXTURES } from './helpers/cli.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'ak-hash-'));
@@ -24,7 +24,7 @@ const CRM = join(FIXTURES, 'crm-export.csv');
 
 async function reference(
   path: string,
-  opts: HashFileOptions = {},
+  opts: HashCsvOptions = {},
 ): Promise<{ users: BuiltUser[]; summary: HashSummary }> {
   const run = hashRecords(readCsv(path, opts), opts);
   const users: BuiltUser[] = [];
@@ -34,9 +34,9 @@ async function reference(
 
 async function fast(
   path: string,
-  opts: HashFileOptions,
+  opts: HashCsvOptions,
 ): Promise<{ users: BuiltUser[]; summary: HashSummary; texts: string[] }> {
-  const run = await hashFile(path, opts);
+  const run = await hashCsv(path, opts);
   const users: BuiltUser[] = [];
   const texts: string[] = [];
   let seq = 0;
@@ -95,7 +95,7 @@ describe('hashRecords', () => {
   });
 });
 
-describe('hashFile (fast path) equals hashRecords (reference)', () => {
+describe('hashCsv (fast path) equals hashRecords (reference)', () => {
   it('on the CRM fixture, with workers and tiny chunks: same users, order, lines and summary', async () => {
     const expected = await reference(CRM);
     expect(expected.users.length).toBeGreaterThan(2900);
@@ -139,7 +139,7 @@ describe('hashFile (fast path) equals hashRecords (reference)', () => {
   });
 
   it('exposes mapping, sizes and progress, and can be closed early without hanging', async () => {
-    const run = await hashFile(CRM, { workers: 2, chunkBytes: 1024 });
+    const run = await hashCsv(CRM, { workers: 2, chunkBytes: 1024 });
     expect(run.mapping.columns.map((c) => c.column)).toEqual(['customer_id', 'Email', 'work_email', 'Phone']);
     expect(run.totalBytes).toBeGreaterThan(100_000);
     for await (const chunk of run) {
@@ -151,8 +151,8 @@ describe('hashFile (fast path) equals hashRecords (reference)', () => {
   });
 
   it('throws mapping errors before reading rows, and reads stdin', async () => {
-    await expect(hashFile(CRM, { map: ['email=nope'] })).rejects.toThrow(/no column "nope"/);
-    const run = await hashFile('-', {
+    await expect(hashCsv(CRM, { map: ['email=nope'] })).rejects.toThrow(/no column "nope"/);
+    const run = await hashCsv('-', {
       stdin: Readable.from([Buffer.from('email\na@example.com\n')]),
       workers: 1,
       emit: 'jsonl',

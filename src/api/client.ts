@@ -341,7 +341,7 @@ function routeKey(method: string, path: string): string {
   return `${method} ${path.replace(/\/(accounts|custom_audiences|tailored_audiences|do_not_reach_lists|permissions)\/[^/]+/g, '/$1/:id')}`;
 }
 
-const TIMEOUT_CODES: Record<string, string> = {
+const TIMEOUT_CODES: Record<string, 'connect' | 'headers' | 'body'> = {
   UND_ERR_CONNECT_TIMEOUT: 'connect',
   UND_ERR_HEADERS_TIMEOUT: 'headers',
   UND_ERR_BODY_TIMEOUT: 'body',
@@ -601,7 +601,7 @@ export class AdsClient {
     const code = errorCode(e);
     const phase = code === undefined ? undefined : TIMEOUT_CODES[code];
     if (phase !== undefined) {
-      return new TimeoutError(`timeout_${phase}`, `${method} ${path} timed out (${phase} timeout)`, {
+      return new TimeoutError(`timeout_${phase}` as const, `${method} ${path} timed out (${phase} timeout)`, {
         fix: 'Check the network, or raise the timeout (connect/headers/body timeout options)',
         cause: e,
       });

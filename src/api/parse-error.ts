@@ -9,6 +9,7 @@ import {
   AuthError,
   HttpError,
   RateLimitError,
+  type ErrorCode,
   type HttpErrorInit,
   type OperationErrorDetail,
   type PlatformErrorDetail,
@@ -100,7 +101,7 @@ export function fixForStatus(status: number, hasOperationErrors: boolean): strin
   }
 }
 
-export function codeForStatus(status: number): string {
+export function codeForStatus(status: number): ErrorCode {
   switch (status) {
     case 400:
       return 'api_bad_request';

@@ -14,7 +14,7 @@ import {
   type ClientOptions,
   type ConnectionValues,
   type ResolvedConnectionConfig,
-} from '../index.js';
+} from '../internal.js';
 import type { CliContext } from './context.js';
 import { writeLine, type GlobalArgs } from './output.js';
 

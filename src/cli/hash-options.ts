@@ -1,11 +1,11 @@
 /**
  * The column-mapping and normalization options shared by `hash` and `upload`: one definition of
- * the flags, one translation into the library's HashFileOptions.
+ * the flags, one translation into the library's HashCsvOptions.
  */
 import { resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { Argv } from 'yargs';
-import { ConfigError, describeMapping, type CsvDelimiter, type HashFileOptions, type HashFileRun } from '../index.js';
+import { ConfigError, describeMapping, type CsvDelimiter, type HashCsvOptions, type HashCsvRun } from '../internal.js';
 import type { CliContext } from './context.js';
 import { writeLine } from './output.js';
 
@@ -81,11 +81,11 @@ const DELIMITERS: Readonly<Record<string, CsvDelimiter>> = {
 };
 
 /**
- * Turn parsed arguments into hashFile options. `stdin` is what `-` reads. Validation of values
+ * Turn parsed arguments into hashCsv options. `stdin` is what `-` reads. Validation of values
  * (country, worker count) happens in the library, which throws ConfigError naming the option.
  */
-export function hashOptionsFromArgs(args: HashOptionArgs, stdin?: Readable): HashFileOptions {
-  const opts: HashFileOptions = {};
+export function hashOptionsFromArgs(args: HashOptionArgs, stdin?: Readable): HashCsvOptions {
+  const opts: HashCsvOptions = {};
   if (args.map !== undefined) opts.map = args.map;
   if (args['default-country'] !== undefined) opts.defaultCountry = args['default-country'];
   if (args['country-column'] !== undefined) opts.countryColumn = args['country-column'];
@@ -121,7 +121,7 @@ export function hashOptionsFromArgs(args: HashOptionArgs, stdin?: Readable): Has
 }
 
 /**
- * The source to pass to hashFile for a `<file|->` positional: `-` for stdin (yargs hands a lone
+ * The source to pass to hashCsv for a `<file|->` positional: `-` for stdin (yargs hands a lone
  * `-` over as ''), otherwise the path resolved against the working directory.
  */
 export function hashInputSource(file: string, cwd: string): string {
@@ -129,7 +129,7 @@ export function hashInputSource(file: string, cwd: string): string {
 }
 
 /** Print (stderr) what is being read and the chosen column mapping. Column names only, never values. */
-export function printInputMapping(ctx: CliContext, run: HashFileRun): void {
+export function printInputMapping(ctx: CliContext, run: HashCsvRun): void {
   const traits = [
     run.encoding === 'utf-8' ? 'UTF-8' : run.encoding.toUpperCase(),
     ...(run.compressed ? ['gzip'] : []),

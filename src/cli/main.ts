@@ -1,5 +1,5 @@
 import yargs, { type Argv, type CommandModule } from 'yargs';
-import { EXIT_CODES, VERSION } from '../index.js';
+import { EXIT_CODES, VERSION } from '../internal.js';
 import { processContext, type CliContext } from './context.js';
 import { exitCodesEpilogue, reportError, writeLine, type GlobalArgs } from './output.js';
 import { hashCommand } from './commands/hash.js';

@@ -13,10 +13,11 @@ import {
   listTargetedCampaigns,
   paginate,
   type AdsClient,
+  type ErrorCode,
   type HttpErrorInit,
   type Page,
   type TargetingRecord,
-} from '../index.js';
+} from '../internal.js';
 import { parseWholeNumber, withClient, withConnectionOptions, type ConnectionArgs } from './connection.js';
 import type { CliContext } from './context.js';
 import {
@@ -315,7 +316,7 @@ export function printObject(
 /** The same platform failure under another class, code, message or fix; status, path and platform errors are kept. */
 export function rephrase(
   error: HttpError,
-  change: { as?: typeof HttpError; code?: string; message?: string; fix: string },
+  change: { as?: typeof HttpError; code?: ErrorCode; message?: string; fix: string },
 ): HttpError {
   const init: HttpErrorInit = {
     status: error.status,

@@ -1,4 +1,4 @@
-import { AudienceKitError, EXIT_CODES, exitCodeFor, HttpError } from '../index.js';
+import { AudienceKitError, EXIT_CODES, exitCodeFor, HttpError } from '../internal.js';
 import type { CliContext } from './context.js';
 
 export type ExitCodeName = keyof typeof EXIT_CODES;

@@ -4,7 +4,7 @@
  *
  * Two entry points share one per-record path (`mapRecord` + `buildUser` + `addUserToSummary`):
  * - `hashRecords(rows)`: one row at a time, for library users with their own rows or objects;
- * - `hashFile(source)`: the fast path used by `hash` and `upload`. The main thread only reads
+ * - `hashCsv(source)`: the fast path used by `hash` and `upload`. The main thread only reads
  *   bytes and cuts them at record boundaries (csv.ts); worker threads parse, normalize and hash
  *   whole chunks, so the CPU-heavy work runs on every core. Results are re-ordered by chunk
  *   sequence (output keeps input order) and the number of chunks in flight is bounded, so memory
@@ -110,7 +110,7 @@ export interface HashRecordsOptions extends NormalizeOptions, MappingOptions {
   mapping?: ColumnMapping;
 }
 
-export interface HashFileOptions extends NormalizeOptions, MappingOptions, ReadCsvOptions {
+export interface HashCsvOptions extends NormalizeOptions, MappingOptions, ReadCsvOptions {
   /** Worker threads; default: available cores. 0 runs everything on the calling thread. */
   workers?: number;
   /**
@@ -266,7 +266,7 @@ export function hashRecords(
 // ---------------------------------------------------------------------------------------------
 // The fast path.
 
-/** One chunk of hashFile's output, in input order, with absolute line numbers. */
+/** One chunk of hashCsv's output, in input order, with absolute line numbers. */
 export interface HashedChunk {
   seq: number;
   /** First physical line the chunk covers. */
@@ -282,7 +282,7 @@ export interface HashedChunk {
   packed?: PackedUsers;
 }
 
-export interface HashFileRun extends AsyncIterable<HashedChunk> {
+export interface HashCsvRun extends AsyncIterable<HashedChunk> {
   /** Input file name (or `stdin` / `stream`). */
   readonly name: string;
   readonly header: readonly string[];
@@ -392,7 +392,7 @@ function workerError(message: string, stack?: string, cause?: unknown): Error {
  * HashedChunks in input order. Work is spread over `workers` threads; at most
  * `maxChunksInFlight` chunks are read ahead of the consumer.
  */
-export async function hashFile(source: CsvSource, opts: HashFileOptions = {}): Promise<HashFileRun> {
+export async function hashCsv(source: CsvSource, opts: HashCsvOptions = {}): Promise<HashCsvRun> {
   const checked = checkNormalizeOptions(opts);
   const input = await openCsv(source, checked);
   let mapping: ColumnMapping;

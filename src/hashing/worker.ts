@@ -1,5 +1,5 @@
 /**
- * The per-chunk work of `hashFile`: parse a chunk of whole CSV records, normalize and hash every
+ * The per-chunk work of `hashCsv`: parse a chunk of whole CSV records, normalize and hash every
  * row, count it in a partial summary. It runs in worker threads (this file is the worker's
  * entry point) and, with `workers: 0`, on the calling thread. It imports only what that work
  * needs, so each worker's isolate stays small.
@@ -112,7 +112,7 @@ function mergeLines(into: HashReasonCount, from: HashReasonCount, lineOffset: nu
 }
 
 /**
- * Add `from` into `into`. Merge summaries in input order (as hashFile does) so the kept line
+ * Add `from` into `into`. Merge summaries in input order (as hashCsv does) so the kept line
  * numbers are the first ones; `lineOffset` is added to `from`'s line numbers.
  */
 export function mergeHashSummary(into: HashSummary, from: HashSummary, lineOffset = 0): HashSummary {
@@ -139,7 +139,7 @@ export function mergeHashSummary(into: HashSummary, from: HashSummary, lineOffse
 }
 
 /**
- * What hashFile's chunks carry: user objects, output already rendered by the workers, or
+ * What hashCsv's chunks carry: user objects, output already rendered by the workers, or
  * (`packed`) what the uploader needs and nothing more: see PackedUsers.
  */
 export type HashEmit = 'users' | 'jsonl' | 'csv' | 'packed';
@@ -172,7 +172,7 @@ export interface HashChunkContext {
   outputTypes: IdentifierType[];
 }
 
-/** A user from hashFile: BuiltUser plus `json` = serializeUser(user), computed in the worker. */
+/** A user from hashCsv: BuiltUser plus `json` = serializeUser(user), computed in the worker. */
 export interface HashedUser extends BuiltUser {
   json: string;
 }

@@ -12,7 +12,7 @@ import {
   updateCustomAudience,
   type AdsClient,
   type CustomAudience,
-} from '../../index.js';
+} from '../../internal.js';
 import { parseDuration, withClient } from '../connection.js';
 import type { CliContext } from '../context.js';
 import {

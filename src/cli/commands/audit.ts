@@ -8,7 +8,7 @@ import {
   readAuditRuns,
   verifyAuditLog,
   type AuditRun,
-} from '../../index.js';
+} from '../../internal.js';
 import type { CliContext } from '../context.js';
 import { commandGroup } from '../manage.js';
 import { handle, renderFields, renderTable, writeJson, writeLine, type Column, type GlobalArgs } from '../output.js';

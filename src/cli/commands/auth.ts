@@ -17,7 +17,7 @@ import {
   SECRET_CONNECTION_FIELDS,
   type ConnectionConfigReport,
   type ConnectionField,
-} from '../../index.js';
+} from '../../internal.js';
 import {
   connectionFlags,
   withAppConnectionOptions,

@@ -1,5 +1,5 @@
 import type { CommandModule } from 'yargs';
-import { createDoNotReachList, deleteDoNotReachList, listDoNotReachLists, type DoNotReachList } from '../../index.js';
+import { createDoNotReachList, deleteDoNotReachList, listDoNotReachLists, type DoNotReachList } from '../../internal.js';
 import { withClient } from '../connection.js';
 import type { CliContext } from '../context.js';
 import {

@@ -9,12 +9,12 @@ import {
   ConfigError,
   EXIT_CODES,
   hashCsvHeader,
-  hashFile,
+  hashCsv,
   mappedTypes,
   renderHashSummary,
   type CsvBadRow,
   type Reject,
-} from '../../index.js';
+} from '../../internal.js';
 import type { CliContext } from '../context.js';
 import {
   addHashOptions,
@@ -173,7 +173,7 @@ export function hashCommand(ctx: CliContext): CommandModule<GlobalArgs, HashArgs
         ) as never,
     handler: handle(ctx, async (args: HashArgs) => {
       const opts = hashOptionsFromArgs(args, ctx.stdin);
-      const run = await hashFile(hashInputSource(args.file, ctx.cwd), { ...opts, emit: args.format });
+      const run = await hashCsv(hashInputSource(args.file, ctx.cwd), { ...opts, emit: args.format });
       const outputs: Output[] = [];
       try {
         printInputMapping(ctx, run);

@@ -5,7 +5,7 @@ import {
   listAudiencePermissions,
   revokeAudiencePermission,
   type AudiencePermission,
-} from '../../index.js';
+} from '../../internal.js';
 import { withClient } from '../connection.js';
 import type { CliContext } from '../context.js';
 import {

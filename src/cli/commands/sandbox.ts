@@ -7,7 +7,7 @@ import {
   parseFaultSpec,
   startSandbox,
   type SandboxOptions,
-} from '../../index.js';
+} from '../../internal.js';
 import type { CliContext } from '../context.js';
 import { handle, writeJson, writeLine, type GlobalArgs } from '../output.js';
 

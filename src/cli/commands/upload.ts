@@ -17,7 +17,7 @@ import {
   EXIT_CODES,
   fileSha256,
   findJournal,
-  hashFile,
+  hashCsv,
   InputError,
   newRunId,
   ProgressPrinter,
@@ -34,12 +34,12 @@ import {
   type AuditCounts,
   type AuditRunOptions,
   type BatchLimits,
-  type HashFileRun,
+  type HashCsvRun,
   type JournalKey,
   type Sandbox,
   type UploadReport,
   type UploadTarget,
-} from '../../index.js';
+} from '../../internal.js';
 import { clientFromArgs, withConnectionOptions, withDebugLines, type ConnectionArgs } from '../connection.js';
 import type { CliContext } from '../context.js';
 import { addHashOptions, hashOptionsFromArgs, printInputMapping, type HashOptionArgs } from '../hash-options.js';
@@ -88,7 +88,7 @@ async function askYesNo(ctx: CliContext, question: string): Promise<boolean | 'i
 
 /** The options that change what is sent: part of the journal key and of the audit record. */
 function shapingOptions(
-  run: HashFileRun,
+  run: HashCsvRun,
   args: UploadArgs,
   limits: BatchLimits,
   group: { effectiveAt?: string; expiresAt?: string },
@@ -134,7 +134,7 @@ function auditCounts(c: UploadReport | undefined): AuditCounts {
 function printReport(
   ctx: CliContext,
   report: UploadReport,
-  run: HashFileRun,
+  run: HashCsvRun,
   extra: ReadonlyArray<readonly [string, unknown]>,
 ): void {
   const fields: (readonly [string, unknown])[] = [
@@ -390,7 +390,7 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
       const fromStdin = args.file === '-' || args.file === '';
       const inputPath = fromStdin ? '-' : resolve(ctx.cwd, args.file);
       // Do-not-reach lists take only some identifier types: other columns are left out of the mapping.
-      const run = await hashFile(inputPath, {
+      const run = await hashCsv(inputPath, {
         ...hashOptionsFromArgs(args, ctx.stdin),
         emit: 'packed',
         ...(wantsDnr ? { types: DO_NOT_REACH_TYPES } : {}),

@@ -1,0 +1,17 @@
+/**
+ * Everything the CLI and the tests use, including internals: not published (no `exports` entry)
+ * and importable only from src/cli (eslint). Library users get the reviewed list in index.ts.
+ */
+export { VERSION, USER_AGENT } from './version.js';
+export * from './errors.js';
+export * from './identifiers/normalize.js';
+export * from './ingest/csv.js';
+export * from './identifiers/mapping.js';
+export * from './hashing/hash.js';
+export * from './api/index.js';
+export * from './api/config.js';
+export * from './sandbox/index.js';
+export * from './upload/batch.js';
+export * from './state/journal.js';
+export * from './state/audit.js';
+export * from './upload/upload.js';

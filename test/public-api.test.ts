@@ -1,0 +1,77 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * The package root is a reviewed list. Adding or removing a name is a decision: make it in
+ * src/index.ts, test/public-api.json and docs/library.md together.
+ */
+const ENTRY = fileURLToPath(new URL('../src/index.ts', import.meta.url));
+const EXPECTED = JSON.parse(readFileSync(new URL('public-api.json', import.meta.url), 'utf8')) as {
+  values: string[];
+  types: string[];
+};
+
+/** Every name the entry exports, types included, as the compiler sees it. */
+function exportedNames(): string[] {
+  const program = ts.createProgram([ENTRY], {
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    target: ts.ScriptTarget.ES2022,
+    strict: true,
+    skipLibCheck: true,
+    noEmit: true,
+    types: ['node'],
+  });
+  const checker = program.getTypeChecker();
+  const source = program.getSourceFile(ENTRY);
+  const module = source === undefined ? undefined : checker.getSymbolAtLocation(source);
+  if (module === undefined) throw new Error(`cannot load ${ENTRY}`);
+  return checker.getExportsOfModule(module).map((s) => s.getName());
+}
+
+function diff(actual: readonly string[], expected: readonly string[]): { added: string[]; removed: string[] } {
+  return {
+    added: actual.filter((n) => !expected.includes(n)).sort(),
+    removed: expected.filter((n) => !actual.includes(n)).sort(),
+  };
+}
+
+describe('public API (package root)', () => {
+  it('exports exactly the reviewed values', async () => {
+    const values = Object.keys(await import('../src/index.js'));
+    expect(diff(values, EXPECTED.values)).toEqual({ added: [], removed: [] });
+  });
+
+  it('exports exactly the reviewed types', () => {
+    const types = exportedNames().filter((n) => !EXPECTED.values.includes(n));
+    expect(diff(types, EXPECTED.types)).toEqual({ added: [], removed: [] });
+  });
+
+  it('stays small (the issue asks for about 60 names)', () => {
+    expect(EXPECTED.values.length + EXPECTED.types.length).toBeLessThanOrEqual(75);
+  });
+
+  it('lists every error code once, and the codes are snake_case', async () => {
+    const { ERROR_CODES } = await import('../src/index.js');
+    expect(new Set(ERROR_CODES).size).toBe(ERROR_CODES.length);
+    for (const code of ERROR_CODES) expect(code).toMatch(/^[a-z][a-z0-9_]*$/);
+  });
+});
+
+describe('audience-kit/sandbox subpath (built package)', () => {
+  // Resolved through package.json `exports` (self-reference), as a user's project would.
+  const require = createRequire(import.meta.url);
+
+  it('is importable and requirable; the root does not carry the sandbox', async () => {
+    const imported = (await import('audience-kit/sandbox')) as Record<string, unknown>;
+    expect(typeof imported.startSandbox).toBe('function');
+    const required = require('audience-kit/sandbox') as Record<string, unknown>;
+    expect(typeof required.startSandbox).toBe('function');
+    const root = require('audience-kit') as Record<string, unknown>;
+    expect(typeof root.createClient).toBe('function');
+    expect(root.startSandbox).toBeUndefined();
+  });
+});
