@@ -15,7 +15,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { createHashSummary, hashRecords, hashValue, mergeHashSummary, readCsv, serializeUser } from '../src/internal.js';
+import {
+  createHashSummary,
+  hashRecords,
+  hashValue,
+  mergeHashSummary,
+  readCsv,
+  serializeUser,
+} from '../src/internal.js';
 import { BIN, FIXTURES, runCli } from './helpers/cli.js';
 
 // Runs the built CLI (`npm test` builds dist first; alone: npx tsc -p tsconfig.build.json).

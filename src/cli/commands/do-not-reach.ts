@@ -1,5 +1,10 @@
 import type { CommandModule } from 'yargs';
-import { createDoNotReachList, deleteDoNotReachList, listDoNotReachLists, type DoNotReachList } from '../../internal.js';
+import {
+  createDoNotReachList,
+  deleteDoNotReachList,
+  listDoNotReachLists,
+  type DoNotReachList,
+} from '../../internal.js';
 import { withClient } from '../connection.js';
 import type { CliContext } from '../context.js';
 import {
