@@ -1,0 +1,20 @@
+// Normalize and hash rows you already hold in memory (a database cursor, an API response), on this machine.
+// Run: npx tsx examples/hash-records.ts  (how to run: examples/README.md)
+import { hashRecords, normalizePhone, hashValue } from 'audience-kit';
+
+// One value at a time: pure functions implementing docs/normalization.md.
+console.log(JSON.stringify(normalizePhone('+44 (0)20 7946 0958'))); // {"ok":true,"value":…}
+console.log(JSON.stringify(normalizePhone('020 7946 0958'))); // {"ok":false,"reason":"phone_needs_country"}
+console.log(hashValue('adsapi')); // '49e0be2a…470d'
+
+// Rows keyed by column name: columns are mapped by name as in the CLI (`Email`, `Phone`, `Country`, …).
+const rows = [
+  { customer_id: 'c-1', Email: ' Jane.Doe+news@Example.com ', Phone: '020 7946 0321', Country: 'GB' },
+  { customer_id: 'c-2', Email: 'not an email', Phone: '(650) 555-1212', Country: 'US' },
+];
+const users = hashRecords(rows, { defaultCountry: 'US' });
+for await (const u of users) {
+  // u.user is the object sent to the platform: SHA-256 digests, `partner_user_id` as is.
+  console.log(u.line, JSON.stringify(u.user), JSON.stringify(u.rejects));
+}
+console.log(JSON.stringify(users.summary, null, 2)); // counts per type and per reject reason
