@@ -26,6 +26,7 @@ export { JournalError } from './state/journal.js';
 // Normalization and hashing of single values.
 export {
   IDENTIFIER_TYPES,
+  DEFAULT_PHONE_FORMAT,
   normalizeEmail,
   normalizePhone,
   normalizeHandle,
@@ -39,6 +40,7 @@ export {
   type BuiltUser,
   type Normalized,
   type NormalizeOptions,
+  type PhoneFormat,
   type Reject,
   type RejectReason,
 } from './identifiers/normalize.js';

@@ -32,7 +32,7 @@ function startRecord(runId: string): AuditRunStart {
     options: {
       default_country: 'US',
       country_column: null,
-      phone_format: 'e164',
+      phone_format: 'digits',
       input_hashed: 'auto',
       mapping: { email: ['Email'] },
       effective_at: null,

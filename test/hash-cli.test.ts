@@ -84,6 +84,10 @@ describe('audience-kit hash (process)', () => {
     const viaStdin = await runCli(['hash', '-', '--format', 'jsonl'], { input: small });
     expect(viaStdin.code).toBe(0);
     expect(viaStdin.stdout.split('\n')[0]).toBe(
+      serializeUser({ email: [hashValue('jane.doe@example.com')], phone_number: [hashValue('12025550143')] }),
+    );
+    const e164 = await runCli(['hash', '-', '--format', 'jsonl', '--phone-format', 'e164'], { input: small });
+    expect(e164.stdout.split('\n')[0]).toBe(
       serializeUser({ email: [hashValue('jane.doe@example.com')], phone_number: [hashValue('+12025550143')] }),
     );
     for (const name of ['small.csv.gz', 'utf16le.csv', 'crlf-bom.csv', 'tab.tsv']) {

@@ -65,7 +65,7 @@ describe('hashRecords', () => {
     for await (const u of run) out.push(u);
     expect(out[0]).toEqual({
       line: 1,
-      user: { email: [hashValue('jane.doe@example.com')], phone_number: [hashValue('+442079460321')] },
+      user: { email: [hashValue('jane.doe@example.com')], phone_number: [hashValue('442079460321')] },
       rejects: [],
     });
     expect(out[1]).toEqual({

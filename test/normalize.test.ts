@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
+  DEFAULT_PHONE_FORMAT,
   IDENTIFIER_TYPES,
   buildUser,
   cleanValue,
@@ -74,15 +75,16 @@ describe('published normalization and SHA-256 examples', () => {
     expect(normalizeEmail(' John_Smith@gmail.com ')).toEqual(ok('john_smith@gmail.com'));
     expect(hashValue('john_smith@gmail.com')).toBe('62a14e44f765419d10fea99367361a727c12365e2520f32218d505ed9aa0f62f');
   });
-  it('Meta: US phone (650)555-1212 in the digits convention', () => {
+  it('Meta: US phone (650)555-1212 in the digits convention (the default)', () => {
+    expect(normalizePhone('(650)555-1212', { country: 'US' })).toEqual(ok('16505551212'));
     expect(normalizePhone('(650)555-1212', { country: 'US', format: 'digits' })).toEqual(ok('16505551212'));
     expect(hashValue('16505551212')).toBe('e323ec626319ca94ee8bff2e4c87cf613be6ea19919ed1364124e16807ab3176');
   });
   // Google Ads UserIdentifier: "Phone numbers must be formatted in E.164 format (for example, +16502531234)":
   // https://developers.google.com/google-ads/api/reference/rpc/latest/UserIdentifier
-  it('Google: E.164 example', () => {
-    expect(normalizePhone('(650) 253-1234', { country: 'US' })).toEqual(ok('+16502531234'));
-    expect(normalizePhone('+1 650-253-1234')).toEqual(ok('+16502531234'));
+  it('Google: E.164 example (format e164)', () => {
+    expect(normalizePhone('(650) 253-1234', { country: 'US', format: 'e164' })).toEqual(ok('+16502531234'));
+    expect(normalizePhone('+1 650-253-1234', { format: 'e164' })).toEqual(ok('+16502531234'));
   });
 });
 
@@ -115,26 +117,29 @@ describe('normalizeEmail', () => {
 });
 
 describe('normalizePhone', () => {
-  it('national and international forms give the same E.164', () => {
-    expect(normalizePhone('020 7946 0958', { country: 'GB' })).toEqual(ok('+442079460958'));
-    expect(normalizePhone('+44 20 7946 0958')).toEqual(ok('+442079460958'));
-    expect(normalizePhone('0044 20 7946 0958', { country: 'GB' })).toEqual(ok('+442079460958'));
-    expect(normalizePhone('+44 (0)20 7946 0958')).toEqual(ok('+442079460958'));
-    expect(normalizePhone('+44 (0)20 7946 0958', { country: 'FR' })).toEqual(ok('+442079460958'));
+  it('national and international forms give the same number', () => {
+    expect(normalizePhone('020 7946 0958', { country: 'GB' })).toEqual(ok('442079460958'));
+    expect(normalizePhone('+44 20 7946 0958')).toEqual(ok('442079460958'));
+    expect(normalizePhone('0044 20 7946 0958', { country: 'GB' })).toEqual(ok('442079460958'));
+    expect(normalizePhone('+44 (0)20 7946 0958')).toEqual(ok('442079460958'));
+    expect(normalizePhone('+44 (0)20 7946 0958', { country: 'FR' })).toEqual(ok('442079460958'));
   });
   it('US, DE, FR, IN', () => {
-    expect(normalizePhone('(212) 555-0123', { country: 'us' })).toEqual(ok('+12125550123'));
-    expect(normalizePhone('1-212-555-0123', { country: 'US' })).toEqual(ok('+12125550123'));
-    expect(normalizePhone('030 901820', { country: 'DE' })).toEqual(ok('+4930901820'));
-    expect(normalizePhone('01 42 68 53 00', { country: 'FR' })).toEqual(ok('+33142685300'));
-    expect(normalizePhone('098765 43210', { country: 'IN' })).toEqual(ok('+919876543210'));
+    expect(normalizePhone('(212) 555-0123', { country: 'us' })).toEqual(ok('12125550123'));
+    expect(normalizePhone('1-212-555-0123', { country: 'US' })).toEqual(ok('12125550123'));
+    expect(normalizePhone('030 901820', { country: 'DE' })).toEqual(ok('4930901820'));
+    expect(normalizePhone('01 42 68 53 00', { country: 'FR' })).toEqual(ok('33142685300'));
+    expect(normalizePhone('098765 43210', { country: 'IN' })).toEqual(ok('919876543210'));
   });
-  it('digits format drops the plus', () => {
+  it('digits by default (DEFAULT_PHONE_FORMAT); e164 keeps the plus', () => {
+    expect(DEFAULT_PHONE_FORMAT).toBe('digits');
+    expect(normalizePhone('+33 1 42 68 53 00')).toEqual(ok('33142685300'));
     expect(normalizePhone('+33 1 42 68 53 00', { format: 'digits' })).toEqual(ok('33142685300'));
+    expect(normalizePhone('01 42 68 53 00', { country: 'FR', format: 'e164' })).toEqual(ok('+33142685300'));
   });
   it('drops extensions', () => {
-    expect(normalizePhone('(212) 555-0123 ext. 42', { country: 'US' })).toEqual(ok('+12125550123'));
-    expect(normalizePhone('+1 212 555 0123 x42')).toEqual(ok('+12125550123'));
+    expect(normalizePhone('(212) 555-0123 ext. 42', { country: 'US' })).toEqual(ok('12125550123'));
+    expect(normalizePhone('+1 212 555 0123 x42')).toEqual(ok('12125550123'));
   });
   it('follows libphonenumber-js for vanity letters: letters are not digits, so the number is too short', () => {
     expect(normalizePhone('1-800-FLOWERS', { country: 'US' })).toEqual(no('phone_invalid'));
@@ -156,10 +161,10 @@ describe('normalizePhone', () => {
   it('an unknown country is country_invalid when the number needs it, ignored when it has +CC', () => {
     expect(normalizePhone('020 7946 0958', { country: 'XX' })).toEqual(no('country_invalid'));
     expect(normalizePhone('020 7946 0958', { country: 'England' })).toEqual(no('country_invalid'));
-    expect(normalizePhone('+44 20 7946 0958', { country: 'XX' })).toEqual(ok('+442079460958'));
+    expect(normalizePhone('+44 20 7946 0958', { country: 'XX' })).toEqual(ok('442079460958'));
   });
   it('takes UK as GB', () => {
-    expect(normalizePhone('020 7946 0958', { country: 'uk' })).toEqual(ok('+442079460958'));
+    expect(normalizePhone('020 7946 0958', { country: 'uk' })).toEqual(ok('442079460958'));
   });
 });
 
@@ -202,9 +207,9 @@ describe('normalizeCountryCode', () => {
     expect(normalizeCountryCode('England')).toBeUndefined();
     expect(normalizeCountryCode('Narnia')).toBeUndefined();
   });
-  it('gives phones the same E.164 whatever form the country takes', () => {
+  it('gives phones the same number whatever form the country takes', () => {
     for (const country of ['GB', 'gb', 'UK', 'GBR', 'United Kingdom']) {
-      expect(normalizePhone('020 7946 0958', { country })).toEqual(ok('+442079460958'));
+      expect(normalizePhone('020 7946 0958', { country })).toEqual(ok('442079460958'));
     }
   });
 });
@@ -307,7 +312,7 @@ describe('buildUser', () => {
     expect(Object.keys(built.user)).toEqual([...IDENTIFIER_TYPES]);
     expect(built.user).toEqual({
       email: [sha('a@b.co')],
-      phone_number: [sha('+442079460958')],
+      phone_number: [sha('442079460958')],
       handle: ['49e0be2aeccfb51a8dee4c945c8a70a9ac500cf6f5cb08112575f74db9b1470d'],
       device_id: [sha('af3802a465767e36')],
       service_id: [sha('143567')],
@@ -366,12 +371,12 @@ describe('buildUser', () => {
   it('uses the record country, else the default country; an invalid one is country_invalid', () => {
     const phone = [field('phone_number', '06 12 34 56 78')];
     expect(buildUser(record(phone, { country: 'fr' }), { defaultCountry: 'GB' }).user).toEqual({
-      phone_number: [sha('+33612345678')],
+      phone_number: [sha('33612345678')],
     });
     expect(buildUser(record(phone, { country: '' }), { defaultCountry: 'FR' }).user).toEqual({
-      phone_number: [sha('+33612345678')],
+      phone_number: [sha('33612345678')],
     });
-    expect(buildUser(record(phone), { defaultCountry: 'FR' }).user).toEqual({ phone_number: [sha('+33612345678')] });
+    expect(buildUser(record(phone), { defaultCountry: 'FR' }).user).toEqual({ phone_number: [sha('33612345678')] });
     expect(buildUser(record(phone, { country: 'Narnia' }), { defaultCountry: 'FR' }).rejects[0]?.reason).toBe(
       'country_invalid',
     );
@@ -381,9 +386,11 @@ describe('buildUser', () => {
     expect(buildUser(record(phone), {}).rejects[0]?.reason).toBe('phone_needs_country');
   });
 
-  it('phone format digits', () => {
-    const built = buildUser(record([field('phone_number', '+1 (212) 555-0123')]), { phoneFormat: 'digits' });
-    expect(built.user).toEqual({ phone_number: [sha('12125550123')] });
+  it('phone format digits (default) and e164', () => {
+    const phone = record([field('phone_number', '+1 (212) 555-0123')]);
+    expect(buildUser(phone, {}).user).toEqual({ phone_number: [sha('12125550123')] });
+    expect(buildUser(phone, { phoneFormat: 'digits' }).user).toEqual({ phone_number: [sha('12125550123')] });
+    expect(buildUser(phone, { phoneFormat: 'e164' }).user).toEqual({ phone_number: [sha('+12125550123')] });
   });
 
   describe('already-hashed input', () => {

@@ -5,7 +5,14 @@
 import { resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { Argv } from 'yargs';
-import { ConfigError, describeMapping, type CsvDelimiter, type HashCsvOptions, type HashCsvRun } from '../internal.js';
+import {
+  ConfigError,
+  DEFAULT_PHONE_FORMAT,
+  describeMapping,
+  type CsvDelimiter,
+  type HashCsvOptions,
+  type HashCsvRun,
+} from '../internal.js';
 import type { CliContext } from './context.js';
 import { writeLine } from './output.js';
 
@@ -43,8 +50,9 @@ export function addHashOptions<T>(y: Argv<T>): Argv<T & HashOptionArgs> {
         "The column holding each row's country (ISO alpha-2 or alpha-3 code, or English name; default: a column named country or country_code)",
     })
     .option('phone-format', {
-      choices: ['e164', 'digits'] as const,
-      describe: 'Phone form before hashing: e164 (+14155550123, default) or digits (14155550123)',
+      choices: ['digits', 'e164'] as const,
+      default: DEFAULT_PHONE_FORMAT,
+      describe: "Phone form before hashing: digits (14155550123, the platform's hashing tool) or e164 (+14155550123)",
     })
     .option('input-hashed', {
       choices: ['auto', 'always', 'never'] as const,

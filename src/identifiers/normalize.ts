@@ -47,8 +47,14 @@ export const REJECT_REASONS: readonly RejectReason[] = [
   'hash_invalid',
 ];
 export type Normalized = { ok: true; value: string } | { ok: false; reason: RejectReason };
-/** `e164`: `+447946095800`; `digits`: the same without the `+` (some platforms' convention). */
+/** `digits`: `447946095800` (country code and national number); `e164`: the same with the `+`. */
 export type PhoneFormat = 'e164' | 'digits';
+/**
+ * The platform's own hashing tool (ads-platform-tools, hash_tailored_audience_file.py, linked from its user-data
+ * normalization page) hashes phones as digits only, and so does the largest other ad platform's documentation:
+ * a `+` in the hashed value matches nobody. See docs/normalization.md.
+ */
+export const DEFAULT_PHONE_FORMAT: PhoneFormat = 'digits';
 /** `auto`: a 64-hex value is an already-hashed digest; `always`: every value must be one; `never`: hash everything. */
 export type InputHashed = 'auto' | 'always' | 'never';
 
@@ -516,14 +522,14 @@ function resolveCountry(given: string | undefined, into: PhoneCountry): void {
 }
 
 /**
- * libphonenumber-js semantics (valid, not merely possible), E.164 output, extensions dropped. A national-format
+ * libphonenumber-js semantics (valid, not merely possible), E.164 digits (`format`, default DEFAULT_PHONE_FORMAT), extensions dropped. A national-format
  * number needs a country: without one it is `phone_needs_country`, with an unknown one `country_invalid`
  * (a number written with `+` ignores the country, so a bad country column does not lose it).
  */
 export function normalizePhone(raw: string, opts: { country?: string; format?: PhoneFormat } = {}): Normalized {
   const country: PhoneCountry = { code: undefined, invalid: false };
   resolveCountry(opts.country, country);
-  return phoneClean(cleanValue(raw), country, opts.format === 'digits');
+  return phoneClean(cleanValue(raw), country, (opts.format ?? DEFAULT_PHONE_FORMAT) === 'digits');
 }
 function phoneClean(value: string, country: PhoneCountry, digits: boolean): Normalized {
   const e164 = phoneToE164(value, country.code);
@@ -596,7 +602,7 @@ export function buildUser(record: MappedRecord, opts: NormalizeOptions): BuiltUs
   scratch.record = record;
   scratch.defaultCountry = opts.defaultCountry;
   scratch.inputHashed = opts.inputHashed ?? 'auto';
-  scratch.digitsFormat = opts.phoneFormat === 'digits';
+  scratch.digitsFormat = (opts.phoneFormat ?? DEFAULT_PHONE_FORMAT) === 'digits';
   scratch.countryResolved = false;
   for (let t = 0; t < IDENTIFIER_TYPES.length; t++) {
     scratch.values[t]!.length = 0;

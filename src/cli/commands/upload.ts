@@ -11,6 +11,7 @@ import {
   defaultAuditLogPath,
   DEFAULT_BATCH_LIMITS,
   DEFAULT_MAX_RETRIES,
+  DEFAULT_PHONE_FORMAT,
   DEFAULT_STATE_DIR,
   DEFAULT_UPLOAD_CONCURRENCY,
   DO_NOT_REACH_TYPES,
@@ -98,7 +99,7 @@ function shapingOptions(
   return {
     default_country: args['default-country']?.toUpperCase() ?? null,
     country_column: run.mapping.country?.column ?? null,
-    phone_format: args['phone-format'] ?? 'e164',
+    phone_format: args['phone-format'] ?? DEFAULT_PHONE_FORMAT,
     input_hashed: args['input-hashed'] ?? 'auto',
     mapping,
     effective_at: group.effectiveAt ?? null,
