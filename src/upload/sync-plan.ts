@@ -1,0 +1,182 @@
+/**
+ * Planning a sync (pure: no I/O). Each input user's fingerprint is looked up in the snapshot's
+ * sorted fingerprints: not there, it is an add; there and last sent before the refresh cut-off
+ * (or with `full`), a refresh; otherwise unchanged. Snapshot users the input never named are the
+ * removals. Duplicates (two rows that build the same user object) count once.
+ */
+import { z } from 'zod';
+import { ConfigError } from '../errors.js';
+import { UserDedupe } from './batch.js';
+
+/** What a sync does with an input user. */
+export const PLAN_UNCHANGED = 0;
+export const PLAN_ADD = 1;
+export const PLAN_REFRESH = 2;
+export const PLAN_DUPLICATE = 3;
+export type PlanAction = typeof PLAN_UNCHANGED | typeof PLAN_ADD | typeof PLAN_REFRESH | typeof PLAN_DUPLICATE;
+
+/** The snapshot side of a plan (Snapshot.keys()). */
+export interface PlanKeys {
+  /** Sorted fingerprints: high word at 2i, low word at 2i+1. */
+  keys: Uint32Array;
+  /** Bit i: entry i was last confirmed before the refresh cut-off. */
+  stale: Uint8Array;
+  count: number;
+}
+
+export interface SyncPlanCounts {
+  /** Distinct input users. */
+  users: number;
+  adds: number;
+  removes: number;
+  refreshes: number;
+  unchanged: number;
+  duplicates: number;
+  /** Users in the snapshot before the sync. */
+  snapshotUsers: number;
+}
+
+export const DEFAULT_REFRESH_AFTER_DAYS = 180;
+
+/**
+ * Classifies input users against the snapshot. Lookups go through a directory of the top 16
+ * bits of the fingerprints (256 KB) and a binary search within a bucket: a few comparisons per
+ * user however large the snapshot.
+ */
+export class SyncPlanner {
+  private readonly keys: Uint32Array;
+  private readonly stale: Uint8Array;
+  private readonly count: number;
+  private readonly full: boolean;
+  private readonly directory = new Uint32Array(65537);
+  /** Bit i: snapshot entry i is in the input (the others are removals). */
+  readonly seen: Uint8Array;
+  private readonly newUsers = new UserDedupe();
+  private readonly c = { adds: 0, refreshes: 0, unchanged: 0, duplicates: 0, seen: 0 };
+
+  constructor(snapshot: PlanKeys, options: { full?: boolean } = {}) {
+    this.keys = snapshot.keys;
+    this.stale = snapshot.stale;
+    this.count = snapshot.count;
+    this.full = options.full === true;
+    this.seen = new Uint8Array(Math.ceil(snapshot.count / 8));
+    let pos = 0;
+    for (let bucket = 0; bucket <= 65536; bucket++) {
+      while (pos < this.count && (this.keys[2 * pos] as number) >>> 16 < bucket) pos++;
+      this.directory[bucket] = pos;
+    }
+  }
+
+  /** Position of the fingerprint in the snapshot, or -1. */
+  find(hi: number, lo: number): number {
+    const bucket = hi >>> 16;
+    let a = this.directory[bucket] as number;
+    let b = (this.directory[bucket + 1] as number) - 1;
+    const keys = this.keys;
+    while (a <= b) {
+      const m = (a + b) >>> 1;
+      const h = keys[2 * m] as number;
+      const l = keys[2 * m + 1] as number;
+      if (h < hi || (h === hi && l < lo)) a = m + 1;
+      else if (h > hi || l > lo) b = m - 1;
+      else return m;
+    }
+    return -1;
+  }
+
+  classify(hi: number, lo: number): PlanAction {
+    const pos = this.find(hi, lo);
+    if (pos < 0) {
+      if (!this.newUsers.addFingerprint(hi, lo)) {
+        this.c.duplicates++;
+        return PLAN_DUPLICATE;
+      }
+      this.c.adds++;
+      return PLAN_ADD;
+    }
+    const byte = pos >>> 3;
+    const bit = 1 << (pos & 7);
+    if (((this.seen[byte] as number) & bit) !== 0) {
+      this.c.duplicates++;
+      return PLAN_DUPLICATE;
+    }
+    this.seen[byte] = (this.seen[byte] as number) | bit;
+    this.c.seen++;
+    if (this.full || ((this.stale[byte] as number) & bit) !== 0) {
+      this.c.refreshes++;
+      return PLAN_REFRESH;
+    }
+    this.c.unchanged++;
+    return PLAN_UNCHANGED;
+  }
+
+  get counts(): SyncPlanCounts {
+    const { adds, refreshes, unchanged, duplicates, seen } = this.c;
+    return {
+      users: adds + refreshes + unchanged,
+      adds,
+      removes: this.count - seen,
+      refreshes,
+      unchanged,
+      duplicates,
+      snapshotUsers: this.count,
+    };
+  }
+}
+
+/** `--max-removals`: a number of users, or a percentage of the snapshot. */
+export type RemovalCap = { users: number } | { percent: number };
+
+const capSchema = z.union([
+  z.number().int().min(0),
+  z
+    .string()
+    .trim()
+    .regex(/^(\d+|\d+(\.\d+)?%)$/),
+]);
+
+export function parseRemovalCap(value: string | number | undefined): RemovalCap {
+  if (value === undefined) return { percent: 10 };
+  const parsed = capSchema.safeParse(value);
+  const text = String(value).trim();
+  const percent = text.endsWith('%') ? Number(text.slice(0, -1)) : undefined;
+  if (!parsed.success || (percent !== undefined && percent > 100)) {
+    throw new ConfigError('invalid_option', `--max-removals must be a number of users or a percentage, got "${text}"`, {
+      fix: 'pass --max-removals 500 or --max-removals 5%, or omit it for 10% of the snapshot',
+    });
+  }
+  return percent === undefined ? { users: Number(text) } : { percent };
+}
+
+/** The most users a sync may remove from a snapshot of `snapshotUsers`. */
+export function removalLimit(cap: RemovalCap, snapshotUsers: number): number {
+  return 'users' in cap ? cap.users : Math.floor((cap.percent / 100) * snapshotUsers);
+}
+
+/**
+ * Refuse a plan before anything is sent: an input without a valid user (it would empty the
+ * target) unless `allowEmpty`, and more removals than the cap allows.
+ */
+export function checkSyncPlan(counts: SyncPlanCounts, options: { maxRemovals: RemovalCap; allowEmpty: boolean }): void {
+  if (counts.users === 0 && !options.allowEmpty) {
+    throw new ConfigError(
+      'sync_empty_input',
+      `the input holds no valid user: a sync would remove all ${counts.snapshotUsers} users confirmed on the target`,
+      {
+        fix: 'check the input and its column mapping; to empty the target on purpose, pass --allow-empty (and --max-removals 100%)',
+      },
+    );
+  }
+  const limit = removalLimit(options.maxRemovals, counts.snapshotUsers);
+  if (counts.removes > limit) {
+    const share = counts.snapshotUsers === 0 ? 100 : (100 * counts.removes) / counts.snapshotUsers;
+    const capText = 'users' in options.maxRemovals ? `${limit}` : `${options.maxRemovals.percent}% (${limit} users)`;
+    throw new ConfigError(
+      'sync_too_many_removals',
+      `the sync would remove ${counts.removes} of ${counts.snapshotUsers} users confirmed on the target (${share.toFixed(1)}%), above --max-removals ${capText}; nothing was sent`,
+      {
+        fix: `check that the input is the whole export; if these removals are intended, pass --max-removals ${counts.removes} (or ${Math.ceil(share)}%)`,
+      },
+    );
+  }
+}

@@ -1,0 +1,113 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../src/errors.js';
+import {
+  checkSyncPlan,
+  parseRemovalCap,
+  PLAN_ADD,
+  PLAN_DUPLICATE,
+  PLAN_REFRESH,
+  PLAN_UNCHANGED,
+  removalLimit,
+  SyncPlanner,
+  type PlanKeys,
+} from '../src/upload/sync-plan.js';
+
+/** A snapshot of the given keys (sorted here), with `stale` naming stale keys by value. */
+function snapshotOf(keys: [number, number][], stale: [number, number][] = []): PlanKeys {
+  const sorted = [...keys].sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  const flat = new Uint32Array(sorted.flat());
+  const bits = new Uint8Array(Math.ceil(sorted.length / 8));
+  sorted.forEach(([h, l], i) => {
+    if (stale.some(([sh, sl]) => sh === h && sl === l)) bits[i >>> 3] = (bits[i >>> 3] as number) | (1 << (i & 7));
+  });
+  return { keys: flat, stale: bits, count: sorted.length };
+}
+
+describe('SyncPlanner', () => {
+  it('classifies adds, unchanged, refreshes and duplicates, and counts the removals', () => {
+    const planner = new SyncPlanner(
+      snapshotOf(
+        [
+          [1, 1],
+          [1, 2],
+          [0xffff0000, 5],
+          [0x80000000, 0xffffffff],
+          [7, 7],
+        ],
+        [[1, 2]],
+      ),
+    );
+    expect(planner.classify(1, 1)).toBe(PLAN_UNCHANGED);
+    expect(planner.classify(1, 2)).toBe(PLAN_REFRESH);
+    expect(planner.classify(1, 2)).toBe(PLAN_DUPLICATE);
+    expect(planner.classify(0x80000000, 0xffffffff)).toBe(PLAN_UNCHANGED);
+    expect(planner.classify(0xffff0000, 6)).toBe(PLAN_ADD);
+    expect(planner.classify(0xffff0000, 6)).toBe(PLAN_DUPLICATE);
+    expect(planner.classify(2, 1)).toBe(PLAN_ADD);
+    expect(planner.counts).toEqual({
+      users: 5,
+      adds: 2,
+      removes: 2,
+      refreshes: 1,
+      unchanged: 2,
+      duplicates: 2,
+      snapshotUsers: 5,
+    });
+    // The removals are the entries never seen: [7,7] (position 2) and [0xffff0000,5] (position 4).
+    const unseen = [0, 1, 2, 3, 4].filter((i) => ((planner.seen[0] as number) & (1 << i)) === 0);
+    expect(unseen).toEqual([2, 4]);
+  });
+
+  it('with full, every user already confirmed is a refresh', () => {
+    const planner = new SyncPlanner(snapshotOf([[3, 3]]), { full: true });
+    expect(planner.classify(3, 3)).toBe(PLAN_REFRESH);
+  });
+
+  it('finds every key of a large random snapshot and none absent from it', () => {
+    const keys: [number, number][] = [];
+    for (let i = 0; i < 50_000; i++) keys.push([(Math.random() * 2 ** 32) >>> 0, (Math.random() * 2 ** 32) >>> 0]);
+    const snap = snapshotOf(keys);
+    const planner = new SyncPlanner(snap);
+    for (let i = 0; i < snap.count; i++)
+      expect(planner.find(snap.keys[2 * i] as number, snap.keys[2 * i + 1] as number)).toBe(i);
+    expect(planner.find(0, 0)).toBe(-1);
+    expect(planner.find(0xffffffff, 0xffffffff)).toBe(-1);
+  });
+
+  it('an empty snapshot makes every user an add', () => {
+    const planner = new SyncPlanner(snapshotOf([]));
+    expect(planner.classify(5, 5)).toBe(PLAN_ADD);
+    expect(planner.counts.removes).toBe(0);
+  });
+});
+
+describe('removal cap and empty input', () => {
+  const counts = { users: 90, adds: 0, removes: 10, refreshes: 0, unchanged: 90, duplicates: 0, snapshotUsers: 100 };
+
+  it('parses users and percentages, 10% by default', () => {
+    expect(parseRemovalCap(undefined)).toEqual({ percent: 10 });
+    expect(parseRemovalCap('25')).toEqual({ users: 25 });
+    expect(parseRemovalCap('2.5%')).toEqual({ percent: 2.5 });
+    expect(removalLimit({ percent: 10 }, 1005)).toBe(100);
+    for (const bad of ['-1', 'ten', '150%', '5 users']) expect(() => parseRemovalCap(bad)).toThrow(ConfigError);
+  });
+
+  it('refuses more removals than the cap, with the counts and the fix', () => {
+    expect(() => checkSyncPlan(counts, { maxRemovals: { percent: 10 }, allowEmpty: false })).not.toThrow();
+    const refuse = (): void =>
+      checkSyncPlan({ ...counts, removes: 11 }, { maxRemovals: { percent: 10 }, allowEmpty: false });
+    expect(refuse).toThrow(/remove 11 of 100 users .*--max-removals 10% \(10 users\)/);
+    try {
+      refuse();
+    } catch (error) {
+      expect((error as ConfigError).code).toBe('sync_too_many_removals');
+      expect((error as ConfigError).fix).toMatch(/--max-removals 11/);
+    }
+  });
+
+  it('refuses an input without a valid user unless allowed', () => {
+    const empty = { ...counts, users: 0, unchanged: 0, removes: 100 };
+    expect(() => checkSyncPlan(empty, { maxRemovals: { percent: 100 }, allowEmpty: false })).toThrow(/no valid user/);
+    expect(() => checkSyncPlan(empty, { maxRemovals: { percent: 100 }, allowEmpty: true })).not.toThrow();
+  });
+});
