@@ -80,6 +80,11 @@ export const ERROR_CODES = [
   'journal_corrupt',
   'journal_mismatch',
   'run_in_progress',
+  // ConfigError from sync: the plan is refused before anything is sent; SnapshotError (a ConfigError).
+  'sync_empty_input',
+  'sync_too_many_removals',
+  'sync_in_progress',
+  'snapshot_corrupt',
   // InputError: the input cannot be read as a whole.
   'input_bad_header',
   'input_binary',
