@@ -281,6 +281,16 @@ describe('resolveMapping', () => {
     expect(describeMapping(m)).toContain('email           <- "E-Mail", "work_email"');
   });
 
+  it("maps the platform's own names for its user id (twitter_id, x_id, x_user_id, any case) to service_id", () => {
+    const m = resolveMapping(['Twitter_ID', 'X ID', 'X_USER_ID', 'x-id-note']);
+    expect(m.columns.map((c) => [c.column, c.type])).toEqual([
+      ['Twitter_ID', 'service_id'],
+      ['X ID', 'service_id'],
+      ['X_USER_ID', 'service_id'],
+    ]);
+    expect(m.ignored).toEqual(['x-id-note']);
+  });
+
   it('--map replaces detection; several columns may feed one type', () => {
     const m = resolveMapping(header, { map: ['email=Name', 'email=work_email', 'country=country code'] });
     expect(m.columns.map((c) => [c.column, c.type])).toEqual([

@@ -20,7 +20,8 @@ export const AUTO_COLUMN_NAMES: Readonly<Record<IdentifierType | 'country', read
   ],
   handle: ['handle', 'username', 'screen_name'],
   device_id: ['device_id', 'idfa', 'adid', 'gaid', 'maid', 'android_id', 'aaid', 'advertising_id'],
-  service_id: ['user_id', 'service_id'],
+  // The platform's docs and SDKs call its user id `twitter_id`; exports name it after the platform too.
+  service_id: ['user_id', 'service_id', 'twitter_id', 'x_id', 'x_user_id'],
   partner_user_id: ['partner_user_id', 'customer_id'],
   country: ['country', 'country_code'],
 };
