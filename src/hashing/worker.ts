@@ -5,7 +5,7 @@
  * needs, so each worker's isolate stays small.
  */
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { visitCsvChunk, type CsvBadRow, type CsvDelimiter, type CsvRowError } from '../ingest/csv.js';
+import { decodeChunk, visitCsvChunk, type CsvBadRow, type CsvDelimiter, type CsvRowError } from '../ingest/csv.js';
 import type { ColumnMapping, MappedColumn } from '../identifiers/mapping.js';
 import {
   buildUser,
@@ -298,7 +298,8 @@ export function hashChunk(bytes: Uint8Array, ctx: HashChunkContext): HashChunkRe
     malformed.push({ line: offset, error });
     addBadRowToSummary(summary, offset, error);
   };
-  const lines = visitCsvChunk(new TextDecoder().decode(bytes), ctx.delimiter, ctx.columns, { row, bad });
+  const { text, damaged } = decodeChunk(bytes);
+  const lines = visitCsvChunk(text, ctx.delimiter, ctx.columns, { row, bad }, damaged);
   const result: HashChunkResult = { lines, users, output: out.bytes(), rejects, malformed, summary };
   if (emit === 'packed')
     result.packed = {

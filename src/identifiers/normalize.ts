@@ -33,7 +33,8 @@ export type RejectReason =
   | 'device_id_opt_out'
   | 'service_id_invalid'
   | 'partner_user_id_invalid'
-  | 'hash_invalid';
+  | 'hash_invalid'
+  | 'value_too_long';
 export const REJECT_REASONS: readonly RejectReason[] = [
   'email_invalid',
   'phone_invalid',
@@ -45,7 +46,13 @@ export const REJECT_REASONS: readonly RejectReason[] = [
   'service_id_invalid',
   'partner_user_id_invalid',
   'hash_invalid',
+  'value_too_long',
 ];
+/**
+ * The longest value (after trimming) normalized: no identifier comes near it, and a longer one is
+ * rejected before it is lowercased or parsed, so a hostile cell costs nothing.
+ */
+export const MAX_VALUE_LENGTH = 512;
 export type Normalized = { ok: true; value: string } | { ok: false; reason: RejectReason };
 /** `digits`: `447946095800` (country code and national number); `e164`: the same with the `+`. */
 export type PhoneFormat = 'e164' | 'digits';
@@ -646,6 +653,7 @@ export function buildUser(record: MappedRecord, opts: NormalizeOptions): BuiltUs
 
 /** Adds one cell value to the scratch user; returns the reject reason, or undefined (added, duplicate or empty). */
 function addValue(raw: string, type: IdentifierType): RejectReason | undefined {
+  if (raw.length > MAX_VALUE_LENGTH && raw.trim().length > MAX_VALUE_LENGTH) return 'value_too_long';
   const value = cleanValue(raw);
   if (value === '') return undefined;
   const t = TYPE_INDEX[type];

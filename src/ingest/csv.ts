@@ -10,11 +10,15 @@
  */
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
+import { isUtf8 } from 'node:buffer';
 import { basename } from 'node:path';
 import { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import Papa from 'papaparse';
 import { InputError } from '../errors.js';
+import { chunkRecords, CR, LF, MAX_RECORD_BYTES, RecordScanner, type CsvChunk, type CsvRowError } from './records.js';
+
+export { MAX_RECORD_BYTES, scanRecords, type CsvChunk, type CsvRowError } from './records.js';
 
 /** A path (`-` is stdin), a Node stream, or any async iterable of bytes. */
 export type CsvSource = string | Readable | AsyncIterable<Uint8Array>;
@@ -23,9 +27,6 @@ export type CsvDelimiter = ',' | ';' | '\t' | '|';
 export const CSV_DELIMITERS: readonly CsvDelimiter[] = [',', ';', '\t', '|'];
 
 export type CsvEncoding = 'utf-8' | 'utf-16le' | 'utf-16be';
-
-/** Why a record was skipped. */
-export type CsvRowError = 'unterminated_quote' | 'invalid_quotes' | 'field_count';
 
 export interface CsvRow {
   /** Physical line (1-based) where the record starts. */
@@ -48,7 +49,10 @@ export interface ReadCsvOptions {
   stdin?: Readable;
   /** Target chunk size in bytes (records are never split). Default DEFAULT_CHUNK_BYTES (64 KiB). */
   chunkBytes?: number;
-  /** A record longer than this is treated as an unterminated quote. Default 1 MiB. */
+  /**
+   * A longer record is a bad row (`record_too_long`, or `unterminated_quote` when a quote is left
+   * open), a longer header an error. Default MAX_RECORD_BYTES (1 MiB).
+   */
   maxRecordBytes?: number;
 }
 
@@ -76,17 +80,6 @@ export interface CsvInput {
   close(): Promise<void>;
 }
 
-/**
- * A piece of the input holding whole records. `text` chunks are UTF-8 bytes for
- * `parseCsvChunk`; `bad` chunks are a record the scanner gave up on (its first physical line).
- */
-export type CsvChunk = { kind: 'text'; bytes: Uint8Array } | { kind: 'bad'; error: CsvRowError; lines: number };
-
-const QUOTE = 0x22;
-const LF = 0x0a;
-const CR = 0x0d;
-const SPACE = 0x20;
-const MiB = 1024 * 1024;
 /**
  * Default chunk size: its decoded text stays below V8's large-object size (~128 KiB), so a
  * chunk's strings die young in the worker instead of piling up in the old generation until a
@@ -320,136 +313,6 @@ async function* utf16ToUtf8(input: AsyncIterable<Buffer>, encoding: 'utf-16le' |
 }
 
 // ---------------------------------------------------------------------------------------------
-// Record scanner: finds record boundaries in UTF-8 bytes with papaparse's quote semantics.
-
-const enum ScanState {
-  FieldStart = 0,
-  Unquoted = 1,
-  Quoted = 2,
-  QuoteInQuoted = 3,
-  SpacesAfterQuote = 4,
-}
-
-interface ScanResult {
-  /** Offset just after the last record boundary (a line feed outside quotes); 0 if none. */
-  boundary: number;
-  /** Start of the last (incomplete) record. */
-  recordStart: number;
-  /** Whether the data ends inside a quoted field. */
-  openQuote: boolean;
-}
-
-/**
- * Papaparse semantics: a quote opens a quoted field only at the start of a field; inside, `""`
- * is an escaped quote and a quote closes the field only when followed (after spaces) by the
- * delimiter, a line break or the end. Any other quote is searched past, as papaparse does.
- */
-export function scanRecords(buf: Uint8Array, delimiter: number, final: boolean, firstOnly = false): ScanResult {
-  if (buf.indexOf(QUOTE) === -1) {
-    const nl = firstOnly ? buf.indexOf(LF) : buf.lastIndexOf(LF);
-    return { boundary: nl + 1, recordStart: nl + 1, openQuote: false };
-  }
-  let state: ScanState = ScanState.FieldStart;
-  let boundary = 0;
-  const n = buf.length;
-  for (let i = 0; i < n; i++) {
-    const b = buf[i];
-    switch (state) {
-      case ScanState.FieldStart:
-        if (b === QUOTE) state = ScanState.Quoted;
-        else if (b === LF) {
-          boundary = i + 1;
-          if (firstOnly) return { boundary, recordStart: boundary, openQuote: false };
-        } else if (b !== delimiter) state = ScanState.Unquoted;
-        break;
-      case ScanState.Unquoted:
-        if (b === LF) {
-          boundary = i + 1;
-          state = ScanState.FieldStart;
-          if (firstOnly) return { boundary, recordStart: boundary, openQuote: false };
-        } else if (b === delimiter) state = ScanState.FieldStart;
-        break;
-      case ScanState.Quoted:
-        if (b === QUOTE) state = ScanState.QuoteInQuoted;
-        break;
-      case ScanState.QuoteInQuoted:
-      case ScanState.SpacesAfterQuote:
-        if (b === QUOTE) state = state === ScanState.QuoteInQuoted ? ScanState.Quoted : ScanState.QuoteInQuoted;
-        else if (b === delimiter) state = ScanState.FieldStart;
-        else if (b === LF) {
-          boundary = i + 1;
-          state = ScanState.FieldStart;
-          if (firstOnly) return { boundary, recordStart: boundary, openQuote: false };
-        } else if (b === CR && buf[i + 1] === LF) state = ScanState.Unquoted;
-        else if (b === SPACE) state = ScanState.SpacesAfterQuote;
-        else state = ScanState.Quoted;
-        break;
-    }
-  }
-  const openQuote = state === ScanState.Quoted || (!final && state === ScanState.QuoteInQuoted);
-  return { boundary, recordStart: boundary, openQuote };
-}
-
-/**
- * Cut a byte stream into chunks of whole records of about `chunkBytes`. A record that stays
- * inside an open quote past `maxRecordBytes` or the end of input is unterminated: its first
- * physical line is reported as a bad record and scanning resumes on the next line.
- */
-async function* chunkRecords(
-  bytes: AsyncIterator<Buffer>,
-  initial: Buffer,
-  delimiter: number,
-  chunkBytes: number,
-  maxRecordBytes: number,
-): AsyncGenerator<CsvChunk> {
-  let carry = initial;
-  let ended = false;
-  let needMore = false;
-  for (;;) {
-    const parts = carry.length > 0 ? [carry] : [];
-    let size = carry.length;
-    while (!ended && (size < chunkBytes || needMore)) {
-      const next = await bytes.next();
-      if (next.done === true) ended = true;
-      else {
-        parts.push(next.value);
-        size += next.value.length;
-        needMore = false;
-      }
-    }
-    if (size === 0) return;
-    let buf = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, size);
-    while (buf.length > 0) {
-      // Scan about one chunk; the whole buffer only when a record is longer than that.
-      let whole = buf.length <= chunkBytes;
-      let scan = scanRecords(whole ? buf : buf.subarray(0, chunkBytes), delimiter, ended && whole);
-      if (!whole && scan.boundary === 0) {
-        whole = true;
-        scan = scanRecords(buf, delimiter, ended);
-      }
-      if (whole && scan.openQuote && (ended || buf.length - scan.recordStart > maxRecordBytes)) {
-        if (scan.recordStart > 0) yield { kind: 'text', bytes: new Uint8Array(buf.subarray(0, scan.recordStart)) };
-        yield { kind: 'bad', error: 'unterminated_quote', lines: 1 };
-        const lineEnd = buf.indexOf(LF, scan.recordStart);
-        buf = lineEnd === -1 ? Buffer.alloc(0) : buf.subarray(lineEnd + 1);
-        continue;
-      }
-      const cut = whole && ended ? buf.length : scan.boundary;
-      if (cut === 0) {
-        needMore = true;
-        break;
-      }
-      // A copy: the chunk owns its ArrayBuffer, so it can be transferred to a worker.
-      yield { kind: 'text', bytes: new Uint8Array(buf.subarray(0, cut)) };
-      buf = buf.subarray(cut);
-      if (!ended && buf.length < chunkBytes) break;
-    }
-    carry = buf;
-    if (ended && carry.length === 0) return;
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
 // Parsing one chunk.
 
 export interface ParsedChunkRow {
@@ -484,7 +347,13 @@ export interface CsvChunkVisitor {
  * field stays CRLF; the CR that ends a CRLF line is dropped below (after a closing quote,
  * papaparse skips it already).
  */
-export function visitCsvChunk(text: string, delimiter: CsvDelimiter, columns: number, visit: CsvChunkVisitor): number {
+export function visitCsvChunk(
+  text: string,
+  delimiter: CsvDelimiter,
+  columns: number,
+  visit: CsvChunkVisitor,
+  damaged = false,
+): number {
   const parsed = Papa.parse<string[]>(text, { delimiter, newline: '\n', quoteChar: '"', header: false });
   const data = parsed.data;
   let quoteErrors: Set<number> | undefined;
@@ -512,7 +381,8 @@ export function visitCsvChunk(text: string, delimiter: CsvDelimiter, columns: nu
       offset += 1;
       continue;
     }
-    if (quoteErrors?.has(r) === true) visit.bad(offset, 'invalid_quotes', fields);
+    if (damaged && fields.some((f) => f.includes('\ufffd'))) visit.bad(offset, 'invalid_utf8', fields);
+    else if (quoteErrors?.has(r) === true) visit.bad(offset, 'invalid_quotes', fields);
     else if (fields.length !== columns) visit.bad(offset, 'field_count', fields);
     else visit.row(fields, offset);
     offset += 1 + extraLines;
@@ -520,13 +390,26 @@ export function visitCsvChunk(text: string, delimiter: CsvDelimiter, columns: nu
   return offset;
 }
 
+/**
+ * Decode a chunk of whole records. `damaged`: the bytes are not valid UTF-8, so decoding put
+ * U+FFFD in place of some bytes; visitCsvChunk then rejects the records holding U+FFFD
+ * (`invalid_utf8`) rather than hash a value that decoding changed. Checked per chunk, so the
+ * whole input is covered, not only the sample read when it is opened.
+ */
+export function decodeChunk(bytes: Uint8Array): { text: string; damaged: boolean } {
+  return { text: UTF8.decode(bytes), damaged: !isUtf8(bytes) };
+}
+
+const UTF8 = new TextDecoder();
+
 /** visitCsvChunk collecting the records (header parsing, readCsv). */
-export function parseCsvChunk(text: string, delimiter: CsvDelimiter, columns: number): ParsedChunk {
+export function parseCsvChunk(text: string, delimiter: CsvDelimiter, columns: number, damaged = false): ParsedChunk {
   const rows: ParsedChunkRow[] = [];
-  const lines = visitCsvChunk(text, delimiter, columns, {
+  const visitor: CsvChunkVisitor = {
     row: (fields, offset) => rows.push({ offset, fields }),
     bad: (offset, error, fields) => rows.push({ offset, fields, error }),
-  });
+  };
+  const lines = visitCsvChunk(text, delimiter, columns, visitor, damaged);
   return { rows, lines };
 }
 
@@ -578,15 +461,27 @@ function checkUtf8(head: Buffer, name: string): void {
   }
 }
 
+/** Bytes read to detect the delimiter and check the encoding before reading records. */
+const SAMPLE_BYTES = 64 * 1024;
+
+/** The most header columns read: a wider header is refused before any work per column. */
+export const MAX_HEADER_COLUMNS = 10_000;
+
+function headerTooLong(name: string, max: number): InputError {
+  return new InputError('input_header_too_large', `${name}: the header row is longer than ${max} bytes`, {
+    fix: 'check that the file is a CSV export whose first line names the columns',
+  });
+}
+
 /** Open a CSV input and read its header row. Throws InputError when there is no header. */
 export async function openCsv(source: CsvSource, opts: ReadCsvOptions = {}): Promise<CsvInput> {
   const chunkBytes = opts.chunkBytes ?? DEFAULT_CHUNK_BYTES;
-  const maxRecordBytes = opts.maxRecordBytes ?? MiB;
+  const maxRecordBytes = opts.maxRecordBytes ?? MAX_RECORD_BYTES;
   const input = await openBytes(source, opts);
   try {
     // Enough bytes for delimiter detection and for the header record.
-    let head = Buffer.concat(await peek(input.bytes, 64 * 1024));
-    if (input.encoding === 'utf-8') checkUtf8(head, input.name);
+    let head = Buffer.concat(await peek(input.bytes, SAMPLE_BYTES));
+    if (input.encoding === 'utf-8') checkUtf8(head.subarray(0, SAMPLE_BYTES), input.name);
     const firstLf = head.indexOf(LF);
     const firstCr = head.indexOf(CR);
     if (firstCr !== -1 && (firstLf === -1 || firstCr < firstLf - 1)) {
@@ -595,20 +490,30 @@ export async function openCsv(source: CsvSource, opts: ReadCsvOptions = {}): Pro
       });
     }
     const newline: '\n' | '\r\n' = firstLf > 0 && head[firstLf - 1] === CR ? '\r\n' : '\n';
-    const sampleEnd = head.lastIndexOf(LF);
-    const sample = head.subarray(0, sampleEnd === -1 ? head.length : sampleEnd + 1).toString('utf8');
+    // The sample is 64 KiB even when the source handed over more at once (papaparse on a long
+    // unbalanced quote is slow).
+    const sampleBytes = head.subarray(0, SAMPLE_BYTES);
+    const sampleEnd = sampleBytes.lastIndexOf(LF);
+    const sample = sampleBytes.subarray(0, sampleEnd === -1 ? sampleBytes.length : sampleEnd + 1).toString('utf8');
     const delimiter = opts.delimiter ?? detectDelimiter(sample);
     const delimByte = delimiter.charCodeAt(0);
-    // Header record: grow until a boundary appears (a quoted header may span lines).
-    let scan = scanRecords(head, delimByte, false, true);
-    while (scan.boundary === 0) {
+    // Header record: grow until a boundary appears (a quoted header may span lines); each byte is scanned once.
+    const scanner = new RecordScanner(delimByte);
+    const parts: Buffer[] = [head];
+    let size = head.length;
+    let boundary = scanner.scan(head, 0, head.length, true);
+    while (boundary === -1 && size <= maxRecordBytes) {
       const more = await input.bytes.next();
       if (more.done === true) break;
-      head = Buffer.concat([head, more.value]);
-      if (head.length > maxRecordBytes) break;
-      scan = scanRecords(head, delimByte, false, true);
+      boundary = scanner.scan(more.value, 0, more.value.length, true);
+      if (boundary !== -1) boundary += size;
+      parts.push(more.value);
+      size += more.value.length;
     }
-    const headerEnd = scan.boundary === 0 ? head.length : scan.boundary;
+    head = parts.length === 1 ? head : Buffer.concat(parts, size);
+    if ((boundary === -1 ? size : boundary) > maxRecordBytes) throw headerTooLong(input.name, maxRecordBytes);
+    const headerEnd = boundary === -1 ? head.length : boundary;
+    if (input.encoding === 'utf-8') checkUtf8(head.subarray(0, headerEnd), input.name);
     const headerText = head.subarray(0, headerEnd).toString('utf8');
     const parsedHeader = parseCsvChunk(headerText, delimiter, 0);
     const headerRow = parsedHeader.rows[0];
@@ -621,15 +526,22 @@ export async function openCsv(source: CsvSource, opts: ReadCsvOptions = {}): Pro
         },
       );
     }
-    if (headerRow.error === 'invalid_quotes' || (scan.boundary === 0 && scan.openQuote)) {
+    if (headerRow.error === 'invalid_quotes' || (boundary === -1 && scanner.inQuote(true))) {
       throw new InputError('input_bad_header', `${input.name}: the header row has unbalanced quotes`, {
         fix: 'fix the quoting of the first line of the file',
       });
     }
+    if (headerRow.fields.length > MAX_HEADER_COLUMNS) {
+      throw new InputError(
+        'input_header_too_large',
+        `${input.name}: the header row has ${headerRow.fields.length} columns (at most ${MAX_HEADER_COLUMNS} are read)`,
+        { fix: 'pass a CSV export with the identifier columns (a CRM export has tens of columns, not thousands)' },
+      );
+    }
     const header = headerRow.fields.map((h) => h.trim());
     const headerLines = 1 + header.reduce((n, h) => n + countLf(h), 0);
     const rest = head.subarray(headerEnd);
-    const chunks = chunkRecords(input.bytes, Buffer.from(rest), delimByte, chunkBytes, maxRecordBytes);
+    const chunks = chunkRecords(input.bytes, Buffer.from(rest), { delimiter: delimByte, chunkBytes, maxRecordBytes });
     let consumed = false;
     const take = (): AsyncGenerator<CsvChunk> => {
       if (consumed) throw new Error('CsvInput can be iterated only once');
@@ -668,7 +580,6 @@ async function* rowsOf(
   delimiter: CsvDelimiter,
   firstLine: number,
 ): AsyncGenerator<CsvRow | CsvBadRow> {
-  const decoder = new TextDecoder();
   let line = firstLine;
   for await (const chunk of chunks) {
     if (chunk.kind === 'bad') {
@@ -676,7 +587,8 @@ async function* rowsOf(
       line += chunk.lines;
       continue;
     }
-    const parsed = parseCsvChunk(decoder.decode(chunk.bytes), delimiter, header.length);
+    const { text, damaged } = decodeChunk(chunk.bytes);
+    const parsed = parseCsvChunk(text, delimiter, header.length, damaged);
     for (const row of parsed.rows) {
       if (row.error !== undefined) yield { line: line + row.offset, error: row.error };
       else yield { line: line + row.offset, header, fields: row.fields };

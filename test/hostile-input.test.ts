@@ -1,0 +1,165 @@
+/**
+ * Hostile input: huge records, cells and headers, quotes that never close, bytes that are not
+ * UTF-8 far into the file. Big inputs are generated on the fly as streams (nothing large on
+ * disk) and every case is bounded in time: the reader is linear and its memory bounded.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { createGzip } from 'node:zlib';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  hashFile,
+  InputError,
+  MAX_HEADER_COLUMNS,
+  MAX_RECORD_BYTES,
+  MAX_VALUE_LENGTH,
+  openCsv,
+  readCsv,
+  type CsvBadRow,
+  type CsvRow,
+  type HashFileOptions,
+  type HashSummary,
+} from '../src/index.js';
+
+const tmp = mkdtempSync(join(tmpdir(), 'ak-hostile-in-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+/** A stream of `prefix`, then `size` bytes of `fill` (in 1 MiB pieces), then `suffix`. */
+function generated(prefix: string, size: number, suffix: string, fill = 'x'): Readable {
+  const piece = Buffer.alloc(1024 * 1024, fill);
+  async function* gen(): AsyncGenerator<Buffer> {
+    yield Buffer.from(prefix);
+    for (let left = size; left > 0; left -= piece.length) yield left >= piece.length ? piece : piece.subarray(0, left);
+    yield Buffer.from(suffix);
+  }
+  return Readable.from(gen(), { objectMode: false });
+}
+
+async function rows(source: Parameters<typeof readCsv>[0]): Promise<(CsvRow | CsvBadRow)[]> {
+  const out: (CsvRow | CsvBadRow)[] = [];
+  for await (const r of readCsv(source)) out.push(r);
+  return out;
+}
+
+const simple = (list: (CsvRow | CsvBadRow)[]): unknown[] =>
+  list.map((r) => (r.error === undefined ? [r.line, ...r.fields] : [r.line, r.error]));
+
+async function summarize(source: Parameters<typeof hashFile>[0], opts: HashFileOptions = {}): Promise<HashSummary> {
+  const run = await hashFile(source, { defaultCountry: 'US', ...opts });
+  for await (const chunk of run) void chunk;
+  return run.summary;
+}
+
+describe('long records, cells and headers', () => {
+  it('reads a 64 MiB unbroken cell as one counted bad row, in linear time, and goes on', async () => {
+    const started = Date.now();
+    const got = await rows(
+      generated('email,phone\na@example.com,1\nb@example.com,', 64 * 1024 * 1024, '\nc@example.com,3\n'),
+    );
+    expect(simple(got)).toEqual([
+      [2, 'a@example.com', '1'],
+      [3, 'record_too_long'],
+      [4, 'c@example.com', '3'],
+    ]);
+    expect(Date.now() - started).toBeLessThan(20_000);
+  });
+
+  it('skips an over-long record with quoted line breaks and keeps the line numbers', async () => {
+    // A quoted cell of 2 MiB holding 3 line breaks: the record spans lines 3-6.
+    const half = MAX_RECORD_BYTES;
+    const got = await rows(
+      generated('email,note\na@example.com,x\nb@example.com,"', half, `\n\n\n${'y'.repeat(half)}"\nc@example.com,z\n`),
+    );
+    expect(simple(got)).toEqual([
+      [2, 'a@example.com', 'x'],
+      [3, 'record_too_long'],
+      [7, 'c@example.com', 'z'],
+    ]);
+  });
+
+  it('an over-long cell is a bad row in hashFile too (workers and calling thread), never a crash', async () => {
+    for (const workers of [0, 1]) {
+      const summary = await summarize(
+        generated('email\na@example.com\n', 16 * 1024 * 1024, '@example.com\nb@example.com\n'),
+        {
+          workers,
+        },
+      );
+      expect(summary.users).toBe(2);
+      expect(summary.malformed).toEqual({ count: 1, lines: [3], reasons: { record_too_long: 1 } });
+    }
+  });
+
+  it('reads a one-line gzip stream of 64 MiB without holding it', async () => {
+    const gz = generated('email\n', 64 * 1024 * 1024, '\nz@example.com\n').pipe(createGzip({ level: 1 }));
+    expect(simple(await rows(gz))).toEqual([
+      [2, 'record_too_long'],
+      [3, 'z@example.com'],
+    ]);
+  });
+
+  it('stays linear on quotes that never balance (re-scanning is capped)', async () => {
+    // Every line opens a quote that the next line's quote "closes" into more quoted text.
+    const started = Date.now();
+    const body = '"a\n'.repeat(3 * 1024 * 1024);
+    const got = await rows(Readable.from([Buffer.from(`email\n${body}`)]));
+    expect(got.length).toBeGreaterThan(0);
+    expect(got.every((r) => r.error !== undefined)).toBe(true);
+    expect(Date.now() - started).toBeLessThan(20_000);
+  });
+
+  it(`refuses a header longer than ${MAX_RECORD_BYTES} bytes or wider than ${MAX_HEADER_COLUMNS} columns`, async () => {
+    const long = generated('email,', 4 * MAX_RECORD_BYTES, '\na,b\n');
+    await expect(openCsv(long)).rejects.toMatchObject({ code: 'input_header_too_large' });
+    const wide = `${Array.from({ length: MAX_HEADER_COLUMNS + 1 }, (_, i) => `c${i}`).join(',')}\n`;
+    const err = await openCsv(Readable.from([Buffer.from(wide)])).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(InputError);
+    expect(err).toMatchObject({ code: 'input_header_too_large' });
+    expect((err as Error).message).toContain(`${MAX_HEADER_COLUMNS + 1} columns`);
+  });
+
+  it(`rejects a value longer than ${MAX_VALUE_LENGTH} characters as value_too_long, with its line`, async () => {
+    const long = `${'a'.repeat(MAX_VALUE_LENGTH)}@example.com`;
+    const path = join(tmp, 'long-value.csv');
+    writeFileSync(path, `email,phone\nok@example.com,\n${long},+1 202 555 0100\n  ${'b'.repeat(500)}@x.io  ,\n`);
+    const summary = await summarize(path, { workers: 0 });
+    expect(summary.rejects.value_too_long).toEqual({ count: 1, lines: [3] });
+    expect(summary.users).toBe(3);
+    expect(summary.types.email).toMatchObject({ valid: 2, invalid: 1 });
+  });
+});
+
+describe('bytes that are not UTF-8', () => {
+  it('rejects records whose bytes are not UTF-8 anywhere in the file, with their lines', async () => {
+    const filler = Array.from({ length: 20_000 }, (_, i) => `user${i}@example.com,1`).join('\n');
+    const latin1 = Buffer.from('caf\xe9@example.com,2\n', 'latin1');
+    const path = join(tmp, 'late-latin1.csv');
+    writeFileSync(
+      path,
+      Buffer.concat([Buffer.from(`email,n\n${filler}\n`), latin1, Buffer.from('ok@example.com,3\n')]),
+    );
+    const got = await rows(path);
+    expect(got.at(-2)).toEqual({ line: 20_002, error: 'invalid_utf8' });
+    expect(got.at(-1)).toMatchObject({ line: 20_003, fields: ['ok@example.com', '3'] });
+    for (const workers of [0, 1]) {
+      const summary = await summarize(path, { workers });
+      expect(summary.malformed).toEqual({ count: 1, lines: [20_002], reasons: { invalid_utf8: 1 } });
+      expect(summary.users).toBe(20_001);
+    }
+  });
+
+  it('keeps a genuine U+FFFD in valid UTF-8 (decoding did not change it)', async () => {
+    const path = join(tmp, 'fffd.csv');
+    writeFileSync(path, `email,note\n${'a@example.com,x\n'.repeat(5000)}b@example.com,\ufffd\n`);
+    const got = await rows(path);
+    expect(got.at(-1)).toMatchObject({ fields: ['b@example.com', '\ufffd'] });
+  });
+
+  it('refuses the whole file when the first 64 KiB are not UTF-8 (a Latin-1 export)', async () => {
+    const path = join(tmp, 'latin1.csv');
+    writeFileSync(path, Buffer.from('email\ncaf\xe9@example.com\n', 'latin1'));
+    await expect(openCsv(path)).rejects.toMatchObject({ code: 'input_not_utf8' });
+  });
+});
