@@ -10,7 +10,7 @@ import { Readable } from 'node:stream';
 import { createGzip } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
-  hashFile,
+  hashCsv,
   InputError,
   MAX_HEADER_COLUMNS,
   MAX_RECORD_BYTES,
@@ -19,7 +19,7 @@ import {
   readCsv,
   type CsvBadRow,
   type CsvRow,
-  type HashFileOptions,
+  type HashCsvOptions,
   type HashSummary,
 } from '../src/index.js';
 
@@ -46,8 +46,8 @@ async function rows(source: Parameters<typeof readCsv>[0]): Promise<(CsvRow | Cs
 const simple = (list: (CsvRow | CsvBadRow)[]): unknown[] =>
   list.map((r) => (r.error === undefined ? [r.line, ...r.fields] : [r.line, r.error]));
 
-async function summarize(source: Parameters<typeof hashFile>[0], opts: HashFileOptions = {}): Promise<HashSummary> {
-  const run = await hashFile(source, { defaultCountry: 'US', ...opts });
+async function summarize(source: Parameters<typeof hashCsv>[0], opts: HashCsvOptions = {}): Promise<HashSummary> {
+  const run = await hashCsv(source, { defaultCountry: 'US', ...opts });
   for await (const chunk of run) void chunk;
   return run.summary;
 }
@@ -79,7 +79,7 @@ describe('long records, cells and headers', () => {
     ]);
   });
 
-  it('an over-long cell is a bad row in hashFile too (workers and calling thread), never a crash', async () => {
+  it('an over-long cell is a bad row in hashCsv too (workers and calling thread), never a crash', async () => {
     for (const workers of [0, 1]) {
       const summary = await summarize(
         generated('email\na@example.com\n', 16 * 1024 * 1024, '@example.com\nb@example.com\n'),

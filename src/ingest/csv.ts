@@ -4,7 +4,7 @@
  *
  * The input is cut into chunks of whole records by a quote-aware byte scanner and every chunk
  * is parsed by papaparse on its own. Chunking is what keeps memory flat with file size, and it
- * is the unit of work the parallel hasher (`hashFile`) ships to worker threads: the same
+ * is the unit of work the parallel hasher (`hashCsv`) ships to worker threads: the same
  * scanner and the same `visitCsvChunk` serve `readCsv` and the workers, so both paths see
  * exactly the same records with the same line numbers.
  */
