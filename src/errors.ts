@@ -87,6 +87,7 @@ export const ERROR_CODES = [
   'snapshot_corrupt',
   // InputError: the input cannot be read as a whole.
   'input_bad_header',
+  'input_header_too_large',
   'input_binary',
   'input_cr_line_endings',
   'input_gzip_corrupt',

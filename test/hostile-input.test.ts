@@ -21,7 +21,7 @@ import {
   type CsvRow,
   type HashCsvOptions,
   type HashSummary,
-} from '../src/index.js';
+} from '../src/internal.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'ak-hostile-in-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
