@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -14,9 +13,10 @@ import {
   type AuditRunEnd,
   type AuditRunStart,
 } from '../src/state/audit.js';
+import { tempDir } from './helpers/temp.js';
 
 function tmp(): string {
-  return mkdtempSync(join(tmpdir(), 'ak-audit-'));
+  return tempDir('ak-audit-');
 }
 
 function startRecord(runId: string): AuditRunStart {

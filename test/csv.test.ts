@@ -1,5 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
@@ -18,8 +17,9 @@ import {
   type ReadCsvOptions,
 } from '../src/internal.js';
 import { FIXTURES } from './helpers/cli.js';
+import { tempDir } from './helpers/temp.js';
 
-const tmp = mkdtempSync(join(tmpdir(), 'ak-csv-'));
+const tmp = tempDir('ak-csv-');
 let n = 0;
 function file(content: string | Buffer, name = `f${n++}.csv`): string {
   const path = join(tmp, name);

@@ -3,7 +3,6 @@ import {
   closeSync,
   constants,
   existsSync,
-  mkdtempSync,
   openSync,
   readdirSync,
   readFileSync,
@@ -11,7 +10,6 @@ import {
   writeFileSync,
   writeSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
@@ -24,10 +22,11 @@ import {
   serializeUser,
 } from '../src/internal.js';
 import { BIN, FIXTURES, runCli } from './helpers/cli.js';
+import { tempDir } from './helpers/temp.js';
 
 // Runs the built CLI (`npm test` builds dist first; alone: npx tsc -p tsconfig.build.json).
 const CRM = join(FIXTURES, 'crm-export.csv');
-const tmp = mkdtempSync(join(tmpdir(), 'ak-hash-cli-'));
+const tmp = tempDir('ak-hash-cli-');
 
 async function expectedJsonl(path: string): Promise<string> {
   let out = '';
@@ -318,7 +317,7 @@ describe('audience-kit hash (process)', () => {
   });
 
   it('stops early with exit 0 and a note, no EPIPE stack, no partial file, when the reader goes away (`| head -1`)', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ak-epipe-'));
+    const dir = tempDir('ak-epipe-');
     const r = await new Promise<{ code: number | null; stderr: string; first: string }>((resolve) => {
       const args = [
         BIN,

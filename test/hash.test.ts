@@ -1,5 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
@@ -18,8 +17,9 @@ import {
   type HashSummary,
 } from '../src/internal.js';
 import { FIXTURES } from './helpers/cli.js';
+import { tempDir } from './helpers/temp.js';
 
-const tmp = mkdtempSync(join(tmpdir(), 'ak-hash-'));
+const tmp = tempDir('ak-hash-');
 const CRM = join(FIXTURES, 'crm-export.csv');
 
 async function reference(

@@ -1,5 +1,4 @@
-import { appendFileSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -11,6 +10,7 @@ import {
   unfinishedRunError,
   type JournalKey,
 } from '../src/state/journal.js';
+import { tempDir } from './helpers/temp.js';
 
 const key = (options: Record<string, unknown> = { a: 1 }): JournalKey => ({
   input: { name: 'crm.csv', size: 10, sha256: 'a'.repeat(64) },
@@ -35,7 +35,7 @@ describe('run journal', () => {
   });
 
   it('records confirmations durably, resumes them, and tolerates a torn last line', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ak-j-'));
+    const dir = tempDir('ak-j-');
     const j = await RunJournal.open(dir, key(), { mode: 'new', runId: 'r1' });
     j.recordConfirmed(0, batchDigest(batch(0).body), 2);
     j.recordConfirmed(2, batchDigest(batch(2).body), 2);
@@ -79,7 +79,7 @@ describe('run journal', () => {
   });
 
   it('keeps failed batches (mode 0600) and verifies them when read back', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ak-j-'));
+    const dir = tempDir('ak-j-');
     const j = await RunJournal.open(dir, key(), { mode: 'new', runId: 'r1' });
     const b = batch(4);
     j.recordFailed(b, batchDigest(b.body), 'HTTP 503 after retries');
@@ -97,7 +97,7 @@ describe('run journal', () => {
   });
 
   it('refuses a second process on the same run while one holds it', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ak-j-'));
+    const dir = tempDir('ak-j-');
     const j = await RunJournal.open(dir, key(), { mode: 'new', runId: 'r1' });
     writeFileSync(join(j.dir, 'lock'), `${process.ppid}\n`);
     await expect(RunJournal.open(dir, key(), { mode: 'resume', runId: 'r2' })).rejects.toMatchObject({
@@ -123,7 +123,7 @@ describe('run journal', () => {
   });
 
   it('fingerprints a file with SHA-256', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ak-j-'));
+    const dir = tempDir('ak-j-');
     const f = join(dir, 'x.csv');
     writeFileSync(f, 'abc');
     expect(await fileSha256(f)).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');

@@ -1,12 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Papa from 'papaparse';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyAuditLog } from '../src/state/audit.js';
 import { startSandbox, type Sandbox } from '../src/sandbox/index.js';
 import { BIN, FIXTURES, runCli, type CliResult } from './helpers/cli.js';
+import { tempDir } from './helpers/temp.js';
 
 const FIXTURE = join(FIXTURES, 'crm-export.csv');
 const USERS_PATH = /\/users$/;
@@ -41,7 +41,7 @@ beforeAll(async () => {
   expect(existsSync(BIN), 'build first: npx tsc -p tsconfig.build.json').toBe(true);
   // Every user batch answers after 120 ms, so a run of ~30 batches lasts long enough to be killed mid-way.
   sandbox = await startSandbox({ seed: 3, faults: 'slow=120%1' });
-  configDir = mkdtempSync(join(tmpdir(), 'ak-config-'));
+  configDir = tempDir('ak-config-');
   env = {
     AUDIENCE_KIT_CONFIG_DIR: configDir,
     AUDIENCE_KIT_ADS_BASE_URL: sandbox.adsBaseUrl,
@@ -137,7 +137,7 @@ async function waitFor(cond: () => boolean, timeoutMs = 30_000): Promise<void> {
 
 describe('audience-kit upload (process)', { timeout: 90_000 }, () => {
   it('quickstart: uploads the fixture to the embedded sandbox and prints the audience size', async () => {
-    const cwd = mkdtempSync(join(tmpdir(), 'ak-cli-'));
+    const cwd = tempDir('ak-cli-');
     const r = await runCli(['upload', FIXTURE, '--sandbox', '--default-country', 'US', '--json'], { cwd });
     expect(r.code, r.stderr).toBe(0);
     const report = JSON.parse(r.stdout) as {
@@ -160,7 +160,7 @@ describe('audience-kit upload (process)', { timeout: 90_000 }, () => {
   });
 
   it('quickstart variation: fills a do-not-reach list, leaving out the columns it does not take', async () => {
-    const cwd = mkdtempSync(join(tmpdir(), 'ak-cli-'));
+    const cwd = tempDir('ak-cli-');
     const r = await runCli(['upload', FIXTURE, '--sandbox', '--do-not-reach-list', 'x', '--json', '--debug'], { cwd });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/ignored: "customer_id"/);
@@ -179,7 +179,7 @@ describe('audience-kit upload (process)', { timeout: 90_000 }, () => {
   });
 
   it('dry run sends nothing and --preview writes the first request body', async () => {
-    const cwd = mkdtempSync(join(tmpdir(), 'ak-cli-'));
+    const cwd = tempDir('ak-cli-');
     const audienceId = newAudience();
     const r = await runCli([...uploadArgs(audienceId), '--dry-run', '--preview', 'first.json', '--json'], { cwd, env });
     expect(r.code, r.stderr).toBe(0);
@@ -194,7 +194,7 @@ describe('audience-kit upload (process)', { timeout: 90_000 }, () => {
   });
 
   it('refuses bad usage with exit 2 and an unreadable input with exit 3, before sending', async () => {
-    const cwd = mkdtempSync(join(tmpdir(), 'ak-cli-'));
+    const cwd = tempDir('ak-cli-');
     const audienceId = newAudience();
     const noAccount = await runCli(['upload', FIXTURE, '--audience', audienceId], { cwd, env });
     expect(noAccount.code).toBe(2);
@@ -240,7 +240,7 @@ describe('audience-kit upload (process)', { timeout: 90_000 }, () => {
   });
 
   it('exits 4 on refused credentials', async () => {
-    const cwd = mkdtempSync(join(tmpdir(), 'ak-cli-'));
+    const cwd = tempDir('ak-cli-');
     const r = await runCli([...uploadArgs(newAudience()), '--quiet'], {
       cwd,
       env: { ...env, AUDIENCE_KIT_CONSUMER_SECRET: 'not-the-secret' },
@@ -250,7 +250,7 @@ describe('audience-kit upload (process)', { timeout: 90_000 }, () => {
   });
 
   it('survives SIGKILL at several points: resumed runs confirm every user and never re-send a confirmed batch', async () => {
-    const cwd = mkdtempSync(join(tmpdir(), 'ak-cli-'));
+    const cwd = tempDir('ak-cli-');
     const audienceId = newAudience();
     const outputs: string[] = [];
     const confirmedAtKill: number[][] = [];
@@ -308,7 +308,7 @@ describe('audience-kit upload (process)', { timeout: 90_000 }, () => {
   }, 120_000);
 
   it('SIGINT finishes in-flight requests, saves the journal, exits 130; --resume completes', async () => {
-    const cwd = mkdtempSync(join(tmpdir(), 'ak-cli-'));
+    const cwd = tempDir('ak-cli-');
     const audienceId = newAudience();
     const stateDir = join(cwd, '.audience-kit');
     const { child, done } = spawnCli([...uploadArgs(audienceId), '--debug'], cwd);
@@ -335,7 +335,7 @@ describe('audience-kit upload (process)', { timeout: 90_000 }, () => {
   });
 
   it('SIGINT while waiting for input (a paused pipe) ends interrupted, exit 130, and is not marked complete', async () => {
-    const cwd = mkdtempSync(join(tmpdir(), 'ak-cli-'));
+    const cwd = tempDir('ak-cli-');
     const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AUDIENCE_KIT_')));
     const child = spawn(process.execPath, [BIN, 'upload', '-', '--sandbox', '--json', '--default-country', 'US'], {
       cwd,
@@ -359,7 +359,7 @@ describe('audience-kit upload (process)', { timeout: 90_000 }, () => {
   });
 
   it('refuses out-of-range --concurrency / --max-retries before opening the journal or the audit log', async () => {
-    const cwd = mkdtempSync(join(tmpdir(), 'ak-cli-'));
+    const cwd = tempDir('ak-cli-');
     const audienceId = newAudience();
     for (const bad of [
       ['--concurrency', '0'],
@@ -381,7 +381,7 @@ describe('audience-kit upload (process)', { timeout: 90_000 }, () => {
   });
 
   it('--restart starts over an unfinished run', async () => {
-    const cwd = mkdtempSync(join(tmpdir(), 'ak-cli-'));
+    const cwd = tempDir('ak-cli-');
     const audienceId = newAudience();
     const stateDir = join(cwd, '.audience-kit');
     const { child, done } = spawnCli(uploadArgs(audienceId), cwd);
@@ -394,7 +394,7 @@ describe('audience-kit upload (process)', { timeout: 90_000 }, () => {
   });
 
   it('audit verify reports the first broken link after tampering (exit 3)', async () => {
-    const cwd = mkdtempSync(join(tmpdir(), 'ak-cli-'));
+    const cwd = tempDir('ak-cli-');
     await runCli(['upload', FIXTURE, '--sandbox', '--quiet', '--default-country', 'US'], { cwd });
     await runCli(['upload', FIXTURE, '--sandbox', '--quiet', '--default-country', 'US'], { cwd });
     const ok = await runCli(['audit', 'verify'], { cwd });

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createClient, type AdsClient } from '../src/api/index.js';
@@ -17,6 +16,7 @@ import {
   uploadAudience,
   type UploadProgress,
 } from '../src/upload/upload.js';
+import { tempDir } from './helpers/temp.js';
 
 const USERS_PATH = /\/users$/;
 const instantClock = { now: () => Date.now(), sleep: async () => {} };
@@ -335,7 +335,7 @@ describe('uploadAudience', () => {
 
   it('stops reading on abort, lets in-flight requests finish, and resumes from the journal', async () => {
     const { sandbox, client, audienceId } = await setup({ faults: 'slow=30%1' });
-    const stateDir = mkdtempSync(join(tmpdir(), 'ak-state-'));
+    const stateDir = tempDir('ak-state-');
     const key: JournalKey = {
       input: { name: 'gen', size: 0, sha256: 'f'.repeat(64) },
       accountId: sandbox.accounts.primary,
@@ -386,7 +386,7 @@ describe('uploadAudience', () => {
 
   it('keeps failed batches in the state dir and re-sends them first on resume', async () => {
     const { sandbox, client, audienceId } = await setup({ faults: '500@1+2+3+4+5+6+7+8' });
-    const stateDir = mkdtempSync(join(tmpdir(), 'ak-state-'));
+    const stateDir = tempDir('ak-state-');
     const key: JournalKey = {
       input: { name: 'gen', size: 0, sha256: 'e'.repeat(64) },
       accountId: sandbox.accounts.primary,
@@ -436,7 +436,7 @@ describe('uploadAudience', () => {
 
   it('refuses to resume when a recomputed batch differs from the confirmed one', async () => {
     const { sandbox, client, audienceId } = await setup();
-    const stateDir = mkdtempSync(join(tmpdir(), 'ak-state-'));
+    const stateDir = tempDir('ak-state-');
     const key: JournalKey = {
       input: { name: 'gen', size: 0, sha256: 'd'.repeat(64) },
       accountId: sandbox.accounts.primary,

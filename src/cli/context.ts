@@ -1,8 +1,10 @@
+import { getEventListeners } from 'node:events';
 import type { Readable, Writable } from 'node:stream';
+import { EXIT_CODES } from '../index.js';
 
 /**
  * What a command handler may touch of the outside world. `main()` builds it from the real
- * process; keeping it explicit lets handlers stay thin and testable.
+ * process; keeping it explicit lets handlers stay thin and lets tests run the CLI in-process.
  */
 export interface CliContext {
   stdout: Writable;
@@ -14,6 +16,12 @@ export interface CliContext {
   /** Whether stdin is an interactive terminal (prompts). */
   stdinIsTTY: boolean;
   cwd: string;
+  /**
+   * Aborted when the user asks the command to stop (SIGINT or SIGTERM in a process). A command
+   * that can wind down cleanly (upload, sandbox) listens to it; tests abort it instead of
+   * sending a signal.
+   */
+  signal: AbortSignal;
   /** Set by handlers; `main()` returns it. */
   exitCode: number;
 }
@@ -34,6 +42,29 @@ export function processContext(): CliContext {
     stderrIsTTY: Boolean(process.stderr.isTTY),
     stdinIsTTY: Boolean(process.stdin.isTTY),
     cwd: process.cwd(),
+    signal: interruptSignal(),
     exitCode: 0,
   };
+}
+
+/**
+ * SIGINT/SIGTERM as an abort signal. While no command listens, a signal keeps its default
+ * effect (the process dies by it); a second signal after the abort quits at once with the
+ * `interrupted` exit code, for a user who does not want to wait for the wind-down.
+ */
+function interruptSignal(): AbortSignal {
+  const controller = new AbortController();
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (controller.signal.aborted) process.exit(EXIT_CODES.interrupted);
+    if (getEventListeners(controller.signal, 'abort').length === 0) {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      process.kill(process.pid, signal);
+      return;
+    }
+    controller.abort(signal);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return controller.signal;
 }

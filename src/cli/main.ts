@@ -84,7 +84,13 @@ class ParseFailure extends Error {}
 /** Run the CLI with the given arguments; resolves to the process exit code. */
 export async function main(argv: readonly string[], ctx: CliContext = processContext()): Promise<number> {
   try {
-    await buildParser(argv, ctx).parseAsync();
+    // With a callback yargs hands back --help/--version text instead of printing it on the
+    // process's stdout and exiting: the CLI runs in-process too (tests, embedding).
+    let output = '';
+    await buildParser(argv, ctx).parseAsync([...argv], {}, (_error, _argv, text) => {
+      output = text;
+    });
+    if (output !== '') writeLine(ctx.stdout, output);
   } catch (error) {
     if (!(error instanceof ParseFailure)) return reportError(ctx, error, argv.includes('--debug'));
     const first = argv.find((a) => !a.startsWith('-'));

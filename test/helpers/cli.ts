@@ -1,11 +1,15 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import type { CliContext } from '../../src/cli/context.js';
+import { main } from '../../src/cli/main.js';
 
 export const BIN = fileURLToPath(new URL('../../bin/audience-kit.js', import.meta.url));
 export const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 
 export interface CliResult {
   code: number | null;
+  /** The signal that ended a real process; always null in-process. */
   signal: NodeJS.Signals | null;
   stdout: string;
   stderr: string;
@@ -15,37 +19,140 @@ export interface CliRun {
   input?: string | Buffer;
   env?: NodeJS.ProcessEnv;
   cwd?: string;
+  /** Real process only: SIGKILL after this long (default 60 s). */
   timeoutMs?: number;
+  /** In-process only: stands for SIGINT/SIGTERM (ctx.signal). */
+  signal?: AbortSignal;
 }
 
 /**
- * Run the built CLI as a real process (`npm test` builds dist first). The environment is
- * scrubbed of AUDIENCE_KIT_* variables unless the test passes them, so a developer's own
- * credentials never leak into a test.
+ * The environment a CLI run sees: the test's own variables over the worker's, scrubbed of
+ * AUDIENCE_KIT_* so that a developer's own credentials never leak into a test.
  */
-export function runCli(args: readonly string[], run: CliRun = {}): Promise<CliResult> {
-  const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AUDIENCE_KIT_')));
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      cwd: run.cwd ?? process.cwd(),
-      env: { ...baseEnv, NO_COLOR: '1', ...run.env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on('data', (b: Buffer) => out.push(b));
-    child.stderr.on('data', (b: Buffer) => err.push(b));
-    const timer = setTimeout(() => child.kill('SIGKILL'), run.timeoutMs ?? 60_000);
+export function cliEnv(env: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AUDIENCE_KIT_')));
+  return { ...base, NO_COLOR: '1', ...env };
+}
+
+/** A Writable that keeps what was written; `text()` decodes it. */
+class Capture extends Writable {
+  readonly chunks: Buffer[] = [];
+  override _write(chunk: Buffer | string, _encoding: BufferEncoding, done: (error?: Error | null) => void): void {
+    this.chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk));
+    done();
+    this.emit('written');
+  }
+  text(): string {
+    return Buffer.concat(this.chunks).toString('utf8');
+  }
+}
+
+function contextFor(run: CliRun, signal: AbortSignal): { ctx: CliContext; stdout: Capture; stderr: Capture } {
+  const stdout = new Capture();
+  const stderr = new Capture();
+  const input = run.input ?? '';
+  const ctx: CliContext = {
+    stdout,
+    stderr,
+    stdin: Readable.from(input.length === 0 ? [] : [Buffer.from(input)]),
+    env: cliEnv(run.env),
+    stderrIsTTY: false,
+    stdinIsTTY: false,
+    cwd: run.cwd ?? process.cwd(),
+    signal,
+    exitCode: 0,
+  };
+  return { ctx, stdout, stderr };
+}
+
+/**
+ * Run the CLI in-process through its entry function `main(argv, ctx)`, on the sources (no
+ * build needed except for hashing workers, which global-setup builds). Same result shape as
+ * `runCliProcess`, for tests that need no real process.
+ */
+export async function runCli(args: readonly string[], run: CliRun = {}): Promise<CliResult> {
+  const { ctx, stdout, stderr } = contextFor(run, run.signal ?? new AbortController().signal);
+  const code = await main(args, ctx);
+  return { code, signal: null, stdout: stdout.text(), stderr: stderr.text() };
+}
+
+export interface StartedCli {
+  /** What was written so far. */
+  stdout: () => string;
+  stderr: () => string;
+  /** Stands for Ctrl-C: aborts ctx.signal. */
+  interrupt: () => void;
+  /** The run's end (after `interrupt()` for a command that runs until stopped). */
+  done: Promise<CliResult>;
+}
+
+/**
+ * Start a long-running command in-process (sandbox, a slow upload); resolves once
+ * `ready(stdout)` holds, rejects if the command ends before.
+ */
+export async function startCli(
+  args: readonly string[],
+  ready: (stdout: string) => boolean,
+  run: CliRun = {},
+): Promise<StartedCli> {
+  const controller = new AbortController();
+  const { ctx, stdout, stderr } = contextFor(run, controller.signal);
+  const done = main(args, ctx).then((code) => ({
+    code,
+    signal: null,
+    stdout: stdout.text(),
+    stderr: stderr.text(),
+  }));
+  await new Promise<void>((resolve, reject) => {
+    const check = (): void => {
+      if (!ready(stdout.text())) return;
+      stdout.off('written', check);
+      resolve();
+    };
+    stdout.on('written', check);
+    check();
+    done.then((r) => reject(new Error(`ended before it was ready, exit ${r.code}: ${r.stderr}`)), reject);
+  });
+  return { stdout: () => stdout.text(), stderr: () => stderr.text(), interrupt: () => controller.abort(), done };
+}
+
+export interface ProcessRun {
+  child: ChildProcessWithoutNullStreams;
+  stdout: () => string;
+  stderr: () => string;
+  done: Promise<CliResult>;
+}
+
+/**
+ * Start the built CLI (dist/, kept fresh by global-setup) as a real process, for what only a
+ * process shows: signals, exit codes, closed pipes, SIGKILL. stdin stays open unless `input`
+ * is given.
+ */
+export function startCliProcess(args: readonly string[], run: CliRun = {}): ProcessRun {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    cwd: run.cwd ?? process.cwd(),
+    env: cliEnv(run.env),
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  child.stdout.on('data', (b: Buffer) => out.push(b));
+  child.stderr.on('data', (b: Buffer) => err.push(b));
+  const stdout = (): string => Buffer.concat(out).toString('utf8');
+  const stderr = (): string => Buffer.concat(err).toString('utf8');
+  const timer = setTimeout(() => child.kill('SIGKILL'), run.timeoutMs ?? 60_000);
+  const done = new Promise<CliResult>((resolve, reject) => {
     child.on('error', reject);
     child.on('close', (code, signal) => {
       clearTimeout(timer);
-      resolve({
-        code,
-        signal,
-        stdout: Buffer.concat(out).toString('utf8'),
-        stderr: Buffer.concat(err).toString('utf8'),
-      });
+      resolve({ code, signal, stdout: stdout(), stderr: stderr() });
     });
-    child.stdin.end(run.input ?? '');
   });
+  if (run.input !== undefined) child.stdin.end(run.input);
+  return { child, stdout, stderr, done };
+}
+
+/** Run the built CLI as a real process to its end (stdin: `input`, or empty). */
+export function runCliProcess(args: readonly string[], run: CliRun = {}): Promise<CliResult> {
+  return startCliProcess(args, { ...run, input: run.input ?? '' }).done;
 }

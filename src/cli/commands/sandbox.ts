@@ -154,15 +154,9 @@ export function sandboxCommand(ctx: CliContext): CommandModule<GlobalArgs, Sandb
         out('Press Ctrl+C to stop.');
       }
 
-      const stop = new AbortController();
-      const onSignal = (): void => stop.abort();
-      process.once('SIGINT', onSignal);
-      process.once('SIGTERM', onSignal);
       try {
-        await once(stop.signal, 'abort');
+        if (!ctx.signal.aborted) await once(ctx.signal, 'abort');
       } finally {
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
         await sandbox.close();
       }
       if (args.json !== true) writeLine(ctx.stderr, 'sandbox stopped');

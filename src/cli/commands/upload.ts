@@ -400,10 +400,8 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
       let client: AdsClient | undefined;
       let journal: RunJournal | undefined;
       const controller = new AbortController();
-      let interrupts = 0;
-      const onSigint = (): void => {
-        interrupts++;
-        if (interrupts > 1) process.exit(EXIT_CODES.interrupted);
+      // A second Ctrl-C quits at once (processContext); the first one winds down.
+      const onInterrupt = (): void => {
         writeLine(
           ctx.stderr,
           '\ninterrupted: finishing the requests in flight and saving the journal (Ctrl-C again to quit at once)',
@@ -411,7 +409,8 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
         controller.abort();
       };
       // Installed before the slow preparations (fingerprinting a large file, starting the sandbox).
-      process.on('SIGINT', onSigint);
+      ctx.signal.addEventListener('abort', onInterrupt, { once: true });
+      if (ctx.signal.aborted) controller.abort();
       try {
         if (!args.quiet) {
           printInputMapping(ctx, run);
@@ -609,7 +608,7 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
         else printReport(ctx, report, run, extra);
         return report.exit_code;
       } finally {
-        process.off('SIGINT', onSigint);
+        ctx.signal.removeEventListener('abort', onInterrupt);
         journal?.close();
         await run.close();
         await client?.close();
