@@ -1,6 +1,6 @@
 import { getEventListeners } from 'node:events';
 import type { Readable, Writable } from 'node:stream';
-import { EXIT_CODES } from '../index.js';
+import { EXIT_CODES } from '../internal.js';
 
 /**
  * What a command handler may touch of the outside world. `main()` builds it from the real
