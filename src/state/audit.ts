@@ -55,12 +55,34 @@ export interface AuditRunStart {
   tool_version: string;
   account_id: string;
   target: { kind: AuditTargetKind; id: string };
-  operation: 'update' | 'delete';
+  /** `sync`: the run was a sync (removals and updates; see AuditRunEnd.sync). */
+  operation: 'update' | 'delete' | 'sync';
   input: { name: string; size: number | null; sha256: string | null };
   options: AuditRunOptions;
   /** True when this run continues an earlier one from its journal. */
   resumed: boolean;
   sandbox: boolean;
+  /** Syncs: the target's snapshot when the sync started. */
+  snapshot_before?: AuditSnapshotState;
+}
+
+/** A sync snapshot: its user count and the SHA-256 of its users' fingerprints (no identifier). */
+export interface AuditSnapshotState {
+  users: number;
+  digest: string;
+}
+
+/** What a sync planned and had confirmed, and its snapshot before and after. */
+export interface AuditSyncCounts {
+  adds: number;
+  removes: number;
+  refreshes: number;
+  unchanged: number;
+  removes_confirmed: number;
+  updates_confirmed: number;
+  first_sync: boolean;
+  snapshot_before: AuditSnapshotState;
+  snapshot_after: AuditSnapshotState;
 }
 
 /** The report's counts (all numbers). */
@@ -92,6 +114,8 @@ export interface AuditRunEnd {
   outcome: RunOutcome;
   input: { name: string; rows: number; sha256: string | null };
   counts: AuditCounts;
+  /** Syncs only. */
+  sync?: AuditSyncCounts;
   /** Error code when the run stopped on an error. */
   error?: string;
 }

@@ -54,6 +54,12 @@ const RUN_COLUMNS: readonly Column<AuditRun>[] = [
   { header: 'rows', value: (r) => r.end?.counts.rows, align: 'right' },
   { header: 'users', value: (r) => r.end?.counts.users_sent, align: 'right' },
   { header: 'confirmed', value: (r) => r.end?.counts.success_count, align: 'right' },
+  // Syncs: planned adds, removals and refreshes.
+  {
+    header: 'changes',
+    value: (r) =>
+      r.end?.sync === undefined ? undefined : `+${r.end.sync.adds} -${r.end.sync.removes} ~${r.end.sync.refreshes}`,
+  },
 ];
 
 function verifyCommand(ctx: CliContext): CommandModule<GlobalArgs, AuditArgs> {
@@ -122,6 +128,7 @@ function showCommand(ctx: CliContext): CommandModule<GlobalArgs, AuditShowArgs> 
         fields.push(['ended', e.at], ['outcome', e.outcome], ['duration', `${(e.duration_ms / 1000).toFixed(1)} s`]);
         if (e.error !== undefined) fields.push(['error', e.error]);
         for (const [k, v] of Object.entries(e.counts)) fields.push([k.replaceAll('_', ' '), v]);
+        for (const [k, v] of Object.entries(e.sync ?? {})) fields.push([`sync ${k.replaceAll('_', ' ')}`, v]);
       } else {
         fields.push(['ended', 'no end record (still running, or killed)']);
       }
