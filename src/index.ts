@@ -56,8 +56,8 @@ export {
   type HashCsvOptions,
   type HashCsvRun,
   type HashedChunk,
-  type HashSummary,
-} from './hashing/hash.js';
+} from './hashing/pipeline.js';
+export type { HashSummary } from './hashing/summary.js';
 
 // The API client and the audience resources a pipeline creates or looks up.
 export { createClient, type AdsClient, type ClientOptions, type Credentials } from './api/client.js';

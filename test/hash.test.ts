@@ -10,12 +10,12 @@ import {
   hashValue,
   mergeHashSummary,
   readCsv,
-  renderHashSummary,
   serializeUser,
   type BuiltUser,
   type HashCsvOptions,
   type HashSummary,
 } from '../src/internal.js';
+import { renderHashSummary } from '../src/cli/hash-summary.js';
 import { FIXTURES } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
 

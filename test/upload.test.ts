@@ -4,18 +4,13 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createClient, type AdsClient } from '../src/api/index.js';
 import { ConfigError } from '../src/errors.js';
-import { hashRecords } from '../src/hashing/hash.js';
+import { hashRecords } from '../src/hashing/pipeline.js';
 import { findJournal, RunJournal, type JournalKey } from '../src/state/journal.js';
 import { serializeUser, writeUserFingerprint, type AudienceUser } from '../src/identifiers/normalize.js';
 import { startSandbox, type Sandbox, type SandboxOptions } from '../src/sandbox/index.js';
 import { maxDoNotReachExpiry } from '../src/upload/batch.js';
-import {
-  formatUploadProgress,
-  ProgressPrinter,
-  resolveUploadGroup,
-  uploadAudience,
-  type UploadProgress,
-} from '../src/upload/upload.js';
+import { formatUploadProgress, ProgressPrinter } from '../src/upload/progress.js';
+import { resolveUploadGroup, uploadAudience, type UploadProgress } from '../src/upload/upload.js';
 import { tempDir } from './helpers/temp.js';
 
 const USERS_PATH = /\/users$/;

@@ -15,6 +15,7 @@ import { ConfigError, ConnectionError, ResponseShapeError, TimeoutError } from '
 import { USER_AGENT } from '../version.js';
 import { oauth1Header, percentEncode } from './oauth.js';
 import { buildHttpError } from './parse-error.js';
+import { buildQueryString, type QueryValue } from './query.js';
 import {
   DEFAULT_RATE_LIMIT_POLICY,
   SlidingWindowLimiter,
@@ -93,7 +94,6 @@ export interface ClientStats {
 }
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
-export type QueryValue = string | number | boolean | readonly string[] | undefined;
 
 export interface ApiRequest<T> {
   method: HttpMethod;
@@ -311,18 +311,6 @@ function joinUrl(base: string, path: string): URL {
   u.search = '';
   u.hash = '';
   return u;
-}
-
-/** Query string with RFC 3986 encoding (the same encoding the signature uses). */
-export function buildQueryString(query: Record<string, QueryValue> | undefined): string {
-  if (query === undefined) return '';
-  const parts: string[] = [];
-  for (const [k, v] of Object.entries(query)) {
-    if (v === undefined) continue;
-    const value = Array.isArray(v) ? v.join(',') : String(v);
-    parts.push(`${percentEncode(k, 'query parameter name')}=${percentEncode(value, k)}`);
-  }
-  return parts.join('&');
 }
 
 function formEncode(form: Record<string, string>): string {

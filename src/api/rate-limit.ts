@@ -4,7 +4,7 @@
  * the window on the client so that a well-behaved upload never sees a 429; the server's
  * headers can only make it wait longer, never shorter.
  */
-import type { QueryValue } from './client.js';
+import type { QueryValue } from './query.js';
 
 export interface RateLimitEndpoint {
   method: string;

@@ -38,15 +38,9 @@ import {
   type ExitCode,
 } from '../errors.js';
 import { batchDigest, JournalError, type RunJournal } from '../state/journal.js';
-import {
-  addUserToSummary,
-  createHashSummary,
-  hashRecords,
-  type HashRecordsOptions,
-  type HashSummary,
-  type HashTypeCounts,
-  type PackedUsers,
-} from '../hashing/hash.js';
+import { hashRecords, type HashRecordsOptions } from '../hashing/pipeline.js';
+import type { PackedUsers } from '../hashing/chunk.js';
+import { addUserToSummary, createHashSummary, type HashSummary, type HashTypeCounts } from '../hashing/summary.js';
 import {
   IDENTIFIER_TYPES,
   serializeUser,
@@ -55,8 +49,6 @@ import {
   type IdentifierType,
   type RejectReason,
 } from '../identifiers/normalize.js';
-
-export * from './progress.js';
 
 export type UploadTarget = { customAudienceId: string } | { doNotReachListId: string };
 export type UploadOperation = 'update' | 'delete';

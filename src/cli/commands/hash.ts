@@ -11,11 +11,11 @@ import {
   hashCsvHeader,
   hashCsv,
   mappedTypes,
-  renderHashSummary,
   type CsvBadRow,
   type Reject,
 } from '../../internal.js';
 import type { CliContext } from '../context.js';
+import { renderHashSummary } from '../hash-summary.js';
 import {
   addHashOptions,
   hashInputSource,

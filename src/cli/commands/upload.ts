@@ -22,7 +22,6 @@ import {
   InputError,
   newRunId,
   ProgressPrinter,
-  renderHashSummary,
   resolveBatchLimits,
   resolveSendOptions,
   resolveUploadGroup,
@@ -43,6 +42,7 @@ import {
 } from '../../internal.js';
 import { clientFromArgs, withConnectionOptions, withDebugLines, type ConnectionArgs } from '../connection.js';
 import type { CliContext } from '../context.js';
+import { renderHashSummary } from '../hash-summary.js';
 import { addHashOptions, hashOptionsFromArgs, printInputMapping, type HashOptionArgs } from '../hash-options.js';
 import { exitCodesEpilogue, handle, renderFields, writeJson, writeLine, type GlobalArgs } from '../output.js';
 

@@ -5,20 +5,22 @@
  * Two entry points share one per-record path (`mapRecord` + `buildUser` + `addUserToSummary`):
  * - `hashRecords(rows)`: one row at a time, for library users with their own rows or objects;
  * - `hashCsv(source)`: the fast path used by `hash` and `upload`. The main thread only reads
- *   bytes and cuts them at record boundaries (csv.ts); worker threads parse, normalize and hash
- *   whole chunks, so the CPU-heavy work runs on every core. Results are re-ordered by chunk
- *   sequence (output keeps input order) and the number of chunks in flight is bounded, so memory
- *   stays flat whatever the file size and a slow consumer (the uploader) slows the reading down.
+ *   bytes and cuts them at record boundaries (ingest/csv.ts); worker threads (pool.ts) parse,
+ *   normalize and hash whole chunks (chunk.ts), so the CPU-heavy work runs on every core.
+ *   Results are re-ordered by chunk sequence (output keeps input order) and the number of
+ *   chunks in flight is bounded, so memory stays flat whatever the file size and a slow consumer
+ *   (the uploader) slows the reading down.
  */
 import { availableParallelism } from 'node:os';
-import { Worker } from 'node:worker_threads';
 import { z } from 'zod';
 import {
   DEFAULT_CHUNK_BYTES,
   openCsv,
   type CsvBadRow,
+  type CsvChunk,
   type CsvDelimiter,
   type CsvEncoding,
+  type CsvInput,
   type CsvRow,
   type CsvRowError,
   type CsvSource,
@@ -27,80 +29,31 @@ import {
 import { resolveMapping, type ColumnMapping, type MappingOptions } from '../identifiers/mapping.js';
 import { ConfigError } from '../errors.js';
 import {
-  addBadRowToSummary,
-  addUserToSummary,
-  createHashSummary,
-  hashChunk,
-  mappedTypes,
-  mergeHashSummary,
-  SUMMARY_LINES,
-  type HashChunkContext,
-  type HashChunkResult,
-  type HashEmit,
-  type HashedUser,
-  type HashReasonCount,
-  type HashSummary,
-  type HashTypeCounts,
-  type HashWorkerData,
-  type PackedUsers,
-} from './worker.js';
-import {
   buildUser,
-  IDENTIFIER_TYPES,
   normalizeCountryCode,
-  REJECT_REASONS,
   type BuiltUser,
   type FieldValue,
   type MappedRecord,
   type NormalizeOptions,
   type Reject,
 } from '../identifiers/normalize.js';
-
-// The per-chunk half of the pipeline lives in the worker's module; it is part of this API.
-export * from './worker.js';
-
-// Lines are kept once each, up to SUMMARY_LINES: only a full list can have more behind it.
-const withMore = (r: HashReasonCount): string =>
-  `line${r.lines.length === 1 ? '' : 's'} ${r.lines.join(', ')}${r.lines.length >= SUMMARY_LINES && r.count > r.lines.length ? ', ...' : ''}`;
-
-/** The summary as plain text for a terminal: counts, reasons and line numbers only. */
-export function renderHashSummary(summary: HashSummary): string {
-  const out: string[] = [];
-  const field = (label: string, value: string | number): void => {
-    out.push(`${label.padEnd(34)} ${value}`);
-  };
-  field('rows read', summary.rows);
-  field('users produced', summary.users);
-  field('rows without a valid identifier', summary.emptyRows);
-  if (summary.malformed.count > 0) {
-    const reasons = Object.entries(summary.malformed.reasons)
-      .map(([r, n]) => `${r} ${n}`)
-      .join(', ');
-    field('malformed rows skipped', `${summary.malformed.count} (${reasons}; ${withMore(summary.malformed)})`);
-  }
-  const types = IDENTIFIER_TYPES.filter((t) => summary.types[t] !== undefined);
-  if (types.length > 0) {
-    out.push('');
-    out.push(`${'type'.padEnd(16)}${'valid'.padStart(10)}${'invalid'.padStart(10)}${'digests'.padStart(10)}`);
-    for (const t of types) {
-      const c = summary.types[t] as HashTypeCounts;
-      out.push(
-        `${t.padEnd(16)}${String(c.valid).padStart(10)}${String(c.invalid).padStart(10)}${String(c.digests).padStart(10)}`,
-      );
-    }
-    out.push('(digests: values already SHA-256-hashed in the input, passed through)');
-  }
-  const reasons = REJECT_REASONS.filter((r) => summary.rejects[r] !== undefined);
-  if (reasons.length > 0) {
-    out.push('');
-    out.push('rejected values by reason:');
-    for (const r of reasons) {
-      const c = summary.rejects[r] as HashReasonCount;
-      out.push(`  ${r.padEnd(24)}${String(c.count).padStart(8)}  ${withMore(c)}`);
-    }
-  }
-  return out.join('\n');
-}
+import {
+  hashChunk,
+  mappedTypes,
+  type HashChunkContext,
+  type HashChunkResult,
+  type HashEmit,
+  type HashedUser,
+  type PackedUsers,
+} from './chunk.js';
+import { HashWorkerPool } from './pool.js';
+import {
+  addBadRowToSummary,
+  addUserToSummary,
+  createHashSummary,
+  mergeHashSummary,
+  type HashSummary,
+} from './summary.js';
 
 // ---------------------------------------------------------------------------------------------
 // Options.
@@ -302,90 +255,6 @@ export interface HashCsvRun extends AsyncIterable<HashedChunk> {
   close(): Promise<void>;
 }
 
-// Under a TypeScript test runner this module is the .ts source, which a worker cannot load; the
-// compiled worker next to the compiled module is what runs from dist.
-const WORKER_URL = import.meta.url.endsWith('.ts')
-  ? new URL('../../dist/hashing/worker.js', import.meta.url)
-  : new URL('./worker.js', import.meta.url);
-
-/**
- * A worker's live data is about one chunk; capping its heap makes V8 collect early instead of
- * growing towards its default limits, which is what keeps peak RSS flat with several workers.
- * The young generation stays large enough that per-row garbage dies there cheaply.
- */
-function workerLimits(chunkBytes: number): { maxOldGenerationSizeMb: number; maxYoungGenerationSizeMb: number } {
-  return { maxOldGenerationSizeMb: 32 + Math.ceil((chunkBytes * 32) / (1024 * 1024)), maxYoungGenerationSizeMb: 16 };
-}
-
-type WorkerReply =
-  { seq: number; result: HashChunkResult } | { seq: number; error: { message: string; stack?: string } };
-
-interface Task {
-  resolve: (r: HashChunkResult) => void;
-  reject: (e: unknown) => void;
-}
-
-/** A fixed set of workers, each processing its queue of chunks in order. */
-class HashWorkerPool {
-  private readonly workers: { worker: Worker; tasks: Map<number, Task> }[] = [];
-  private failure: unknown;
-  private closed = false;
-
-  constructor(count: number, ctx: HashChunkContext, chunkBytes: number) {
-    for (let i = 0; i < count; i++) {
-      const worker = new Worker(WORKER_URL, {
-        workerData: { hashChunkContext: ctx } satisfies HashWorkerData,
-        resourceLimits: workerLimits(chunkBytes),
-      });
-      const entry = { worker, tasks: new Map<number, Task>() };
-      worker.on('message', (reply: WorkerReply) => {
-        const task = entry.tasks.get(reply.seq);
-        if (task === undefined) return;
-        entry.tasks.delete(reply.seq);
-        if ('result' in reply) task.resolve(reply.result);
-        else task.reject(workerError(reply.error.message, reply.error.stack));
-      });
-      worker.on('error', (error) => this.fail(workerError(error.message, error.stack, error)));
-      worker.on('exit', (code) => {
-        if (!this.closed) this.fail(workerError(`hash worker exited with code ${code}`));
-      });
-      this.workers.push(entry);
-    }
-  }
-
-  private fail(error: unknown): void {
-    this.failure ??= error;
-    for (const { tasks } of this.workers) {
-      for (const task of tasks.values()) task.reject(this.failure);
-      tasks.clear();
-    }
-  }
-
-  run(seq: number, bytes: Uint8Array): Promise<HashChunkResult> {
-    if (this.failure !== undefined) return Promise.reject(this.failure);
-    let entry = this.workers[0] as (typeof this.workers)[number];
-    for (const w of this.workers) if (w.tasks.size < entry.tasks.size) entry = w;
-    // Transfer (not copy) when the chunk owns its whole buffer.
-    const owned = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
-    const payload = owned ? bytes : bytes.slice();
-    return new Promise<HashChunkResult>((resolve, reject) => {
-      entry.tasks.set(seq, { resolve, reject });
-      entry.worker.postMessage({ seq, bytes: payload }, [payload.buffer as ArrayBuffer]);
-    });
-  }
-
-  async close(): Promise<void> {
-    this.closed = true;
-    await Promise.all(this.workers.map(({ worker }) => worker.terminate()));
-  }
-}
-
-function workerError(message: string, stack?: string, cause?: unknown): Error {
-  const error = new Error(`hashing worker failed: ${message}`, cause === undefined ? undefined : { cause });
-  if (stack !== undefined) error.stack = stack;
-  return error;
-}
-
 /**
  * The fast path: open `source`, resolve the column mapping from its header (ConfigError /
  * InputError are thrown here, before any row is read), then iterate the returned run to get
@@ -424,50 +293,14 @@ export async function hashCsv(source: CsvSource, opts: HashCsvOptions = {}): Pro
 
   async function* run(): AsyncGenerator<HashedChunk> {
     if (workers > 0) pool = new HashWorkerPool(workers, ctx, checked.chunkBytes ?? DEFAULT_CHUNK_BYTES);
-    const chunks = input.chunks()[Symbol.asyncIterator]();
-    const inFlight = new Map<number, Promise<HashChunkResult>>();
-    let dispatched = 0;
-    let delivered = 0;
-    let ended = false;
+    const inline = (bytes: Uint8Array): Promise<HashChunkResult> => Promise.resolve().then(() => hashChunk(bytes, ctx));
+    const hash = (chunk: CsvChunk, seq: number): Promise<HashChunkResult> => {
+      if (chunk.kind === 'bad') return Promise.resolve(badChunk(chunk.error, chunk.lines));
+      return pool === undefined ? inline(chunk.bytes) : pool.run(seq, chunk.bytes);
+    };
     let line = input.headerLine + 1 + countHeaderLines(input.header);
-    // A read that is still waiting when the oldest result is ready: that result is delivered
-    // first, so a slow pipe (stdin) does not hold back what was already hashed.
-    let pendingRead: ReturnType<typeof chunks.next> | undefined;
-    const headReady = Symbol('head ready');
     try {
-      for (;;) {
-        while (!ended && dispatched - delivered < maxInFlight) {
-          if (pendingRead === undefined) {
-            pendingRead = chunks.next();
-            // Awaited below; this only keeps a failure after an early stop from going unhandled.
-            pendingRead.catch(() => undefined);
-          }
-          const head = inFlight.get(delivered);
-          const ready = (): typeof headReady => headReady;
-          const next =
-            head === undefined ? await pendingRead : await Promise.race([pendingRead, head.then(ready, ready)]);
-          if (next === headReady) break;
-          pendingRead = undefined;
-          if (next.done === true) {
-            ended = true;
-            break;
-          }
-          const chunk = next.value;
-          let result: Promise<HashChunkResult>;
-          if (chunk.kind === 'bad') result = Promise.resolve(badChunk(chunk.error, chunk.lines));
-          else if (pool !== undefined) result = pool.run(dispatched, chunk.bytes);
-          else {
-            const bytes = chunk.bytes;
-            result = Promise.resolve().then(() => hashChunk(bytes, ctx));
-          }
-          // Rejections are consumed in order below; this only keeps Node from reporting them early.
-          result.catch(() => undefined);
-          inFlight.set(dispatched++, result);
-        }
-        if (delivered === dispatched) break;
-        const seq = delivered++;
-        const result = await (inFlight.get(seq) as Promise<HashChunkResult>);
-        inFlight.delete(seq);
+      for await (const { seq, result } of inOrder(input, hash, maxInFlight)) {
         mergeHashSummary(summary, result.summary, line);
         yield absolute(seq, line, result);
         line += result.lines;
@@ -491,6 +324,53 @@ export async function hashCsv(source: CsvSource, opts: HashCsvOptions = {}): Pro
     close,
     [Symbol.asyncIterator]: () => run(),
   };
+}
+
+/**
+ * Read `input`'s chunks, start `hash` on each as soon as it is read (at most `maxInFlight`
+ * ahead of the consumer) and yield the results in sequence order.
+ */
+async function* inOrder(
+  input: CsvInput,
+  hash: (chunk: CsvChunk, seq: number) => Promise<HashChunkResult>,
+  maxInFlight: number,
+): AsyncGenerator<{ seq: number; result: HashChunkResult }> {
+  const chunks = input.chunks()[Symbol.asyncIterator]();
+  const inFlight = new Map<number, Promise<HashChunkResult>>();
+  let dispatched = 0;
+  let delivered = 0;
+  let ended = false;
+  // A read that is still waiting when the oldest result is ready: that result is delivered
+  // first, so a slow pipe (stdin) does not hold back what was already hashed.
+  let pendingRead: ReturnType<typeof chunks.next> | undefined;
+  const headReady = Symbol('head ready');
+  const ready = (): typeof headReady => headReady;
+  for (;;) {
+    while (!ended && dispatched - delivered < maxInFlight) {
+      if (pendingRead === undefined) {
+        pendingRead = chunks.next();
+        // Awaited below; this only keeps a failure after an early stop from going unhandled.
+        pendingRead.catch(() => undefined);
+      }
+      const head = inFlight.get(delivered);
+      const next = head === undefined ? await pendingRead : await Promise.race([pendingRead, head.then(ready, ready)]);
+      if (next === headReady) break;
+      pendingRead = undefined;
+      if (next.done === true) {
+        ended = true;
+        break;
+      }
+      const result = hash(next.value, dispatched);
+      // Rejections are consumed in order below; this only keeps Node from reporting them early.
+      result.catch(() => undefined);
+      inFlight.set(dispatched++, result);
+    }
+    if (delivered === dispatched) return;
+    const seq = delivered++;
+    const result = await (inFlight.get(seq) as Promise<HashChunkResult>);
+    inFlight.delete(seq);
+    yield { seq, result };
+  }
 }
 
 function countHeaderLines(header: readonly string[]): number {

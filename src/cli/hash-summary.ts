@@ -1,0 +1,52 @@
+/** The hashing summary as plain text for a terminal (`hash` and `upload` print it). */
+import {
+  IDENTIFIER_TYPES,
+  REJECT_REASONS,
+  SUMMARY_LINES,
+  type HashReasonCount,
+  type HashSummary,
+  type HashTypeCounts,
+} from '../internal.js';
+
+// Lines are kept once each, up to SUMMARY_LINES: only a full list can have more behind it.
+const withMore = (r: HashReasonCount): string =>
+  `line${r.lines.length === 1 ? '' : 's'} ${r.lines.join(', ')}${r.lines.length >= SUMMARY_LINES && r.count > r.lines.length ? ', ...' : ''}`;
+
+/** The summary as plain text for a terminal: counts, reasons and line numbers only. */
+export function renderHashSummary(summary: HashSummary): string {
+  const out: string[] = [];
+  const field = (label: string, value: string | number): void => {
+    out.push(`${label.padEnd(34)} ${value}`);
+  };
+  field('rows read', summary.rows);
+  field('users produced', summary.users);
+  field('rows without a valid identifier', summary.emptyRows);
+  if (summary.malformed.count > 0) {
+    const reasons = Object.entries(summary.malformed.reasons)
+      .map(([r, n]) => `${r} ${n}`)
+      .join(', ');
+    field('malformed rows skipped', `${summary.malformed.count} (${reasons}; ${withMore(summary.malformed)})`);
+  }
+  const types = IDENTIFIER_TYPES.filter((t) => summary.types[t] !== undefined);
+  if (types.length > 0) {
+    out.push('');
+    out.push(`${'type'.padEnd(16)}${'valid'.padStart(10)}${'invalid'.padStart(10)}${'digests'.padStart(10)}`);
+    for (const t of types) {
+      const c = summary.types[t] as HashTypeCounts;
+      out.push(
+        `${t.padEnd(16)}${String(c.valid).padStart(10)}${String(c.invalid).padStart(10)}${String(c.digests).padStart(10)}`,
+      );
+    }
+    out.push('(digests: values already SHA-256-hashed in the input, passed through)');
+  }
+  const reasons = REJECT_REASONS.filter((r) => summary.rejects[r] !== undefined);
+  if (reasons.length > 0) {
+    out.push('');
+    out.push('rejected values by reason:');
+    for (const r of reasons) {
+      const c = summary.rejects[r] as HashReasonCount;
+      out.push(`  ${r.padEnd(24)}${String(c.count).padStart(8)}  ${withMore(c)}`);
+    }
+  }
+  return out.join('\n');
+}

@@ -1,0 +1,196 @@
+/**
+ * The per-chunk work of `hashCsv`: parse a chunk of whole CSV records, normalize and hash every
+ * row, count it in a partial summary. Runs in the worker threads (worker.ts) and, with
+ * `workers: 0`, on the calling thread. It imports only what that work needs, so each worker's
+ * isolate stays small.
+ */
+import { decodeChunk, visitCsvChunk, type CsvBadRow, type CsvDelimiter, type CsvRowError } from '../ingest/csv.js';
+import type { ColumnMapping, MappedColumn } from '../identifiers/mapping.js';
+import {
+  buildUser,
+  IDENTIFIER_TYPES,
+  serializeBuiltUser,
+  writeUserFingerprint,
+  type BuiltUser,
+  type FieldValue,
+  type IdentifierType,
+  type MappedRecord,
+  type NormalizeOptions,
+  type Reject,
+} from '../identifiers/normalize.js';
+import { addBadRowToSummary, addUserToSummary, createHashSummary, type HashSummary } from './summary.js';
+
+/**
+ * What hashCsv's chunks carry: user objects, output already rendered by the workers, or
+ * (`packed`) what the uploader needs and nothing more: see PackedUsers.
+ */
+export type HashEmit = 'users' | 'jsonl' | 'csv' | 'packed';
+
+/**
+ * The users of a chunk in the cheapest form to move between threads and pack into requests:
+ * one string and two typed arrays instead of an object graph per user (structured clone of
+ * user objects cost the main thread more than packing them).
+ */
+export interface PackedUsers {
+  /** `serializeUser` of every user with at least one identifier, each followed by `\n`. */
+  jsonLines: string;
+  /** Input line of each of those users. */
+  lines: Uint32Array;
+  /** Dedupe fingerprint of each user (`writeUserFingerprint`): high word at 2i, low word at 2i+1. */
+  fingerprints: Uint32Array;
+}
+
+/** What a worker needs to process chunks of one file. Plain data: it crosses the thread boundary. */
+export interface HashChunkContext {
+  columns: number;
+  delimiter: CsvDelimiter;
+  mapping: ColumnMapping;
+  normalize: NormalizeOptions;
+  emit: HashEmit;
+  /** For emit csv: the output columns (identifier types). */
+  outputTypes: IdentifierType[];
+}
+
+/** A user from hashCsv: BuiltUser plus `json` = serializeUser(user), computed in the worker. */
+export interface HashedUser extends BuiltUser {
+  json: string;
+}
+
+/** A chunk's result with line numbers relative to the chunk's first line (0-based). */
+export interface HashChunkResult {
+  lines: number;
+  users: HashedUser[];
+  /** Rendered output lines as UTF-8 (emit `jsonl`/`csv`); empty for `users`. */
+  output: Uint8Array;
+  rejects: Reject[];
+  malformed: CsvBadRow[];
+  summary: HashSummary;
+  /** Emit `packed` only (line numbers relative to the chunk, like the others). */
+  packed?: PackedUsers;
+}
+
+const csvCell = (s: string): string => (/[",\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s);
+
+/** Header line of the `hash` command's CSV output. */
+export function hashCsvHeader(types: readonly IdentifierType[]): string {
+  return `${types.join(',')}\n`;
+}
+
+/** The identifier types a mapping produces, in IDENTIFIER_TYPES order (the CSV output columns). */
+export function mappedTypes(mapping: ColumnMapping): IdentifierType[] {
+  return IDENTIFIER_TYPES.filter((t) => mapping.columns.some((c) => c.type === t));
+}
+
+/**
+ * Collects output lines as UTF-8 bytes. Text is gathered in pieces below V8's large-object size
+ * (a flat string over ~128 KiB lives in the old generation until a full GC), so the garbage of a
+ * chunk dies young; the bytes are transferred to the main thread, which writes them as they are.
+ */
+class OutputBuilder {
+  private static readonly PIECE = 32 * 1024;
+  private readonly pieces: Buffer[] = [];
+  private size = 0;
+  private text = '';
+
+  add(line: string): void {
+    this.text += line;
+    if (this.text.length >= OutputBuilder.PIECE) this.flush();
+  }
+
+  private flush(): void {
+    const piece = Buffer.from(this.text, 'utf8');
+    this.pieces.push(piece);
+    this.size += piece.length;
+    this.text = '';
+  }
+
+  bytes(): Uint8Array {
+    if (this.text !== '') this.flush();
+    // Never pooled: the result owns its ArrayBuffer, so it can be transferred.
+    const all = new Uint8Array(this.size);
+    let at = 0;
+    for (const piece of this.pieces) {
+      all.set(piece, at);
+      at += piece.length;
+    }
+    return all;
+  }
+}
+
+/** Parse, normalize and hash one chunk of whole records (UTF-8 bytes). */
+export function hashChunk(bytes: Uint8Array, ctx: HashChunkContext): HashChunkResult {
+  const summary = createHashSummary();
+  const users: HashedUser[] = [];
+  const rejects: Reject[] = [];
+  const malformed: CsvBadRow[] = [];
+  const out = new OutputBuilder();
+  // One record object refilled per row: buildUser is synchronous and keeps no reference to it,
+  // and this loop is the hot path (fewer allocations, less GC).
+  const columns = ctx.mapping.columns;
+  const countryIndex = ctx.mapping.country?.index;
+  const fieldValues: FieldValue[] = columns.map((c) => ({ column: c.column, type: c.type, raw: '' }));
+  const record: MappedRecord = { line: 0, fields: fieldValues };
+  const { emit, outputTypes, normalize } = ctx;
+  let jsonLines = '';
+  let packedCount = 0;
+  let packedLines = new Uint32Array(emit === 'packed' ? 1024 : 0);
+  let fingerprints = new Uint32Array(emit === 'packed' ? 2048 : 0);
+  const row = (fields: string[], offset: number): void => {
+    for (let i = 0; i < columns.length; i++)
+      (fieldValues[i] as FieldValue).raw = fields[(columns[i] as MappedColumn).index] ?? '';
+    record.line = offset;
+    // Assigned even when absent (buildUser treats undefined and '' alike): keeps the object's shape stable.
+    (record as { country?: string | undefined }).country =
+      countryIndex === undefined ? undefined : fields[countryIndex];
+    const built = buildUser(record, normalize);
+    addUserToSummary(summary, built);
+    for (const r of built.rejects) rejects.push(r);
+    if (emit === 'packed') {
+      const json = serializeBuiltUser(built.user);
+      if (json === '{}') return;
+      if (packedCount === packedLines.length) {
+        packedLines = grow(packedLines, packedLines.length * 2);
+        fingerprints = grow(fingerprints, fingerprints.length * 2);
+      }
+      packedLines[packedCount] = offset;
+      writeUserFingerprint(json, fingerprints, packedCount++);
+      jsonLines += json + '\n';
+    } else if (emit === 'users') {
+      (built as HashedUser).json = serializeBuiltUser(built.user);
+      users.push(built as HashedUser);
+    } else if (emit === 'jsonl') {
+      out.add(serializeBuiltUser(built.user));
+      out.add('\n');
+    } else {
+      let line = '';
+      for (let i = 0; i < outputTypes.length; i++) {
+        const type = outputTypes[i] as IdentifierType;
+        const values = built.user[type];
+        if (i > 0) line += ',';
+        if (values !== undefined) line += type === 'partner_user_id' ? csvCell(values.join('|')) : values.join('|');
+      }
+      out.add(line);
+      out.add('\n');
+    }
+  };
+  const bad = (offset: number, error: CsvRowError): void => {
+    malformed.push({ line: offset, error });
+    addBadRowToSummary(summary, offset, error);
+  };
+  const { text, damaged } = decodeChunk(bytes);
+  const lines = visitCsvChunk(text, ctx.delimiter, ctx.columns, { row, bad }, damaged);
+  const result: HashChunkResult = { lines, users, output: out.bytes(), rejects, malformed, summary };
+  if (emit === 'packed')
+    result.packed = {
+      jsonLines,
+      lines: packedLines.slice(0, packedCount),
+      fingerprints: fingerprints.slice(0, 2 * packedCount),
+    };
+  return result;
+}
+
+function grow(array: Uint32Array, length: number): Uint32Array<ArrayBuffer> {
+  const grown = new Uint32Array(length);
+  grown.set(array);
+  return grown;
+}

@@ -1,0 +1,127 @@
+/**
+ * The hashing summary: what was read, produced and rejected, with reasons and the first line
+ * numbers of each (never values). Workers count a partial summary per chunk; the pipeline merges
+ * them in input order.
+ */
+import type { CsvRowError } from '../ingest/csv.js';
+import {
+  IDENTIFIER_TYPES,
+  REJECT_REASONS,
+  type BuiltUser,
+  type IdentifierType,
+  type Reject,
+  type RejectReason,
+} from '../identifiers/normalize.js';
+
+/** How many line numbers a summary keeps per reason (enough to find the problem, bounded memory). */
+export const SUMMARY_LINES = 5;
+
+export interface HashTypeCounts {
+  /** Values normalized and hashed here (after de-duplication within each user). */
+  valid: number;
+  /** Values rejected. */
+  invalid: number;
+  /** Values passed through as already-hashed digests. */
+  digests: number;
+}
+
+export interface HashReasonCount {
+  count: number;
+  /** The first SUMMARY_LINES line numbers, ascending. */
+  lines: number[];
+}
+
+export interface HashSummary {
+  /** Data rows read (malformed rows included, blank lines not). */
+  rows: number;
+  /** Rows that produced a user (at least one valid identifier). */
+  users: number;
+  /** Well-formed rows without any valid identifier (no user produced). */
+  emptyRows: number;
+  /** Rows skipped because the CSV record was malformed. */
+  malformed: HashReasonCount & { reasons: Partial<Record<CsvRowError, number>> };
+  types: Partial<Record<IdentifierType, HashTypeCounts>>;
+  rejects: Partial<Record<RejectReason, HashReasonCount>>;
+}
+
+export function createHashSummary(): HashSummary {
+  return { rows: 0, users: 0, emptyRows: 0, malformed: { count: 0, lines: [], reasons: {} }, types: {}, rejects: {} };
+}
+
+function noteLine(into: HashReasonCount, line: number): void {
+  into.count++;
+  // Lines come in order; a row rejecting several values of one reason is listed once.
+  if (into.lines.length < SUMMARY_LINES && into.lines[into.lines.length - 1] !== line) into.lines.push(line);
+}
+
+function typeCounts(summary: HashSummary, type: IdentifierType): HashTypeCounts {
+  return (summary.types[type] ??= { valid: 0, invalid: 0, digests: 0 });
+}
+
+/** Count one built user (one well-formed data row). */
+export function addUserToSummary(summary: HashSummary, built: BuiltUser): void {
+  summary.rows++;
+  const user = built.user;
+  let any = false;
+  // Only the types present (user keys), not all six: this runs once per row.
+  for (const key in user) {
+    const type = key as IdentifierType;
+    const values = user[type];
+    if (values === undefined || values.length === 0) continue;
+    any = true;
+    const digests = built.digests === undefined ? 0 : (built.digests[type] ?? 0);
+    const counts = summary.types[type] ?? typeCounts(summary, type);
+    counts.valid += values.length - digests;
+    counts.digests += digests;
+  }
+  if (any) summary.users++;
+  else summary.emptyRows++;
+  const rejects = built.rejects;
+  for (let i = 0; i < rejects.length; i++) {
+    const r = rejects[i] as Reject;
+    typeCounts(summary, r.type).invalid++;
+    noteLine((summary.rejects[r.reason] ??= { count: 0, lines: [] }), r.line);
+  }
+}
+
+/** Count one malformed CSV record. */
+export function addBadRowToSummary(summary: HashSummary, line: number, error: CsvRowError): void {
+  summary.rows++;
+  noteLine(summary.malformed, line);
+  summary.malformed.reasons[error] = (summary.malformed.reasons[error] ?? 0) + 1;
+}
+
+function mergeLines(into: HashReasonCount, from: HashReasonCount, lineOffset: number): void {
+  into.count += from.count;
+  for (const l of from.lines) {
+    if (into.lines.length >= SUMMARY_LINES) break;
+    if (into.lines[into.lines.length - 1] !== l + lineOffset) into.lines.push(l + lineOffset);
+  }
+}
+
+/**
+ * Add `from` into `into`. Merge summaries in input order (as hashCsv does) so the kept line
+ * numbers are the first ones; `lineOffset` is added to `from`'s line numbers.
+ */
+export function mergeHashSummary(into: HashSummary, from: HashSummary, lineOffset = 0): HashSummary {
+  into.rows += from.rows;
+  into.users += from.users;
+  into.emptyRows += from.emptyRows;
+  mergeLines(into.malformed, from.malformed, lineOffset);
+  for (const [reason, n] of Object.entries(from.malformed.reasons) as [CsvRowError, number][]) {
+    into.malformed.reasons[reason] = (into.malformed.reasons[reason] ?? 0) + n;
+  }
+  for (const type of IDENTIFIER_TYPES) {
+    const t = from.types[type];
+    if (t === undefined) continue;
+    const counts = typeCounts(into, type);
+    counts.valid += t.valid;
+    counts.invalid += t.invalid;
+    counts.digests += t.digests;
+  }
+  for (const reason of REJECT_REASONS) {
+    const r = from.rejects[reason];
+    if (r !== undefined) mergeLines((into.rejects[reason] ??= { count: 0, lines: [] }), r, lineOffset);
+  }
+  return into;
+}
