@@ -1,10 +1,10 @@
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../src/sandbox/index.js';
-import { BIN, runCli, type CliResult } from './helpers/cli.js';
+import { runCli, startCli, type CliResult } from './helpers/cli.js';
 
 let sb: Sandbox;
 let root: string;
@@ -47,36 +47,20 @@ async function pinFrom(url: string): Promise<string> {
 }
 
 /**
- * `auth login` as an interactive process: wait for the authorize URL on stderr, "approve" it
- * (GET, which the sandbox auto-approves), then type the PIN on stdin.
+ * `auth login` as a user runs it: wait for the authorize URL on stderr, "approve" it (GET,
+ * which the sandbox auto-approves), then type the PIN on stdin.
  */
-function interactiveLogin(args: string[], env: NodeJS.ProcessEnv): Promise<CliResult> {
-  const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AUDIENCE_KIT_')));
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, 'auth', 'login', ...args], {
-      env: { ...baseEnv, NO_COLOR: '1', ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    let answered = false;
-    child.stdout.on('data', (b: Buffer) => (stdout += b.toString('utf8')));
-    child.stderr.on('data', (b: Buffer) => {
-      stderr += b.toString('utf8');
-      const url = AUTHORIZE_URL.exec(stderr)?.[1];
-      if (url !== undefined && !answered && stderr.includes('PIN')) {
-        answered = true;
-        pinFrom(url).then((pin) => child.stdin.end(`${pin}\n`), reject);
-      }
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      outputs.push(stdout, stderr);
-      resolve({ code, signal, stdout, stderr });
-    });
-  });
+async function interactiveLogin(args: string[], env: NodeJS.ProcessEnv): Promise<CliResult> {
+  const stdin = new PassThrough();
+  const run = await startCli(
+    ['auth', 'login', ...args],
+    (_stdout, stderr) => AUTHORIZE_URL.test(stderr) && stderr.includes('PIN'),
+    { env, stdin },
+  );
+  stdin.end(`${await pinFrom(AUTHORIZE_URL.exec(run.stderr())?.[1] ?? '')}\n`);
+  const r = await run.done;
+  outputs.push(r.stdout, r.stderr);
+  return r;
 }
 
 async function storedProfile(configDir: string, profile: string): Promise<Record<string, string> | undefined> {

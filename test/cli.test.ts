@@ -2,9 +2,18 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { FIXTURES, runCli } from './helpers/cli.js';
+import { FIXTURES, runCli, runCliProcess } from './helpers/cli.js';
 
-describe('audience-kit (process)', () => {
+describe('audience-kit', () => {
+  it('as a process (bin/): exits with the code main() returns and writes on its own streams', async () => {
+    const unknown = await runCliProcess(['frobnicate']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/^error: /m);
+    const version = await runCliProcess(['--version']);
+    expect(version.code).toBe(0);
+    expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+  });
+
   it('prints help with the exit codes and exits 0', async () => {
     const r = await runCli(['--help']);
     expect(r.code).toBe(0);

@@ -21,10 +21,9 @@ import {
   readCsv,
   serializeUser,
 } from '../src/internal.js';
-import { BIN, FIXTURES, runCli } from './helpers/cli.js';
+import { BIN, FIXTURES, runCli, startCli } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
 
-// Runs the built CLI (`npm test` builds dist first; alone: npx tsc -p tsconfig.build.json).
 const CRM = join(FIXTURES, 'crm-export.csv');
 const tmp = tempDir('ak-hash-cli-');
 
@@ -207,20 +206,16 @@ describe('audience-kit hash (process)', () => {
       ignoreEagain(() => {
         for (;;) writeSync(pipe, Buffer.alloc(4096));
       });
-      const child = spawn(process.execPath, [BIN, 'hash', cut, '--workers', '0', '-o', fifo], {
-        stdio: ['ignore', 'ignore', 'pipe'],
-      });
-      let stderr = '';
-      child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+      const run = await startCli(['hash', cut, '--workers', '0', '-o', fifo], () => true);
       const buffer = Buffer.alloc(65536);
       const started = Date.now();
       const drain = setInterval(() => {
-        if (stderr.includes('error:') || Date.now() - started > 10_000)
+        if (run.stderr().includes('error:') || Date.now() - started > 10_000)
           ignoreEagain(() => {
             while (readSync(pipe, buffer) > 0);
           });
       }, 20);
-      const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+      const { code, stderr } = await run.done;
       clearInterval(drain);
       closeSync(pipe);
       expect(stderr).toContain('is not valid gzip data');

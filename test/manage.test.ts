@@ -7,7 +7,7 @@ import { createClient, postCustomAudienceUsers } from '../src/api/index.js';
 import { startSandbox, type Sandbox } from '../src/sandbox/index.js';
 import { runCli, type CliResult } from './helpers/cli.js';
 
-// Built CLI as a real process against a real sandbox (`npm test` builds dist first).
+// The CLI in-process against a real sandbox.
 
 let sb: Sandbox;
 let configDir: string;

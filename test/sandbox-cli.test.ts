@@ -1,32 +1,23 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { validateClientOptions } from '../src/api/client.js';
 import { oauth1Header } from '../src/api/oauth.js';
-import { BIN, runCli } from './helpers/cli.js';
+import { runCli, startCli, startCliProcess, type ProcessRun, type StartedCli } from './helpers/cli.js';
 
-interface Started {
-  child: ChildProcessWithoutNullStreams;
-  stdout: () => string;
-  stderr: () => string;
-}
-
-/** Starts `audience-kit sandbox ...` and resolves once `ready(stdout)` holds. */
-async function startCli(args: string[], ready: (stdout: string) => boolean): Promise<Started> {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AUDIENCE_KIT_')));
-  const child = spawn(process.execPath, [BIN, 'sandbox', ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stderr.on('data', (b: Buffer) => (err += b.toString('utf8')));
+/** `audience-kit sandbox ...` as a real process (for the signals), once `ready(stdout)` holds. */
+async function startProcess(args: string[], ready: (stdout: string) => boolean): Promise<ProcessRun> {
+  const run = startCliProcess(['sandbox', ...args]);
   await new Promise<void>((resolve, reject) => {
-    child.stdout.on('data', (b: Buffer) => {
-      out += b.toString('utf8');
-      if (ready(out)) resolve();
+    run.child.stdout.on('data', () => {
+      if (ready(run.stdout())) resolve();
     });
-    child.once('exit', (code) => reject(new Error(`sandbox exited early with ${code}: ${err}`)));
+    run.child.once('exit', (code) => reject(new Error(`sandbox exited early with ${code}: ${run.stderr()}`)));
   });
-  return { child, stdout: () => out, stderr: () => err };
+  return run;
 }
+
+/** `audience-kit sandbox ...` in-process, once `ready(stdout)` holds. */
+const start = (args: string[], ready: (stdout: string) => boolean): Promise<StartedCli> =>
+  startCli(['sandbox', ...args], ready);
 
 function isJson(text: string): boolean {
   try {
@@ -52,9 +43,9 @@ async function signedGet(url: string, env: Record<string, string>): Promise<Resp
   });
 }
 
-describe('audience-kit sandbox (process)', () => {
+describe('audience-kit sandbox', () => {
   it('prints paste-ready export lines and the demo objects, serves signed requests, and exits 0 on SIGINT', async () => {
-    const run = await startCli(['--seed', '5'], (out) => out.includes('Press Ctrl+C'));
+    const run = await startProcess(['--seed', '5'], (out) => out.includes('Press Ctrl+C'));
     const env = Object.fromEntries(
       [...run.stdout().matchAll(/^export (AUDIENCE_KIT_[A-Z_]+)=(\S+)$/gm)].map((m) => [m[1] ?? '', m[2] ?? '']),
     );
@@ -76,13 +67,13 @@ describe('audience-kit sandbox (process)', () => {
     expect(body.data).toEqual([expect.objectContaining({ id: audience, name: 'Demo audience' })]);
 
     run.child.kill('SIGINT');
-    const [code] = (await once(run.child, 'exit')) as [number | null];
+    const { code, stderr } = await run.done;
     expect(code).toBe(0);
-    expect(run.stderr()).toContain('sandbox stopped');
+    expect(stderr).toContain('sandbox stopped');
   });
 
-  it('prints one JSON object with --json and stops on SIGTERM', async () => {
-    const run = await startCli(['--json', '--rate-limit', '30/2', '--faults', '503=1@2'], isJson);
+  it('prints one JSON object with --json and stops when interrupted', async () => {
+    const run = await start(['--json', '--rate-limit', '30/2', '--faults', '503=1@2'], isJson);
     const info = JSON.parse(run.stdout()) as {
       url: string;
       env: Record<string, string>;
@@ -109,13 +100,12 @@ describe('audience-kit sandbox (process)', () => {
     expect(guarded.code).toBe(2);
     expect(guarded.stderr).toMatch(/Demo spring sale/);
 
-    run.child.kill('SIGTERM');
-    const [code] = (await once(run.child, 'exit')) as [number | null];
-    expect(code).toBe(0);
+    run.interrupt();
+    expect((await run.done).code).toBe(0);
   });
 
   it('on a wildcard --host prints a loopback base URL the client accepts, and warns on stderr', async () => {
-    const run = await startCli(['--host', '0.0.0.0', '--json'], isJson);
+    const run = await start(['--host', '0.0.0.0', '--json'], isJson);
     const info = JSON.parse(run.stdout()) as {
       url: string;
       env: Record<string, string>;
@@ -128,9 +118,6 @@ describe('audience-kit sandbox (process)', () => {
     ).not.toThrow();
     const r = await signedGet(`${info.url}/12/accounts/${info.accounts.primary}/custom_audiences`, info.env);
     expect(r.status).toBe(200);
-    // stderr and stdout are separate pipes: give the warning a moment to arrive.
-    for (let i = 0; i < 100 && !run.stderr().includes('warning:'); i++)
-      await new Promise((resolve) => setTimeout(resolve, 10));
     expect(run.stderr()).toContain(
       `warning: the sandbox listens on 0.0.0.0 and is reachable beyond this machine; anyone who can reach port ${new URL(info.url).port} can use it`,
     );
@@ -140,14 +127,15 @@ describe('audience-kit sandbox (process)', () => {
     ]) {
       expect(run.stderr()).not.toContain(secret);
     }
-    run.child.kill('SIGTERM');
-    const [code] = (await once(run.child, 'exit')) as [number | null];
-    expect(code).toBe(0);
+    run.interrupt();
+    expect((await run.done).code).toBe(0);
 
-    const local = await startCli(['--json'], isJson);
+    // A real process on the default host: no warning, and SIGTERM stops it with exit 0.
+    const local = await startProcess(['--json'], isJson);
     local.child.kill('SIGTERM');
-    await once(local.child, 'exit');
-    expect(local.stderr()).not.toContain('warning:');
+    const { code, stderr } = await local.done;
+    expect(code).toBe(0);
+    expect(stderr).not.toContain('warning:');
   });
 
   it('refuses a bad fault spec or rate limit with exit 2 and a fix', async () => {

@@ -1,11 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
 import Papa from 'papaparse';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyAuditLog } from '../src/state/audit.js';
 import { startSandbox, type Sandbox } from '../src/sandbox/index.js';
-import { BIN, FIXTURES, runCli, type CliResult } from './helpers/cli.js';
+import { BIN, FIXTURES, runCli, startCli, startCliProcess, type ProcessRun } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
 
 const FIXTURE = join(FIXTURES, 'crm-export.csv');
@@ -107,24 +107,9 @@ const confirmedIndices = (stateDir: string): number[] =>
     .filter((l) => l.type === 'confirmed')
     .map((l) => l.index as number);
 
-function spawnCli(args: string[], cwd: string): { child: ChildProcess; done: Promise<CliResult> } {
-  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AUDIENCE_KIT_')));
-  const child = spawn(process.execPath, [BIN, ...args], {
-    cwd,
-    env: { ...base, ...env },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  child.stdout?.on('data', (b: Buffer) => out.push(b));
-  child.stderr?.on('data', (b: Buffer) => err.push(b));
-  child.stdin?.end();
-  const done = new Promise<CliResult>((resolve) => {
-    child.on('close', (code, signal) =>
-      resolve({ code, signal, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() }),
-    );
-  });
-  return { child, done };
+/** The upload as a real process, for what needs one: SIGKILL, a real SIGINT. */
+function spawnCli(args: string[], cwd: string): ProcessRun {
+  return startCliProcess(args, { cwd, env, input: '' });
 }
 
 async function waitFor(cond: () => boolean, timeoutMs = 30_000): Promise<void> {
@@ -135,7 +120,7 @@ async function waitFor(cond: () => boolean, timeoutMs = 30_000): Promise<void> {
   }
 }
 
-describe('audience-kit upload (process)', { timeout: 90_000 }, () => {
+describe('audience-kit upload', { timeout: 90_000 }, () => {
   it('quickstart: uploads the fixture to the embedded sandbox and prints the audience size', async () => {
     const cwd = tempDir('ak-cli-');
     const r = await runCli(['upload', FIXTURE, '--sandbox', '--default-country', 'US', '--json'], { cwd });
@@ -334,27 +319,22 @@ describe('audience-kit upload (process)', { timeout: 90_000 }, () => {
     expect(scanFor(texts, [sandbox.credentials.consumerSecret, sandbox.credentials.accessTokenSecret])).toEqual([]);
   });
 
-  it('SIGINT while waiting for input (a paused pipe) ends interrupted, exit 130, and is not marked complete', async () => {
+  it('interrupted while waiting for input (a paused pipe) ends interrupted, exit 130, and is not marked complete', async () => {
     const cwd = tempDir('ak-cli-');
-    const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AUDIENCE_KIT_')));
-    const child = spawn(process.execPath, [BIN, 'upload', '-', '--sandbox', '--json', '--default-country', 'US'], {
-      cwd,
-      env: base,
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on('data', (b: Buffer) => out.push(b));
-    child.stderr.on('data', (b: Buffer) => err.push(b));
-    const done = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    const stdin = new PassThrough();
     // More than the 64 KiB sample the header detection reads, then the pipe stays open and silent.
-    child.stdin.write(readFileSync(FIXTURE, 'utf8').split('\n').slice(0, 1200).join('\n') + '\n');
-    await waitFor(() => Buffer.concat(err).toString().includes('column mapping'));
+    stdin.write(readFileSync(FIXTURE, 'utf8').split('\n').slice(0, 1200).join('\n') + '\n');
+    const run = await startCli(
+      ['upload', '-', '--sandbox', '--json', '--default-country', 'US'],
+      (_stdout, stderr) => stderr.includes('column mapping'),
+      { cwd, stdin },
+    );
     await new Promise((r) => setTimeout(r, 300));
-    child.kill('SIGINT');
-    const code = await done;
-    expect(code, Buffer.concat(err).toString()).toBe(130);
-    expect(JSON.parse(Buffer.concat(out).toString())).toMatchObject({ status: 'interrupted', exit_code: 130 });
+    run.interrupt();
+    const r = await run.done;
+    stdin.destroy();
+    expect(r.code, r.stderr).toBe(130);
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'interrupted', exit_code: 130 });
     expect(readFileSync(join(cwd, '.audience-kit', 'audit.jsonl'), 'utf8')).toContain('"outcome":"interrupted"');
   });
 
@@ -384,10 +364,10 @@ describe('audience-kit upload (process)', { timeout: 90_000 }, () => {
     const cwd = tempDir('ak-cli-');
     const audienceId = newAudience();
     const stateDir = join(cwd, '.audience-kit');
-    const { child, done } = spawnCli(uploadArgs(audienceId), cwd);
+    const first = await startCli(uploadArgs(audienceId), () => true, { cwd, env });
     await waitFor(() => confirmedIndices(stateDir).length >= 2);
-    child.kill('SIGKILL');
-    await done;
+    first.interrupt();
+    expect((await first.done).code).toBe(130);
     const r = await runCli([...uploadArgs(audienceId), '--restart', '--json'], { cwd, env });
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ status: 'completed', batches_skipped: 0, resumed: false });

@@ -23,6 +23,8 @@ export interface CliRun {
   timeoutMs?: number;
   /** In-process only: stands for SIGINT/SIGTERM (ctx.signal). */
   signal?: AbortSignal;
+  /** In-process only: a stdin the test keeps writing to (instead of `input`). */
+  stdin?: Readable;
 }
 
 /**
@@ -54,7 +56,7 @@ function contextFor(run: CliRun, signal: AbortSignal): { ctx: CliContext; stdout
   const ctx: CliContext = {
     stdout,
     stderr,
-    stdin: Readable.from(input.length === 0 ? [] : [Buffer.from(input)]),
+    stdin: run.stdin ?? Readable.from(input.length === 0 ? [] : [Buffer.from(input)]),
     env: cliEnv(run.env),
     stderrIsTTY: false,
     stdinIsTTY: false,
@@ -87,12 +89,12 @@ export interface StartedCli {
 }
 
 /**
- * Start a long-running command in-process (sandbox, a slow upload); resolves once
- * `ready(stdout)` holds, rejects if the command ends before.
+ * Start a long-running command in-process (sandbox, a slow upload, an interactive login);
+ * resolves once `ready(stdout, stderr)` holds, rejects if the command ends before.
  */
 export async function startCli(
   args: readonly string[],
-  ready: (stdout: string) => boolean,
+  ready: (stdout: string, stderr: string) => boolean,
   run: CliRun = {},
 ): Promise<StartedCli> {
   const controller = new AbortController();
@@ -105,11 +107,13 @@ export async function startCli(
   }));
   await new Promise<void>((resolve, reject) => {
     const check = (): void => {
-      if (!ready(stdout.text())) return;
+      if (!ready(stdout.text(), stderr.text())) return;
       stdout.off('written', check);
+      stderr.off('written', check);
       resolve();
     };
     stdout.on('written', check);
+    stderr.on('written', check);
     check();
     done.then((r) => reject(new Error(`ended before it was ready, exit ${r.code}: ${r.stderr}`)), reject);
   });
