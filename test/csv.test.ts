@@ -291,12 +291,28 @@ describe('resolveMapping', () => {
     expect(m.ignored).toEqual(['x-id-note']);
   });
 
-  it('--map replaces detection; several columns may feed one type', () => {
+  it('--map overrides detection for the types it names; several columns may feed one type', () => {
     const m = resolveMapping(header, { map: ['email=Name', 'email=work_email', 'country=country code'] });
-    expect(m.columns.map((c) => [c.column, c.type])).toEqual([
-      ['work_email', 'email'],
-      ['Name', 'email'],
+    expect(m.columns.map((c) => [c.column, c.type, c.mapped === true])).toEqual([
+      ['Customer ID', 'partner_user_id', false],
+      ['work_email', 'email', true],
+      ['Mobile Phone', 'phone_number', false],
+      ['IDFA', 'device_id', false],
+      ['Name', 'email', true],
     ]);
+    expect(describeMapping(m)).toContain('email           <- "work_email" (--map), "Name" (--map)');
+    expect(describeMapping(m)).toContain('detected by column name, with --map');
+    // A column --map takes is not detected for another type.
+    const moved = resolveMapping(header, { map: ['email=Mobile Phone'] });
+    expect(moved.columns.filter((c) => c.type === 'phone_number')).toEqual([]);
+    const only = resolveMapping(header, { map: ['email=Name', 'email=work_email'], onlyMapped: true });
+    expect(only.columns.map((c) => c.column)).toEqual(['work_email', 'Name']);
+    expect(only.country).toBeUndefined();
+    expect(only.auto).toBe(false);
+    expect(describeMapping(only)).toContain('column mapping (from --map)');
+    expect(() => resolveMapping(header, { onlyMapped: true })).toThrow(
+      expect.objectContaining({ code: 'mapping_invalid' }),
+    );
     expect(m.country?.column).toBe('Country Code');
     expect(resolveMapping(header, { countryColumn: 'Name' }).country).toEqual({ index: 6, column: 'Name' });
   });
@@ -316,7 +332,7 @@ describe('resolveMapping', () => {
   it('--map still detects the country column by name unless one is named', () => {
     const m = resolveMapping(header, { map: ['phone_number=Mobile Phone'] });
     expect(m.country).toEqual({ index: 4, column: 'Country Code' });
-    expect(m.ignored).toEqual(['Customer ID', 'E-Mail', 'work_email', 'IDFA', 'Name']);
+    expect(m.ignored).toEqual(['Name']);
     expect(describeMapping(m)).toContain('country         <- "Country Code"');
     expect(resolveMapping(header, { map: ['phone_number=Mobile Phone', 'country=Name'] }).country).toEqual({
       index: 6,

@@ -9,18 +9,24 @@ import {
   ConfigError,
   DEFAULT_PHONE_FORMAT,
   describeMapping,
+  summaryHints,
+  type ColumnMapping,
   type CsvDelimiter,
   type HashCsvOptions,
   type HashCsvRun,
+  type HashSummary,
+  type NormalizeOptions,
 } from '../internal.js';
 import type { CliContext } from './context.js';
 import { writeLine } from './output.js';
 
 export interface HashOptionArgs {
   map?: string[];
+  'only-mapped'?: boolean;
   'default-country'?: string;
   'country-column'?: string;
   'phone-format'?: 'e164' | 'digits';
+  'phone-country-code'?: 'national' | 'included' | 'auto';
   'input-hashed'?: 'auto' | 'always' | 'never';
   'value-separator'?: string;
   delimiter?: string;
@@ -35,7 +41,11 @@ export function addHashOptions<T>(y: Argv<T>): Argv<T & HashOptionArgs> {
       array: true,
       requiresArg: true,
       describe:
-        'Map a column to an identifier type: type=Column Name (repeatable; several columns may feed one type). Types: email, phone_number, handle, device_id, service_id, partner_user_id, country. Replaces detection by column name, except that a country or country_code column is still detected unless one is named',
+        'Map a column to an identifier type: type=Column Name (repeatable; several columns may feed one type). Types: email, phone_number, handle, device_id, service_id, partner_user_id, country. A type named here takes exactly these columns; the other types are still detected by column name (see --only-mapped)',
+    })
+    .option('only-mapped', {
+      type: 'boolean',
+      describe: 'Use only the --map columns (and --country-column): detect nothing by column name',
     })
     .option('default-country', {
       type: 'string',
@@ -53,6 +63,11 @@ export function addHashOptions<T>(y: Argv<T>): Argv<T & HashOptionArgs> {
       choices: ['digits', 'e164'] as const,
       default: DEFAULT_PHONE_FORMAT,
       describe: "Phone form before hashing: digits (14155550123, the platform's hashing tool) or e164 (+14155550123)",
+    })
+    .option('phone-country-code', {
+      choices: ['auto', 'national', 'included'] as const,
+      describe:
+        "Phones written without +: auto (default) reads 447700900123 as +44 7700 900123 when the digits start with the row country's calling code or the national reading fails; national: always a national number of the row's country; included: always starts with the calling code",
     })
     .option('input-hashed', {
       choices: ['auto', 'always', 'never'] as const,
@@ -95,9 +110,11 @@ const DELIMITERS: Readonly<Record<string, CsvDelimiter>> = {
 export function hashOptionsFromArgs(args: HashOptionArgs, stdin?: Readable): HashCsvOptions {
   const opts: HashCsvOptions = {};
   if (args.map !== undefined) opts.map = args.map;
+  if (args['only-mapped'] === true) opts.onlyMapped = true;
   if (args['default-country'] !== undefined) opts.defaultCountry = args['default-country'];
   if (args['country-column'] !== undefined) opts.countryColumn = args['country-column'];
   if (args['phone-format'] !== undefined) opts.phoneFormat = args['phone-format'];
+  if (args['phone-country-code'] !== undefined) opts.phoneCountryCode = args['phone-country-code'];
   if (args['input-hashed'] !== undefined) opts.inputHashed = args['input-hashed'];
   if (args['value-separator'] !== undefined) {
     if (args['value-separator'] === '') {
@@ -146,4 +163,41 @@ export function printInputMapping(ctx: CliContext, run: HashCsvRun): void {
   ];
   writeLine(ctx.stderr, `reading ${run.name} (${traits.join(', ')})`);
   writeLine(ctx.stderr, describeMapping(run.mapping));
+}
+
+/** The hint lines of a finished run on stderr (`hint: ...`), for the text output. */
+export function printHints(
+  ctx: CliContext,
+  summary: HashSummary,
+  mapping: ColumnMapping,
+  opts: NormalizeOptions,
+): void {
+  for (const hint of summaryHints(summary, mapping, opts)) writeLine(ctx.stderr, `hint: ${hint}`);
+}
+
+/** The column mapping in --json output: snake_case, column names only. */
+export function mappingJson(mapping: ColumnMapping): Record<string, unknown> {
+  return {
+    columns: mapping.columns.map((c) => ({ column: c.column, type: c.type, from: c.mapped === true ? 'map' : 'name' })),
+    country_column: mapping.country?.column ?? null,
+    ignored: mapping.ignored,
+  };
+}
+
+/** A HashSummary in --json output: snake_case keys, unrecognized countries as a list. */
+export function hashSummaryJson(summary: HashSummary): Record<string, unknown> {
+  const notes = summary.notes;
+  return {
+    rows: summary.rows,
+    users: summary.users,
+    empty_rows: summary.emptyRows,
+    malformed: summary.malformed,
+    types: summary.types,
+    rejects: summary.rejects,
+    phone_code_without_plus: notes.phoneCodeWithoutPlus,
+    phone_ambiguous: notes.phoneAmbiguous,
+    unknown_countries: Object.entries(notes.unknownCountries).map(([value, rows]) => ({ value, rows })),
+    unknown_countries_other: notes.unknownCountriesOther,
+    several_values: notes.severalValues ?? null,
+  };
 }

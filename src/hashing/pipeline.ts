@@ -87,6 +87,7 @@ const optionsSchema = z.object({
   maxChunksInFlight: z.number().int().min(1).max(1024).optional(),
   emit: z.enum(['users', 'jsonl', 'csv', 'packed']).optional(),
   phoneFormat: z.enum(['e164', 'digits']).optional(),
+  phoneCountryCode: z.enum(['national', 'included', 'auto']).optional(),
   inputHashed: z.enum(['auto', 'always', 'never']).optional(),
   valueSeparator: z.string().min(1).optional(),
   defaultCountry: z.string().optional(),
@@ -121,6 +122,7 @@ function normalizeOptionsOf(opts: NormalizeOptions): NormalizeOptions {
   const out: NormalizeOptions = {};
   if (opts.defaultCountry !== undefined) out.defaultCountry = opts.defaultCountry;
   if (opts.phoneFormat !== undefined) out.phoneFormat = opts.phoneFormat;
+  if (opts.phoneCountryCode !== undefined) out.phoneCountryCode = opts.phoneCountryCode;
   if (opts.inputHashed !== undefined) out.inputHashed = opts.inputHashed;
   if (opts.valueSeparator !== undefined) out.valueSeparator = opts.valueSeparator;
   return out;

@@ -7,6 +7,7 @@ import type { CsvRowError } from '../ingest/csv.js';
 import {
   IDENTIFIER_TYPES,
   REJECT_REASONS,
+  type BuildNotes,
   type BuiltUser,
   type IdentifierType,
   type Reject,
@@ -42,10 +43,68 @@ export interface HashSummary {
   malformed: HashReasonCount & { reasons: Partial<Record<CsvRowError, number>> };
   types: Partial<Record<IdentifierType, HashTypeCounts>>;
   rejects: Partial<Record<RejectReason, HashReasonCount>>;
+  /** What explains rejects or readings (see BuildNotes); the summary's hints are made from them. */
+  notes: HashNotes;
+}
+
+/** How many distinct unrecognized country values a summary lists (the rest are counted together). */
+export const UNKNOWN_COUNTRIES_KEPT = 20;
+
+export interface HashNotes {
+  /** See BuildNotes.phoneCodeWithoutPlus. */
+  phoneCodeWithoutPlus: number;
+  /** See BuildNotes.phoneAmbiguous. */
+  phoneAmbiguous: number;
+  /**
+   * Rows per unrecognized country value (a country is not personal data; a value that looks like an
+   * identifier is counted under `<looks like data>`), at most UNKNOWN_COUNTRIES_KEPT values.
+   */
+  unknownCountries: Record<string, number>;
+  /** Rows whose unrecognized country value is not among those kept. */
+  unknownCountriesOther: number;
+  /** Rejected cells that look like several values joined by a separator: the first column and separator seen. */
+  severalValues?: { count: number; column: string; separator: string };
 }
 
 export function createHashSummary(): HashSummary {
-  return { rows: 0, users: 0, emptyRows: 0, malformed: { count: 0, lines: [], reasons: {} }, types: {}, rejects: {} };
+  return {
+    rows: 0,
+    users: 0,
+    emptyRows: 0,
+    malformed: { count: 0, lines: [], reasons: {} },
+    types: {},
+    rejects: {},
+    notes: { phoneCodeWithoutPlus: 0, phoneAmbiguous: 0, unknownCountries: {}, unknownCountriesOther: 0 },
+  };
+}
+
+const DATA_LIKE = /@|\d{6}/;
+
+function addUnknownCountry(notes: HashNotes, value: string, rows: number): void {
+  const key = DATA_LIKE.test(value) ? '<looks like data>' : value.length > 40 ? `${value.slice(0, 40)}…` : value;
+  if (notes.unknownCountries[key] !== undefined) notes.unknownCountries[key] += rows;
+  else if (Object.keys(notes.unknownCountries).length < UNKNOWN_COUNTRIES_KEPT) notes.unknownCountries[key] = rows;
+  else notes.unknownCountriesOther += rows;
+}
+
+function addSeveralValues(notes: HashNotes, from: { column: string; separator: string }, count: number): void {
+  notes.severalValues ??= { count: 0, column: from.column, separator: from.separator };
+  notes.severalValues.count += count;
+}
+
+function addNotes(notes: HashNotes, from: BuildNotes): void {
+  notes.phoneCodeWithoutPlus += from.phoneCodeWithoutPlus ?? 0;
+  notes.phoneAmbiguous += from.phoneAmbiguous ?? 0;
+  if (from.unknownCountry !== undefined) addUnknownCountry(notes, from.unknownCountry, 1);
+  if (from.severalValues !== undefined) addSeveralValues(notes, from.severalValues, 1);
+}
+
+function mergeNotes(into: HashNotes, from: HashNotes): void {
+  into.phoneCodeWithoutPlus += from.phoneCodeWithoutPlus;
+  into.phoneAmbiguous += from.phoneAmbiguous;
+  for (const [value, rows] of Object.entries(from.unknownCountries)) addUnknownCountry(into, value, rows);
+  into.unknownCountriesOther += from.unknownCountriesOther;
+  if (from.severalValues !== undefined) addSeveralValues(into, from.severalValues, from.severalValues.count);
 }
 
 function noteLine(into: HashReasonCount, line: number): void {
@@ -76,6 +135,7 @@ export function addUserToSummary(summary: HashSummary, built: BuiltUser): void {
   }
   if (any) summary.users++;
   else summary.emptyRows++;
+  if (built.notes !== undefined) addNotes(summary.notes, built.notes);
   const rejects = built.rejects;
   for (let i = 0; i < rejects.length; i++) {
     const r = rejects[i] as Reject;
@@ -123,5 +183,6 @@ export function mergeHashSummary(into: HashSummary, from: HashSummary, lineOffse
     const r = from.rejects[reason];
     if (r !== undefined) mergeLines((into.rejects[reason] ??= { count: 0, lines: [] }), r, lineOffset);
   }
+  mergeNotes(into.notes, from.notes);
   return into;
 }

@@ -5,28 +5,83 @@
 import { ConfigError, InputError } from '../errors.js';
 import { IDENTIFIER_TYPES, normalizeDeviceId, type IdentifierType } from './normalize.js';
 
-/** Header names recognized without `--map`, compared case/space/underscore/hyphen-insensitively. */
+/**
+ * Header names recognized without `--map`, compared on their letters and digits only (case,
+ * spaces and punctuation ignored: `Country/Region`, `country_region` and `COUNTRY REGION` are one
+ * name). They cover the exports of the common CRMs and shops and the customer-list templates of
+ * the large ad platforms (fixtures/exports/ holds one sample of each); docs/cli.md lists them.
+ * Names that usually hold someone else's value (`Asst. Phone`, `Fax`) are left out on purpose.
+ */
 export const AUTO_COLUMN_NAMES: Readonly<Record<IdentifierType | 'country', readonly string[]>> = {
-  email: ['email', 'e-mail', 'email_address', 'work_email', 'personal_email'],
+  email: [
+    'email',
+    'e-mail',
+    'email_address',
+    'e-mail address',
+    'emails',
+    'work_email',
+    'personal_email',
+    'primary email',
+    'additional email addresses',
+    'secondary email',
+  ],
   phone_number: [
     'phone',
     'phone_number',
+    'phone numbers',
+    'telephone',
+    'telephone number',
     'mobile',
-    'msisdn',
     'mobile_phone',
     'mobile_number',
+    'mobile phone number',
     'cell_phone',
-    'telephone',
+    'cell',
+    'msisdn',
+    'sms phone number',
+    'default address phone',
+    'billing phone',
   ],
-  handle: ['handle', 'username', 'screen_name'],
-  device_id: ['device_id', 'idfa', 'adid', 'gaid', 'maid', 'android_id', 'aaid', 'advertising_id'],
+  handle: ['handle', 'username', 'screen_name', 'twitter handle', 'x handle'],
+  device_id: [
+    'device_id',
+    'mobile device id',
+    'madid',
+    'idfa',
+    'adid',
+    'gaid',
+    'maid',
+    'aaid',
+    'ifa',
+    'android_id',
+    'advertising_id',
+    'mobile advertising id',
+  ],
   // The platform's docs and SDKs call its user id `twitter_id`; exports name it after the platform too.
   service_id: ['user_id', 'service_id', 'twitter_id', 'x_id', 'x_user_id'],
-  partner_user_id: ['partner_user_id', 'customer_id'],
-  country: ['country', 'country_code'],
+  partner_user_id: ['partner_user_id', 'customer_id', 'external_id', 'extern_id', 'crm_id'],
+  country: [
+    'country',
+    'country_code',
+    'cc',
+    'country/region',
+    'country name',
+    'mailing country',
+    'mailing country code',
+    'billing country',
+    'billing country code',
+    'default address country code',
+    'default address country',
+  ],
 };
 
-const columnKey = (name: string): string => name.toLowerCase().replace(/[\s_-]+/g, '');
+/** A header name as compared: lowercase letters and digits only (accents dropped). */
+export function columnKey(name: string): string {
+  return name
+    .normalize('NFKD')
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}]+/gu, '');
+}
 
 const AUTO_KEYS = new Map<string, IdentifierType | 'country'>(
   Object.entries(AUTO_COLUMN_NAMES).flatMap(([type, names]) =>
@@ -39,21 +94,28 @@ export interface MappedColumn {
   index: number;
   column: string;
   type: IdentifierType;
+  /** Named by a --map entry (otherwise detected by its name). */
+  mapped?: true;
 }
 
 export interface ColumnMapping {
   /** Identifier columns in header order; several may feed one type. */
   columns: MappedColumn[];
   country?: { index: number; column: string };
-  /** Whether identifier columns were detected by name (no --map given). */
+  /** Whether some identifier columns were detected by name (false: all come from --map). */
   auto: boolean;
   /** Header columns that feed nothing. */
   ignored: string[];
 }
 
 export interface MappingOptions {
-  /** `type=Column Name` entries (`country=Column` is accepted too); replaces auto-detection. */
+  /**
+   * `type=Column Name` entries (`country=Column` too). A type named here takes exactly the
+   * columns named for it; the other types are still detected by name (see onlyMapped).
+   */
   map?: readonly string[];
+  /** Only the `map` entries (and countryColumn): nothing is detected by name. */
+  onlyMapped?: boolean;
   /** The column holding each row's country (ISO 3166 alpha-2) for phone numbers. */
   countryColumn?: string;
   /**
@@ -110,68 +172,86 @@ function findColumn(header: readonly string[], name: string, option: string): nu
   });
 }
 
+interface MapEntries {
+  columns: MappedColumn[];
+  country?: { index: number; column: string };
+}
+
+/** Parse and check the `--map` entries against the header. */
+function parseMapEntries(header: readonly string[], opts: MappingOptions): MapEntries {
+  const out: MapEntries = { columns: [] };
+  for (const entry of opts.map ?? []) {
+    const eq = entry.indexOf('=');
+    const typeName = entry.slice(0, eq).trim().toLowerCase();
+    const column = entry.slice(eq + 1).trim();
+    if (eq === -1 || column === '') {
+      throw new ConfigError('mapping_invalid', `--map ${JSON.stringify(entry)} is not type=Column Name`, {
+        fix: 'write --map email="E-mail Address" (repeat --map for more columns)',
+      });
+    }
+    if (typeName === 'country') {
+      const index = findColumn(header, column, `--map ${entry}`);
+      out.country = { index, column: header[index] as string };
+      continue;
+    }
+    if (!(IDENTIFIER_TYPES as readonly string[]).includes(typeName)) {
+      throw new ConfigError(
+        'mapping_unknown_type',
+        `--map ${JSON.stringify(entry)}: unknown identifier type "${typeName}"`,
+        {
+          fix: `use one of: ${[...IDENTIFIER_TYPES, 'country'].join(', ')}`,
+        },
+      );
+    }
+    const type = typeName as IdentifierType;
+    if (opts.types !== undefined && !opts.types.includes(type)) {
+      throw new ConfigError(
+        'mapping_type_not_taken',
+        `--map ${JSON.stringify(entry)}: this target does not take ${typeName} identifiers`,
+        { fix: `map only ${opts.types.join(' and ')} columns for this target` },
+      );
+    }
+    const index = findColumn(header, column, `--map ${entry}`);
+    if (!out.columns.some((c) => c.index === index && c.type === type))
+      out.columns.push({ index, column: header[index] as string, type, mapped: true });
+  }
+  return out;
+}
+
 /**
- * Decide which columns feed which identifier type: `map` entries when given, otherwise the
- * common names in AUTO_COLUMN_NAMES. The country column is the one named by `--map country=`
- * or `countryColumn`, otherwise detected by name in both cases. Throws ConfigError for unknown
- * types or columns and when no identifier column results, InputError when the header row is
- * missing (the first row looks like data).
+ * Decide which columns feed which identifier type. Each type named by a `map` entry takes the
+ * columns named for it; every other type (all of them without `map`) takes the columns whose
+ * names are in AUTO_COLUMN_NAMES, unless `onlyMapped`. A column named by `map` is not detected
+ * for another type. The country column is the one named by `--map country=` or `countryColumn`,
+ * otherwise detected by name (not with `onlyMapped`). Throws ConfigError for unknown types or
+ * columns and when no identifier column results, InputError when the header row is missing
+ * (the first row looks like data).
  */
 export function resolveMapping(header: readonly string[], opts: MappingOptions = {}): ColumnMapping {
-  const columns: MappedColumn[] = [];
-  let country: { index: number; column: string } | undefined;
-  const auto = opts.map === undefined || opts.map.length === 0;
+  if (opts.onlyMapped === true && (opts.map ?? []).length === 0) {
+    throw new ConfigError('mapping_invalid', '--only-mapped needs at least one --map type=Column', {
+      fix: 'add --map entries for the columns to use, or drop --only-mapped to detect columns by name',
+    });
+  }
+  const explicit = parseMapEntries(header, opts);
+  const columns = [...explicit.columns];
+  const detect = opts.onlyMapped !== true;
+  const namedTypes = new Set(columns.map((c) => c.type));
   const taken = (type: IdentifierType): boolean => opts.types === undefined || opts.types.includes(type);
-  if (auto) {
+  if (detect) {
     header.forEach((column, index) => {
       const type = AUTO_KEYS.get(columnKey(column));
-      if (type !== undefined && type !== 'country' && taken(type)) columns.push({ index, column, type });
+      if (type === undefined || type === 'country' || !taken(type) || namedTypes.has(type)) return;
+      if (!columns.some((c) => c.index === index)) columns.push({ index, column, type });
     });
-  } else {
-    for (const entry of opts.map ?? []) {
-      const eq = entry.indexOf('=');
-      const typeName = entry.slice(0, eq).trim().toLowerCase();
-      const column = entry.slice(eq + 1).trim();
-      if (eq === -1 || column === '') {
-        throw new ConfigError('mapping_invalid', `--map ${JSON.stringify(entry)} is not type=Column Name`, {
-          fix: 'write --map email="E-mail Address" (repeat --map for more columns)',
-        });
-      }
-      if (typeName === 'country') {
-        const index = findColumn(header, column, `--map ${entry}`);
-        country = { index, column: header[index] as string };
-        continue;
-      }
-      if (!(IDENTIFIER_TYPES as readonly string[]).includes(typeName)) {
-        throw new ConfigError(
-          'mapping_unknown_type',
-          `--map ${JSON.stringify(entry)}: unknown identifier type "${typeName}"`,
-          {
-            fix: `use one of: ${[...IDENTIFIER_TYPES, 'country'].join(', ')}`,
-          },
-        );
-      }
-      if (!taken(typeName as IdentifierType)) {
-        throw new ConfigError(
-          'mapping_type_not_taken',
-          `--map ${JSON.stringify(entry)}: this target does not take ${typeName} identifiers`,
-          {
-            fix: `map only ${(opts.types ?? []).join(' and ')} columns for this target`,
-          },
-        );
-      }
-      const index = findColumn(header, column, `--map ${entry}`);
-      if (!columns.some((c) => c.index === index && c.type === typeName)) {
-        columns.push({ index, column: header[index] as string, type: typeName as IdentifierType });
-      }
-    }
-    columns.sort((a, b) => a.index - b.index);
   }
+  columns.sort((a, b) => a.index - b.index);
+  let country = explicit.country;
   if (opts.countryColumn !== undefined) {
     const index = findColumn(header, opts.countryColumn, '--country-column');
     country = { index, column: header[index] as string };
   }
-  if (country === undefined) {
+  if (country === undefined && detect) {
     const index = header.findIndex(
       (h, i) => AUTO_KEYS.get(columnKey(h)) === 'country' && !columns.some((c) => c.index === i),
     );
@@ -189,7 +269,11 @@ export function resolveMapping(header: readonly string[], opts: MappingOptions =
     );
   }
   const used = new Set([...columns.map((c) => c.index), ...(country === undefined ? [] : [country.index])]);
-  const mapping: ColumnMapping = { columns, auto, ignored: header.filter((_, i) => !used.has(i)) };
+  const mapping: ColumnMapping = {
+    columns,
+    auto: columns.some((c) => c.mapped !== true),
+    ignored: header.filter((_, i) => !used.has(i)),
+  };
   if (country !== undefined) mapping.country = country;
   return mapping;
 }
@@ -197,9 +281,14 @@ export function resolveMapping(header: readonly string[], opts: MappingOptions =
 /** One line per type, for printing the chosen mapping (column names only, never values). */
 export function describeMapping(mapping: ColumnMapping): string {
   const lines: string[] = [];
+  const mixed = mapping.auto && mapping.columns.some((c) => c.mapped === true);
   for (const type of IDENTIFIER_TYPES) {
-    const cols = mapping.columns.filter((c) => c.type === type).map((c) => columnLabel(c.column, c.index));
-    if (cols.length > 0) lines.push(`  ${type.padEnd(15)} <- ${cols.join(', ')}`);
+    const cols = mapping.columns
+      .filter((c) => c.type === type)
+      .map((c) => columnLabel(c.column, c.index) + (mixed && c.mapped === true ? ' (--map)' : ''));
+    // partner_user_id is the one type sent as it is: say so where the user checks the mapping.
+    const note = type === 'partner_user_id' ? '  (sent unhashed)' : '';
+    if (cols.length > 0) lines.push(`  ${type.padEnd(15)} <- ${cols.join(', ')}${note}`);
   }
   if (mapping.country !== undefined)
     lines.push(`  ${'country'.padEnd(15)} <- ${columnLabel(mapping.country.column, mapping.country.index)}`);
@@ -209,5 +298,10 @@ export function describeMapping(mapping: ColumnMapping): string {
   if (dataLike > 0)
     named.push(`${dataLike} column${dataLike === 1 ? '' : 's'} that look${dataLike === 1 ? 's' : ''} like data`);
   if (named.length > 0) lines.push(`  (ignored: ${named.join(', ')})`);
-  return `column mapping (${mapping.auto ? 'detected by column name; override with --map type=Column' : 'from --map'}):\n${lines.join('\n')}`;
+  const source = !mapping.auto
+    ? 'from --map'
+    : mixed
+      ? 'detected by column name, with --map'
+      : 'detected by column name; override with --map type=Column';
+  return `column mapping (${source}):\n${lines.join('\n')}`;
 }

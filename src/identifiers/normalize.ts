@@ -7,7 +7,7 @@
  * and the column, never the value.
  */
 import { createHash, hash as cryptoHash } from 'node:crypto';
-import { isSupportedCountry } from 'libphonenumber-js';
+import { getCountryCallingCode, isSupportedCountry, type CountryCode } from 'libphonenumber-js';
 import { phoneToE164 } from './phone.js';
 
 export { phoneFastPathStats, resetPhoneFastPathStats, type PhoneFastPathStats } from './phone.js';
@@ -62,6 +62,13 @@ export type PhoneFormat = 'e164' | 'digits';
  * a `+` in the hashed value matches nobody. See docs/normalization.md.
  */
 export const DEFAULT_PHONE_FORMAT: PhoneFormat = 'digits';
+/**
+ * How a phone written without `+` is read. `national`: a national number of the row's country
+ * (libphonenumber-js semantics). `included`: it starts with the country calling code (`447700900123`,
+ * the form of the ad platforms' templates). `auto` (default): `included` when the digits start with
+ * the row's calling code (or the national reading fails) and that reading is valid, else `national`.
+ */
+export type PhoneCountryCode = 'national' | 'included' | 'auto';
 /** `auto`: a 64-hex value is an already-hashed digest; `always`: every value must be one; `never`: hash everything. */
 export type InputHashed = 'auto' | 'always' | 'never';
 
@@ -69,6 +76,8 @@ export interface NormalizeOptions {
   /** ISO 3166-1 alpha-2 country for national-format phone numbers of records without their own country. */
   defaultCountry?: string;
   phoneFormat?: PhoneFormat;
+  /** Default `auto`; see PhoneCountryCode. */
+  phoneCountryCode?: PhoneCountryCode;
   inputHashed?: InputHashed;
   /** Splits each cell into several values (default: none, a cell is one value). */
   valueSeparator?: string;
@@ -98,6 +107,23 @@ export interface BuiltUser {
   rejects: Reject[];
   /** Per type, how many of the values in `user` were passed through as already-hashed digests (set only when > 0). */
   digests?: Partial<Record<IdentifierType, number>>;
+  /** What the summary's hints are made of (set only when something was noted). */
+  notes?: BuildNotes;
+}
+
+/** Observations about one row that explain rejects or choices (never identifier values). */
+export interface BuildNotes {
+  /**
+   * Phones without `+` read as carrying their country calling code (`auto`/`included`), or, with
+   * `national`, rejected although they would be valid read that way.
+   */
+  phoneCodeWithoutPlus?: number;
+  /** Phones valid both as national numbers and as carrying the calling code, with different results. */
+  phoneAmbiguous?: number;
+  /** The row's country value when it is not a recognized country (a phone needed it). */
+  unknownCountry?: string;
+  /** Rejected cells that look like several values joined by this separator (no valueSeparator given). */
+  severalValues?: { column: string; separator: string };
 }
 
 const OK = true as const;
@@ -109,12 +135,14 @@ const REJECTED = Object.fromEntries(REJECT_REASONS.map((r) => [r, Object.freeze(
 >;
 
 /**
- * Trims whitespace (String.prototype.trim covers U+FEFF and U+00A0 along with every Unicode space) and applies
- * NFC. Strings made only of code points below U+0300 are already NFC (no combining marks), so the costly
+ * Trims whitespace (String.prototype.trim covers U+FEFF and U+00A0 along with every Unicode space), drops one
+ * leading apostrophe and applies NFC. Strings made only of code points below U+0300 are already NFC (no combining marks), so the costly
  * `normalize` call is skipped for them: that is almost every CRM value.
  */
 export function cleanValue(raw: string): string {
-  const s = raw.trim();
+  let s = raw.trim();
+  // A leading apostrophe is the spreadsheet "keep as text" marker (Shopify writes ids as '7210448301100).
+  if (s.charCodeAt(0) === 0x27) s = s.slice(1).trim();
   for (let i = 0; i < s.length; i++) {
     if (s.charCodeAt(i) >= 0x300) return s.normalize('NFC');
   }
@@ -461,6 +489,86 @@ const COUNTRIES: Readonly<Record<string, string>> = {
   ZW: 'ZWE|Zimbabwe|Republic of Zimbabwe',
 };
 
+/**
+ * Other names CRM exports and people write for countries (local names, former and short names,
+ * parts of the UK, abbreviations with dots), by alpha-2. Looked up folded, like COUNTRIES' names.
+ */
+const COUNTRY_ALIASES: Readonly<Record<string, string>> = {
+  Turkey: 'TR',
+  Turkiye: 'TR',
+  Deutschland: 'DE',
+  'The Netherlands': 'NL',
+  Holland: 'NL',
+  Nederland: 'NL',
+  'Great Britain': 'GB',
+  Britain: 'GB',
+  'U.K.': 'GB',
+  England: 'GB',
+  Scotland: 'GB',
+  Wales: 'GB',
+  'Northern Ireland': 'GB',
+  UAE: 'AE',
+  'U.A.E.': 'AE',
+  Emirates: 'AE',
+  'Republic of Ireland': 'IE',
+  Eire: 'IE',
+  'U.S.': 'US',
+  'U.S.A.': 'US',
+  America: 'US',
+  'United States of America (USA)': 'US',
+  Espana: 'ES',
+  Italia: 'IT',
+  Schweiz: 'CH',
+  Suisse: 'CH',
+  Svizzera: 'CH',
+  Osterreich: 'AT',
+  Belgique: 'BE',
+  Belgie: 'BE',
+  Sverige: 'SE',
+  Norge: 'NO',
+  Danmark: 'DK',
+  Suomi: 'FI',
+  Polska: 'PL',
+  Brasil: 'BR',
+  Mexique: 'MX',
+  Czech: 'CZ',
+  Cesko: 'CZ',
+  Hrvatska: 'HR',
+  Magyarorszag: 'HU',
+  Slovensko: 'SK',
+  Korea: 'KR',
+  'Korea, South': 'KR',
+  'Korea (South)': 'KR',
+  'Republic of Korea': 'KR',
+  'Mainland China': 'CN',
+  PRC: 'CN',
+  Macau: 'MO',
+  'Ivory Coast': 'CI',
+  Burma: 'MM',
+  Swaziland: 'SZ',
+  Macedonia: 'MK',
+  Vatican: 'VA',
+  Palestine: 'PS',
+  KSA: 'SA',
+  Hellas: 'GR',
+  Nippon: 'JP',
+  'The Bahamas': 'BS',
+  'The Gambia': 'GM',
+  DRC: 'CD',
+  'DR Congo': 'CD',
+  'Democratic Republic of the Congo': 'CD',
+  'Congo-Brazzaville': 'CG',
+  'East Timor': 'TL',
+  'Cape Verde Islands': 'CV',
+  'St Lucia': 'LC',
+  'St Kitts and Nevis': 'KN',
+  'St Vincent and the Grenadines': 'VC',
+  Trinidad: 'TT',
+  Bosnia: 'BA',
+  Russland: 'RU',
+  'Viet Nam': 'VN',
+};
+
 /** A country name as looked up: accents dropped, lowercase, punctuation and spaces reduced to single spaces. */
 function foldCountryName(name: string): string {
   return name
@@ -480,13 +588,15 @@ function buildCountryIndex(): Map<string, string> {
     if (alpha3 !== undefined && alpha3 !== '') index.set(alpha3, code);
     for (const name of names) index.set(foldCountryName(name), code);
   }
+  for (const [alias, code] of Object.entries(COUNTRY_ALIASES)) index.set(foldCountryName(alias), code);
   return index;
 }
 
 /**
  * The ISO 3166-1 alpha-2 code libphonenumber-js knows for `raw`, or `undefined`. Accepted, case-insensitively:
  * alpha-2 codes (`UK` is taken as `GB`, as CRM exports often write it), alpha-3 codes (`USA`, `GBR`) and the
- * English names in COUNTRIES (`United States`, `Germany`, `Cote d'Ivoire`). Use it to validate
+ * English names in COUNTRIES (`United States`, `Germany`, `Cote d'Ivoire`) and the other names in COUNTRY_ALIASES
+ * (`Deutschland`, `U.K.`, `UAE`). Use it to validate
  * `--default-country` up front.
  */
 export function normalizeCountryCode(raw: string): string | undefined {
@@ -533,18 +643,86 @@ function resolveCountry(given: string | undefined, into: PhoneCountry): void {
  * number needs a country: without one it is `phone_needs_country`, with an unknown one `country_invalid`
  * (a number written with `+` ignores the country, so a bad country column does not lose it).
  */
-export function normalizePhone(raw: string, opts: { country?: string; format?: PhoneFormat } = {}): Normalized {
+export function normalizePhone(
+  raw: string,
+  opts: { country?: string; format?: PhoneFormat; countryCode?: PhoneCountryCode } = {},
+): Normalized {
   const country: PhoneCountry = { code: undefined, invalid: false };
   resolveCountry(opts.country, country);
-  return phoneClean(cleanValue(raw), country, (opts.format ?? DEFAULT_PHONE_FORMAT) === 'digits');
+  return phoneClean(
+    cleanValue(raw),
+    country,
+    (opts.format ?? DEFAULT_PHONE_FORMAT) === 'digits',
+    opts.countryCode ?? 'auto',
+  );
 }
-function phoneClean(value: string, country: PhoneCountry, digits: boolean): Normalized {
-  const e164 = phoneToE164(value, country.code);
+
+/** What phoneClean noticed about the last values (read and reset by buildUser). */
+const phoneNotes = { codeWithoutPlus: 0, ambiguous: 0 };
+
+function phoneClean(value: string, country: PhoneCountry, digits: boolean, mode: PhoneCountryCode): Normalized {
+  const e164 = phoneE164(value, country.code, mode);
   if (e164 !== undefined) return { ok: OK, value: digits ? e164.slice(1) : e164 };
   if (country.code === undefined && isNationalFormat(value)) {
     return country.invalid ? REJECTED.country_invalid : REJECTED.phone_needs_country;
   }
   return REJECTED.phone_invalid;
+}
+
+/** Without a country, a number is read as carrying its calling code only from this many digits (a 10-digit NANP number would otherwise become +20/+27/+30...). */
+const MIN_DIGITS_CODE_WITHOUT_COUNTRY = 11;
+
+function phoneE164(value: string, country: string | undefined, mode: PhoneCountryCode): string | undefined {
+  // Only a value starting with 1-9 can be a calling code without its `+` (none starts with 0).
+  const first = value.charCodeAt(0);
+  if (first < 0x31 || first > 0x39) return phoneToE164(value, country);
+  if (mode === 'included') return phoneToE164('+' + value, undefined);
+  const startsWithCode = country !== undefined && startsWithDigits(value, callingCode(country));
+  const national = country === undefined ? undefined : phoneToE164(value, country);
+  if (mode === 'national') {
+    if (national === undefined && phoneToE164('+' + value, undefined) !== undefined) phoneNotes.codeWithoutPlus++;
+    return national;
+  }
+  if (national !== undefined && !startsWithCode) return national;
+  if (country === undefined && countDigits(value) < MIN_DIGITS_CODE_WITHOUT_COUNTRY) return undefined;
+  const included = phoneToE164('+' + value, undefined);
+  if (included === undefined) return national;
+  if (national !== included) {
+    phoneNotes.codeWithoutPlus++;
+    if (national !== undefined) phoneNotes.ambiguous++;
+  }
+  return included;
+}
+
+const callingCodes = new Map<string, string>();
+function callingCode(country: string): string {
+  let code = callingCodes.get(country);
+  if (code === undefined) {
+    code = getCountryCallingCode(country as CountryCode);
+    callingCodes.set(country, code);
+  }
+  return code;
+}
+
+/** Whether the digits of `value` (separators skipped) start with `prefix`. */
+function startsWithDigits(value: string, prefix: string): boolean {
+  let p = 0;
+  for (let i = 0; i < value.length && p < prefix.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c < 0x30 || c > 0x39) continue;
+    if (c !== prefix.charCodeAt(p)) return false;
+    p++;
+  }
+  return p === prefix.length;
+}
+
+function countDigits(value: string): number {
+  let n = 0;
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c >= 0x30 && c <= 0x39) n++;
+  }
+  return n;
 }
 
 /** True when the first phone character is a digit (not a plus): only a country can make sense of it. */
@@ -597,6 +775,10 @@ const scratch = {
   defaultCountry: undefined as string | undefined,
   inputHashed: 'auto' as InputHashed,
   digitsFormat: false,
+  phoneCountryCode: 'auto' as PhoneCountryCode,
+  /** The value separator given, if any (a rejected cell holding another one gets a note). */
+  separator: undefined as string | undefined,
+  severalValues: undefined as BuildNotes['severalValues'],
 };
 
 /**
@@ -610,7 +792,12 @@ export function buildUser(record: MappedRecord, opts: NormalizeOptions): BuiltUs
   scratch.defaultCountry = opts.defaultCountry;
   scratch.inputHashed = opts.inputHashed ?? 'auto';
   scratch.digitsFormat = (opts.phoneFormat ?? DEFAULT_PHONE_FORMAT) === 'digits';
+  scratch.phoneCountryCode = opts.phoneCountryCode ?? 'auto';
+  scratch.separator = sep;
+  scratch.severalValues = undefined;
   scratch.countryResolved = false;
+  phoneNotes.codeWithoutPlus = 0;
+  phoneNotes.ambiguous = 0;
   for (let t = 0; t < IDENTIFIER_TYPES.length; t++) {
     scratch.values[t]!.length = 0;
     scratch.digestCounts[t] = 0;
@@ -630,11 +817,12 @@ export function buildUser(record: MappedRecord, opts: NormalizeOptions): BuiltUs
       }
     } else {
       const reason = addValue(raw, field.type);
-      if (reason !== undefined)
+      if (reason !== undefined) {
         (rejects ??= []).push({ line: record.line, column: field.column, type: field.type, reason });
+        if (scratch.severalValues === undefined) noteSeveralValues(raw, field.column);
+      }
     }
   }
-  scratch.record = undefined;
 
   const user: AudienceUser = {};
   let digests: Partial<Record<IdentifierType, number>> | undefined;
@@ -648,7 +836,37 @@ export function buildUser(record: MappedRecord, opts: NormalizeOptions): BuiltUs
   }
   const built: BuiltUser = { line: record.line, user, rejects: rejects ?? [] };
   if (digests !== undefined) built.digests = digests;
+  const notes = collectNotes();
+  if (notes !== undefined) built.notes = notes;
+  scratch.record = undefined;
   return built;
+}
+
+/** The notes of the row just built, or undefined (the common case: nothing to note). */
+function collectNotes(): BuildNotes | undefined {
+  const unknownCountry = scratch.countryResolved && scratch.country.invalid;
+  if (phoneNotes.codeWithoutPlus === 0 && scratch.severalValues === undefined && !unknownCountry) return undefined;
+  const notes: BuildNotes = {};
+  if (phoneNotes.codeWithoutPlus > 0) notes.phoneCodeWithoutPlus = phoneNotes.codeWithoutPlus;
+  if (phoneNotes.ambiguous > 0) notes.phoneAmbiguous = phoneNotes.ambiguous;
+  if (scratch.severalValues !== undefined) notes.severalValues = scratch.severalValues;
+  if (unknownCountry) {
+    const own = scratch.record?.country;
+    notes.unknownCountry = cleanValue(own !== undefined && own.trim() !== '' ? own : (scratch.defaultCountry ?? ''));
+  }
+  return notes;
+}
+
+const SEPARATORS = [';', ',', '|'];
+
+/** A rejected cell holding a separator (other than the one given) looks like a list of values. */
+function noteSeveralValues(raw: string, column: string): void {
+  for (const separator of SEPARATORS) {
+    if (separator !== scratch.separator && raw.includes(separator)) {
+      scratch.severalValues = { column, separator };
+      return;
+    }
+  }
 }
 
 /** Adds one cell value to the scratch user; returns the reject reason, or undefined (added, duplicate or empty). */
@@ -685,7 +903,7 @@ function addValue(raw: string, type: IdentifierType): RejectReason | undefined {
         const own = scratch.record?.country;
         resolveCountry(own !== undefined && own.trim() !== '' ? own : scratch.defaultCountry, scratch.country);
       }
-      n = phoneClean(value, scratch.country, scratch.digitsFormat);
+      n = phoneClean(value, scratch.country, scratch.digitsFormat, scratch.phoneCountryCode);
       break;
     case 'handle':
       n = handleClean(value);

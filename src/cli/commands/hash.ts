@@ -11,6 +11,7 @@ import {
   hashCsvHeader,
   hashCsv,
   mappedTypes,
+  summaryHints,
   type CsvBadRow,
   type Reject,
 } from '../../internal.js';
@@ -20,10 +21,13 @@ import {
   addHashOptions,
   hashInputSource,
   hashOptionsFromArgs,
+  hashSummaryJson,
+  mappingJson,
+  printHints,
   printInputMapping,
   type HashOptionArgs,
 } from '../hash-options.js';
-import { exitCodesEpilogue, handle, writeLine, type GlobalArgs } from '../output.js';
+import { exitCodesEpilogue, handle, writeJson, writeLine, type GlobalArgs } from '../output.js';
 
 interface HashArgs extends GlobalArgs, HashOptionArgs {
   file: string;
@@ -172,6 +176,11 @@ export function hashCommand(ctx: CliContext): CommandModule<GlobalArgs, HashArgs
             }),
         ) as never,
     handler: handle(ctx, async (args: HashArgs) => {
+      if (args.json === true && args.output === '-') {
+        throw new ConfigError('invalid_option', '--json prints the summary on stdout, where the hashed data would go', {
+          fix: 'write the data to a file with -o FILE (or drop --json for the text summary on stderr)',
+        });
+      }
       const opts = hashOptionsFromArgs(args, ctx.stdin);
       const run = await hashCsv(hashInputSource(args.file, ctx.cwd), { ...opts, emit: args.format });
       const outputs: Output[] = [];
@@ -200,8 +209,17 @@ export function hashCommand(ctx: CliContext): CommandModule<GlobalArgs, HashArgs
         }
         throw error;
       }
-      if (args.json === true) writeLine(ctx.stderr, JSON.stringify({ input: run.name, summary: run.summary }));
-      else writeLine(ctx.stderr, renderHashSummary(run.summary));
+      if (args.json === true)
+        writeJson(ctx, {
+          input: run.name,
+          mapping: mappingJson(run.mapping),
+          summary: hashSummaryJson(run.summary),
+          hints: summaryHints(run.summary, run.mapping, opts),
+        });
+      else {
+        writeLine(ctx.stderr, renderHashSummary(run.summary));
+        printHints(ctx, run.summary, run.mapping, opts);
+      }
       return EXIT_CODES.ok;
     }),
   };

@@ -1,0 +1,149 @@
+/**
+ * Hints for the end of a hashing summary: why a large share of a type was rejected and the flag
+ * that likely fixes it, plus what the normalization noticed on the way (phones carrying their
+ * calling code without `+`, cells holding several values, country values it did not recognize).
+ * Column names, counts and country values only: never identifiers.
+ */
+import type { HashSummary, HashTypeCounts } from '../hashing/summary.js';
+import { columnKey, type ColumnMapping } from './mapping.js';
+import type { IdentifierType, NormalizeOptions, RejectReason } from './normalize.js';
+
+/** A type whose rejected share reaches this gets a line saying why. */
+export const REJECT_SHARE_HINT = 0.25;
+
+const REASON_TYPE: Readonly<Record<RejectReason, IdentifierType | undefined>> = {
+  email_invalid: 'email',
+  phone_invalid: 'phone_number',
+  phone_needs_country: 'phone_number',
+  country_invalid: 'phone_number',
+  handle_invalid: 'handle',
+  device_id_invalid: 'device_id',
+  device_id_opt_out: 'device_id',
+  service_id_invalid: 'service_id',
+  partner_user_id_invalid: 'partner_user_id',
+  hash_invalid: undefined,
+  value_too_long: undefined,
+};
+
+const quote = (s: string): string => JSON.stringify(s);
+
+/** Ignored columns whose name says country or region: what --country-column should likely name. */
+function countryLikeColumns(mapping: ColumnMapping): string[] {
+  return mapping.ignored.filter((c) => /country|region|nation|^cc$|^land$|^pays$/.test(columnKey(c)));
+}
+
+function columnsOf(mapping: ColumnMapping, type: IdentifierType): string {
+  return mapping.columns
+    .filter((c) => c.type === type)
+    .map((c) => quote(c.column))
+    .join(', ');
+}
+
+/** The most frequent reject reason of `type` (from the summary's per-reason counts). */
+function mainReason(summary: HashSummary, type: IdentifierType): RejectReason | undefined {
+  let best: RejectReason | undefined;
+  let most = 0;
+  for (const [reason, count] of Object.entries(summary.rejects) as [RejectReason, { count: number }][]) {
+    if ((REASON_TYPE[reason] ?? type) === type && count.count > most) {
+      best = reason;
+      most = count.count;
+    }
+  }
+  return best;
+}
+
+function phoneCountryFix(mapping: ColumnMapping): string {
+  const candidates = countryLikeColumns(mapping);
+  if (candidates.length > 0) return `--country-column ${quote(candidates[0] as string)} (or --default-country CC)`;
+  return "--default-country CC, or --country-column naming the column that holds each row's country";
+}
+
+/** Why most rejects of `type` happened, and the fix: one line. */
+function whyRejected(
+  summary: HashSummary,
+  mapping: ColumnMapping,
+  opts: NormalizeOptions,
+  type: IdentifierType,
+  reason: RejectReason,
+): string {
+  const notes = summary.notes;
+  switch (reason) {
+    case 'phone_needs_country':
+      return mapping.country === undefined
+        ? `they are national numbers and no country column was found; fix: ${phoneCountryFix(mapping)}`
+        : `they are national numbers and their ${quote(mapping.country.column)} cell is empty; fix: --default-country CC for those rows`;
+    case 'country_invalid':
+      return `their country value is not recognized (listed below); fix: correct those values, or --default-country CC`;
+    case 'phone_invalid':
+      if (opts.phoneCountryCode === 'national' && notes.phoneCodeWithoutPlus > 0)
+        return `${notes.phoneCodeWithoutPlus} of them carry the country code without +; fix: --phone-country-code auto`;
+      return `they are not valid numbers for their row's country; check the columns ${columnsOf(mapping, type)} and the country (${mapping.country === undefined ? 'none' : quote(mapping.country.column)})`;
+    case 'email_invalid':
+      if (notes.severalValues !== undefined)
+        return `cells of ${quote(notes.severalValues.column)} hold several addresses; fix: --value-separator ${quote(notes.severalValues.separator)}`;
+      return `they are not email addresses; check the columns ${columnsOf(mapping, type)} (--map email="Column")`;
+    case 'value_too_long':
+      return `they are longer than any identifier; check the columns ${columnsOf(mapping, type)}`;
+    case 'hash_invalid':
+      return 'they are not SHA-256 digests; fix: --input-hashed auto';
+    case 'device_id_opt_out':
+      return 'they are the all-zero id of devices with ad tracking disabled: nothing to fix, they cannot match';
+    default:
+      return `check the columns ${columnsOf(mapping, type)} (--map ${type}="Column")`;
+  }
+}
+
+function rejectShareHints(summary: HashSummary, mapping: ColumnMapping, opts: NormalizeOptions): string[] {
+  const out: string[] = [];
+  for (const [type, counts] of Object.entries(summary.types) as [IdentifierType, HashTypeCounts][]) {
+    const total = counts.valid + counts.invalid + counts.digests;
+    if (counts.invalid === 0 || counts.invalid / total < REJECT_SHARE_HINT) continue;
+    const reason = mainReason(summary, type);
+    if (reason === undefined) continue;
+    const share = Math.round((100 * counts.invalid) / total);
+    out.push(
+      `${counts.invalid} of ${total} ${type} values rejected (${share}%), mostly ${reason}: ${whyRejected(summary, mapping, opts, type, reason)}`,
+    );
+  }
+  return out;
+}
+
+function noteHints(summary: HashSummary, opts: NormalizeOptions, already: string): string[] {
+  const notes = summary.notes;
+  const out: string[] = [];
+  if (notes.severalValues !== undefined && !already.includes('--value-separator')) {
+    const s = notes.severalValues;
+    out.push(
+      `${s.count} rejected cells of ${quote(s.column)} look like several values joined by ${quote(s.separator)}; fix: --value-separator ${quote(s.separator)}`,
+    );
+  }
+  if (notes.phoneCodeWithoutPlus > 0) {
+    if (opts.phoneCountryCode === 'national') {
+      if (!already.includes('--phone-country-code'))
+        out.push(
+          `${notes.phoneCodeWithoutPlus} phone numbers look like they carry the country code without +; fix: --phone-country-code auto`,
+        );
+    } else {
+      const ambiguous =
+        notes.phoneAmbiguous > 0 ? ` (${notes.phoneAmbiguous} were valid national numbers too, read otherwise)` : '';
+      out.push(
+        `${notes.phoneCodeWithoutPlus} phone numbers were read as starting with their country code without +${ambiguous}; --phone-country-code national reads them as national numbers`,
+      );
+    }
+  }
+  const unknown = Object.entries(notes.unknownCountries).sort((a, b) => b[1] - a[1]);
+  if (unknown.length > 0) {
+    const other = notes.unknownCountriesOther > 0 ? `, other values ${notes.unknownCountriesOther}` : '';
+    out.push(`country values not recognized (rows): ${unknown.map(([v, n]) => `${quote(v)} ${n}`).join(', ')}${other}`);
+  }
+  return out;
+}
+
+/**
+ * The hint lines for a finished summary (empty when there is nothing to say), each one sentence
+ * naming the cause and, where there is one, the fix.
+ */
+export function summaryHints(summary: HashSummary, mapping: ColumnMapping, opts: NormalizeOptions = {}): string[] {
+  const share = rejectShareHints(summary, mapping, opts);
+  return [...share, ...noteHints(summary, opts, share.join('\n'))];
+}
