@@ -1,7 +1,7 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { tempDir } from './helpers/temp.js';
 
 // The examples are type-checked with the rest (tsconfig.json includes examples/); these run the
 // self-contained ones as a user would (`import … from 'audience-kit'` resolves to the built package)
@@ -27,10 +27,8 @@ async function runExample(name: string, args: string[] = []): Promise<{ out: str
 }
 
 describe('examples', () => {
-  const dirs: string[] = [];
   afterEach(() => {
     process.exitCode = undefined;
-    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
   });
 
   it('hash-records.ts hashes rows held in memory', async () => {
@@ -41,8 +39,7 @@ describe('examples', () => {
   });
 
   it('hash-csv.ts writes one JSON line per user', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ak-example-'));
-    dirs.push(dir);
+    const dir = tempDir('ak-example-');
     const { err } = await runExample('hash-csv', ['fixtures/crm-export.csv', join(dir, 'users.jsonl')]);
     const lines = readFileSync(join(dir, 'users.jsonl'), 'utf8').trimEnd().split('\n');
     expect(lines.length).toBeGreaterThan(2900);
