@@ -3,13 +3,13 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   batchDigest,
-  fileSha256,
   findJournal,
   journalKeyId,
   RunJournal,
   unfinishedRunError,
   type JournalKey,
 } from '../src/state/journal.js';
+import { fileSha256 } from '../src/util/sha256.js';
 import { tempDir } from './helpers/temp.js';
 
 const key = (options: Record<string, unknown> = { a: 1 }): JournalKey => ({

@@ -8,10 +8,10 @@
  * uploader sends thousands of 5 MB bodies).
  */
 import { performance } from 'node:perf_hooks';
-import { setTimeout as delay } from 'node:timers/promises';
 import { Agent, request as undiciRequest, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import { ConfigError, ConnectionError, ResponseShapeError, TimeoutError } from '../errors.js';
+import { backoffMs, isAborted, realClock, type Clock } from '../util/clock.js';
 import { USER_AGENT } from '../version.js';
 import { oauth1Header, percentEncode } from './oauth.js';
 import { buildHttpError } from './parse-error.js';
@@ -23,7 +23,6 @@ import {
   findRateLimitRules,
   parseRateLimitHeaders,
   retryAfterMs,
-  type ClientClock,
   type RateLimitPolicy,
   type RateLimitRule,
 } from './rate-limit.js';
@@ -80,7 +79,7 @@ export interface ClientOptions {
   onRequest?: (e: RequestEvent) => void;
   /** The platform's `x-api-warn` of a successful response (deprecations, ignored parameters), redacted. */
   onWarn?: (warning: string, context: WarnContext) => void;
-  clock?: ClientClock;
+  clock?: Clock;
   random?: () => number;
 }
 
@@ -299,11 +298,6 @@ export function validateClientOptions(o: ClientOptions): void {
   );
 }
 
-const realClock: ClientClock = {
-  now: () => Date.now(),
-  sleep: (ms, signal) => delay(ms, undefined, signal === undefined ? undefined : { signal }),
-};
-
 function joinUrl(base: string, path: string): URL {
   const u = new URL(base);
   const prefix = u.pathname.endsWith('/') ? u.pathname.slice(0, -1) : u.pathname;
@@ -367,11 +361,6 @@ function redactWith(secrets: readonly string[], text: string): string {
     .replace(/oauth_(?:signature|token_secret)=[^&\s",]*/gi, '[redacted]');
 }
 
-/** A function call, so TypeScript does not narrow `aborted` across awaits. */
-function isAborted(signal: AbortSignal | undefined): boolean {
-  return signal?.aborted === true;
-}
-
 function abortedError(method: string, path: string, reason: unknown): ConnectionError {
   return new ConnectionError('request_aborted', `${method} ${path} was aborted`, {
     fix: 'Run the command again (uploads continue with --resume)',
@@ -388,7 +377,7 @@ export class AdsClient {
   private readonly retryBaseMs: number;
   private readonly retryMaxMs: number;
   private readonly policy: RateLimitPolicy;
-  private readonly clock: ClientClock;
+  private readonly clock: Clock;
   private readonly random: () => number;
   private readonly onWait: ((e: WaitEvent) => void) | undefined;
   private readonly onRequest: ((e: RequestEvent) => void) | undefined;
@@ -661,10 +650,8 @@ export class AdsClient {
     }
   }
 
-  /** Exponential backoff with "equal jitter": half fixed, half random, capped. */
   private backoffMs(attempt: number): number {
-    const exp = Math.min(this.retryMaxMs, this.retryBaseMs * 2 ** (attempt - 1));
-    return Math.round(exp / 2 + (this.random() * exp) / 2);
+    return backoffMs(attempt, { baseMs: this.retryBaseMs, maxMs: this.retryMaxMs }, this.random);
   }
 
   private async wait(reason: WaitReason, ms: number, path: string, signal?: AbortSignal): Promise<void> {

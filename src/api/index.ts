@@ -35,7 +35,6 @@ export {
   parseRateLimitHeaders,
   retryAfterMs,
   resetWaitMs,
-  type ClientClock,
   type RateLimitPolicy,
   type RateLimitRule,
   type RateLimitEndpoint,

@@ -60,11 +60,6 @@ export const DEFAULT_RATE_LIMIT_POLICY: RateLimitPolicy = {
   maxServerWaitMs: 15 * 60_000,
 };
 
-export interface ClientClock {
-  now(): number;
-  sleep(ms: number, signal?: AbortSignal): Promise<void>;
-}
-
 /**
  * Sliding-window limiter shared by concurrent requests. A slot is held from the moment a
  * request is sent until its response (or failure) and then stays in the window for

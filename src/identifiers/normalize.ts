@@ -6,8 +6,9 @@
  * Raw values never leave this module except as normalized/hashed output: rejects carry a reason code, the line
  * and the column, never the value.
  */
-import { createHash, hash as cryptoHash } from 'node:crypto';
+import { hash as cryptoHash } from 'node:crypto';
 import { getCountryCallingCode, isSupportedCountry, type CountryCode } from 'libphonenumber-js';
+import { sha256Hex } from '../util/sha256.js';
 import { phoneToE164 } from './phone.js';
 
 export { phoneFastPathStats, resetPhoneFastPathStats, type PhoneFastPathStats } from './phone.js';
@@ -741,12 +742,6 @@ function isNationalFormat(value: string): boolean {
   }
   return false;
 }
-
-const sha256Hex: (s: string) => string =
-  typeof cryptoHash === 'function'
-    ? (s) => cryptoHash('sha256', s, 'hex')
-    : // Runtimes without crypto.hash (added in Node 20.12/21.7) take the slower streaming API.
-      (s) => createHash('sha256').update(s, 'utf8').digest('hex');
 
 /** SHA-256 of the UTF-8 bytes of `normalized`, lowercase hex. */
 export function hashValue(normalized: string): string {

@@ -9,7 +9,7 @@
  *
  * Records hold counts, names and ids only: never identifiers, identifier hashes or secrets.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import {
   closeSync,
   constants,
@@ -27,9 +27,11 @@ import {
 import { dirname } from 'node:path';
 import { z } from 'zod';
 import { AudienceKitError, ConfigError, InputError } from '../errors.js';
+import { sleep } from '../util/clock.js';
+import { sha256Hex } from '../util/sha256.js';
 
 /** `prev` of the first record: SHA-256 of this fixed text. */
-export const AUDIT_GENESIS = createHash('sha256').update('audience-kit audit log v1').digest('hex');
+export const AUDIT_GENESIS = sha256Hex('audience-kit audit log v1');
 
 export type AuditTargetKind = 'custom_audience' | 'do_not_reach_list';
 export type RunOutcome = 'completed' | 'partial' | 'failed' | 'interrupted';
@@ -173,10 +175,6 @@ export async function appendAuditRecord(
   }
 }
 
-function sha256Hex(bytes: Buffer): string {
-  return createHash('sha256').update(bytes).digest('hex');
-}
-
 /** The bytes of the last line (without newline), reading backwards from the end. */
 function lastLine(path: string): { line: Buffer | undefined; endsWithNewline: boolean } {
   const size = statSync(path).size;
@@ -212,8 +210,6 @@ function lastLine(path: string): { line: Buffer | undefined; endsWithNewline: bo
     closeSync(fd);
   }
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Advisory lock: a file created with O_EXCL holding the owner's pid. A lock whose owner

@@ -14,10 +14,8 @@
  * The state dir is created with mode 0700 and its files 0600; the failed bodies are deleted
  * when the run completes.
  */
-import { createHash } from 'node:crypto';
 import {
   closeSync,
-  createReadStream,
   existsSync,
   fsyncSync,
   ftruncateSync,
@@ -34,12 +32,13 @@ import { acquireFileLock } from './audit.js';
 import type { BatchGroup } from '../upload/batch.js';
 import { ConfigError } from '../errors.js';
 import { VERSION } from '../version.js';
+import { sha256Hex } from '../util/sha256.js';
 
 export const DEFAULT_STATE_DIR = '.audience-kit';
 
 /** SHA-256 (hex) of a request body: the identity of a batch in the journal. */
 export function batchDigest(body: Uint8Array): string {
-  return createHash('sha256').update(body).digest('hex');
+  return sha256Hex(body);
 }
 
 /** What identifies a run: same key, same batches. */
@@ -65,17 +64,10 @@ function stableStringify(value: unknown): string {
 
 export function journalKeyId(key: JournalKey): string {
   const { input, accountId, target, options } = key;
-  return createHash('sha256')
-    .update(stableStringify({ sha256: input.sha256, size: input.size, accountId, target, options }))
-    .digest('hex')
-    .slice(0, 32);
-}
-
-/** SHA-256 of a file, streamed. */
-export async function fileSha256(path: string): Promise<string> {
-  const h = createHash('sha256');
-  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) h.update(chunk as Buffer);
-  return h.digest('hex');
+  return sha256Hex(stableStringify({ sha256: input.sha256, size: input.size, accountId, target, options })).slice(
+    0,
+    32,
+  );
 }
 
 export interface ConfirmedBatch {

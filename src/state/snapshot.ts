@@ -44,6 +44,7 @@ import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { ConfigError } from '../errors.js';
 import { IDENTIFIER_TYPES, type AudienceUser } from '../identifiers/normalize.js';
+import { sha256Hex } from '../util/sha256.js';
 
 /** The snapshot cannot be read as it is. */
 export class SnapshotError extends ConfigError {}
@@ -56,7 +57,7 @@ export interface SnapshotTarget {
 
 /** The snapshot directory of a target (ids are hashed into the name: they are not file-name safe). */
 export function snapshotDir(stateDir: string, target: SnapshotTarget): string {
-  const name = createHash('sha256').update(`${target.accountId}\0${target.kind}\0${target.id}`).digest('hex');
+  const name = sha256Hex(`${target.accountId}\0${target.kind}\0${target.id}`);
   return join(stateDir, 'snapshots', `${target.kind}-${name.slice(0, 24)}`);
 }
 
@@ -69,7 +70,7 @@ const CHUNK_ENTRIES = 1 << 16;
 const OP_UPSERT = 1;
 const OP_DELETE = 2;
 /** SHA-256 of no fingerprints: the digest of an empty (or absent) snapshot. */
-export const EMPTY_SNAPSHOT_DIGEST = createHash('sha256').digest('hex');
+export const EMPTY_SNAPSHOT_DIGEST = sha256Hex('');
 
 interface IndexHeader {
   gen: number;
