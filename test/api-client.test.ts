@@ -810,6 +810,8 @@ describe('a retried DELETE that meets its own 404', () => {
       ['DELETE', 404, 2],
       ['GET', 200, 1],
     ]);
+    // A deleted audience is read back only with with_deleted=true (the platform defaults it to false).
+    expect(h.server.seen.at(-1)?.url).toBe('/12/accounts/a/custom_audiences/ca1?with_deleted=true');
   });
 
   it('the same for a do-not-reach list after a 500 that was processed anyway', async () => {

@@ -347,6 +347,46 @@ describe('audiences', () => {
     const still = await akJson<AudienceJson>(['audiences', 'get', '--account', primary(), '--audience', audience.id]);
     expect(still).toMatchObject({ name: 'shared rw', deleted: false });
   });
+
+  it('--scope owned (default) | shared | all sends permission_scope; --sort-by sends sort_by', async () => {
+    const a = sb.state.createCustomAudience(primary(), 'sc-b');
+    const b = sb.state.createCustomAudience(primary(), 'sc-a');
+    sb.state.createCustomAudience(secondary(), 'sc-own');
+    const as = ['--account', secondary(), '--query', 'sc-'];
+    const grant = ['permissions', 'grant', '--account', primary(), '--to', secondary()];
+    for (const id of [a.id, b.id]) expect((await ak([...grant, '--audience', id])).code).toBe(0);
+    const names = async (...extra: string[]) => {
+      const r = await ak(['audiences', 'list', ...as, '--json', ...extra]);
+      expect(r.code, r.stderr).toBe(0);
+      return (JSON.parse(r.stdout) as Listing<AudienceJson>).data.map((x) => x.name);
+    };
+    expect(await names()).toEqual(['sc-own']);
+    expect(await names('--scope', 'owned')).toEqual(['sc-own']);
+    expect(await names('--scope', 'shared', '--sort-by', 'name-asc')).toEqual(['sc-a', 'sc-b']);
+    expect(await names('--scope', 'shared', '--sort-by', 'name-desc')).toEqual(['sc-b', 'sc-a']);
+    expect(await names('--scope', 'all', '--count', '1')).toEqual(['sc-own', 'sc-b', 'sc-a']);
+    const cursor = await ak(['audiences', 'list', ...as, '--scope', 'all', '--cursor', 'abc']);
+    expect(cursor.code).toBe(2);
+    expect(cursor.stderr).toContain('--cursor cannot be combined with --scope all');
+    const table = await ak(['audiences', 'list', ...as, '--scope', 'shared']);
+    expect(table.stdout).toContain(primary());
+  });
+
+  it('reads a deleted audience back with with_deleted=true: get --with-deleted, delete says already deleted', async () => {
+    const gone = sb.state.createCustomAudience(primary(), 'rd-gone');
+    const ids = ['--account', primary(), '--audience', gone.id];
+    expect((await ak(['audiences', 'delete', ...ids])).code).toBe(0);
+    const plain = await ak(['audiences', 'get', ...ids]);
+    expect(plain.code).toBe(6);
+    expect(plain.stderr).toContain('HTTP 404');
+    expect(await akJson<AudienceJson>(['audiences', 'get', ...ids, '--with-deleted'])).toMatchObject({
+      id: gone.id,
+      deleted: true,
+    });
+    const again = await ak(['audiences', 'delete', ...ids]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain(`audience ${gone.id} is already deleted`);
+  });
 });
 
 describe('audiences wait', () => {

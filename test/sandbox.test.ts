@@ -245,6 +245,21 @@ describe('sandbox: envelope, paging and bounds', () => {
     expect(del.json.data).toMatchObject({ id: a.id, deleted: true });
     expect((await call(s, 'GET', base)).json.data).toEqual([]);
     expect((await call(s, 'GET', `${base}?with_deleted=true`)).json.data).toHaveLength(1);
+    // Reading one back: with_deleted defaults to false, so a deleted audience is a 404 without it.
+    expect((await call(s, 'GET', `${base}/${a.id}`)).status).toBe(404);
+    const back = await call(s, 'GET', `${base}/${a.id}?with_deleted=true`);
+    expect(back.json.data).toMatchObject({ id: a.id, deleted: true });
+  });
+
+  it('sorts the audience listing by sort_by (field-asc / field-desc)', async () => {
+    const s = await sandbox();
+    const base = `/12/accounts/${s.accounts.primary}/custom_audiences`;
+    for (const name of ['b', 'c', 'a']) s.state.createCustomAudience(s.accounts.primary, name);
+    const names = async (q: string) =>
+      ((await call(s, 'GET', `${base}?${q}`)).json.data as Array<{ name: string }>).map((a) => a.name);
+    expect(await names('sort_by=name-asc')).toEqual(['a', 'b', 'c']);
+    expect(await names('sort_by=name-desc')).toEqual(['c', 'b', 'a']);
+    expect((await call(s, 'GET', `${base}?sort_by=colour-asc`)).status).toBe(400);
   });
 
   it('refuses out-of-bounds counts, long id lists, bad cursors, bad booleans and unknown parameters', async () => {
@@ -548,10 +563,16 @@ describe('sandbox: permissions', () => {
       deleted: false,
     });
 
-    const seen = await call(s, 'GET', `/12/accounts/${secondary}/custom_audiences`);
+    // permission_scope defaults to OWNED, as documented: the grantee sees a shared audience only when it asks.
+    expect((await call(s, 'GET', `/12/accounts/${secondary}/custom_audiences`)).json.data).toEqual([]);
+    const seen = await call(s, 'GET', `/12/accounts/${secondary}/custom_audiences?permission_scope=SHARED`);
     expect(seen.json.data).toEqual([
       expect.objectContaining({ id: a.id, is_owner: false, permission_level: 'READ_ONLY', owner_account_id: primary }),
     ]);
+    expect(seen.json.request.params).toMatchObject({ permission_scope: 'SHARED' });
+    const owned = await call(s, 'GET', `/12/accounts/${primary}/custom_audiences?permission_scope=SHARED`);
+    expect(owned.json.data).toEqual([]);
+    expect((await call(s, 'GET', `/12/accounts/${secondary}/custom_audiences?permission_scope=ALL`)).status).toBe(400);
 
     const byGrantee = await call(
       s,

@@ -125,6 +125,13 @@ export async function postDoNotReachListUsers(
 
 const audiencesPath = (accountId: string) => `/12/accounts/${seg(accountId, 'account id')}/custom_audiences`;
 
+/**
+ * The platform's `permission_scope` of the audience listing: `OWNED` (its default: the account's own
+ * audiences) or `SHARED` (audiences other accounts granted it). Spelling: docs/design.md.
+ */
+export const PERMISSION_SCOPES = ['OWNED', 'SHARED'] as const;
+export type PermissionScope = (typeof PERMISSION_SCOPES)[number];
+
 export interface ListCustomAudiencesParams {
   accountId: string;
   /** Name prefix, case-insensitive. */
@@ -134,6 +141,10 @@ export interface ListCustomAudiencesParams {
   withDeleted?: boolean;
   withTotalCount?: boolean;
   customAudienceIds?: string[];
+  /** Without it the platform lists only the account's own audiences (`OWNED`). */
+  permissionScope?: PermissionScope;
+  /** `field-asc` or `field-desc`, e.g. `created_at-desc`. */
+  sortBy?: string;
 }
 
 export async function listCustomAudiences(c: AdsClient, p: ListCustomAudiencesParams): Promise<Page<CustomAudience>> {
@@ -150,19 +161,23 @@ export async function listCustomAudiences(c: AdsClient, p: ListCustomAudiencesPa
       with_deleted: p.withDeleted,
       with_total_count: p.withTotalCount,
       custom_audience_ids: p.customAudienceIds,
+      permission_scope: p.permissionScope,
+      sort_by: p.sortBy,
     },
     schema: pageEnvelope(customAudienceSchema),
   });
   return toPage(res.body);
 }
 
+/** `withDeleted`: a deleted audience is a 404 without it (the platform defaults it to false). */
 export async function getCustomAudience(
   c: AdsClient,
-  p: { accountId: string; customAudienceId: string },
+  p: { accountId: string; customAudienceId: string; withDeleted?: boolean },
 ): Promise<CustomAudience> {
   const res = await c.request({
     method: 'GET',
     path: `${audiencesPath(p.accountId)}/${seg(p.customAudienceId, 'custom audience id')}`,
+    query: { with_deleted: p.withDeleted },
     schema: dataEnvelope(customAudienceSchema),
   });
   return res.body.data;
@@ -195,7 +210,7 @@ export async function updateCustomAudience(
   return res.body.data;
 }
 
-/** A deleted audience stays readable (with `deleted: true`), which settles a retried DELETE's 404. */
+/** A deleted audience stays readable with `with_deleted=true` (`deleted: true`), which settles a retried DELETE's 404. */
 export async function deleteCustomAudience(
   c: AdsClient,
   p: { accountId: string; customAudienceId: string },
@@ -209,7 +224,7 @@ export async function deleteCustomAudience(
       });
       return res.body.data;
     },
-    () => getCustomAudience(c, p),
+    () => getCustomAudience(c, { accountId: p.accountId, customAudienceId: p.customAudienceId, withDeleted: true }),
   );
 }
 

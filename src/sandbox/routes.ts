@@ -4,7 +4,7 @@
  * reading, rate limits, faults) live in server.ts.
  */
 import { invalid, pageOf, QueryReader, SandboxApiFailure } from './params.js';
-import type { AudienceRec, DnrRec, SandboxPermissionLevel, SandboxStore } from './state.js';
+import type { AudienceRec, DnrRec, PermissionRec, SandboxPermissionLevel, SandboxStore } from './state.js';
 import type { CheckedOperation } from './users.js';
 
 export type RouteName =
@@ -134,7 +134,36 @@ export interface AdsReply {
 const NAME_MAX = 255;
 const DESCRIPTION_MAX = 1000;
 const PERMISSION_LEVELS: readonly SandboxPermissionLevel[] = ['READ_ONLY', 'READ_WRITE'];
-const PERMISSION_SORT = /^(id|created_at|updated_at|granted_account_id|permission_level)-(asc|desc)$/;
+type SortKey<T> = (x: T) => string | number;
+const PERMISSION_SORT: Record<string, SortKey<PermissionRec>> = {
+  id: (p) => p.id,
+  created_at: (p) => p.createdAt,
+  updated_at: (p) => p.updatedAt,
+  granted_account_id: (p) => p.grantedAccountId,
+  permission_level: (p) => p.level,
+};
+const AUDIENCE_SORT: Record<string, SortKey<AudienceRec>> = {
+  id: (a) => a.id,
+  name: (a) => a.name,
+  created_at: (a) => a.createdAt,
+  updated_at: (a) => a.updatedAt,
+  audience_size: (a) => a.users.size,
+};
+/** The `permission_scope` values of the audience listing (default OWNED, as the platform documents it). */
+const PERMISSION_SCOPES = ['OWNED', 'SHARED'] as const;
+
+/** Reads `sort_by` (`field-asc` / `field-desc`, the platform's form) and sorts `items` in place. */
+function sortByParam<T>(q: QueryReader, items: T[], fields: Record<string, SortKey<T>>): void {
+  const sortBy = q.string('sort_by');
+  if (sortBy === undefined) return;
+  const m = /^([a-z_]+)-(asc|desc)$/.exec(sortBy);
+  const key = m === null ? undefined : fields[m[1] ?? ''];
+  if (m === null || key === undefined) {
+    throw invalid('sort_by', `sort_by must be field-asc or field-desc; fields: ${Object.keys(fields).join(', ')}`);
+  }
+  const dir = m[2] === 'desc' ? -1 : 1;
+  items.sort((x, y) => (key(x) < key(y) ? -dir : key(x) > key(y) ? dir : 0));
+}
 export const OWNER_ONLY_PERMISSIONS = "Only the audience's owner account can manage its permissions";
 
 function notFound(what: string, parameter: string): SandboxApiFailure {
@@ -213,13 +242,15 @@ export class AdsRoutes {
         const prefix = q.string('q', { max: NAME_MAX })?.toLowerCase();
         const withDeleted = q.bool('with_deleted', false);
         const ids = q.ids('custom_audience_ids', 200);
+        const scope = q.oneOf('permission_scope', PERMISSION_SCOPES) ?? 'OWNED';
         const visible = [...s.audiences.values()].filter(
           (a) =>
-            (a.ownerAccountId === accountId || s.grantOf(a.id, accountId) !== undefined) &&
+            (scope === 'OWNED' ? a.ownerAccountId === accountId : s.grantOf(a.id, accountId) !== undefined) &&
             (withDeleted || !a.deleted) &&
             (prefix === undefined || a.name.toLowerCase().startsWith(prefix)) &&
             (ids === undefined || ids.includes(a.id)),
         );
+        sortByParam(q, visible, AUDIENCE_SORT);
         const { data, ...rest } = pageOf(visible, offset, count, withTotal);
         return ok(
           data.map((a) => s.audienceView(a, accountId)),
@@ -231,8 +262,13 @@ export class AdsRoutes {
         const description = q.string('description', { max: DESCRIPTION_MAX }) ?? null;
         return created(s.audienceView(s.insertAudience(accountId, name, description), accountId));
       }
-      case 'audiences.get':
-        return ok(s.audienceView(this.audience(req, accountId, 'read'), accountId));
+      case 'audiences.get': {
+        const a = this.audience(req, accountId, 'read');
+        // The platform defaults with_deleted to false: a deleted audience is not found without it.
+        const withDeleted = q.bool('with_deleted', false);
+        if (a.deleted && !withDeleted) throw notFound(`Audience ${a.id}`, 'custom_audience_id');
+        return ok(s.audienceView(a, accountId));
+      }
       case 'audiences.update': {
         const a = this.audience(req, accountId, 'owner');
         const name = q.string('name', { max: NAME_MAX });
@@ -355,14 +391,6 @@ export class AdsRoutes {
     const offset = q.cursor(withTotal);
     const granted = q.ids('granted_account_ids', 200);
     const ids = q.ids(kind === 'custom' ? 'custom_audience_permission_ids' : 'tailored_audience_permission_ids', 200);
-    const sortBy = q.string('sort_by');
-    const sort = sortBy === undefined ? undefined : PERMISSION_SORT.exec(sortBy);
-    if (sort === null) {
-      throw invalid(
-        'sort_by',
-        'sort_by must be field-asc or field-desc; fields: id, created_at, updated_at, granted_account_id, permission_level',
-      );
-    }
     const isOwner = a.ownerAccountId === accountId;
     const perms = [...this.store.permissions.values()].filter(
       (p) =>
@@ -373,21 +401,7 @@ export class AdsRoutes {
         (granted === undefined || granted.includes(p.grantedAccountId)) &&
         (ids === undefined || ids.includes(p.id)),
     );
-    if (sort !== undefined) {
-      const field = sort[1] ?? 'id';
-      const dir = sort[2] === 'desc' ? -1 : 1;
-      const value = (p: (typeof perms)[number]): string | number =>
-        field === 'created_at'
-          ? p.createdAt
-          : field === 'updated_at'
-            ? p.updatedAt
-            : field === 'granted_account_id'
-              ? p.grantedAccountId
-              : field === 'permission_level'
-                ? p.level
-                : p.id;
-      perms.sort((x, y) => (value(x) < value(y) ? -dir : value(x) > value(y) ? dir : 0));
-    }
+    sortByParam(q, perms, PERMISSION_SORT);
     const { data, ...rest } = pageOf(perms, offset, count, withTotal);
     return ok(
       data.map((p) => this.store.permissionView(p, kind)),

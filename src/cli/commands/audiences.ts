@@ -12,6 +12,7 @@ import {
   updateCustomAudience,
   type AdsClient,
   type CustomAudience,
+  type PermissionScope,
 } from '../../internal.js';
 import { parseDuration, withClient } from '../connection.js';
 import type { CliContext } from '../context.js';
@@ -34,6 +35,7 @@ import {
   type AccountArgs,
   type AudienceArgs,
   type ListArgs,
+  type ListResult,
   type NameArgs,
 } from '../manage.js';
 import { handle, writeJson, writeLine, type Column, type GlobalArgs } from '../output.js';
@@ -69,6 +71,37 @@ interface AudienceListArgs extends AccountArgs, ListArgs {
   query?: string;
   withDeleted?: boolean;
   ids?: string[];
+  scope: 'owned' | 'shared' | 'all';
+  sortBy?: string;
+}
+
+const SCOPES: Readonly<Record<AudienceListArgs['scope'], readonly PermissionScope[]>> = {
+  owned: ['OWNED'],
+  shared: ['SHARED'],
+  // No documented value means both: two listings, each followed to its last page.
+  all: ['OWNED', 'SHARED'],
+};
+
+/** `--scope all` is two listings: a cursor belongs to one of them, so every page of both is read. */
+function scopeListArgs(args: AudienceListArgs): AudienceListArgs {
+  if (args.scope !== 'all') return args;
+  if (args.cursor !== undefined) {
+    throw new ConfigError('invalid_parameter', '--cursor cannot be combined with --scope all', {
+      fix: 'page one scope at a time (--scope owned or --scope shared) with --cursor, or drop --cursor',
+    });
+  }
+  return { ...args, all: true };
+}
+
+/** One listing per scope, as one: every page was read when there are several (scopeListArgs). */
+function mergeLists<T>(parts: readonly ListResult<T>[]): ListResult<T> {
+  if (parts.length === 1 && parts[0] !== undefined) return parts[0];
+  const totals = parts.map((p) => p.total_count);
+  return {
+    data: parts.flatMap((p) => p.data),
+    next_cursor: null,
+    ...(totals.every((t) => t !== undefined) ? { total_count: totals.reduce((a, b) => a + b, 0) } : {}),
+  };
 }
 
 function listCommand(ctx: CliContext): CommandModule<GlobalArgs, AudienceListArgs> {
@@ -84,41 +117,71 @@ function listCommand(ctx: CliContext): CommandModule<GlobalArgs, AudienceListArg
           array: true,
           describe: 'Only these audience ids (comma-separated or repeated, up to 200)',
         })
+        .option('scope', {
+          choices: ['owned', 'shared', 'all'] as const,
+          default: 'owned' as const,
+          describe:
+            "The platform's permission_scope: the account's own audiences, those other accounts shared with it, or both (all pages)",
+        })
+        .option('sort-by', {
+          type: 'string',
+          requiresArg: true,
+          describe: 'field-asc or field-desc, e.g. created_at-desc, name-asc',
+        })
         .example('$0 audiences list --account 18ce54d4x5t', 'First page as a table')
+        .example('$0 audiences list --account 18ce54d4x5t --scope shared', 'Audiences other accounts shared with it')
         .example(
           '$0 audiences list --account 18ce54d4x5t --query crm- --all --json',
           'Every audience named crm-*, as JSON',
         ) as unknown as Argv<AudienceListArgs>,
     handler: handle(ctx, async (args: AudienceListArgs) => {
-      const list = pagedLister(args);
+      const list = pagedLister(scopeListArgs(args));
       const ids = parseIdList(args.ids, '--ids');
-      const result = await withClient(ctx, args, (client) =>
-        list((page) =>
-          listCustomAudiences(client, {
-            accountId: args.account,
-            ...definedOnly({ q: args.query, withDeleted: args.withDeleted, customAudienceIds: ids }),
-            ...page,
-          }),
-        ),
-      );
+      const filters = definedOnly({
+        q: args.query,
+        withDeleted: args.withDeleted,
+        customAudienceIds: ids,
+        sortBy: args.sortBy,
+      });
+      const result = await withClient(ctx, args, async (client) => {
+        const parts: ListResult<CustomAudience>[] = [];
+        for (const permissionScope of SCOPES[args.scope]) {
+          parts.push(
+            await list((page) =>
+              listCustomAudiences(client, { accountId: args.account, permissionScope, ...filters, ...page }),
+            ),
+          );
+        }
+        return mergeLists(parts);
+      });
       const columns = args.withDeleted === true ? [...AUDIENCE_COLUMNS, DELETED_COLUMN] : AUDIENCE_COLUMNS;
       printList(ctx, args, result, columns, 'custom audiences');
     }),
   };
 }
 
-function getCommand(ctx: CliContext): CommandModule<GlobalArgs, AudienceArgs> {
+interface GetArgs extends AudienceArgs {
+  withDeleted?: boolean;
+}
+
+function getCommand(ctx: CliContext): CommandModule<GlobalArgs, GetArgs> {
   return {
     command: 'get',
     describe: 'Show one audience: size, targetable and why not, owner',
     builder: (y) =>
-      withAudienceOption(y).example(
-        '$0 audiences get --account 18ce54d4x5t --audience 1nmth',
-        'Size, targetable, reasons_not_targetable, owner_account_id',
-      ),
-    handler: handle(ctx, async (args: AudienceArgs) => {
+      withAudienceOption(y)
+        .option('with-deleted', { type: 'boolean', describe: 'Show the audience even if it is deleted' })
+        .example(
+          '$0 audiences get --account 18ce54d4x5t --audience 1nmth',
+          'Size, targetable, reasons_not_targetable, owner_account_id',
+        ),
+    handler: handle(ctx, async (args: GetArgs) => {
       const audience = await withClient(ctx, args, (client) =>
-        getCustomAudience(client, { accountId: args.account, customAudienceId: args.audience }),
+        getCustomAudience(client, {
+          accountId: args.account,
+          customAudienceId: args.audience,
+          ...definedOnly({ withDeleted: args.withDeleted }),
+        }),
       );
       printObject(ctx, args, audience, AUDIENCE_FIELDS);
     }),
@@ -174,7 +237,8 @@ function deleteCommand(ctx: CliContext): CommandModule<GlobalArgs, DeleteArgs> {
     handler: handle(ctx, async (args: DeleteArgs) => {
       const ids = { accountId: args.account, customAudienceId: args.audience };
       const deleted = await withClient(ctx, args, async (client) => {
-        const audience = await getCustomAudience(client, ids);
+        // with_deleted: without it a deleted audience is a 404, not the "already deleted" it is.
+        const audience = await getCustomAudience(client, { ...ids, withDeleted: true });
         if (audience.deleted === true) {
           throw new ConfigError('audience_already_deleted', `audience ${args.audience} is already deleted`, {
             fix: `nothing to do; deleted audiences show with \`audience-kit audiences list --account ${args.account} --with-deleted\``,
@@ -245,7 +309,11 @@ async function pollUntilTargetable(
   for (let polls = 1; ; polls += 1) {
     let state: string;
     try {
-      audience = await getCustomAudience(client, { accountId: args.account, customAudienceId: args.audience });
+      audience = await getCustomAudience(client, {
+        accountId: args.account,
+        customAudienceId: args.audience,
+        withDeleted: true,
+      });
       lastError = undefined;
       const stop = audience.targetable === true ? 'targetable' : hopeless(audience);
       if (stop !== undefined) return { stop, audience, lastError, polls };
