@@ -24,6 +24,11 @@ export const EXIT_CODES = {
   api: 6,
   /** A wait (for example `audiences wait`) ran out of time. */
   timeout: 7,
+  /**
+   * The machine refused: disk full, a state directory or output not writable, a planted
+   * symlink, a lock held by another process. Nothing is wrong with the input or the platform.
+   */
+  environment: 8,
   /** Interrupted by SIGINT; the journal was saved. */
   interrupted: 130,
 } as const;
@@ -126,8 +131,14 @@ export const ERROR_CODES = [
   'batch_count_mismatch',
   'response_shape',
   'response_not_json',
-  // AudienceKitError itself: a lock file held by another process.
+  // EnvironmentError: the disk, the file system or another process refused.
   'file_locked',
+  'disk_full',
+  'state_not_writable',
+  'path_is_symlink',
+  'path_not_file',
+  'path_not_directory',
+  'io_error',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -261,8 +272,66 @@ export class BatchVerificationError extends AudienceKitError {
 /** The response had a 2xx status but not the documented shape. */
 export class ResponseShapeError extends AudienceKitError {}
 
+/**
+ * The environment refused an operation on a file the tool reads or writes (state directory,
+ * journal, audit log, lock, outputs): the message names the path and what failed, the fix what
+ * to change on the machine. Exit code 8, never "internal error".
+ */
+export class EnvironmentError extends AudienceKitError {
+  /** The path concerned. */
+  readonly path: string;
+  constructor(code: ErrorCode, message: string, init: ErrorOptions & { path: string }) {
+    super(code, message, init);
+    this.path = init.path;
+  }
+}
+
+/** Why an fs call failed, as an EnvironmentError; errors of ours are returned unchanged. */
+export function environmentError(error: unknown, action: string, path: string): unknown {
+  if (error instanceof AudienceKitError) return error;
+  const errno = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (errno === undefined || typeof errno !== 'string') return error;
+  const init = { path, cause: error };
+  switch (errno) {
+    case 'ENOSPC':
+    case 'EDQUOT':
+      return new EnvironmentError('disk_full', `disk full (${errno}) while ${action} ${path}`, {
+        ...init,
+        fix: 'free space on that disk (or use a --state-dir / output on another one), then run again (an upload: with --resume)',
+      });
+    case 'EACCES':
+    case 'EPERM':
+    case 'EROFS':
+      return new EnvironmentError('state_not_writable', `${path} is not writable (${errno}) while ${action} it`, {
+        ...init,
+        fix: 'fix the permissions (or mount the disk read-write), or pass a writable --state-dir / output path',
+      });
+    case 'ELOOP':
+      return new EnvironmentError('path_is_symlink', `${path} is a symbolic link: refused while ${action} it`, {
+        ...init,
+        fix: 'audience-kit never writes through a symbolic link: remove the link or pass another path',
+      });
+    case 'EISDIR':
+      return new EnvironmentError('path_not_file', `${path} is a directory, not a file (while ${action} it)`, {
+        ...init,
+        fix: 'remove or rename that directory, or pass another path',
+      });
+    case 'ENOTDIR':
+      return new EnvironmentError('path_not_directory', `${path} (or a parent of it) is not a directory (${errno})`, {
+        ...init,
+        fix: 'pass a --state-dir that is a directory (or that does not exist yet)',
+      });
+    default:
+      return new EnvironmentError('io_error', `I/O error (${errno}) while ${action} ${path}`, {
+        ...init,
+        fix: 'check the disk and the file system (dmesg, df), then run again',
+      });
+  }
+}
+
 /** Exit code for an error thrown out of a command. */
 export function exitCodeFor(error: unknown): ExitCode {
+  if (error instanceof EnvironmentError) return EXIT_CODES.environment;
   if (error instanceof ConfigError) return EXIT_CODES.usage;
   if (error instanceof InputError) return EXIT_CODES.input;
   if (error instanceof AuthError) return EXIT_CODES.auth;

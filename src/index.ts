@@ -19,6 +19,7 @@ export {
   TimeoutError,
   BatchVerificationError,
   ResponseShapeError,
+  EnvironmentError,
   type ErrorCode,
 } from './errors.js';
 export { JournalError } from './state/journal.js';

@@ -59,6 +59,7 @@ export function buildParser(argv: readonly string[], ctx: CliContext): Argv<Glob
         partial: 'partial upload',
         api: 'API/network failure',
         timeout: 'timeout',
+        environment: 'disk/permissions/lock (environment)',
         interrupted: 'interrupted',
       })}\nDocs: README.md. Every identifier is hashed on this machine before anything is sent.`,
     )

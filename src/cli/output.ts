@@ -1,4 +1,4 @@
-import { AudienceKitError, EXIT_CODES, exitCodeFor, HttpError } from '../internal.js';
+import { AudienceKitError, environmentError, EXIT_CODES, exitCodeFor, HttpError } from '../internal.js';
 import type { CliContext } from './context.js';
 
 export type ExitCodeName = keyof typeof EXIT_CODES;
@@ -67,6 +67,7 @@ function formatCell(value: unknown): string {
  * return the documented exit code. Never prints request headers or bodies.
  */
 export function reportError(ctx: CliContext, error: unknown, debug: boolean): number {
+  error = fromFsError(error);
   if (error instanceof AudienceKitError) {
     writeLine(ctx.stderr, `error: ${error.message}`);
     if (error instanceof HttpError) {
@@ -87,6 +88,25 @@ export function reportError(ctx: CliContext, error: unknown, debug: boolean): nu
     writeLine(ctx.stderr, error.stack);
   }
   return exitCodeFor(error);
+}
+
+const ENVIRONMENT_ERRNOS = new Set([
+  'ENOSPC',
+  'EDQUOT',
+  'EACCES',
+  'EPERM',
+  'EROFS',
+  'ELOOP',
+  'EISDIR',
+  'ENOTDIR',
+  'EIO',
+]);
+
+/** An fs failure that escaped as a raw Node error (an output stream, say) is the environment's, not a bug. */
+function fromFsError(error: unknown): unknown {
+  const e = error as NodeJS.ErrnoException | undefined;
+  if (e?.code === undefined || e.syscall === undefined || !ENVIRONMENT_ERRNOS.has(e.code)) return error;
+  return environmentError(error, e.syscall === 'open' ? 'opening' : 'writing', e.path ?? 'a file');
 }
 
 /**

@@ -15,8 +15,6 @@ import {
   constants,
   existsSync,
   fstatSync,
-  fsyncSync,
-  mkdirSync,
   openSync,
   readFileSync,
   readSync,
@@ -26,9 +24,10 @@ import {
 } from 'node:fs';
 import { dirname } from 'node:path';
 import { z } from 'zod';
-import { AudienceKitError, ConfigError, InputError } from '../errors.js';
+import { AudienceKitError, ConfigError, environmentError, InputError } from '../errors.js';
 import { sleep } from '../util/clock.js';
 import { sha256Hex } from '../util/sha256.js';
+import { appendWhole, ensureDir, openNoFollow } from './fs.js';
 
 /** `prev` of the first record: SHA-256 of this fixed text. */
 export const AUDIT_GENESIS = sha256Hex('audience-kit audit log v1');
@@ -105,6 +104,8 @@ export interface AuditCounts {
   rate_limit_waits: number;
   success_count: number;
   total_count: number;
+  /** Batches confirmed by the platform that the journal could not record (disk full). */
+  unrecorded_batches?: number;
 }
 
 export interface AuditRunEnd {
@@ -154,19 +155,20 @@ export async function appendAuditRecord(
   record: AuditRecord,
   options: AuditLockOptions = {},
 ): Promise<ChainedAuditRecord> {
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  ensureDir(dirname(path));
   const release = await acquireFileLock(`${path}.lock`, options);
   try {
-    const fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT, 0o600);
+    const fd = openNoFollow(path, 'append');
     try {
       const { line, endsWithNewline } = lastLine(path);
       const prev = line === undefined ? AUDIT_GENESIS : sha256Hex(line);
       const chained: ChainedAuditRecord = { ...record, prev };
       // A torn last line (crash mid-write) stays visible to verify; the new record starts a new line.
       const text = `${endsWithNewline ? '' : '\n'}${JSON.stringify(chained)}\n`;
-      writeSync(fd, Buffer.from(text, 'utf8'));
-      fsyncSync(fd);
+      appendWhole(fd, Buffer.from(text, 'utf8'), path);
       return chained;
+    } catch (error) {
+      throw environmentError(error, 'appending to the audit log', path);
     } finally {
       closeSync(fd);
     }

@@ -17,20 +17,17 @@
 import {
   closeSync,
   existsSync,
-  fsyncSync,
   ftruncateSync,
-  mkdirSync,
   openSync,
   readFileSync,
   renameSync,
   rmSync,
-  writeFileSync,
-  writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
 import { acquireFileLock } from './audit.js';
 import type { BatchGroup } from '../upload/batch.js';
-import { ConfigError } from '../errors.js';
+import { ConfigError, environmentError } from '../errors.js';
+import { appendWhole, ensureDir, openNoFollow, stateFs, writeFileNoFollow } from './fs.js';
 import { VERSION } from '../version.js';
 import { sha256Hex } from '../util/sha256.js';
 
@@ -278,9 +275,7 @@ export class RunJournal {
     const now = options.now ?? (() => new Date());
     const id = journalKeyId(key);
     const dir = journalDir(stateDir, id);
-    mkdirSync(stateDir, { recursive: true, mode: 0o700 });
-    mkdirSync(join(stateDir, 'runs'), { recursive: true, mode: 0o700 });
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    ensureDir(dir);
     const release = await acquireFileLock(join(dir, 'lock'), { timeoutMs: 2000 }).catch((error: unknown) => {
       throw new JournalError(
         'run_in_progress',
@@ -291,6 +286,7 @@ export class RunJournal {
         },
       );
     });
+    let fd = -1;
     try {
       const path = join(dir, 'journal.jsonl');
       let state: JournalState | undefined;
@@ -315,7 +311,7 @@ export class RunJournal {
         rmSync(join(dir, 'failed'), { recursive: true, force: true });
         state = foldJournal([]);
       }
-      const fd = openSync(path, 'a', 0o600);
+      fd = openNoFollow(path, 'append');
       const journal = new RunJournal({ key: id, dir, path, fd, state, release, resumed, now });
       if (!resumed) {
         journal.append({
@@ -333,15 +329,16 @@ export class RunJournal {
       journal.append({ type: 'run', run_id: options.runId, at: now().toISOString(), resumed });
       return journal;
     } catch (error) {
+      if (fd >= 0) closeSync(fd);
       release();
-      throw error;
+      throw environmentError(error, 'opening the run journal in', dir);
     }
   }
 
+  /** One line, fsynced, whole or not at all (EnvironmentError when the disk refuses). */
   private append(line: JournalLine): void {
+    appendWhole(this.fd, Buffer.from(`${JSON.stringify(line)}\n`, 'utf8'), this.path);
     if (line.type === 'header') this.state.header = line;
-    writeSync(this.fd, Buffer.from(`${JSON.stringify(line)}\n`, 'utf8'));
-    fsyncSync(this.fd);
   }
 
   /** Confirmed batches of earlier runs (index → content hash). */
@@ -401,7 +398,7 @@ export class RunJournal {
     sha256: string,
     reason: string,
   ): void {
-    mkdirSync(join(this.dir, 'failed'), { recursive: true, mode: 0o700 });
+    ensureDir(join(this.dir, 'failed'));
     const base = this.failedBasePath(batch.index);
     writeDurable(`${base}.body.json`, batch.body);
     writeDurable(`${base}.lines`, Buffer.from(batch.lines.buffer, batch.lines.byteOffset, batch.lines.byteLength));
@@ -481,11 +478,13 @@ export class RunJournal {
   }
 }
 
-function writeDurable(path: string, data: string | Buffer): void {
-  writeFileSync(path, data, { mode: 0o600 });
+function writeDurable(path: string, data: Buffer): void {
+  writeFileNoFollow(path, data);
   const fd = openSync(path, 'r');
   try {
-    fsyncSync(fd);
+    stateFs.fsyncSync(fd);
+  } catch (error) {
+    throw environmentError(error, 'writing', path);
   } finally {
     closeSync(fd);
   }

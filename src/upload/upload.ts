@@ -32,6 +32,7 @@ import {
   AuthError,
   BatchVerificationError,
   ConfigError,
+  EnvironmentError,
   EXIT_CODES,
   exitCodeFor,
   HttpError,
@@ -167,6 +168,11 @@ export interface UploadReport {
   total_count: number;
   operation_errors: OperationErrorReport[];
   operation_errors_total: number;
+  /**
+   * Batches the platform confirmed whose journal record could not be written (disk full): the
+   * run stopped there; a resumed run sends them again (Update treats repeats as no-ops).
+   */
+  unrecorded_batches: number[];
   started_at: string;
   ended_at: string;
   duration_ms: number;
@@ -565,6 +571,7 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
     usersFailed: 0,
     opErrors: [] as OperationErrorReport[],
     opErrorsTotal: 0,
+    unrecorded: [] as number[],
   };
   let fatal: unknown;
   let lastProgress = Number.NEGATIVE_INFINITY;
@@ -648,7 +655,15 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
         r.total += v.total;
         r.confirmed++;
         r.usersConfirmed += batch.users;
-        journal?.recordConfirmed(batch.index, batch.sha256 ?? batchDigest(batch.body), batch.users);
+        try {
+          journal?.recordConfirmed(batch.index, batch.sha256 ?? batchDigest(batch.body), batch.users);
+        } catch (error) {
+          // Confirmed but not recorded (disk full): never re-send it as if the send had failed;
+          // stop, and say which batches a resumed run will send again.
+          r.unrecorded.push(batch.index);
+          fatal ??= error;
+          return;
+        }
         progress(false, true);
         return;
       } catch (error) {
@@ -665,7 +680,11 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
           const { code, reason } = describeFailure(error);
           r.failed.push({ index: batch.index, users: batch.users, reason, code });
           r.usersFailed += batch.users;
-          journal?.recordFailed(batch, batch.sha256 ?? batchDigest(batch.body), reason);
+          try {
+            journal?.recordFailed(batch, batch.sha256 ?? batchDigest(batch.body), reason);
+          } catch (journalError) {
+            fatal ??= journalError;
+          }
           return;
         }
         r.resends++;
@@ -831,8 +850,14 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
   if (inputError !== undefined && r.requests === 0 && r.skipped === 0) throw inputError;
   fatal ??= inputError;
 
+  if (inputEnded && fatal === undefined && !interrupted && r.failed.length === 0 && journal !== undefined && !dryRun) {
+    try {
+      journal.markComplete();
+    } catch (error) {
+      fatal = error;
+    }
+  }
   const allConfirmed = inputEnded && fatal === undefined && !interrupted && r.failed.length === 0;
-  if (allConfirmed && journal !== undefined && !dryRun) journal.markComplete();
 
   const endedMs = clock.now();
   const stats = client?.stats();
@@ -875,19 +900,22 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
     total_count: r.total,
     operation_errors: r.opErrors,
     operation_errors_total: r.opErrorsTotal,
+    unrecorded_batches: r.unrecorded,
     started_at: startedAt.toISOString(),
     ended_at: new Date(endedMs).toISOString(),
     duration_ms: endedMs - startedMs,
     exit_code:
-      status === 'completed'
-        ? EXIT_CODES.ok
-        : status === 'interrupted'
-          ? EXIT_CODES.interrupted
-          : status === 'partial'
-            ? EXIT_CODES.partial
-            : fatal !== undefined
-              ? exitCodeFor(fatal)
-              : EXIT_CODES.api,
+      fatal instanceof EnvironmentError
+        ? EXIT_CODES.environment
+        : status === 'completed'
+          ? EXIT_CODES.ok
+          : status === 'interrupted'
+            ? EXIT_CODES.interrupted
+            : status === 'partial'
+              ? EXIT_CODES.partial
+              : fatal !== undefined
+                ? exitCodeFor(fatal)
+                : EXIT_CODES.api,
   };
   if (fatal !== undefined) {
     const e = fatal instanceof AudienceKitError ? fatal : undefined;

@@ -44,7 +44,15 @@ import { clientFromArgs, withConnectionOptions, withDebugLines, type ConnectionA
 import type { CliContext } from '../context.js';
 import { renderHashSummary } from '../hash-summary.js';
 import { addHashOptions, hashOptionsFromArgs, printInputMapping, type HashOptionArgs } from '../hash-options.js';
-import { exitCodesEpilogue, handle, renderFields, writeJson, writeLine, type GlobalArgs } from '../output.js';
+import {
+  exitCodesEpilogue,
+  handle,
+  renderFields,
+  reportError,
+  writeJson,
+  writeLine,
+  type GlobalArgs,
+} from '../output.js';
 
 interface UploadArgs extends GlobalArgs, HashOptionArgs, ConnectionArgs {
   file: string;
@@ -129,6 +137,7 @@ function auditCounts(c: UploadReport | undefined): AuditCounts {
     rate_limit_waits: c?.rate_limit_waits ?? 0,
     success_count: c?.success_count ?? 0,
     total_count: c?.total_count ?? 0,
+    unrecorded_batches: c?.unrecorded_batches.length ?? 0,
   };
 }
 
@@ -168,6 +177,11 @@ function printReport(
     fields.push(['users too large to send', `${report.oversized_users} (lines ${report.oversized_lines.join(', ')})`]);
   if (report.batches_failed > 0)
     fields.push(['batches failed', `${report.batches_failed} (${report.users_failed} users)`]);
+  if (report.unrecorded_batches.length > 0)
+    fields.push([
+      'unrecorded batches',
+      `${report.unrecorded_batches.length} (confirmed, but the journal could not record them: a --resume sends them again)`,
+    ]);
   if (report.operation_errors_total > 0) {
     const lines = report.operation_errors.map((e) => e.line).filter((l) => l !== null);
     fields.push([
@@ -346,6 +360,7 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
             auth: 'authentication/permission',
             partial: 'partial upload (failed batches kept for --resume)',
             api: 'API/network failure',
+            environment: 'disk full, state not writable, symlink refused or run locked',
             interrupted: 'interrupted (journal saved)',
           }),
         ) as never,
@@ -557,6 +572,7 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
           printer?.finish();
           if (!dryRun) {
             const now = new Date();
+            // The run's own error is the one to report, even when the audit log fails too.
             await appendAuditRecord(auditPath, {
               event: 'run_end',
               run_id: runId,
@@ -567,13 +583,15 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
               input: { name: input.name, rows: run.summary.rows, sha256 },
               counts: auditCounts(undefined),
               error: error instanceof Error && 'code' in error ? String(error.code) : 'internal',
-            });
+            }).catch((auditError: unknown) => reportError(ctx, auditError, args.debug === true));
           }
           throw error;
         }
         printer?.finish();
         journal?.close();
 
+        // A failed audit append still lets the report be printed (what was sent matters most).
+        let auditError: unknown;
         if (!dryRun) {
           await appendAuditRecord(auditPath, {
             event: 'run_end',
@@ -585,6 +603,8 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
             input: { name: input.name, rows: report.rows, sha256 },
             counts: auditCounts(report),
             ...(report.error === undefined ? {} : { error: report.error.code }),
+          }).catch((error: unknown) => {
+            auditError = error;
           });
         }
 
@@ -606,6 +626,7 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
             ...(sandboxInfo === undefined ? {} : { sandbox: sandboxInfo }),
           });
         else printReport(ctx, report, run, extra);
+        if (auditError !== undefined) return reportError(ctx, auditError, args.debug === true);
         return report.exit_code;
       } finally {
         ctx.signal.removeEventListener('abort', onInterrupt);

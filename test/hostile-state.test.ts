@@ -1,0 +1,261 @@
+/**
+ * Damaged state and a hostile environment: full disks (an injected writer: no small tmpfs to
+ * fill here), state paths that are files or links, torn appends, forged journals, stale locks.
+ */
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from './helpers/cli.js';
+import { createClient, type AdsClient } from '../src/api/index.js';
+import { EnvironmentError, EXIT_CODES } from '../src/errors.js';
+import type { AudienceUser } from '../src/identifiers/normalize.js';
+import { startSandbox, type Sandbox } from '../src/sandbox/index.js';
+import { appendAuditRecord, verifyAuditLog, type AuditRunStart } from '../src/state/audit.js';
+import { stateFs } from '../src/state/fs.js';
+import { RunJournal, type JournalKey } from '../src/state/journal.js';
+import { uploadAudience } from '../src/upload/upload.js';
+
+const tmp = mkdtempSync(join(tmpdir(), 'ak-hostile-state-'));
+const realWrite = stateFs.writeSync;
+afterEach(() => {
+  stateFs.writeSync = realWrite;
+});
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+let dirs = 0;
+const newDir = (): string => {
+  const d = join(tmp, `d${dirs++}`);
+  mkdirSync(d);
+  return d;
+};
+
+/** Make writes to files whose path matches `target` fail with ENOSPC after `okWrites` succeeded (the first short). */
+function fillDiskFor(target: RegExp, okWrites = 0): void {
+  let left = okWrites;
+  stateFs.writeSync = (fd, buffer, offset, length) => {
+    if (!target.test(readlinkSync(`/proc/self/fd/${fd}`))) return realWrite(fd, buffer, offset, length);
+    if (left-- > 0) return realWrite(fd, buffer, offset, length);
+    // A short write first (half the record), then the disk is full.
+    if (length > 1 && left === -1) return realWrite(fd, buffer, offset, Math.floor(length / 2));
+    throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', syscall: 'write' });
+  };
+}
+
+const startRecord = (runId: string): AuditRunStart => ({
+  event: 'run_start',
+  run_id: runId,
+  at: '2026-01-01T00:00:00.000Z',
+  tool_version: 'test',
+  account_id: 'acc',
+  target: { kind: 'custom_audience', id: 'aud' },
+  operation: 'update',
+  input: { name: 'x.csv', size: 1, sha256: null },
+  options: {
+    default_country: null,
+    country_column: null,
+    phone_format: 'digits',
+    input_hashed: 'auto',
+    mapping: {},
+    effective_at: null,
+    expires_at: null,
+    max_body_bytes: 5_000_000,
+    max_operations: 2500,
+    max_users_per_operation: 10_000,
+  },
+  resumed: false,
+  sandbox: false,
+});
+
+describe('full disk: appends are whole records or nothing', () => {
+  it('a torn audit append is truncated back: the log still verifies and the next append links to it', async () => {
+    const path = join(newDir(), 'audit.jsonl');
+    await appendAuditRecord(path, startRecord('r1'));
+    const before = readFileSync(path);
+    fillDiskFor(/audit\.jsonl$/);
+    const err = await appendAuditRecord(path, startRecord('r2')).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(EnvironmentError);
+    expect(err).toMatchObject({ code: 'disk_full', path });
+    expect((err as Error).message).toMatch(/^disk full \(ENOSPC\) while appending to .*audit\.jsonl$/);
+    expect(readFileSync(path)).toEqual(before);
+    stateFs.writeSync = realWrite;
+    await appendAuditRecord(path, startRecord('r3'));
+    expect(verifyAuditLog(path)).toMatchObject({ ok: true, records: 2 });
+  });
+
+  it('a journal append that fails leaves no torn line', async () => {
+    const dir = newDir();
+    const key: JournalKey = {
+      input: { name: 'crm.csv', size: 10, sha256: 'a'.repeat(64) },
+      accountId: 'acc',
+      target: { kind: 'custom_audience', id: 'aud' },
+      options: {},
+    };
+    const journal = await RunJournal.open(dir, key, { mode: 'new', runId: 'r1' });
+    const before = readFileSync(journal.path);
+    fillDiskFor(/journal\.jsonl$/);
+    expect(() => journal.recordConfirmed(0, 'b'.repeat(64), 3)).toThrow(EnvironmentError);
+    expect(readFileSync(journal.path)).toEqual(before);
+    journal.close();
+  });
+
+  it('a state directory that is a file is an environment error (exit 8), not an internal one', async () => {
+    const file = join(newDir(), 'state');
+    writeFileSync(file, 'not a directory');
+    const key: JournalKey = {
+      input: { name: 'crm.csv', size: 10, sha256: 'a'.repeat(64) },
+      accountId: 'acc',
+      target: { kind: 'custom_audience', id: 'aud' },
+      options: {},
+    };
+    const err = await RunJournal.open(file, key, { mode: 'new', runId: 'r1' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(EnvironmentError);
+    expect(err).toMatchObject({ code: 'path_not_directory' });
+  });
+});
+
+describe('full disk during an upload', () => {
+  let sandbox: Sandbox;
+  let client: AdsClient;
+  beforeAll(async () => {
+    sandbox = await startSandbox({ seed: 11 });
+    client = createClient({
+      adsBaseUrl: sandbox.adsBaseUrl,
+      credentials: sandbox.credentials,
+      clock: { now: () => Date.now(), sleep: async () => {} },
+      retry: { baseMs: 1, maxMs: 2 },
+    });
+  });
+  afterAll(async () => {
+    await client.close();
+    await sandbox.close();
+  });
+
+  const sha = (s: string): string => createHash('sha256').update(s).digest('hex');
+  const users = (n: number): AudienceUser[] => Array.from({ length: n }, (_, i) => ({ email: [sha(`u${i}@x.io`)] }));
+  const batchPosts = (): number =>
+    sandbox.state.requests.filter((r) => r.method === 'POST' && /\/users$/.test(r.path)).length;
+
+  it('a confirmed batch the journal cannot record is not re-sent: the run stops, says so, exits 8', async () => {
+    const audienceId = sandbox.state.createCustomAudience(sandbox.accounts.primary, 'full-disk').id;
+    const key: JournalKey = {
+      input: { name: 'crm.csv', size: 10, sha256: 'c'.repeat(64) },
+      accountId: sandbox.accounts.primary,
+      target: { kind: 'custom_audience', id: audienceId },
+      options: {},
+    };
+    const journal = await RunJournal.open(newDir(), key, { mode: 'new', runId: 'r1' });
+    const postsBefore = batchPosts();
+    fillDiskFor(/journal\.jsonl$/, 2);
+    const report = await uploadAudience({
+      client,
+      accountId: sandbox.accounts.primary,
+      target: { customAudienceId: audienceId },
+      users: users(2000),
+      limits: { maxBodyBytes: 20_000 },
+      concurrency: 1,
+      journal,
+      clock: { now: () => Date.now(), sleep: async () => {} },
+    });
+    journal.close();
+    expect(report.exit_code).toBe(EXIT_CODES.environment);
+    expect(report.error).toMatchObject({ code: 'disk_full' });
+    expect(report.batches_confirmed).toBe(3);
+    expect(report.unrecorded_batches).toEqual([2]);
+    expect(report.status).toBe('partial');
+    // Three requests, three batches: nothing was sent twice and nothing after the failure.
+    expect(batchPosts() - postsBefore).toBe(3);
+    expect(report.requests).toBe(3);
+  });
+});
+
+async function cli(
+  args: string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+): Promise<{ code: number; out: string; err: string }> {
+  const r = await runCli(args, { cwd, env });
+  return { code: r.code ?? -1, out: r.stdout, err: r.stderr };
+}
+
+describe('full disk through the CLI', () => {
+  let sandbox: Sandbox;
+  let env: NodeJS.ProcessEnv;
+  beforeAll(async () => {
+    sandbox = await startSandbox({ seed: 12 });
+    env = {
+      AUDIENCE_KIT_CONFIG_DIR: newDir(),
+      AUDIENCE_KIT_ADS_BASE_URL: sandbox.adsBaseUrl,
+      AUDIENCE_KIT_CONSUMER_KEY: sandbox.credentials.consumerKey,
+      AUDIENCE_KIT_CONSUMER_SECRET: sandbox.credentials.consumerSecret,
+      AUDIENCE_KIT_ACCESS_TOKEN: sandbox.credentials.accessToken,
+      AUDIENCE_KIT_ACCESS_TOKEN_SECRET: sandbox.credentials.accessTokenSecret,
+    };
+  });
+  afterAll(async () => {
+    await sandbox.close();
+  });
+
+  it('upload: journal full after a confirmed batch → report with unrecorded batches, audit end record, exit 8', async () => {
+    const cwd = newDir();
+    const csv = join(cwd, 'crm.csv');
+    writeFileSync(csv, `email\n${Array.from({ length: 2000 }, (_, i) => `user${i}@example.com`).join('\n')}\n`);
+    const audienceId = sandbox.state.createCustomAudience(sandbox.accounts.primary, 'cli-full').id;
+    fillDiskFor(/journal\.jsonl$/, 3);
+    const r = await cli(
+      [
+        'upload',
+        csv,
+        '--account',
+        sandbox.accounts.primary,
+        '--audience',
+        audienceId,
+        '--max-body-bytes',
+        '20000',
+        '--concurrency',
+        '1',
+        '--json',
+      ],
+      cwd,
+      env,
+    );
+    stateFs.writeSync = realWrite;
+    expect(r.code).toBe(EXIT_CODES.environment);
+    const report = JSON.parse(r.out) as {
+      unrecorded_batches: number[];
+      exit_code: number;
+      error: { code: string; fix: string };
+    };
+    expect(report.exit_code).toBe(8);
+    expect(report.unrecorded_batches).toHaveLength(1);
+    expect(report.error.code).toBe('disk_full');
+    expect(report.error.fix).toMatch(/free space/);
+    const audit = readFileSync(join(cwd, '.audience-kit', 'audit.jsonl'), 'utf8')
+      .trim()
+      .split('\n');
+    const end = JSON.parse(audit.at(-1) ?? '{}') as {
+      event: string;
+      error: string;
+      counts: { unrecorded_batches: number };
+    };
+    expect(end).toMatchObject({ event: 'run_end', error: 'disk_full', counts: { unrecorded_batches: 1 } });
+    expect(verifyAuditLog(join(cwd, '.audience-kit', 'audit.jsonl')).ok).toBe(true);
+  });
+
+  it('upload with --state-dir pointing at a file: exit 8 with the path and the fix', async () => {
+    const cwd = newDir();
+    const csv = join(cwd, 'crm.csv');
+    writeFileSync(csv, 'email\na@example.com\n');
+    writeFileSync(join(cwd, 'state'), '');
+    const audienceId = sandbox.state.createCustomAudience(sandbox.accounts.primary, 'cli-state').id;
+    const r = await cli(
+      ['upload', csv, '--account', sandbox.accounts.primary, '--audience', audienceId, '--state-dir', 'state'],
+      cwd,
+      env,
+    );
+    expect(r.code).toBe(EXIT_CODES.environment);
+    expect(r.err).toMatch(/error: .*state.* is not a directory/);
+    expect(r.err).toMatch(/ {2}fix: pass a --state-dir that is a directory/);
+  });
+});
