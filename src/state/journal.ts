@@ -14,15 +14,7 @@
  * The state dir is created with mode 0700 and its files 0600; the failed bodies are deleted
  * when the run completes.
  */
-import {
-  closeSync,
-  existsSync,
-  ftruncateSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-} from 'node:fs';
+import { closeSync, existsSync, ftruncateSync, openSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { acquireFileLock } from './audit.js';
 import type { BatchGroup } from '../upload/batch.js';
