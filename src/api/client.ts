@@ -81,6 +81,14 @@ export interface ClientOptions {
   onWarn?: (warning: string, context: WarnContext) => void;
   clock?: Clock;
   random?: () => number;
+  /**
+   * Send every request through this undici Dispatcher instead of the client's own keep-alive
+   * Agent: a `ProxyAgent` or `EnvHttpProxyAgent` behind a corporate proxy, an Agent with custom
+   * TLS, a pool shared by several clients. The caller owns it: `close()` leaves it open, and
+   * its own connection settings apply (`connectTimeoutMs` and keep-alive are the own Agent's;
+   * `headersTimeoutMs` / `bodyTimeoutMs` are set per request and apply either way).
+   */
+  dispatcher?: Dispatcher;
 }
 
 export interface ClientStats {
@@ -256,6 +264,11 @@ const clientOptionsSchema = z.object({
   onWarn: z.function().optional(),
   clock: z.object({ now: z.function(), sleep: z.function() }).loose().optional(),
   random: z.function().optional(),
+  dispatcher: z
+    .custom<Dispatcher>((v) => typeof (v as { dispatch?: unknown } | null)?.dispatch === 'function', {
+      message: 'must be an undici Dispatcher (an Agent, ProxyAgent, EnvHttpProxyAgent, Pool...)',
+    })
+    .optional(),
 });
 
 /** `a.b.c` path of a zod issue, for messages that name the exact field. */
@@ -372,7 +385,11 @@ export class AdsClient {
   readonly adsBaseUrl: string;
   readonly apiBaseUrl: string;
   private readonly credentials: Credentials;
-  private readonly agent: Agent;
+  /** The client's own Agent, closed by close(); undefined when the caller passed a dispatcher. */
+  private readonly agent: Agent | undefined;
+  private readonly dispatcher: Dispatcher;
+  private readonly headersTimeoutMs: number;
+  private readonly bodyTimeoutMs: number;
   private readonly maxAttempts: number;
   private readonly retryBaseMs: number;
   private readonly retryMaxMs: number;
@@ -410,13 +427,10 @@ export class AdsClient {
     for (const rule of this.policy.rules) {
       this.limiters.set(rule, new SlidingWindowLimiter(rule.limit, rule.windowMs + this.policy.safetyMarginMs));
     }
-    this.agent = new Agent({
-      connect: { timeout: o.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs },
-      headersTimeout: o.headersTimeoutMs ?? DEFAULTS.headersTimeoutMs,
-      bodyTimeout: o.bodyTimeoutMs ?? DEFAULTS.bodyTimeoutMs,
-      keepAliveTimeout: 30_000,
-      keepAliveMaxTimeout: 120_000,
-    });
+    this.headersTimeoutMs = o.headersTimeoutMs ?? DEFAULTS.headersTimeoutMs;
+    this.bodyTimeoutMs = o.bodyTimeoutMs ?? DEFAULTS.bodyTimeoutMs;
+    this.agent = o.dispatcher === undefined ? new Agent(agentOptions(o)) : undefined;
+    this.dispatcher = o.dispatcher ?? (this.agent as Agent);
   }
 
   stats(): ClientStats {
@@ -424,7 +438,7 @@ export class AdsClient {
   }
 
   async close(): Promise<void> {
-    await this.agent.close();
+    await this.agent?.close();
   }
 
   /**
@@ -482,7 +496,9 @@ export class AdsClient {
         });
         const res = await undiciRequest(url, {
           method: req.method,
-          dispatcher: this.agent,
+          dispatcher: this.dispatcher,
+          headersTimeout: this.headersTimeoutMs,
+          bodyTimeout: this.bodyTimeoutMs,
           headers: {
             authorization,
             'user-agent': USER_AGENT,
@@ -670,6 +686,22 @@ export class AdsClient {
   private emitRequest(method: string, path: string, status: number | 'error', attempt: number, started: number): void {
     this.onRequest?.({ method, path, status, attempt, ms: Math.round(performance.now() - started) });
   }
+}
+
+/**
+ * The connection settings of the client's own Agent: also what a caller building its own
+ * dispatcher (the CLI's proxy agent) passes, so both behave alike.
+ */
+export function agentOptions(
+  o: Pick<ClientOptions, 'connectTimeoutMs' | 'headersTimeoutMs' | 'bodyTimeoutMs'>,
+): Agent.Options {
+  return {
+    connect: { timeout: o.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs },
+    headersTimeout: o.headersTimeoutMs ?? DEFAULTS.headersTimeoutMs,
+    bodyTimeout: o.bodyTimeoutMs ?? DEFAULTS.bodyTimeoutMs,
+    keepAliveTimeout: 30_000,
+    keepAliveMaxTimeout: 120_000,
+  };
 }
 
 /** Validates the options (ConfigError naming the field) and returns a client. Call `close()` when done. */

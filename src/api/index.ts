@@ -16,6 +16,7 @@ export {
   MAX_ATTEMPTS_LIMIT,
   AdsClient,
   createClient,
+  agentOptions,
   validateClientOptions,
   isRetryableStatus,
   type ApiRequest,

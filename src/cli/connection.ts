@@ -7,7 +7,6 @@ import type { Argv } from 'yargs';
 import {
   ConfigError,
   CONNECTION_ENV_VARS,
-  createClient,
   MAX_ATTEMPTS_LIMIT,
   resolveConnectionConfig,
   type AdsClient,
@@ -16,6 +15,7 @@ import {
   type ResolvedConnectionConfig,
 } from '../internal.js';
 import type { CliContext } from './context.js';
+import { createCliClient } from './proxy.js';
 import { writeLine, type GlobalArgs } from './output.js';
 
 export interface ConnectionArgs extends GlobalArgs {
@@ -140,7 +140,7 @@ export async function clientFromArgs(
   // The platform's warnings on successful responses (deprecations, ignored parameters) reach the user.
   clientOptions.onWarn ??= (warning, at) =>
     writeLine(ctx.stderr, `warning: platform: ${warning} (${at.method} ${at.path})`);
-  return { client: createClient(withDebugLines(ctx, args, clientOptions)), config };
+  return { client: createCliClient(ctx.env, withDebugLines(ctx, args, clientOptions)), config };
 }
 
 /** With --debug, client options that log each attempt and wait to stderr (paths only: no query, headers or bodies). */
