@@ -95,6 +95,56 @@ describe('hashRecords', () => {
   });
 });
 
+describe('hashRecords on database rows', () => {
+  async function all(rows: Parameters<typeof hashRecords>[0], opts: Parameters<typeof hashRecords>[1] = {}) {
+    const run = hashRecords(rows, opts);
+    const users: BuiltUser[] = [];
+    for await (const u of run) users.push(u);
+    return { run, users };
+  }
+
+  it('takes null, undefined and numbers as cells', async () => {
+    const { users, run } = await all([
+      { id: 1, email: 'a@example.com', phone: null, country: undefined, active: true },
+      { id: 2, email: null, phone: 2025550143, country: 'US', active: false },
+    ]);
+    expect(users[0]?.user.email).toEqual([hashValue('a@example.com')]);
+    expect(users[1]?.user.phone_number).toEqual([hashValue('12025550143')]);
+    expect(run.summary.users).toBe(2);
+    expect(run.ignoredKeys).toEqual(['id', 'active']);
+  });
+
+  it('maps keys that first appear in later records, and lists the keys that feed nothing', async () => {
+    const { users, run } = await all([
+      { name: 'Ann', email: 'a@example.com' },
+      { name: 'Bo', email: 'b@example.com', mobile: '+12025550143', note: 'x' },
+      { name: 'Cy', twitter_handle: '@cy_example' },
+    ]);
+    expect(users[1]?.user.phone_number).toEqual([hashValue('12025550143')]);
+    expect(users[2]?.user.handle).toEqual([hashValue('cy_example')]);
+    expect(run.mapping?.columns.map((c) => c.column)).toEqual(['email', 'mobile', 'twitter_handle']);
+    expect(run.ignoredKeys).toEqual(['name', 'note']);
+  });
+
+  it('rows before the first identifier key count as empty; no identifier key at all is an error', async () => {
+    const { users, run } = await all([{ name: 'Ann' }, { name: 'Bo', email: 'b@example.com' }]);
+    expect(users.map((u) => Object.keys(u.user).length)).toEqual([0, 1]);
+    expect(run.summary.emptyRows).toBe(1);
+    await expect(all([{ name: 'Ann' }, { name: 'Bo' }])).rejects.toMatchObject({
+      code: 'mapping_no_identifier_column',
+    });
+  });
+
+  it('a --map entry may name a key the first records leave out; onlyMapped maps nothing else', async () => {
+    const rows = [{ email: 'a@example.com' }, { email: 'b@example.com', alt: 'c@example.com' }];
+    const { users } = await all(rows, { map: ['email=alt'] });
+    // email is named by map: exactly its columns ("alt"), the "email" key is not detected for it.
+    expect(users.map((u) => u.user.email)).toEqual([undefined, [hashValue('c@example.com')]]);
+    const only = await all([{ phone: '+12025550143', alt: 'c@example.com' }], { map: ['email=alt'], onlyMapped: true });
+    expect(only.users[0]?.user).toEqual({ email: [hashValue('c@example.com')] });
+  });
+});
+
 describe('hashCsv (fast path) equals hashRecords (reference)', () => {
   it('on the CRM fixture, with workers and tiny chunks: same users, order, lines and summary', async () => {
     const expected = await reference(CRM);

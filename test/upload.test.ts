@@ -168,8 +168,9 @@ describe('uploadAudience', () => {
     const { sandbox, client, audienceId } = await setup();
     async function* rows(): AsyncGenerator<Record<string, string>> {
       yield { Email: ' Jane.Doe@Example.com ', Phone: '+1 415 555 2671' };
-      yield { Email: 'not-an-email', Phone: '' };
-      yield { Email: 'jane.doe@example.com', Phone: '+14155552671' };
+      yield { Email: 'not-an-email', Phone: null };
+      // A key first seen here is mapped too (database rows often omit null columns).
+      yield { Email: 'jane.doe@example.com', Phone: '+14155552671', Mobile: undefined };
     }
     const report = await uploadAudience({
       client,

@@ -153,59 +153,114 @@ function isBadRow(r: unknown): r is CsvBadRow {
   return typeof o.line === 'number' && typeof o.error === 'string' && o.fields === undefined;
 }
 
+/**
+ * A raw record as library users hold it: a database row or an object keyed by column name.
+ * `null` and `undefined` are empty cells; numbers, bigints and booleans are written as text.
+ */
+export type RawRecord = Readonly<Record<string, string | number | bigint | boolean | null | undefined>>;
+
 /** A stream of users plus the running summary (complete once iterated). */
 export interface HashRecordsRun extends AsyncIterable<BuiltUser> {
   readonly summary: HashSummary;
-  /** The mapping in use (resolved at the first row when not given). */
+  /** The mapping in use (resolved at the first row when not given; it grows as records show new keys). */
   readonly mapping: ColumnMapping | undefined;
+  /** Record keys seen so far that feed nothing (neither an identifier type nor the country). */
+  readonly ignoredKeys: readonly string[];
+}
+
+const cellText = (v: RawRecord[string]): string => (v === null || v === undefined ? '' : String(v));
+
+/**
+ * The keys of plain-object records, in order of first appearance, and the mapping over them:
+ * re-resolved whenever a record brings a key not seen before, so a key that first appears in
+ * a later record (sparse rows, a column added mid-stream) is mapped like one in the first.
+ */
+class RecordKeys {
+  readonly keys: string[] = [];
+  private readonly known = new Set<string>();
+  mapping: ColumnMapping | undefined;
+  /** Why no mapping resolves yet (no key names an identifier): thrown if none ever does. */
+  pending: unknown;
+
+  constructor(
+    private readonly opts: HashRecordsOptions,
+    given: ColumnMapping | undefined,
+  ) {
+    this.mapping = given;
+    // Keys named by the options are known up front, so an entry naming a key the first
+    // records leave out (a null column omitted) is not an unknown column.
+    for (const entry of opts.map ?? []) this.add(entry.slice(entry.indexOf('=') + 1).trim());
+    if (opts.countryColumn !== undefined) this.add(opts.countryColumn);
+  }
+
+  private add(key: string): boolean {
+    if (key === '' || this.known.has(key)) return false;
+    this.known.add(key);
+    this.keys.push(key);
+    return true;
+  }
+
+  /** The record's cells in key order, after taking in its new keys. */
+  fields(record: RawRecord): string[] {
+    let grew = false;
+    for (const key of Object.keys(record)) if (this.add(key)) grew = true;
+    if ((grew || this.mapping === undefined) && this.opts.mapping === undefined) this.resolve();
+    return this.keys.map((k) => cellText(record[k]));
+  }
+
+  private resolve(): void {
+    try {
+      this.mapping = resolveMapping(this.keys, this.opts);
+      this.pending = undefined;
+    } catch (error) {
+      // Rows without any identifier key are rows without identifiers; the stream may still show some.
+      if (!(error instanceof ConfigError && error.code === 'mapping_no_identifier_column')) throw error;
+      this.pending = error;
+    }
+  }
 }
 
 /**
  * Hash rows one at a time. `rows` may be readCsv's output (CsvRow / bad rows, counted) or plain
- * objects keyed by column name (line = position, 1-based). Every well-formed row yields one
- * BuiltUser (`user` is `{}` when no identifier was valid).
+ * objects keyed by column name (RawRecord; line = position, 1-based), mapped from every key
+ * seen (see RecordKeys) unless `mapping` is given. Every well-formed row yields one BuiltUser
+ * (`user` is `{}` when no identifier was valid). Throws ConfigError when the rows end and no
+ * key ever named an identifier.
  */
 export function hashRecords(
-  rows:
-    AsyncIterable<CsvRow | CsvBadRow | Record<string, string>> | Iterable<CsvRow | CsvBadRow | Record<string, string>>,
+  rows: AsyncIterable<CsvRow | CsvBadRow | RawRecord> | Iterable<CsvRow | CsvBadRow | RawRecord>,
   opts: HashRecordsOptions = {},
 ): HashRecordsRun {
   const checked = checkNormalizeOptions(opts);
   const normalize = normalizeOptionsOf(checked);
   const summary = createHashSummary();
   let mapping = opts.mapping;
+  let objects: RecordKeys | undefined;
   async function* run(): AsyncGenerator<BuiltUser> {
     let position = 0;
-    let byIndex: (string | undefined)[] | undefined;
     for await (const row of rows) {
       position++;
       if (isBadRow(row)) {
         addBadRowToSummary(summary, row.line, row.error);
         continue;
       }
-      let fields: readonly string[];
-      let line: number;
-      let current: ColumnMapping;
+      let built: BuiltUser;
       if (isCsvRow(row)) {
-        current = mapping ??= resolveMapping(row.header, checked);
-        fields = row.fields;
-        line = row.line;
+        mapping ??= resolveMapping(row.header, checked);
+        built = buildUser(mapRecord(row.fields, mapping, row.line), normalize);
       } else {
-        const record = row as Record<string, string | undefined>;
-        if (byIndex === undefined) {
-          mapping ??= resolveMapping(Object.keys(record), checked);
-          byIndex = [];
-          for (const c of mapping.columns) byIndex[c.index] = c.column;
-          if (mapping.country !== undefined) byIndex[mapping.country.index] = mapping.country.column;
-        }
-        current = mapping as ColumnMapping;
-        fields = Array.from(byIndex, (column) => (column === undefined ? '' : String(record[column] ?? '')));
-        line = position;
+        objects ??= new RecordKeys(checked, opts.mapping);
+        const fields = objects.fields(row as RawRecord);
+        mapping = objects.mapping;
+        built =
+          mapping === undefined
+            ? { line: position, user: {}, rejects: [] }
+            : buildUser(mapRecord(fields, mapping, position), normalize);
       }
-      const built = buildUser(mapRecord(fields, current, line), normalize);
       addUserToSummary(summary, built);
       yield built;
     }
+    if (objects?.pending !== undefined && mapping === undefined) throw objects.pending;
   }
   return {
     get summary() {
@@ -213,6 +268,9 @@ export function hashRecords(
     },
     get mapping() {
       return mapping;
+    },
+    get ignoredKeys() {
+      return objects === undefined || mapping === undefined ? (objects?.keys ?? []) : mapping.ignored;
     },
     [Symbol.asyncIterator]: () => run(),
   };

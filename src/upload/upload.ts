@@ -39,7 +39,7 @@ import {
   type ExitCode,
 } from '../errors.js';
 import { batchDigest, JournalError, type RunJournal } from '../state/journal.js';
-import { hashRecords, type HashRecordsOptions } from '../hashing/pipeline.js';
+import { hashRecords, type HashRecordsOptions, type RawRecord } from '../hashing/pipeline.js';
 import type { PackedUsers } from '../hashing/chunk.js';
 import { addUserToSummary, createHashSummary, type HashSummary, type HashTypeCounts } from '../hashing/summary.js';
 import {
@@ -197,8 +197,7 @@ export interface UploadAudienceOptions {
    * objects must already be hashed (64 lowercase hex, except partner_user_id): anything else
    * is refused, never sent. With `records`, items are raw records instead.
    */
-  users: (AsyncIterable<UploadItem | Record<string, string>> | Iterable<UploadItem | Record<string, string>>) &
-    PipelineExtras;
+  users: (AsyncIterable<UploadItem | RawRecord> | Iterable<UploadItem | RawRecord>) & PipelineExtras;
   /**
    * `users` yields raw records (objects keyed by column name, e.g. rows of a database cursor):
    * they are mapped, normalized and hashed here (hashRecords) with these options.
@@ -539,7 +538,7 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
   const users: UploadAudienceOptions['users'] =
     o.records === undefined
       ? o.users
-      : hashRecords(o.users as Iterable<Record<string, string>> | AsyncIterable<Record<string, string>>, {
+      : hashRecords(o.users as Iterable<RawRecord> | AsyncIterable<RawRecord>, {
           ...(isDnr ? { types: DO_NOT_REACH_TYPES } : {}),
           ...o.records,
         });
