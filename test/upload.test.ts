@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createClient, type AdsClient } from '../src/api/index.js';
 import { ConfigError } from '../src/errors.js';
-import { hashRecords } from '../src/hashing/pipeline.js';
+import { hashRecords, type RawRecord } from '../src/hashing/pipeline.js';
 import { findJournal, RunJournal, type JournalKey } from '../src/state/journal.js';
 import { serializeUser, writeUserFingerprint, type AudienceUser } from '../src/identifiers/normalize.js';
 import { startSandbox, type Sandbox, type SandboxOptions } from '../src/sandbox/index.js';
@@ -166,7 +166,7 @@ describe('uploadAudience', () => {
 
   it('hashes raw records here with the records option (a pipeline feeding database rows)', async () => {
     const { sandbox, client, audienceId } = await setup();
-    async function* rows(): AsyncGenerator<Record<string, string>> {
+    async function* rows(): AsyncGenerator<RawRecord> {
       yield { Email: ' Jane.Doe@Example.com ', Phone: '+1 415 555 2671' };
       yield { Email: 'not-an-email', Phone: null };
       // A key first seen here is mapped too (database rows often omit null columns).

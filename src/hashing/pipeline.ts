@@ -250,7 +250,7 @@ export function hashRecords(
         built = buildUser(mapRecord(row.fields, mapping, row.line), normalize);
       } else {
         objects ??= new RecordKeys(checked, opts.mapping);
-        const fields = objects.fields(row as RawRecord);
+        const fields = objects.fields(row);
         mapping = objects.mapping;
         built =
           mapping === undefined
