@@ -72,6 +72,7 @@ export const ERROR_CODES = [
   'audit_run_not_found',
   'audience_already_deleted',
   'audience_in_use',
+  'do_not_reach_list_exists',
   'auth_no_pending_login',
   'auth_pin_missing',
   'auth_pin_refused',
@@ -81,6 +82,7 @@ export const ERROR_CODES = [
   'sandbox_option_invalid',
   'sandbox_unknown_account',
   'sandbox_unknown_audience',
+  'sandbox_dnr_list_exists',
   // JournalError (a ConfigError): the run journal does not fit this run.
   'journal_corrupt',
   'journal_mismatch',

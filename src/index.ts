@@ -70,7 +70,7 @@ export {
   listCustomAudiences,
   deleteCustomAudience,
   createDoNotReachList,
-  getDoNotReachList,
+  findDoNotReachList,
   listDoNotReachLists,
   deleteDoNotReachList,
 } from './api/endpoints.js';

@@ -27,7 +27,6 @@ import {
   getCustomAudience,
   listAudiencePermissions,
   listCustomAudiences,
-  listDoNotReachLists,
   paginate,
   parseOAuthHeader,
   postCustomAudienceUsers,
@@ -818,34 +817,34 @@ describe('a retried DELETE that meets its own 404', () => {
     let deleted = false;
     const list = { id: 'l1', name: 'Opt-outs', description: null, list_size: 3 };
     const h = await harness((req, res) => {
-      if (req.method === 'GET') return json(res, 200, { data: { ...list, deleted } });
+      if (req.method === 'GET') return json(res, 200, { data: [{ ...list, deleted }], next_cursor: null });
       const status = deleted ? 404 : 500;
       deleted = true;
       json(res, status, { errors: [{ code: status === 404 ? 'NOT_FOUND' : 'INTERNAL_ERROR', message: 'x' }] });
     });
     const l = await deleteDoNotReachList(h.client, { accountId: 'a', doNotReachListId: 'l1' });
     expect(l).toMatchObject({ id: 'l1', deleted: true });
+    // Found through the listing (there is no GET of one list), deleted lists included.
+    expect(h.server.seen.at(-1)?.url).toBe('/12/accounts/a/do_not_reach_lists?with_deleted=true');
   });
 
-  it('a revoke answers from the permission looked up before the DELETE', async () => {
+  it('a revoke sends only the DELETE; a retried one that meets its own 404 says the permission is revoked', async () => {
+    const once = await harness((_req, res) => json(res, 200, { data: { ...PERMISSION, deleted: true } }));
+    const ids = { kind: 'custom', accountId: 'a', audienceId: 'ca1', permissionId: 'p1' } as const;
+    expect(await revokeAudiencePermission(once.client, ids)).toEqual({ ...PERMISSION, deleted: true });
+    expect(once.server.seen.map((x) => [x.method, x.url])).toEqual([
+      ['DELETE', '/12/accounts/a/custom_audiences/ca1/permissions/p1'],
+    ]);
+
     let revoked = false;
-    const h = await harness((req, res) => {
-      if (req.method === 'GET') return json(res, 200, { data: revoked ? [] : [PERMISSION], next_cursor: null });
+    const lost = await harness((_req, res) => {
       if (revoked) return json(res, 404, { errors: [{ code: 'NOT_FOUND', message: 'Permission p1 not found' }] });
       revoked = true;
       res.socket?.destroy();
     });
-    const p = await revokeAudiencePermission(h.client, {
-      kind: 'custom',
-      accountId: 'a',
-      audienceId: 'ca1',
-      permissionId: 'p1',
-    });
-    expect(p).toEqual({ ...PERMISSION, deleted: true });
-    expect(h.server.seen[0]?.url).toBe(
-      '/12/accounts/a/custom_audiences/ca1/permissions?custom_audience_permission_ids=p1',
-    );
-    expect(h.server.seen.map((x) => x.method)).toEqual(['GET', 'DELETE', 'DELETE']);
+    const p = await revokeAudiencePermission(lost.client, { ...ids, kind: 'tailored' });
+    expect(p).toEqual({ id: 'p1', tailored_audience_id: 'ca1', deleted: true });
+    expect(lost.server.seen.map((x) => x.method)).toEqual(['DELETE', 'DELETE']);
   });
 
   it('keeps the 404 on a first attempt, or when the resource is not deleted after all', async () => {
@@ -931,8 +930,10 @@ describe('warnings and the with_total_count limit', () => {
     for (let i = 0; i < 2; i++) await listCustomAudiences(h.client, { accountId: 'a', withTotalCount: true });
     for (let i = 0; i < 3; i++) await listCustomAudiences(h.client, { accountId: 'a' });
     // One window for every endpoint: the third with_total_count request waits, whatever it lists.
-    await listDoNotReachLists(h.client, { accountId: 'a', withTotalCount: true });
-    expect(h.waits).toEqual([{ reason: 'rate_limit', ms: 10_000, path: '/12/accounts/a/do_not_reach_lists' }]);
+    await listAudiencePermissions(h.client, { kind: 'custom', accountId: 'a', audienceId: 'x', withTotalCount: true });
+    expect(h.waits).toEqual([
+      { reason: 'rate_limit', ms: 10_000, path: '/12/accounts/a/custom_audiences/x/permissions' },
+    ]);
     expect(h.server.seen).toHaveLength(6);
   });
 });

@@ -15,7 +15,7 @@ import {
   deleteCustomAudience,
   deleteDoNotReachList,
   getCustomAudience,
-  getDoNotReachList,
+  findDoNotReachList,
   grantAudiencePermission,
   listAudiencePermissions,
   listCustomAudiences,
@@ -182,12 +182,20 @@ describe('user batches', () => {
     expect(e.message).not.toContain('NOT-HEX');
   });
 
-  it('do-not-reach lists: create, get, list, upload (array result), delete', async () => {
+  it('do-not-reach lists: create (description only, one per account), find through the list, upload (array result), delete', async () => {
     const acc = sandbox.accounts.primary;
-    const l = await createDoNotReachList(client, { accountId: acc, name: 'Opt-outs', description: 'support' });
-    expect((await getDoNotReachList(client, { accountId: acc, doNotReachListId: l.id })).name).toBe('Opt-outs');
+    const l = await createDoNotReachList(client, { accountId: acc, description: 'support' });
+    expect(l).toMatchObject({ name: 'Do Not Reach List', description: 'support' });
+    const second = (await failure(createDoNotReachList(client, { accountId: acc, description: 'again' }))) as HttpError;
+    expect(second.status).toBe(400);
+    expect(second.message).toContain('at most one do-not-reach list');
+    expect(await findDoNotReachList(client, { accountId: acc, doNotReachListId: l.id })).toMatchObject({
+      id: l.id,
+      description: 'support',
+    });
+    expect(await findDoNotReachList(client, { accountId: acc, doNotReachListId: 'nosuch' })).toBeUndefined();
     const page = await listDoNotReachLists(client, { accountId: acc });
-    expect(page.data.map((x) => x.id)).toContain(l.id);
+    expect(page.data.map((x) => x.id)).toEqual([l.id]);
     const r = await postDoNotReachListUsers(client, {
       accountId: acc,
       doNotReachListId: l.id,
@@ -202,6 +210,13 @@ describe('user batches', () => {
     ]);
     expect(sandbox.state.dnrListSize(l.id)).toBe(5);
     expect((await deleteDoNotReachList(client, { accountId: acc, doNotReachListId: l.id })).deleted).toBe(true);
+    expect(await findDoNotReachList(client, { accountId: acc, doNotReachListId: l.id })).toBeUndefined();
+    expect(
+      await findDoNotReachList(client, { accountId: acc, doNotReachListId: l.id, withDeleted: true }),
+    ).toMatchObject({ id: l.id, deleted: true });
+    // The one list of the account was deleted: a new one may be created.
+    const next = await createDoNotReachList(client, { accountId: acc });
+    expect((await deleteDoNotReachList(client, { accountId: acc, doNotReachListId: next.id })).deleted).toBe(true);
   });
 });
 
@@ -460,7 +475,7 @@ describe('rate limit against the sandbox', () => {
       clients.push(c);
       const acc = s.accounts.primary;
       const a = await createCustomAudience(c, { accountId: acc, name: 'Paced' });
-      const l = await createDoNotReachList(c, { accountId: acc, name: 'Paced DNR' });
+      const l = await createDoNotReachList(c, { accountId: acc, description: 'Paced DNR' });
       await Promise.all(
         Array.from({ length: 80 }, (_, i) =>
           i % 4 === 0
@@ -525,7 +540,7 @@ describe('with_total_count against the sandbox', () => {
         const page =
           i % 2 === 0
             ? await listCustomAudiences(c, { accountId: acc, withTotalCount: true })
-            : await listDoNotReachLists(c, { accountId: acc, withTotalCount: true });
+            : await listCustomAudiences(c, { accountId: acc, withTotalCount: true, q: 'p' });
         expect(page.total_count).toBeGreaterThanOrEqual(0);
       }
       expect(s.state.requests.filter((r) => r.status === 429)).toHaveLength(0);

@@ -217,7 +217,7 @@ describe('audiences', () => {
       [['audiences', 'list', '--account', primary(), '--max-attempts', 'many'], /--max-attempts must be .* got "many"/],
       [['audiences', 'create', '--account', primary(), '--name', ''], /--name must not be empty/],
       [['audiences', 'update', '--account', primary(), '--audience', 'x', '--name', ' '], /--name must not be empty/],
-      [['do-not-reach', 'create', '--account', primary(), '--name', ''], /--name must not be empty/],
+      [['do-not-reach', 'create', '--account', primary(), '--name', ''], /--description must not be empty/],
       [
         ['permissions', 'list', '--account', primary(), '--audience', 'x', '--granted-account', ids201],
         /--granted-account takes at most 200/,
@@ -227,7 +227,8 @@ describe('audiences', () => {
         /--permission-id takes at most 200/,
       ],
       [['permissions', 'list', '--account', primary(), '--audience', 'x', '--count', '5000'], /--count must be/],
-      [['do-not-reach', 'list', '--account', primary(), '--count', '1.5'], /--count must be .* got "1.5"/],
+      // The platform's do-not-reach listing takes only with_deleted: there is no paging to ask for.
+      [['do-not-reach', 'list', '--account', primary(), '--count', '2'], /Unknown argument: count/],
       [
         ['audiences', 'wait', '--account', primary(), '--audience', 'x', '--timeout', 'soon'],
         /--timeout must be a duration/,
@@ -653,42 +654,38 @@ describe('permissions', () => {
 });
 
 describe('do-not-reach', () => {
-  it('creates, lists and deletes lists', async () => {
-    const created = await akJson<{ id: string; name: string }>([
+  it('creates (description only; --name an alias), lists, refuses a second list, deletes', async () => {
+    const account = sb.state.createAccount();
+    const created = await akJson<{ id: string; name: string; description: string }>([
       'do-not-reach',
       'create',
       '--account',
-      primary(),
+      account,
       '--name',
       'Opt-outs',
     ]);
-    expect(created.name).toBe('Opt-outs');
-    const table = await ak(['do-not-reach', 'list', '--account', primary(), '--all']);
-    expect(table.stdout).toMatch(new RegExp(`^${created.id}\\s+Opt-outs\\s+`, 'm'));
-    const deleted = await ak(['do-not-reach', 'delete', '--account', primary(), '--list', created.id]);
+    expect(created).toMatchObject({ name: 'Do Not Reach List', description: 'Opt-outs' });
+    const table = await ak(['do-not-reach', 'list', '--account', account]);
+    expect(table.stdout).toMatch(new RegExp(`^${created.id}\\s+Do Not Reach List\\s+`, 'm'));
+    const before = requestCount();
+    const second = await ak(['do-not-reach', 'create', '--account', account, '--description', 'again']);
+    expect(second.code).toBe(2);
+    expect(second.stderr).toContain(`account ${account} already has do-not-reach list ${created.id}`);
+    expect(second.stderr).toContain(`--do-not-reach-list ${created.id}`);
+    // The check is the listing: no POST was sent.
+    expect(sb.state.requests.slice(before).map((r) => r.method)).toEqual(['GET']);
+    const deleted = await ak(['do-not-reach', 'delete', '--account', account, '--list', created.id]);
     expect(deleted.code).toBe(0);
     expect(deleted.stdout).toMatch(/^deleted\s+true$/m);
-  });
-
-  it('lists every page with --all', async () => {
-    const names = ['dnr-a', 'dnr-b', 'dnr-c'];
-    for (const name of names) sb.state.createDoNotReachList(secondary(), name);
-    const first = await ak(['do-not-reach', 'list', '--account', secondary(), '--count', '2']);
-    expect(first.stdout).toMatch(/^more: add --cursor \S+ \(or --all\)$/m);
-    const before = requestCount();
-    const all = await akJson<Listing<{ name: string }>>([
+    expect((await akJson<Listing<unknown>>(['do-not-reach', 'list', '--account', account])).data).toEqual([]);
+    const withDeleted = await akJson<Listing<{ id: string; deleted: boolean }>>([
       'do-not-reach',
       'list',
       '--account',
-      secondary(),
-      '--count',
-      '2',
-      '--all',
-      '--with-total-count',
+      account,
+      '--with-deleted',
     ]);
-    expect(all.data.map((l) => l.name)).toEqual(names);
-    expect(all).toMatchObject({ next_cursor: null, total_count: 3 });
-    expect(sb.state.requests.slice(before).filter((r) => r.path.endsWith('/do_not_reach_lists')).length).toBe(2);
+    expect(withDeleted.data).toEqual([expect.objectContaining({ id: created.id, deleted: true })]);
   });
 });
 

@@ -415,10 +415,21 @@ describe('sandbox: do-not-reach lists', () => {
     const s = await sandbox({ now: () => now });
     const ts = Math.floor(now / 1000);
     const base = `/12/accounts/${s.accounts.primary}/do_not_reach_lists`;
-    const created = await call(s, 'POST', `${base}?name=Suppress&description=x`, { timestamp: ts });
+    // Only description is documented on create: name is refused (the platform names every list).
+    expect((await call(s, 'POST', `${base}?name=Suppress`, { timestamp: ts })).status).toBe(400);
+    const created = await call(s, 'POST', `${base}?description=x`, { timestamp: ts });
     expect(created.status).toBe(201);
     const id: string = created.json.data.id;
-    expect(created.json.data).toMatchObject({ name: 'Suppress', list_size: null, deleted: false });
+    expect(created.json.data).toMatchObject({
+      name: 'Do Not Reach List',
+      description: 'x',
+      list_size: null,
+      deleted: false,
+    });
+    // At most one list per account.
+    const second = await call(s, 'POST', `${base}?description=y`, { timestamp: ts });
+    expect(second.status).toBe(400);
+    expect(second.json.errors[0].message).toContain('at most one do-not-reach list');
     const expires = new Date(Date.UTC(2031, 6, 14)).toISOString();
     const r = await call(s, 'POST', dnrPath(s, id), {
       ...batch([
@@ -440,10 +451,15 @@ describe('sandbox: do-not-reach lists', () => {
       { params: { account_id: s.accounts.primary, do_not_reach_list_id: id }, operation_type: 'Delete' },
     ]);
     expect(s.state.dnrListSize(id)).toBe(3);
-    expect((await call(s, 'GET', `${base}/${id}`, { timestamp: ts })).json.data.list_size).toBe(3);
-    expect((await call(s, 'GET', base, { timestamp: ts })).json.data).toHaveLength(1);
+    // No GET of one list (405: the path has only DELETE); the listing takes only with_deleted.
+    expect((await call(s, 'GET', `${base}/${id}`, { timestamp: ts })).status).toBe(405);
+    expect((await call(s, 'GET', `${base}?count=10`, { timestamp: ts })).status).toBe(400);
+    const listed = await call(s, 'GET', base, { timestamp: ts });
+    expect(listed.json.data).toEqual([expect.objectContaining({ id, list_size: 3 })]);
+    expect(listed.json.next_cursor).toBeNull();
     expect((await call(s, 'DELETE', `${base}/${id}`, { timestamp: ts })).json.data.deleted).toBe(true);
     expect((await call(s, 'GET', base, { timestamp: ts })).json.data).toHaveLength(0);
+    expect((await call(s, 'GET', `${base}?with_deleted=true`, { timestamp: ts })).json.data).toHaveLength(1);
   });
 
   it('refuses effective_at and an expires_at more than 13 months ahead, naming the parameter', async () => {

@@ -229,51 +229,53 @@ export async function deleteCustomAudience(
 }
 
 // ---- do-not-reach lists -------------------------------------------------------------------
+// The platform documents three calls: GET the account's lists (`with_deleted` only), POST one
+// (`description` only; the platform names it) and DELETE it. An account holds at most one list,
+// and there is no GET of one list: it is found in the listing.
 
 const dnrPath = (accountId: string) => `/12/accounts/${seg(accountId, 'account id')}/do_not_reach_lists`;
 
 export async function listDoNotReachLists(
   c: AdsClient,
-  p: { accountId: string; count?: number; cursor?: string; withTotalCount?: boolean },
+  p: { accountId: string; withDeleted?: boolean },
 ): Promise<Page<DoNotReachList>> {
-  checkCount('count', p.count, 1, LIST_COUNT_MAX);
-  checkTotalCountCursor(p.withTotalCount, p.cursor);
   const res = await c.request({
     method: 'GET',
     path: dnrPath(p.accountId),
-    query: { count: p.count, cursor: p.cursor, with_total_count: p.withTotalCount },
+    query: { with_deleted: p.withDeleted },
     schema: pageEnvelope(doNotReachListSchema),
   });
   return toPage(res.body);
 }
 
-export async function getDoNotReachList(
+/** The list with this id, found through the listing (there is no GET of one list); undefined if absent. */
+export async function findDoNotReachList(
   c: AdsClient,
-  p: { accountId: string; doNotReachListId: string },
-): Promise<DoNotReachList> {
-  const res = await c.request({
-    method: 'GET',
-    path: `${dnrPath(p.accountId)}/${seg(p.doNotReachListId, 'do-not-reach list id')}`,
-    schema: dataEnvelope(doNotReachListSchema),
+  p: { accountId: string; doNotReachListId: string; withDeleted?: boolean },
+): Promise<DoNotReachList | undefined> {
+  const page = await listDoNotReachLists(c, {
+    accountId: p.accountId,
+    ...(p.withDeleted === undefined ? {} : { withDeleted: p.withDeleted }),
   });
-  return res.body.data;
+  return page.data.find((l) => l.id === p.doNotReachListId);
 }
 
+/** At most one list per account: a second create is refused by the platform. */
 export async function createDoNotReachList(
   c: AdsClient,
-  p: { accountId: string; name: string; description?: string },
+  p: { accountId: string; description?: string },
 ): Promise<DoNotReachList> {
   const res = await c.request({
     method: 'POST',
     path: dnrPath(p.accountId),
-    query: { name: p.name, description: p.description },
+    query: { description: p.description },
     schema: dataEnvelope(doNotReachListSchema),
     idempotent: false,
   });
   return res.body.data;
 }
 
-/** A deleted list stays readable (with `deleted: true`), which settles a retried DELETE's 404. */
+/** A deleted list stays in the listing with `with_deleted=true`, which settles a retried DELETE's 404. */
 export async function deleteDoNotReachList(
   c: AdsClient,
   p: { accountId: string; doNotReachListId: string },
@@ -287,7 +289,7 @@ export async function deleteDoNotReachList(
       });
       return res.body.data;
     },
-    () => getDoNotReachList(c, p),
+    () => findDoNotReachList(c, { ...p, withDeleted: true }),
   );
 }
 
@@ -361,30 +363,32 @@ export async function grantAudiencePermission(
 }
 
 /**
- * Revoked permissions leave the listing and cannot be read back, so the permission is looked up
- * BEFORE the DELETE (one extra GET): if a retried DELETE then meets the 404 of its own lost first
- * attempt, that lookup is the only source of the result (`granted_account_id` and the level).
+ * What a retried revoke can say when its lost first attempt already revoked the permission: revoked
+ * permissions cannot be read back, so the grantee and the level are unknown then.
+ */
+export type RevokedPermission = Pick<AudiencePermission, 'id' | 'custom_audience_id' | 'tailored_audience_id'> & {
+  deleted: true;
+  granted_account_id?: undefined;
+  permission_level?: undefined;
+};
+
+/**
+ * Only the DELETE is sent, as the platform's SDKs do. If a retried DELETE meets the 404 of its own
+ * lost first attempt, the permission is gone either way: the result says so without the fields
+ * that only the lost answer carried.
  */
 export async function revokeAudiencePermission(
   c: AdsClient,
   p: { kind: AudienceKind; accountId: string; audienceId: string; permissionId: string },
-): Promise<AudiencePermission> {
+): Promise<AudiencePermission | RevokedPermission> {
   const path = `${permissionsPath(p.kind, p.accountId, p.audienceId)}/${seg(p.permissionId, 'permission id')}`;
-  // The lookup is only insurance: whatever it fails with, the DELETE's own answer is the one to report.
-  const before = await listAudiencePermissions(c, {
-    kind: p.kind,
-    accountId: p.accountId,
-    audienceId: p.audienceId,
-    permissionIds: [p.permissionId],
-  })
-    .then((page) => page.data.find((x) => x.id === p.permissionId))
-    .catch(() => undefined);
-  return deleteOnce(
+  const audienceKey = p.kind === 'custom' ? 'custom_audience_id' : 'tailored_audience_id';
+  return deleteOnce<AudiencePermission | RevokedPermission>(
     async () => {
       const res = await c.request({ method: 'DELETE', path, schema: dataEnvelope(audiencePermissionSchema) });
       return res.body.data;
     },
-    () => Promise.resolve(before === undefined ? undefined : { ...before, deleted: true }),
+    () => Promise.resolve({ id: p.permissionId, [audienceKey]: p.audienceId, deleted: true }),
   );
 }
 

@@ -20,7 +20,6 @@ export type RouteName =
   | 'targeted'
   | 'dnr.list'
   | 'dnr.create'
-  | 'dnr.get'
   | 'dnr.delete'
   | 'dnr.users';
 
@@ -72,7 +71,6 @@ export const ADS_ROUTES: readonly AdsRoute[] = [
   route('GET', `${CA}/:custom_audience_id/targeted`, 'targeted', 'targeted'),
   route('GET', DNR, 'dnr.list', 'do_not_reach_lists'),
   route('POST', DNR, 'dnr.create', 'do_not_reach_lists'),
-  route('GET', `${DNR}/:do_not_reach_list_id`, 'dnr.get', 'do_not_reach_lists'),
   route('DELETE', `${DNR}/:do_not_reach_list_id`, 'dnr.delete', 'do_not_reach_lists'),
   route(
     'POST',
@@ -342,30 +340,27 @@ export class AdsRoutes {
         return ok(data, rest);
       }
       case 'dnr.list': {
-        const withTotal = q.bool('with_total_count', false);
-        const count = q.int('count', 1, 1000, 200);
-        const offset = q.cursor(withTotal);
-        const prefix = q.string('q', { max: NAME_MAX })?.toLowerCase();
+        // The platform documents only with_deleted here (no paging: an account holds one list).
         const withDeleted = q.bool('with_deleted', false);
-        const lists = [...s.dnrLists.values()].filter(
-          (d) =>
-            d.accountId === accountId &&
-            (withDeleted || !d.deleted) &&
-            (prefix === undefined || d.name.toLowerCase().startsWith(prefix)),
-        );
-        const { data, ...rest } = pageOf(lists, offset, count, withTotal);
+        const lists = [...s.dnrLists.values()].filter((d) => d.accountId === accountId && (withDeleted || !d.deleted));
         return ok(
-          data.map((d) => s.dnrView(d)),
-          rest,
+          lists.map((d) => s.dnrView(d)),
+          { next_cursor: null },
         );
       }
       case 'dnr.create': {
-        const name = q.string('name', { required: true, max: NAME_MAX }) ?? '';
         const description = q.string('description', { max: DESCRIPTION_MAX }) ?? null;
-        return created(s.dnrView(s.insertDnrList(accountId, name, description)));
+        q.finish(); // an unknown parameter (such as `name`) refuses the request before anything is created
+        const live = s.liveDnrList(accountId);
+        if (live !== undefined) {
+          throw new SandboxApiFailure(
+            400,
+            'INVALID_REQUEST',
+            `Account ${accountId} already has do-not-reach list ${live.id}; an account can have at most one do-not-reach list`,
+          );
+        }
+        return created(s.dnrView(s.insertDnrList(accountId, description)));
       }
-      case 'dnr.get':
-        return ok(s.dnrView(this.dnrList(req, accountId, 'read')));
       case 'dnr.delete': {
         const d = this.dnrList(req, accountId, 'write');
         d.deleted = true;

@@ -81,7 +81,8 @@ export interface SandboxPermission {
 /** What tests and the CLI may do to the sandbox's state directly (no HTTP, no auth). */
 export interface SandboxStateHandle {
   createCustomAudience(accountId: string, name: string, description?: string): SandboxCustomAudience;
-  createDoNotReachList(accountId: string, name: string, description?: string): SandboxDoNotReachList;
+  /** The account's one do-not-reach list (the platform names it; a second live list is refused). */
+  createDoNotReachList(accountId: string, description?: string): SandboxDoNotReachList;
   addCampaign(accountId: string, audienceId: string, campaign: SandboxCampaignInput): SandboxTargetingRecord;
   /** Opens another ad account of the sandbox's user, in the same business (e.g. more grantees to share with); returns its id. */
   createAccount(): string;
@@ -291,7 +292,17 @@ export class SandboxStore implements SandboxStateHandle {
     return rec;
   }
 
-  insertDnrList(accountId: string, name: string, description: string | null): DnrRec {
+  /** The platform's name of every do-not-reach list (it takes only a description). */
+  static readonly DNR_NAME = 'Do Not Reach List';
+
+  /** The account's live list, if any: an account holds at most one. */
+  liveDnrList(accountId: string): DnrRec | undefined {
+    for (const d of this.dnrLists.values()) if (d.accountId === accountId && !d.deleted) return d;
+    return undefined;
+  }
+
+  insertDnrList(accountId: string, description: string | null): DnrRec {
+    const name = SandboxStore.DNR_NAME;
     const t = this.now();
     const rec: DnrRec = {
       id: this.newId(),
@@ -387,9 +398,19 @@ export class SandboxStore implements SandboxStateHandle {
     return this.audienceView(this.insertAudience(accountId, name, description ?? null), accountId);
   }
 
-  createDoNotReachList(accountId: string, name: string, description?: string): SandboxDoNotReachList {
+  createDoNotReachList(accountId: string, description?: string): SandboxDoNotReachList {
     this.requireAccount(accountId);
-    return this.dnrView(this.insertDnrList(accountId, name, description ?? null));
+    const live = this.liveDnrList(accountId);
+    if (live !== undefined) {
+      throw new ConfigError(
+        'sandbox_dnr_list_exists',
+        `Account ${accountId} already has do-not-reach list ${live.id}`,
+        {
+          fix: 'an account holds at most one do-not-reach list: use it, or delete it first',
+        },
+      );
+    }
+    return this.dnrView(this.insertDnrList(accountId, description ?? null));
   }
 
   addCampaign(accountId: string, audienceId: string, campaign: SandboxCampaignInput): SandboxTargetingRecord {

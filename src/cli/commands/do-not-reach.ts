@@ -1,5 +1,6 @@
-import type { CommandModule } from 'yargs';
+import type { Argv, CommandModule } from 'yargs';
 import {
+  ConfigError,
   createDoNotReachList,
   deleteDoNotReachList,
   listDoNotReachLists,
@@ -7,17 +8,7 @@ import {
 } from '../../internal.js';
 import { withClient } from '../connection.js';
 import type { CliContext } from '../context.js';
-import {
-  commandGroup,
-  createNamedCommand,
-  pagedLister,
-  printList,
-  printObject,
-  withAccountOption,
-  withListOptions,
-  type AccountArgs,
-  type ListArgs,
-} from '../manage.js';
+import { commandGroup, definedOnly, printList, printObject, withAccountOption, type AccountArgs } from '../manage.js';
 import { handle, type Column, type GlobalArgs } from '../output.js';
 
 const LIST_FIELDS = [
@@ -41,25 +32,73 @@ const LIST_COLUMNS: readonly Column<DoNotReachList>[] = [
   { header: 'UPDATED', value: (l) => l.updated_at ?? null },
 ];
 
-type DnrListArgs = AccountArgs & ListArgs;
+interface DnrListArgs extends AccountArgs {
+  withDeleted?: boolean;
+}
 
+// The platform documents only `with_deleted` for this listing: an account holds at most one list.
 function listCommand(ctx: CliContext): CommandModule<GlobalArgs, DnrListArgs> {
   return {
     command: 'list',
-    describe: 'List the do-not-reach lists of an account',
+    describe: 'Show the do-not-reach list of an account (an account holds at most one)',
     builder: (y) =>
-      withListOptions(withAccountOption(y))
-        .example('$0 do-not-reach list --account 18ce54d4x5t --all', 'Every list, as a table')
-        .example(
-          '$0 do-not-reach list --account 18ce54d4x5t --count 50 --with-total-count --json',
-          'First 50 lists and the total, as JSON',
-        ),
+      withAccountOption(y)
+        .option('with-deleted', { type: 'boolean', describe: 'Include deleted lists' })
+        .example('$0 do-not-reach list --account 18ce54d4x5t', 'The list, as a table')
+        .example('$0 do-not-reach list --account 18ce54d4x5t --with-deleted --json', 'Deleted lists too, as JSON'),
     handler: handle(ctx, async (args: DnrListArgs) => {
-      const list = pagedLister(args);
-      const result = await withClient(ctx, args, (client) =>
-        list((page) => listDoNotReachLists(client, { accountId: args.account, ...page })),
+      const page = await withClient(ctx, args, (client) =>
+        listDoNotReachLists(client, { accountId: args.account, ...definedOnly({ withDeleted: args.withDeleted }) }),
       );
-      printList(ctx, args, result, LIST_COLUMNS, 'do-not-reach lists');
+      printList(ctx, args, { data: page.data, next_cursor: null }, LIST_COLUMNS, 'do-not-reach lists');
+    }),
+  };
+}
+
+interface DnrCreateArgs extends AccountArgs {
+  description?: string;
+}
+
+/** The platform takes only a description (it names the list itself) and at most one list per account. */
+function createCommand(ctx: CliContext): CommandModule<GlobalArgs, DnrCreateArgs> {
+  return {
+    command: 'create',
+    describe: "Create the account's do-not-reach list (then `upload --do-not-reach-list` users into it)",
+    builder: (y) =>
+      withAccountOption(y)
+        .option('description', {
+          alias: 'name',
+          type: 'string',
+          requiresArg: true,
+          describe: 'Description of the list (--name is an alias: the platform names every list "Do Not Reach List")',
+        })
+        .example(
+          '$0 do-not-reach create --account 18ce54d4x5t --description "Unsubscribed"',
+          'Prints the new list id',
+        ) as unknown as Argv<DnrCreateArgs>,
+    handler: handle(ctx, async (args: DnrCreateArgs) => {
+      if (args.description?.trim() === '') {
+        throw new ConfigError('invalid_option', '--description must not be empty', {
+          fix: 'pass a description, e.g. --description "Unsubscribed", or leave it out',
+        });
+      }
+      const created = await withClient(ctx, args, async (client) => {
+        const existing = (await listDoNotReachLists(client, { accountId: args.account })).data[0];
+        if (existing !== undefined) {
+          throw new ConfigError(
+            'do_not_reach_list_exists',
+            `account ${args.account} already has do-not-reach list ${existing.id}, and an account holds at most one`,
+            {
+              fix: `upload into it with --do-not-reach-list ${existing.id}, or delete it first with \`audience-kit do-not-reach delete --account ${args.account} --list ${existing.id}\``,
+            },
+          );
+        }
+        return createDoNotReachList(client, {
+          accountId: args.account,
+          ...definedOnly({ description: args.description }),
+        });
+      });
+      printObject(ctx, args, created, LIST_FIELDS);
     }),
   };
 }
@@ -92,23 +131,15 @@ export function doNotReachCommand(ctx: CliContext): CommandModule<GlobalArgs, Gl
   return commandGroup({
     command: 'do-not-reach',
     describe: 'Do-not-reach lists: list, create, delete',
-    subcommands: [
-      listCommand(ctx),
-      createNamedCommand(ctx, {
-        describe: 'Create an empty do-not-reach list (then `upload --do-not-reach-list` users into it)',
-        what: 'List',
-        example: ['$0 do-not-reach create --account 18ce54d4x5t --name "Unsubscribed"', 'Prints the new list id'],
-        fields: LIST_FIELDS,
-        create: createDoNotReachList,
-      }),
-      deleteCommand(ctx),
-    ] as unknown as Array<CommandModule<GlobalArgs, never>>,
+    subcommands: [listCommand(ctx), createCommand(ctx), deleteCommand(ctx)] as unknown as Array<
+      CommandModule<GlobalArgs, never>
+    >,
     examples: [
       [
-        '$0 do-not-reach create --account 18ce54d4x5t --name "Unsubscribed"',
-        'Create a list, then `upload --do-not-reach-list` users into it',
+        '$0 do-not-reach create --account 18ce54d4x5t --description "Unsubscribed"',
+        'Create the list, then `upload --do-not-reach-list` users into it',
       ],
-      ['$0 do-not-reach list --account 18ce54d4x5t --all --json', 'Every list of the account, as JSON'],
+      ['$0 do-not-reach list --account 18ce54d4x5t --json', 'The list of the account, as JSON'],
     ],
     exitCodes: { ok: 'ok', usage: 'usage or configuration', auth: 'credentials refused', api: 'API/network failure' },
   });

@@ -205,7 +205,7 @@ function revokeCommand(ctx: CliContext): CommandModule<GlobalArgs, RevokeArgs> {
       );
       printObject(ctx, args, permission, permissionFields(args));
       const note =
-        `note: account ${permission.granted_account_id} can no longer target the audience in new campaigns; ` +
+        `note: account ${permission.granted_account_id ?? '(the grantee)'} can no longer target the audience in new campaigns; ` +
         'campaigns already using it keep running and keep the audience (but cannot be copied)';
       writeLine(args.json === true ? ctx.stderr : ctx.stdout, note);
     }),

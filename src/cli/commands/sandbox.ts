@@ -100,8 +100,7 @@ export function sandboxCommand(ctx: CliContext): CommandModule<GlobalArgs, Sandb
       const audience = sandbox.state.createCustomAudience(primary, 'Demo audience', 'Created by audience-kit sandbox');
       const dnr = sandbox.state.createDoNotReachList(
         primary,
-        'Demo do-not-reach list',
-        'Created by audience-kit sandbox',
+        'Demo do-not-reach list, created by audience-kit sandbox',
       );
       // Campaigns on the demo audience, so `targeted` and the delete guard can be tried at once.
       sandbox.state.addCampaign(primary, audience.id, {

@@ -461,7 +461,10 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
           );
           accountId = args.account ?? sandbox.accounts.primary;
           if (wantsDnr) {
-            const list = await createDoNotReachList(client, { accountId, name: `audience-kit ${basename(args.file)}` });
+            const list = await createDoNotReachList(client, {
+              accountId,
+              description: `audience-kit ${basename(args.file)}`,
+            });
             target = { doNotReachListId: list.id };
           } else {
             const audience = await createCustomAudience(client, {
