@@ -18,5 +18,6 @@ export * from './upload/batch.js';
 export * from './state/journal.js';
 export * from './state/audit.js';
 export * from './util/sha256.js';
+export * from './state/lock.js';
 export * from './upload/upload.js';
 export * from './upload/progress.js';

@@ -2,9 +2,20 @@
  * Damaged state and a hostile environment: full disks (an injected writer: no small tmpfs to
  * fill here), state paths that are files or links, torn appends, forged journals, stale locks.
  */
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from './helpers/cli.js';
@@ -14,6 +25,7 @@ import type { AudienceUser } from '../src/identifiers/normalize.js';
 import { startSandbox, type Sandbox } from '../src/sandbox/index.js';
 import { appendAuditRecord, verifyAuditLog, type AuditRunStart } from '../src/state/audit.js';
 import { stateFs } from '../src/state/fs.js';
+import { acquireFileLock } from '../src/state/lock.js';
 import { RunJournal, type JournalKey } from '../src/state/journal.js';
 import { uploadAudience } from '../src/upload/upload.js';
 
@@ -257,5 +269,102 @@ describe('full disk through the CLI', () => {
     expect(r.code).toBe(EXIT_CODES.environment);
     expect(r.err).toMatch(/error: .*state.* is not a directory/);
     expect(r.err).toMatch(/ {2}fix: pass a --state-dir that is a directory/);
+  });
+});
+
+describe('locks', () => {
+  const deadPid = (): number => {
+    const child = spawnSync(process.execPath, ['-e', '']);
+    return child.pid;
+  };
+  /** A clock that advances with every sleep, and counts them: no real waiting. */
+  const fakeTime = (): { now: () => number; sleep: (ms: number) => Promise<void>; sleeps: number[] } => {
+    let t = Date.now();
+    const sleeps: number[] = [];
+    return {
+      now: () => t,
+      sleep: async (ms) => {
+        sleeps.push(ms);
+        t += ms;
+      },
+      sleeps,
+    };
+  };
+
+  it('writes pid, host and since into the lock, and removes it on release', async () => {
+    const lock = join(newDir(), 'lock');
+    const release = await acquireFileLock(lock);
+    expect(JSON.parse(readFileSync(lock, 'utf8'))).toMatchObject({ pid: process.pid, host: hostname() });
+    release();
+    expect(existsSync(lock)).toBe(false);
+  });
+
+  it('breaks a lock whose process is gone (same host) at once', async () => {
+    const lock = join(newDir(), 'lock');
+    writeFileSync(lock, JSON.stringify({ pid: deadPid(), host: hostname(), since: '2026-01-01T00:00:00Z' }));
+    const time = fakeTime();
+    const release = await acquireFileLock(lock, time);
+    expect(time.sleeps).toEqual([]);
+    release();
+  });
+
+  it('breaks an empty lock (a kill between creating and filling it) after a grace of seconds', async () => {
+    const lock = join(newDir(), 'lock');
+    writeFileSync(lock, '');
+    const time = fakeTime();
+    const release = await acquireFileLock(lock, time);
+    expect(time.sleeps.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(2200);
+    release();
+  });
+
+  it('removes a dangling symlink at the lock path (no spinning), never its target', async () => {
+    const dir = newDir();
+    const lock = join(dir, 'lock');
+    symlinkSync(join(dir, 'nowhere'), lock);
+    const time = fakeTime();
+    const release = await acquireFileLock(lock, time);
+    expect(lstatSync(lock).isSymbolicLink()).toBe(false);
+    expect(existsSync(join(dir, 'nowhere'))).toBe(false);
+    release();
+  });
+
+  it('waits for a live holder with sleeps, bounded, and names it', async () => {
+    const lock = join(newDir(), 'lock');
+    writeFileSync(lock, JSON.stringify({ pid: process.pid, host: hostname(), since: '2026-01-01T00:00:00Z' }));
+    const time = fakeTime();
+    const err = await acquireFileLock(lock, { ...time, timeoutMs: 3000 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(EnvironmentError);
+    expect(err).toMatchObject({ code: 'file_locked' });
+    expect((err as Error).message).toContain(`pid ${process.pid} on host ${hostname()} since 2026-01-01T00:00:00Z`);
+    expect(time.sleeps.length).toBeGreaterThan(10);
+    expect(time.sleeps.every((ms) => ms > 0)).toBe(true);
+  });
+
+  it("keeps another host's lock (its pid cannot be checked here) until the timeout", async () => {
+    const lock = join(newDir(), 'lock');
+    writeFileSync(lock, JSON.stringify({ pid: deadPid(), host: 'elsewhere.example', since: 'x' }));
+    const err = await acquireFileLock(lock, { ...fakeTime(), timeoutMs: 1000 }).catch((e: unknown) => e);
+    expect((err as Error).message).toContain('on host elsewhere.example');
+  });
+
+  it('a lock path that is a directory is an environment error at once', async () => {
+    const lock = join(newDir(), 'lock');
+    mkdirSync(lock);
+    await expect(acquireFileLock(lock, fakeTime())).rejects.toMatchObject({ code: 'path_not_file' });
+  });
+
+  it('the journal uses it: a second run of the same upload is refused, naming the holder', async () => {
+    const dir = newDir();
+    const key: JournalKey = {
+      input: { name: 'crm.csv', size: 10, sha256: 'd'.repeat(64) },
+      accountId: 'acc',
+      target: { kind: 'custom_audience', id: 'aud' },
+      options: {},
+    };
+    const first = await RunJournal.open(dir, key, { mode: 'new', runId: 'r1' });
+    const err = await RunJournal.open(dir, key, { mode: 'resume', runId: 'r2' }).catch((e: unknown) => e);
+    first.close();
+    expect(err).toMatchObject({ code: 'run_in_progress' });
+    expect((err as Error).message).toContain(`pid ${process.pid} on host ${hostname()}`);
   });
 });

@@ -10,24 +10,13 @@
  * Records hold counts, names and ids only: never identifiers, identifier hashes or secrets.
  */
 import { randomBytes } from 'node:crypto';
-import {
-  closeSync,
-  constants,
-  existsSync,
-  fstatSync,
-  openSync,
-  readFileSync,
-  readSync,
-  statSync,
-  unlinkSync,
-  writeSync,
-} from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { z } from 'zod';
-import { AudienceKitError, ConfigError, environmentError, InputError } from '../errors.js';
-import { sleep } from '../util/clock.js';
+import { ConfigError, environmentError, InputError } from '../errors.js';
 import { sha256Hex } from '../util/sha256.js';
 import { appendWhole, ensureDir, openNoFollow } from './fs.js';
+import { acquireFileLock, type LockOptions } from './lock.js';
 
 /** `prev` of the first record: SHA-256 of this fixed text. */
 export const AUDIT_GENESIS = sha256Hex('audience-kit audit log v1');
@@ -139,13 +128,6 @@ export function newRunId(now: Date = new Date()): string {
   return `${stamp}-${randomBytes(3).toString('hex')}`;
 }
 
-export interface AuditLockOptions {
-  /** Give up after this long (default 10 s). */
-  timeoutMs?: number;
-  /** A lock older than this whose owner cannot be confirmed alive is broken (default 30 s). */
-  staleMs?: number;
-}
-
 /**
  * Append one record, chained to the current last line. Returns the record as written.
  * The directory is created (mode 0700) and the file too (mode 0600).
@@ -153,7 +135,7 @@ export interface AuditLockOptions {
 export async function appendAuditRecord(
   path: string,
   record: AuditRecord,
-  options: AuditLockOptions = {},
+  options: LockOptions = {},
 ): Promise<ChainedAuditRecord> {
   ensureDir(dirname(path));
   const release = await acquireFileLock(`${path}.lock`, options);
@@ -211,85 +193,6 @@ function lastLine(path: string): { line: Buffer | undefined; endsWithNewline: bo
   } finally {
     closeSync(fd);
   }
-}
-
-/**
- * Advisory lock: a file created with O_EXCL holding the owner's pid. A lock whose owner
- * process is gone (or, when the pid was never written, that is older than `staleMs`) is
- * removed and retried. Also guards a run journal for the duration of a run.
- */
-export async function acquireFileLock(lockPath: string, options: AuditLockOptions = {}): Promise<() => void> {
-  const timeoutMs = options.timeoutMs ?? 10_000;
-  const staleMs = options.staleMs ?? 30_000;
-  const start = Date.now();
-  for (let attempt = 0; ; attempt++) {
-    try {
-      const fd = openSync(lockPath, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
-      writeSync(fd, `${process.pid}\n`);
-      closeSync(fd);
-      return () => {
-        try {
-          unlinkSync(lockPath);
-        } catch {
-          // Already broken as stale by another process: nothing left to release.
-        }
-      };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
-    const stale = staleLockInode(lockPath, staleMs);
-    if (stale === 'gone') continue;
-    if (stale !== undefined) {
-      // Only the lock judged stale: a waiter that broke it first may already hold a new one.
-      try {
-        if (statSync(lockPath).ino === stale) unlinkSync(lockPath);
-      } catch {
-        // Another waiter removed it first.
-      }
-      continue;
-    }
-    if (Date.now() - start > timeoutMs) {
-      throw new AudienceKitError('file_locked', `${lockPath} is held by another running process`, {
-        fix: `wait for the other run to finish; if none is running, delete ${lockPath}`,
-      });
-    }
-    await sleep(Math.min(50, 2 + attempt * 2));
-  }
-}
-
-/**
- * The inode of the lock file when its owner is gone (so the caller removes that file and no
- * newer one), 'gone' when it vanished meanwhile (released: retry at once; removing the path now
- * could remove the next holder's lock), undefined while it is held.
- */
-function staleLockInode(lockPath: string, staleMs: number): number | 'gone' | undefined {
-  let fd: number;
-  try {
-    fd = openSync(lockPath, 'r');
-  } catch (error) {
-    // Unreadable (another user's lock in a shared state dir): held, so the caller waits and times out.
-    return (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'gone' : undefined;
-  }
-  let text: string;
-  let info: { ino: number; mtimeMs: number };
-  try {
-    text = readFileSync(fd, 'utf8');
-    info = fstatSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  const pid = Number.parseInt(text, 10);
-  if (Number.isInteger(pid) && pid > 0) {
-    try {
-      process.kill(pid, 0);
-      return undefined;
-    } catch (error) {
-      // EPERM: alive but someone else's process.
-      return (error as NodeJS.ErrnoException).code === 'ESRCH' ? info.ino : undefined;
-    }
-  }
-  // Empty (its owner died between creating and writing it, or is writing it now): rely on age.
-  return Date.now() - info.mtimeMs > staleMs ? info.ino : undefined;
 }
 
 const recordSchema = z.object({

@@ -16,9 +16,9 @@
  */
 import { closeSync, existsSync, ftruncateSync, openSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { acquireFileLock } from './audit.js';
+import { acquireFileLock } from './lock.js';
 import type { BatchGroup } from '../upload/batch.js';
-import { ConfigError, environmentError } from '../errors.js';
+import { ConfigError, EnvironmentError, environmentError } from '../errors.js';
 import { appendWhole, ensureDir, openNoFollow, stateFs, writeFileNoFollow } from './fs.js';
 import { VERSION } from '../version.js';
 import { sha256Hex } from '../util/sha256.js';
@@ -269,9 +269,11 @@ export class RunJournal {
     const dir = journalDir(stateDir, id);
     ensureDir(dir);
     const release = await acquireFileLock(join(dir, 'lock'), { timeoutMs: 2000 }).catch((error: unknown) => {
+      // Held by a live run (the lock names it); anything else (not writable, a directory) as it is.
+      if (!(error instanceof EnvironmentError) || error.code !== 'file_locked') throw error;
       throw new JournalError(
         'run_in_progress',
-        'another audience-kit process is uploading this file with these options right now',
+        `another audience-kit process is uploading this file with these options right now (${error.message})`,
         {
           fix: 'wait for it to finish (or stop it), then run again with --resume',
           cause: error,

@@ -1,0 +1,157 @@
+/**
+ * Advisory lock files for the run journal and the audit log.
+ *
+ * A lock is a regular file holding `{"pid","host","since"}`. It is written under a temporary name
+ * and hard-linked into place, so it never exists empty or half-written: `link` fails with EEXIST
+ * when the lock is held. A waiter judges the lock it finds:
+ *
+ * - our host and a pid that no longer runs: stale, broken at once;
+ * - empty or unreadable content (an older version killed between creating and filling it, or
+ *   junk) older than `emptyGraceMs` (default 2 s): stale;
+ * - a symbolic link (dangling or not): never one of ours, removed (the link, not its target);
+ * - another host: its pid cannot be checked here, so it is held until the wait times out;
+ * - a directory: an EnvironmentError at once (waiting cannot fix it).
+ *
+ * Breaking removes the file judged and no newer one (same inode, checked just before). Waiting
+ * always sleeps between tries and is bounded by `timeoutMs`; the error names the holder.
+ */
+import { randomBytes } from 'node:crypto';
+import { closeSync, constants, linkSync, lstatSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { EnvironmentError, environmentError } from '../errors.js';
+
+export interface LockOptions {
+  /** Give up after this long (default 10 s). */
+  timeoutMs?: number;
+  /** An empty or unreadable lock older than this is stale (default 2 s). */
+  emptyGraceMs?: number;
+  /** Injectable for tests. */
+  sleep?: (ms: number) => Promise<void>;
+  now?: () => number;
+}
+
+export interface LockHolder {
+  pid: number;
+  host: string;
+  since: string;
+}
+
+const defaultSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Take the lock at `lockPath`; resolves to its release function. */
+export async function acquireFileLock(lockPath: string, options: LockOptions = {}): Promise<() => void> {
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  const now = options.now ?? Date.now;
+  const sleep = options.sleep ?? defaultSleep;
+  const start = now();
+  const me: LockHolder = { pid: process.pid, host: hostname(), since: new Date(start).toISOString() };
+  for (let attempt = 0; ; attempt++) {
+    const ino = tryCreate(lockPath, me);
+    if (ino !== undefined) return () => removeIfSame(lockPath, ino);
+    const judged = judge(lockPath, options.emptyGraceMs ?? 2000, now());
+    if (judged.kind === 'stale') {
+      removeIfSame(lockPath, judged.ino);
+      continue;
+    }
+    if (now() - start >= timeoutMs) throw lockedError(lockPath, judged.kind === 'held' ? judged.holder : undefined);
+    // Every path through the loop that does not break the lock sleeps: no spinning.
+    await sleep(Math.min(100, 5 + attempt * 5));
+  }
+}
+
+/** Create the lock by linking a filled temporary file; its inode, or undefined if the lock exists. */
+function tryCreate(lockPath: string, me: LockHolder): number | undefined {
+  const tmp = `${lockPath}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  try {
+    const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    try {
+      writeSync(fd, `${JSON.stringify(me)}\n`);
+    } finally {
+      closeSync(fd);
+    }
+    try {
+      linkSync(tmp, lockPath);
+      return lstatSync(lockPath).ino;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') return undefined;
+      throw error;
+    }
+  } catch (error) {
+    throw environmentError(error, 'creating the lock', lockPath);
+  } finally {
+    try {
+      unlinkSync(tmp);
+    } catch {
+      // Never created.
+    }
+  }
+}
+
+type Judgement = { kind: 'stale'; ino: number } | { kind: 'held'; holder?: LockHolder } | { kind: 'gone' };
+
+function judge(lockPath: string, emptyGraceMs: number, nowMs: number): Judgement {
+  let info;
+  try {
+    info = lstatSync(lockPath);
+  } catch {
+    return { kind: 'gone' };
+  }
+  if (info.isSymbolicLink()) return { kind: 'stale', ino: info.ino };
+  if (info.isDirectory()) {
+    throw new EnvironmentError('path_not_file', `the lock ${lockPath} is a directory`, {
+      path: lockPath,
+      fix: `remove that directory (rmdir ${lockPath}), then run again`,
+    });
+  }
+  let holder: LockHolder | undefined;
+  try {
+    holder = parseHolder(readFileSync(lockPath, 'utf8'));
+  } catch {
+    // Unreadable (another user's lock in a shared state dir): held.
+    return { kind: 'held' };
+  }
+  if (holder === undefined)
+    return nowMs - info.mtimeMs > emptyGraceMs ? { kind: 'stale', ino: info.ino } : { kind: 'held' };
+  if (holder.host !== hostname()) return { kind: 'held', holder };
+  try {
+    process.kill(holder.pid, 0);
+    return { kind: 'held', holder };
+  } catch (error) {
+    // EPERM: alive, someone else's process.
+    return (error as NodeJS.ErrnoException).code === 'ESRCH'
+      ? { kind: 'stale', ino: info.ino }
+      : { kind: 'held', holder };
+  }
+}
+
+/** The holder a lock names; a bare pid (older versions) counts as this host's. */
+function parseHolder(text: string): LockHolder | undefined {
+  const trimmed = text.trim();
+  if (/^\d+$/.test(trimmed)) return { pid: Number(trimmed), host: hostname(), since: 'unknown' };
+  try {
+    const v = JSON.parse(trimmed) as Partial<LockHolder>;
+    if (typeof v.pid === 'number' && Number.isInteger(v.pid) && v.pid > 0 && typeof v.host === 'string') {
+      return { pid: v.pid, host: v.host, since: typeof v.since === 'string' ? v.since : 'unknown' };
+    }
+  } catch {
+    // Not JSON: treated like an empty lock.
+  }
+  return undefined;
+}
+
+function removeIfSame(lockPath: string, ino: number): void {
+  try {
+    if (lstatSync(lockPath).ino === ino) unlinkSync(lockPath);
+  } catch {
+    // Already removed (released, or broken by another waiter).
+  }
+}
+
+function lockedError(lockPath: string, holder: LockHolder | undefined): EnvironmentError {
+  const who =
+    holder === undefined ? 'another process' : `pid ${holder.pid} on host ${holder.host} since ${holder.since}`;
+  return new EnvironmentError('file_locked', `${lockPath} is held by ${who}`, {
+    path: lockPath,
+    fix: `wait for that run to finish; if no such process is running, delete ${lockPath}`,
+  });
+}
