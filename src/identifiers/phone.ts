@@ -16,6 +16,7 @@
  */
 import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js';
 import metadataJson from 'libphonenumber-js/min/metadata';
+import libraryPackage from 'libphonenumber-js/package.json' with { type: 'json' };
 
 /** The parts of the v4 metadata JSON the algorithm reads (see libphonenumber-js METADATA.md). */
 type CountryTuple = readonly unknown[];
@@ -25,6 +26,60 @@ interface MetadataShape {
   nonGeographic?: Record<string, CountryTuple>;
 }
 const metadata = metadataJson as unknown as MetadataShape;
+
+/**
+ * The fast path reads the metadata arrays by position, a layout libphonenumber-js does not
+ * promise to keep. It is used only with the library version the differential test proved it
+ * against (package.json pins that version exactly), metadata schema 4, and tuples of the shape
+ * read below; otherwise every number goes to the library (slower, never wrong). Upgrading the
+ * library: bump both pins, run test/phone-differential.test.ts.
+ */
+export const PHONE_FAST_PATH_LIBRARY_VERSION = '1.13.16';
+const METADATA_SCHEMA = 4;
+
+const isStr = (v: unknown): boolean => typeof v === 'string';
+/** Optional fields are absent, 0 (the compact form of "none") or of the expected type. */
+const optional = (v: unknown, check: (v: unknown) => boolean): boolean => v === undefined || v === 0 || check(v);
+
+function countryTupleFits(t: unknown): boolean {
+  return (
+    Array.isArray(t) &&
+    isStr(t[0]) &&
+    isStr(t[1]) &&
+    isStr(t[2]) &&
+    Array.isArray(t[3]) &&
+    (t[3] as unknown[]).every((n) => typeof n === 'number') &&
+    optional(t[5], isStr) &&
+    optional(t[7], isStr) &&
+    optional(t[8], isStr) &&
+    optional(t[10], isStr) &&
+    optional(t[11], Array.isArray)
+  );
+}
+
+/** Whether the fast path may run on `meta` from libphonenumber-js `libraryVersion`. */
+export function phoneFastPathSupports(meta: unknown, libraryVersion: string): boolean {
+  if (libraryVersion !== PHONE_FAST_PATH_LIBRARY_VERSION) return false;
+  const m = meta as Partial<MetadataShape> & { version?: unknown };
+  if (m === null || typeof m !== 'object' || m.version !== METADATA_SCHEMA) return false;
+  const codes = m.country_calling_codes;
+  const countries = m.countries;
+  if (codes === null || typeof codes !== 'object' || countries === null || typeof countries !== 'object') return false;
+  for (const list of Object.values(codes)) {
+    if (!Array.isArray(list) || !list.every((c) => typeof c === 'string')) return false;
+    // Every country a calling code names must have a plan (countryPlan looks it up unchecked).
+    for (const c of list) if (c.length === 2 && !countryTupleFits(countries[c])) return false;
+  }
+  return Object.values(countries).every(countryTupleFits);
+}
+
+/** Decided once per thread: the metadata does not change while the process runs. */
+const FAST_PATH = phoneFastPathSupports(metadataJson, libraryPackage.version);
+
+/** Whether this process uses the fast path (false: every number goes to libphonenumber-js). */
+export function phoneFastPathEnabled(): boolean {
+  return FAST_PATH;
+}
 
 const MIN_LENGTH_FOR_NSN = 2;
 const MAX_LENGTH_FOR_NSN = 17;
@@ -323,7 +378,7 @@ export function resetPhoneFastPathStats(): void {
  * otherwise. `country` must be a supported ISO code (or undefined): it is the default country of national numbers.
  */
 export function phoneToE164(value: string, country: string | undefined): string | undefined {
-  const fast = fastE164(value, country);
+  const fast = FAST_PATH ? fastE164(value, country) : FALLBACK;
   if (fast !== FALLBACK) {
     stats.fast++;
     return fast ?? undefined;

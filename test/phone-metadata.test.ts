@@ -1,0 +1,100 @@
+import { readFileSync } from 'node:fs';
+import metadataJson from 'libphonenumber-js/min/metadata';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import {
+  PHONE_FAST_PATH_LIBRARY_VERSION,
+  phoneFastPathEnabled,
+  phoneFastPathStats,
+  phoneFastPathSupports,
+  phoneToE164,
+  resetPhoneFastPathStats,
+} from '../src/identifiers/phone.js';
+
+/** A deep copy of the real metadata, changed by `edit`. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+function changed(edit: (m: Record<string, any>) => void): unknown {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  const copy = structuredClone(metadataJson) as Record<string, any>;
+  edit(copy);
+  return copy;
+}
+
+describe('phone fast path: metadata check', () => {
+  it('package.json pins libphonenumber-js to exactly the version the fast path was proved against', () => {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+      dependencies: Record<string, string>;
+    };
+    expect(pkg.dependencies['libphonenumber-js']).toBe(PHONE_FAST_PATH_LIBRARY_VERSION);
+    expect(phoneFastPathSupports(metadataJson, PHONE_FAST_PATH_LIBRARY_VERSION)).toBe(true);
+    expect(phoneFastPathEnabled()).toBe(true);
+  });
+
+  it('refuses another library version, another metadata schema, or tuples of another shape', () => {
+    const v = PHONE_FAST_PATH_LIBRARY_VERSION;
+    expect(phoneFastPathSupports(metadataJson, '1.99.0')).toBe(false);
+    expect(
+      phoneFastPathSupports(
+        changed((m) => (m.version = 5)),
+        v,
+      ),
+    ).toBe(false);
+    expect(
+      phoneFastPathSupports(
+        changed((m) => (m.countries.GB[3] = '10')),
+        v,
+      ),
+    ).toBe(false);
+    expect(
+      phoneFastPathSupports(
+        changed((m) => (m.countries.US[2] = 42)),
+        v,
+      ),
+    ).toBe(false);
+    expect(
+      phoneFastPathSupports(
+        changed((m) => (m.countries.DE[11] = 'types')),
+        v,
+      ),
+    ).toBe(false);
+    expect(
+      phoneFastPathSupports(
+        changed((m) => delete m.countries.FR),
+        v,
+      ),
+    ).toBe(false);
+    expect(
+      phoneFastPathSupports(
+        changed((m) => (m.country_calling_codes['44'] = 'GB')),
+        v,
+      ),
+    ).toBe(false);
+  });
+});
+
+describe('phone fast path: fallback', () => {
+  afterEach(() => {
+    vi.doUnmock('libphonenumber-js/min/metadata');
+    vi.resetModules();
+  });
+
+  it('with metadata it does not know, every number goes to the library, with the same answers', async () => {
+    const inputs: [string, string | undefined][] = [
+      ['+44 20 7946 0958', undefined],
+      ['(650) 555-1212', 'US'],
+      ['020 7946 0958', 'GB'],
+      ['12345', 'US'],
+    ];
+    resetPhoneFastPathStats();
+    const expected = inputs.map(([v, c]) => phoneToE164(v, c));
+    expect(phoneFastPathStats().fast).toBe(inputs.length);
+
+    vi.resetModules();
+    vi.doMock('libphonenumber-js/min/metadata', () => ({ default: { ...metadataJson, version: 5 } }));
+    const fresh = await import('../src/identifiers/phone.js');
+    expect(fresh.phoneFastPathEnabled()).toBe(false);
+    fresh.resetPhoneFastPathStats();
+    expect(inputs.map(([v, c]) => fresh.phoneToE164(v, c))).toEqual(expected);
+    expect(fresh.phoneFastPathStats()).toEqual({ fast: 0, fallback: inputs.length });
+    expect(expected.slice(0, 3)).toEqual(['+442079460958', '+16505551212', '+442079460958']);
+  });
+});
