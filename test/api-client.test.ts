@@ -400,6 +400,65 @@ describe('error parsing, one shape at a time', () => {
     expect(e.fix).toMatch(/operation/);
   });
 
+  it('operation_errors as one array per operation (the java SDK model): the position names the operation', async () => {
+    const h = await harness((_req, res) =>
+      json(res, 400, {
+        errors: [{ code: 'INVALID_USER_DATA', message: 'bad users' }],
+        operation_errors: [
+          [],
+          [
+            { message: 'email must be 64 lowercase hex', code: 'INVALID_USER_DATA', user_index: 0 },
+            { message: 'handle must be 64 lowercase hex', user_index: 2 },
+          ],
+          null,
+          [{ index: 9, message: 'the position wins over a stray index' }],
+        ],
+      }),
+    );
+    const e = (await failure(
+      postCustomAudienceUsers(h.client, { accountId: 'a', customAudienceId: 'b', body: '[]' }),
+    )) as HttpError;
+    expect(e.errors).toEqual([{ code: 'INVALID_USER_DATA', message: 'bad users' }]);
+    expect(e.operationErrors).toEqual([
+      { index: 1, message: 'email must be 64 lowercase hex', code: 'INVALID_USER_DATA', userIndex: 0 },
+      { index: 1, message: 'handle must be 64 lowercase hex', userIndex: 2 },
+      { index: 3, message: 'the position wins over a stray index' },
+    ]);
+    expect(e.message).toContain('operation 1 user 0: email must be 64 lowercase hex (+2 more operation errors)');
+  });
+
+  it('never drops the top-level errors when another part of the body has an unknown shape', async () => {
+    for (const operation_errors of [
+      'not a list',
+      { 0: 'an object' },
+      [{ index: 'one', message: 1 }, 7],
+      [{ message: 'flat but without its operation' }],
+    ]) {
+      const h = await harness((_req, res) =>
+        json(res, 400, {
+          errors: [{ code: 'INVALID_USER_DATA', message: 'bad users' }, { unexpected: true }],
+          operation_errors,
+        }),
+      );
+      const e = (await failure(
+        postCustomAudienceUsers(h.client, { accountId: 'a', customAudienceId: 'b', body: '[]' }),
+      )) as HttpError;
+      expect(e.errors, JSON.stringify(operation_errors)).toEqual([{ code: 'INVALID_USER_DATA', message: 'bad users' }]);
+      expect(e.operationErrors).toEqual([]);
+      expect(e.message).toMatch(
+        /^POST \S+ failed with HTTP 400: INVALID_USER_DATA: bad users; \d+ more error entr(y|ies) of an unknown shape$/,
+      );
+    }
+    // operation_errors alone (no errors array) still name the operation.
+    const only = await harness((_req, res) =>
+      json(res, 400, { operation_errors: [{ index: 0, message: 'x', user_index: 1 }] }),
+    );
+    const e = (await failure(
+      postCustomAudienceUsers(only.client, { accountId: 'a', customAudienceId: 'b', body: '[]' }),
+    )) as HttpError;
+    expect(e.operationErrors).toEqual([{ index: 0, message: 'x', userIndex: 1 }]);
+  });
+
   it("the core API's Error object (401, code 89) is an AuthError with the credentials fix", async () => {
     const h = await harness((_req, res) => json(res, 401, { code: 89, message: 'Invalid or expired token.' }));
     const e = (await failure(getCustomAudience(h.client, { accountId: 'a', customAudienceId: 'b' }))) as AuthError;

@@ -23,17 +23,50 @@ const platformErrorSchema = z.looseObject({
   value: z.unknown().optional(),
 });
 
+/** `index` may be absent when the error sits in its operation's own array (see operationErrorsOf). */
 const operationErrorSchema = z.looseObject({
-  index: z.number().int(),
+  index: z.number().int().nonnegative().optional(),
   message: z.string(),
   code: z.union([z.string(), z.number()]).optional(),
-  user_index: z.number().int().optional(),
+  user_index: z.number().int().nonnegative().optional(),
 });
+type RawOperationError = z.infer<typeof operationErrorSchema>;
 
-const platformBodySchema = z.looseObject({
-  errors: z.array(platformErrorSchema).min(1),
-  operation_errors: z.array(operationErrorSchema).optional(),
-});
+/** The ads API envelope, read part by part: one part of an unknown shape never hides another. */
+const platformBodySchema = z.looseObject({ errors: z.unknown().optional(), operation_errors: z.unknown().optional() });
+
+/** Entries of `errors` that have the documented shape; the others are counted, not shown. */
+function platformErrorsOf(raw: unknown): { errors: z.infer<typeof platformErrorSchema>[]; unknown: number } {
+  if (!Array.isArray(raw)) return { errors: [], unknown: raw === undefined ? 0 : 1 };
+  const errors: z.infer<typeof platformErrorSchema>[] = [];
+  for (const e of raw) {
+    const parsed = platformErrorSchema.safeParse(e);
+    if (parsed.success) errors.push(parsed.data);
+  }
+  return { errors, unknown: raw.length - errors.length };
+}
+
+/**
+ * `operation_errors` comes in two shapes: flat, each entry naming its operation (`index`), or
+ * one array per operation (as the java SDK models it), the position of the array naming the
+ * operation. Both become `{ index, user_index? }` entries; entries of neither shape are counted.
+ */
+function operationErrorsOf(raw: unknown): { errors: Array<RawOperationError & { index: number }>; unknown: number } {
+  if (!Array.isArray(raw)) return { errors: [], unknown: raw === undefined || raw === null ? 0 : 1 };
+  const errors: Array<RawOperationError & { index: number }> = [];
+  let unknown = 0;
+  const add = (entry: unknown, operation: number | undefined): void => {
+    const parsed = operationErrorSchema.safeParse(entry);
+    const index = operation ?? (parsed.success ? parsed.data.index : undefined);
+    if (parsed.success && index !== undefined) errors.push({ ...parsed.data, index });
+    else unknown++;
+  };
+  raw.forEach((item: unknown, position) => {
+    if (Array.isArray(item)) for (const entry of item) add(entry, position);
+    else if (item !== null) add(item, undefined);
+  });
+  return { errors, unknown };
+}
 
 const coreErrorSchema = z.looseObject({ code: z.union([z.number(), z.string()]), message: z.string() });
 
@@ -155,6 +188,42 @@ function redactCode(code: string | number, redact: (text: string) => string): st
   return typeof code === 'string' ? redact(code) : code;
 }
 
+/** The ads API's envelope, when `errors` or `operation_errors` holds at least one entry of a known shape. */
+function parsePlatformBody(json: unknown, redact: (text: string) => string): ParsedBody | undefined {
+  const body = platformBodySchema.safeParse(json);
+  if (!body.success) return undefined;
+  const top = platformErrorsOf(body.data.errors);
+  const ops = operationErrorsOf(body.data.operation_errors);
+  if (top.errors.length === 0 && ops.errors.length === 0) return undefined;
+  const errors: PlatformErrorDetail[] = top.errors.map((e) => ({
+    code: redactCode(e.code, redact),
+    message: redact(e.message),
+    ...(e.parameter === undefined ? {} : { parameter: redact(e.parameter) }),
+    ...(e.details === undefined ? {} : { details: redact(e.details) }),
+    ...(e.value === undefined ? {} : { value: redactDeep(e.value, redact) }),
+  }));
+  const operationErrors: OperationErrorDetail[] = ops.errors.map((e) => ({
+    index: e.index,
+    message: redact(e.message),
+    ...(e.code === undefined ? {} : { code: redactCode(e.code, redact) }),
+    ...(e.user_index === undefined ? {} : { userIndex: e.user_index }),
+  }));
+  const parts: string[] = [];
+  const first = errors[0];
+  if (first !== undefined)
+    parts.push(describePlatformError(first) + (errors.length > 1 ? ` (+${errors.length - 1} more)` : ''));
+  const firstOp = operationErrors[0];
+  if (firstOp !== undefined) {
+    parts.push(
+      `operation ${firstOp.index}${firstOp.userIndex === undefined ? '' : ` user ${firstOp.userIndex}`}: ${firstOp.message}` +
+        (operationErrors.length > 1 ? ` (+${operationErrors.length - 1} more operation errors)` : ''),
+    );
+  }
+  const unknown = top.unknown + ops.unknown;
+  if (unknown > 0) parts.push(`${unknown} more error entr${unknown === 1 ? 'y' : 'ies'} of an unknown shape`);
+  return { errors, operationErrors, summary: oneLine(parts.join('; ')) };
+}
+
 function parseBody(r: ErrorResponse): ParsedBody {
   let json: unknown;
   let isJson = false;
@@ -164,31 +233,8 @@ function parseBody(r: ErrorResponse): ParsedBody {
   } catch {
     json = undefined;
   }
-  const platform = platformBodySchema.safeParse(json);
-  if (platform.success) {
-    const errors: PlatformErrorDetail[] = platform.data.errors.map((e) => ({
-      code: redactCode(e.code, r.redact),
-      message: r.redact(e.message),
-      ...(e.parameter === undefined ? {} : { parameter: r.redact(e.parameter) }),
-      ...(e.details === undefined ? {} : { details: r.redact(e.details) }),
-      ...(e.value === undefined ? {} : { value: redactDeep(e.value, r.redact) }),
-    }));
-    const operationErrors: OperationErrorDetail[] = (platform.data.operation_errors ?? []).map((e) => ({
-      index: e.index,
-      message: r.redact(e.message),
-      ...(e.code === undefined ? {} : { code: redactCode(e.code, r.redact) }),
-      ...(e.user_index === undefined ? {} : { userIndex: e.user_index }),
-    }));
-    const first = errors[0] as PlatformErrorDetail;
-    let summary = describePlatformError(first);
-    if (errors.length > 1) summary += ` (+${errors.length - 1} more)`;
-    const firstOp = operationErrors[0];
-    if (firstOp !== undefined) {
-      summary += `; operation ${firstOp.index}${firstOp.userIndex === undefined ? '' : ` user ${firstOp.userIndex}`}: ${firstOp.message}`;
-      if (operationErrors.length > 1) summary += ` (+${operationErrors.length - 1} more operation errors)`;
-    }
-    return { errors, operationErrors, summary: oneLine(summary) };
-  }
+  const platform = parsePlatformBody(json, r.redact);
+  if (platform !== undefined) return platform;
   // Any object with `type` and `title` is a Problem, whatever its Content-Type says: servers
   // (and proxies) send them as plain application/json, with types outside /problems/.
   const problem = problemSchema.safeParse(json);

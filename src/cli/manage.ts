@@ -340,20 +340,26 @@ export function rephrase(
 }
 
 /**
- * The platform's 403 PERMISSION_DENIED on an owner-only action (update, delete, grant, revoke)
- * means the account is not the audience's owner, even with a READ_WRITE grant: say so, and how
- * to find the owner. `action` completes "only the audience's owner account can ...".
+ * Codes of the platform's published error list that a 403 on an owner-only action carries; the
+ * sandbox sends FORBIDDEN. A 403 with none of them (UNAUTHORIZED_CLIENT_APPLICATION: the account is
+ * not the user's) keeps its own message.
+ */
+const OWNER_REFUSAL_CODES: ReadonlySet<string> = new Set([
+  'FORBIDDEN',
+  'UNAUTHORIZED_ACCESS',
+  'INSUFFICIENT_USER_AUTHORIZED_PERMISSION',
+]);
+
+/**
+ * A 403 on an owner-only action (update, delete, grant, revoke), with a documented permission code
+ * or with no code at all, means the account is not the audience's owner, even with a READ_WRITE
+ * grant: say so, and how to find the owner. `action` completes "only the audience's owner account can ...".
  */
 export async function ownerOnly<T>(args: AudienceArgs, action: string, run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (error) {
-    if (!(
-      error instanceof HttpError &&
-      error.status === 403 &&
-      error.errors.some((e) => e.code === 'PERMISSION_DENIED')
-    ))
-      throw error;
+    if (!(error instanceof HttpError && error.status === 403 && isOwnerRefusal(error))) throw error;
     throw rephrase(error, {
       as: AuthError,
       code: 'audience_owner_only',
@@ -361,6 +367,10 @@ export async function ownerOnly<T>(args: AudienceArgs, action: string, run: () =
       fix: `find the owner with \`audience-kit audiences get --account ${args.account} --audience ${args.audience}\` (owner_account_id; is_owner false here) and repeat with --account <owner_account_id>`,
     });
   }
+}
+
+function isOwnerRefusal(error: HttpError): boolean {
+  return error.errors.length === 0 || error.errors.some((e) => OWNER_REFUSAL_CODES.has(String(e.code)));
 }
 
 // ---- Targeting ----
