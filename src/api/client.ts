@@ -320,6 +320,22 @@ function joinUrl(base: string, path: string): URL {
   return u;
 }
 
+interface EncodedBody {
+  body?: Buffer;
+  contentType?: string;
+}
+
+/** The request body, encoded once for every attempt: a form, or JSON (an object, or a string or bytes sent as they are). */
+function encodeBody(req: ApiRequest<unknown>): EncodedBody {
+  if (req.form !== undefined) {
+    return { body: Buffer.from(formEncode(req.form)), contentType: 'application/x-www-form-urlencoded' };
+  }
+  if (req.json === undefined) return {};
+  const json = req.json;
+  const body = Buffer.isBuffer(json) ? json : Buffer.from(typeof json === 'string' ? json : JSON.stringify(json));
+  return { body, contentType: 'application/json' };
+}
+
 function formEncode(form: Record<string, string>): string {
   return Object.entries(form)
     .map(([k, v]) => `${percentEncode(k, 'form parameter name')}=${percentEncode(v, k)}`)
@@ -459,17 +475,7 @@ export class AdsClient {
     url.search = buildQueryString(req.query);
     const token = this.tokenFor(req);
     const redact = this.redactorFor(token);
-    let body: Buffer | undefined;
-    let contentType: string | undefined;
-    if (req.form !== undefined) {
-      body = Buffer.from(formEncode(req.form));
-      contentType = 'application/x-www-form-urlencoded';
-    } else if (req.json !== undefined) {
-      body = Buffer.isBuffer(req.json)
-        ? req.json
-        : Buffer.from(typeof req.json === 'string' ? req.json : JSON.stringify(req.json));
-      contentType = 'application/json';
-    }
+    const payload = encodeBody(req);
     const rules = findRateLimitRules(this.policy, req.method, req.path, req.query);
     const family = routeKey(req.method, req.path);
     const path = url.pathname;
@@ -484,33 +490,7 @@ export class AdsClient {
       let headers: Dispatcher.ResponseData['headers'];
       let text: string;
       try {
-        // Signed afresh on every attempt: a new nonce and timestamp, so a retry is never a replay.
-        const authorization = oauth1Header({
-          method: req.method,
-          url,
-          consumerKey: this.credentials.consumerKey,
-          consumerSecret: this.credentials.consumerSecret,
-          ...(token === null ? {} : { token: token.key, tokenSecret: token.secret }),
-          ...(req.form === undefined ? {} : { params: req.form }),
-          ...(req.oauthParams === undefined ? {} : { oauthParams: req.oauthParams }),
-        });
-        const res = await undiciRequest(url, {
-          method: req.method,
-          dispatcher: this.dispatcher,
-          headersTimeout: this.headersTimeoutMs,
-          bodyTimeout: this.bodyTimeoutMs,
-          headers: {
-            authorization,
-            'user-agent': USER_AGENT,
-            accept: 'application/json',
-            ...(contentType === undefined ? {} : { 'content-type': contentType }),
-          },
-          ...(body === undefined ? {} : { body }),
-          ...(req.signal === undefined ? {} : { signal: req.signal }),
-        });
-        status = res.statusCode;
-        headers = res.headers;
-        text = await res.body.text();
+        ({ status, headers, text } = await this.send(req, url, token, payload));
         release(this.clock.now());
       } catch (e) {
         release(this.clock.now());
@@ -550,6 +530,39 @@ export class AdsClient {
       await this.wait(hint?.reason ?? 'retry', hint?.ms ?? this.backoffMs(attempt), path, req.signal);
       this.counters.retries++;
     }
+  }
+
+  /** One attempt: signed afresh (a new nonce and timestamp, so a retry is never a replay), sent, body read. */
+  private async send(
+    req: ApiRequest<unknown>,
+    url: URL,
+    token: { key: string; secret: string } | null,
+    payload: EncodedBody,
+  ): Promise<{ status: number; headers: Dispatcher.ResponseData['headers']; text: string }> {
+    const authorization = oauth1Header({
+      method: req.method,
+      url,
+      consumerKey: this.credentials.consumerKey,
+      consumerSecret: this.credentials.consumerSecret,
+      ...(token === null ? {} : { token: token.key, tokenSecret: token.secret }),
+      ...(req.form === undefined ? {} : { params: req.form }),
+      ...(req.oauthParams === undefined ? {} : { oauthParams: req.oauthParams }),
+    });
+    const res = await undiciRequest(url, {
+      method: req.method,
+      dispatcher: this.dispatcher,
+      headersTimeout: this.headersTimeoutMs,
+      bodyTimeout: this.bodyTimeoutMs,
+      headers: {
+        authorization,
+        'user-agent': USER_AGENT,
+        accept: 'application/json',
+        ...(payload.contentType === undefined ? {} : { 'content-type': payload.contentType }),
+      },
+      ...(payload.body === undefined ? {} : { body: payload.body }),
+      ...(req.signal === undefined ? {} : { signal: req.signal }),
+    });
+    return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
   }
 
   private tokenFor(req: ApiRequest<unknown>): { key: string; secret: string } | null {

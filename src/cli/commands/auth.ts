@@ -15,8 +15,11 @@ import {
   requestToken,
   saveProfileCredentials,
   SECRET_CONNECTION_FIELDS,
+  type AccessTokenResponse,
+  type AdsClient,
   type ConnectionConfigReport,
   type ConnectionField,
+  type ResolvedConnectionConfig,
 } from '../../internal.js';
 import {
   connectionFlags,
@@ -53,6 +56,125 @@ async function readLine(input: Readable): Promise<string | undefined> {
   }
 }
 
+type RequestTokenPair = { key: string; secret: string };
+
+interface LoginResult {
+  user_id: string;
+  screen_name: string;
+  profile: string;
+  config_file: string;
+  overridden_by_environment: string[];
+}
+
+/**
+ * The request token to finish and its PIN: with --pin, the login left pending; otherwise a new
+ * request token, its URL printed and the PIN read from stdin (no PIN: kept pending for --pin).
+ */
+async function tokenAndPin(
+  ctx: CliContext,
+  client: AdsClient,
+  config: ResolvedConnectionConfig,
+  pinArg: string | undefined,
+  keepPending: (t: RequestTokenPair) => Promise<string>,
+): Promise<{ token: RequestTokenPair; pin: string }> {
+  const { profile, stored: pending } = config;
+  if (pinArg !== undefined) {
+    if (pending?.pendingRequestToken === undefined || pending.pendingRequestTokenSecret === undefined) {
+      throw new ConfigError(
+        'auth_no_pending_login',
+        `no login is pending for profile "${profile}", so --pin has nothing to finish`,
+        {
+          fix: `run \`audience-kit auth login${profileHint(profile)}\` without --pin, open the URL it prints and enter the PIN`,
+        },
+      );
+    }
+    return { token: { key: pending.pendingRequestToken, secret: pending.pendingRequestTokenSecret }, pin: pinArg };
+  }
+  const rt = await requestToken(client, { callback: 'oob' });
+  const token = { key: rt.oauth_token, secret: rt.oauth_token_secret };
+  writeLine(ctx.stderr, 'Open this URL in a browser, sign in as the user who manages the ad accounts, and approve:');
+  writeLine(ctx.stderr, `  ${authorizeUrl(config.options.apiBaseUrl, rt.oauth_token)}`);
+  ctx.stderr.write('Then enter the PIN shown: ');
+  const pin = await readLine(ctx.stdin);
+  writeLine(ctx.stderr);
+  if (pin === undefined) {
+    await keepPending(token);
+    throw new ConfigError('auth_pin_missing', `no PIN was entered; the login stays pending for profile "${profile}"`, {
+      fix: `open the URL above, approve, then run \`audience-kit auth login${profileHint(profile)} --pin PIN\``,
+    });
+  }
+  return { token, pin };
+}
+
+/** The access token for a PIN; a refused PIN keeps the login pending, since --pin can still finish a mistyped one. */
+async function exchangePin(
+  client: AdsClient,
+  token: RequestTokenPair,
+  pin: string,
+  profile: string,
+  keepPending: (t: RequestTokenPair) => Promise<string>,
+): Promise<AccessTokenResponse> {
+  return accessToken(client, { oauthToken: token.key, oauthTokenSecret: token.secret, verifier: pin }).catch(
+    async (error: unknown) => {
+      if (!(error instanceof AuthError && error.status === 401)) throw error;
+      await keepPending(token);
+      throw rephrase(error, {
+        as: AuthError,
+        code: 'auth_pin_refused',
+        message: 'the platform refused the PIN: it was wrong, or the login request expired',
+        fix: `run \`audience-kit auth login${profileHint(profile)} --pin PIN\` with the PIN exactly as shown, or \`audience-kit auth login${profileHint(profile)}\` for a new one`,
+      });
+    },
+  );
+}
+
+/** Store the user's tokens in the profile (the pending login cleared) and say where. */
+async function storeLogin(
+  ctx: CliContext,
+  config: ResolvedConnectionConfig,
+  at: AccessTokenResponse,
+): Promise<LoginResult> {
+  const { profile, values, sources } = config;
+  const file = await saveProfileCredentials({
+    env: ctx.env,
+    profile,
+    values: {
+      // Tokens belong to one platform: keep its URLs with them (unless they are only implied).
+      adsBaseUrl: values.adsBaseUrl,
+      apiBaseUrl: sources.apiBaseUrl === 'default' ? undefined : values.apiBaseUrl,
+      consumerKey: values.consumerKey,
+      consumerSecret: values.consumerSecret,
+      accessToken: at.oauth_token,
+      accessTokenSecret: at.oauth_token_secret,
+      pendingRequestToken: null,
+      pendingRequestTokenSecret: null,
+    },
+  });
+  return {
+    user_id: at.user_id,
+    screen_name: at.screen_name,
+    profile,
+    config_file: file,
+    overridden_by_environment: setInEnvironment(config, ['accessToken', 'accessTokenSecret']),
+  };
+}
+
+function printLogin(ctx: CliContext, json: boolean, result: LoginResult): void {
+  const overriding = result.overridden_by_environment;
+  if (overriding.length > 0) {
+    writeLine(
+      ctx.stderr,
+      `warning: ${overriding.join(', ')} ${overriding.length > 1 ? 'are' : 'is'} set in the environment and will be used instead of the stored credentials; unset ${overriding.length > 1 ? 'them' : 'it'} to use this login`,
+    );
+  }
+  if (json) {
+    writeJson(ctx, result);
+    return;
+  }
+  writeLine(ctx.stdout, `logged in as @${result.screen_name} (user id ${result.user_id})`);
+  writeLine(ctx.stdout, `credentials stored for profile "${result.profile}" in ${result.config_file} (mode 0600)`);
+}
+
 function loginCommand(ctx: CliContext): CommandModule<GlobalArgs, LoginArgs> {
   return {
     command: 'login',
@@ -77,103 +199,19 @@ function loginCommand(ctx: CliContext): CommandModule<GlobalArgs, LoginArgs> {
         ctx,
         args,
         async (client, config) => {
-          const { profile } = config;
-          const pending = config.stored;
-          const keepPending = (t: { key: string; secret: string }): Promise<string> =>
+          const keepPending = (t: RequestTokenPair): Promise<string> =>
             saveProfileCredentials({
               env: ctx.env,
-              profile,
+              profile: config.profile,
               values: { pendingRequestToken: t.key, pendingRequestTokenSecret: t.secret },
             });
-          let token: { key: string; secret: string };
-          let pin = args.pin?.trim();
-          if (pin !== undefined) {
-            if (pending?.pendingRequestToken === undefined || pending.pendingRequestTokenSecret === undefined) {
-              throw new ConfigError(
-                'auth_no_pending_login',
-                `no login is pending for profile "${profile}", so --pin has nothing to finish`,
-                {
-                  fix: `run \`audience-kit auth login${profileHint(profile)}\` without --pin, open the URL it prints and enter the PIN`,
-                },
-              );
-            }
-            token = { key: pending.pendingRequestToken, secret: pending.pendingRequestTokenSecret };
-          } else {
-            const rt = await requestToken(client, { callback: 'oob' });
-            token = { key: rt.oauth_token, secret: rt.oauth_token_secret };
-            writeLine(
-              ctx.stderr,
-              'Open this URL in a browser, sign in as the user who manages the ad accounts, and approve:',
-            );
-            writeLine(ctx.stderr, `  ${authorizeUrl(config.options.apiBaseUrl, rt.oauth_token)}`);
-            ctx.stderr.write('Then enter the PIN shown: ');
-            pin = await readLine(ctx.stdin);
-            writeLine(ctx.stderr);
-            if (pin === undefined) {
-              await keepPending(token);
-              throw new ConfigError(
-                'auth_pin_missing',
-                `no PIN was entered; the login stays pending for profile "${profile}"`,
-                {
-                  fix: `open the URL above, approve, then run \`audience-kit auth login${profileHint(profile)} --pin PIN\``,
-                },
-              );
-            }
-          }
-          const at = await accessToken(client, {
-            oauthToken: token.key,
-            oauthTokenSecret: token.secret,
-            verifier: pin,
-          }).catch(async (error: unknown) => {
-            if (!(error instanceof AuthError && error.status === 401)) throw error;
-            // If the PIN was only mistyped, --pin can still finish this login.
-            await keepPending(token);
-            throw rephrase(error, {
-              as: AuthError,
-              code: 'auth_pin_refused',
-              message: 'the platform refused the PIN: it was wrong, or the login request expired',
-              fix: `run \`audience-kit auth login${profileHint(profile)} --pin PIN\` with the PIN exactly as shown, or \`audience-kit auth login${profileHint(profile)}\` for a new one`,
-            });
-          });
-          const { values, sources } = config;
-          const file = await saveProfileCredentials({
-            env: ctx.env,
-            profile,
-            values: {
-              // Tokens belong to one platform: keep its URLs with them (unless they are only implied).
-              adsBaseUrl: values.adsBaseUrl,
-              apiBaseUrl: sources.apiBaseUrl === 'default' ? undefined : values.apiBaseUrl,
-              consumerKey: values.consumerKey,
-              consumerSecret: values.consumerSecret,
-              accessToken: at.oauth_token,
-              accessTokenSecret: at.oauth_token_secret,
-              pendingRequestToken: null,
-              pendingRequestTokenSecret: null,
-            },
-          });
-          return {
-            user_id: at.user_id,
-            screen_name: at.screen_name,
-            profile,
-            config_file: file,
-            overridden_by_environment: setInEnvironment(config, ['accessToken', 'accessTokenSecret']),
-          };
+          const { token, pin } = await tokenAndPin(ctx, client, config, args.pin?.trim(), keepPending);
+          const at = await exchangePin(client, token, pin, config.profile, keepPending);
+          return storeLogin(ctx, config, at);
         },
         { need: 'app' },
       );
-      const overriding = result.overridden_by_environment;
-      if (overriding.length > 0) {
-        writeLine(
-          ctx.stderr,
-          `warning: ${overriding.join(', ')} ${overriding.length > 1 ? 'are' : 'is'} set in the environment and will be used instead of the stored credentials; unset ${overriding.length > 1 ? 'them' : 'it'} to use this login`,
-        );
-      }
-      if (args.json === true) {
-        writeJson(ctx, result);
-        return;
-      }
-      writeLine(ctx.stdout, `logged in as @${result.screen_name} (user id ${result.user_id})`);
-      writeLine(ctx.stdout, `credentials stored for profile "${result.profile}" in ${result.config_file} (mode 0600)`);
+      printLogin(ctx, args.json === true, result);
     }),
   };
 }
