@@ -117,8 +117,8 @@ describe('auth login (PIN flow against the sandbox)', () => {
       'file',
       'file',
     ]);
-    expect(report.fields.consumerSecret?.value).toBe('set (hidden)');
-    expect(report.fields.accessTokenSecret?.value).toBe('set (hidden)');
+    expect(report.fields.consumer_secret?.value).toBe('set (hidden)');
+    expect(report.fields.access_token_secret?.value).toBe('set (hidden)');
 
     const logout = await ak(['auth', 'logout', '--profile', 'work'], { AUDIENCE_KIT_CONFIG_DIR: configDir });
     expect(logout.code).toBe(0);
@@ -209,7 +209,7 @@ describe('auth login (PIN flow against the sandbox)', () => {
 
     const status = await ak(['auth', 'status', '--json'], env);
     const report = JSON.parse(status.stdout) as { fields: Record<string, { source: string }> };
-    expect(report.fields.accessToken?.source).toBe('env');
+    expect(report.fields.access_token?.source).toBe('env');
 
     const quiet = await interactiveLogin([], appEnv(configDir));
     expect(quiet.code, quiet.stderr).toBe(0);

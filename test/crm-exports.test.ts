@@ -152,3 +152,33 @@ describe('real CRM exports and ad-platform templates, without flags', () => {
     expect(doc.summary.types.email).toMatchObject({ valid: 13, invalid: 2 });
   });
 });
+
+/** Every key of a JSON document, at any depth. */
+function keysOf(value: unknown): string[] {
+  if (Array.isArray(value)) return value.flatMap(keysOf);
+  if (value === null || typeof value !== 'object') return [];
+  return Object.entries(value).flatMap(([k, v]) => [k, ...keysOf(v)]);
+}
+
+describe('--json: one document on stdout, snake_case keys, lists in { data }', () => {
+  it('hash --json puts the summary on stdout and needs -o for the data', async () => {
+    const file = join(EXPORTS, 'klaviyo-profiles.csv');
+    const refused = await cli(['hash', file, '--json']);
+    expect(refused.code).toBe(2);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr).toContain('fix: write the data to a file with -o FILE');
+    const r = await cli(['hash', file, '--json', '-o', join(tmp, 'k.csv'), '--workers', '0']);
+    const doc = JSON.parse(r.stdout) as { summary: { unknown_countries: unknown } };
+    expect(doc.summary.unknown_countries).toEqual([{ value: 'Middle Earth', rows: 2 }]);
+    expect(keysOf(doc).filter((k) => /[a-z][A-Z]/.test(k))).toEqual([]);
+  });
+
+  it('upload and audit list: snake_case keys, the list in an envelope', async () => {
+    const up = await cli(['upload', join(EXPORTS, 'meta-customer-list.csv'), '--sandbox', '--json', '--workers', '0']);
+    expect(keysOf(JSON.parse(up.stdout)).filter((k) => /[a-z][A-Z]/.test(k))).toEqual([]);
+    const list = await cli(['audit', 'list', '--json']);
+    expect(list.code, list.stderr).toBe(0);
+    const doc = JSON.parse(list.stdout) as { data: { run_id: string }[] };
+    expect(doc.data.length).toBeGreaterThan(0);
+  });
+});

@@ -78,17 +78,17 @@ describe('audience-kit sandbox', () => {
       url: string;
       env: Record<string, string>;
       accounts: { primary: string; secondary: string; foreign: string };
-      demo: { customAudienceId: string; doNotReachListId: string };
-      rateLimit: { limit: number; windowMs: number };
+      demo: { custom_audience_id: string; do_not_reach_list_id: string };
+      rate_limit: { limit: number; window_ms: number };
     };
-    expect(info.rateLimit).toEqual({ limit: 30, windowMs: 2000 });
+    expect(info.rate_limit).toEqual({ limit: 30, window_ms: 2000 });
     expect(info.env['AUDIENCE_KIT_ADS_BASE_URL']).toBe(info.url);
     // The demo list is found through the account's listing (the platform has no GET of one list).
     const r = await signedGet(`${info.url}/12/accounts/${info.accounts.primary}/do_not_reach_lists`, info.env);
     expect(r.status).toBe(200);
 
     // The demo audience comes with campaigns: `targeted` and the delete guard can be tried at once.
-    const args = ['--account', info.accounts.primary, '--audience', info.demo.customAudienceId];
+    const args = ['--account', info.accounts.primary, '--audience', info.demo.custom_audience_id];
     const servable = await runCli(['targeted', ...args, '--json'], { env: info.env });
     expect(servable.code, servable.stderr).toBe(0);
     expect((JSON.parse(servable.stdout) as { data: unknown[] }).data).toHaveLength(1);

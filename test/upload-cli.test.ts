@@ -141,7 +141,7 @@ describe('audience-kit upload', { timeout: 90_000 }, () => {
     expect(statSync(join(cwd, '.audience-kit')).mode & 0o777).toBe(0o700);
     const list = await runCli(['audit', 'list', '--json'], { cwd });
     expect(list.code).toBe(0);
-    expect(JSON.parse(list.stdout)).toMatchObject([{ end: { outcome: 'completed' } }]);
+    expect(JSON.parse(list.stdout)).toMatchObject({ data: [{ end: { outcome: 'completed' } }] });
   });
 
   it('quickstart variation: fills a do-not-reach list, leaving out the columns it does not take', async () => {
@@ -385,7 +385,9 @@ describe('audience-kit upload', { timeout: 90_000 }, () => {
     const bad = await runCli(['audit', 'verify', '--audit-log', path], { cwd });
     expect(bad.code).toBe(3);
     expect(bad.stdout).toMatch(/line 3/);
-    const runs = JSON.parse((await runCli(['audit', 'list', '--json'], { cwd })).stdout) as { run_id: string }[];
+    const runs = (
+      JSON.parse((await runCli(['audit', 'list', '--json'], { cwd })).stdout) as { data: { run_id: string }[] }
+    ).data;
     const show = await runCli(['audit', 'show', runs[0]?.run_id ?? ''], { cwd });
     expect(show.code).toBe(0);
     expect(show.stdout).toMatch(/outcome\s+partial/);

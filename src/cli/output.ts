@@ -20,8 +20,23 @@ export function writeLine(stream: NodeJS.WritableStream, line = ''): void {
   stream.write(`${line}\n`);
 }
 
+/**
+ * Print the one JSON document of a command on stdout, keys in snake_case whatever the library
+ * objects use (`windowMs` -> `window_ms`), so every command has one key style. Only lower-to-
+ * upper boundaries change: environment variable names and codes stay as they are.
+ */
 export function writeJson(ctx: CliContext, value: unknown): void {
-  writeLine(ctx.stdout, JSON.stringify(value, null, 2));
+  writeLine(ctx.stdout, JSON.stringify(snakeKeys(value), null, 2));
+}
+
+const snakeKey = (key: string): string => key.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase();
+
+function snakeKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(snakeKeys);
+  if (value === null || typeof value !== 'object' || value instanceof Date) return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) out[/[a-z0-9][A-Z]/.test(k) ? snakeKey(k) : k] = snakeKeys(v);
+  return out;
 }
 
 export interface Column<Row> {

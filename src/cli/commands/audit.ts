@@ -89,7 +89,7 @@ function listCommand(ctx: CliContext): CommandModule<GlobalArgs, AuditArgs> {
     builder: (b) => withLogOption(b),
     handler: handle(ctx, async (args: AuditArgs) => {
       const runs = readAuditRuns(logPath(ctx, args));
-      if (args.json === true) writeJson(ctx, runs);
+      if (args.json === true) writeJson(ctx, { data: runs });
       else writeLine(ctx.stdout, runs.length === 0 ? 'no runs' : renderTable(runs, RUN_COLUMNS));
       return EXIT_CODES.ok;
     }),
