@@ -85,6 +85,8 @@ export const ERROR_CODES = [
   'sandbox_dnr_list_exists',
   // JournalError (a ConfigError): the run journal does not fit this run.
   'journal_corrupt',
+  'journal_tampered',
+  'journal_old_format',
   'journal_mismatch',
   'run_in_progress',
   // ConfigError from sync: the plan is refused before anything is sent; SnapshotError (a ConfigError).

@@ -5,6 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
+  appendFileSync,
   existsSync,
   lstatSync,
   mkdirSync,
@@ -20,13 +21,14 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from './helpers/cli.js';
 import { createClient, type AdsClient } from '../src/api/index.js';
-import { EnvironmentError, EXIT_CODES } from '../src/errors.js';
+import { AudienceKitError, EnvironmentError, EXIT_CODES } from '../src/errors.js';
 import type { AudienceUser } from '../src/identifiers/normalize.js';
 import { startSandbox, type Sandbox } from '../src/sandbox/index.js';
 import { appendAuditRecord, verifyAuditLog, type AuditRunStart } from '../src/state/audit.js';
 import { stateFs } from '../src/state/fs.js';
 import { acquireFileLock } from '../src/state/lock.js';
-import { RunJournal, type JournalKey } from '../src/state/journal.js';
+import { findJournal, RunJournal, type JournalKey } from '../src/state/journal.js';
+import { sha256Hex } from '../src/util/sha256.js';
 import { uploadAudience } from '../src/upload/upload.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'ak-hostile-state-'));
@@ -366,5 +368,109 @@ describe('locks', () => {
     first.close();
     expect(err).toMatchObject({ code: 'run_in_progress' });
     expect((err as Error).message).toContain(`pid ${process.pid} on host ${hostname()}`);
+  });
+});
+
+describe('a damaged or forged journal', () => {
+  const key: JournalKey = {
+    input: { name: 'crm.csv', size: 10, sha256: 'e'.repeat(64) },
+    accountId: 'acc',
+    target: { kind: 'custom_audience', id: 'aud' },
+    options: {},
+  };
+  async function journalWithOneBatch(): Promise<{ dir: string; path: string }> {
+    const dir = newDir();
+    const j = await RunJournal.open(dir, key, { mode: 'new', runId: 'r1' });
+    j.recordConfirmed(0, 'a'.repeat(64), 5);
+    j.recordFailed(
+      {
+        index: 1,
+        body: Buffer.from('[]'),
+        users: 5,
+        operationUsers: [5],
+        group: { operationType: 'Update' },
+        lines: new Uint32Array(5),
+      },
+      sha256Hex('[]'),
+      'x',
+    );
+    j.close();
+    return { dir, path: j.path };
+  }
+
+  it('refuses forged confirmed lines (journal_tampered, fix --restart)', async () => {
+    const { dir, path } = await journalWithOneBatch();
+    // What the attack did: real-looking confirmed lines appended by hand.
+    for (let i = 1; i <= 10; i++)
+      appendFileSync(
+        path,
+        `${JSON.stringify({ type: 'confirmed', index: i, sha256: 'b'.repeat(64), users: 1000, at: 'x' })}\n`,
+      );
+    const err = await RunJournal.open(dir, key, { mode: 'resume', runId: 'r2' }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'journal_tampered' });
+    expect((err as AudienceKitError).fix).toMatch(/--restart/);
+    expect(() => findJournal(dir, key)).toThrow(/was altered: line 5/);
+  });
+
+  it('refuses an edited line', async () => {
+    const { dir, path } = await journalWithOneBatch();
+    writeFileSync(path, readFileSync(path, 'utf8').replace('"users":5', '"users":9'));
+    await expect(RunJournal.open(dir, key, { mode: 'resume', runId: 'r2' })).rejects.toMatchObject({
+      code: 'journal_tampered',
+    });
+  });
+
+  it('drops a torn last line (a kill mid-write) and keeps chaining after it', async () => {
+    const { dir, path } = await journalWithOneBatch();
+    appendFileSync(path, '{"type":"confirmed","ind');
+    const j = await RunJournal.open(dir, key, { mode: 'resume', runId: 'r2' });
+    expect(j.confirmed.size).toBe(1);
+    j.recordConfirmed(1, 'c'.repeat(64), 5);
+    j.close();
+    expect(findJournal(dir, key)?.confirmed).toBe(2);
+  });
+
+  it('an old-format journal (no chain) is refused with the fix', async () => {
+    const { dir, path } = await journalWithOneBatch();
+    const old = readFileSync(path, 'utf8')
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => {
+        const { prev: _prev, ...rest } = JSON.parse(l) as Record<string, unknown>;
+        return JSON.stringify(rest.type === 'header' ? { ...rest, v: 1 } : rest);
+      });
+    writeFileSync(path, `${old.join('\n')}\n`);
+    const err = await RunJournal.open(dir, key, { mode: 'resume', runId: 'r2' }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'journal_old_format' });
+    expect((err as AudienceKitError).fix).toMatch(/--restart/);
+    // --restart (mode new) replaces it.
+    const fresh = await RunJournal.open(dir, key, { mode: 'new', runId: 'r3' });
+    fresh.close();
+    expect(findJournal(dir, key)?.confirmed).toBe(0);
+  });
+});
+
+describe('audit verify --head', () => {
+  it('detects the removal or edit of the last record against a recorded head', async () => {
+    const dir = newDir();
+    const path = join(dir, 'audit.jsonl');
+    await appendAuditRecord(path, startRecord('r1'));
+    await appendAuditRecord(path, startRecord('r2'));
+    const head = verifyAuditLog(path).head;
+    await appendAuditRecord(path, startRecord('r3'));
+    expect(verifyAuditLog(path, { head })).toMatchObject({ ok: true, records: 3, headLine: 2 });
+    // Remove the last two records: the chain of what is left is intact, the recorded head is gone.
+    const lines = readFileSync(path, 'utf8').split('\n');
+    writeFileSync(path, `${lines[0]}\n`);
+    expect(verifyAuditLog(path).ok).toBe(true);
+    const v = verifyAuditLog(path, { head });
+    expect(v.ok).toBe(false);
+    expect(v.broken?.problem).toMatch(/no line has the recorded head/);
+
+    const r = await runCli(['audit', 'verify', '--head', head, '--audit-log', path], { cwd: dir });
+    expect(r.code).toBe(EXIT_CODES.input);
+    expect(r.stdout).toMatch(/broken: .*no line has the recorded head/);
+    const bad = await runCli(['audit', 'verify', '--head', 'nothex', '--audit-log', path], { cwd: dir });
+    expect(bad.code).toBe(EXIT_CODES.usage);
   });
 });

@@ -214,11 +214,19 @@ export interface AuditVerification {
   /** SHA-256 of the last line: record it elsewhere to detect truncation of the tail later. */
   head: string;
   broken?: AuditBrokenLink;
+  /** With `head`: the line whose hash it is (records after it were appended since it was noted). */
+  headLine?: number;
 }
 
-/** Check every link of the chain; reports the first broken one. */
-export function verifyAuditLog(path: string): AuditVerification {
+/**
+ * Check every link of the chain; reports the first broken one. With `head` (a head printed by
+ * an earlier verify and kept elsewhere), also check that the line it names is still there:
+ * removing or editing the last records leaves an intact chain, but not that line.
+ */
+export function verifyAuditLog(path: string, options: { head?: string } = {}): AuditVerification {
   const data = readAuditFile(path);
+  const wanted = options.head?.toLowerCase();
+  let headLine = wanted === AUDIT_GENESIS ? 0 : undefined;
   let prev = AUDIT_GENESIS;
   let start = 0;
   let lineNo = 0;
@@ -255,9 +263,22 @@ export function verifyAuditLog(path: string): AuditVerification {
       );
     }
     prev = sha256Hex(bytes);
+    if (prev === wanted) headLine = lineNo;
     start = end + 1;
   }
-  return { ok: true, records: lineNo, head: prev };
+  if (wanted === undefined) return { ok: true, records: lineNo, head: prev };
+  if (headLine === undefined) {
+    return {
+      ok: false,
+      records: lineNo,
+      head: prev,
+      broken: {
+        line: lineNo,
+        problem: `no line has the recorded head ${wanted}: the record it named (and any after it) was removed or edited, or the log was replaced`,
+      },
+    };
+  }
+  return { ok: true, records: lineNo, head: prev, headLine };
 }
 
 function readAuditFile(path: string): Buffer {

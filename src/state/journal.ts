@@ -77,7 +77,7 @@ export interface FailedBatch {
 type JournalLine =
   | {
       type: 'header';
-      v: 1;
+      v: typeof JOURNAL_VERSION;
       key: string;
       created_at: string;
       tool_version: string;
@@ -122,31 +122,60 @@ function journalDir(stateDir: string, key: string): string {
   return join(stateDir, 'runs', key);
 }
 
-/** Parse journal lines; an unparseable last line is a write cut off by a kill and is ignored. */
-function parseJournal(path: string): { lines: JournalLine[]; validBytes: number } {
+/** Journal format: 2 chains every line to the previous one (`prev`). */
+const JOURNAL_VERSION = 2;
+/** `prev` of the header line. */
+const JOURNAL_GENESIS = sha256Hex('audience-kit run journal v2');
+
+const RESTART_FIX =
+  'start over with --restart (confirmed users are sent again, which the platform treats as a no-op for Update)';
+
+/**
+ * Parse journal lines and check their chain: each line's `prev` is the SHA-256 of the line
+ * before (the header's is JOURNAL_GENESIS), like the audit log, so an edited, inserted or
+ * removed line (a forged `confirmed` that would make a resume skip users) is refused. A
+ * last line cut off by a kill (no newline, or not JSON) is ignored; `head` is the hash the next
+ * line links to.
+ */
+function parseJournal(path: string): { lines: JournalLine[]; validBytes: number; head: string } {
   const data = readFileSync(path);
   const lines: JournalLine[] = [];
   let start = 0;
   let validBytes = 0;
+  let head = JOURNAL_GENESIS;
   while (start < data.length) {
     const end = data.indexOf(0x0a, start);
     if (end < 0) break;
-    const text = data.subarray(start, end).toString('utf8');
+    const bytes = data.subarray(start, end);
+    let line: JournalLine & { prev?: unknown };
     try {
-      lines.push(JSON.parse(text) as JournalLine);
+      line = JSON.parse(bytes.toString('utf8')) as JournalLine & { prev?: unknown };
     } catch {
-      const isLast = data.indexOf(0x0a, end + 1) < 0 && end + 1 >= data.length;
-      if (!isLast) {
-        throw new JournalError('journal_corrupt', `the run journal ${path} has an unreadable line in the middle`, {
-          fix: 'start over with --restart (confirmed users are sent again, which the platform treats as a no-op for Update)',
-        });
-      }
-      break;
+      if (end + 1 >= data.length) break;
+      throw new JournalError('journal_corrupt', `the run journal ${path} has an unreadable line in the middle`, {
+        fix: RESTART_FIX,
+      });
     }
+    if (lines.length === 0 && line.type === 'header' && (line.v as number) !== JOURNAL_VERSION) {
+      throw new JournalError(
+        'journal_old_format',
+        `the run journal ${path} was written by an older audience-kit (format ${String(line.v)}, not chained)`,
+        { fix: RESTART_FIX },
+      );
+    }
+    if (line.prev !== head || (lines.length === 0) !== (line.type === 'header')) {
+      throw new JournalError(
+        'journal_tampered',
+        `the run journal ${path} was altered: line ${lines.length + 1} does not link to the line before it (edited, inserted or removed lines)`,
+        { fix: `${RESTART_FIX}; and find out who wrote to the state directory` },
+      );
+    }
+    lines.push(line);
+    head = sha256Hex(bytes);
     start = end + 1;
     validBytes = start;
   }
-  return { lines, validBytes };
+  return { lines, validBytes, head };
 }
 
 interface JournalState {
@@ -239,6 +268,8 @@ export class RunJournal {
   /** True when this run continues an earlier one. */
   readonly resumed: boolean;
   private fd: number;
+  /** SHA-256 of the last line: the next line's `prev`. */
+  private head: string;
   private readonly state: JournalState;
   private readonly release: () => void;
   private readonly now: () => Date;
@@ -248,6 +279,7 @@ export class RunJournal {
     dir: string;
     path: string;
     fd: number;
+    head: string;
     state: JournalState;
     release: () => void;
     resumed: boolean;
@@ -257,6 +289,7 @@ export class RunJournal {
     this.dir = init.dir;
     this.path = init.path;
     this.fd = init.fd;
+    this.head = init.head;
     this.state = init.state;
     this.release = init.release;
     this.resumed = init.resumed;
@@ -285,8 +318,11 @@ export class RunJournal {
       const path = join(dir, 'journal.jsonl');
       let state: JournalState | undefined;
       let resumed = false;
+      let head = JOURNAL_GENESIS;
       if (options.mode === 'resume' && existsSync(path)) {
-        const { lines, validBytes } = parseJournal(path);
+        const parsed = parseJournal(path);
+        const { lines, validBytes } = parsed;
+        head = parsed.head;
         state = foldJournal(lines);
         if (state.header !== undefined && !state.complete) {
           resumed = true;
@@ -298,6 +334,7 @@ export class RunJournal {
           }
         } else {
           state = undefined;
+          head = JOURNAL_GENESIS;
         }
       }
       if (state === undefined) {
@@ -306,11 +343,11 @@ export class RunJournal {
         state = foldJournal([]);
       }
       fd = openNoFollow(path, 'append');
-      const journal = new RunJournal({ key: id, dir, path, fd, state, release, resumed, now });
+      const journal = new RunJournal({ key: id, dir, path, fd, head, state, release, resumed, now });
       if (!resumed) {
         journal.append({
           type: 'header',
-          v: 1,
+          v: JOURNAL_VERSION,
           key: id,
           created_at: now().toISOString(),
           tool_version: VERSION,
@@ -331,7 +368,9 @@ export class RunJournal {
 
   /** One line, fsynced, whole or not at all (EnvironmentError when the disk refuses). */
   private append(line: JournalLine): void {
-    appendWhole(this.fd, Buffer.from(`${JSON.stringify(line)}\n`, 'utf8'), this.path);
+    const text = JSON.stringify({ ...line, prev: this.head });
+    appendWhole(this.fd, Buffer.from(`${text}\n`, 'utf8'), this.path);
+    this.head = sha256Hex(text);
     if (line.type === 'header') this.state.header = line;
   }
 

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
 import {
+  ConfigError,
   defaultAuditLogPath,
   DEFAULT_STATE_DIR,
   EXIT_CODES,
@@ -16,6 +17,10 @@ import { handle, renderFields, renderTable, writeJson, writeLine, type Column, t
 interface AuditArgs extends GlobalArgs {
   'audit-log'?: string;
   'state-dir': string;
+}
+
+interface AuditVerifyArgs extends AuditArgs {
+  head?: string;
 }
 
 interface AuditShowArgs extends AuditArgs {
@@ -62,17 +67,36 @@ const RUN_COLUMNS: readonly Column<AuditRun>[] = [
   },
 ];
 
-function verifyCommand(ctx: CliContext): CommandModule<GlobalArgs, AuditArgs> {
+function verifyCommand(ctx: CliContext): CommandModule<GlobalArgs, AuditVerifyArgs> {
   return {
     command: 'verify',
     describe: 'Check every link of the hash chain; reports the first broken one (exit 3 if broken)',
-    builder: (b) => withLogOption(b),
-    handler: handle(ctx, async (args: AuditArgs) => {
+    builder: (b) =>
+      withLogOption(b).option('head', {
+        type: 'string',
+        requiresArg: true,
+        describe: 'A head printed by an earlier verify (kept elsewhere): also check that its record is still there',
+      }) as unknown as Argv<AuditVerifyArgs>,
+    handler: handle(ctx, async (args: AuditVerifyArgs) => {
       const path = logPath(ctx, args);
-      const v = verifyAuditLog(path);
+      if (args.head !== undefined && !/^[0-9a-fA-F]{64}$/.test(args.head)) {
+        throw new ConfigError(
+          'config_invalid_value',
+          '--head must be a SHA-256 head (64 hex digits) printed by audit verify',
+          {
+            fix: 'pass the head exactly as `audience-kit audit verify` printed it',
+          },
+        );
+      }
+      const v = verifyAuditLog(path, args.head === undefined ? {} : { head: args.head });
       if (args.json === true) writeJson(ctx, { file: path, ...v });
-      else if (v.ok) writeLine(ctx.stdout, `ok: ${v.records} records, chain intact (head ${v.head})`);
-      else
+      else if (v.ok) {
+        const since =
+          v.headLine === undefined
+            ? ''
+            : `; recorded head found at line ${v.headLine}, ${v.records - v.headLine} records appended since`;
+        writeLine(ctx.stdout, `ok: ${v.records} records, chain intact (head ${v.head})${since}`);
+      } else
         writeLine(
           ctx.stdout,
           `broken: line ${v.broken?.line}: ${v.broken?.problem} (${v.records} records verified before it)`,

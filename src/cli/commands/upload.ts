@@ -494,7 +494,8 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
             target: { kind: targetKind, id: targetId },
             options: { ...options, operation: args.operation, dedupe: args.dedupe },
           };
-          const existing = findJournal(stateDir, key);
+          // --restart replaces the journal unread (it may be the damaged one being replaced).
+          const existing = args.restart === true ? undefined : findJournal(stateDir, key);
           let mode: 'new' | 'resume' = 'new';
           // A run that stopped before any batch was confirmed or kept has nothing to resume.
           const resumable = existing !== undefined && !existing.complete && existing.confirmed + existing.failed > 0;
