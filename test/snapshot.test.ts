@@ -87,11 +87,16 @@ describe('Snapshot', () => {
     expect(again.existed).toBe(true);
     expect(again.count).toBe(250);
     expect(new Set(all(again))).toEqual(new Set(users.slice(50).map((u) => u.json)));
-    const { keys, count } = again.keys(0);
-    for (let i = 1; i < count; i++) {
-      const prev = (keys[2 * i - 2] as number) * 2 ** 32 + (keys[2 * i - 1] as number);
-      expect((keys[2 * i] as number) * 2 ** 32 + (keys[2 * i + 1] as number)).toBeGreaterThan(prev);
-    }
+    const { directory, mid, lo, count } = again.keys(0);
+    const key = (i: number): number => {
+      let bucket = 0;
+      while ((directory[bucket + 1] as number) <= i) bucket++;
+      return (bucket * 65536 + (mid[i] as number)) * 2 ** 32 + (lo[i] as number);
+    };
+    expect(count).toBe(250);
+    for (let i = 1; i < count; i++) expect(key(i)).toBeGreaterThan(key(i - 1));
+    const stored = new Set(users.slice(50).map((u) => u.hi * 2 ** 32 + u.lo));
+    for (let i = 0; i < count; i++) expect(stored.has(key(i))).toBe(true);
     expect(statSync(dir).mode & 0o777).toBe(0o700);
     for (const f of readdirSync(dir)) expect(statSync(join(dir, f)).mode & 0o777).toBe(0o600);
     again.close();

@@ -9,18 +9,20 @@ import {
   PLAN_UNCHANGED,
   removalLimit,
   SyncPlanner,
-  type PlanKeys,
 } from '../src/upload/sync-plan.js';
+import { KeyTableBuilder, type KeyTable } from '../src/state/snapshot.js';
 
 /** A snapshot of the given keys (sorted here), with `stale` naming stale keys by value. */
-function snapshotOf(keys: [number, number][], stale: [number, number][] = []): PlanKeys {
+function snapshotOf(keys: [number, number][], stale: [number, number][] = []): KeyTable {
   const sorted = [...keys].sort((a, b) => a[0] - b[0] || a[1] - b[1]);
-  const flat = new Uint32Array(sorted.flat());
-  const bits = new Uint8Array(Math.ceil(sorted.length / 8));
-  sorted.forEach(([h, l], i) => {
-    if (stale.some(([sh, sl]) => sh === h && sl === l)) bits[i >>> 3] = (bits[i >>> 3] as number) | (1 << (i & 7));
-  });
-  return { keys: flat, stale: bits, count: sorted.length };
+  const table = new KeyTableBuilder(sorted.length);
+  for (const [h, l] of sorted)
+    table.push(
+      h,
+      l,
+      stale.some(([sh, sl]) => sh === h && sl === l),
+    );
+  return table.finish();
 }
 
 describe('SyncPlanner', () => {
@@ -66,10 +68,14 @@ describe('SyncPlanner', () => {
   it('finds every key of a large random snapshot and none absent from it', () => {
     const keys: [number, number][] = [];
     for (let i = 0; i < 50_000; i++) keys.push([(Math.random() * 2 ** 32) >>> 0, (Math.random() * 2 ** 32) >>> 0]);
-    const snap = snapshotOf(keys);
-    const planner = new SyncPlanner(snap);
-    for (let i = 0; i < snap.count; i++)
-      expect(planner.find(snap.keys[2 * i] as number, snap.keys[2 * i + 1] as number)).toBe(i);
+    const sorted = [...keys].sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    const planner = new SyncPlanner(snapshotOf(keys));
+    sorted.forEach(([h, l], i) => expect(planner.find(h, l)).toBe(i));
+    // Same top 16 bits and one bit of the other 48 off: absent.
+    for (const [h, l] of sorted.slice(0, 100)) {
+      const flipped = (h ^ 0x8000) >>> 0;
+      if (!sorted.some(([h2, l2]) => h2 === flipped && l2 === l)) expect(planner.find(flipped, l)).toBe(-1);
+    }
     expect(planner.find(0, 0)).toBe(-1);
     expect(planner.find(0xffffffff, 0xffffffff)).toBe(-1);
   });

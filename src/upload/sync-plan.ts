@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
+import type { KeyTable } from '../state/snapshot.js';
 import { UserDedupe } from './batch.js';
 
 /** What a sync does with an input user. */
@@ -14,15 +15,6 @@ export const PLAN_ADD = 1;
 export const PLAN_REFRESH = 2;
 export const PLAN_DUPLICATE = 3;
 export type PlanAction = typeof PLAN_UNCHANGED | typeof PLAN_ADD | typeof PLAN_REFRESH | typeof PLAN_DUPLICATE;
-
-/** The snapshot side of a plan (Snapshot.keys()). */
-export interface PlanKeys {
-  /** Sorted fingerprints: high word at 2i, low word at 2i+1. */
-  keys: Uint32Array;
-  /** Bit i: entry i was last confirmed before the refresh cut-off. */
-  stale: Uint8Array;
-  count: number;
-}
 
 export interface SyncPlanCounts {
   /** Distinct input users. */
@@ -39,46 +31,37 @@ export interface SyncPlanCounts {
 export const DEFAULT_REFRESH_AFTER_DAYS = 180;
 
 /**
- * Classifies input users against the snapshot. Lookups go through a directory of the top 16
- * bits of the fingerprints (256 KB) and a binary search within a bucket: a few comparisons per
- * user however large the snapshot.
+ * Classifies input users against the snapshot's KeyTable: the bucket of the top 16 bits, then a
+ * binary search on the other 48 within it (a few comparisons per user however large the
+ * snapshot).
  */
 export class SyncPlanner {
-  private readonly keys: Uint32Array;
-  private readonly stale: Uint8Array;
-  private readonly count: number;
+  private readonly t: KeyTable;
   private readonly full: boolean;
-  private readonly directory = new Uint32Array(65537);
   /** Bit i: snapshot entry i is in the input (the others are removals). */
   readonly seen: Uint8Array;
   private readonly newUsers = new UserDedupe();
   private readonly c = { adds: 0, refreshes: 0, unchanged: 0, duplicates: 0, seen: 0 };
 
-  constructor(snapshot: PlanKeys, options: { full?: boolean } = {}) {
-    this.keys = snapshot.keys;
-    this.stale = snapshot.stale;
-    this.count = snapshot.count;
+  constructor(snapshot: KeyTable, options: { full?: boolean } = {}) {
+    this.t = snapshot;
     this.full = options.full === true;
     this.seen = new Uint8Array(Math.ceil(snapshot.count / 8));
-    let pos = 0;
-    for (let bucket = 0; bucket <= 65536; bucket++) {
-      while (pos < this.count && (this.keys[2 * pos] as number) >>> 16 < bucket) pos++;
-      this.directory[bucket] = pos;
-    }
   }
 
   /** Position of the fingerprint in the snapshot, or -1. */
   find(hi: number, lo: number): number {
+    const { directory, mid, lo: low } = this.t;
     const bucket = hi >>> 16;
-    let a = this.directory[bucket] as number;
-    let b = (this.directory[bucket + 1] as number) - 1;
-    const keys = this.keys;
+    const m16 = hi & 0xffff;
+    let a = directory[bucket] as number;
+    let b = (directory[bucket + 1] as number) - 1;
     while (a <= b) {
       const m = (a + b) >>> 1;
-      const h = keys[2 * m] as number;
-      const l = keys[2 * m + 1] as number;
-      if (h < hi || (h === hi && l < lo)) a = m + 1;
-      else if (h > hi || l > lo) b = m - 1;
+      const h = mid[m] as number;
+      const l = low[m] as number;
+      if (h < m16 || (h === m16 && l < lo)) a = m + 1;
+      else if (h > m16 || l > lo) b = m - 1;
       else return m;
     }
     return -1;
@@ -102,7 +85,7 @@ export class SyncPlanner {
     }
     this.seen[byte] = (this.seen[byte] as number) | bit;
     this.c.seen++;
-    if (this.full || ((this.stale[byte] as number) & bit) !== 0) {
+    if (this.full || ((this.t.stale[byte] as number) & bit) !== 0) {
       this.c.refreshes++;
       return PLAN_REFRESH;
     }
@@ -115,11 +98,11 @@ export class SyncPlanner {
     return {
       users: adds + refreshes + unchanged,
       adds,
-      removes: this.count - seen,
+      removes: this.t.count - seen,
       refreshes,
       unchanged,
       duplicates,
-      snapshotUsers: this.count,
+      snapshotUsers: this.t.count,
     };
   }
 }
