@@ -6,6 +6,7 @@ import {
   EXIT_CODES,
   parseFaultSpec,
   startSandbox,
+  type Sandbox,
   type SandboxOptions,
 } from '../../internal.js';
 import type { CliContext } from '../context.js';
@@ -44,6 +45,87 @@ function wholeNumber(option: string, value: number | undefined, min: number, max
   return value;
 }
 
+function sandboxOptions(args: SandboxArgs): SandboxOptions {
+  const options: SandboxOptions = { host: args.host };
+  const port = wholeNumber('--port', args.port, 0, 65535);
+  if (port !== undefined) options.port = port;
+  const seed = wholeNumber('--seed', args.seed, 0, 2 ** 32 - 1);
+  if (seed !== undefined) options.seed = seed;
+  const processingMs = wholeNumber('--processing-ms', args['processing-ms'], 0, 86_400_000);
+  if (processingMs !== undefined) options.processingMs = processingMs;
+  if (args.faults !== undefined) options.faults = parseFaultSpec(args.faults);
+  if (args['rate-limit'] !== undefined) options.rateLimit = parseRateLimit(args['rate-limit']);
+  return options;
+}
+
+interface Demo {
+  customAudienceId: string;
+  doNotReachListId: string;
+}
+
+/** A demo audience (with campaigns, so `targeted` and the delete guard can be tried at once) and a do-not-reach list. */
+function addDemoObjects(sandbox: Sandbox): Demo {
+  const { primary } = sandbox.accounts;
+  const audience = sandbox.state.createCustomAudience(primary, 'Demo audience', 'Created by audience-kit sandbox');
+  const dnr = sandbox.state.createDoNotReachList(primary, 'Demo do-not-reach list, created by audience-kit sandbox');
+  sandbox.state.addCampaign(primary, audience.id, {
+    name: 'Demo spring sale',
+    lineItems: [{ name: 'Demo prospecting', servable: true }],
+  });
+  sandbox.state.addCampaign(primary, audience.id, {
+    name: 'Demo paused campaign',
+    lineItems: [{ name: 'Demo retargeting', servable: false }],
+  });
+  return { customAudienceId: audience.id, doNotReachListId: dnr.id };
+}
+
+/** The base URL, the throwaway credentials as export lines, the accounts and the demo objects (or one JSON object). */
+function printSandbox(
+  ctx: CliContext,
+  args: SandboxArgs,
+  sandbox: Sandbox,
+  demo: Demo,
+  rateLimit: { limit: number; windowMs: number },
+): void {
+  const { primary, secondary, foreign } = sandbox.accounts;
+  const env = {
+    AUDIENCE_KIT_ADS_BASE_URL: sandbox.adsBaseUrl,
+    AUDIENCE_KIT_API_BASE_URL: sandbox.apiBaseUrl,
+    AUDIENCE_KIT_CONSUMER_KEY: sandbox.credentials.consumerKey,
+    AUDIENCE_KIT_CONSUMER_SECRET: sandbox.credentials.consumerSecret,
+    AUDIENCE_KIT_ACCESS_TOKEN: sandbox.credentials.accessToken,
+    AUDIENCE_KIT_ACCESS_TOKEN_SECRET: sandbox.credentials.accessTokenSecret,
+  };
+  if (args.json === true) {
+    writeJson(ctx, {
+      url: sandbox.url,
+      env,
+      accounts: sandbox.accounts,
+      user: sandbox.user,
+      demo: { ...demo, accountId: primary },
+      faults: args.faults ?? null,
+      rateLimit,
+    });
+    return;
+  }
+  const out = (line = ''): void => writeLine(ctx.stdout, line);
+  out(`audience-kit sandbox listening on ${sandbox.url}${sandbox.loopbackOnly ? '' : ` (bound to ${args.host})`}`);
+  out();
+  out('# Throwaway credentials of this sandbox run (random per start, useless elsewhere). Paste into your shell:');
+  for (const [name, value] of Object.entries(env)) out(`export ${name}=${value}`);
+  out();
+  out(`accounts:  primary ${primary}  secondary ${secondary}  (yours, same business)`);
+  out(`           foreign ${foreign}  (another user's: 403)`);
+  out(
+    `demo custom audience:    ${demo.customAudienceId}  (account ${primary}; targeted by 2 demo campaigns, 1 servable line item)`,
+  );
+  out(`demo do-not-reach list:  ${demo.doNotReachListId}  (account ${primary})`);
+  out(`rate limit (user batches): ${rateLimit.limit} per ${rateLimit.windowMs / 1000} s`);
+  if (args.faults !== undefined) out(`faults: ${args.faults}`);
+  out();
+  out('Press Ctrl+C to stop.');
+}
+
 export function sandboxCommand(ctx: CliContext): CommandModule<GlobalArgs, SandboxArgs> {
   return {
     command: 'sandbox',
@@ -78,16 +160,7 @@ export function sandboxCommand(ctx: CliContext): CommandModule<GlobalArgs, Sandb
           "Prints the sandbox's base URL, its THROWAWAY credentials as `export AUDIENCE_KIT_...=` lines (the only place audience-kit ever prints a secret: these are random per start and valid only against this sandbox), the account ids, and a demo custom audience and do-not-reach list. Runs until Ctrl+C (SIGINT) or SIGTERM, then exits 0.",
         ) as never,
     handler: handle<SandboxArgs>(ctx, async (args) => {
-      const options: SandboxOptions = { host: args.host };
-      const port = wholeNumber('--port', args.port, 0, 65535);
-      if (port !== undefined) options.port = port;
-      const seed = wholeNumber('--seed', args.seed, 0, 2 ** 32 - 1);
-      if (seed !== undefined) options.seed = seed;
-      const processingMs = wholeNumber('--processing-ms', args['processing-ms'], 0, 86_400_000);
-      if (processingMs !== undefined) options.processingMs = processingMs;
-      if (args.faults !== undefined) options.faults = parseFaultSpec(args.faults);
-      if (args['rate-limit'] !== undefined) options.rateLimit = parseRateLimit(args['rate-limit']);
-
+      const options = sandboxOptions(args);
       const sandbox = await startSandbox(options);
       if (!sandbox.loopbackOnly) {
         // The credentials printed below are throwaway, but they still open this sandbox to anyone on the network.
@@ -96,63 +169,7 @@ export function sandboxCommand(ctx: CliContext): CommandModule<GlobalArgs, Sandb
           `warning: the sandbox listens on ${args.host} and is reachable beyond this machine; anyone who can reach port ${new URL(sandbox.url).port} can use it with the credentials printed below (use --host 127.0.0.1 to keep it local)`,
         );
       }
-      const { primary, secondary, foreign } = sandbox.accounts;
-      const audience = sandbox.state.createCustomAudience(primary, 'Demo audience', 'Created by audience-kit sandbox');
-      const dnr = sandbox.state.createDoNotReachList(
-        primary,
-        'Demo do-not-reach list, created by audience-kit sandbox',
-      );
-      // Campaigns on the demo audience, so `targeted` and the delete guard can be tried at once.
-      sandbox.state.addCampaign(primary, audience.id, {
-        name: 'Demo spring sale',
-        lineItems: [{ name: 'Demo prospecting', servable: true }],
-      });
-      sandbox.state.addCampaign(primary, audience.id, {
-        name: 'Demo paused campaign',
-        lineItems: [{ name: 'Demo retargeting', servable: false }],
-      });
-      const env = {
-        AUDIENCE_KIT_ADS_BASE_URL: sandbox.adsBaseUrl,
-        AUDIENCE_KIT_API_BASE_URL: sandbox.apiBaseUrl,
-        AUDIENCE_KIT_CONSUMER_KEY: sandbox.credentials.consumerKey,
-        AUDIENCE_KIT_CONSUMER_SECRET: sandbox.credentials.consumerSecret,
-        AUDIENCE_KIT_ACCESS_TOKEN: sandbox.credentials.accessToken,
-        AUDIENCE_KIT_ACCESS_TOKEN_SECRET: sandbox.credentials.accessTokenSecret,
-      };
-      const rateLimit = options.rateLimit ?? DEFAULT_SANDBOX_RATE_LIMIT;
-      if (args.json === true) {
-        writeJson(ctx, {
-          url: sandbox.url,
-          env,
-          accounts: sandbox.accounts,
-          user: sandbox.user,
-          demo: { customAudienceId: audience.id, doNotReachListId: dnr.id, accountId: primary },
-          faults: args.faults ?? null,
-          rateLimit,
-        });
-      } else {
-        const out = (line = ''): void => writeLine(ctx.stdout, line);
-        out(
-          `audience-kit sandbox listening on ${sandbox.url}${sandbox.loopbackOnly ? '' : ` (bound to ${args.host})`}`,
-        );
-        out();
-        out(
-          '# Throwaway credentials of this sandbox run (random per start, useless elsewhere). Paste into your shell:',
-        );
-        for (const [name, value] of Object.entries(env)) out(`export ${name}=${value}`);
-        out();
-        out(`accounts:  primary ${primary}  secondary ${secondary}  (yours, same business)`);
-        out(`           foreign ${foreign}  (another user's: 403)`);
-        out(
-          `demo custom audience:    ${audience.id}  (account ${primary}; targeted by 2 demo campaigns, 1 servable line item)`,
-        );
-        out(`demo do-not-reach list:  ${dnr.id}  (account ${primary})`);
-        out(`rate limit (user batches): ${rateLimit.limit} per ${rateLimit.windowMs / 1000} s`);
-        if (args.faults !== undefined) out(`faults: ${args.faults}`);
-        out();
-        out('Press Ctrl+C to stop.');
-      }
-
+      printSandbox(ctx, args, sandbox, addDemoObjects(sandbox), options.rateLimit ?? DEFAULT_SANDBOX_RATE_LIMIT);
       try {
         if (!ctx.signal.aborted) await once(ctx.signal, 'abort');
       } finally {
