@@ -28,6 +28,25 @@ export default tseslint.config(
     },
   },
   {
+    // Functions fit on a screen (issue 11: none over about 80 lines).
+    files: ['src/**/*.ts'],
+    rules: { 'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true }] },
+  },
+  {
+    // Still over 80 lines, split by their owners (issue 11): remove a file from this list when its functions fit.
+    files: [
+      'src/upload/upload.ts',
+      'src/cli/commands/upload.ts',
+      'src/cli/commands/hash.ts',
+      'src/sandbox/server.ts',
+      'src/sandbox/routes.ts',
+      'src/sandbox/users.ts',
+      'src/ingest/csv.ts',
+      'src/ingest/records.ts',
+    ],
+    rules: { 'max-lines-per-function': 'off' },
+  },
+  {
     // src/internal.ts is the CLI's (unpublished) barrel: library code never depends on it, so
     // nothing in the library can reach the CLI or an internal it would then have to publish.
     files: ['src/**/*.ts'],
