@@ -19,5 +19,6 @@ export * from './state/journal.js';
 export * from './state/audit.js';
 export * from './util/sha256.js';
 export * from './state/lock.js';
+export { writeFileNoFollow } from './state/fs.js';
 export * from './upload/upload.js';
 export * from './upload/progress.js';

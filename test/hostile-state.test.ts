@@ -13,6 +13,7 @@ import {
   readFileSync,
   readlinkSync,
   rmSync,
+  statSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
@@ -472,5 +473,76 @@ describe('audit verify --head', () => {
     expect(r.stdout).toMatch(/broken: .*no line has the recorded head/);
     const bad = await runCli(['audit', 'verify', '--head', 'nothex', '--audit-log', path], { cwd: dir });
     expect(bad.code).toBe(EXIT_CODES.usage);
+  });
+});
+
+describe('files the tool writes: no symlinks followed, 0600, formula cells escaped', () => {
+  const mode = (p: string): number => statSync(p).mode & 0o777;
+
+  it('hash -o and --rejects are 0600; partner ids and column names that start a formula are escaped', async () => {
+    const dir = newDir();
+    const csv = join(dir, 'in.csv');
+    writeFileSync(csv, 'id,@mail\n=HYPERLINK("http://x"),a@example.com\n+1,not-an-email\n');
+    const r = await runCli(
+      ['hash', csv, '--map', 'partner_user_id=id', '--map', 'email=@mail', '-o', 'out.csv', '--rejects', 'rej.csv'],
+      { cwd: dir },
+    );
+    expect(r.code).toBe(0);
+    expect(mode(join(dir, 'out.csv'))).toBe(0o600);
+    expect(mode(join(dir, 'rej.csv'))).toBe(0o600);
+    const out = readFileSync(join(dir, 'out.csv'), 'utf8').split('\n');
+    expect(out[1]).toMatch(/^[0-9a-f]{64},"'=HYPERLINK\(""http:\/\/x""\)"$/);
+    expect(out[2]).toBe(",'+1");
+    expect(readFileSync(join(dir, 'rej.csv'), 'utf8')).toBe("line,column,type,reason\n3,'@mail,email,email_invalid\n");
+  });
+
+  it('hash -o onto a symbolic link to a file is refused (exit 8), the linked file untouched', async () => {
+    const dir = newDir();
+    writeFileSync(join(dir, 'victim'), 'precious');
+    symlinkSync(join(dir, 'victim'), join(dir, 'out.csv'));
+    writeFileSync(join(dir, 'in.csv'), 'email\na@example.com\n');
+    const r = await runCli(['hash', 'in.csv', '-o', 'out.csv'], { cwd: dir });
+    expect(r.code).toBe(EXIT_CODES.environment);
+    expect(r.stderr).toMatch(/symbolic link/);
+    expect(readFileSync(join(dir, 'victim'), 'utf8')).toBe('precious');
+  });
+
+  it('upload --preview onto a planted symlink is refused, the linked file untouched', async () => {
+    const dir = newDir();
+    writeFileSync(join(dir, 'victim'), 'precious');
+    symlinkSync(join(dir, 'victim'), join(dir, 'preview.json'));
+    writeFileSync(join(dir, 'in.csv'), 'email\na@example.com\n');
+    const r = await runCli(['upload', 'in.csv', '--dry-run', '--audience', 'x', '--preview', 'preview.json'], {
+      cwd: dir,
+    });
+    expect(r.code).toBe(EXIT_CODES.environment);
+    expect(r.stderr + r.stdout).toMatch(/symbolic link/);
+    expect(readFileSync(join(dir, 'victim'), 'utf8')).toBe('precious');
+  });
+
+  it('an audit.jsonl symlink is refused, a journal.jsonl symlink moved aside: never written through', async () => {
+    const dir = newDir();
+    writeFileSync(join(dir, 'victim'), 'precious\n');
+    symlinkSync(join(dir, 'victim'), join(dir, 'audit.jsonl'));
+    await expect(appendAuditRecord(join(dir, 'audit.jsonl'), startRecord('r1'))).rejects.toMatchObject({
+      code: 'path_is_symlink',
+    });
+    const key: JournalKey = {
+      input: { name: 'crm.csv', size: 10, sha256: 'f'.repeat(64) },
+      accountId: 'acc',
+      target: { kind: 'custom_audience', id: 'aud' },
+      options: {},
+    };
+    const first = await RunJournal.open(dir, key, { mode: 'new', runId: 'r1' });
+    first.close();
+    rmSync(first.path);
+    symlinkSync(join(dir, 'victim'), first.path);
+    // A new run moves the link aside (rename does not follow it) and writes a file of its own.
+    const second = await RunJournal.open(dir, key, { mode: 'new', runId: 'r2' });
+    second.close();
+    expect(lstatSync(first.path).isSymbolicLink()).toBe(false);
+    expect(mode(first.path)).toBe(0o600);
+    expect(readFileSync(join(dir, 'victim'), 'utf8')).toBe('precious\n');
+    expect(mode(first.path.replace('journal.jsonl', ''))).toBe(0o700);
   });
 });

@@ -4,7 +4,14 @@
  * `workers: 0`, on the calling thread. It imports only what that work needs, so each worker's
  * isolate stays small.
  */
-import { decodeChunk, visitCsvChunk, type CsvBadRow, type CsvDelimiter, type CsvRowError } from '../ingest/csv.js';
+import {
+  csvCell,
+  decodeChunk,
+  visitCsvChunk,
+  type CsvBadRow,
+  type CsvDelimiter,
+  type CsvRowError,
+} from '../ingest/csv.js';
 import type { ColumnMapping, MappedColumn } from '../identifiers/mapping.js';
 import {
   buildUser,
@@ -68,8 +75,6 @@ export interface HashChunkResult {
   /** Emit `packed` only (line numbers relative to the chunk, like the others). */
   packed?: PackedUsers;
 }
-
-const csvCell = (s: string): string => (/[",\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s);
 
 /** Header line of the `hash` command's CSV output. */
 export function hashCsvHeader(types: readonly IdentifierType[]): string {

@@ -419,6 +419,18 @@ function countLf(s: string): number {
   return n;
 }
 
+/**
+ * One CSV cell of a file meant for people (the `hash` CSV output, `--rejects`): quoted when it
+ * holds a quote, delimiter or line break, and prefixed with `'` when it starts with a character
+ * a spreadsheet reads as a formula (= + - @, tab, CR), so opening the file runs nothing.
+ */
+export function csvCell(s: string): string {
+  const safe = FORMULA_START.test(s) ? `'${s}` : s;
+  return /[",\r\n]/.test(safe) ? `"${safe.replaceAll('"', '""')}"` : safe;
+}
+
+const FORMULA_START = /^[=+\-@\t\r]/;
+
 // ---------------------------------------------------------------------------------------------
 // Opening a CSV input.
 

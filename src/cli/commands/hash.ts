@@ -1,12 +1,16 @@
 import { once } from 'node:events';
-import { createWriteStream, type WriteStream } from 'node:fs';
-import { rename, stat, unlink } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { constants, createWriteStream, openSync, type WriteStream } from 'node:fs';
+import { lstat, rename, stat, unlink } from 'node:fs/promises';
 import { finished } from 'node:stream/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
 import type { CommandModule } from 'yargs';
 import {
   ConfigError,
+  csvCell,
+  EnvironmentError,
+  environmentError,
   EXIT_CODES,
   hashCsvHeader,
   hashCsv,
@@ -73,6 +77,13 @@ async function openOutput(ctx: CliContext, path: string, option: string): Promis
     );
   const target = resolve(ctx.cwd, path);
   const existing = await stat(target).catch(() => undefined);
+  if (existing?.isFile() === true && (await lstat(target)).isSymbolicLink()) {
+    // A link to a regular file: a planted link must not decide which file gets our output.
+    throw new EnvironmentError('path_is_symlink', `${option} ${path} is a symbolic link to a file: refused`, {
+      path: target,
+      fix: 'pass the real path of the file (or remove the link)',
+    });
+  }
   if (existing !== undefined && !existing.isFile()) {
     // A device or pipe (/dev/null, a FIFO) cannot be replaced by a rename: write to it directly.
     // Aborting does not wait for it to close: a reader that stopped reading would hold the error.
@@ -83,11 +94,15 @@ async function openOutput(ctx: CliContext, path: string, option: string): Promis
       async () => void direct.destroy(),
     );
   }
-  const temp = join(dirname(target), `.${basename(target)}.${process.pid}.partial`);
-  const stream: WriteStream = createWriteStream(temp);
+  // An unpredictable name, created exclusively, never through a link, 0600 (it holds digests).
+  const temp = join(dirname(target), `.${basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.partial`);
+  let fd: number;
   try {
-    await once(stream, 'open');
+    fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
   } catch (error) {
+    // A missing directory is a wrong option; a full, read-only or unwritable one, the machine's.
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT')
+      throw environmentError(error, 'writing in', dirname(target));
     throw new ConfigError(
       'output_not_writable',
       `${option} ${path} cannot be written (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
@@ -97,6 +112,7 @@ async function openOutput(ctx: CliContext, path: string, option: string): Promis
       },
     );
   }
+  const stream: WriteStream = createWriteStream(temp, { fd });
   return output(
     stream,
     async () => {
@@ -120,7 +136,7 @@ function rejectLines(rejects: readonly Reject[], malformed: readonly CsvBadRow[]
   for (const r of rejects) {
     for (; m < malformed.length && (malformed[m] as CsvBadRow).line < r.line; m++)
       out += `${(malformed[m] as CsvBadRow).line},,,malformed_${(malformed[m] as CsvBadRow).error}\n`;
-    out += `${r.line},${/[",\r\n]/.test(r.column) ? `"${r.column.replaceAll('"', '""')}"` : r.column},${r.type},${r.reason}\n`;
+    out += `${r.line},${csvCell(r.column)},${r.type},${r.reason}\n`;
   }
   for (; m < malformed.length; m++)
     out += `${(malformed[m] as CsvBadRow).line},,,malformed_${(malformed[m] as CsvBadRow).error}\n`;

@@ -1,4 +1,4 @@
-import { statSync, writeFileSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { CommandModule } from 'yargs';
@@ -39,6 +39,7 @@ import {
   type Sandbox,
   type UploadReport,
   type UploadTarget,
+  writeFileNoFollow,
 } from '../../internal.js';
 import { clientFromArgs, withConnectionOptions, withDebugLines, type ConnectionArgs } from '../connection.js';
 import type { CliContext } from '../context.js';
@@ -569,7 +570,7 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
             onBatch: (b) => {
               if (previewWritten || args.preview === undefined) return;
               previewWritten = true;
-              writeFileSync(resolve(ctx.cwd, args.preview), b.body, { mode: 0o600 });
+              writeFileNoFollow(resolve(ctx.cwd, args.preview), b.body);
             },
           });
         } catch (error) {
