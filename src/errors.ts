@@ -110,6 +110,8 @@ export const ERROR_CODES = [
   'input_read_failed',
   'input_unreadable',
   'audit_log_missing',
+  'input_reject_rate_exceeded',
+  'input_no_users',
   // HttpError, AuthError, RateLimitError: a non-2xx answer after retries.
   'api_bad_request',
   'api_not_found',

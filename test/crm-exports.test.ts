@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FIXTURES, runCli } from './helpers/cli.js';
@@ -180,5 +180,53 @@ describe('--json: one document on stdout, snake_case keys, lists in { data }', (
     expect(list.code, list.stderr).toBe(0);
     const doc = JSON.parse(list.stdout) as { data: { run_id: string }[] };
     expect(doc.data.length).toBeGreaterThan(0);
+  });
+});
+
+describe('--max-reject-rate and runs without users: non-zero exit, saying why', () => {
+  const klaviyo = join(EXPORTS, 'klaviyo-profiles.csv');
+
+  it('hash: above the rate, exit 3 with the cause and the hint as fix; the rejects list is still written', async () => {
+    const out = join(tmp, 'guarded.csv');
+    const rej = join(tmp, 'guarded-rejects.csv');
+    const r = await cli(['hash', klaviyo, '--max-reject-rate', '10%', '-o', out, '--rejects', rej, '--workers', '0']);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain('error: 15.4% of the values were rejected (2 of 13), above --max-reject-rate 10%');
+    expect(r.stderr).toMatch(/fix: 2 of 7 phone_number values rejected .* country value is not recognized/);
+    expect(existsSync(out)).toBe(false);
+    expect(readFileSync(rej, 'utf8').trimEnd().split('\n')).toHaveLength(3);
+    const ok = await cli(['hash', klaviyo, '--max-reject-rate', '20', '-o', out, '--workers', '0']);
+    expect(ok.code, ok.stderr).toBe(0);
+    const bad = await cli(['hash', klaviyo, '--max-reject-rate', 'lots', '-o', out]);
+    expect(bad.code).toBe(2);
+  });
+
+  it('hash and upload: no user at all is exit 3, nothing sent, the audit end record says why', async () => {
+    const file = join(tmp, 'no-users.csv');
+    writeFileSync(file, 'Email,Phone Number\nnot-an-email,12\nstill-not,\n');
+    const h = await cli(['hash', file, '-o', join(tmp, 'none.csv'), '--workers', '0']);
+    expect(h.code).toBe(3);
+    expect(h.stderr).toContain('error: no row produced a user (2 rows read)');
+    const dir = tempDir('ak-no-users-');
+    const u = await runCli(['upload', file, '--sandbox', '--workers', '0'], {
+      cwd: dir,
+      env: { AUDIENCE_KIT_CONFIG_DIR: dir },
+    });
+    expect(u.code).toBe(3);
+    expect(u.stderr).toContain('error: no row produced a user');
+    const list = await runCli(['audit', 'list', '--json'], { cwd: dir, env: { AUDIENCE_KIT_CONFIG_DIR: dir } });
+    const runs = (JSON.parse(list.stdout) as { data: { end: { outcome: string; error: string } }[] }).data;
+    expect(runs.at(-1)?.end).toMatchObject({ outcome: 'failed', error: 'input_no_users' });
+  });
+
+  it('upload: above the rate, nothing of the file is sent', async () => {
+    const dir = tempDir('ak-rate-');
+    const r = await runCli(['upload', klaviyo, '--sandbox', '--max-reject-rate', '5%', '--json', '--workers', '0'], {
+      cwd: dir,
+      env: { AUDIENCE_KIT_CONFIG_DIR: dir },
+    });
+    expect(r.code).toBe(3);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain('above --max-reject-rate 5%');
   });
 });

@@ -185,6 +185,28 @@ describe('uploadAudience', () => {
     expect(sandbox.state.audienceSize(audienceId)).toBe(1);
   });
 
+  it('maxRejectRate and requireUsers stop the input before its last batch is sent', async () => {
+    const { sandbox, client, audienceId } = await setup();
+    const base = {
+      client,
+      accountId: sandbox.accounts.primary,
+      target: { customAudienceId: audienceId },
+      records: {},
+      clock: instantClock,
+    };
+    const rows = [{ email: 'a@example.com' }, { email: 'nope' }];
+    await expect(uploadAudience({ ...base, users: rows, maxRejectRate: 0.25 })).rejects.toMatchObject({
+      code: 'input_reject_rate_exceeded',
+    });
+    await expect(uploadAudience({ ...base, users: [{ email: 'nope' }], requireUsers: true })).rejects.toMatchObject({
+      code: 'input_no_users',
+    });
+    expect(sandbox.state.audienceSize(audienceId)).toBe(0);
+    await expect(uploadAudience({ ...base, users: rows, maxRejectRate: 50 })).rejects.toBeInstanceOf(ConfigError);
+    const ok = await uploadAudience({ ...base, users: rows, maxRejectRate: 0.5, requireUsers: true });
+    expect(ok).toMatchObject({ status: 'completed', users: 1 });
+  });
+
   it('do-not-reach expiry must be under 13 months, clamped at month ends', () => {
     expect(maxDoNotReachExpiry(new Date('2030-01-31T10:00:00Z')).toISOString()).toBe('2031-02-28T10:00:00.000Z');
     const now = new Date('2030-03-15T00:00:00Z');

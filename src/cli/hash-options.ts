@@ -9,8 +9,10 @@ import {
   ConfigError,
   DEFAULT_PHONE_FORMAT,
   describeMapping,
+  guardInput,
   summaryHints,
   type ColumnMapping,
+  type RejectGuardOptions,
   type CsvDelimiter,
   type HashCsvOptions,
   type HashCsvRun,
@@ -31,6 +33,7 @@ export interface HashOptionArgs {
   'value-separator'?: string;
   delimiter?: string;
   workers?: number;
+  'max-reject-rate'?: string;
 }
 
 /** Add the mapping/normalization/CSV options to a command's builder. */
@@ -83,6 +86,12 @@ export function addHashOptions<T>(y: Argv<T>): Argv<T & HashOptionArgs> {
       type: 'string',
       requiresArg: true,
       describe: 'CSV delimiter: , ; | or tab (default: detected)',
+    })
+    .option('max-reject-rate', {
+      type: 'string',
+      requiresArg: true,
+      describe:
+        'Fail (exit 3) when more than this share of the values is rejected, e.g. 5% (upload: before sending what is left). A run that produces no user fails too',
     })
     .option('workers', {
       type: 'number',
@@ -143,6 +152,32 @@ export function hashOptionsFromArgs(args: HashOptionArgs, stdin?: Readable): Has
   }
   if (stdin !== undefined) opts.stdin = stdin;
   return opts;
+}
+
+/** `--max-reject-rate 5%` (or `5`) as a share; every run requires at least one user. */
+export function rejectGuardFromArgs(args: HashOptionArgs): RejectGuardOptions {
+  const text = args['max-reject-rate'];
+  if (text === undefined) return { requireUsers: true };
+  const percent = Number(text.trim().replace(/%$/, ''));
+  if (text.trim() === '' || !Number.isFinite(percent) || percent < 0 || percent > 100) {
+    throw new ConfigError('invalid_option', `--max-reject-rate ${JSON.stringify(text)} is not a percentage`, {
+      fix: 'pass a share between 0% and 100%, for example --max-reject-rate 5%',
+    });
+  }
+  return { maxRejectRate: percent / 100, requireUsers: true };
+}
+
+/**
+ * The input guard of `hash` and `upload` over a run (options: rejectGuardFromArgs); the error's fix is
+ * the summary's first hint when there is one.
+ */
+export function guardRun<R extends HashCsvRun>(run: R, guard: RejectGuardOptions, opts: NormalizeOptions): R {
+  return guardInput(
+    run,
+    () => run.summary,
+    guard,
+    (s) => summaryHints(s, run.mapping, opts)[0],
+  );
 }
 
 /**

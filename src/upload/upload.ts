@@ -40,6 +40,7 @@ import {
 } from '../errors.js';
 import { batchDigest, JournalError, type RunJournal } from '../state/journal.js';
 import { hashRecords, type HashRecordsOptions, type RawRecord } from '../hashing/pipeline.js';
+import { guardInput, rejectGuardOptions } from '../identifiers/reject-guard.js';
 import type { PackedUsers } from '../hashing/chunk.js';
 import { addUserToSummary, createHashSummary, type HashSummary, type HashTypeCounts } from '../hashing/summary.js';
 import {
@@ -203,6 +204,14 @@ export interface UploadAudienceOptions {
    * they are mapped, normalized and hashed here (hashRecords) with these options.
    */
   records?: HashRecordsOptions;
+  /**
+   * Stop (InputError `input_reject_rate_exceeded`) when more than this share (0..1) of the
+   * values was rejected: judged after each item once 1000 values were seen, and at the end of
+   * the input before the last batch is sent. See guardInput.
+   */
+  maxRejectRate?: number;
+  /** An input without a single user is an error (`input_no_users`) instead of a `completed` run. */
+  requireUsers?: boolean;
   limits?: Partial<BatchLimits>;
   /** Send identical users once (default true; the set of seen users costs 11-23 bytes per distinct user). */
   dedupe?: boolean;
@@ -535,15 +544,16 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
   const packer = new BatchPacker(limits, { dedupe: o.dedupe !== false });
   const handle = packer.group(group);
   // The pipeline's running summary when it has one; otherwise the uploader counts.
-  const users: UploadAudienceOptions['users'] =
+  const source: UploadAudienceOptions['users'] =
     o.records === undefined
       ? o.users
       : hashRecords(o.users as Iterable<RawRecord> | AsyncIterable<RawRecord>, {
           ...(isDnr ? { types: DO_NOT_REACH_TYPES } : {}),
           ...o.records,
         });
-  const ownSummary = users.summary === undefined ? createHashSummary() : undefined;
-  const summary: HashSummary = users.summary ?? ownSummary ?? createHashSummary();
+  const ownSummary = source.summary === undefined ? createHashSummary() : undefined;
+  const summary: HashSummary = source.summary ?? ownSummary ?? createHashSummary();
+  const users = guardInput(source, () => summary, rejectGuardOptions(o));
   const bytesRead = users.bytesRead;
   const inputProgress =
     o.inputProgress ??

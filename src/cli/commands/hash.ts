@@ -15,6 +15,7 @@ import {
   hashCsvHeader,
   hashCsv,
   mappedTypes,
+  guardFailure,
   summaryHints,
   type CsvBadRow,
   type Reject,
@@ -29,6 +30,7 @@ import {
   mappingJson,
   printHints,
   printInputMapping,
+  rejectGuardFromArgs,
   type HashOptionArgs,
 } from '../hash-options.js';
 import { exitCodesEpilogue, handle, writeJson, writeLine, type GlobalArgs } from '../output.js';
@@ -198,6 +200,7 @@ export function hashCommand(ctx: CliContext): CommandModule<GlobalArgs, HashArgs
         });
       }
       const opts = hashOptionsFromArgs(args, ctx.stdin);
+      const guard = rejectGuardFromArgs(args);
       const run = await hashCsv(hashInputSource(args.file, ctx.cwd), { ...opts, emit: args.format });
       const outputs: Output[] = [];
       try {
@@ -213,6 +216,13 @@ export function hashCommand(ctx: CliContext): CommandModule<GlobalArgs, HashArgs
         for await (const chunk of run) {
           await out.write(chunk.output);
           if (rejects !== undefined) await rejects.write(rejectLines(chunk.rejects, chunk.malformed));
+        }
+        const refused = guardFailure(run.summary, guard, summaryHints(run.summary, run.mapping, opts)[0]);
+        if (refused !== undefined) {
+          // The data is not written, but the list of rejects is: it is what explains the failure.
+          if (rejects !== undefined) await outputs.splice(outputs.indexOf(rejects), 1)[0]?.commit();
+          writeLine(ctx.stderr, renderHashSummary(run.summary));
+          throw refused;
         }
         for (const o of outputs) await o.commit();
       } catch (error) {

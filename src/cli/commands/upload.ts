@@ -44,7 +44,14 @@ import {
 import { clientFromArgs, withConnectionOptions, withDebugLines, type ConnectionArgs } from '../connection.js';
 import type { CliContext } from '../context.js';
 import { renderHashSummary } from '../hash-summary.js';
-import { addHashOptions, hashOptionsFromArgs, printInputMapping, type HashOptionArgs } from '../hash-options.js';
+import {
+  addHashOptions,
+  guardRun,
+  hashOptionsFromArgs,
+  printInputMapping,
+  rejectGuardFromArgs,
+  type HashOptionArgs,
+} from '../hash-options.js';
 import {
   exitCodesEpilogue,
   handle,
@@ -407,11 +414,17 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
       const fromStdin = args.file === '-' || args.file === '';
       const inputPath = fromStdin ? '-' : resolve(ctx.cwd, args.file);
       // Do-not-reach lists take only some identifier types: other columns are left out of the mapping.
-      const run = await hashCsv(inputPath, {
-        ...hashOptionsFromArgs(args, ctx.stdin),
-        emit: 'packed',
-        ...(wantsDnr ? { types: DO_NOT_REACH_TYPES } : {}),
-      });
+      const hashOptions = hashOptionsFromArgs(args, ctx.stdin);
+      const guard = rejectGuardFromArgs(args);
+      const run = guardRun(
+        await hashCsv(inputPath, {
+          ...hashOptions,
+          emit: 'packed',
+          ...(wantsDnr ? { types: DO_NOT_REACH_TYPES } : {}),
+        }),
+        guard,
+        hashOptions,
+      );
       let sandbox: Sandbox | undefined;
       let client: AdsClient | undefined;
       let journal: RunJournal | undefined;
