@@ -77,6 +77,8 @@ export const ERROR_CODES = [
   'auth_pin_missing',
   'auth_pin_refused',
   'unfinished_run',
+  'target_not_found',
+  'target_read_only',
   'sandbox_fault_spec_invalid',
   'sandbox_listen_failed',
   'sandbox_option_invalid',
@@ -145,6 +147,8 @@ export const ERROR_CODES = [
   'path_not_file',
   'path_not_directory',
   'io_error',
+  // AudienceKitError itself: something unexpected stopped an upload (its report carries it).
+  'internal',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

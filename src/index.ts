@@ -81,10 +81,17 @@ export { resolveConnectionConfig, type ResolvedConnectionConfig } from './api/co
 // Uploads and their audit trail.
 export {
   uploadAudience,
+  runUpload,
+  sendUsers,
+  reportJson,
   type UploadAudienceOptions,
+  type RunUploadOptions,
+  type SendUsersOptions,
+  type ConfirmedBatchInfo,
   type UploadOperation,
   type UploadProgress,
   type UploadReport,
+  type UploadStatus,
   type UploadTarget,
-} from './upload/upload.js';
+} from './upload/index.js';
 export { verifyAuditLog } from './state/audit.js';

@@ -174,7 +174,7 @@ describe('full disk during an upload', () => {
       clock: { now: () => Date.now(), sleep: async () => {} },
     });
     journal.close();
-    expect(report.exit_code).toBe(EXIT_CODES.environment);
+    expect(report.error).toBeInstanceOf(EnvironmentError);
     expect(report.error).toMatchObject({ code: 'disk_full' });
     expect(report.batches_confirmed).toBe(3);
     expect(report.unrecorded_batches).toEqual([2]);

@@ -3,14 +3,19 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createClient, type AdsClient } from '../src/api/index.js';
-import { ConfigError } from '../src/errors.js';
+import { AuthError, ConfigError } from '../src/errors.js';
 import { hashRecords, type RawRecord } from '../src/hashing/pipeline.js';
 import { findJournal, RunJournal, type JournalKey } from '../src/state/journal.js';
 import { serializeUser, writeUserFingerprint, type AudienceUser } from '../src/identifiers/normalize.js';
 import { startSandbox, type Sandbox, type SandboxOptions } from '../src/sandbox/index.js';
-import { maxDoNotReachExpiry } from '../src/upload/batch.js';
-import { formatUploadProgress, ProgressPrinter } from '../src/upload/progress.js';
-import { resolveUploadGroup, uploadAudience, type UploadProgress } from '../src/upload/upload.js';
+import {
+  formatUploadProgress,
+  maxDoNotReachExpiry,
+  ProgressPrinter,
+  resolveUploadGroup,
+  uploadAudience,
+  type UploadProgress,
+} from '../src/upload/index.js';
 import { tempDir } from './helpers/temp.js';
 
 const USERS_PATH = /\/users$/;
@@ -27,6 +32,7 @@ afterEach(async () => {
 
 async function setup(
   opts: SandboxOptions = {},
+  maxAttempts = 4,
 ): Promise<{ sandbox: Sandbox; client: AdsClient; audienceId: string; dnrId: string }> {
   const sandbox = await startSandbox({ seed: 7, ...opts });
   const client = createClient({
@@ -34,7 +40,7 @@ async function setup(
     credentials: sandbox.credentials,
     clock: instantClock,
     retry: { baseMs: 1, maxMs: 2 },
-    maxAttempts: 4,
+    maxAttempts,
   });
   open.push({ sandbox, client });
   const audienceId = sandbox.state.createCustomAudience(sandbox.accounts.primary, 'test').id;
@@ -78,7 +84,6 @@ describe('uploadAudience', () => {
     expect(report).toMatchObject({
       run_id: 'r1',
       status: 'completed',
-      exit_code: 0,
       rows: 1050,
       users: 1000,
       duplicates: 50,
@@ -233,7 +238,7 @@ describe('uploadAudience', () => {
     expect(sandbox.state.audienceSize(audienceId)).toBe(600);
   });
 
-  it('reports a batch that never verifies as failed after --max-retries, the rest confirmed', async () => {
+  it('reports a batch that never verifies as failed after maxRetries re-sends, the rest confirmed', async () => {
     const { sandbox, client, audienceId } = await setup({ faults: 'mismatch@1+2+3' });
     const report = await uploadAudience({
       client,
@@ -245,7 +250,7 @@ describe('uploadAudience', () => {
       maxRetries: 2,
       clock: instantClock,
     });
-    expect(report).toMatchObject({ status: 'partial', exit_code: 5, batches_failed: 1, mismatches: 3 });
+    expect(report).toMatchObject({ status: 'partial', batches_failed: 1, mismatches: 3, requests: report.batches + 2 });
     expect(report.failed_batches[0]).toMatchObject({ index: 0, code: 'batch_count_mismatch' });
     expect(report.users_confirmed + report.users_failed).toBe(600);
   });
@@ -261,7 +266,8 @@ describe('uploadAudience', () => {
     '500%0.2,drop%0.1,mismatch%0.1',
   ]) {
     it(`survives sandbox fault ${faults} with every user confirmed`, async () => {
-      const { sandbox, client, audienceId } = await setup({ faults });
+      // Failed requests are the client's to retry: it gets the budget the uploader's re-sends had.
+      const { sandbox, client, audienceId } = await setup({ faults }, 8);
       const report = await uploadAudience({
         client,
         accountId: sandbox.accounts.primary,
@@ -316,7 +322,7 @@ describe('uploadAudience', () => {
   it('refuses do-not-reach effective_at and expiries beyond 13 months before sending anything', async () => {
     const { sandbox, client, dnrId } = await setup();
     const base = { client, accountId: sandbox.accounts.primary, target: { doNotReachListId: dnrId }, users: users(10) };
-    await expect(uploadAudience({ ...base, effectiveAt: '2030-01-01T00:00:00Z' })).rejects.toThrow(/effective-at/);
+    await expect(uploadAudience({ ...base, effectiveAt: '2030-01-01T00:00:00Z' })).rejects.toThrow(/effectiveAt/);
     const tooFar = new Date(maxDoNotReachExpiry(new Date()).getTime() + 86_400_000).toISOString();
     await expect(uploadAudience({ ...base, expiresAt: tooFar })).rejects.toMatchObject({ code: 'dnr_expiry_too_far' });
     await expect(uploadAudience({ ...base, expiresAt: 'tomorrow' })).rejects.toThrow(ConfigError);
@@ -380,7 +386,6 @@ describe('uploadAudience', () => {
     });
     j1.close();
     expect(first.status).toBe('interrupted');
-    expect(first.exit_code).toBe(130);
     const summary = findJournal(stateDir, key);
     expect(summary).toMatchObject({ complete: false, confirmed: first.batches_confirmed });
     const sentBefore = userBatchRequests(sandbox).length;
@@ -403,7 +408,8 @@ describe('uploadAudience', () => {
   });
 
   it('keeps failed batches in the state dir and re-sends them first on resume', async () => {
-    const { sandbox, client, audienceId } = await setup({ faults: '500@1+2+3+4+5+6+7+8' });
+    // The client's 4 attempts at the first batch all get a 500: it fails, the others go through.
+    const { sandbox, client, audienceId } = await setup({ faults: '500@1+2+3+4' });
     const stateDir = tempDir('ak-state-');
     const key: JournalKey = {
       input: { name: 'gen', size: 0, sha256: 'e'.repeat(64) },
@@ -491,7 +497,7 @@ describe('uploadAudience', () => {
     j2.close();
   });
 
-  it('stops at an authentication error and reports it with exit code 4', async () => {
+  it('stops at an authentication error and reports it (the CLI exits 4)', async () => {
     const { sandbox, audienceId } = await setup();
     const bad = createClient({
       adsBaseUrl: sandbox.adsBaseUrl,
@@ -506,7 +512,8 @@ describe('uploadAudience', () => {
       limits: SMALL,
     });
     await bad.close();
-    expect(report).toMatchObject({ status: 'failed', exit_code: 4 });
+    expect(report.status).toBe('failed');
+    expect(report.error).toBeInstanceOf(AuthError);
     expect(report.error?.message).not.toContain('wrong');
   });
 });

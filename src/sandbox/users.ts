@@ -8,7 +8,7 @@
  * order, values sorted) rather than strings: a million users cost tens of MB in a Set<number>
  * instead of hundreds of MB of hex strings, and the uploader's benchmark runs in the same process.
  */
-import { DO_NOT_REACH_TYPES, maxDoNotReachExpiry } from '../upload/batch.js';
+import { DO_NOT_REACH_TYPES, maxDoNotReachExpiry } from '../upload/plan.js';
 import { IDENTIFIER_TYPES, type IdentifierType } from '../identifiers/normalize.js';
 
 export const MAX_OPERATIONS = 2500;

@@ -17,7 +17,7 @@
 import { closeSync, existsSync, ftruncateSync, openSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { acquireFileLock } from './lock.js';
-import type { BatchGroup } from '../upload/batch.js';
+import type { BatchGroup } from '../upload/plan.js';
 import { ConfigError, EnvironmentError, environmentError } from '../errors.js';
 import { appendWhole, ensureDir, openNoFollow, stateFs, writeFileNoFollow } from './fs.js';
 import { VERSION } from '../version.js';

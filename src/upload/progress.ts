@@ -2,7 +2,7 @@
  * Progress output for uploads on stderr: a line redrawn in place on a terminal, plain lines
  * at an interval otherwise. Only counts and rates: never identifiers.
  */
-import type { UploadProgress } from './upload.js';
+import type { UploadProgress } from './types.js';
 
 export interface ProgressPrinterOptions {
   write: (text: string) => void;

@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import type { KeyTable } from '../state/snapshot.js';
-import { UserDedupe } from './batch.js';
+import { UserDedupe } from './plan.js';
 
 /** What a sync does with an input user. */
 export const PLAN_UNCHANGED = 0;

@@ -1,9 +1,8 @@
-import { statSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import type { CommandModule } from 'yargs';
+import type { CommandModule, Options } from 'yargs';
 import {
-  appendAuditRecord,
+  AudienceKitError,
   ConfigError,
   createClient,
   createCustomAudience,
@@ -11,32 +10,28 @@ import {
   defaultAuditLogPath,
   DEFAULT_BATCH_LIMITS,
   DEFAULT_MAX_RETRIES,
-  DEFAULT_PHONE_FORMAT,
   DEFAULT_STATE_DIR,
   DEFAULT_UPLOAD_CONCURRENCY,
   DO_NOT_REACH_TYPES,
+  EnvironmentError,
   EXIT_CODES,
-  fileSha256,
-  findJournal,
+  exitCodeFor,
   hashCsv,
-  InputError,
-  newRunId,
   ProgressPrinter,
+  reportJson,
   resolveBatchLimits,
   resolveSendOptions,
   resolveUploadGroup,
-  RunJournal,
+  runUpload,
   startSandbox,
   unfinishedRunError,
-  uploadAudience,
-  VERSION,
   type AdsClient,
-  type AuditCounts,
-  type AuditRunOptions,
-  type BatchLimits,
+  type ExitCode,
   type HashCsvRun,
-  type JournalKey,
+  type RunNotice,
+  type RunUploadOptions,
   type Sandbox,
+  type UnfinishedRunPolicy,
   type UploadReport,
   type UploadTarget,
   writeFileNoFollow,
@@ -87,7 +82,73 @@ interface UploadArgs extends GlobalArgs, HashOptionArgs, ConnectionArgs {
   dedupe: boolean;
 }
 
-const UPLOAD_GROUP = 'Upload:';
+const str = (describe: string): Options => ({ type: 'string', requiresArg: true, describe });
+const num = (describe: string): Options => ({ type: 'number', requiresArg: true, describe });
+
+const UPLOAD_OPTIONS: Record<string, Options> = {
+  account: str('Ad account id (optional with --sandbox)'),
+  audience: str('Custom audience id to add users to / remove users from'),
+  'do-not-reach-list': str('Do-not-reach list id (instead of --audience)'),
+  operation: {
+    choices: ['update', 'delete'] as const,
+    default: 'update' as const,
+    describe: 'update adds the users, delete removes them',
+  },
+  'effective-at': str('UTC ISO 8601 start of membership (custom audiences only)'),
+  'expires-at': str('UTC ISO 8601 end of membership (do-not-reach: at most 13 months ahead)'),
+  'dry-run': { type: 'boolean', describe: 'Do everything except sending: mapping, counts, planned requests and bytes' },
+  preview: str('Write the first request body to this file (mode 0600; hashed values and partner_user_id)'),
+  sandbox: {
+    type: 'boolean',
+    describe: 'Upload to an embedded sandbox started in-process (creates the account data it needs); no journal',
+  },
+  'sandbox-faults': str('With --sandbox: fault spec, e.g. "503=1@2,mismatch%0.05"'),
+  concurrency: num(`Batches in flight (default ${DEFAULT_UPLOAD_CONCURRENCY})`),
+  'max-retries': num(`Re-sends of a batch after a count mismatch (default ${DEFAULT_MAX_RETRIES})`),
+  'max-body-bytes': num(
+    `Request body limit in bytes (default and platform maximum ${DEFAULT_BATCH_LIMITS.maxBodyBytes})`,
+  ),
+  'max-operations': num(`Operations per request (default and platform maximum ${DEFAULT_BATCH_LIMITS.maxOperations})`),
+  'max-users-per-operation': num(`Users per operation (default ${DEFAULT_BATCH_LIMITS.maxUsersPerOperation})`),
+  'audit-log': str('Audit log file (default STATE_DIR/audit.jsonl)'),
+  'state-dir': { ...str('Run journals and kept failed batches (mode 0700)'), default: DEFAULT_STATE_DIR },
+  resume: {
+    type: 'boolean',
+    describe: 'Continue the unfinished run of this file and options (skips confirmed batches)',
+  },
+  restart: { type: 'boolean', describe: 'Start over even though an unfinished run of this file and options exists' },
+  quiet: { alias: 'q', type: 'boolean', describe: 'No progress output' },
+  dedupe: {
+    type: 'boolean',
+    default: true,
+    describe:
+      'Send identical users once; --no-dedupe saves 11-23 bytes of memory per distinct user (10M users: 134 MB)',
+  },
+};
+
+/** Library option names as they appear in messages → the flags that set them. */
+const FLAG_NAMES: ReadonlyArray<readonly [RegExp, string]> = [
+  [/\blimits\.maxBodyBytes\b/g, '--max-body-bytes'],
+  [/\blimits\.maxOperations\b/g, '--max-operations'],
+  [/\blimits\.maxUsersPerOperation\b/g, '--max-users-per-operation'],
+  [/\bmaxRetries\b/g, '--max-retries'],
+  [/\bmaxRejectRate\b/g, '--max-reject-rate'],
+  [/\bconcurrency\b/g, '--concurrency'],
+  [/\beffectiveAt\b/g, '--effective-at'],
+  [/\bexpiresAt\b/g, '--expires-at'],
+  [/\baccountId\b/g, '--account'],
+  [/\boperation '(update|delete)'/g, '--operation $1'],
+  [/\bunfinished: '(resume|restart)'/g, '--$1'],
+];
+
+/** A library error as the CLI user should read it: the flags, not the option names. */
+function withFlagNames<T>(error: T): T {
+  if (!(error instanceof AudienceKitError)) return error;
+  const rename = (text: string): string => FLAG_NAMES.reduce((t, [re, flag]) => t.replace(re, flag), text);
+  error.message = rename(error.message);
+  if (error.fix !== undefined) Object.assign(error, { fix: rename(error.fix) });
+  return error;
+}
 
 /** Ask on the terminal; Ctrl-C or a closed stdin answer 'interrupted' (readline would otherwise leave the question pending). */
 async function askYesNo(ctx: CliContext, question: string): Promise<boolean | 'interrupted'> {
@@ -103,50 +164,31 @@ async function askYesNo(ctx: CliContext, question: string): Promise<boolean | 'i
   }
 }
 
-/** The options that change what is sent: part of the journal key and of the audit record. */
-function shapingOptions(
-  run: HashCsvRun,
-  args: UploadArgs,
-  limits: BatchLimits,
-  group: { effectiveAt?: string; expiresAt?: string },
-): AuditRunOptions {
-  const mapping: Record<string, string[]> = {};
-  for (const c of run.mapping.columns) (mapping[c.type] ??= []).push(c.column);
-  return {
-    default_country: args['default-country']?.toUpperCase() ?? null,
-    country_column: run.mapping.country?.column ?? null,
-    phone_format: args['phone-format'] ?? DEFAULT_PHONE_FORMAT,
-    input_hashed: args['input-hashed'] ?? 'auto',
-    mapping,
-    effective_at: group.effectiveAt ?? null,
-    expires_at: group.expiresAt ?? null,
-    max_body_bytes: limits.maxBodyBytes,
-    max_operations: limits.maxOperations,
-    max_users_per_operation: limits.maxUsersPerOperation,
+function unfinishedPolicy(ctx: CliContext, args: UploadArgs): UnfinishedRunPolicy {
+  if (args.resume === true) return 'resume';
+  if (args.restart === true) return 'restart';
+  if (!(ctx.stdinIsTTY && ctx.stderrIsTTY)) return 'refuse';
+  return async (summary) => {
+    writeLine(ctx.stderr, withFlagNames(unfinishedRunError(summary)).message);
+    const answer = await askYesNo(ctx, 'resume it? [Y/n] ');
+    return answer === 'interrupted' ? 'cancel' : answer ? 'resume' : 'restart';
   };
 }
 
-/** The report's counts for the audit log (zeros when the run stopped before producing a report). */
-function auditCounts(c: UploadReport | undefined): AuditCounts {
-  return {
-    rows: c?.rows ?? 0,
-    users_sent: c?.users ?? 0,
-    duplicates: c?.duplicates ?? 0,
-    rows_without_identifier: c?.rows_without_identifier ?? 0,
-    invalid_values: Object.values(c?.invalid_by_reason ?? {}).reduce((n, r) => n + (r?.count ?? 0), 0),
-    digests_passed_through: Object.values(c?.identifiers ?? {}).reduce((n, t) => n + (t?.digests ?? 0), 0),
-    oversized_users: c?.oversized_users ?? 0,
-    requests: c?.requests ?? 0,
-    batches_confirmed: (c?.batches_confirmed ?? 0) + (c?.batches_skipped ?? 0),
-    batches_failed: c?.batches_failed ?? 0,
-    bytes: c?.bytes ?? 0,
-    retries: c?.retries ?? 0,
-    mismatches: c?.mismatches ?? 0,
-    rate_limit_waits: c?.rate_limit_waits ?? 0,
-    success_count: c?.success_count ?? 0,
-    total_count: c?.total_count ?? 0,
-    unrecorded_batches: c?.unrecorded_batches.length ?? 0,
-  };
+/** The CLI's exit code for a run's outcome. */
+function exitCodeOf(report: UploadReport): ExitCode {
+  // A full disk or an unwritable journal is the machine's to fix, whatever was confirmed before it.
+  if (report.error instanceof EnvironmentError) return EXIT_CODES.environment;
+  switch (report.status) {
+    case 'completed':
+      return EXIT_CODES.ok;
+    case 'interrupted':
+      return EXIT_CODES.interrupted;
+    case 'partial':
+      return EXIT_CODES.partial;
+    case 'failed':
+      return report.error === undefined ? EXIT_CODES.api : exitCodeFor(report.error);
+  }
 }
 
 function printReport(
@@ -203,10 +245,225 @@ function printReport(
   writeLine(ctx.stdout, renderHashSummary(run.summary));
   for (const f of report.failed_batches.slice(0, 10))
     writeLine(ctx.stderr, `failed: batch ${f.index} (${f.users} users): ${f.code}: ${f.reason}`);
-  if (report.error !== undefined) {
-    writeLine(ctx.stderr, `error: ${report.error.message}`);
-    if (report.error.fix !== undefined) writeLine(ctx.stderr, `  fix: ${report.error.fix}`);
+  const [message, fix] = report.error === undefined ? [] : [report.error.message, report.error.fix];
+  if (message !== undefined) writeLine(ctx.stderr, `error: ${message}`);
+  if (fix !== undefined) writeLine(ctx.stderr, `  fix: ${fix}`);
+}
+
+/** Refused before the input is read or anything is sent. */
+function checkUsage(args: UploadArgs): void {
+  const dryRun = args['dry-run'] === true;
+  const useSandbox = args.sandbox === true;
+  if (!useSandbox && !dryRun) {
+    if (args.account === undefined)
+      throw new ConfigError('missing_option', 'upload needs --account (or --sandbox)', { fix: 'pass --account ID' });
+    if (args.audience === undefined && args['do-not-reach-list'] === undefined) {
+      throw new ConfigError('missing_option', 'upload needs --audience or --do-not-reach-list (or --sandbox)', {
+        fix: 'pass --audience ID or --do-not-reach-list ID',
+      });
+    }
   }
+  if (args['sandbox-faults'] !== undefined && !useSandbox) {
+    throw new ConfigError('invalid_option', '--sandbox-faults needs --sandbox', {
+      fix: 'add --sandbox or drop --sandbox-faults',
+    });
+  }
+  resolveUploadGroup({ target: targetOf(args), ...runShape(args) });
+  resolveBatchLimits(runShape(args).limits);
+  resolveSendOptions(runShape(args));
+  rejectGuardFromArgs(args);
+}
+
+function targetOf(args: UploadArgs): UploadTarget {
+  return args['do-not-reach-list'] !== undefined
+    ? { doNotReachListId: args['do-not-reach-list'] }
+    : { customAudienceId: args.audience ?? '' };
+}
+
+/** The flags that shape the run, as runUpload options. */
+function runShape(args: UploadArgs) {
+  const set = <K extends string, V>(key: K, value: V | undefined) =>
+    (value === undefined ? {} : { [key]: value }) as Partial<Record<K, V>>;
+  return {
+    operation: args.operation,
+    ...set('effectiveAt', args['effective-at']),
+    ...set('expiresAt', args['expires-at']),
+    ...set('concurrency', args.concurrency),
+    ...set('maxRetries', args['max-retries']),
+    limits: {
+      ...set('maxBodyBytes', args['max-body-bytes']),
+      ...set('maxOperations', args['max-operations']),
+      ...set('maxUsersPerOperation', args['max-users-per-operation']),
+    },
+  };
+}
+
+interface Connected {
+  client: AdsClient | undefined;
+  sandbox: Sandbox | undefined;
+  accountId: string;
+  target: UploadTarget;
+}
+
+/** The client, and with --sandbox the embedded sandbox with a new audience or list to upload to. */
+async function connect(ctx: CliContext, args: UploadArgs): Promise<Connected> {
+  const target = targetOf(args);
+  if (args.sandbox !== true) {
+    const client = args['dry-run'] === true ? undefined : (await clientFromArgs(ctx, args)).client;
+    return { client, sandbox: undefined, accountId: args.account ?? '', target };
+  }
+  const sandbox = await startSandbox({
+    port: 0,
+    ...(args['sandbox-faults'] === undefined ? {} : { faults: args['sandbox-faults'] }),
+  });
+  const client = createClient(
+    withDebugLines(ctx, args, { adsBaseUrl: sandbox.adsBaseUrl, credentials: sandbox.credentials }),
+  );
+  const accountId = args.account ?? sandbox.accounts.primary;
+  const name = `audience-kit ${basename(args.file)}`;
+  const created =
+    'doNotReachListId' in target
+      ? { doNotReachListId: (await createDoNotReachList(client, { accountId, description: name })).id }
+      : { customAudienceId: (await createCustomAudience(client, { accountId, name })).id };
+  return { client, sandbox, accountId, target: created };
+}
+
+function runOptions(
+  ctx: CliContext,
+  args: UploadArgs,
+  run: HashCsvRun,
+  c: Connected,
+  signal: AbortSignal,
+  onNotice: (n: RunNotice) => void,
+  printer: ProgressPrinter | undefined,
+): RunUploadOptions {
+  const inputPath = args.file === '-' || args.file === '' ? '-' : resolve(ctx.cwd, args.file);
+  const journaled = args.sandbox !== true && inputPath !== '-';
+  let previewWritten = args.preview === undefined;
+  return {
+    ...runShape(args),
+    ...(c.client === undefined ? {} : { client: c.client }),
+    accountId: c.accountId,
+    target: c.target,
+    users: run,
+    normalize: hashOptionsFromArgs(args),
+    input: inputPath === '-' ? { name: '-', size: null, sha256: null } : { path: inputPath, name: basename(args.file) },
+    dedupe: args.dedupe,
+    dryRun: args['dry-run'] === true,
+    sandbox: args.sandbox === true,
+    ...(journaled ? { stateDir: resolve(ctx.cwd, args['state-dir']) } : {}),
+    unfinished: unfinishedPolicy(ctx, args),
+    auditLog: resolve(ctx.cwd, args['audit-log'] ?? defaultAuditLogPath(args['state-dir'])),
+    signal,
+    onNotice,
+    ...(printer === undefined ? {} : { onProgress: printer.update }),
+    onBatch: (b) => {
+      if (previewWritten || args.preview === undefined) return;
+      previewWritten = true;
+      writeFileNoFollow(resolve(ctx.cwd, args.preview), b.body);
+    },
+  };
+}
+
+/** Ctrl-C: finish what is in flight and save the journal (a second one quits at once: processContext). */
+function onInterrupt(ctx: CliContext, controller: AbortController): () => void {
+  return () => {
+    writeLine(
+      ctx.stderr,
+      '\ninterrupted: finishing the requests in flight and saving the journal (Ctrl-C again to quit at once)',
+    );
+    controller.abort();
+  };
+}
+
+async function upload(ctx: CliContext, args: UploadArgs): Promise<number> {
+  checkUsage(args);
+  const wantsDnr = args['do-not-reach-list'] !== undefined;
+  const inputPath = args.file === '-' || args.file === '' ? '-' : resolve(ctx.cwd, args.file);
+  // Do-not-reach lists take only some identifier types: other columns are left out of the mapping.
+  const hashOptions = hashOptionsFromArgs(args, ctx.stdin);
+  const run = guardRun(
+    await hashCsv(inputPath, { ...hashOptions, emit: 'packed', ...(wantsDnr ? { types: DO_NOT_REACH_TYPES } : {}) }),
+    rejectGuardFromArgs(args),
+    hashOptions,
+  );
+  const controller = new AbortController();
+  const sigint = onInterrupt(ctx, controller);
+  // Installed before the slow preparations (starting the sandbox, fingerprinting a large file).
+  ctx.signal.addEventListener('abort', sigint, { once: true });
+  if (ctx.signal.aborted) controller.abort();
+  let c: Connected | undefined;
+  try {
+    if (!args.quiet) {
+      printInputMapping(ctx, run);
+      if (wantsDnr)
+        writeLine(
+          ctx.stderr,
+          `  (do-not-reach lists take only ${DO_NOT_REACH_TYPES.join(' and ')}: other identifier columns are ignored)`,
+        );
+    }
+    c = await connect(ctx, args);
+    const printer =
+      args.quiet === true
+        ? undefined
+        : new ProgressPrinter({ write: (t) => ctx.stderr.write(t), tty: ctx.stderrIsTTY });
+    let journalDir: string | undefined;
+    const onNotice = (n: RunNotice): void => {
+      if (n.kind === 'journal') journalDir = n.dir;
+      if (args.quiet === true) return;
+      if (n.kind === 'nothing_to_resume')
+        writeLine(ctx.stderr, 'nothing to resume for this file and these options: starting a new run');
+      else if (n.resumed)
+        writeLine(
+          ctx.stderr,
+          `resuming: ${n.confirmed} batches confirmed earlier are skipped, ${n.failed} kept batches re-sent first`,
+        );
+    };
+    // A failed audit append still lets the report be printed (what was sent matters most).
+    let auditError: unknown;
+    const options = runOptions(ctx, args, run, c, controller.signal, onNotice, printer);
+    const report = await runUpload({ ...options, onAuditError: (e) => (auditError = e) }).finally(() =>
+      printer?.finish(),
+    );
+    if (report.error !== undefined) withFlagNames(report.error);
+    printOutcome(ctx, args, report, run, c, journalDir);
+    if (auditError !== undefined) return reportError(ctx, auditError, args.debug === true);
+    return exitCodeOf(report);
+  } finally {
+    ctx.signal.removeEventListener('abort', sigint);
+    await run.close();
+    await c?.client?.close();
+    await c?.sandbox?.close();
+  }
+}
+
+function printOutcome(
+  ctx: CliContext,
+  args: UploadArgs,
+  report: UploadReport,
+  run: HashCsvRun,
+  c: Connected,
+  journalDir: string | undefined,
+): void {
+  const extra: [string, unknown][] = [];
+  let sandboxInfo: { audience_size: number } | undefined;
+  if (c.sandbox !== undefined) {
+    const size =
+      'doNotReachListId' in c.target
+        ? c.sandbox.state.dnrListSize(c.target.doNotReachListId)
+        : c.sandbox.state.audienceSize(c.target.customAudienceId);
+    sandboxInfo = { audience_size: size };
+    extra.push(['doNotReachListId' in c.target ? 'sandbox list size' : 'sandbox audience size', size]);
+  }
+  if (journalDir !== undefined && report.status !== 'completed')
+    extra.push(['state', `${journalDir} (run again with --resume to continue)`]);
+  if (args.json !== true) return printReport(ctx, report, run, extra);
+  writeJson(ctx, {
+    ...reportJson(report),
+    exit_code: exitCodeOf(report),
+    input: args.file === '-' || args.file === '' ? '-' : basename(args.file),
+    ...(sandboxInfo === undefined ? {} : { sandbox: sandboxInfo }),
+  });
 }
 
 export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, UploadArgs> {
@@ -224,129 +481,10 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
           }),
         ),
       )
-        .option('account', { type: 'string', requiresArg: true, describe: 'Ad account id (optional with --sandbox)' })
-        .option('audience', {
-          type: 'string',
-          requiresArg: true,
-          describe: 'Custom audience id to add users to / remove users from',
-        })
-        .option('do-not-reach-list', {
-          type: 'string',
-          requiresArg: true,
-          describe: 'Do-not-reach list id (instead of --audience)',
-        })
-        .option('operation', {
-          choices: ['update', 'delete'] as const,
-          default: 'update' as const,
-          describe: 'update adds the users, delete removes them',
-        })
-        .option('effective-at', {
-          type: 'string',
-          requiresArg: true,
-          describe: 'UTC ISO 8601 start of membership (custom audiences only)',
-        })
-        .option('expires-at', {
-          type: 'string',
-          requiresArg: true,
-          describe: 'UTC ISO 8601 end of membership (do-not-reach: at most 13 months ahead)',
-        })
-        .option('dry-run', {
-          type: 'boolean',
-          describe: 'Do everything except sending: mapping, counts, planned requests and bytes',
-        })
-        .option('preview', {
-          type: 'string',
-          requiresArg: true,
-          describe: 'Write the first request body to this file (mode 0600; hashed values and partner_user_id)',
-        })
-        .option('sandbox', {
-          type: 'boolean',
-          describe: 'Upload to an embedded sandbox started in-process (creates the account data it needs); no journal',
-        })
-        .option('sandbox-faults', {
-          type: 'string',
-          requiresArg: true,
-          describe: 'With --sandbox: fault spec, e.g. "503=1@2,mismatch%0.05"',
-        })
-        .option('concurrency', {
-          type: 'number',
-          requiresArg: true,
-          describe: `Requests in flight (default ${DEFAULT_UPLOAD_CONCURRENCY})`,
-        })
-        .option('max-retries', {
-          type: 'number',
-          requiresArg: true,
-          describe: `Re-sends of a batch after a count mismatch or a failure (default ${DEFAULT_MAX_RETRIES})`,
-        })
-        .option('max-body-bytes', {
-          type: 'number',
-          requiresArg: true,
-          describe: `Request body limit in bytes (default and platform maximum ${DEFAULT_BATCH_LIMITS.maxBodyBytes})`,
-        })
-        .option('max-operations', {
-          type: 'number',
-          requiresArg: true,
-          describe: `Operations per request (default and platform maximum ${DEFAULT_BATCH_LIMITS.maxOperations})`,
-        })
-        .option('max-users-per-operation', {
-          type: 'number',
-          requiresArg: true,
-          describe: `Users per operation (default ${DEFAULT_BATCH_LIMITS.maxUsersPerOperation})`,
-        })
-        .option('audit-log', {
-          type: 'string',
-          requiresArg: true,
-          describe: 'Audit log file (default STATE_DIR/audit.jsonl)',
-        })
-        .option('state-dir', {
-          type: 'string',
-          default: DEFAULT_STATE_DIR,
-          requiresArg: true,
-          describe: 'Run journals and kept failed batches (mode 0700)',
-        })
-        .option('resume', {
-          type: 'boolean',
-          describe: 'Continue the unfinished run of this file and options (skips confirmed batches)',
-        })
-        .option('restart', {
-          type: 'boolean',
-          describe: 'Start over even though an unfinished run of this file and options exists',
-        })
-        .option('quiet', { alias: 'q', type: 'boolean', describe: 'No progress output' })
-        .option('dedupe', {
-          type: 'boolean',
-          default: true,
-          describe:
-            'Send identical users once; --no-dedupe saves 11-23 bytes of memory per distinct user (10M users: 134 MB)',
-        })
+        .options(UPLOAD_OPTIONS)
         .conflicts('audience', 'do-not-reach-list')
         .conflicts('resume', 'restart')
-        .group(
-          [
-            'account',
-            'audience',
-            'do-not-reach-list',
-            'operation',
-            'effective-at',
-            'expires-at',
-            'dry-run',
-            'preview',
-            'sandbox',
-            'sandbox-faults',
-            'concurrency',
-            'max-retries',
-            'max-body-bytes',
-            'max-operations',
-            'max-users-per-operation',
-            'audit-log',
-            'state-dir',
-            'resume',
-            'restart',
-            'quiet',
-            'dedupe',
-          ],
-          UPLOAD_GROUP,
-        )
+        .group(Object.keys(UPLOAD_OPTIONS), 'Upload:')
         .example(
           '$0 upload fixtures/crm-export.csv --sandbox',
           'Try it: upload the shipped fixture to an embedded sandbox',
@@ -363,8 +501,9 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
         .epilogue(
           exitCodesEpilogue({
             ok: 'every user confirmed',
-            usage: 'usage/config (also: an unfinished run exists without --resume/--restart)',
-            input: 'unreadable input',
+            usage:
+              'usage/config (also: an unfinished run exists without --resume/--restart; the target does not exist or is read-only)',
+            input: 'unreadable input, no users, or more rejected values than --max-reject-rate',
             auth: 'authentication/permission',
             partial: 'partial upload (failed batches kept for --resume)',
             api: 'API/network failure',
@@ -372,287 +511,10 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
             interrupted: 'interrupted (journal saved)',
           }),
         ) as never,
-    handler: handle(ctx, async (args: UploadArgs) => {
-      const dryRun = args['dry-run'] === true;
-      const useSandbox = args.sandbox === true;
-      if (!useSandbox && !dryRun) {
-        if (args.account === undefined)
-          throw new ConfigError('missing_option', 'upload needs --account (or --sandbox)', {
-            fix: 'pass --account ID',
-          });
-        if (args.audience === undefined && args['do-not-reach-list'] === undefined) {
-          throw new ConfigError('missing_option', 'upload needs --audience or --do-not-reach-list (or --sandbox)', {
-            fix: 'pass --audience ID or --do-not-reach-list ID',
-          });
-        }
-      }
-      if (args['sandbox-faults'] !== undefined && !useSandbox) {
-        throw new ConfigError('invalid_option', '--sandbox-faults needs --sandbox', {
-          fix: 'add --sandbox or drop --sandbox-faults',
-        });
-      }
-      const wantsDnr = args['do-not-reach-list'] !== undefined;
-      const provisional: UploadTarget = wantsDnr
-        ? { doNotReachListId: args['do-not-reach-list'] ?? '' }
-        : { customAudienceId: args.audience ?? '' };
-      // Everything that can be refused is refused before the input is read or anything is sent.
-      const group = resolveUploadGroup({
-        target: provisional,
-        operation: args.operation,
-        effectiveAt: args['effective-at'],
-        expiresAt: args['expires-at'],
-      });
-      const limits = resolveBatchLimits({
-        ...(args['max-body-bytes'] === undefined ? {} : { maxBodyBytes: args['max-body-bytes'] }),
-        ...(args['max-operations'] === undefined ? {} : { maxOperations: args['max-operations'] }),
-        ...(args['max-users-per-operation'] === undefined
-          ? {}
-          : { maxUsersPerOperation: args['max-users-per-operation'] }),
-      });
-      resolveSendOptions({ concurrency: args.concurrency, maxRetries: args['max-retries'] });
-      // yargs-parser turns a lone `-` followed by flags into '' (`upload - --sandbox`).
-      const fromStdin = args.file === '-' || args.file === '';
-      const inputPath = fromStdin ? '-' : resolve(ctx.cwd, args.file);
-      // Do-not-reach lists take only some identifier types: other columns are left out of the mapping.
-      const hashOptions = hashOptionsFromArgs(args, ctx.stdin);
-      const guard = rejectGuardFromArgs(args);
-      const run = guardRun(
-        await hashCsv(inputPath, {
-          ...hashOptions,
-          emit: 'packed',
-          ...(wantsDnr ? { types: DO_NOT_REACH_TYPES } : {}),
-        }),
-        guard,
-        hashOptions,
-      );
-      let sandbox: Sandbox | undefined;
-      let client: AdsClient | undefined;
-      let journal: RunJournal | undefined;
-      const controller = new AbortController();
-      // A second Ctrl-C quits at once (processContext); the first one winds down.
-      const onInterrupt = (): void => {
-        writeLine(
-          ctx.stderr,
-          '\ninterrupted: finishing the requests in flight and saving the journal (Ctrl-C again to quit at once)',
-        );
-        controller.abort();
-      };
-      // Installed before the slow preparations (fingerprinting a large file, starting the sandbox).
-      ctx.signal.addEventListener('abort', onInterrupt, { once: true });
-      if (ctx.signal.aborted) controller.abort();
-      try {
-        if (!args.quiet) {
-          printInputMapping(ctx, run);
-          if (wantsDnr)
-            writeLine(
-              ctx.stderr,
-              `  (do-not-reach lists take only ${DO_NOT_REACH_TYPES.join(' and ')}: other identifier columns are ignored)`,
-            );
-        }
-        const size = fromStdin ? null : statSync(inputPath).size;
-        // The fingerprint keys the journal and the audit record, neither of which a dry run writes.
-        const sha256 =
-          fromStdin || dryRun
-            ? null
-            : await fileSha256(inputPath).catch((error: unknown) => {
-                throw new InputError(
-                  'input_unreadable',
-                  `${args.file} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
-                  { fix: 'check the path and its permissions', cause: error },
-                );
-              });
-        const options = shapingOptions(run, args, limits, group);
-
-        let accountId = args.account ?? '';
-        let target = provisional;
-        if (useSandbox) {
-          sandbox = await startSandbox({
-            port: 0,
-            ...(args['sandbox-faults'] === undefined ? {} : { faults: args['sandbox-faults'] }),
-          });
-          client = createClient(
-            withDebugLines(ctx, args, { adsBaseUrl: sandbox.adsBaseUrl, credentials: sandbox.credentials }),
-          );
-          accountId = args.account ?? sandbox.accounts.primary;
-          if (wantsDnr) {
-            const list = await createDoNotReachList(client, {
-              accountId,
-              description: `audience-kit ${basename(args.file)}`,
-            });
-            target = { doNotReachListId: list.id };
-          } else {
-            const audience = await createCustomAudience(client, {
-              accountId,
-              name: `audience-kit ${basename(args.file)}`,
-            });
-            target = { customAudienceId: audience.id };
-          }
-        } else if (!dryRun) {
-          client = (await clientFromArgs(ctx, args)).client;
-        }
-        const targetKind = 'doNotReachListId' in target ? 'do_not_reach_list' : 'custom_audience';
-        const targetId = 'doNotReachListId' in target ? target.doNotReachListId : target.customAudienceId;
-
-        if (controller.signal.aborted) {
-          writeLine(ctx.stderr, 'interrupted before sending: nothing was sent');
-          return EXIT_CODES.interrupted;
-        }
-        const runId = newRunId();
-        const stateDir = resolve(ctx.cwd, args['state-dir']);
-        // The journal needs a re-readable input and a target that outlives the process.
-        const journaled = !dryRun && !useSandbox && !fromStdin && sha256 !== null && size !== null;
-        if (journaled) {
-          const key: JournalKey = {
-            input: { name: basename(args.file), size, sha256 },
-            accountId,
-            target: { kind: targetKind, id: targetId },
-            options: { ...options, operation: args.operation, dedupe: args.dedupe },
-          };
-          // --restart replaces the journal unread (it may be the damaged one being replaced).
-          const existing = args.restart === true ? undefined : findJournal(stateDir, key);
-          let mode: 'new' | 'resume' = 'new';
-          // A run that stopped before any batch was confirmed or kept has nothing to resume.
-          const resumable = existing !== undefined && !existing.complete && existing.confirmed + existing.failed > 0;
-          if (resumable) {
-            if (args.resume === true) mode = 'resume';
-            else if (args.restart !== true) {
-              if (!(ctx.stdinIsTTY && ctx.stderrIsTTY)) throw unfinishedRunError(existing);
-              writeLine(ctx.stderr, unfinishedRunError(existing).message);
-              const answer = await askYesNo(ctx, 'resume it? [Y/n] ');
-              if (answer === 'interrupted') {
-                writeLine(ctx.stderr, 'interrupted: nothing was sent');
-                return EXIT_CODES.interrupted;
-              }
-              mode = answer ? 'resume' : 'new';
-            }
-          } else if (args.resume === true && !args.quiet) {
-            writeLine(ctx.stderr, 'nothing to resume for this file and these options: starting a new run');
-          }
-          journal = await RunJournal.open(stateDir, key, { mode, runId });
-          if (journal.resumed && !args.quiet) {
-            writeLine(
-              ctx.stderr,
-              `resuming: ${journal.confirmed.size} batches confirmed earlier are skipped, ${journal.failed.size} kept batches re-sent first`,
-            );
-          }
-        }
-
-        const auditPath = resolve(ctx.cwd, args['audit-log'] ?? defaultAuditLogPath(args['state-dir']));
-        const input = { name: fromStdin ? '-' : basename(args.file), size, sha256 };
-        if (!dryRun) {
-          await appendAuditRecord(auditPath, {
-            event: 'run_start',
-            run_id: runId,
-            at: new Date().toISOString(),
-            tool_version: VERSION,
-            account_id: accountId,
-            target: { kind: targetKind, id: targetId },
-            operation: args.operation,
-            input,
-            options,
-            resumed: journal?.resumed ?? false,
-            sandbox: useSandbox,
-          });
-        }
-
-        const startedAt = new Date();
-        const printer =
-          args.quiet === true
-            ? undefined
-            : new ProgressPrinter({ write: (t) => ctx.stderr.write(t), tty: ctx.stderrIsTTY });
-        let previewWritten = args.preview === undefined;
-        let report: UploadReport;
-        try {
-          report = await uploadAudience({
-            ...(client === undefined ? {} : { client }),
-            accountId,
-            target,
-            operation: args.operation,
-            ...(group.effectiveAt === undefined ? {} : { effectiveAt: group.effectiveAt }),
-            ...(group.expiresAt === undefined ? {} : { expiresAt: group.expiresAt }),
-            users: run,
-            limits,
-            dedupe: args.dedupe,
-            ...(args.concurrency === undefined ? {} : { concurrency: args.concurrency }),
-            ...(args['max-retries'] === undefined ? {} : { maxRetries: args['max-retries'] }),
-            ...(journal === undefined ? {} : { journal }),
-            dryRun,
-            runId,
-            signal: controller.signal,
-            ...(printer === undefined ? {} : { onProgress: printer.update }),
-            onBatch: (b) => {
-              if (previewWritten || args.preview === undefined) return;
-              previewWritten = true;
-              writeFileNoFollow(resolve(ctx.cwd, args.preview), b.body);
-            },
-          });
-        } catch (error) {
-          printer?.finish();
-          if (!dryRun) {
-            const now = new Date();
-            // The run's own error is the one to report, even when the audit log fails too.
-            await appendAuditRecord(auditPath, {
-              event: 'run_end',
-              run_id: runId,
-              at: now.toISOString(),
-              started_at: startedAt.toISOString(),
-              duration_ms: now.getTime() - startedAt.getTime(),
-              outcome: 'failed',
-              input: { name: input.name, rows: run.summary.rows, sha256 },
-              counts: auditCounts(undefined),
-              error: error instanceof Error && 'code' in error ? String(error.code) : 'internal',
-            }).catch((auditError: unknown) => reportError(ctx, auditError, args.debug === true));
-          }
-          throw error;
-        }
-        printer?.finish();
-        journal?.close();
-
-        // A failed audit append still lets the report be printed (what was sent matters most).
-        let auditError: unknown;
-        if (!dryRun) {
-          await appendAuditRecord(auditPath, {
-            event: 'run_end',
-            run_id: runId,
-            at: report.ended_at,
-            started_at: report.started_at,
-            duration_ms: report.duration_ms,
-            outcome: report.status,
-            input: { name: input.name, rows: report.rows, sha256 },
-            counts: auditCounts(report),
-            ...(report.error === undefined ? {} : { error: report.error.code }),
-          }).catch((error: unknown) => {
-            auditError = error;
-          });
-        }
-
-        const extra: [string, unknown][] = [];
-        let sandboxInfo: { audience_size: number } | undefined;
-        if (sandbox !== undefined) {
-          const sizeNow =
-            'doNotReachListId' in target ? sandbox.state.dnrListSize(targetId) : sandbox.state.audienceSize(targetId);
-          sandboxInfo = { audience_size: sizeNow };
-          extra.push([wantsDnr ? 'sandbox list size' : 'sandbox audience size', sizeNow]);
-        }
-        if (journal !== undefined && report.status !== 'completed') {
-          extra.push(['state', `${journal.dir} (run again with --resume to continue)`]);
-        }
-        if (args.json === true)
-          writeJson(ctx, {
-            ...report,
-            input: input.name,
-            ...(sandboxInfo === undefined ? {} : { sandbox: sandboxInfo }),
-          });
-        else printReport(ctx, report, run, extra);
-        if (auditError !== undefined) return reportError(ctx, auditError, args.debug === true);
-        return report.exit_code;
-      } finally {
-        ctx.signal.removeEventListener('abort', onInterrupt);
-        journal?.close();
-        await run.close();
-        await client?.close();
-        await sandbox?.close();
-      }
-    }),
+    handler: handle(ctx, (args: UploadArgs) =>
+      upload(ctx, args).catch((error: unknown) => {
+        throw withFlagNames(error);
+      }),
+    ),
   };
 }

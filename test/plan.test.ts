@@ -7,7 +7,7 @@ import {
   type BatchGroup,
   type BatchLimits,
   type PackedBatch,
-} from '../src/upload/batch.js';
+} from '../src/upload/plan.js';
 import { ConfigError } from '../src/errors.js';
 import { mulberry32 } from '../src/sandbox/faults.js';
 
@@ -209,9 +209,9 @@ describe('resolveBatchLimits', () => {
 
   it('refuses values above the platform maxima, naming the option', () => {
     expect(() => resolveBatchLimits({ maxBodyBytes: 5_000_001 })).toThrow(ConfigError);
-    expect(() => resolveBatchLimits({ maxBodyBytes: 5_000_001 })).toThrow(/--max-body-bytes/);
-    expect(() => resolveBatchLimits({ maxOperations: 2501 })).toThrow(/--max-operations.*2500/);
-    expect(() => resolveBatchLimits({ maxUsersPerOperation: 0 })).toThrow(/--max-users-per-operation/);
+    expect(() => resolveBatchLimits({ maxBodyBytes: 5_000_001 })).toThrow(/limits\.maxBodyBytes/);
+    expect(() => resolveBatchLimits({ maxOperations: 2501 })).toThrow(/limits\.maxOperations.*2500/);
+    expect(() => resolveBatchLimits({ maxUsersPerOperation: 0 })).toThrow(/limits\.maxUsersPerOperation/);
     expect(() => resolveBatchLimits({ maxOperations: 1.5 })).toThrow(ConfigError);
   });
 });

@@ -1,5 +1,6 @@
 /**
- * Packing users into request bodies for the audience user-batch endpoints.
+ * The batch plan: packing users into request bodies for the audience user-batch endpoints,
+ * within the platform's limits (2,500 operations, 5,000,000 bytes per request).
  *
  * Input is each user's canonical JSON (`serializeUser`), so sizes are exact and nothing is
  * serialized twice: a body is written as UTF-8 straight into the buffer that is sent, and its byte length is
@@ -61,12 +62,6 @@ const limitsSchema = z.object({
   maxUsersPerOperation: z.number().int().min(1).max(PLATFORM_BATCH_LIMITS.maxUsersPerOperation),
 });
 
-const LIMIT_FLAGS: Record<keyof BatchLimits, string> = {
-  maxBodyBytes: '--max-body-bytes',
-  maxOperations: '--max-operations',
-  maxUsersPerOperation: '--max-users-per-operation',
-};
-
 /** Defaults overridden by `partial`, checked against the platform maxima (ConfigError naming the option). */
 export function resolveBatchLimits(partial: Partial<BatchLimits> = {}): BatchLimits {
   const merged = { ...DEFAULT_BATCH_LIMITS };
@@ -80,7 +75,7 @@ export function resolveBatchLimits(partial: Partial<BatchLimits> = {}): BatchLim
     const min = key === 'maxBodyBytes' ? 1024 : 1;
     throw new ConfigError(
       'invalid_batch_limit',
-      `${LIMIT_FLAGS[key]} (${key}) must be an integer from ${min} to ${PLATFORM_BATCH_LIMITS[key]}, got ${String(merged[key])}`,
+      `limits.${key} must be an integer from ${min} to ${PLATFORM_BATCH_LIMITS[key]}, got ${String(merged[key])}`,
       {
         fix: `use a value within the platform's limit of ${PLATFORM_BATCH_LIMITS[key]}, or omit it for the default ${DEFAULT_BATCH_LIMITS[key]}`,
       },

@@ -1,0 +1,23 @@
+/** The upload pipeline: plan, input, sender, engine, ledger, report, run. */
+export * from './types.js';
+export * from './plan.js';
+export {
+  DEFAULT_MAX_RETRIES,
+  DEFAULT_UPLOAD_CONCURRENCY,
+  operationType,
+  resolveSendOptions,
+  resolveUploadGroup,
+} from './options.js';
+export { createEngine, type Engine, type EngineOptions } from './engine.js';
+export { verify as verifyBatchResult, type SendableBatch } from './sender.js';
+export { reportJson, rejectRate } from './report.js';
+export { sendUsers, uploadAudience } from './upload.js';
+export {
+  runUpload,
+  type RunInput,
+  type RunNotice,
+  type RunUploadOptions,
+  type UnfinishedRunChoice,
+  type UnfinishedRunPolicy,
+} from './run.js';
+export * from './progress.js';

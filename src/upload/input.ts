@@ -1,0 +1,205 @@
+/**
+ * Reading the users into the batch plan. Every shape a producer may yield (built users, arrays,
+ * hashFile chunks, packed chunks, bare hashed user objects) becomes canonical JSON added to the
+ * packer; each batch it closes is handed to `onPacked`, which the reader awaits, so reading is
+ * paced by sending.
+ */
+import { ConfigError } from '../errors.js';
+import type { PackedUsers } from '../hashing/chunk.js';
+import { addUserToSummary, type HashSummary } from '../hashing/summary.js';
+import { IDENTIFIER_TYPES, serializeUser, type AudienceUser, type IdentifierType } from '../identifiers/normalize.js';
+import { DO_NOT_REACH_TYPES, type BatchPacker, type GroupHandle, type PackedBatch } from './plan.js';
+import type { UploadItem, UploadPackedChunk, UploadUser, UploadUsers } from './types.js';
+
+export interface ReadInputOptions {
+  users: UploadUsers;
+  packer: BatchPacker;
+  handle: GroupHandle;
+  isDnr: boolean;
+  /** Set when the producer keeps no summary of its own: the reader counts. */
+  ownSummary: HashSummary | undefined;
+  signal: AbortSignal | undefined;
+  onPacked: (batch: PackedBatch) => Promise<void>;
+  /** After each item (progress). */
+  onItem: () => void;
+  /** True once sending has stopped for good (a fatal error): reading stops too. */
+  stopped: () => boolean;
+}
+
+export interface ReadResult {
+  /** The input was read to its end and every batch handed out. */
+  ended: boolean;
+  interrupted: boolean;
+  error: unknown;
+}
+
+/** Read `users` to the end (or until interrupted or stopped), packing as it goes. */
+export async function readInput(o: ReadInputOptions): Promise<ReadResult> {
+  const users = o.users as AsyncIterable<UploadItem> | Iterable<UploadItem>;
+  const iterator = Symbol.asyncIterator in users ? users[Symbol.asyncIterator]() : users[Symbol.iterator]();
+  const add = itemAdder(o);
+  const result: ReadResult = { ended: false, interrupted: false, error: undefined };
+  /** An iterator.next() that an interrupt left unsettled (the producer waits for input). */
+  let pendingNext: Promise<unknown> | undefined;
+  const halted = (): boolean => {
+    if (o.signal?.aborted === true) result.interrupted = true;
+    return result.interrupted || o.stopped();
+  };
+  try {
+    while (!halted()) {
+      const pending = Promise.resolve(iterator.next());
+      const next = await raceAbort(pending, o.signal);
+      if (next === 'aborted') {
+        result.interrupted = true;
+        pendingNext = pending;
+      } else if (next.done === true) {
+        for (const b of o.packer.finish()) if (!halted()) await o.onPacked(b);
+        result.ended = !halted();
+      } else {
+        await add(next.value);
+        o.onItem();
+        continue;
+      }
+      break;
+    }
+  } catch (error) {
+    result.error = error;
+  } finally {
+    // Stops the producer (closes files, ends worker threads) when we leave early. An async
+    // generator queues return() behind a pending next(), so that case needs the producer's close().
+    if (!result.ended) {
+      if (pendingNext === undefined) await iterator.return?.();
+      else {
+        pendingNext.catch(() => undefined);
+        await o.users.close?.();
+      }
+    }
+  }
+  return result;
+}
+
+/** Adds one item of any shape; synchronous on the hot path, only a closed batch costs an await. */
+function itemAdder(o: ReadInputOptions): (item: UploadItem) => Promise<void> {
+  let bareLine = 0;
+  const addUser = (u: UploadUser): PackedBatch | undefined => {
+    if (o.ownSummary !== undefined) addUserToSummary(o.ownSummary, u);
+    if (o.isDnr)
+      for (const type in u.user)
+        if (!DO_NOT_REACH_TYPES.includes(type as IdentifierType)) refuseTypeForDnr(type, u.line);
+    const json = u.json ?? serializeUser(u.user);
+    return json === '{}' ? undefined : o.packer.add(o.handle, json, u.line);
+  };
+  return async (item) => {
+    const packed = (item as Partial<UploadPackedChunk>).packed;
+    if (packed !== undefined) return addPacked(o, packed);
+    const list: readonly UploadUser[] = Array.isArray(item)
+      ? (item as readonly UploadUser[])
+      : Array.isArray((item as { users?: unknown }).users)
+        ? (item as { users: readonly UploadUser[] }).users
+        : isBuiltUser(item)
+          ? [item]
+          : [{ line: ++bareLine, user: checkHashedUser(item, bareLine), rejects: [] }];
+    for (let i = 0; i < list.length; i++) {
+      const closed = addUser(list[i] as UploadUser);
+      if (closed !== undefined) await o.onPacked(closed);
+    }
+  };
+}
+
+/** A key of a serialized user that do-not-reach lists do not take. */
+const NOT_DNR_KEY = new RegExp(`"(${IDENTIFIER_TYPES.filter((t) => !DO_NOT_REACH_TYPES.includes(t)).join('|')})":`);
+
+async function addPacked(o: ReadInputOptions, packed: PackedUsers): Promise<void> {
+  const { jsonLines, lines, fingerprints } = packed;
+  if (o.isDnr) {
+    const found = NOT_DNR_KEY.exec(jsonLines);
+    if (found !== null) refuseTypeForDnr(found[1] ?? '', lines[countLines(jsonLines, found.index)] ?? 0);
+  }
+  const fingerprint: [number, number] = [0, 0];
+  for (let start = 0, k = 0; start < jsonLines.length; k++) {
+    let end = jsonLines.indexOf('\n', start);
+    if (end < 0) end = jsonLines.length;
+    fingerprint[0] = fingerprints[2 * k] as number;
+    fingerprint[1] = fingerprints[2 * k + 1] as number;
+    const closed = o.packer.add(o.handle, jsonLines.slice(start, end), lines[k] ?? 0, fingerprint);
+    if (closed !== undefined) await o.onPacked(closed);
+    start = end + 1;
+  }
+}
+
+function countLines(text: string, end: number): number {
+  let n = 0;
+  for (let i = text.indexOf('\n'); i !== -1 && i < end; i = text.indexOf('\n', i + 1)) n++;
+  return n;
+}
+
+/**
+ * `next`, or 'aborted' as soon as the signal fires. The abort listener is removed each time:
+ * racing against one long-lived promise would keep every item reachable.
+ */
+function raceAbort<T>(next: Promise<T>, signal: AbortSignal | undefined): Promise<T | 'aborted'> {
+  if (signal === undefined) return next;
+  if (signal.aborted) return Promise.resolve('aborted');
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => resolve('aborted');
+    signal.addEventListener('abort', onAbort, { once: true });
+    next.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+/** Before anything of the batch is sent: the platform would refuse the whole request. */
+function refuseTypeForDnr(type: string, line: number): never {
+  throw new ConfigError(
+    'type_not_taken',
+    `do-not-reach lists take only ${DO_NOT_REACH_TYPES.join(' and ')} identifiers; the user of line ${line} has ${type}`,
+    {
+      fix: `map only ${DO_NOT_REACH_TYPES.join(' and ')} columns (hashFile/hashRecords option types: DO_NOT_REACH_TYPES)`,
+    },
+  );
+}
+
+function isBuiltUser(item: UploadItem): item is UploadUser {
+  return typeof (item as UploadUser).line === 'number' && typeof (item as UploadUser).user === 'object';
+}
+
+const DIGEST = /^[0-9a-f]{64}$/;
+
+/**
+ * A bare user object from a library caller: refused unless every value is already a digest
+ * (partner_user_id excepted), so a raw identifier can never be sent by mistake. The message
+ * names the position and type, never the value.
+ */
+function checkHashedUser(item: unknown, position: number): AudienceUser {
+  const refuse = (what: string): never => {
+    throw new ConfigError('user_not_hashed', `user ${position} of the input ${what}`, {
+      fix: 'pass raw records with the records option (they are hashed here), or hash them first with hashRecords()',
+    });
+  };
+  if (item === null || typeof item !== 'object' || Array.isArray(item)) return refuse('is not a user object');
+  for (const [type, values] of Object.entries(item)) {
+    // The key is not repeated: a caller may have put a value where a type belongs.
+    if (!(IDENTIFIER_TYPES as readonly string[]).includes(type))
+      refuse(`has a key that is not an identifier type (allowed: ${IDENTIFIER_TYPES.join(', ')})`);
+    if (!Array.isArray(values) || values.some((v) => typeof v !== 'string'))
+      refuse(`has a ${type} that is not an array of strings`);
+    for (const v of values as string[]) {
+      if (type === 'partner_user_id' ? v.length === 0 || v.length > 256 : !DIGEST.test(v)) {
+        refuse(
+          type === 'partner_user_id'
+            ? 'has an empty or over-long partner_user_id'
+            : `has a ${type} value that is not a SHA-256 digest (64 lowercase hex): raw identifiers are never sent`,
+        );
+      }
+    }
+  }
+  return item;
+}

@@ -1,0 +1,285 @@
+/**
+ * `runUpload()`: an upload as a run, what the CLI's `upload` does and a data pipeline wants too.
+ * Before the input is read: the options are checked and the target is read back once (it
+ * exists, this account may write to it). Then the run journal is opened (resume or restart),
+ * the audit log gets its `run_start` record, the users are uploaded, and `run_end` closes the
+ * record with the report's counts.
+ */
+import { findDoNotReachList, getCustomAudience, type AdsClient } from '../api/index.js';
+import { statSync } from 'node:fs';
+import { basename } from 'node:path';
+import { AudienceKitError, ConfigError, HttpError, InputError } from '../errors.js';
+import { fileSha256 } from '../util/sha256.js';
+import type { ColumnMapping } from '../identifiers/mapping.js';
+import { DEFAULT_PHONE_FORMAT, type NormalizeOptions } from '../identifiers/normalize.js';
+import {
+  appendAuditRecord,
+  newRunId,
+  type AuditCounts,
+  type AuditRunEnd,
+  type AuditRunOptions,
+  type AuditRunStart,
+} from '../state/audit.js';
+import { findJournal, RunJournal, unfinishedRunError, type JournalKey, type JournalSummary } from '../state/journal.js';
+import { VERSION } from '../version.js';
+import { resolveSendOptions, resolveUploadGroup } from './options.js';
+import { resolveBatchLimits } from './plan.js';
+import { targetRef } from './report.js';
+import type { UploadAudienceOptions, UploadReport, UploadTarget } from './types.js';
+import { uploadAudience } from './upload.js';
+
+/** What to do with an unfinished run of the same input, target and options. */
+export type UnfinishedRunChoice = 'resume' | 'restart' | 'cancel';
+export type UnfinishedRunPolicy =
+  'refuse' | 'resume' | 'restart' | ((summary: JournalSummary) => Promise<UnfinishedRunChoice>);
+
+export interface RunInput {
+  name: string;
+  size: number | null;
+  sha256: string | null;
+}
+
+export type RunNotice =
+  { kind: 'journal'; dir: string; resumed: boolean; confirmed: number; failed: number } | { kind: 'nothing_to_resume' };
+
+export interface RunUploadOptions extends Omit<UploadAudienceOptions, 'journal'> {
+  /** Read the target back before the input is read: it exists and this account may write to it (default true). */
+  checkTarget?: boolean;
+  /** Where run journals live; without it (or without `input.sha256`) a run cannot be resumed. */
+  stateDir?: string;
+  /**
+   * The input's identity, for the journal key and the audit record. With `path` the file is
+   * measured and fingerprinted (SHA-256) here, after the target check and only when not a dry run.
+   */
+  input?: RunInput | { path: string; name?: string };
+  /** An unfinished run of the same input, target and options: `refuse` (default: ConfigError `unfinished_run`), `resume`, `restart`, or a function that decides. */
+  unfinished?: UnfinishedRunPolicy;
+  /** Audit log (e.g. defaultAuditLogPath(stateDir)); none when omitted or on a dry run. */
+  auditLog?: string;
+  /** The options the users were hashed with, recorded in the journal key and the audit record. */
+  normalize?: NormalizeOptions;
+  /** Recorded in the audit record. */
+  sandbox?: boolean;
+  onNotice?: (notice: RunNotice) => void;
+  /**
+   * The audit log refused the run's end record (disk full): called instead of throwing, so the
+   * report still comes back. Without it the error is thrown (the run's own error first, if any).
+   */
+  onAuditError?: (error: unknown) => void;
+}
+
+/** Check, journal, audit, upload; returns the report (a run cancelled by `unfinished` reports `interrupted`). */
+export async function runUpload(o: RunUploadOptions): Promise<UploadReport> {
+  const limits = resolveBatchLimits(o.limits);
+  const group = resolveUploadGroup(o);
+  resolveSendOptions(o);
+  const dryRun = o.dryRun === true;
+  if (!dryRun && o.client !== undefined && o.checkTarget !== false) await checkTarget(o.client, o.accountId, o.target);
+  const input = await identify(o.input, dryRun);
+  const runId = o.runId ?? newRunId();
+  const options: AuditRunOptions = {
+    ...normalizeRecord(o.normalize, (o.users as { mapping?: ColumnMapping }).mapping),
+    effective_at: group.effectiveAt ?? null,
+    expires_at: group.expiresAt ?? null,
+    max_body_bytes: limits.maxBodyBytes,
+    max_operations: limits.maxOperations,
+    max_users_per_operation: limits.maxUsersPerOperation,
+  };
+  const journal = dryRun ? undefined : await openJournal(o, input, runId, options);
+  // Declined at the question, or interrupted while the input was fingerprinted: nothing sent, nothing recorded.
+  if (journal === 'cancel' || o.signal?.aborted === true) {
+    if (journal !== 'cancel') journal?.close();
+    return uploadAudience({ ...o, users: [], runId, signal: AbortSignal.abort() });
+  }
+  try {
+    const audit = dryRun || o.auditLog === undefined ? undefined : o.auditLog;
+    if (audit !== undefined)
+      await appendAuditRecord(audit, startRecord(o, input, runId, options, journal?.resumed ?? false));
+    const startedAt = new Date();
+    let report: UploadReport | undefined;
+    let thrown: unknown;
+    try {
+      report = await uploadAudience({ ...o, runId, ...(journal === undefined ? {} : { journal }) });
+      return report;
+    } catch (error) {
+      thrown = error;
+      throw error;
+    } finally {
+      // Also when uploadAudience threw (nothing sent): the record says the run failed, and why.
+      if (audit !== undefined) {
+        const end = appendAuditRecord(audit, endRecord(input, runId, startedAt, report, thrown));
+        // The run's own error is the one to report, even when the audit log fails too.
+        if (thrown !== undefined || o.onAuditError !== undefined) await end.catch(o.onAuditError ?? (() => undefined));
+        else await end;
+      }
+    }
+  } finally {
+    journal?.close();
+  }
+}
+
+async function identify(input: RunUploadOptions['input'], dryRun: boolean): Promise<RunInput | undefined> {
+  if (input === undefined || !('path' in input)) return input;
+  const name = input.name ?? basename(input.path);
+  const unreadable = (error: unknown): InputError =>
+    new InputError('input_unreadable', `${name} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`, {
+      fix: 'check the path and its permissions',
+      cause: error,
+    });
+  try {
+    const size = statSync(input.path).size;
+    return { name, size, sha256: dryRun ? null : await fileSha256(input.path) };
+  } catch (error) {
+    throw unreadable(error);
+  }
+}
+
+/** One GET: a mistyped id is found before the input is hashed, with a fix that can help. */
+async function checkTarget(client: AdsClient, accountId: string, target: UploadTarget): Promise<void> {
+  const dnr = 'doNotReachListId' in target;
+  const id = dnr ? target.doNotReachListId : target.customAudienceId;
+  const what = dnr ? `do-not-reach list ${id}` : `custom audience ${id}`;
+  const notFound = (cause?: unknown): ConfigError =>
+    new ConfigError('target_not_found', `${what} does not exist in account ${accountId}`, {
+      fix: `check accountId and the ${dnr ? 'list' : 'audience'} id; \`audience-kit ${dnr ? 'do-not-reach' : 'audiences'} list\` shows the account's ${dnr ? 'lists' : 'audiences'}`,
+      ...(cause === undefined ? {} : { cause }),
+    });
+  try {
+    if (dnr) {
+      // The platform documents no GET of one list: it is found through the account's listing.
+      const list = await findDoNotReachList(client, { accountId, doNotReachListId: id });
+      if (list === undefined || list.deleted === true) throw notFound();
+      return;
+    }
+    const audience = await getCustomAudience(client, { accountId, customAudienceId: id });
+    if (audience.deleted === true) throw notFound();
+    if (audience.is_owner === false && audience.permission_level !== 'READ_WRITE') {
+      throw new ConfigError('target_read_only', `account ${accountId} may read ${what} but not change it`, {
+        fix: "ask the audience's owner account for a READ_WRITE permission, or upload from the owner account",
+      });
+    }
+  } catch (error) {
+    if (error instanceof HttpError && error.status === 404) throw notFound(error);
+    throw error;
+  }
+}
+
+function normalizeRecord(
+  n: NormalizeOptions | undefined,
+  mapping: ColumnMapping | undefined,
+): Pick<AuditRunOptions, 'default_country' | 'country_column' | 'phone_format' | 'input_hashed' | 'mapping'> {
+  const columns: Record<string, string[]> = {};
+  for (const c of mapping?.columns ?? []) (columns[c.type] ??= []).push(c.column);
+  return {
+    default_country: n?.defaultCountry?.toUpperCase() ?? null,
+    country_column: mapping?.country?.column ?? null,
+    phone_format: n?.phoneFormat ?? DEFAULT_PHONE_FORMAT,
+    input_hashed: n?.inputHashed ?? 'auto',
+    mapping: columns,
+  };
+}
+
+/**
+ * The journal of this input, target and options, opened new or resumed; undefined when the run
+ * cannot be journaled (no state dir, or an input that cannot be read again).
+ */
+async function openJournal(
+  o: RunUploadOptions,
+  input: RunInput | undefined,
+  runId: string,
+  options: AuditRunOptions,
+): Promise<RunJournal | 'cancel' | undefined> {
+  if (o.stateDir === undefined || input?.sha256 == null || input.size === null) return undefined;
+  const key: JournalKey = {
+    input: { name: input.name, size: input.size, sha256: input.sha256 },
+    accountId: o.accountId,
+    target: targetRef(o.target),
+    options: { ...options, operation: o.operation ?? 'update', dedupe: o.dedupe !== false },
+  };
+  const policy = o.unfinished ?? 'refuse';
+  // A restart replaces the journal unread (it may be the damaged one being replaced).
+  const existing = policy === 'restart' ? undefined : findJournal(o.stateDir, key);
+  // A run that stopped before any batch was confirmed or kept has nothing to resume.
+  const resumable = existing !== undefined && !existing.complete && existing.confirmed + existing.failed > 0;
+  let choice: UnfinishedRunChoice = 'restart';
+  if (resumable) {
+    if (policy === 'refuse') throw unfinishedRunError(existing);
+    choice = typeof policy === 'function' ? await policy(existing) : policy;
+    if (choice === 'cancel') return 'cancel';
+  } else if (policy === 'resume') o.onNotice?.({ kind: 'nothing_to_resume' });
+  const journal = await RunJournal.open(o.stateDir, key, { mode: choice === 'resume' ? 'resume' : 'new', runId });
+  const { dir, resumed, confirmed, failed } = journal;
+  o.onNotice?.({ kind: 'journal', dir, resumed, confirmed: confirmed.size, failed: failed.size });
+  return journal;
+}
+
+function startRecord(
+  o: RunUploadOptions,
+  input: RunInput | undefined,
+  runId: string,
+  options: AuditRunOptions,
+  resumed: boolean,
+): AuditRunStart {
+  return {
+    event: 'run_start',
+    run_id: runId,
+    at: new Date().toISOString(),
+    tool_version: VERSION,
+    account_id: o.accountId,
+    target: targetRef(o.target),
+    operation: o.operation ?? 'update',
+    input: input ?? { name: 'users', size: null, sha256: null },
+    options,
+    resumed,
+    sandbox: o.sandbox === true,
+  };
+}
+
+function endRecord(
+  input: RunInput | undefined,
+  runId: string,
+  startedAt: Date,
+  report: UploadReport | undefined,
+  thrown: unknown,
+): AuditRunEnd {
+  const now = new Date();
+  const error = report === undefined ? errorCode(thrown) : report.error?.code;
+  return {
+    event: 'run_end',
+    run_id: runId,
+    at: report?.ended_at ?? now.toISOString(),
+    started_at: report?.started_at ?? startedAt.toISOString(),
+    duration_ms: report?.duration_ms ?? now.getTime() - startedAt.getTime(),
+    outcome: report === undefined ? 'failed' : report.status,
+    input: { name: input?.name ?? 'users', rows: report?.rows ?? 0, sha256: input?.sha256 ?? null },
+    counts: auditCounts(report),
+    ...(error === undefined ? {} : { error }),
+  };
+}
+
+function errorCode(error: unknown): string {
+  return error instanceof AudienceKitError ? error.code : 'internal';
+}
+
+/** The report's counts for the audit log (zeros when the run stopped before producing a report). */
+function auditCounts(c: UploadReport | undefined): AuditCounts {
+  return {
+    rows: c?.rows ?? 0,
+    users_sent: c?.users ?? 0,
+    duplicates: c?.duplicates ?? 0,
+    rows_without_identifier: c?.rows_without_identifier ?? 0,
+    invalid_values: Object.values(c?.invalid_by_reason ?? {}).reduce((n, r) => n + (r?.count ?? 0), 0),
+    digests_passed_through: Object.values(c?.identifiers ?? {}).reduce((n, t) => n + (t?.digests ?? 0), 0),
+    oversized_users: c?.oversized_users ?? 0,
+    requests: c?.requests ?? 0,
+    batches_confirmed: (c?.batches_confirmed ?? 0) + (c?.batches_skipped ?? 0),
+    batches_failed: c?.batches_failed ?? 0,
+    bytes: c?.bytes ?? 0,
+    retries: c?.retries ?? 0,
+    mismatches: c?.mismatches ?? 0,
+    rate_limit_waits: c?.rate_limit_waits ?? 0,
+    success_count: c?.success_count ?? 0,
+    total_count: c?.total_count ?? 0,
+    unrecorded_batches: c?.unrecorded_batches.length ?? 0,
+  };
+}

@@ -1,0 +1,141 @@
+/**
+ * One batch: send it and verify the answer, `success_count == total_count == users sent` (per
+ * operation for do-not-reach lists).
+ *
+ * Retries have one owner each: the client retries failed requests (transport errors, 408/423/
+ * 429/5xx) within its `maxAttempts`; this module re-sends only when a 2xx answer's counts do
+ * not match, which the client cannot see. So a batch that always gets a 500 costs exactly
+ * `maxAttempts` requests.
+ */
+import {
+  postCustomAudienceUsers,
+  postDoNotReachListUsers,
+  type AdsClient,
+  type UserBatchResult,
+} from '../api/index.js';
+import { AuthError, BatchVerificationError, ConfigError } from '../errors.js';
+import type { BatchGroup } from './plan.js';
+import type { UploadClock, UploadTarget } from './types.js';
+
+/** A packed batch on its way: `sha256` is set when a journal records it. */
+export interface SendableBatch {
+  index: number;
+  body: Buffer;
+  bytes: number;
+  users: number;
+  operationUsers: number[];
+  group: BatchGroup;
+  lines: Uint32Array;
+  sha256: string | undefined;
+}
+
+export interface SenderOptions {
+  client: AdsClient;
+  accountId: string;
+  target: UploadTarget;
+  /** Re-sends after a count mismatch. */
+  maxRetries: number;
+  retryBaseMs: number;
+  clock: UploadClock;
+  random: () => number;
+  signal: AbortSignal | undefined;
+}
+
+/** What the sender adds to the run's counts. */
+export interface SendTally {
+  requests: number;
+  bytes: number;
+  mismatches: number;
+  /** Re-sends after a count mismatch. */
+  resends: number;
+}
+
+export type SendOutcome =
+  | { kind: 'confirmed'; success: number; total: number }
+  /** The batch did not go through; the run goes on with the others. */
+  | { kind: 'failed'; error: unknown }
+  /** Sending more is pointless (credentials, permission, configuration): the run stops. */
+  | { kind: 'fatal'; error: unknown }
+  /** Stopped before a re-send (interrupt, or another batch's fatal error): left for a resumed run. */
+  | { kind: 'stopped' };
+
+const MAX_RESEND_BACKOFF_MS = 30_000;
+
+/** Send one batch until its counts verify, `maxRetries` re-sends at most. */
+export async function sendBatch(
+  o: SenderOptions,
+  batch: SendableBatch,
+  tally: SendTally,
+  shouldStop: () => boolean,
+): Promise<SendOutcome> {
+  for (let attempt = 0; ; attempt++) {
+    if (shouldStop()) return { kind: 'stopped' };
+    if (attempt > 0) tally.resends++;
+    tally.requests++;
+    tally.bytes += batch.bytes;
+    let result: UserBatchResult | UserBatchResult[];
+    try {
+      result = await post(o, batch.body);
+    } catch (error) {
+      return isFatal(error) ? { kind: 'fatal', error } : { kind: 'failed', error };
+    }
+    const v = verify(batch, result);
+    if (v.error === undefined) return { kind: 'confirmed', success: v.success, total: v.total };
+    tally.mismatches++;
+    if (attempt >= o.maxRetries) return { kind: 'failed', error: v.error };
+    // The first re-send goes at once (a count mismatch is usually transient), then back off.
+    if (attempt > 0) {
+      const backoff = Math.min(MAX_RESEND_BACKOFF_MS, o.retryBaseMs * 2 ** (attempt - 1));
+      await o.clock.sleep(backoff / 2 + o.random() * (backoff / 2), o.signal);
+    }
+  }
+}
+
+function post(o: SenderOptions, body: Buffer): Promise<UserBatchResult | UserBatchResult[]> {
+  return 'doNotReachListId' in o.target
+    ? postDoNotReachListUsers(o.client, { accountId: o.accountId, doNotReachListId: o.target.doNotReachListId, body })
+    : postCustomAudienceUsers(o.client, { accountId: o.accountId, customAudienceId: o.target.customAudienceId, body });
+}
+
+/** Errors after which sending more is pointless: credentials, permission, configuration. */
+function isFatal(error: unknown): boolean {
+  return error instanceof AuthError || error instanceof ConfigError;
+}
+
+/** Checks the platform's counts against the users sent; `error` when they do not prove every user was taken. */
+export function verify(
+  batch: { users: number; operationUsers: number[] },
+  result: UserBatchResult | UserBatchResult[],
+): { success: number; total: number; error?: BatchVerificationError } {
+  const results = Array.isArray(result) ? result : [result];
+  let success = 0;
+  let total = 0;
+  for (const r of results) {
+    success += r.success_count;
+    total += r.total_count;
+  }
+  const problem = Array.isArray(result)
+    ? perOperationProblem(batch.operationUsers, result)
+    : success !== batch.users || total !== batch.users
+      ? `success_count ${success}, total_count ${total}, users sent ${batch.users}`
+      : undefined;
+  if (problem === undefined) return { success, total };
+  return {
+    success,
+    total,
+    error: new BatchVerificationError(`the platform did not confirm every user of the batch (${problem})`, {
+      expected: batch.users,
+      successCount: success,
+      totalCount: total,
+      fix: 'the batch is re-sent automatically; if it keeps failing, run again later, resuming the journal',
+    }),
+  };
+}
+
+function perOperationProblem(operationUsers: number[], result: UserBatchResult[]): string | undefined {
+  if (result.length !== operationUsers.length)
+    return `${result.length} count pairs for ${operationUsers.length} operations`;
+  const bad = result.findIndex((r, i) => r.success_count !== operationUsers[i] || r.total_count !== operationUsers[i]);
+  if (bad < 0) return undefined;
+  return `operation ${bad}: success_count ${result[bad]?.success_count}, total_count ${result[bad]?.total_count}, users sent ${operationUsers[bad]}`;
+}

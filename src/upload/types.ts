@@ -1,0 +1,237 @@
+/**
+ * The upload's public shapes: what goes in (users, options), what comes out (progress, report).
+ * Only types here, so every other upload module can import them without a cycle.
+ */
+import type { AdsClient } from '../api/index.js';
+import type { AudienceKitError } from '../errors.js';
+import type { PackedUsers } from '../hashing/chunk.js';
+import type { HashRecordsOptions, RawRecord } from '../hashing/pipeline.js';
+import type { HashSummary, HashTypeCounts } from '../hashing/summary.js';
+import type { AudienceUser, BuiltUser, IdentifierType, RejectReason } from '../identifiers/normalize.js';
+import type { RunJournal } from '../state/journal.js';
+import type { BatchGroup, BatchLimits, OperationType, PackedBatch } from './plan.js';
+
+export type UploadTarget = { customAudienceId: string } | { doNotReachListId: string };
+export type UploadOperation = 'update' | 'delete';
+export type UploadStatus = 'completed' | 'partial' | 'failed' | 'interrupted';
+
+/** A built user; `json` (its `serializeUser`) when the producer already computed it. */
+export type UploadUser = BuiltUser & { json?: string };
+
+/**
+ * The cheapest shape for a producer on another thread (hashFile with `emit: 'packed'` yields
+ * it): users already serialized, with their input lines and dedupe fingerprints.
+ */
+export interface UploadPackedChunk {
+  readonly packed: PackedUsers;
+}
+
+/**
+ * What `users` may yield: a built user (hashRecords), a chunk of the fast file pipeline
+ * (hashFile: `{ users: HashedUser[] }`, or `{ packed }` with emit `packed`), an array of built
+ * users, or a bare user object.
+ */
+export type UploadItem =
+  UploadUser | readonly UploadUser[] | { readonly users: readonly UploadUser[] } | UploadPackedChunk | AudienceUser;
+
+/** What a pipeline run exposes besides its items (hashRecords / hashFile runs): used when present. */
+export interface PipelineExtras {
+  summary?: HashSummary;
+  bytesRead?: () => number;
+  totalBytes?: number | undefined;
+  /** Stops the producer even while it waits for input (an interrupted upload calls it). */
+  close?: () => Promise<void>;
+}
+
+export type UploadUsers = (AsyncIterable<UploadItem | RawRecord> | Iterable<UploadItem | RawRecord>) & PipelineExtras;
+
+export interface UploadClock {
+  now(): number;
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+export interface UploadProgress {
+  rows: number;
+  users: number;
+  duplicates: number;
+  batchesPacked: number;
+  requestsSent: number;
+  batchesConfirmed: number;
+  batchesSkipped: number;
+  batchesFailed: number;
+  usersConfirmed: number;
+  bytesSent: number;
+  retries: number;
+  mismatches: number;
+  rateLimitWaits: number;
+  /** Time the client spent waiting: rate limits, retry backoffs, server resets. */
+  waitedMs: number;
+  inFlight: number;
+  elapsedMs: number;
+  /** From `inputProgress`, for an ETA. */
+  inputBytesRead?: number;
+  inputTotalBytes?: number;
+  done: boolean;
+}
+
+export interface FailedBatchReport {
+  index: number;
+  users: number;
+  reason: string;
+  code: string;
+}
+
+export interface OperationErrorReport {
+  /** Input line of the refused user, when the platform named the user. */
+  line: number | null;
+  batch: number;
+  operation: number;
+  code: string;
+}
+
+export interface UploadReport {
+  run_id: string;
+  status: UploadStatus;
+  account_id: string;
+  target: { kind: 'custom_audience' | 'do_not_reach_list'; id: string };
+  operation: UploadOperation;
+  dry_run: boolean;
+  resumed: boolean;
+  /** Data rows read (malformed CSV records included). */
+  rows: number;
+  rows_without_identifier: number;
+  malformed_rows: number;
+  /** Distinct users packed into batches (duplicates removed). */
+  users: number;
+  users_confirmed: number;
+  /** Users in batches confirmed by an earlier run of the journal. */
+  users_confirmed_earlier: number;
+  users_failed: number;
+  duplicates: number;
+  oversized_users: number;
+  oversized_lines: number[];
+  /** Per type: values valid (hashed here), invalid, and digests passed through. */
+  identifiers: Partial<Record<IdentifierType, HashTypeCounts>>;
+  /** Invalid values by reason, with the first line numbers. */
+  invalid_by_reason: Partial<Record<RejectReason, { count: number; lines: number[] }>>;
+  /** Invalid identifier values / all identifier values read (0 when none were read). */
+  reject_rate: number;
+  batches: number;
+  batches_confirmed: number;
+  batches_skipped: number;
+  batches_failed: number;
+  failed_batches: FailedBatchReport[];
+  /** Batch requests made by the uploader (count-mismatch re-sends included; the client's own retries are in `retries`). */
+  requests: number;
+  bytes: number;
+  /** The client's retries plus the uploader's re-sends after a count mismatch. */
+  retries: number;
+  mismatches: number;
+  rate_limit_waits: number;
+  /** Time the client spent waiting: rate limits, retry backoffs, server resets. */
+  waited_ms: number;
+  success_count: number;
+  total_count: number;
+  operation_errors: OperationErrorReport[];
+  operation_errors_total: number;
+  /**
+   * Batches the platform confirmed whose journal record could not be written (disk full): the
+   * run stopped there; a resumed run sends them again (Update treats repeats as no-ops).
+   */
+  unrecorded_batches: number[];
+  started_at: string;
+  ended_at: string;
+  duration_ms: number;
+  /**
+   * Why the run stopped early, as thrown (`code`, `message`, `fix`; the class tells its kind).
+   * Serialize it with `reportJson` (an Error has no enumerable message).
+   */
+  error?: AudienceKitError;
+}
+
+/** A batch the platform confirmed (every user counted), for `onConfirmed`. */
+export interface ConfirmedBatchInfo {
+  index: number;
+  group: BatchGroup;
+  users: number;
+  /** Input line (or 1-based position of a bare user object) of each user of the batch, in body order. */
+  lines: Uint32Array;
+  /** True when an earlier run of the journal confirmed it (skipped here, not sent). */
+  earlier: boolean;
+}
+
+/** Options of how batches are sent (shared by uploadAudience, sendUsers and runUpload). */
+export interface SendOptions {
+  /** Not needed with `dryRun`. */
+  client?: AdsClient;
+  accountId: string;
+  target: UploadTarget;
+  limits?: Partial<BatchLimits>;
+  /** Send identical users once (default true; the set of seen users costs 11-23 bytes per distinct user). */
+  dedupe?: boolean;
+  /** Batches in flight (default DEFAULT_UPLOAD_CONCURRENCY); p-limit enforces it. */
+  concurrency?: number;
+  /**
+   * Re-sends of a batch after a count mismatch (default DEFAULT_MAX_RETRIES). Failed requests
+   * are retried by the client alone, within its `maxAttempts`.
+   */
+  maxRetries?: number;
+  /** First backoff between mismatch re-sends after the immediate one (default 1 s, doubling, capped at 30 s). */
+  retryBaseMs?: number;
+  /** Stop reading, let in-flight requests finish, return status `interrupted`. */
+  signal?: AbortSignal;
+  /** Called once per confirmed batch (and per batch skipped as confirmed by an earlier run). */
+  onConfirmed?: (batch: ConfirmedBatchInfo) => void;
+  clock?: UploadClock;
+  random?: () => number;
+}
+
+export interface UploadAudienceOptions extends SendOptions {
+  operation?: UploadOperation;
+  /** UTC ISO 8601; refused for do-not-reach lists. */
+  effectiveAt?: string;
+  /** UTC ISO 8601; for do-not-reach lists at most 13 months ahead. */
+  expiresAt?: string;
+  /**
+   * The users. A hashRecords() or hashFile() run is used as is: its summary gives the row
+   * and identifier counts and (hashFile) its byte counts give the progress ETA. Bare user
+   * objects must already be hashed (64 lowercase hex, except partner_user_id): anything else
+   * is refused, never sent. With `records`, items are raw records instead.
+   */
+  users: UploadUsers;
+  /**
+   * `users` yields raw records (objects keyed by column name, e.g. rows of a database cursor):
+   * they are mapped, normalized and hashed here (hashRecords) with these options.
+   */
+  records?: HashRecordsOptions;
+  /**
+   * Stop (InputError `input_reject_rate_exceeded`) when more than this share (0..1) of the
+   * values was rejected: judged after each item once 1000 values were seen, and at the end of
+   * the input before the last batch is sent (guardInput).
+   */
+  maxRejectRate?: number;
+  /** An input without a single user is an error (`input_no_users`) instead of a `completed` run. */
+  requireUsers?: boolean;
+  journal?: RunJournal;
+  dryRun?: boolean;
+  runId?: string;
+  /** Called for each batch as it is packed (the CLI writes the first one for --preview). */
+  onBatch?: (batch: PackedBatch) => void;
+  onProgress?: (p: UploadProgress) => void;
+  /** Minimum time between two progress callbacks while reading (default 250 ms). */
+  progressIntervalMs?: number;
+  /** Input position for the progress ETA (default: from a hashFile run). */
+  inputProgress?: () => { bytesRead: number; totalBytes?: number };
+}
+
+export interface SendUsersOptions extends Omit<SendOptions, 'target'> {
+  target: UploadTarget;
+  operationType: OperationType;
+  /** UTC ISO 8601 (custom audiences, Update only). */
+  effectiveAt?: string;
+  /** UTC ISO 8601. */
+  expiresAt?: string;
+  /** Built users (`line` is handed back in `onConfirmed`), hashFile chunks, or bare hashed user objects. */
+  users: (AsyncIterable<UploadItem> | Iterable<UploadItem>) & PipelineExtras;
+  journal?: RunJournal;
+}
