@@ -10,6 +10,7 @@ import {
   newAudience,
   rawValues,
   scanFor,
+  settledUserRequests,
   target,
   uploadArgs,
   userRequests,
@@ -46,7 +47,7 @@ describe('audience-kit upload (process)', { timeout: 90_000 }, () => {
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/--resume/);
 
-    const before = userRequests(audienceId);
+    const before = await settledUserRequests(audienceId);
     const last = await runCli([...uploadArgs(audienceId), '--resume', '--json'], { cwd, env: target.env });
     expect(last.code, last.stderr).toBe(0);
     outputs.push(last.stdout, last.stderr);

@@ -85,6 +85,18 @@ export function userRequests(audienceId: string): number {
   ).length;
 }
 
+/**
+ * userRequests once the sandbox has answered what a killed process left in flight: requests are
+ * logged when answered, and the slow sandbox answers 120 ms late, after the process is gone.
+ */
+export async function settledUserRequests(audienceId: string): Promise<number> {
+  for (;;) {
+    const count = userRequests(audienceId);
+    await new Promise((r) => setTimeout(r, 400));
+    if (userRequests(audienceId) === count) return count;
+  }
+}
+
 export interface JournalLine {
   type: string;
   index?: number;
