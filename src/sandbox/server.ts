@@ -188,19 +188,37 @@ function formPairs(buffer: Buffer, contentType: string | undefined): Array<[stri
   return [...new URLSearchParams(buffer.toString('utf8'))];
 }
 
-export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> {
-  checkOptions(opts);
+/** Everything the request handlers share: one per running sandbox. */
+interface SandboxWorld {
+  store: SandboxStore;
+  me: ReturnType<SandboxStore['addUser']>;
+  credentials: SandboxCredentials;
+  accounts: SandboxAccounts;
+  verifier: OAuthVerifier;
+  windows: SlidingWindows;
+  routes: AdsRoutes;
+  /** Replaced by setFaults. */
+  faults: FaultPlan;
+  faultRandom: () => number;
+  idRandom: () => number;
+  /** Random alphanumeric secrets (seeded: reproducible). */
+  secret: (length: number) => string;
+  now: () => number;
+  sleep: (ms: number) => Promise<void>;
+  /** Timers of the default sleep, cleared by close(). */
+  timers: Set<NodeJS.Timeout>;
+  rateLimit: SandboxRateLimit;
+  totalCountRateLimit: SandboxRateLimit;
+}
+
+/** The platform's state (users, accounts, credentials) and the machinery that answers requests. */
+function createWorld(opts: SandboxOptions): SandboxWorld {
   const now = opts.now ?? Date.now;
   const seeded = opts.seed !== undefined;
   const seed = opts.seed ?? randomInt(0, 2 ** 32);
   // Separate streams: how many ids were generated must not shift which requests get faults.
   const idRandom = mulberry32(seed);
   const faultRandom = mulberry32(seed ^ 0x5eed5eed);
-  const rateLimit = opts.rateLimit ?? DEFAULT_SANDBOX_RATE_LIMIT;
-  const totalCountRateLimit = opts.totalCountRateLimit ?? DEFAULT_SANDBOX_TOTAL_COUNT_RATE_LIMIT;
-  const pageSize = opts.pageSize ?? 200;
-  let faults = new FaultPlan(toRules(opts.faults), faultRandom);
-
   const store = new SandboxStore(idRandom, now, opts.processingMs ?? 0);
   const secret = (length: number): string =>
     seeded ? store.randomString(length, ALNUM) : [...randomBytes(length)].map((b) => ALNUM[b % ALNUM.length]).join('');
@@ -219,10 +237,6 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     accessTokenSecret: secret(45),
   };
   store.tokens.set(credentials.accessToken, { secret: credentials.accessTokenSecret, userId: me.id, kind: 'access' });
-
-  const verifier = new OAuthVerifier(credentials.consumerKey, credentials.consumerSecret, store, now);
-  const windows = new SlidingWindows(now);
-  const routes = new AdsRoutes(store, pageSize);
   const timers = new Set<NodeJS.Timeout>();
   const sleep =
     opts.sleep ??
@@ -234,300 +248,331 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
         }, ms);
         timers.add(t);
       }));
-
-  const authFailure = (res: ServerResponse, message: string): number => {
-    sendJson(res, 401, errorBody('UNAUTHORIZED_ACCESS', message));
-    return 401;
+  return {
+    store,
+    me,
+    credentials,
+    accounts,
+    verifier: new OAuthVerifier(credentials.consumerKey, credentials.consumerSecret, store, now),
+    windows: new SlidingWindows(now),
+    routes: new AdsRoutes(store, opts.pageSize ?? 200),
+    faults: new FaultPlan(toRules(opts.faults), faultRandom),
+    faultRandom,
+    idRandom,
+    secret,
+    now,
+    sleep,
+    timers,
+    rateLimit: opts.rateLimit ?? DEFAULT_SANDBOX_RATE_LIMIT,
+    totalCountRateLimit: opts.totalCountRateLimit ?? DEFAULT_SANDBOX_TOTAL_COUNT_RATE_LIMIT,
   };
+}
 
-  async function handleCore(req: IncomingMessage, res: ServerResponse, url: URL, fullUrl: string): Promise<number> {
-    const method = req.method ?? 'GET';
-    if (url.pathname === '/oauth/authorize' && method === 'GET') {
-      const rec = store.tokens.get(url.searchParams.get('oauth_token') ?? '');
-      if (rec === undefined || rec.kind !== 'request') {
-        sendText(
-          res,
-          400,
-          'text/html',
-          '<html><body><p>This authorization request is invalid or expired.</p></body></html>',
-        );
-        return 400;
-      }
-      // Auto-approval: the sandbox user "clicks Authorize" at once.
-      rec.verifier = String(1_000_000 + Math.floor(idRandom() * 9_000_000));
-      const html = `<!doctype html><html><head><title>Authorize audience-kit (sandbox)</title></head><body><p>You authorized the app (sandbox auto-approval). Enter this PIN to complete the authorization:</p><code id="oauth_pin">${rec.verifier}</code></body></html>`;
-      sendText(res, 200, 'text/html', html);
-      return 200;
-    }
-    if (method !== 'POST' || (url.pathname !== '/oauth/request_token' && url.pathname !== '/oauth/access_token')) {
-      sendJson(res, 404, errorBody('NOT_FOUND', 'No such endpoint'));
-      return 404;
-    }
-    const body = await readBody(req, MAX_SMALL_BODY);
-    const pairs = formPairs(body.buffer, req.headers['content-type']);
-    const requestStep = url.pathname === '/oauth/request_token';
-    const auth = verifier.verify({
-      method,
-      url: fullUrl,
-      authorization: req.headers.authorization,
-      bodyParams: pairs,
-      tokenKind: requestStep ? 'none' : 'request',
-    });
-    if (!auth.ok) return authFailure(res, auth.message);
-    const form = (values: Record<string, string>): number => {
-      sendText(res, 200, 'application/x-www-form-urlencoded', new URLSearchParams(values).toString());
-      return 200;
-    };
-    if (requestStep) {
-      if (auth.value.oauth['oauth_callback'] === undefined) {
-        sendJson(
-          res,
-          400,
-          errorBody('MISSING_PARAMETER', 'oauth_callback is required (a URL or oob)', 'oauth_callback'),
-        );
-        return 400;
-      }
-      const token = secret(27);
-      const tokenSecret = secret(32);
-      store.tokens.set(token, { secret: tokenSecret, userId: me.id, kind: 'request' });
-      return form({ oauth_token: token, oauth_token_secret: tokenSecret, oauth_callback_confirmed: 'true' });
-    }
-    const rec = auth.value.tokenRec;
-    const given = auth.value.oauth['oauth_verifier'] ?? pairs.find(([k]) => k === 'oauth_verifier')?.[1];
-    if (rec === undefined || rec.verifier === undefined || given !== rec.verifier) {
-      return authFailure(res, 'Invalid or missing oauth_verifier');
-    }
-    store.tokens.delete(auth.value.token ?? '');
-    const user = store.users.get(rec.userId) ?? me;
-    const token = `${user.id}-${secret(40)}`;
-    const tokenSecret = secret(45);
-    store.tokens.set(token, { secret: tokenSecret, userId: user.id, kind: 'access' });
-    return form({
-      oauth_token: token,
-      oauth_token_secret: tokenSecret,
-      user_id: user.id,
-      screen_name: user.screenName,
-    });
-  }
+function authFailure(res: ServerResponse, message: string): number {
+  sendJson(res, 401, errorBody('UNAUTHORIZED_ACCESS', message));
+  return 401;
+}
 
-  async function handleAds(
-    req: IncomingMessage,
-    res: ServerResponse,
-    url: URL,
-    fullUrl: string,
-    log: SandboxRequestLog,
-  ): Promise<number> {
-    const method = req.method ?? 'GET';
-    const found = matchAdsRoute(method, url.pathname);
-    if (found.match === undefined) {
-      const status = found.pathKnown ? 405 : 404;
-      sendJson(
+async function handleCore(
+  w: SandboxWorld,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  fullUrl: string,
+): Promise<number> {
+  const method = req.method ?? 'GET';
+  if (url.pathname === '/oauth/authorize' && method === 'GET') {
+    const rec = w.store.tokens.get(url.searchParams.get('oauth_token') ?? '');
+    if (rec === undefined || rec.kind !== 'request') {
+      sendText(
         res,
-        status,
-        errorBody(
-          found.pathKnown ? 'METHOD_NOT_ALLOWED' : 'NOT_FOUND',
-          found.pathKnown ? `${method} is not supported here` : 'No such endpoint',
-        ),
-      );
-      return status;
-    }
-    const match = found.match;
-    const batch = match.route.batch;
-    // Batch bodies are JSON (never signed), so they are only read after every cheap check.
-    const small = batch === undefined ? await readBody(req, MAX_SMALL_BODY) : undefined;
-    const pairs = small === undefined ? [] : formPairs(small.buffer, req.headers['content-type']);
-    const auth = verifier.verify({
-      method,
-      url: fullUrl,
-      authorization: req.headers.authorization,
-      bodyParams: pairs,
-      tokenKind: 'access',
-    });
-    if (!auth.ok) return authFailure(res, auth.message);
-    const userId = auth.value.tokenRec?.userId ?? '';
-    const query = new URLSearchParams(url.search);
-    for (const [k, v] of pairs) query.append(k, v);
-    const adsReq: AdsRequest = { match, query, userId };
-    const family = match.route.family;
-    const accountId = match.params['account_id'] ?? '';
-    const headers: Record<string, string> = {};
-    const fail = (e: SandboxApiFailure): number => {
-      sendJson(res, e.status, errorBody(e.code, e.message, e.parameter, e.extra), headers);
-      return e.status;
-    };
-    try {
-      if (batch === undefined) {
-        const token = auth.value.token ?? '';
-        const keys: WindowKey[] = [{ key: `${token}|${family}`, rule: OTHER_RATE_LIMIT }];
-        // The platform's lower limit applies to the request as a whole, on top of its endpoint's.
-        const withTotalCount = query.get('with_total_count') === 'true';
-        if (withTotalCount) keys.push({ key: `${token}|with_total_count`, rule: totalCountRateLimit });
-        const taken = windows.take(keys);
-        const shown = tightest(taken.windows);
-        if (shown !== undefined) Object.assign(headers, rateLimitHeaders('x-rate-limit', shown));
-        if (!taken.allowed) {
-          const full = taken.windows.findIndex((w) => w.remaining === 0);
-          const rule = keys[full]?.rule ?? OTHER_RATE_LIMIT;
-          throw new SandboxApiFailure(
-            429,
-            'TOO_MANY_REQUESTS',
-            `Rate limit exceeded: ${rule.limit} ${full === 1 ? 'with_total_count requests' : 'requests'} per ${rule.windowMs / 1000} s`,
-          );
-        }
-        if (small?.tooLarge === true)
-          throw new SandboxApiFailure(
-            400,
-            'REQUEST_TOO_LARGE',
-            'Parameters belong in the query string; the body is too large',
-          );
-        const answered = await injectFault(res, faults.next(false), headers, log);
-        if (answered !== undefined) return answered;
-        const reply: AdsReply = routes.handle(adsReq);
-        sendJson(res, reply.status, reply.body, headers);
-        return reply.status;
-      }
-      return await handleUserBatch(req, res, adsReq, auth.value.token ?? '', accountId, headers, log);
-    } catch (e) {
-      if (e instanceof SandboxApiFailure) return fail(e);
-      throw e;
-    }
-  }
-
-  async function handleUserBatch(
-    req: IncomingMessage,
-    res: ServerResponse,
-    adsReq: AdsRequest,
-    token: string,
-    accountId: string,
-    headers: Record<string, string>,
-    log: SandboxRequestLog,
-  ): Promise<number> {
-    const target = routes.batchTarget(adsReq);
-    const family = adsReq.match.route.family;
-    const contentType = (req.headers['content-type'] ?? '').toLowerCase();
-    if (!contentType.startsWith('application/json')) {
-      throw new SandboxApiFailure(400, 'INVALID_CONTENT_TYPE', 'Content-Type must be application/json');
-    }
-    const declared = Number(req.headers['content-length'] ?? Number.NaN);
-    if (declared > MAX_BODY_BYTES) {
-      log.bytes = declared;
-      throw new SandboxApiFailure(
         400,
-        'REQUEST_TOO_LARGE',
-        `The body is ${declared} bytes; at most ${MAX_BODY_BYTES} are accepted`,
+        'text/html',
+        '<html><body><p>This authorization request is invalid or expired.</p></body></html>',
       );
+      return 400;
     }
-    const taken = windows.take([
-      { key: `${accountId}|${family}`, rule: rateLimit },
-      { key: `${token}|${family}`, rule: rateLimit },
-    ]);
-    const [account, perToken] = taken.windows;
-    if (account !== undefined) Object.assign(headers, rateLimitHeaders('x-account-rate-limit', account));
-    if (perToken !== undefined) Object.assign(headers, rateLimitHeaders('x-rate-limit', perToken));
-    if (!taken.allowed) {
-      throw new SandboxApiFailure(
-        429,
-        'TOO_MANY_REQUESTS',
-        `Rate limit exceeded: ${rateLimit.limit} requests per ${rateLimit.windowMs / 1000} s`,
-      );
-    }
-    const fault = faults.next(true);
-    const body = await readBody(req, MAX_BODY_BYTES);
-    log.bytes = body.bytes;
-    const answered = await injectFault(res, fault, headers, log);
-    if (answered !== undefined) return answered;
-    if (body.tooLarge) {
-      throw new SandboxApiFailure(
-        400,
-        'REQUEST_TOO_LARGE',
-        `The body is ${body.bytes} bytes; at most ${MAX_BODY_BYTES} are accepted`,
-      );
-    }
-    const checked = checkUserBatch(body.buffer, adsReq.match.route.batch ?? 'custom', now());
-    if (!checked.ok) {
-      const extra = checked.operationErrors === undefined ? {} : { operation_errors: checked.operationErrors };
-      throw new SandboxApiFailure(400, checked.code, checked.message, checked.parameter, extra);
-    }
-    log.operations = checked.operations.length;
-    log.users = checked.users;
-    const reply = routes.applyUserBatch(adsReq, target, checked.operations, fault?.kind === 'mismatch');
-    sendJson(res, reply.status, reply.body, headers);
-    return reply.status;
+    // Auto-approval: the sandbox user "clicks Authorize" at once.
+    rec.verifier = String(1_000_000 + Math.floor(w.idRandom() * 9_000_000));
+    const html = `<!doctype html><html><head><title>Authorize audience-kit (sandbox)</title></head><body><p>You authorized the app (sandbox auto-approval). Enter this PIN to complete the authorization:</p><code id="oauth_pin">${rec.verifier}</code></body></html>`;
+    sendText(res, 200, 'text/html', html);
+    return 200;
   }
-
-  /** Applies a fault: the status of the answer it gave, or undefined when the request proceeds (after `slow`'s wait). */
-  async function injectFault(
-    res: ServerResponse,
-    fault: ChosenFault | undefined,
-    headers: Record<string, string>,
-    log: SandboxRequestLog,
-  ): Promise<number | undefined> {
-    if (fault === undefined) return undefined;
-    log.fault = fault.kind;
-    switch (fault.kind) {
-      case '500':
-        sendJson(res, 500, errorBody('INTERNAL_ERROR', 'Internal error (injected fault)'), headers);
-        return 500;
-      case '503':
-        sendJson(res, 503, errorBody('SERVICE_UNAVAILABLE', 'Service unavailable (injected fault)'), {
-          ...headers,
-          'retry-after': String(fault.arg),
-        });
-        return 503;
-      case '429': {
-        const reset = String(Math.ceil(now() / 1000) + 1);
-        sendJson(res, 429, errorBody('TOO_MANY_REQUESTS', 'Rate limit exceeded (injected fault)'), {
-          ...headers,
-          'x-rate-limit-remaining': '0',
-          'x-rate-limit-reset': reset,
-          'x-account-rate-limit-remaining': '0',
-          'x-account-rate-limit-reset': reset,
-        });
-        return 429;
-      }
-      case 'html':
-        sendText(res, 502, 'text/html', '<html>Service unavailable</html>');
-        return 502;
-      case 'drop':
-        res.socket?.destroy();
-        return 0;
-      case 'slow':
-        await sleep(fault.arg);
-        return undefined;
-      case 'mismatch':
-        return undefined;
-    }
+  if (method !== 'POST' || (url.pathname !== '/oauth/request_token' && url.pathname !== '/oauth/access_token')) {
+    sendJson(res, 404, errorBody('NOT_FOUND', 'No such endpoint'));
+    return 404;
   }
-
-  async function onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const started = performance.now();
-    const host = req.headers.host ?? 'localhost';
-    const url = new URL(req.url ?? '/', `http://${host}`);
-    const fullUrl = `http://${host}${req.url ?? '/'}`;
-    const log: SandboxRequestLog = { method: req.method ?? 'GET', path: url.pathname, status: 0, ms: 0 };
-    try {
-      log.status = url.pathname.startsWith('/oauth/')
-        ? await handleCore(req, res, url, fullUrl)
-        : await handleAds(req, res, url, fullUrl, log);
-    } catch (e) {
-      log.status = 500;
-      // A sandbox bug: answer like the platform's own internal error rather than hanging the client.
-      if (!res.headersSent && res.socket?.destroyed !== true)
-        sendJson(
-          res,
-          500,
-          errorBody('INTERNAL_ERROR', `Sandbox failure: ${e instanceof Error ? e.message : String(e)}`),
-        );
-      else res.destroy();
-    }
-    log.ms = performance.now() - started;
-    store.log(log);
-  }
-
-  const server: Server = createServer((req, res) => {
-    void onRequest(req, res);
+  const body = await readBody(req, MAX_SMALL_BODY);
+  const pairs = formPairs(body.buffer, req.headers['content-type']);
+  const requestStep = url.pathname === '/oauth/request_token';
+  const auth = w.verifier.verify({
+    method,
+    url: fullUrl,
+    authorization: req.headers.authorization,
+    bodyParams: pairs,
+    tokenKind: requestStep ? 'none' : 'request',
   });
-  server.keepAliveTimeout = 5_000;
+  if (!auth.ok) return authFailure(res, auth.message);
+  const form = (values: Record<string, string>): number => {
+    sendText(res, 200, 'application/x-www-form-urlencoded', new URLSearchParams(values).toString());
+    return 200;
+  };
+  if (requestStep) {
+    if (auth.value.oauth['oauth_callback'] === undefined) {
+      sendJson(res, 400, errorBody('MISSING_PARAMETER', 'oauth_callback is required (a URL or oob)', 'oauth_callback'));
+      return 400;
+    }
+    const token = w.secret(27);
+    const tokenSecret = w.secret(32);
+    w.store.tokens.set(token, { secret: tokenSecret, userId: w.me.id, kind: 'request' });
+    return form({ oauth_token: token, oauth_token_secret: tokenSecret, oauth_callback_confirmed: 'true' });
+  }
+  const rec = auth.value.tokenRec;
+  const given = auth.value.oauth['oauth_verifier'] ?? pairs.find(([k]) => k === 'oauth_verifier')?.[1];
+  if (rec === undefined || rec.verifier === undefined || given !== rec.verifier) {
+    return authFailure(res, 'Invalid or missing oauth_verifier');
+  }
+  w.store.tokens.delete(auth.value.token ?? '');
+  const user = w.store.users.get(rec.userId) ?? w.me;
+  const token = `${user.id}-${w.secret(40)}`;
+  const tokenSecret = w.secret(45);
+  w.store.tokens.set(token, { secret: tokenSecret, userId: user.id, kind: 'access' });
+  return form({
+    oauth_token: token,
+    oauth_token_secret: tokenSecret,
+    user_id: user.id,
+    screen_name: user.screenName,
+  });
+}
+
+async function handleAds(
+  w: SandboxWorld,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  fullUrl: string,
+  log: SandboxRequestLog,
+): Promise<number> {
+  const method = req.method ?? 'GET';
+  const found = matchAdsRoute(method, url.pathname);
+  if (found.match === undefined) {
+    const status = found.pathKnown ? 405 : 404;
+    sendJson(
+      res,
+      status,
+      errorBody(
+        found.pathKnown ? 'METHOD_NOT_ALLOWED' : 'NOT_FOUND',
+        found.pathKnown ? `${method} is not supported here` : 'No such endpoint',
+      ),
+    );
+    return status;
+  }
+  const match = found.match;
+  const batch = match.route.batch;
+  // Batch bodies are JSON (never signed), so they are only read after every cheap check.
+  const small = batch === undefined ? await readBody(req, MAX_SMALL_BODY) : undefined;
+  const pairs = small === undefined ? [] : formPairs(small.buffer, req.headers['content-type']);
+  const auth = w.verifier.verify({
+    method,
+    url: fullUrl,
+    authorization: req.headers.authorization,
+    bodyParams: pairs,
+    tokenKind: 'access',
+  });
+  if (!auth.ok) return authFailure(res, auth.message);
+  const userId = auth.value.tokenRec?.userId ?? '';
+  const query = new URLSearchParams(url.search);
+  for (const [k, v] of pairs) query.append(k, v);
+  const adsReq: AdsRequest = { match, query, userId };
+  const accountId = match.params['account_id'] ?? '';
+  const headers: Record<string, string> = {};
+  const fail = (e: SandboxApiFailure): number => {
+    sendJson(res, e.status, errorBody(e.code, e.message, e.parameter, e.extra), headers);
+    return e.status;
+  };
+  try {
+    if (batch === undefined) {
+      return await handleOther(w, res, adsReq, auth.value.token ?? '', small?.tooLarge === true, headers, log);
+    }
+    return await handleUserBatch(w, req, res, adsReq, auth.value.token ?? '', accountId, headers, log);
+  } catch (e) {
+    if (e instanceof SandboxApiFailure) return fail(e);
+    throw e;
+  }
+}
+
+/** Any ads request but a user batch: its rate limits (with_total_count's on top), faults, then the route. */
+async function handleOther(
+  w: SandboxWorld,
+  res: ServerResponse,
+  adsReq: AdsRequest,
+  token: string,
+  bodyTooLarge: boolean,
+  headers: Record<string, string>,
+  log: SandboxRequestLog,
+): Promise<number> {
+  const family = adsReq.match.route.family;
+  const query = adsReq.query;
+  const keys: WindowKey[] = [{ key: `${token}|${family}`, rule: OTHER_RATE_LIMIT }];
+  // The platform's lower limit applies to the request as a whole, on top of its endpoint's.
+  const withTotalCount = query.get('with_total_count') === 'true';
+  if (withTotalCount) keys.push({ key: `${token}|with_total_count`, rule: w.totalCountRateLimit });
+  const taken = w.windows.take(keys);
+  const shown = tightest(taken.windows);
+  if (shown !== undefined) Object.assign(headers, rateLimitHeaders('x-rate-limit', shown));
+  if (!taken.allowed) {
+    const full = taken.windows.findIndex((x) => x.remaining === 0);
+    const rule = keys[full]?.rule ?? OTHER_RATE_LIMIT;
+    throw new SandboxApiFailure(
+      429,
+      'TOO_MANY_REQUESTS',
+      `Rate limit exceeded: ${rule.limit} ${full === 1 ? 'with_total_count requests' : 'requests'} per ${rule.windowMs / 1000} s`,
+    );
+  }
+  if (bodyTooLarge)
+    throw new SandboxApiFailure(
+      400,
+      'REQUEST_TOO_LARGE',
+      'Parameters belong in the query string; the body is too large',
+    );
+  const answered = await injectFault(w, res, w.faults.next(false), headers, log);
+  if (answered !== undefined) return answered;
+  const reply: AdsReply = w.routes.handle(adsReq);
+  sendJson(res, reply.status, reply.body, headers);
+  return reply.status;
+}
+
+async function handleUserBatch(
+  w: SandboxWorld,
+  req: IncomingMessage,
+  res: ServerResponse,
+  adsReq: AdsRequest,
+  token: string,
+  accountId: string,
+  headers: Record<string, string>,
+  log: SandboxRequestLog,
+): Promise<number> {
+  const target = w.routes.batchTarget(adsReq);
+  const family = adsReq.match.route.family;
+  const contentType = (req.headers['content-type'] ?? '').toLowerCase();
+  if (!contentType.startsWith('application/json')) {
+    throw new SandboxApiFailure(400, 'INVALID_CONTENT_TYPE', 'Content-Type must be application/json');
+  }
+  const declared = Number(req.headers['content-length'] ?? Number.NaN);
+  if (declared > MAX_BODY_BYTES) {
+    log.bytes = declared;
+    throw new SandboxApiFailure(
+      400,
+      'REQUEST_TOO_LARGE',
+      `The body is ${declared} bytes; at most ${MAX_BODY_BYTES} are accepted`,
+    );
+  }
+  const taken = w.windows.take([
+    { key: `${accountId}|${family}`, rule: w.rateLimit },
+    { key: `${token}|${family}`, rule: w.rateLimit },
+  ]);
+  const [account, perToken] = taken.windows;
+  if (account !== undefined) Object.assign(headers, rateLimitHeaders('x-account-rate-limit', account));
+  if (perToken !== undefined) Object.assign(headers, rateLimitHeaders('x-rate-limit', perToken));
+  if (!taken.allowed) {
+    throw new SandboxApiFailure(
+      429,
+      'TOO_MANY_REQUESTS',
+      `Rate limit exceeded: ${w.rateLimit.limit} requests per ${w.rateLimit.windowMs / 1000} s`,
+    );
+  }
+  const fault = w.faults.next(true);
+  const body = await readBody(req, MAX_BODY_BYTES);
+  log.bytes = body.bytes;
+  const answered = await injectFault(w, res, fault, headers, log);
+  if (answered !== undefined) return answered;
+  if (body.tooLarge) {
+    throw new SandboxApiFailure(
+      400,
+      'REQUEST_TOO_LARGE',
+      `The body is ${body.bytes} bytes; at most ${MAX_BODY_BYTES} are accepted`,
+    );
+  }
+  const checked = checkUserBatch(body.buffer, adsReq.match.route.batch ?? 'custom', w.now());
+  if (!checked.ok) {
+    const extra = checked.operationErrors === undefined ? {} : { operation_errors: checked.operationErrors };
+    throw new SandboxApiFailure(400, checked.code, checked.message, checked.parameter, extra);
+  }
+  log.operations = checked.operations.length;
+  log.users = checked.users;
+  const reply = w.routes.applyUserBatch(adsReq, target, checked.operations, fault?.kind === 'mismatch');
+  sendJson(res, reply.status, reply.body, headers);
+  return reply.status;
+}
+
+/** Applies a fault: the status of the answer it gave, or undefined when the request proceeds (after `slow`'s wait). */
+async function injectFault(
+  w: SandboxWorld,
+  res: ServerResponse,
+  fault: ChosenFault | undefined,
+  headers: Record<string, string>,
+  log: SandboxRequestLog,
+): Promise<number | undefined> {
+  if (fault === undefined) return undefined;
+  log.fault = fault.kind;
+  switch (fault.kind) {
+    case '500':
+      sendJson(res, 500, errorBody('INTERNAL_ERROR', 'Internal error (injected fault)'), headers);
+      return 500;
+    case '503':
+      sendJson(res, 503, errorBody('SERVICE_UNAVAILABLE', 'Service unavailable (injected fault)'), {
+        ...headers,
+        'retry-after': String(fault.arg),
+      });
+      return 503;
+    case '429': {
+      const reset = String(Math.ceil(w.now() / 1000) + 1);
+      sendJson(res, 429, errorBody('TOO_MANY_REQUESTS', 'Rate limit exceeded (injected fault)'), {
+        ...headers,
+        'x-rate-limit-remaining': '0',
+        'x-rate-limit-reset': reset,
+        'x-account-rate-limit-remaining': '0',
+        'x-account-rate-limit-reset': reset,
+      });
+      return 429;
+    }
+    case 'html':
+      sendText(res, 502, 'text/html', '<html>Service unavailable</html>');
+      return 502;
+    case 'drop':
+      res.socket?.destroy();
+      return 0;
+    case 'slow':
+      await w.sleep(fault.arg);
+      return undefined;
+    case 'mismatch':
+      return undefined;
+  }
+}
+
+async function onRequest(w: SandboxWorld, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const started = performance.now();
+  const host = req.headers.host ?? 'localhost';
+  const url = new URL(req.url ?? '/', `http://${host}`);
+  const fullUrl = `http://${host}${req.url ?? '/'}`;
+  const log: SandboxRequestLog = { method: req.method ?? 'GET', path: url.pathname, status: 0, ms: 0 };
+  try {
+    log.status = url.pathname.startsWith('/oauth/')
+      ? await handleCore(w, req, res, url, fullUrl)
+      : await handleAds(w, req, res, url, fullUrl, log);
+  } catch (e) {
+    log.status = 500;
+    // A sandbox bug: answer like the platform's own internal error rather than hanging the client.
+    if (!res.headersSent && res.socket?.destroyed !== true)
+      sendJson(res, 500, errorBody('INTERNAL_ERROR', `Sandbox failure: ${e instanceof Error ? e.message : String(e)}`));
+    else res.destroy();
+  }
+  log.ms = performance.now() - started;
+  w.store.log(log);
+}
+
+/** Listen on the options' host and port; a ConfigError when that is impossible. */
+async function listen(server: Server, opts: SandboxOptions): Promise<{ origin: string; loopbackOnly: boolean }> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', (e: NodeJS.ErrnoException) =>
       reject(
@@ -546,24 +591,34 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
   const hostPart = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const origin = `http://${WILDCARD_HOSTS[hostPart] ?? hostPart}:${address.port}`;
   const loopbackOnly = WILDCARD_HOSTS[hostPart] === undefined && isLoopbackHost(new URL(origin).hostname);
+  return { origin, loopbackOnly };
+}
 
+export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> {
+  checkOptions(opts);
+  const w = createWorld(opts);
+  const server: Server = createServer((req, res) => {
+    void onRequest(w, req, res);
+  });
+  server.keepAliveTimeout = 5_000;
+  const { origin, loopbackOnly } = await listen(server, opts);
   let closing: Promise<void> | undefined;
   return {
     url: origin,
     loopbackOnly,
     adsBaseUrl: origin,
     apiBaseUrl: origin,
-    credentials,
-    accounts,
-    user: { id: me.id, screenName: me.screenName },
-    state: store,
+    credentials: w.credentials,
+    accounts: w.accounts,
+    user: { id: w.me.id, screenName: w.me.screenName },
+    state: w.store,
     setFaults(next) {
-      faults = new FaultPlan(toRules(next), faultRandom);
+      w.faults = new FaultPlan(toRules(next), w.faultRandom);
     },
     close() {
       closing ??= new Promise<void>((resolve) => {
-        for (const t of timers) clearTimeout(t);
-        timers.clear();
+        for (const t of w.timers) clearTimeout(t);
+        w.timers.clear();
         server.close(() => resolve());
         server.closeAllConnections();
       });
