@@ -44,7 +44,8 @@ async function baseline(file) {
     if (e && /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(e)) user.email = [sha(e)];
     if (phone) {
       const p = parsePhoneNumberFromString(phone, country || undefined);
-      if (p?.isValid()) user.phone_number = [sha(p.number)];
+      // Digits only, the default phone form (DEFAULT_PHONE_FORMAT): E.164 without the `+`.
+      if (p?.isValid()) user.phone_number = [sha(p.number.slice(1))];
     }
     JSON.stringify(user);
     n++;
@@ -66,9 +67,10 @@ async function differential(file) {
     const lib = parsePhoneNumberFromString(phone, country);
     const libValid = lib?.isValid() === true;
     const ours = normalizePhone(phone, country === undefined ? {} : { country });
-    if (ours.ok !== libValid || (ours.ok && ours.value !== lib.number)) {
+    // The default form is digits only: E.164 without the `+`.
+    if (ours.ok !== libValid || (ours.ok && ours.value !== lib.number.slice(1))) {
       mismatches++;
-      if (examples.length < 5) examples.push({ phone, country, ours, lib: libValid ? lib.number : 'invalid' });
+      if (examples.length < 5) examples.push({ phone, country, ours, lib: libValid ? lib.number.slice(1) : 'invalid' });
     }
   });
   return { checked, mismatches, examples };
