@@ -43,6 +43,8 @@ let baseUrl: string;
 let client: AdsClient;
 /** Overrides the file served for the audience listing (the ruby SDK's variant). */
 let listingFile: string | undefined;
+/** Not a replay: the 403 body a PUT answers, to check which codes mean "not the owner". */
+let ownerRefusal: unknown;
 const seen: string[] = [];
 
 beforeAll(async () => {
@@ -50,6 +52,10 @@ beforeAll(async () => {
     const url = new URL(req.url ?? '/', 'http://x');
     seen.push(`${req.method} ${url.pathname}${url.search}`);
     const route = ROUTES.find(([m, p]) => m === req.method && p.test(url.pathname));
+    if (req.method === 'PUT' && ownerRefusal !== undefined) {
+      res.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify(ownerRefusal));
+      return;
+    }
     if (route === undefined) {
       res
         .writeHead(404, { 'content-type': 'application/json' })
@@ -171,5 +177,32 @@ describe('replay: the CLI reads them too', () => {
     const dnr = await cli(['do-not-reach', 'list', '--account', '18ce54bgxky']);
     expect(dnr.code, dnr.stderr).toBe(0);
     expect(dnr.stdout).toMatch(/^4kzrq\s+Do Not Reach List\s/m);
+  });
+});
+
+describe('owner-only refusal keyed on documented codes and HTTP 403', () => {
+  it('FORBIDDEN, UNAUTHORIZED_ACCESS, INSUFFICIENT_USER_AUTHORIZED_PERMISSION or no code: the owner fix (exit 4)', async () => {
+    const update = ['audiences', 'update', '--account', 'grantee', '--audience', 'abc2', '--name', 'x'];
+    for (const body of [
+      { errors: [{ code: 'FORBIDDEN', message: 'no' }] },
+      { errors: [{ code: 'UNAUTHORIZED_ACCESS', message: 'no' }] },
+      { errors: [{ code: 'INSUFFICIENT_USER_AUTHORIZED_PERMISSION', message: 'no' }] },
+      '<html>Forbidden</html>',
+    ]) {
+      ownerRefusal = body;
+      const r = await runCli(update, { env: ENV() });
+      expect(r.code, JSON.stringify(body)).toBe(4);
+      expect(r.stderr).toContain("error: only the audience's owner account can update it");
+      expect(r.stderr).toContain(
+        'fix: find the owner with `audience-kit audiences get --account grantee --audience abc2`',
+      );
+    }
+    // Another 403 (the account is not the user's) keeps its own message.
+    ownerRefusal = { errors: [{ code: 'UNAUTHORIZED_CLIENT_APPLICATION', message: 'not your account' }] };
+    const other = await runCli(update, { env: ENV() });
+    expect(other.code).toBe(4);
+    expect(other.stderr).not.toContain("only the audience's owner account");
+    expect(other.stderr).toContain('UNAUTHORIZED_CLIENT_APPLICATION');
+    ownerRefusal = undefined;
   });
 });
