@@ -109,8 +109,18 @@ export class Ledger {
       this.opErrorsTotal++;
       if (this.opErrors.length >= OPERATION_ERRORS_KEPT) continue;
       const start = starts[e.index];
+      const count = batch.operationUsers[e.index] ?? 0;
       const line = start !== undefined && e.userIndex !== undefined ? (batch.lines[start + e.userIndex] ?? null) : null;
-      this.opErrors.push({ line, batch: batch.index, operation: e.index, code: String(e.code ?? 'INVALID_USER_DATA') });
+      // The operation's span lets a user find the refused rows when the platform names no user.
+      const first = start === undefined || count === 0 ? undefined : batch.lines[start];
+      const last = start === undefined || count === 0 ? undefined : batch.lines[start + count - 1];
+      this.opErrors.push({
+        line,
+        operation_lines: first === undefined || last === undefined ? null : [first, last],
+        batch: batch.index,
+        operation: e.index,
+        code: String(e.code ?? 'INVALID_USER_DATA'),
+      });
     }
   }
 }

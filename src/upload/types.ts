@@ -84,6 +84,8 @@ export interface FailedBatchReport {
 export interface OperationErrorReport {
   /** Input line of the refused user, when the platform named the user. */
   line: number | null;
+  /** First and last input line of the operation's users (all of them when no user was named). */
+  operation_lines: [first: number, last: number] | null;
   batch: number;
   operation: number;
   code: string;
