@@ -9,6 +9,9 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { createGzip } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
+import { EXIT_CODES } from '../src/errors.js';
+import { startSandbox } from '../src/sandbox/index.js';
+import { runCli } from './helpers/cli.js';
 import {
   hashCsv,
   InputError,
@@ -161,5 +164,44 @@ describe('bytes that are not UTF-8', () => {
     const path = join(tmp, 'latin1.csv');
     writeFileSync(path, Buffer.from('email\ncaf\xe9@example.com\n', 'latin1'));
     await expect(openCsv(path)).rejects.toMatchObject({ code: 'input_not_utf8' });
+  });
+});
+
+describe('an over-long record in an upload', () => {
+  it('is a counted bad row on the first run and on --resume alike: the upload completes', async () => {
+    const sandbox = await startSandbox({ seed: 21, faults: 'mismatch@2' });
+    try {
+      const env = {
+        AUDIENCE_KIT_CONFIG_DIR: tmp,
+        AUDIENCE_KIT_ADS_BASE_URL: sandbox.adsBaseUrl,
+        AUDIENCE_KIT_CONSUMER_KEY: sandbox.credentials.consumerKey,
+        AUDIENCE_KIT_CONSUMER_SECRET: sandbox.credentials.consumerSecret,
+        AUDIENCE_KIT_ACCESS_TOKEN: sandbox.credentials.accessToken,
+        AUDIENCE_KIT_ACCESS_TOKEN_SECRET: sandbox.credentials.accessTokenSecret,
+      };
+      const cwd = mkdtempSync(join(tmp, 'upload-'));
+      const rowsBefore = Array.from({ length: 600 }, (_, i) => `user${i}@example.com`).join('\n');
+      const rowsAfter = Array.from({ length: 600 }, (_, i) => `later${i}@example.com`).join('\n');
+      writeFileSync(
+        join(cwd, 'crm.csv'),
+        `email\n${rowsBefore}\n${'x'.repeat(2 * MAX_RECORD_BYTES)}@example.com\n${rowsAfter}\n`,
+      );
+      const audienceId = sandbox.state.createCustomAudience(sandbox.accounts.primary, 'long').id;
+      const args = ['upload', 'crm.csv', '--account', sandbox.accounts.primary, '--audience', audienceId];
+      const opts = ['--max-body-bytes', '20000', '--max-retries', '0', '--concurrency', '1', '--json'];
+      const first = await runCli([...args, ...opts], { cwd, env });
+      expect(first.code).toBe(EXIT_CODES.partial);
+      expect(JSON.parse(first.stdout)).toMatchObject({ malformed_rows: 1, rows: 1201 });
+      const resumed = await runCli([...args, ...opts, '--resume'], { cwd, env });
+      expect(resumed.code).toBe(EXIT_CODES.ok);
+      expect(JSON.parse(resumed.stdout)).toMatchObject({
+        status: 'completed',
+        malformed_rows: 1,
+        users_confirmed: 1200,
+      });
+      expect(sandbox.state.audienceSize(audienceId)).toBe(1200);
+    } finally {
+      await sandbox.close();
+    }
   });
 });

@@ -1,4 +1,5 @@
-// `npm run bench`: runs each benchmark in its own process so peak RSS is measured per bench.
+// `npm run bench [-- NAMES [OPTIONS]]`: runs each benchmark (default hash,upload; also hostile, a few minutes)
+// in its own process so peak RSS is measured per bench.
 import { spawnSync } from 'node:child_process';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';

@@ -1,0 +1,123 @@
+// Benchmark of hostile inputs (`npm run bench -- hostile`, or `node test/bench/hostile.js` after a
+// build): one unbroken line of 100 and 200 MB, and a one-line gzip stream of 10 GB. Inputs are
+// generated on the fly as streams (nothing on disk); each case runs in its own process (peak RSS =
+// that process's maxRSS, workers included) beside a peer in the same run:
+//
+// - a line of N MB against a normal email file of the same N MB (rows of `userK@example.com`),
+//   both hashed by hashCsv with 2 workers: time and RSS ratios, and seconds per MB from the
+//   smallest to the largest size (1.0 = linear);
+// - the 10 GB gzip against only inflating the same stream (hashing 10 GB of rows would take an
+//   hour): the reader's cost on top of gunzip, and peak RSS within the documented 256 MB.
+//
+//   options: --gzip-gb N (default 10; 0 skips it), --line-mb A,B (default 100,200)
+import { Readable } from 'node:stream';
+import { constants, createGunzip, gzipSync } from 'node:zlib';
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { fmt, measure, opt, ROOT } from './common.js';
+
+const MiB = 1024 * 1024;
+const BLOCK = 64 * MiB;
+const RSS_BOUND_MB = 256;
+
+/** `size` bytes of rows of distinct valid emails, in pieces of about 1 MiB, after `email\n`. */
+function* normalRows(size) {
+  yield Buffer.from('email\n');
+  let k = 0;
+  for (let left = size; left > 0;) {
+    const rows = [];
+    let bytes = 0;
+    while (bytes < Math.min(MiB, left)) {
+      const row = `user${k++}@example.com\n`;
+      rows.push(row);
+      bytes += row.length;
+    }
+    left -= bytes;
+    yield Buffer.from(rows.join(''));
+  }
+}
+
+/** `email\n`, then `size` bytes of one line, then a normal row; as gzip members with `gzip`. */
+function* oneLine(size, gzip) {
+  const head = Buffer.from('email\n');
+  const tail = Buffer.from('@example.com\nz@example.com\n');
+  const unit = gzip ? BLOCK : MiB;
+  const piece = gzip
+    ? gzipSync(Buffer.alloc(BLOCK, 'x'), { level: constants.Z_BEST_COMPRESSION })
+    : Buffer.alloc(MiB, 'x');
+  yield gzip ? gzipSync(head) : head;
+  for (let left = size; left > 0; left -= unit) yield piece;
+  yield gzip ? gzipSync(tail) : tail;
+}
+
+/** Child process: one kind of input, hashed (or only inflated: `inflate`); prints its summary. */
+async function child(kind, size) {
+  if (kind === 'inflate') {
+    let n = 0;
+    for await (const b of Readable.from(oneLine(size, true)).pipe(createGunzip())) n += b.length;
+    process.stdout.write(JSON.stringify({ bytes: n }));
+    return;
+  }
+  const input = Readable.from(kind === 'normal' ? normalRows(size) : oneLine(size, kind === 'gzip'));
+  const { hashCsv } = await import(`${ROOT}dist/internal.js`);
+  const run = await hashCsv(input, { workers: 2 });
+  for await (const chunk of run) void chunk;
+  process.stdout.write(JSON.stringify({ users: run.summary.users, malformed: run.summary.malformed }));
+}
+
+const self = fileURLToPath(import.meta.url);
+const run = (kind, size) => measure([self, '--child', kind, '--size', String(size)], { captureStdout: true });
+const secs = (r) => `${r.seconds.toFixed(2)} s, ${fmt(r.rssMb)} MB`;
+
+/** The one bad row a hostile case must end with: the over-long record, counted, then the next row. */
+function checkBadRow(r) {
+  const { users, malformed } = JSON.parse(r.stdout);
+  const ok = users === 1 && malformed.count === 1 && malformed.reasons.record_too_long === 1;
+  return ok ? 'record_too_long, next row kept' : `WRONG ${r.stdout}`;
+}
+
+async function lines(sizes) {
+  const perMb = { line: [], normal: [] };
+  for (const mb of sizes) {
+    const line = await run('line', mb * MiB);
+    const normal = await run('normal', mb * MiB);
+    perMb.line.push(line.seconds / mb);
+    perMb.normal.push(normal.seconds / mb);
+    const verdict = checkBadRow(line);
+    console.log(
+      `one line of ${mb} MB: ${secs(line)} | normal file of ${mb} MB (${fmt(JSON.parse(normal.stdout).users)} users): ${secs(normal)}` +
+        ` | time ratio ${(line.seconds / normal.seconds).toFixed(2)}, RSS ratio ${(line.rssMb / normal.rssMb).toFixed(2)} | ${verdict}`,
+    );
+    if (verdict.startsWith('WRONG') || line.rssMb > RSS_BOUND_MB) process.exitCode = 1;
+  }
+  if (sizes.length >= 2) {
+    const growth = (xs) => (xs.at(-1) / xs[0]).toFixed(2);
+    console.log(
+      `seconds per MB, ${sizes.at(-1)} MB / ${sizes[0]} MB (1.00 = linear): one line ${growth(perMb.line)}, normal file ${growth(perMb.normal)}`,
+    );
+  }
+}
+
+async function gzip(gb) {
+  const size = gb * 1024 * MiB;
+  const work = await run('gzip', size);
+  const peer = await run('inflate', size);
+  const verdict = checkBadRow(work);
+  console.log(
+    `one-line gzip stream of ${gb} GB: ${secs(work)} | inflating it only: ${secs(peer)}` +
+      ` | time ratio ${(work.seconds / peer.seconds).toFixed(2)} | ${fmt((gb * 1024) / work.seconds)} MB/s | ${verdict}` +
+      ` | peak RSS ${work.rssMb <= RSS_BOUND_MB ? 'within' : 'OVER'} ${RSS_BOUND_MB} MB`,
+  );
+  if (verdict.startsWith('WRONG') || work.rssMb > RSS_BOUND_MB) process.exitCode = 1;
+}
+
+async function main() {
+  console.log(`hostile inputs (${availableParallelism()} cores; hashCsv with 2 workers; each case in its own process)`);
+  await lines(opt('line-mb', '100,200').split(',').map(Number));
+  const gb = Number(opt('gzip-gb', '10'));
+  if (gb > 0) await gzip(gb);
+}
+
+const i = process.argv.indexOf('--child');
+if (i === -1) await main();
+else await child(process.argv[i + 1], Number(opt('size', '0')));
