@@ -93,7 +93,7 @@ describe('replay: the client reads the platform’s own bodies', () => {
   it('custom audience listing (python and ruby SDK fixtures)', async () => {
     for (const file of ['python-custom_audiences_all.json', 'ruby-tailored_audiences_all.json']) {
       listingFile = file;
-      const page = await listCustomAudiences(client, { accountId: '2iqph', permissionScope: 'OWNED' });
+      const page = await listCustomAudiences(client, { accountId: '2iqph', permissionScope: 'OWNER' });
       expect(page.data.map((a) => [a.id, a.name, a.targetable, a.reasons_not_targetable])).toEqual([
         ['abc2', 'TA #2', false, ['TOO_SMALL']],
         ['abc1', 'TA #1', true, []],
@@ -104,7 +104,7 @@ describe('replay: the client reads the platform’s own bodies', () => {
       expect(page.data[0]).toMatchObject({ audience_size: null, list_type: null, partner_source: 'OTHER' });
     }
     listingFile = undefined;
-    expect(seen.at(-1)).toBe('GET /12/accounts/2iqph/custom_audiences?permission_scope=OWNED');
+    expect(seen.at(-1)).toBe('GET /12/accounts/2iqph/custom_audiences?permission_scope=OWNER');
   });
 
   it('one audience (python SDK fixture), read with with_deleted', async () => {

@@ -579,7 +579,7 @@ describe('sandbox: permissions', () => {
       deleted: false,
     });
 
-    // permission_scope defaults to OWNED, as documented: the grantee sees a shared audience only when it asks.
+    // permission_scope defaults to OWNER, as documented: the grantee sees a shared audience only when it asks.
     expect((await call(s, 'GET', `/12/accounts/${secondary}/custom_audiences`)).json.data).toEqual([]);
     const seen = await call(s, 'GET', `/12/accounts/${secondary}/custom_audiences?permission_scope=SHARED`);
     expect(seen.json.data).toEqual([
@@ -589,6 +589,10 @@ describe('sandbox: permissions', () => {
     const owned = await call(s, 'GET', `/12/accounts/${primary}/custom_audiences?permission_scope=SHARED`);
     expect(owned.json.data).toEqual([]);
     expect((await call(s, 'GET', `/12/accounts/${secondary}/custom_audiences?permission_scope=ALL`)).status).toBe(400);
+    // The reference spells the default OWNER (not OWNED).
+    const mine = await call(s, 'GET', `/12/accounts/${primary}/custom_audiences?permission_scope=OWNER`);
+    expect(mine.json.data).toEqual([expect.objectContaining({ id: a.id, is_owner: true })]);
+    expect((await call(s, 'GET', `/12/accounts/${primary}/custom_audiences?permission_scope=OWNED`)).status).toBe(400);
 
     const byGrantee = await call(
       s,

@@ -126,10 +126,11 @@ export async function postDoNotReachListUsers(
 const audiencesPath = (accountId: string) => `/12/accounts/${seg(accountId, 'account id')}/custom_audiences`;
 
 /**
- * The platform's `permission_scope` of the audience listing: `OWNED` (its default: the account's own
- * audiences) or `SHARED` (audiences other accounts granted it). Spelling: docs/design.md.
+ * The platform's `permission_scope` of the audience listing: `OWNER` (its default: the account's own
+ * audiences) or `SHARED` (audiences other accounts granted it), as its API reference spells them
+ * (source: docs/design.md).
  */
-export const PERMISSION_SCOPES = ['OWNED', 'SHARED'] as const;
+export const PERMISSION_SCOPES = ['OWNER', 'SHARED'] as const;
 export type PermissionScope = (typeof PERMISSION_SCOPES)[number];
 
 export interface ListCustomAudiencesParams {
@@ -141,7 +142,7 @@ export interface ListCustomAudiencesParams {
   withDeleted?: boolean;
   withTotalCount?: boolean;
   customAudienceIds?: string[];
-  /** Without it the platform lists only the account's own audiences (`OWNED`). */
+  /** Without it the platform lists only the account's own audiences (`OWNER`). */
   permissionScope?: PermissionScope;
   /** `field-asc` or `field-desc`, e.g. `created_at-desc`. */
   sortBy?: string;

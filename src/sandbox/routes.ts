@@ -147,8 +147,8 @@ const AUDIENCE_SORT: Record<string, SortKey<AudienceRec>> = {
   updated_at: (a) => a.updatedAt,
   audience_size: (a) => a.users.size,
 };
-/** The `permission_scope` values of the audience listing (default OWNED, as the platform documents it). */
-const PERMISSION_SCOPES = ['OWNED', 'SHARED'] as const;
+/** The `permission_scope` values of the audience listing (default OWNER, as the platform documents it). */
+const PERMISSION_SCOPES = ['OWNER', 'SHARED'] as const;
 
 /** Reads `sort_by` (`field-asc` / `field-desc`, the platform's form) and sorts `items` in place. */
 function sortByParam<T>(q: QueryReader, items: T[], fields: Record<string, SortKey<T>>): void {
@@ -240,10 +240,10 @@ export class AdsRoutes {
         const prefix = q.string('q', { max: NAME_MAX })?.toLowerCase();
         const withDeleted = q.bool('with_deleted', false);
         const ids = q.ids('custom_audience_ids', 200);
-        const scope = q.oneOf('permission_scope', PERMISSION_SCOPES) ?? 'OWNED';
+        const scope = q.oneOf('permission_scope', PERMISSION_SCOPES) ?? 'OWNER';
         const visible = [...s.audiences.values()].filter(
           (a) =>
-            (scope === 'OWNED' ? a.ownerAccountId === accountId : s.grantOf(a.id, accountId) !== undefined) &&
+            (scope === 'OWNER' ? a.ownerAccountId === accountId : s.grantOf(a.id, accountId) !== undefined) &&
             (withDeleted || !a.deleted) &&
             (prefix === undefined || a.name.toLowerCase().startsWith(prefix)) &&
             (ids === undefined || ids.includes(a.id)),

@@ -76,10 +76,10 @@ interface AudienceListArgs extends AccountArgs, ListArgs {
 }
 
 const SCOPES: Readonly<Record<AudienceListArgs['scope'], readonly PermissionScope[]>> = {
-  owned: ['OWNED'],
+  owned: ['OWNER'],
   shared: ['SHARED'],
   // No documented value means both: two listings, each followed to its last page.
-  all: ['OWNED', 'SHARED'],
+  all: ['OWNER', 'SHARED'],
 };
 
 /** `--scope all` is two listings: a cursor belongs to one of them, so every page of both is read. */
