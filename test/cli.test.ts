@@ -31,7 +31,7 @@ describe('audience-kit', () => {
   it('stops on every parser error with exit 2, a fix naming the command, and nothing run', async () => {
     const file = join(FIXTURES, 'semicolon.csv');
     const cases: [string[], RegExp][] = [
-      [['hash', file, '--frob'], /Unknown argument: frob/],
+      [['hash', file, '--frob'], /unknown option --frob for hash/],
       [['hash'], /Not enough non-option arguments/],
       [['hash', file, '--format', 'xml'], /Invalid values: Argument: format/],
       [['hash', file, '--map'], /Not enough arguments following: map/],
@@ -54,6 +54,38 @@ describe('audience-kit', () => {
       expect(r.stdout).toBe('');
       expect(r.stderr).not.toMatch(/column mapping|rows read/);
     }
+  });
+
+  it('names an unknown option or command with the nearest one, before any missing required option', async () => {
+    const cases: [string[], string, string][] = [
+      [
+        ['audiences', 'delete', '--acount', '1', '--audience', '2'],
+        'error: unknown option --acount for audiences delete',
+        'fix: did you mean --account? (`audience-kit audiences delete --help` lists the options)',
+      ],
+      [['upload', 'x.csv', '--dryrun'], 'error: unknown option --dryrun for upload', 'fix: did you mean --dry-run?'],
+      [
+        ['hash', 'x.csv', '--workrs', '0', '--frob'],
+        'error: unknown options --workrs, --frob',
+        'did you mean --workers?',
+      ],
+      [['hsh', 'x.csv'], 'error: unknown command "hsh"', 'fix: did you mean `audience-kit hash`?'],
+      [
+        ['audiences', 'lst'],
+        'error: unknown command "lst" for audiences',
+        'did you mean `audience-kit audiences list`?',
+      ],
+      [['audiences', 'frob'], 'error: unknown command "frob" for audiences', 'fix: use one of: list, get, create'],
+    ];
+    for (const [args, message, fix] of cases) {
+      const r = await runCli(args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toContain(message);
+      expect(r.stderr).toContain(fix);
+    }
+    // Known options, their --no- forms and aliases are not reported; the missing one is.
+    const missing = await runCli(['do-not-reach', 'create', '--name', 'x', '--no-debug']);
+    expect(missing.stderr).toContain('error: Missing required argument: account');
   });
 
   it('prints the package version', async () => {

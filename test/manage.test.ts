@@ -228,7 +228,10 @@ describe('audiences', () => {
       ],
       [['permissions', 'list', '--account', primary(), '--audience', 'x', '--count', '5000'], /--count must be/],
       // The platform's do-not-reach listing takes only with_deleted: there is no paging to ask for.
-      [['do-not-reach', 'list', '--account', primary(), '--count', '2'], /Unknown argument: count/],
+      [
+        ['do-not-reach', 'list', '--account', primary(), '--count', '2'],
+        /unknown option --count for do-not-reach list/,
+      ],
       [
         ['audiences', 'wait', '--account', primary(), '--audience', 'x', '--timeout', 'soon'],
         /--timeout must be a duration/,
@@ -236,8 +239,11 @@ describe('audiences', () => {
       // Parser errors: missing or unknown options.
       [['audiences', 'delete', '--account', primary()], /^error: Missing required argument: audience$/m],
       [['permissions', 'grant', '--account', primary(), '--audience', 'x'], /Missing required argument: to/],
-      [['do-not-reach', 'delete', '--account', primary(), '--list', 'x', '--forse'], /Unknown argument: forse/],
-      [['auth', 'login', '--access-token', 'x'], /Unknown argument/],
+      [
+        ['do-not-reach', 'delete', '--account', primary(), '--list', 'x', '--forse'],
+        /unknown option --forse for do-not-reach delete/,
+      ],
+      [['auth', 'login', '--access-token', 'x'], /unknown option --access-token for auth login/],
     ];
     const before = requestCount();
     for (const [args, message] of cases) {

@@ -1,6 +1,7 @@
 import yargs, { type Argv, type CommandModule } from 'yargs';
 import { EXIT_CODES, VERSION } from '../internal.js';
 import { processContext, type CliContext } from './context.js';
+import { describeParseFailure, type ParseContext } from './parse-errors.js';
 import { exitCodesEpilogue, reportError, writeLine, type GlobalArgs } from './output.js';
 import { hashCommand } from './commands/hash.js';
 import { uploadCommand } from './commands/upload.js';
@@ -63,24 +64,42 @@ export function buildParser(argv: readonly string[], ctx: CliContext): Argv<Glob
         interrupted: 'interrupted',
       })}\nDocs: README.md. Every identifier is hashed on this machine before anything is sent.`,
     )
-    .fail((message, error) => {
+    .fail((message, error, usage) => {
       // Throwing is what stops yargs: a fail callback that returns lets the handler run anyway.
       // yargs reports some usage errors (an option left without its value) as a YError.
       if (error === undefined || error === null || error.name === 'YError')
-        throw new ParseFailure(message ?? error?.message ?? 'invalid command line');
+        throw new ParseFailure(message ?? error?.message ?? 'invalid command line', parseContext(parser, usage));
       throw error;
     }) as Argv<GlobalArgs>;
   for (const factory of COMMANDS) parser = parser.command(factory(ctx));
   return parser;
 }
 
-/** The first word of each command's usage (`hash <file>` -> `hash`), for pointing at its --help. */
-function commandNames(ctx: CliContext): Set<string> {
-  return new Set(COMMANDS.map((factory) => String(factory(ctx).command).split(' ')[0] ?? ''));
+/** A command line the parser refused (unknown option, missing argument, invalid choice...). */
+class ParseFailure extends Error {
+  constructor(
+    message: string,
+    readonly at: ParseContext,
+  ) {
+    super(message);
+  }
 }
 
-/** A command line the parser refused (unknown option, missing argument, invalid choice...). */
-class ParseFailure extends Error {}
+/** What the parser knew where it stopped (yargs reuses one instance for the command it entered). */
+function parseContext(parser: Argv<GlobalArgs>, usage: unknown): ParseContext {
+  // Neither method is in yargs' type declarations; both are public on the instance.
+  const y = parser as unknown as {
+    getOptions(): { key: Record<string, unknown>; alias: Record<string, string[]> };
+    getInternalMethods(): { getContext(): { commands?: string[] } };
+  };
+  const options = y.getOptions();
+  const commands = (usage as { getCommands?: () => [string, ...unknown[]][] }).getCommands?.() ?? [];
+  return {
+    commands: y.getInternalMethods().getContext().commands ?? [],
+    subcommands: commands.map((c) => c[0]),
+    options: [...Object.keys(options.key), ...Object.values(options.alias).flat()],
+  };
+}
 
 /** Run the CLI with the given arguments; resolves to the process exit code. */
 export async function main(argv: readonly string[], ctx: CliContext = processContext()): Promise<number> {
@@ -94,13 +113,9 @@ export async function main(argv: readonly string[], ctx: CliContext = processCon
     if (output !== '') writeLine(ctx.stdout, output);
   } catch (error) {
     if (!(error instanceof ParseFailure)) return reportError(ctx, error, argv.includes('--debug'));
-    const first = argv.find((a) => !a.startsWith('-'));
-    const command = first !== undefined && commandNames(ctx).has(first) ? first : undefined;
-    writeLine(ctx.stderr, `error: ${error.message.replace(/\s*\n\s*/g, ' ')}`);
-    writeLine(
-      ctx.stderr,
-      `  fix: see \`audience-kit ${command === undefined ? '' : `${command} `}--help\` for the options and examples`,
-    );
+    const problem = describeParseFailure(error.message, argv, error.at);
+    writeLine(ctx.stderr, `error: ${problem.message}`);
+    writeLine(ctx.stderr, `  fix: ${problem.fix}`);
     return EXIT_CODES.usage;
   }
   return ctx.exitCode;

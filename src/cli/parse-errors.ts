@@ -1,0 +1,96 @@
+/**
+ * What the CLI says when yargs refuses a command line. yargs checks required options before
+ * unknown ones, so `--acount 1` would be reported as a missing `--account`: the unknown option is
+ * named first here, with the nearest known one, and an unknown command with the nearest command.
+ */
+
+/** Where yargs stopped: the command path it entered and what that command knows. */
+export interface ParseContext {
+  /** Command words entered (`['audiences', 'delete']`). */
+  commands: readonly string[];
+  /** Subcommands of the last command entered (top-level commands when none). */
+  subcommands: readonly string[];
+  /** Option names and aliases of the command entered (globals included). */
+  options: readonly string[];
+}
+
+export interface ParseProblem {
+  message: string;
+  fix: string;
+}
+
+/** Levenshtein distance, for "did you mean". */
+function distance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      row.push(Math.min((prev[j] ?? 0) + 1, (row[j - 1] ?? 0) + 1, (prev[j - 1] ?? 0) + cost));
+    }
+    prev = row;
+  }
+  return prev[b.length] ?? 0;
+}
+
+/** The candidate nearest to `word`, if near enough to be a typo (a third of its letters, at least 1). */
+export function nearest(word: string, candidates: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Math.max(1, Math.floor(word.length / 3)) + 1;
+  for (const c of candidates) {
+    const d = distance(word.toLowerCase(), c.toLowerCase());
+    if (d < bestDistance) [best, bestDistance] = [c, d];
+  }
+  return best;
+}
+
+const camel = (name: string): string => name.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+
+/** The long options in `argv` (before `--`) that the command does not know, as typed. */
+export function unknownOptions(argv: readonly string[], known: readonly string[]): string[] {
+  const names = new Set(known.flatMap((k) => [k, camel(k)]));
+  const out: string[] = [];
+  for (const arg of argv) {
+    if (arg === '--') break;
+    if (!arg.startsWith('--')) continue;
+    const name = arg.slice(2).split('=')[0] ?? '';
+    if (names.has(name) || (name.startsWith('no-') && names.has(name.slice(3)))) continue;
+    out.push(name);
+  }
+  return out;
+}
+
+/** The long option names worth suggesting (yargs' camelCase copies and one-letter aliases left out). */
+const suggestable = (options: readonly string[]): string[] =>
+  options.filter((o) => o.length > 1 && !/[A-Z]/.test(o) && o !== '$0' && o !== '_');
+
+/** The message and fix for a command line yargs refused with `message`. */
+export function describeParseFailure(message: string, argv: readonly string[], at: ParseContext): ParseProblem {
+  const path = at.commands.join(' ');
+  const help = `\`audience-kit ${path === '' ? '' : `${path} `}--help\``;
+  const unknown = unknownOptions(argv, at.options);
+  if (unknown.length > 0) {
+    const first = unknown[0] as string;
+    const guess = nearest(first, suggestable(at.options));
+    const list = unknown.map((u) => `--${u}`).join(', ');
+    return {
+      message: `unknown option${unknown.length === 1 ? '' : 's'} ${list}${path === '' ? '' : ` for ${path}`}`,
+      fix: guess !== undefined ? `did you mean --${guess}? (${help} lists the options)` : `see ${help} for the options`,
+    };
+  }
+  const word = /^(?:Unknown argument: (\S+)|Did you mean \S+\?)$/.exec(message.trim());
+  const typed = word?.[1] ?? argv.filter((a) => !a.startsWith('-'))[at.commands.length];
+  if (word !== null && typed !== undefined && at.subcommands.length > 0) {
+    const names = at.subcommands.map((c) => c.split(' ')[0] ?? c);
+    const guess = nearest(typed, names);
+    const full = (name: string): string => `audience-kit ${path === '' ? '' : `${path} `}${name}`;
+    return {
+      message: `unknown command "${typed}"${path === '' ? '' : ` for ${path}`}`,
+      fix:
+        guess !== undefined
+          ? `did you mean \`${full(guess)}\`? (${help} lists the commands)`
+          : `use one of: ${names.join(', ')} (${help})`,
+    };
+  }
+  return { message: message.replace(/\s*\n\s*/g, ' '), fix: `see ${help} for the options and examples` };
+}
