@@ -168,6 +168,9 @@ function notFound(what: string, parameter: string): SandboxApiFailure {
   return new SandboxApiFailure(404, 'NOT_FOUND', `${what} not found`, parameter);
 }
 
+/** Answers a request: `ok` with the data (and paging fields), `created` for a 201. */
+type Reply = (data: unknown, extra?: Record<string, unknown>) => AdsReply;
+
 export class AdsRoutes {
   constructor(
     private readonly store: SandboxStore,
@@ -233,28 +236,8 @@ export class AdsRoutes {
     const created = (data: unknown): AdsReply => ({ ...ok(data), status: 201 });
     const s = this.store;
     switch (req.match.route.name) {
-      case 'audiences.list': {
-        const withTotal = q.bool('with_total_count', false);
-        const count = q.int('count', 1, 1000, 200);
-        const offset = q.cursor(withTotal);
-        const prefix = q.string('q', { max: NAME_MAX })?.toLowerCase();
-        const withDeleted = q.bool('with_deleted', false);
-        const ids = q.ids('custom_audience_ids', 200);
-        const scope = q.oneOf('permission_scope', PERMISSION_SCOPES) ?? 'OWNER';
-        const visible = [...s.audiences.values()].filter(
-          (a) =>
-            (scope === 'OWNER' ? a.ownerAccountId === accountId : s.grantOf(a.id, accountId) !== undefined) &&
-            (withDeleted || !a.deleted) &&
-            (prefix === undefined || a.name.toLowerCase().startsWith(prefix)) &&
-            (ids === undefined || ids.includes(a.id)),
-        );
-        sortByParam(q, visible, AUDIENCE_SORT);
-        const { data, ...rest } = pageOf(visible, offset, count, withTotal);
-        return ok(
-          data.map((a) => s.audienceView(a, accountId)),
-          rest,
-        );
-      }
+      case 'audiences.list':
+        return this.listAudiences(accountId, q, ok);
       case 'audiences.create': {
         const name = q.string('name', { required: true, max: NAME_MAX }) ?? '';
         const description = q.string('description', { max: DESCRIPTION_MAX }) ?? null;
@@ -284,61 +267,12 @@ export class AdsRoutes {
       }
       case 'permissions.list':
         return this.listPermissions(req, accountId, q, ok);
-      case 'permissions.grant': {
-        const a = this.audience(req, accountId, 'owner');
-        const granted = q.string('granted_account_id', { required: true }) ?? '';
-        const level = q.oneOf('permission_level', PERMISSION_LEVELS, { required: true }) ?? 'READ_ONLY';
-        const target = s.accounts.get(granted);
-        if (target === undefined) throw invalid('granted_account_id', `Account ${granted} does not exist`);
-        if (granted === a.ownerAccountId) throw invalid('granted_account_id', 'The owner account already has access');
-        const owner = s.accounts.get(a.ownerAccountId);
-        if (owner === undefined || owner.business !== target.business) {
-          throw invalid('granted_account_id', 'Audiences can be shared only between ad accounts of the same business');
-        }
-        const t = s.now();
-        let p = s.grantOf(a.id, granted);
-        if (p === undefined) {
-          p = {
-            id: s.newId(),
-            audienceId: a.id,
-            grantedAccountId: granted,
-            level,
-            createdAt: t,
-            updatedAt: t,
-            deleted: false,
-          };
-          s.permissions.set(p.id, p);
-        } else {
-          p.level = level;
-          p.updatedAt = t;
-        }
-        return created(s.permissionView(p, req.match.route.permissionKind ?? 'custom'));
-      }
-      case 'permissions.revoke': {
-        const kind = req.match.route.permissionKind ?? 'custom';
-        const a = this.audience(req, accountId, 'owner');
-        const param = kind === 'custom' ? 'custom_audience_permission_id' : 'tailored_audience_permission_id';
-        const id = req.match.params[param] ?? '';
-        const p = s.permissions.get(id);
-        if (p === undefined || p.audienceId !== a.id || p.deleted) throw notFound(`Permission ${id}`, param);
-        p.deleted = true;
-        p.updatedAt = s.now();
-        return ok(s.permissionView(p, kind));
-      }
-      case 'targeted': {
-        const a = this.audience(req, accountId, 'read');
-        const withActive = q.bool('with_active', true);
-        const offset = q.cursor(false);
-        const records = a.campaigns
-          .filter((c) => c.accountId === accountId)
-          .map(({ record }) => ({
-            ...record,
-            line_items: record.line_items.filter((li) => !withActive || li.servable).map((li) => ({ ...li })),
-          }))
-          .filter((r) => r.line_items.length > 0);
-        const { data, ...rest } = pageOf(records, offset, this.pageSize, false);
-        return ok(data, rest);
-      }
+      case 'permissions.grant':
+        return this.grantPermission(req, accountId, q, created);
+      case 'permissions.revoke':
+        return this.revokePermission(req, accountId, ok);
+      case 'targeted':
+        return this.listTargeted(req, accountId, q, ok);
       case 'dnr.list': {
         // The platform documents only with_deleted here (no paging: an account holds one list).
         const withDeleted = q.bool('with_deleted', false);
@@ -348,19 +282,8 @@ export class AdsRoutes {
           { next_cursor: null },
         );
       }
-      case 'dnr.create': {
-        const description = q.string('description', { max: DESCRIPTION_MAX }) ?? null;
-        q.finish(); // an unknown parameter (such as `name`) refuses the request before anything is created
-        const live = s.liveDnrList(accountId);
-        if (live !== undefined) {
-          throw new SandboxApiFailure(
-            400,
-            'INVALID_REQUEST',
-            `Account ${accountId} already has do-not-reach list ${live.id}; an account can have at most one do-not-reach list`,
-          );
-        }
-        return created(s.dnrView(s.insertDnrList(accountId, description)));
-      }
+      case 'dnr.create':
+        return this.createDnrList(accountId, q, created);
       case 'dnr.delete': {
         const d = this.dnrList(req, accountId, 'write');
         d.deleted = true;
@@ -373,12 +296,111 @@ export class AdsRoutes {
     }
   }
 
-  private listPermissions(
-    req: AdsRequest,
-    accountId: string,
-    q: QueryReader,
-    ok: (data: unknown, extra?: Record<string, unknown>) => AdsReply,
-  ): AdsReply {
+  /** GET audiences: the account's own audiences, or those shared with it (permission_scope). */
+  private listAudiences(accountId: string, q: QueryReader, ok: Reply): AdsReply {
+    const s = this.store;
+    const withTotal = q.bool('with_total_count', false);
+    const count = q.int('count', 1, 1000, 200);
+    const offset = q.cursor(withTotal);
+    const prefix = q.string('q', { max: NAME_MAX })?.toLowerCase();
+    const withDeleted = q.bool('with_deleted', false);
+    const ids = q.ids('custom_audience_ids', 200);
+    const scope = q.oneOf('permission_scope', PERMISSION_SCOPES) ?? 'OWNER';
+    const visible = [...s.audiences.values()].filter(
+      (a) =>
+        (scope === 'OWNER' ? a.ownerAccountId === accountId : s.grantOf(a.id, accountId) !== undefined) &&
+        (withDeleted || !a.deleted) &&
+        (prefix === undefined || a.name.toLowerCase().startsWith(prefix)) &&
+        (ids === undefined || ids.includes(a.id)),
+    );
+    sortByParam(q, visible, AUDIENCE_SORT);
+    const { data, ...rest } = pageOf(visible, offset, count, withTotal);
+    return ok(
+      data.map((a) => s.audienceView(a, accountId)),
+      rest,
+    );
+  }
+
+  /** Grants another account of the same business access to an audience, or changes the level of its grant. */
+  private grantPermission(req: AdsRequest, accountId: string, q: QueryReader, created: Reply): AdsReply {
+    const s = this.store;
+    const a = this.audience(req, accountId, 'owner');
+    const granted = q.string('granted_account_id', { required: true }) ?? '';
+    const level = q.oneOf('permission_level', PERMISSION_LEVELS, { required: true }) ?? 'READ_ONLY';
+    const target = s.accounts.get(granted);
+    if (target === undefined) throw invalid('granted_account_id', `Account ${granted} does not exist`);
+    if (granted === a.ownerAccountId) throw invalid('granted_account_id', 'The owner account already has access');
+    const owner = s.accounts.get(a.ownerAccountId);
+    if (owner === undefined || owner.business !== target.business) {
+      throw invalid('granted_account_id', 'Audiences can be shared only between ad accounts of the same business');
+    }
+    const t = s.now();
+    let p = s.grantOf(a.id, granted);
+    if (p === undefined) {
+      p = {
+        id: s.newId(),
+        audienceId: a.id,
+        grantedAccountId: granted,
+        level,
+        createdAt: t,
+        updatedAt: t,
+        deleted: false,
+      };
+      s.permissions.set(p.id, p);
+    } else {
+      p.level = level;
+      p.updatedAt = t;
+    }
+    return created(s.permissionView(p, req.match.route.permissionKind ?? 'custom'));
+  }
+
+  /** Revokes one grant of an audience the account owns. */
+  private revokePermission(req: AdsRequest, accountId: string, ok: Reply): AdsReply {
+    const s = this.store;
+    const kind = req.match.route.permissionKind ?? 'custom';
+    const a = this.audience(req, accountId, 'owner');
+    const param = kind === 'custom' ? 'custom_audience_permission_id' : 'tailored_audience_permission_id';
+    const id = req.match.params[param] ?? '';
+    const p = s.permissions.get(id);
+    if (p === undefined || p.audienceId !== a.id || p.deleted) throw notFound(`Permission ${id}`, param);
+    p.deleted = true;
+    p.updatedAt = s.now();
+    return ok(s.permissionView(p, kind));
+  }
+
+  /** The account's campaigns that target an audience, with their (servable, unless with_active=false) line items. */
+  private listTargeted(req: AdsRequest, accountId: string, q: QueryReader, ok: Reply): AdsReply {
+    const a = this.audience(req, accountId, 'read');
+    const withActive = q.bool('with_active', true);
+    const offset = q.cursor(false);
+    const records = a.campaigns
+      .filter((c) => c.accountId === accountId)
+      .map(({ record }) => ({
+        ...record,
+        line_items: record.line_items.filter((li) => !withActive || li.servable).map((li) => ({ ...li })),
+      }))
+      .filter((r) => r.line_items.length > 0);
+    const { data, ...rest } = pageOf(records, offset, this.pageSize, false);
+    return ok(data, rest);
+  }
+
+  /** Creates the account's do-not-reach list (an account has at most one). */
+  private createDnrList(accountId: string, q: QueryReader, created: Reply): AdsReply {
+    const s = this.store;
+    const description = q.string('description', { max: DESCRIPTION_MAX }) ?? null;
+    q.finish(); // an unknown parameter (such as `name`) refuses the request before anything is created
+    const live = s.liveDnrList(accountId);
+    if (live !== undefined) {
+      throw new SandboxApiFailure(
+        400,
+        'INVALID_REQUEST',
+        `Account ${accountId} already has do-not-reach list ${live.id}; an account can have at most one do-not-reach list`,
+      );
+    }
+    return created(s.dnrView(s.insertDnrList(accountId, description)));
+  }
+
+  private listPermissions(req: AdsRequest, accountId: string, q: QueryReader, ok: Reply): AdsReply {
     const kind = req.match.route.permissionKind ?? 'custom';
     const a = this.audience(req, accountId, 'read');
     const withTotal = q.bool('with_total_count', false);

@@ -205,6 +205,22 @@ export function checkUserBatch(body: Uint8Array, kind: BatchKind, now: number): 
 }
 
 function checkParsedBatch(body: Uint8Array, kind: BatchKind, now: number): BatchCheck {
+  const parsed = parseBatchBody(body);
+  if (!Array.isArray(parsed)) return parsed;
+  const errors: SandboxOperationError[] = [];
+  const operations: CheckedOperation[] = [];
+  let users = 0;
+  for (let index = 0; index < parsed.length && errors.length < MAX_OPERATION_ERRORS; index++) {
+    const operation = checkOperation(parsed[index], index, kind, now, errors);
+    if (operation === undefined) continue;
+    users += operation.keys.length;
+    operations.push(operation);
+  }
+  return errors.length > 0 ? failedBatch(errors) : { ok: true, operations, users };
+}
+
+/** The body's operations (a non-empty JSON array within the platform's cap), or why the request fails. */
+function parseBatchBody(body: Uint8Array): unknown[] | BatchCheck {
   let parsed: unknown;
   try {
     parsed = JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'));
@@ -221,76 +237,86 @@ function checkParsedBatch(body: Uint8Array, kind: BatchKind, now: number): Batch
       message: `A request holds at most ${MAX_OPERATIONS} operations; this one has ${parsed.length}`,
     };
   }
-  const errors: SandboxOperationError[] = [];
-  const operations: CheckedOperation[] = [];
-  let users = 0;
-  for (let index = 0; index < parsed.length && errors.length < MAX_OPERATION_ERRORS; index++) {
-    const op: unknown = parsed[index];
-    if (!isPlainObject(op)) {
-      errors.push({ index, code: 'INVALID_PARAMETER', message: 'An operation must be an object' });
-      continue;
-    }
-    const extra = Object.keys(op).find((k) => !OPERATION_KEYS.has(k));
-    if (extra !== undefined) {
-      errors.push({
-        index,
-        code: 'INVALID_PARAMETER',
-        parameter: extra.slice(0, 40),
-        message: 'Unknown operation field; allowed: operation_type, params',
-      });
-      continue;
-    }
-    const type = op['operation_type'];
-    if (type !== 'Update' && type !== 'Delete') {
-      errors.push({
-        index,
-        code: 'INVALID_PARAMETER',
-        parameter: 'operation_type',
-        message: 'operation_type must be Update or Delete',
-      });
-      continue;
-    }
-    const params = op['params'];
-    if (!isPlainObject(params)) {
-      errors.push({ index, code: 'MISSING_PARAMETER', parameter: 'params', message: 'params must be an object' });
-      continue;
-    }
-    const echo = checkParams(params, kind, now, errors, index);
-    if (echo === undefined) continue;
-    const list = params['users'];
-    if (!Array.isArray(list) || list.length === 0) {
-      errors.push({
-        index,
-        code: 'MISSING_PARAMETER',
-        parameter: 'users',
-        message: 'params.users must be a non-empty array',
-      });
-      continue;
-    }
-    const keys = new Array<number>(list.length);
-    for (let u = 0; u < list.length; u++) {
-      const problem = userProblem(list[u], kind);
-      if (problem !== undefined) {
-        errors.push({ index, user_index: u, code: 'INVALID_USER_DATA', message: problem });
-        if (errors.length >= MAX_OPERATION_ERRORS) break;
-        continue;
-      }
-      keys[u] = userKey(list[u] as Record<string, unknown>);
-    }
-    users += list.length;
-    operations.push({ type, keys, echo });
+  return parsed as unknown[];
+}
+
+/** One operation checked, or undefined with its errors pushed onto `errors`. */
+function checkOperation(
+  op: unknown,
+  index: number,
+  kind: BatchKind,
+  now: number,
+  errors: SandboxOperationError[],
+): CheckedOperation | undefined {
+  if (!isPlainObject(op)) {
+    errors.push({ index, code: 'INVALID_PARAMETER', message: 'An operation must be an object' });
+    return undefined;
   }
-  if (errors.length > 0) {
-    const first = errors[0];
-    return {
-      ok: false,
-      code: first?.code ?? 'INVALID_PARAMETER',
-      message: `${errors.length}${errors.length >= MAX_OPERATION_ERRORS ? '+' : ''} invalid item(s); see operation_errors`,
-      ...(first?.parameter === undefined ? {} : { parameter: first.parameter }),
-      operationErrors: errors,
-    };
+  const extra = Object.keys(op).find((k) => !OPERATION_KEYS.has(k));
+  if (extra !== undefined) {
+    errors.push({
+      index,
+      code: 'INVALID_PARAMETER',
+      parameter: extra.slice(0, 40),
+      message: 'Unknown operation field; allowed: operation_type, params',
+    });
+    return undefined;
   }
-  return { ok: true, operations, users };
+  const type = op['operation_type'];
+  if (type !== 'Update' && type !== 'Delete') {
+    errors.push({
+      index,
+      code: 'INVALID_PARAMETER',
+      parameter: 'operation_type',
+      message: 'operation_type must be Update or Delete',
+    });
+    return undefined;
+  }
+  const params = op['params'];
+  if (!isPlainObject(params)) {
+    errors.push({ index, code: 'MISSING_PARAMETER', parameter: 'params', message: 'params must be an object' });
+    return undefined;
+  }
+  const echo = checkParams(params, kind, now, errors, index);
+  if (echo === undefined) return undefined;
+  const list = params['users'];
+  if (!Array.isArray(list) || list.length === 0) {
+    errors.push({
+      index,
+      code: 'MISSING_PARAMETER',
+      parameter: 'users',
+      message: 'params.users must be a non-empty array',
+    });
+    return undefined;
+  }
+  return { type, keys: userKeys(list, index, kind, errors), echo };
+}
+
+/** The users' keys; an invalid user leaves a hole and an error (the batch then fails anyway). */
+function userKeys(list: unknown[], index: number, kind: BatchKind, errors: SandboxOperationError[]): number[] {
+  const keys = new Array<number>(list.length);
+  for (let u = 0; u < list.length; u++) {
+    const problem = userProblem(list[u], kind);
+    if (problem !== undefined) {
+      errors.push({ index, user_index: u, code: 'INVALID_USER_DATA', message: problem });
+      if (errors.length >= MAX_OPERATION_ERRORS) break;
+      continue;
+    }
+    keys[u] = userKey(list[u] as Record<string, unknown>);
+  }
+  return keys;
+}
+
+/** The 400 for a batch with invalid items: the first error's code and parameter, and all of them listed. */
+function failedBatch(errors: SandboxOperationError[]): BatchCheck {
+  const first = errors[0];
+  return {
+    ok: false,
+    code: first?.code ?? 'INVALID_PARAMETER',
+    message: `${errors.length}${errors.length >= MAX_OPERATION_ERRORS ? '+' : ''} invalid item(s); see operation_errors`,
+    ...(first?.parameter === undefined ? {} : { parameter: first.parameter }),
+    operationErrors: errors,
+  };
 }
 
 // --- Fast path ---------------------------------------------------------------------------------
