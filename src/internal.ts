@@ -19,5 +19,6 @@ export * from './state/journal.js';
 export * from './state/audit.js';
 export * from './util/sha256.js';
 export * from './state/lock.js';
+export * from './state/snapshot.js';
 export * from './upload/index.js';
 export { writeFileNoFollow } from './state/fs.js';

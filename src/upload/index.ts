@@ -21,3 +21,12 @@ export {
   type UnfinishedRunPolicy,
 } from './run.js';
 export * from './progress.js';
+export {
+  syncAudience,
+  MAX_REFRESH_AFTER_DAYS,
+  type SyncAudienceOptions,
+  type SyncOperationReport,
+  type SyncReport,
+  type SyncStatus,
+} from './sync.js';
+export * from './sync-plan.js';

@@ -13,7 +13,8 @@ import type { UploadItem, UploadPackedChunk, UploadUser, UploadUsers } from './t
 
 export interface ReadInputOptions {
   users: UploadUsers;
-  packer: BatchPacker;
+  /** The batch packer (sync's planner stands in for it while planning). */
+  packer: Pick<BatchPacker, 'add' | 'finish'>;
   handle: GroupHandle;
   isDnr: boolean;
   /** Set when the producer keeps no summary of its own: the reader counts. */

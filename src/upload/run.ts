@@ -118,7 +118,7 @@ export async function runUpload(o: RunUploadOptions): Promise<UploadReport> {
   }
 }
 
-async function identify(input: RunUploadOptions['input'], dryRun: boolean): Promise<RunInput | undefined> {
+export async function identify(input: RunUploadOptions['input'], dryRun: boolean): Promise<RunInput | undefined> {
   if (input === undefined || !('path' in input)) return input;
   const name = input.name ?? basename(input.path);
   const unreadable = (error: unknown): InputError =>
@@ -135,7 +135,7 @@ async function identify(input: RunUploadOptions['input'], dryRun: boolean): Prom
 }
 
 /** One GET: a mistyped id is found before the input is hashed, with a fix that can help. */
-async function checkTarget(client: AdsClient, accountId: string, target: UploadTarget): Promise<void> {
+export async function checkTarget(client: AdsClient, accountId: string, target: UploadTarget): Promise<void> {
   const dnr = 'doNotReachListId' in target;
   const id = dnr ? target.doNotReachListId : target.customAudienceId;
   const what = dnr ? `do-not-reach list ${id}` : `custom audience ${id}`;
@@ -164,7 +164,7 @@ async function checkTarget(client: AdsClient, accountId: string, target: UploadT
   }
 }
 
-function normalizeRecord(
+export function normalizeRecord(
   n: NormalizeOptions | undefined,
   mapping: ColumnMapping | undefined,
 ): Pick<AuditRunOptions, 'default_country' | 'country_column' | 'phone_format' | 'input_hashed' | 'mapping'> {
@@ -262,7 +262,7 @@ function errorCode(error: unknown): string {
 }
 
 /** The report's counts for the audit log (zeros when the run stopped before producing a report). */
-function auditCounts(c: UploadReport | undefined): AuditCounts {
+export function auditCounts(c: UploadReport | undefined): AuditCounts {
   return {
     rows: c?.rows ?? 0,
     users_sent: c?.users ?? 0,

@@ -236,4 +236,6 @@ export interface SendUsersOptions extends Omit<SendOptions, 'target'> {
   /** Built users (`line` is handed back in `onConfirmed`), hashFile chunks, or bare hashed user objects. */
   users: (AsyncIterable<UploadItem> | Iterable<UploadItem>) & PipelineExtras;
   journal?: RunJournal;
+  /** Pack without sending: the report's `batches` and `bytes` are what would be sent. */
+  dryRun?: boolean;
 }

@@ -131,7 +131,7 @@ function markComplete(o: UploadAudienceOptions, ledger: Ledger): void {
 }
 
 /** The users to pack: raw records (the `records` option) are hashed here first. */
-function hashedUsers(o: UploadAudienceOptions, isDnr: boolean): UploadUsers {
+export function hashedUsers(o: Pick<UploadAudienceOptions, 'users' | 'records'>, isDnr: boolean): UploadUsers {
   if (o.records === undefined) return o.users;
   return hashRecords(o.users as Iterable<RawRecord> | AsyncIterable<RawRecord>, {
     ...(isDnr ? { types: DO_NOT_REACH_TYPES } : {}),

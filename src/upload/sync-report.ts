@@ -1,0 +1,233 @@
+/**
+ * What a sync tells: its report (the plan, each operation's sends, the snapshot before and after)
+ * and its audit record, built from the plan and the reports of the two sendUsers calls.
+ */
+import { AudienceKitError } from '../errors.js';
+import type { HashSummary } from '../hashing/summary.js';
+import type { AuditCounts, AuditRunEnd } from '../state/audit.js';
+import type { Snapshot } from '../state/snapshot.js';
+import { asKitError, rejectRate, targetRef } from './report.js';
+import { auditCounts, type RunInput } from './run.js';
+import type { SyncPlanCounts } from './sync-plan.js';
+import type { OperationErrorReport, UploadReport, UploadStatus, UploadTarget } from './types.js';
+
+/** `refused`: a dry run of a plan that a real run refuses (too many removals, empty input). */
+export type SyncStatus = UploadStatus | 'refused';
+
+export interface SyncOperationReport {
+  /** `not_sent`: the removals were not all confirmed, so the updates were not sent. */
+  status: UploadStatus | 'not_sent';
+  users: number;
+  users_confirmed: number;
+  users_failed: number;
+  batches: number;
+  batches_confirmed: number;
+  batches_failed: number;
+  requests: number;
+  bytes: number;
+  retries: number;
+  mismatches: number;
+  rate_limit_waits: number;
+  /** Users the platform refused: input line for updates, null for removals (they are in no input). */
+  operation_errors: OperationErrorReport[];
+  operation_errors_total: number;
+}
+
+export interface SnapshotState {
+  users: number;
+  /** SHA-256 of the users' fingerprints: equal digests, equal membership. */
+  digest: string;
+}
+
+export interface SyncReport {
+  run_id: string;
+  status: SyncStatus;
+  account_id: string;
+  target: UploadReport['target'];
+  dry_run: boolean;
+  /** No snapshot existed: every user sent as Update, nothing removed. */
+  first_sync: boolean;
+  full: boolean;
+  refresh_after_days: number;
+  rows: number;
+  rows_without_identifier: number;
+  malformed_rows: number;
+  /** Distinct users of the input. */
+  users: number;
+  duplicates: number;
+  identifiers: UploadReport['identifiers'];
+  invalid_by_reason: UploadReport['invalid_by_reason'];
+  reject_rate: number;
+  adds: number;
+  removes: number;
+  refreshes: number;
+  unchanged: number;
+  delete: SyncOperationReport;
+  update: SyncOperationReport;
+  requests: number;
+  bytes: number;
+  retries: number;
+  snapshot: { before: SnapshotState; after: SnapshotState; bytes_on_disk: number };
+  started_at: string;
+  ended_at: string;
+  duration_ms: number;
+  /** Why the sync stopped early or was refused (`reportJson` serializes it). */
+  error?: AudienceKitError;
+}
+
+/** The two operations' reports, and what else stopped the sends. */
+export interface SyncSent {
+  deletes?: UploadReport;
+  updates?: UploadReport;
+  /** Users to update that were not sent (the removals did not all go through). */
+  updatesPending?: boolean;
+  error?: AudienceKitError | undefined;
+}
+
+export interface SyncPlanned {
+  counts: SyncPlanCounts;
+  summary: HashSummary;
+  firstSync: boolean;
+  runId: string;
+  startedMs: number;
+  before: SnapshotState;
+}
+
+function operationReport(r: UploadReport | undefined, notSent: boolean): SyncOperationReport {
+  return {
+    status: notSent ? 'not_sent' : (r?.status ?? 'completed'),
+    users: r?.users ?? 0,
+    users_confirmed: r?.users_confirmed ?? 0,
+    users_failed: r?.users_failed ?? 0,
+    batches: r?.batches ?? 0,
+    batches_confirmed: r?.batches_confirmed ?? 0,
+    batches_failed: r?.batches_failed ?? 0,
+    requests: r?.requests ?? 0,
+    bytes: r?.bytes ?? 0,
+    retries: r?.retries ?? 0,
+    mismatches: r?.mismatches ?? 0,
+    rate_limit_waits: r?.rate_limit_waits ?? 0,
+    operation_errors: r?.operation_errors ?? [],
+    operation_errors_total: r?.operation_errors_total ?? 0,
+  };
+}
+
+function statusOf(sent: SyncSent): UploadStatus {
+  const reports = [sent.deletes, sent.updates].filter((r) => r !== undefined);
+  const confirmed = reports.some((r) => r.users_confirmed > 0);
+  if (sent.error !== undefined) return confirmed ? 'partial' : 'failed';
+  if (reports.some((r) => r.status === 'interrupted')) return 'interrupted';
+  if (sent.updatesPending !== true && reports.every((r) => r.status === 'completed')) return 'completed';
+  return confirmed ? 'partial' : 'failed';
+}
+
+export interface SyncReportParts {
+  accountId: string;
+  target: UploadTarget;
+  dryRun: boolean;
+  full: boolean;
+  refreshAfterDays: number;
+  plan: SyncPlanned;
+  sent: SyncSent;
+  snapshot: Snapshot;
+  endedMs: number;
+  /** Overrides the status the sends give (`interrupted` while planning, `refused`). */
+  status?: SyncStatus;
+}
+
+export function buildSyncReport(p: SyncReportParts): SyncReport {
+  const { plan, sent } = p;
+  const { counts, summary } = plan;
+  const del = operationReport(sent.deletes, false);
+  const upd = operationReport(sent.updates, sent.updatesPending === true);
+  const report: SyncReport = {
+    run_id: plan.runId,
+    status: p.status ?? statusOf(sent),
+    account_id: p.accountId,
+    target: targetRef(p.target),
+    dry_run: p.dryRun,
+    first_sync: plan.firstSync,
+    full: p.full,
+    refresh_after_days: p.refreshAfterDays,
+    rows: summary.rows,
+    rows_without_identifier: summary.emptyRows,
+    malformed_rows: summary.malformed.count,
+    users: counts.users,
+    duplicates: counts.duplicates,
+    identifiers: summary.types,
+    invalid_by_reason: summary.rejects,
+    reject_rate: rejectRate(summary),
+    adds: counts.adds,
+    removes: counts.removes,
+    refreshes: counts.refreshes,
+    unchanged: counts.unchanged,
+    delete: del,
+    update: upd,
+    requests: del.requests + upd.requests,
+    bytes: del.bytes + upd.bytes,
+    retries: del.retries + upd.retries,
+    snapshot: {
+      before: plan.before,
+      after: { users: p.snapshot.count, digest: p.snapshot.digest },
+      bytes_on_disk: p.snapshot.bytesOnDisk,
+    },
+    started_at: new Date(plan.startedMs).toISOString(),
+    ended_at: new Date(p.endedMs).toISOString(),
+    duration_ms: p.endedMs - plan.startedMs,
+  };
+  const error = sent.error ?? sent.deletes?.error ?? sent.updates?.error;
+  if (error !== undefined) report.error = error;
+  return report;
+}
+
+/** The two operations' audit counts added up, with the input's counts from the plan. */
+function syncCounts(plan: SyncPlanned, sent: SyncSent | undefined): AuditCounts {
+  const d = auditCounts(sent?.deletes);
+  const u = auditCounts(sent?.updates);
+  const sum = Object.fromEntries(
+    Object.keys(d).map((k) => [k, (d[k as keyof AuditCounts] ?? 0) + (u[k as keyof AuditCounts] ?? 0)]),
+  ) as unknown as AuditCounts;
+  return {
+    ...sum,
+    rows: plan.summary.rows,
+    duplicates: plan.counts.duplicates,
+    rows_without_identifier: plan.summary.emptyRows,
+  };
+}
+
+export interface SyncAuditEnd {
+  plan: SyncPlanned;
+  input: RunInput | undefined;
+  report?: SyncReport | undefined;
+  sent?: SyncSent | undefined;
+  thrown: unknown;
+  after: SnapshotState;
+}
+
+export function syncAuditEnd(a: SyncAuditEnd): AuditRunEnd {
+  const now = new Date();
+  const { plan, report } = a;
+  const error = report === undefined ? asKitError(a.thrown).code : report.error?.code;
+  return {
+    event: 'run_end',
+    run_id: plan.runId,
+    at: report?.ended_at ?? now.toISOString(),
+    started_at: new Date(plan.startedMs).toISOString(),
+    duration_ms: report?.duration_ms ?? now.getTime() - plan.startedMs,
+    outcome: report === undefined || report.status === 'refused' ? 'failed' : report.status,
+    input: { name: a.input?.name ?? 'users', rows: plan.summary.rows, sha256: a.input?.sha256 ?? null },
+    counts: syncCounts(plan, a.sent),
+    sync: {
+      adds: plan.counts.adds,
+      removes: plan.counts.removes,
+      refreshes: plan.counts.refreshes,
+      unchanged: plan.counts.unchanged,
+      removes_confirmed: a.sent?.deletes?.users_confirmed ?? 0,
+      updates_confirmed: a.sent?.updates?.users_confirmed ?? 0,
+      first_sync: plan.firstSync,
+      snapshot_before: plan.before,
+      snapshot_after: a.after,
+    },
+    ...(error === undefined ? {} : { error }),
+  };
+}

@@ -1,0 +1,373 @@
+/**
+ * `syncAudience()`: make the users this tool has confirmed on a target exactly the users of the
+ * input, sending only what changed. One more caller of the upload engine (sendUsers), the run's
+ * target check and the audit log; the target's snapshot (state/snapshot.ts) is its journal.
+ *
+ * 1. Under the target's lock, the snapshot is opened (committing what a killed sync left).
+ * 2. The input is read and hashed like an upload's and each user is classified against the
+ *    snapshot (sync-plan.ts); the users to send wait in a spool (sync-input.ts).
+ * 3. The plan is checked (empty input, removal cap) before anything is sent.
+ * 4. The removals go as `Delete` with the objects the snapshot kept, all confirmed before the
+ *    adds and refreshes go as `Update`; each confirmed batch is recorded in the snapshot as it
+ *    is confirmed, and the snapshot is committed at the end (or by the next open).
+ */
+import { z } from 'zod';
+import { ConfigError, EnvironmentError } from '../errors.js';
+import { createHashSummary } from '../hashing/summary.js';
+import type { HashRecordsOptions } from '../hashing/pipeline.js';
+import type { ColumnMapping } from '../identifiers/mapping.js';
+import type { NormalizeOptions } from '../identifiers/normalize.js';
+import { appendAuditRecord, newRunId, type AuditRunStart } from '../state/audit.js';
+import { ensureDir } from '../state/fs.js';
+import { acquireFileLock } from '../state/lock.js';
+import { Snapshot, snapshotDir } from '../state/snapshot.js';
+import { VERSION } from '../version.js';
+import { readInput, type ReadResult } from './input.js';
+import { resolveSendOptions } from './options.js';
+import { resolveBatchLimits } from './plan.js';
+import { asKitError, targetRef } from './report.js';
+import { checkTarget, identify, normalizeRecord, type RunInput } from './run.js';
+import { InFlight, PlanCollector, snapshotUsers, Spool } from './sync-input.js';
+import {
+  checkSyncPlan,
+  DEFAULT_REFRESH_AFTER_DAYS,
+  parseRemovalCap,
+  SyncPlanner,
+  type RemovalCap,
+  type SyncPlanCounts,
+} from './sync-plan.js';
+import {
+  buildSyncReport,
+  syncAuditEnd,
+  type SyncPlanned,
+  type SyncReport,
+  type SyncSent,
+  type SyncStatus,
+} from './sync-report.js';
+import type { SendOptions, UploadUsers } from './types.js';
+import { hashedUsers, sendUsers } from './upload.js';
+
+export type { SyncReport, SyncOperationReport, SyncStatus } from './sync-report.js';
+
+/** Memberships expire 13 months after an upload: a refresh window must be shorter. */
+export const MAX_REFRESH_AFTER_DAYS = 390;
+
+export interface SyncAudienceOptions extends SendOptions {
+  /** The whole export: every form `uploadAudience` takes (with `records`, raw records). */
+  users: UploadUsers;
+  records?: HashRecordsOptions;
+  /** Where the target's snapshot lives (`<stateDir>/snapshots/`). */
+  stateDir: string;
+  /** Audit log (e.g. defaultAuditLogPath(stateDir)); none when omitted or on a dry run. */
+  auditLog?: string;
+  /** Send every user of the input as `Update`, not only the new ones. */
+  full?: boolean;
+  /** Re-send users last confirmed longer ago than this (default 180, at most 390). */
+  refreshAfterDays?: number;
+  /** Most users a sync may remove: a number, or a share of the snapshot such as `'10%'` (the default). */
+  maxRemovals?: number | string;
+  /** An input without a valid user may empty the target. */
+  allowEmpty?: boolean;
+  /** Plan only: nothing is sent, the snapshot is not changed (no client needed). */
+  dryRun?: boolean;
+  /** Read the target back before the input is read (default true). */
+  checkTarget?: boolean;
+  runId?: string;
+  /** The input's identity, for the audit record (with `path` it is measured and fingerprinted). */
+  input?: RunInput | { path: string; name?: string };
+  /** The options the users were hashed with, for the audit record. */
+  normalize?: NormalizeOptions;
+  /** Recorded in the audit record. */
+  sandbox?: boolean;
+  /** `planned` once the plan is known and accepted, then `removing` and `updating` as they start. */
+  onPhase?: (phase: 'planned' | 'removing' | 'updating', plan: SyncPlanCounts) => void;
+}
+
+interface Settings {
+  dryRun: boolean;
+  full: boolean;
+  refreshAfterDays: number;
+  maxRemovals: RemovalCap;
+  allowEmpty: boolean;
+  now: () => number;
+}
+
+const refreshSchema = z.number().positive().max(MAX_REFRESH_AFTER_DAYS);
+
+function resolveSettings(o: SyncAudienceOptions): Settings {
+  resolveBatchLimits(o.limits);
+  resolveSendOptions(o);
+  const dryRun = o.dryRun === true;
+  if (!dryRun && o.client === undefined) {
+    throw new ConfigError('missing_client', 'syncAudience needs a client unless dryRun is set', {
+      fix: 'pass client: createClient({...})',
+    });
+  }
+  const refreshAfterDays = o.refreshAfterDays ?? DEFAULT_REFRESH_AFTER_DAYS;
+  if (!refreshSchema.safeParse(refreshAfterDays).success) {
+    throw new ConfigError(
+      'invalid_option',
+      `refreshAfterDays must be a number of days above 0 and at most ${MAX_REFRESH_AFTER_DAYS}, got ${String(refreshAfterDays)}`,
+      {
+        fix: `memberships expire 13 months after an upload: pass at most ${MAX_REFRESH_AFTER_DAYS}, or omit it for 180`,
+      },
+    );
+  }
+  return {
+    dryRun,
+    full: o.full === true,
+    refreshAfterDays,
+    maxRemovals: parseRemovalCap(o.maxRemovals),
+    allowEmpty: o.allowEmpty === true,
+    now: o.clock === undefined ? Date.now : () => o.clock?.now() ?? Date.now(),
+  };
+}
+
+/** Sync a custom audience or do-not-reach list to the input; returns the report. */
+export async function syncAudience(o: SyncAudienceOptions): Promise<SyncReport> {
+  const settings = resolveSettings(o);
+  if (!settings.dryRun && o.client !== undefined && o.checkTarget !== false)
+    await checkTarget(o.client, o.accountId, o.target);
+  const input = await identify(o.input, settings.dryRun);
+  const ref = targetRef(o.target);
+  const dir = snapshotDir(o.stateDir, { accountId: o.accountId, kind: ref.kind, id: ref.id });
+  const release = await lockTarget(dir);
+  try {
+    const snapshot = Snapshot.open(dir, { now: settings.now });
+    try {
+      return await syncWith(o, settings, snapshot, input);
+    } finally {
+      snapshot.close();
+    }
+  } finally {
+    release();
+  }
+}
+
+/** One sync per target: a second one is refused at once, naming the holder. */
+async function lockTarget(dir: string): Promise<() => void> {
+  ensureDir(dir.slice(0, dir.lastIndexOf('/')));
+  return acquireFileLock(`${dir}.lock`, { timeoutMs: 0 }).catch((error: unknown) => {
+    if (!(error instanceof EnvironmentError) || error.code !== 'file_locked') throw error;
+    throw new ConfigError('sync_in_progress', `another sync of this target is running (${error.message})`, {
+      fix: 'wait for it to finish (or stop it), then run the sync again',
+      cause: error,
+    });
+  });
+}
+
+/** What planning produced. */
+interface SyncPlan extends SyncPlanned {
+  planner: SyncPlanner;
+  read: ReadResult;
+  spool: Spool;
+}
+
+async function syncWith(
+  o: SyncAudienceOptions,
+  s: Settings,
+  snapshot: Snapshot,
+  input: RunInput | undefined,
+): Promise<SyncReport> {
+  const runId = o.runId ?? newRunId();
+  const spool = new Spool(snapshot.dir, runId);
+  try {
+    const plan = await planSync(o, s, snapshot, spool, runId);
+    const finish = (sent: SyncSent, status?: SyncStatus): SyncReport =>
+      buildSyncReport({
+        accountId: o.accountId,
+        target: o.target,
+        dryRun: s.dryRun,
+        full: s.full,
+        refreshAfterDays: s.refreshAfterDays,
+        plan,
+        sent,
+        snapshot,
+        endedMs: s.now(),
+        ...(status === undefined ? {} : { status }),
+      });
+    // Nothing sent yet: a failure to read the input is thrown, an interrupt reported.
+    if (plan.read.error !== undefined) throw plan.read.error;
+    if (plan.read.interrupted) return finish({}, 'interrupted');
+    let refusal: ConfigError | undefined;
+    try {
+      checkSyncPlan(plan.counts, s);
+    } catch (error) {
+      if (!(error instanceof ConfigError) || !s.dryRun) throw error;
+      refusal = error;
+    }
+    if (s.dryRun) return finish({ ...(await dryRunSends(o, plan, snapshot)), error: refusal }, refusal && 'refused');
+    o.onPhase?.('planned', plan.counts);
+    return await audited(o, plan, input, snapshot, async () => {
+      const sent = await send(o, s, plan, snapshot);
+      return { report: finish(sent), sent };
+    });
+  } finally {
+    spool.remove();
+  }
+}
+
+async function planSync(
+  o: SyncAudienceOptions,
+  s: Settings,
+  snapshot: Snapshot,
+  spool: Spool,
+  runId: string,
+): Promise<SyncPlan> {
+  const startedMs = s.now();
+  const isDnr = 'doNotReachListId' in o.target;
+  const source = hashedUsers(o, isDnr);
+  const ownSummary = source.summary === undefined ? createHashSummary() : undefined;
+  const staleBefore = Math.floor(startedMs / 1000) - Math.round(s.refreshAfterDays * 86_400);
+  const planner = new SyncPlanner(snapshot.keys(staleBefore), { full: s.full });
+  const collector = new PlanCollector(planner, spool);
+  const read = await readInput({
+    users: source,
+    packer: collector,
+    handle: collector.handle,
+    isDnr,
+    ownSummary,
+    signal: o.signal,
+    onPacked: () => Promise.resolve(),
+    onItem: () => undefined,
+    stopped: () => false,
+  });
+  return {
+    planner,
+    counts: planner.counts,
+    summary: source.summary ?? ownSummary ?? createHashSummary(),
+    read,
+    spool,
+    firstSync: !snapshot.existed,
+    runId,
+    startedMs,
+    before: { users: snapshot.count, digest: snapshot.digest },
+  };
+}
+
+/** The sending options of both operations: the caller's, with what sync decides. */
+function sendOptions(o: SyncAudienceOptions, signal: AbortSignal | undefined): Omit<SendOptions, 'onConfirmed'> {
+  const { client, accountId, target, limits, concurrency, maxRetries, retryBaseMs, clock, random } = o;
+  const given = { client, limits, concurrency, maxRetries, retryBaseMs, clock, random, signal };
+  const set = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined));
+  // Users are sent once already (the plan deduplicates): no second set of fingerprints.
+  return { ...set, accountId, target, dedupe: false };
+}
+
+/** A dry run: the requests and bytes each operation would take (packed, not sent). */
+async function dryRunSends(o: SyncAudienceOptions, plan: SyncPlan, snapshot: Snapshot): Promise<SyncSent> {
+  const { client: _client, ...base } = sendOptions(o, o.signal);
+  const deletes = await sendUsers({
+    ...base,
+    dryRun: true,
+    operationType: 'Delete',
+    users: new InFlight().chunks(snapshotUsers(snapshot, plan.planner.seen)),
+  });
+  const updates = await sendUsers({
+    ...base,
+    dryRun: true,
+    operationType: 'Update',
+    users: new InFlight().chunks(plan.spool.chunks()),
+  });
+  return { deletes, updates };
+}
+
+/**
+ * Deletes, confirmed, then Updates; each confirmed batch recorded in the snapshot. A snapshot
+ * that cannot be written (disk full) stops the sending: a confirmation must not be lost.
+ */
+async function send(o: SyncAudienceOptions, s: Settings, plan: SyncPlan, snapshot: Snapshot): Promise<SyncSent> {
+  const stop = new AbortController();
+  const signal = o.signal === undefined ? stop.signal : AbortSignal.any([o.signal, stop.signal]);
+  const sent: SyncSent = {};
+  const record = (write: () => void): void => {
+    try {
+      write();
+    } catch (error) {
+      sent.error ??= asKitError(error);
+      stop.abort();
+    }
+  };
+  const base = sendOptions(o, signal);
+  const removed = new InFlight();
+  if (plan.counts.removes > 0) {
+    o.onPhase?.('removing', plan.counts);
+    sent.deletes = await sendUsers({
+      ...base,
+      operationType: 'Delete',
+      users: removed.chunks(snapshotUsers(snapshot, plan.planner.seen)),
+      onConfirmed: (b) => record(() => snapshot.recordDeletes(removed.take(b.lines), s.now())),
+    });
+  }
+  const deletesDone = sent.error === undefined && (sent.deletes === undefined || sent.deletes.status === 'completed');
+  if (plan.spool.count > 0 && deletesDone) {
+    o.onPhase?.('updating', plan.counts);
+    const updated = new InFlight();
+    sent.updates = await sendUsers({
+      ...base,
+      operationType: 'Update',
+      users: updated.chunks(plan.spool.chunks()),
+      onConfirmed: (b) => record(() => snapshot.recordUpdates(updated.take(b.lines), s.now())),
+    });
+    // Refused users are reported by input line, not by their place in the send order.
+    for (const e of sent.updates.operation_errors) if (e.line !== null) e.line = updated.lineOf(e.line);
+  }
+  for (const e of sent.deletes?.operation_errors ?? []) e.line = null;
+  sent.updatesPending = plan.spool.count > 0 && sent.updates === undefined;
+  record(() => snapshot.commit());
+  return sent;
+}
+
+/** The audit log's run_start and run_end records around the sends. */
+async function audited(
+  o: SyncAudienceOptions,
+  plan: SyncPlan,
+  input: RunInput | undefined,
+  snapshot: Snapshot,
+  run: () => Promise<{ report: SyncReport; sent: SyncSent }>,
+): Promise<SyncReport> {
+  const audit = o.auditLog;
+  if (audit !== undefined) await appendAuditRecord(audit, startRecord(o, plan, input));
+  let done: { report: SyncReport; sent: SyncSent } | undefined;
+  let thrown: unknown;
+  try {
+    done = await run();
+    return done.report;
+  } catch (error) {
+    thrown = error;
+    throw error;
+  } finally {
+    if (audit !== undefined) {
+      const after = { users: snapshot.count, digest: snapshot.digest };
+      const end = appendAuditRecord(audit, syncAuditEnd({ plan, input, ...done, thrown, after }));
+      // The sync's own error is the one to report, even when the audit log fails too.
+      if (thrown !== undefined) await end.catch(() => undefined);
+      else await end;
+    }
+  }
+}
+
+function startRecord(o: SyncAudienceOptions, plan: SyncPlan, input: RunInput | undefined): AuditRunStart {
+  const limits = resolveBatchLimits(o.limits);
+  return {
+    event: 'run_start',
+    run_id: plan.runId,
+    at: new Date().toISOString(),
+    tool_version: VERSION,
+    account_id: o.accountId,
+    target: targetRef(o.target),
+    operation: 'sync',
+    input: input ?? { name: 'users', size: null, sha256: null },
+    options: {
+      ...normalizeRecord(o.normalize, (o.users as { mapping?: ColumnMapping }).mapping),
+      effective_at: null,
+      expires_at: null,
+      max_body_bytes: limits.maxBodyBytes,
+      max_operations: limits.maxOperations,
+      max_users_per_operation: limits.maxUsersPerOperation,
+    },
+    resumed: false,
+    sandbox: o.sandbox === true,
+    snapshot_before: plan.before,
+  };
+}

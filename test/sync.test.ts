@@ -1,0 +1,222 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createClient, type AdsClient } from '../src/api/index.js';
+import type { RawRecord } from '../src/hashing/pipeline.js';
+import { startSandbox, type Sandbox, type SandboxOptions } from '../src/sandbox/index.js';
+import { acquireFileLock } from '../src/state/lock.js';
+import { snapshotDir } from '../src/state/snapshot.js';
+import { verifyAuditLog } from '../src/state/audit.js';
+import { reportJson, syncAudience, uploadAudience, type SyncAudienceOptions } from '../src/upload/index.js';
+import { tempDir } from './helpers/temp.js';
+
+const DAY = 86_400_000;
+
+let open: { sandbox: Sandbox; client: AdsClient }[] = [];
+afterEach(async () => {
+  for (const o of open) {
+    await o.client.close();
+    await o.sandbox.close();
+  }
+  open = [];
+});
+
+async function setup(opts: SandboxOptions = {}) {
+  const sandbox = await startSandbox({ seed: 11, ...opts });
+  const client = createClient({
+    adsBaseUrl: sandbox.adsBaseUrl,
+    credentials: sandbox.credentials,
+    clock: { now: () => Date.now(), sleep: async () => {} },
+    retry: { baseMs: 1, maxMs: 2 },
+    maxAttempts: 6,
+  });
+  open.push({ sandbox, client });
+  const audienceId = sandbox.state.createCustomAudience(sandbox.accounts.primary, 'sync').id;
+  return { sandbox, client, audienceId, stateDir: tempDir('ak-sync-') };
+}
+
+/** Customer i as a CRM row; `phoneVersion` changes the phone (same email). */
+function customer(i: number, phoneVersion = 0): RawRecord {
+  return {
+    email: `customer.${i}@example.com`,
+    phone: `+1 415 555 ${String(1000 + i + phoneVersion * 5000).padStart(4, '0')}`,
+  };
+}
+const customers = (ids: number[]): RawRecord[] => ids.map((i) => customer(i));
+const range = (from: number, to: number): number[] => Array.from({ length: to - from }, (_, k) => from + k);
+
+/** The user keys the sandbox holds for an audience (its internal set, read for the comparison). */
+function members(sandbox: Sandbox, audienceId: string): number[] {
+  const store = sandbox.state as unknown as { audiences: Map<string, { users: { slots: Float64Array } }> };
+  const slots = store.audiences.get(audienceId)?.users.slots ?? new Float64Array();
+  return [...slots].filter((k) => k >= 0).sort((a, b) => a - b);
+}
+
+/** What a plain upload of `rows` to a fresh audience holds: what the synced audience must equal. */
+async function expected(t: Awaited<ReturnType<typeof setup>>, rows: RawRecord[]): Promise<number[]> {
+  const id = t.sandbox.state.createCustomAudience(t.sandbox.accounts.primary, 'reference').id;
+  const r = await uploadAudience({
+    client: t.client,
+    accountId: t.sandbox.accounts.primary,
+    target: { customAudienceId: id },
+    users: rows,
+    records: { defaultCountry: 'US' },
+  });
+  expect(r.status).toBe('completed');
+  return members(t.sandbox, id);
+}
+
+function userPosts(sandbox: Sandbox, audienceId: string): number {
+  return sandbox.state.requests.filter((r) => r.method === 'POST' && r.path.endsWith(`/${audienceId}/users`)).length;
+}
+
+function syncOf(t: Awaited<ReturnType<typeof setup>>, rows: RawRecord[], extra: Partial<SyncAudienceOptions> = {}) {
+  return syncAudience({
+    client: t.client,
+    accountId: t.sandbox.accounts.primary,
+    target: { customAudienceId: t.audienceId },
+    users: rows,
+    records: { defaultCountry: 'US' },
+    stateDir: t.stateDir,
+    auditLog: join(t.stateDir, 'audit.jsonl'),
+    limits: { maxBodyBytes: 20_000 },
+    retryBaseMs: 1,
+    ...extra,
+  });
+}
+
+describe('syncAudience', () => {
+  it('keeps the audience equal to the latest export through a series of syncs', async () => {
+    const t = await setup();
+    const first = await syncOf(t, customers(range(0, 200)));
+    expect(first).toMatchObject({ status: 'completed', first_sync: true, adds: 200, removes: 0 });
+    expect(first.update.users_confirmed).toBe(200);
+    expect(first.delete.requests).toBe(0);
+    expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, customers(range(0, 200))));
+
+    // 10 left, 15 joined, 5 changed phone, and a few rows repeated.
+    const next = [
+      ...customers(range(10, 195)),
+      ...range(195, 200).map((i) => customer(i, 1)),
+      ...customers(range(200, 215)),
+      ...customers([20, 21, 22]),
+    ];
+    const second = await syncOf(t, next);
+    expect(second).toMatchObject({
+      status: 'completed',
+      first_sync: false,
+      adds: 20,
+      removes: 15,
+      refreshes: 0,
+      unchanged: 185,
+      duplicates: 3,
+      users: 205,
+    });
+    expect(second.delete).toMatchObject({ users: 15, users_confirmed: 15, status: 'completed' });
+    expect(second.update).toMatchObject({ users: 20, users_confirmed: 20, status: 'completed' });
+    expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, next));
+    expect(second.snapshot.after.users).toBe(205);
+
+    // Unchanged: nothing sent.
+    const posts = userPosts(t.sandbox, t.audienceId);
+    const same = await syncOf(t, next);
+    expect(same).toMatchObject({ status: 'completed', requests: 0, unchanged: 205 });
+    expect(same.snapshot.after.digest).toBe(second.snapshot.after.digest);
+    expect(userPosts(t.sandbox, t.audienceId)).toBe(posts);
+
+    // After the refresh window every user is sent again (an injected clock, 181 days on).
+    const later = { now: () => Date.now() + 181 * DAY, sleep: async () => {} };
+    const refreshed = await syncOf(t, next, { clock: later });
+    expect(refreshed).toMatchObject({ status: 'completed', refreshes: 205, adds: 0, removes: 0 });
+    expect(refreshed.update.users_confirmed).toBe(205);
+    expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, next));
+
+    const audit = verifyAuditLog(join(t.stateDir, 'audit.jsonl'));
+    expect(audit).toMatchObject({ ok: true, records: 8 });
+    const ends = readFileSync(join(t.stateDir, 'audit.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { event: string; sync?: { removes_confirmed: number } });
+    expect(ends.filter((r) => r.event === 'run_end').map((r) => r.sync?.removes_confirmed)).toEqual([0, 15, 0, 0]);
+  });
+
+  it('refuses an empty input and a removal above the cap before sending anything', async () => {
+    const t = await setup();
+    await syncOf(t, customers(range(0, 100)));
+    const posts = userPosts(t.sandbox, t.audienceId);
+    await expect(syncOf(t, [{ email: 'not an email' }])).rejects.toMatchObject({ code: 'sync_empty_input' });
+    await expect(syncOf(t, customers(range(0, 80)))).rejects.toMatchObject({
+      code: 'sync_too_many_removals',
+      message: expect.stringMatching(/remove 20 of 100 users/) as unknown,
+    });
+    expect(userPosts(t.sandbox, t.audienceId)).toBe(posts);
+    // A dry run shows the refused plan, with what the sends would take.
+    const dry = await syncOf(t, customers(range(0, 80)), { dryRun: true });
+    expect(dry).toMatchObject({ status: 'refused', removes: 20, dry_run: true });
+    expect(dry.error?.code).toBe('sync_too_many_removals');
+    expect(dry.delete.batches).toBeGreaterThan(0);
+    expect(userPosts(t.sandbox, t.audienceId)).toBe(posts);
+    const allowed = await syncOf(t, customers(range(0, 80)), { maxRemovals: 20 });
+    expect(allowed).toMatchObject({ status: 'completed', removes: 20 });
+    const emptied = await syncOf(t, [], { allowEmpty: true, maxRemovals: '100%' });
+    expect(emptied).toMatchObject({ status: 'completed', removes: 80 });
+    expect(t.sandbox.state.audienceSize(t.audienceId)).toBe(0);
+  });
+
+  it('refuses a second sync of the same target while one holds its lock', async () => {
+    const t = await setup();
+    const dir = snapshotDir(t.stateDir, {
+      accountId: t.sandbox.accounts.primary,
+      kind: 'custom_audience',
+      id: t.audienceId,
+    });
+    await syncOf(t, customers(range(0, 5)));
+    const release = await acquireFileLock(`${dir}.lock`);
+    try {
+      await expect(syncOf(t, customers(range(0, 6)))).rejects.toMatchObject({
+        code: 'sync_in_progress',
+        message: expect.stringMatching(new RegExp(`pid ${process.pid}`)) as unknown,
+      });
+    } finally {
+      release();
+    }
+  });
+
+  it('converges through 503, 429, count mismatches and dropped connections', async () => {
+    const t = await setup({ faults: '503=1@2,429@4,mismatch@6,drop@8,503=1@12' });
+    const a = customers(range(0, 300));
+    const b = [...customers(range(30, 300)), ...customers(range(300, 340))];
+    let retries = 0;
+    for (const rows of [a, b]) {
+      const small = { limits: { maxBodyBytes: 4000 } };
+      let report = await syncOf(t, rows, small);
+      retries += report.retries;
+      // A batch the platform kept failing is left for the next run, which sends only what is missing.
+      for (let i = 0; report.status !== 'completed' && i < 3; i++) report = await syncOf(t, rows, small);
+      expect(report.status).toBe('completed');
+      expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, rows));
+    }
+    expect(retries).toBeGreaterThanOrEqual(4);
+  });
+
+  it('keeps raw identifiers out of the snapshot, the audit log and the report', async () => {
+    const t = await setup();
+    const rows = customers(range(0, 50));
+    await syncOf(t, rows);
+    const report = await syncOf(t, customers(range(5, 55)));
+    const texts: string[] = [
+      JSON.stringify(reportJson(report as never)),
+      readFileSync(join(t.stateDir, 'audit.jsonl'), 'latin1'),
+    ];
+    const walk = (dir: string): void => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        const p = join(dir, e.name);
+        if (e.isDirectory()) walk(p);
+        else texts.push(readFileSync(p, 'latin1'));
+      }
+    };
+    walk(t.stateDir);
+    const raw = customers(range(0, 55)).flatMap((r) => [String(r.email), String(r.phone).replaceAll(' ', '')]);
+    for (const text of texts) for (const v of raw) expect(text.includes(v)).toBe(false);
+  });
+});
