@@ -183,6 +183,50 @@ describe('full disk during an upload', () => {
     expect(batchPosts() - postsBefore).toBe(3);
     expect(report.requests).toBe(3);
   });
+
+  it('the end-of-input record failing with batches in flight: they settle, the report says why, a resume completes', async () => {
+    const audienceId = sandbox.state.createCustomAudience(sandbox.accounts.primary, 'full-disk-end').id;
+    const dir = newDir();
+    const key: JournalKey = {
+      input: { name: 'crm.csv', size: 10, sha256: '9'.repeat(64) },
+      accountId: sandbox.accounts.primary,
+      target: { kind: 'custom_audience', id: audienceId },
+      options: {},
+    };
+    const run = async (mode: 'new' | 'resume'): Promise<Awaited<ReturnType<typeof uploadAudience>>> => {
+      const journal = await RunJournal.open(dir, key, { mode, runId: mode });
+      try {
+        return await uploadAudience({
+          client,
+          accountId: sandbox.accounts.primary,
+          target: { customAudienceId: audienceId },
+          users: users(2000),
+          limits: { maxBodyBytes: 20_000 },
+          concurrency: 4,
+          journal,
+          clock: { now: () => Date.now(), sleep: async () => {} },
+        });
+      } finally {
+        journal.close();
+      }
+    };
+    const postsBefore = batchPosts();
+    stateFs.writeSync = (fd, buffer, offset, length) => {
+      if (Buffer.from(buffer).includes('"input_end"')) throw Object.assign(new Error('ENOSPC'), { code: 'ENOSPC' });
+      return realWrite(fd, buffer, offset, length);
+    };
+    const first = await run('new');
+    stateFs.writeSync = realWrite;
+    expect(first.error).toMatchObject({ code: 'disk_full' });
+    expect(first.status).toBe('partial');
+    expect(first.unrecorded_batches).toEqual([]);
+    // Every batch packed was sent once and confirmed (none was left in flight when the run returned).
+    expect(first.batches_confirmed).toBe(batchPosts() - postsBefore);
+    expect(first.users_confirmed).toBe(2000);
+    const resumed = await run('resume');
+    expect(resumed).toMatchObject({ status: 'completed', batches_skipped: first.batches_confirmed, requests: 0 });
+    expect(sandbox.state.audienceSize(audienceId)).toBe(2000);
+  });
 });
 
 async function cli(

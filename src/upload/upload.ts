@@ -109,22 +109,26 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
     onItem: () => progress(false),
     stopped: () => ledger.stopped,
   });
-  if (read.ended && !dryRun) o.journal?.recordInputEnd(packer.stats.batches);
+  if (read.ended && !dryRun) journalWrite(ledger, () => o.journal?.recordInputEnd(packer.stats.batches));
   await engine?.drain();
   // Once sending has started, a failure still gets a report (with the counts so far and the error).
   if (read.error !== undefined && ledger.tally.requests === 0 && ledger.skipped === 0) throw read.error;
   if (read.error !== undefined) ledger.stop(read.error);
 
-  if (!dryRun && statusOf(read, ledger) === 'completed') markComplete(o, ledger);
+  if (!dryRun && statusOf(read, ledger) === 'completed') journalWrite(ledger, () => o.journal?.markComplete());
   const status = statusOf(read, ledger);
   const report = buildReport(books, status, clock.now());
   progress(true);
   return report;
 }
 
-function markComplete(o: UploadAudienceOptions, ledger: Ledger): void {
+/**
+ * A journal record that fails once sending may have started (disk full) stops the run, like an
+ * unrecordable confirmation: batches in flight still settle and the report says why.
+ */
+function journalWrite(ledger: Ledger, write: () => void): void {
   try {
-    o.journal?.markComplete();
+    write();
   } catch (error) {
     ledger.stop(error);
   }

@@ -4,13 +4,13 @@
 // that process's maxRSS, workers included) beside a peer in the same run:
 //
 // - a line of N MB against a normal email file of the same N MB (rows of `userK@example.com`),
-//   both hashed by hashCsv with 2 workers: time and RSS ratios, and seconds per MB from the
+//   both through `audience-kit hash - --workers 2`: time and RSS ratios, and seconds per MB from the
 //   smallest to the largest size (1.0 = linear);
 // - the 10 GB gzip against only inflating the same stream (hashing 10 GB of rows would take an
 //   hour): the reader's cost on top of gunzip, and peak RSS within the documented 256 MB.
 //
 //   options: --gzip-gb N (default 10; 0 skips it), --line-mb A,B (default 100,200)
-import { Readable } from 'node:stream';
+import { PassThrough, Readable, Writable } from 'node:stream';
 import { constants, createGunzip, gzipSync } from 'node:zlib';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -50,7 +50,11 @@ function* oneLine(size, gzip) {
   yield gzip ? gzipSync(tail) : tail;
 }
 
-/** Child process: one kind of input, hashed (or only inflated: `inflate`); prints its summary. */
+/**
+ * Child process: one kind of input through `audience-kit hash - --json` (the CLI's entry run
+ * in-process with the generated stream as its stdin, digests to /dev/null), or only inflated
+ * (`inflate`); prints the summary.
+ */
 async function child(kind, size) {
   if (kind === 'inflate') {
     let n = 0;
@@ -58,11 +62,22 @@ async function child(kind, size) {
     process.stdout.write(JSON.stringify({ bytes: n }));
     return;
   }
-  const input = Readable.from(kind === 'normal' ? normalRows(size) : oneLine(size, kind === 'gzip'));
-  const { hashCsv } = await import(`${ROOT}dist/internal.js`);
-  const run = await hashCsv(input, { workers: 2 });
-  for await (const chunk of run) void chunk;
-  process.stdout.write(JSON.stringify({ users: run.summary.users, malformed: run.summary.malformed }));
+  const { main } = await import(`${ROOT}dist/cli/main.js`);
+  const { processContext } = await import(`${ROOT}dist/cli/context.js`);
+  let out = '';
+  const stdout = new Writable({
+    write(chunk, _encoding, done) {
+      out += chunk;
+      done();
+    },
+  });
+  const stdin = Readable.from(kind === 'normal' ? normalRows(size) : oneLine(size, kind === 'gzip'));
+  const ctx = { ...processContext(), stdin, stdout, stderr: new PassThrough().resume() };
+  const args = ['hash', '-', '--json', '--format', 'jsonl', '--workers', '2', '-o', '/dev/null'];
+  const code = await main(args, ctx);
+  if (code !== 0) throw new Error(`exit ${code}: ${out}`);
+  const summary = JSON.parse(out);
+  process.stdout.write(JSON.stringify({ users: summary.summary.users, malformed: summary.summary.malformed }));
 }
 
 const self = fileURLToPath(import.meta.url);
@@ -112,7 +127,7 @@ async function gzip(gb) {
 }
 
 async function main() {
-  console.log(`hostile inputs (${availableParallelism()} cores; hashCsv with 2 workers; each case in its own process)`);
+  console.log(`hostile inputs (${availableParallelism()} cores; `audience-kit hash - --workers 2`; each case in its own process)`);
   await lines(opt('line-mb', '100,200').split(',').map(Number));
   const gb = Number(opt('gzip-gb', '10'));
   if (gb > 0) await gzip(gb);
