@@ -127,7 +127,9 @@ async function gzip(gb) {
 }
 
 async function main() {
-  console.log(`hostile inputs (${availableParallelism()} cores; `audience-kit hash - --workers 2`; each case in its own process)`);
+  console.log(
+    `hostile inputs (${availableParallelism()} cores; audience-kit hash - --workers 2; each case in its own process)`,
+  );
   await lines(opt('line-mb', '100,200').split(',').map(Number));
   const gb = Number(opt('gzip-gb', '10'));
   if (gb > 0) await gzip(gb);
