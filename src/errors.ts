@@ -72,6 +72,8 @@ export const ERROR_CODES = [
   'audit_run_not_found',
   'audience_already_deleted',
   'audience_in_use',
+  'confirmation_required',
+  'deletion_declined',
   'do_not_reach_list_exists',
   'auth_no_pending_login',
   'auth_pin_missing',

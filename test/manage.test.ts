@@ -166,7 +166,7 @@ describe('audiences', () => {
   it('--with-deleted lists deleted audiences with a DELETED column', async () => {
     const gone = sb.state.createCustomAudience(primary(), 'wd-gone');
     sb.state.createCustomAudience(primary(), 'wd-kept');
-    expect((await ak(['audiences', 'delete', '--account', primary(), '--audience', gone.id])).code).toBe(0);
+    expect((await ak(['audiences', 'delete', '--account', primary(), '--audience', gone.id, '--yes'])).code).toBe(0);
 
     const without = await ak(['audiences', 'list', '--account', primary(), '--query', 'wd-']);
     expect(without.stdout).not.toContain('wd-gone');
@@ -269,7 +269,7 @@ describe('audiences', () => {
     });
 
     const before = requestCount();
-    const refused = await ak(['audiences', 'delete', '--account', primary(), '--audience', audience.id]);
+    const refused = await ak(['audiences', 'delete', '--account', primary(), '--audience', audience.id, '--yes']);
     expect(refused.code).toBe(2);
     expect(refused.stdout).toBe('');
     expect(refused.stderr).toMatch(/^CAMPAIGN\s+CAMPAIGN NAME\s+LINE ITEM\s+LINE ITEM NAME\s+SERVABLE$/m);
@@ -295,6 +295,7 @@ describe('audiences', () => {
       '--audience',
       audience.id,
       '--force',
+      '--yes',
       '--json',
     ]);
     expect(forced.code).toBe(0);
@@ -302,22 +303,72 @@ describe('audiences', () => {
     expect(forced.stderr).toMatch(/Summer sale\s+\S+\s+li 1\s+true/);
     expect(forced.stderr).toContain('2 campaign(s), 2 line item(s), 1 servable');
 
-    const again = await ak(['audiences', 'delete', '--account', primary(), '--audience', audience.id, '--force']);
+    const again = await ak([
+      'audiences',
+      'delete',
+      '--account',
+      primary(),
+      '--audience',
+      audience.id,
+      '--force',
+      '--yes',
+    ]);
     expect(again.code).toBe(2);
     expect(again.stderr).toMatch(/^error: audience \S+ is already deleted$/m);
     expect(again.stderr).toContain('--with-deleted');
 
     const unused = sb.state.createCustomAudience(primary(), 'paused only');
     sb.state.addCampaign(primary(), unused.id, { name: 'Paused', lineItems: [{ name: null, servable: false }] });
-    const ok = await ak(['audiences', 'delete', '--account', primary(), '--audience', unused.id]);
+    const ok = await ak(['audiences', 'delete', '--account', primary(), '--audience', unused.id, '--yes']);
     expect(ok.code).toBe(0);
     expect(ok.stdout).toMatch(/^deleted\s+true$/m);
     expect(ok.stderr).toContain('1 campaign(s), 1 line item(s), 0 servable');
 
     const untargeted = sb.state.createCustomAudience(primary(), 'untargeted');
-    const quiet = await ak(['audiences', 'delete', '--account', primary(), '--audience', untargeted.id]);
+    const quiet = await ak(['audiences', 'delete', '--account', primary(), '--audience', untargeted.id, '--yes']);
     expect(quiet.code).toBe(0);
     expect(quiet.stderr).toBe(`no line items target audience ${untargeted.id}\n`);
+  });
+
+  it('deleting commands ask on a terminal, take --yes, and refuse to run unasked without a terminal', async () => {
+    const audience = sb.state.createCustomAudience(primary(), 'asked');
+    const ids = ['audiences', 'delete', '--account', primary(), '--audience', audience.id];
+    const deleteSent = (): boolean =>
+      sb.state.requests.some((r) => r.method === 'DELETE' && r.path.endsWith(`/custom_audiences/${audience.id}`));
+    const unasked = await ak(ids);
+    expect(unasked.code).toBe(2);
+    expect(unasked.stderr).toContain(
+      `error: delete audience ${audience.id} "asked": confirmation needed, and no terminal to ask on`,
+    );
+    expect(unasked.stderr).toContain('fix: pass --yes to delete without asking');
+    for (const answer of ['n\n', '\n', 'maybe\n']) {
+      const no = await runCli(ids, { env, tty: true, input: answer });
+      expect(no.code).toBe(2);
+      expect(no.stderr).toContain(`delete audience ${audience.id} "asked"? [y/N] `);
+      expect(no.stderr).toContain(`error: not deleted: audience ${audience.id}`);
+    }
+    expect(deleteSent()).toBe(false);
+    const yes = await runCli(ids, { env, tty: true, input: 'y\n' });
+    expect(yes.code, yes.stderr).toBe(0);
+    expect(yes.stdout).toMatch(/^deleted\s+true$/m);
+    expect(deleteSent()).toBe(true);
+    // The other deleting commands: refused unasked, before any request.
+    const before = sb.state.requests.length;
+    const list = await ak(['do-not-reach', 'delete', '--account', primary(), '--list', 'x1']);
+    expect(list.stderr).toContain('error: delete do-not-reach list x1 of account');
+    const revoke = await ak([
+      'permissions',
+      'revoke',
+      '--account',
+      primary(),
+      '--audience',
+      'a1',
+      '--permission-id',
+      'p1',
+    ]);
+    expect(revoke.stderr).toContain('error: revoke permission p1 of audience a1: confirmation needed');
+    expect([list.code, revoke.code]).toEqual([2, 2]);
+    expect(sb.state.requests.length).toBe(before);
   });
 
   it('update and delete by a READ_WRITE grantee: only the owner account may', async () => {
@@ -338,7 +389,7 @@ describe('audiences', () => {
     const asGrantee = ['--account', secondary(), '--audience', audience.id];
     for (const [args, action] of [
       [['audiences', 'update', ...asGrantee, '--name', 'renamed'], 'update it'],
-      [['audiences', 'delete', ...asGrantee], 'delete it'],
+      [['audiences', 'delete', ...asGrantee, '--yes'], 'delete it'],
     ] as const) {
       const r = await ak([...args]);
       expect(r.code, r.stderr).toBe(4);
@@ -382,7 +433,7 @@ describe('audiences', () => {
   it('reads a deleted audience back with with_deleted=true: get --with-deleted, delete says already deleted', async () => {
     const gone = sb.state.createCustomAudience(primary(), 'rd-gone');
     const ids = ['--account', primary(), '--audience', gone.id];
-    expect((await ak(['audiences', 'delete', ...ids])).code).toBe(0);
+    expect((await ak(['audiences', 'delete', ...ids, '--yes'])).code).toBe(0);
     const plain = await ak(['audiences', 'get', ...ids]);
     expect(plain.code).toBe(6);
     expect(plain.stderr).toContain('HTTP 404');
@@ -390,7 +441,7 @@ describe('audiences', () => {
       id: gone.id,
       deleted: true,
     });
-    const again = await ak(['audiences', 'delete', ...ids]);
+    const again = await ak(['audiences', 'delete', ...ids, '--yes']);
     expect(again.code).toBe(2);
     expect(again.stderr).toContain(`audience ${gone.id} is already deleted`);
   });
@@ -481,7 +532,7 @@ describe('audiences wait', () => {
 
     const gone = wsb.state.createCustomAudience(account(), 'gone');
     expect(
-      (await ak(['audiences', 'delete', '--account', account(), '--audience', gone.id], sandboxEnv(wsb))).code,
+      (await ak(['audiences', 'delete', '--account', account(), '--audience', gone.id, '--yes'], sandboxEnv(wsb))).code,
     ).toBe(0);
     const deleted = await wait(gone.id, '--timeout', '30s');
     expect(deleted.code).toBe(2);
@@ -583,7 +634,7 @@ describe('permissions', () => {
     const notOwner = ['--account', secondary(), '--audience', audience.id];
     for (const args of [
       ['permissions', 'grant', ...notOwner, '--to', primary()],
-      ['permissions', 'revoke', ...notOwner, '--permission-id', granted.id],
+      ['permissions', 'revoke', ...notOwner, '--permission-id', granted.id, '--yes'],
     ]) {
       const r = await ak(args);
       expect(r.code).toBe(4);
@@ -592,7 +643,7 @@ describe('permissions', () => {
       expect(r.stderr).toContain('owner_account_id');
     }
 
-    const revoked = await ak(['permissions', 'revoke', ...base, '--permission-id', granted.id]);
+    const revoked = await ak(['permissions', 'revoke', ...base, '--permission-id', granted.id, '--yes']);
     expect(revoked.code).toBe(0);
     expect(revoked.stdout).toMatch(/^deleted\s+true$/m);
     expect(revoked.stdout).toContain('campaigns already using it keep running');
@@ -605,7 +656,7 @@ describe('permissions', () => {
     expect(tailoredGrant.stdout).not.toContain('custom_audience_id');
     expect(tailoredGrant.stdout).toMatch(/^permission_level\s+READ_ONLY$/m);
     const second = /^id\s+(\S+)$/m.exec(tailoredGrant.stdout)?.[1] ?? '';
-    const r = await ak(['permissions', 'revoke', ...base, '--tailored', '--permission-id', second, '--json']);
+    const r = await ak(['permissions', 'revoke', ...base, '--tailored', '--permission-id', second, '--json', '--yes']);
     expect(JSON.parse(r.stdout)).toMatchObject({ id: second, deleted: true });
     expect(r.stderr).toContain('keep running');
   });
@@ -680,7 +731,7 @@ describe('do-not-reach', () => {
     expect(second.stderr).toContain(`--do-not-reach-list ${created.id}`);
     // The check is the listing: no POST was sent.
     expect(sb.state.requests.slice(before).map((r) => r.method)).toEqual(['GET']);
-    const deleted = await ak(['do-not-reach', 'delete', '--account', account, '--list', created.id]);
+    const deleted = await ak(['do-not-reach', 'delete', '--account', account, '--list', created.id, '--yes']);
     expect(deleted.code).toBe(0);
     expect(deleted.stdout).toMatch(/^deleted\s+true$/m);
     expect((await akJson<Listing<unknown>>(['do-not-reach', 'list', '--account', account])).data).toEqual([]);

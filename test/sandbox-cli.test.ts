@@ -94,7 +94,7 @@ describe('audience-kit sandbox', () => {
     expect((JSON.parse(servable.stdout) as { data: unknown[] }).data).toHaveLength(1);
     const all = await runCli(['targeted', ...args, '--include-inactive', '--json'], { env: info.env });
     expect((JSON.parse(all.stdout) as { data: unknown[] }).data).toHaveLength(2);
-    const guarded = await runCli(['audiences', 'delete', ...args], { env: info.env });
+    const guarded = await runCli(['audiences', 'delete', ...args, '--yes'], { env: info.env });
     expect(guarded.code).toBe(2);
     expect(guarded.stderr).toMatch(/Demo spring sale/);
 

@@ -25,6 +25,8 @@ export interface CliRun {
   signal?: AbortSignal;
   /** In-process only: a stdin the test keeps writing to (instead of `input`). */
   stdin?: Readable;
+  /** In-process only: stdin and stderr are terminals (prompts are asked). */
+  tty?: boolean;
 }
 
 /**
@@ -58,8 +60,8 @@ function contextFor(run: CliRun, signal: AbortSignal): { ctx: CliContext; stdout
     stderr,
     stdin: run.stdin ?? Readable.from(input.length === 0 ? [] : [Buffer.from(input)]),
     env: cliEnv(run.env),
-    stderrIsTTY: false,
-    stdinIsTTY: false,
+    stderrIsTTY: run.tty === true,
+    stdinIsTTY: run.tty === true,
     cwd: run.cwd ?? process.cwd(),
     signal,
     exitCode: 0,

@@ -16,6 +16,7 @@ import {
 } from '../../internal.js';
 import { parseDuration, withClient } from '../connection.js';
 import type { CliContext } from '../context.js';
+import { confirmDeletion, withYesOption, type YesArgs } from '../prompt.js';
 import {
   allTargetingRecords,
   commandGroup,
@@ -214,7 +215,7 @@ function updateCommand(ctx: CliContext): CommandModule<GlobalArgs, UpdateArgs> {
   };
 }
 
-interface DeleteArgs extends AudienceArgs {
+interface DeleteArgs extends AudienceArgs, YesArgs {
   force?: boolean;
 }
 
@@ -224,12 +225,13 @@ function deleteCommand(ctx: CliContext): CommandModule<GlobalArgs, DeleteArgs> {
     describe:
       'Delete an audience (owner account only); lists the campaigns using it first and refuses while a line item is active',
     builder: (y) =>
-      withAudienceOption(y)
+      withYesOption(withAudienceOption(y))
         .option('force', { type: 'boolean', describe: 'Delete even while active line items target the audience' })
         .example(
           '$0 audiences delete --account 18ce54d4x5t --audience 1nmth',
-          'Refused (exit 2) while a servable line item uses it',
+          'Asks first on a terminal; refused (exit 2) while a servable line item uses it',
         )
+        .example('$0 audiences delete --account 18ce54d4x5t --audience 1nmth --yes', 'In a script: no question')
         .example(
           '$0 audiences delete --account 18ce54d4x5t --audience 1nmth --force',
           'Delete anyway; the campaigns are still listed',
@@ -255,6 +257,11 @@ function deleteCommand(ctx: CliContext): CommandModule<GlobalArgs, DeleteArgs> {
             { fix: 'pause or retarget those line items, or pass --force to delete it anyway' },
           );
         }
+        const size =
+          audience.audience_size === undefined || audience.audience_size === null
+            ? ''
+            : `, size ${audience.audience_size}`;
+        await confirmDeletion(ctx, args, `audience ${args.audience} ${JSON.stringify(audience.name)}${size}`);
         return ownerOnly(args, 'delete it', () => deleteCustomAudience(client, ids));
       });
       printObject(ctx, args, deleted, AUDIENCE_FIELDS);

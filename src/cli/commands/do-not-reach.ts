@@ -8,6 +8,7 @@ import {
 } from '../../internal.js';
 import { withClient } from '../connection.js';
 import type { CliContext } from '../context.js';
+import { confirmDeletion, withYesOption, type YesArgs } from '../prompt.js';
 import { commandGroup, definedOnly, printList, printObject, withAccountOption, type AccountArgs } from '../manage.js';
 import { handle, type Column, type GlobalArgs } from '../output.js';
 
@@ -103,7 +104,7 @@ function createCommand(ctx: CliContext): CommandModule<GlobalArgs, DnrCreateArgs
   };
 }
 
-interface DeleteArgs extends AccountArgs {
+interface DeleteArgs extends AccountArgs, YesArgs {
   list: string;
 }
 
@@ -112,13 +113,14 @@ function deleteCommand(ctx: CliContext): CommandModule<GlobalArgs, DeleteArgs> {
     command: 'delete',
     describe: 'Delete a do-not-reach list (prints it with deleted: true)',
     builder: (y) =>
-      withAccountOption(y)
+      withYesOption(withAccountOption(y))
         .option('list', { type: 'string', demandOption: true, requiresArg: true, describe: 'Do-not-reach list id' })
         .example(
           '$0 do-not-reach delete --account 18ce54d4x5t --list 3c5xz',
-          'Delete the list; prints it with deleted true',
+          'Asks first on a terminal (--yes in scripts); prints the list with deleted true',
         ),
     handler: handle(ctx, async (args: DeleteArgs) => {
+      await confirmDeletion(ctx, args, `do-not-reach list ${args.list} of account ${args.account}`);
       const list = await withClient(ctx, args, (client) =>
         deleteDoNotReachList(client, { accountId: args.account, doNotReachListId: args.list }),
       );

@@ -8,6 +8,7 @@ import {
 } from '../../internal.js';
 import { withClient } from '../connection.js';
 import type { CliContext } from '../context.js';
+import { confirmDeletion, withYesOption, type YesArgs } from '../prompt.js';
 import {
   commandGroup,
   definedOnly,
@@ -172,7 +173,7 @@ function grantCommand(ctx: CliContext): CommandModule<GlobalArgs, GrantArgs> {
   };
 }
 
-interface RevokeArgs extends PermissionArgs {
+interface RevokeArgs extends PermissionArgs, YesArgs {
   permissionId: string;
 }
 
@@ -181,7 +182,7 @@ function revokeCommand(ctx: CliContext): CommandModule<GlobalArgs, RevokeArgs> {
     command: 'revoke',
     describe: 'Stop sharing (owner account only); campaigns already using the audience keep running',
     builder: (y) =>
-      withPermissionOptions(y)
+      withYesOption(withPermissionOptions(y))
         .option('permission-id', {
           type: 'string',
           demandOption: true,
@@ -193,6 +194,8 @@ function revokeCommand(ctx: CliContext): CommandModule<GlobalArgs, RevokeArgs> {
           'Prints the revoked permission (deleted true)',
         ) as unknown as Argv<RevokeArgs>,
     handler: handle(ctx, async (args: RevokeArgs) => {
+      const what = `permission ${args.permissionId} of audience ${args.audience}`;
+      await confirmDeletion(ctx, args, what, 'revoke');
       const permission = await withClient(ctx, args, (client) =>
         ownerOnly(args, 'revoke its permissions', () =>
           revokeAudiencePermission(client, {

@@ -1,5 +1,4 @@
 import { basename, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
 import type { CommandModule, Options } from 'yargs';
 import {
   AudienceKitError,
@@ -39,6 +38,7 @@ import {
 import { clientFromArgs, withConnectionOptions, withDebugLines, type ConnectionArgs } from '../connection.js';
 import type { CliContext } from '../context.js';
 import { renderHashSummary } from '../hash-summary.js';
+import { askYesNo } from '../prompt.js';
 import {
   addHashOptions,
   guardRun,
@@ -150,27 +150,13 @@ function withFlagNames<T>(error: T): T {
   return error;
 }
 
-/** Ask on the terminal; Ctrl-C or a closed stdin answer 'interrupted' (readline would otherwise leave the question pending). */
-async function askYesNo(ctx: CliContext, question: string): Promise<boolean | 'interrupted'> {
-  const rl = createInterface({ input: ctx.stdin, output: ctx.stderr });
-  try {
-    return await new Promise<boolean | 'interrupted'>((res) => {
-      rl.on('SIGINT', () => res('interrupted'));
-      rl.on('close', () => res('interrupted'));
-      rl.question(question, (answer) => res(!/^n/i.test(answer.trim())));
-    });
-  } finally {
-    rl.close();
-  }
-}
-
 function unfinishedPolicy(ctx: CliContext, args: UploadArgs): UnfinishedRunPolicy {
   if (args.resume === true) return 'resume';
   if (args.restart === true) return 'restart';
   if (!(ctx.stdinIsTTY && ctx.stderrIsTTY)) return 'refuse';
   return async (summary) => {
     writeLine(ctx.stderr, withFlagNames(unfinishedRunError(summary)).message);
-    const answer = await askYesNo(ctx, 'resume it? [Y/n] ');
+    const answer = await askYesNo(ctx, 'resume it? [Y/n] ', true);
     return answer === 'interrupted' ? 'cancel' : answer ? 'resume' : 'restart';
   };
 }
