@@ -34,7 +34,7 @@ export default tseslint.config(
   },
   {
     // Still over 80 lines, split by their owners (issue 11): remove a file from this list when its functions fit.
-    files: ['src/cli/commands/hash.ts', 'src/ingest/csv.ts', 'src/ingest/records.ts'],
+    files: ['src/cli/commands/hash.ts'],
     rules: { 'max-lines-per-function': 'off' },
   },
   {

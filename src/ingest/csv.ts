@@ -492,98 +492,137 @@ export async function openCsv(source: CsvSource, opts: ReadCsvOptions = {}): Pro
   const input = await openBytes(source, opts);
   try {
     // Enough bytes for delimiter detection and for the header record.
-    let head = Buffer.concat(await peek(input.bytes, SAMPLE_BYTES));
-    if (input.encoding === 'utf-8') checkUtf8(head.subarray(0, SAMPLE_BYTES), input.name);
-    const firstLf = head.indexOf(LF);
-    const firstCr = head.indexOf(CR);
-    if (firstCr !== -1 && (firstLf === -1 || firstCr < firstLf - 1)) {
-      throw new InputError('input_cr_line_endings', `${input.name} uses old Mac (CR-only) line endings`, {
-        fix: 'convert the line endings to LF or CRLF (for example with `tr "\\r" "\\n"`)',
-      });
-    }
-    const newline: '\n' | '\r\n' = firstLf > 0 && head[firstLf - 1] === CR ? '\r\n' : '\n';
-    // The sample is 64 KiB even when the source handed over more at once (papaparse on a long
-    // unbalanced quote is slow).
-    const sampleBytes = head.subarray(0, SAMPLE_BYTES);
-    const sampleEnd = sampleBytes.lastIndexOf(LF);
-    const sample = sampleBytes.subarray(0, sampleEnd === -1 ? sampleBytes.length : sampleEnd + 1).toString('utf8');
-    const delimiter = opts.delimiter ?? detectDelimiter(sample);
+    const sampled = Buffer.concat(await peek(input.bytes, SAMPLE_BYTES));
+    if (input.encoding === 'utf-8') checkUtf8(sampled.subarray(0, SAMPLE_BYTES), input.name);
+    const newline = headerLineEnding(sampled, input.name);
+    const delimiter = opts.delimiter ?? detectDelimiter(sampleText(sampled));
     const delimByte = delimiter.charCodeAt(0);
-    // Header record: grow until a boundary appears (a quoted header may span lines); each byte is scanned once.
     const scanner = new RecordScanner(delimByte);
-    const parts: Buffer[] = [head];
-    let size = head.length;
-    let boundary = scanner.scan(head, 0, head.length, true);
-    while (boundary === -1 && size <= maxRecordBytes) {
-      const more = await input.bytes.next();
-      if (more.done === true) break;
-      boundary = scanner.scan(more.value, 0, more.value.length, true);
-      if (boundary !== -1) boundary += size;
-      parts.push(more.value);
-      size += more.value.length;
-    }
-    head = parts.length === 1 ? head : Buffer.concat(parts, size);
-    if ((boundary === -1 ? size : boundary) > maxRecordBytes) throw headerTooLong(input.name, maxRecordBytes);
+    const { head, boundary } = await readHeaderRecord(input, sampled, scanner, maxRecordBytes);
     const headerEnd = boundary === -1 ? head.length : boundary;
     if (input.encoding === 'utf-8') checkUtf8(head.subarray(0, headerEnd), input.name);
-    const headerText = head.subarray(0, headerEnd).toString('utf8');
-    const parsedHeader = parseCsvChunk(headerText, delimiter, 0);
-    const headerRow = parsedHeader.rows[0];
-    if (headerText.trim() === '' || headerRow === undefined || parsedHeader.rows.length !== 1) {
-      throw new InputError(
-        'input_no_header',
-        `${input.name} has no header row (the file is empty or starts with a blank line)`,
-        {
-          fix: 'the first line must name the columns, for example: email,phone,country',
-        },
-      );
-    }
-    if (headerRow.error === 'invalid_quotes' || (boundary === -1 && scanner.inQuote(true))) {
-      throw new InputError('input_bad_header', `${input.name}: the header row has unbalanced quotes`, {
-        fix: 'fix the quoting of the first line of the file',
-      });
-    }
-    if (headerRow.fields.length > MAX_HEADER_COLUMNS) {
-      throw new InputError(
-        'input_header_too_large',
-        `${input.name}: the header row has ${headerRow.fields.length} columns (at most ${MAX_HEADER_COLUMNS} are read)`,
-        { fix: 'pass a CSV export with the identifier columns (a CRM export has tens of columns, not thousands)' },
-      );
-    }
-    const header = headerRow.fields.map((h) => h.trim());
-    const headerLines = 1 + header.reduce((n, h) => n + countLf(h), 0);
+    const unbalanced = boundary === -1 && scanner.inQuote(true);
+    const header = parseHeader(head.subarray(0, headerEnd).toString('utf8'), delimiter, unbalanced, input.name);
     const rest = head.subarray(headerEnd);
     const chunks = chunkRecords(input.bytes, Buffer.from(rest), { delimiter: delimByte, chunkBytes, maxRecordBytes });
-    let consumed = false;
-    const take = (): AsyncGenerator<CsvChunk> => {
-      if (consumed) throw new Error('CsvInput can be iterated only once');
-      consumed = true;
-      return chunks;
-    };
-    const firstDataLine = 1 + headerLines;
-    return {
-      name: input.name,
-      header,
-      headerLine: 1,
-      delimiter,
-      newline,
-      encoding: input.encoding,
-      compressed: input.compressed,
-      totalBytes: input.totalBytes,
-      bytesRead: () => input.bytesRead(),
-      chunks: take,
-      rows: () => rowsOf(take(), header, delimiter, firstDataLine),
-      close: async () => {
-        await input.close();
-        // Not awaited: a generator queues return() behind a read that may still wait for bytes
-        // (a source that cannot be destroyed); it finishes when that read does.
-        chunks.return(undefined).catch(() => undefined);
-      },
-    };
+    return csvInput(input, chunks, header, delimiter, newline);
   } catch (error) {
     await input.close();
     throw error;
   }
+}
+
+/** The header's line ending; old Mac (CR-only) files are refused. */
+function headerLineEnding(head: Buffer, name: string): '\n' | '\r\n' {
+  const firstLf = head.indexOf(LF);
+  const firstCr = head.indexOf(CR);
+  if (firstCr !== -1 && (firstLf === -1 || firstCr < firstLf - 1)) {
+    throw new InputError('input_cr_line_endings', `${name} uses old Mac (CR-only) line endings`, {
+      fix: 'convert the line endings to LF or CRLF (for example with `tr "\\r" "\\n"`)',
+    });
+  }
+  return firstLf > 0 && head[firstLf - 1] === CR ? '\r\n' : '\n';
+}
+
+/**
+ * The whole lines of the first 64 KiB, for delimiter detection: 64 KiB even when the source
+ * handed over more at once (papaparse on a long unbalanced quote is slow).
+ */
+function sampleText(head: Buffer): string {
+  const sampleBytes = head.subarray(0, SAMPLE_BYTES);
+  const sampleEnd = sampleBytes.lastIndexOf(LF);
+  return sampleBytes.subarray(0, sampleEnd === -1 ? sampleBytes.length : sampleEnd + 1).toString('utf8');
+}
+
+/**
+ * Reads until the header record ends: grows until a boundary appears (a quoted header may span
+ * lines); each byte is scanned once. `boundary` is -1 when the input ended inside the header.
+ */
+async function readHeaderRecord(
+  input: ByteInput,
+  first: Buffer,
+  scanner: RecordScanner,
+  maxRecordBytes: number,
+): Promise<{ head: Buffer; boundary: number }> {
+  const parts: Buffer[] = [first];
+  let size = first.length;
+  let boundary = scanner.scan(first, 0, first.length, true);
+  while (boundary === -1 && size <= maxRecordBytes) {
+    const more = await input.bytes.next();
+    if (more.done === true) break;
+    boundary = scanner.scan(more.value, 0, more.value.length, true);
+    if (boundary !== -1) boundary += size;
+    parts.push(more.value);
+    size += more.value.length;
+  }
+  const head = parts.length === 1 ? first : Buffer.concat(parts, size);
+  if ((boundary === -1 ? size : boundary) > maxRecordBytes) throw headerTooLong(input.name, maxRecordBytes);
+  return { head, boundary };
+}
+
+/** The header's column names (trimmed); refuses a missing, badly quoted or too wide header. */
+function parseHeader(headerText: string, delimiter: CsvDelimiter, unbalanced: boolean, name: string): string[] {
+  const parsedHeader = parseCsvChunk(headerText, delimiter, 0);
+  const headerRow = parsedHeader.rows[0];
+  if (headerText.trim() === '' || headerRow === undefined || parsedHeader.rows.length !== 1) {
+    throw new InputError(
+      'input_no_header',
+      `${name} has no header row (the file is empty or starts with a blank line)`,
+      {
+        fix: 'the first line must name the columns, for example: email,phone,country',
+      },
+    );
+  }
+  if (headerRow.error === 'invalid_quotes' || unbalanced) {
+    throw new InputError('input_bad_header', `${name}: the header row has unbalanced quotes`, {
+      fix: 'fix the quoting of the first line of the file',
+    });
+  }
+  if (headerRow.fields.length > MAX_HEADER_COLUMNS) {
+    throw new InputError(
+      'input_header_too_large',
+      `${name}: the header row has ${headerRow.fields.length} columns (at most ${MAX_HEADER_COLUMNS} are read)`,
+      { fix: 'pass a CSV export with the identifier columns (a CRM export has tens of columns, not thousands)' },
+    );
+  }
+  return headerRow.fields.map((h) => h.trim());
+}
+
+/** The opened input: its header and the data records, which can be iterated once. */
+function csvInput(
+  input: ByteInput,
+  chunks: AsyncGenerator<CsvChunk>,
+  header: string[],
+  delimiter: CsvDelimiter,
+  newline: '\n' | '\r\n',
+): CsvInput {
+  const headerLines = 1 + header.reduce((n, h) => n + countLf(h), 0);
+  let consumed = false;
+  const take = (): AsyncGenerator<CsvChunk> => {
+    if (consumed) throw new Error('CsvInput can be iterated only once');
+    consumed = true;
+    return chunks;
+  };
+  const firstDataLine = 1 + headerLines;
+  return {
+    name: input.name,
+    header,
+    headerLine: 1,
+    delimiter,
+    newline,
+    encoding: input.encoding,
+    compressed: input.compressed,
+    totalBytes: input.totalBytes,
+    bytesRead: () => input.bytesRead(),
+    chunks: take,
+    rows: () => rowsOf(take(), header, delimiter, firstDataLine),
+    close: async () => {
+      await input.close();
+      // Not awaited: a generator queues return() behind a read that may still wait for bytes
+      // (a source that cannot be destroyed); it finishes when that read does.
+      chunks.return(undefined).catch(() => undefined);
+    },
+  };
 }
 
 async function* rowsOf(

@@ -173,102 +173,132 @@ export async function* chunkRecords(
   initial: Buffer,
   opts: ChunkRecordsOptions,
 ): AsyncGenerator<CsvChunk> {
-  const { chunkBytes, maxRecordBytes } = opts;
-  const scanner = new RecordScanner(opts.delimiter);
-  /** Bytes to process before reading more (the initial bytes, re-fed lines). */
-  const queue: Buffer[] = initial.length > 0 ? [initial] : [];
-  let pending: Buffer[] = [];
-  let pendingSize = 0;
-  /** Bytes of `pending` that are whole records. */
-  let complete = 0;
-  let consumed = 0;
-  let rescanned = 0;
-  /** Lines of the over-long record being skipped, or undefined when not skipping. */
-  let skipping: number | undefined;
-
-  const take = (end: number): Uint8Array => {
-    // A copy: the chunk owns its ArrayBuffer, so it can be transferred to a worker.
-    const out = new Uint8Array(end);
-    let at = 0;
-    const rest: Buffer[] = [];
-    for (const piece of pending) {
-      const n = Math.min(piece.length, end - at);
-      if (n > 0) out.set(piece.subarray(0, n), at);
-      if (n < piece.length) rest.push(piece.subarray(n));
-      at += n;
-    }
-    pending = rest;
-    pendingSize -= end;
-    complete = 0;
-    return out;
-  };
-  /** The open record is over-long or unterminated: a bad row; returns the lines to re-feed, if any. */
-  function* giveUp(final: boolean): Generator<CsvChunk> {
-    if (complete > 0) yield { kind: 'text', bytes: take(complete) };
-    const record = take(pendingSize);
-    const firstLf = record.indexOf(LF);
-    const rest = firstLf === -1 ? undefined : Buffer.from(record.subarray(firstLf + 1));
-    if (scanner.inQuote(final) && rest !== undefined && rescanned + rest.length <= consumed + 4 * maxRecordBytes) {
-      rescanned += rest.length;
-      scanner.reset();
-      queue.unshift(rest);
-      yield { kind: 'bad', error: 'unterminated_quote', lines: 1 };
-    } else if (final) {
-      yield {
-        kind: 'bad',
-        error: scanner.inQuote(true) ? 'unterminated_quote' : 'record_too_long',
-        lines: 1 + countLf(record),
-      };
-    } else skipping = 1 + countLf(record);
-  }
-
+  const chunker = new RecordChunker(opts, initial);
   let ended = false;
   for (;;) {
-    let buf = queue.shift();
+    let buf = chunker.queue.shift();
     if (buf === undefined && !ended) {
       const next = await source.next();
       if (next.done === true) ended = true;
       else {
         buf = next.value;
-        consumed += buf.length;
+        chunker.consumed += buf.length;
       }
     }
     if (buf === undefined) {
-      // End of input: the last record (no final newline) is whole unless it is left in a quote.
-      if (skipping !== undefined) yield { kind: 'bad', error: 'record_too_long', lines: skipping };
-      else if (pendingSize > 0 && !scanner.inQuote(true)) yield { kind: 'text', bytes: take(pendingSize) };
-      else if (pendingSize > 0) {
-        yield* giveUp(true);
-        continue;
-      }
-      return;
+      if (yield* chunker.finish()) return;
+      continue;
     }
+    yield* chunker.feed(buf);
+  }
+}
+
+/** chunkRecords' state: the bytes read but not yet handed out, and the over-long record being skipped. */
+class RecordChunker {
+  private readonly scanner: RecordScanner;
+  private readonly chunkBytes: number;
+  private readonly maxRecordBytes: number;
+  /** Bytes to process before reading more (the initial bytes, re-fed lines). */
+  readonly queue: Buffer[];
+  /** Bytes read from the source so far. */
+  consumed = 0;
+  private pending: Buffer[] = [];
+  private pendingSize = 0;
+  /** Bytes of `pending` that are whole records. */
+  private complete = 0;
+  private rescanned = 0;
+  /** Lines of the over-long record being skipped, or undefined when not skipping. */
+  private skipping: number | undefined;
+
+  constructor(opts: ChunkRecordsOptions, initial: Buffer) {
+    this.scanner = new RecordScanner(opts.delimiter);
+    this.chunkBytes = opts.chunkBytes;
+    this.maxRecordBytes = opts.maxRecordBytes;
+    this.queue = initial.length > 0 ? [initial] : [];
+  }
+
+  /** Chunks of the whole records in `buf` (the rest stays pending); over-long records become bad rows. */
+  *feed(buf: Buffer): Generator<CsvChunk> {
+    const { scanner, chunkBytes } = this;
     let at = 0;
     while (at < buf.length) {
-      if (skipping !== undefined) {
+      if (this.skipping !== undefined) {
         const end = scanner.scan(buf, at, buf.length, true);
-        skipping += countLf(buf, at, end === -1 ? buf.length : end - 1);
-        if (end === -1) break;
-        yield { kind: 'bad', error: 'record_too_long', lines: skipping };
-        skipping = undefined;
+        this.skipping += countLf(buf, at, end === -1 ? buf.length : end - 1);
+        if (end === -1) return;
+        yield { kind: 'bad', error: 'record_too_long', lines: this.skipping };
+        this.skipping = undefined;
         at = end;
         continue;
       }
       // Slices of at most a chunk, so chunks stay near chunkBytes whatever the read size.
-      const room = pendingSize < chunkBytes ? chunkBytes - pendingSize : chunkBytes;
+      const room = this.pendingSize < chunkBytes ? chunkBytes - this.pendingSize : chunkBytes;
       const end = Math.min(buf.length, at + room);
       const boundary = scanner.scan(buf, at, end);
-      pending.push(buf.subarray(at, end));
-      pendingSize += end - at;
-      if (boundary !== -1) complete = pendingSize - (end - boundary);
+      this.pending.push(buf.subarray(at, end));
+      this.pendingSize += end - at;
+      if (boundary !== -1) this.complete = this.pendingSize - (end - boundary);
       at = end;
-      if (pendingSize - complete > maxRecordBytes) {
+      if (this.pendingSize - this.complete > this.maxRecordBytes) {
         // The unread bytes go back in the queue, behind any lines giveUp re-feeds.
-        if (at < buf.length) queue.unshift(buf.subarray(at));
-        yield* giveUp(false);
-        break;
+        if (at < buf.length) this.queue.unshift(buf.subarray(at));
+        yield* this.giveUp(false);
+        return;
       }
-      if (complete > 0 && pendingSize >= chunkBytes) yield { kind: 'text', bytes: take(complete) };
+      if (this.complete > 0 && this.pendingSize >= chunkBytes) yield { kind: 'text', bytes: this.take(this.complete) };
     }
+  }
+
+  /**
+   * End of input: the last record (no final newline) is whole unless it is left in a quote.
+   * Returns false when lines were re-fed to the queue (the caller goes on), true when done.
+   */
+  *finish(): Generator<CsvChunk, boolean> {
+    if (this.skipping !== undefined) yield { kind: 'bad', error: 'record_too_long', lines: this.skipping };
+    else if (this.pendingSize > 0 && !this.scanner.inQuote(true))
+      yield { kind: 'text', bytes: this.take(this.pendingSize) };
+    else if (this.pendingSize > 0) {
+      yield* this.giveUp(true);
+      return false;
+    }
+    return true;
+  }
+
+  /** The first `end` pending bytes. A copy: the chunk owns its ArrayBuffer, so it can be transferred to a worker. */
+  private take(end: number): Uint8Array {
+    const out = new Uint8Array(end);
+    let at = 0;
+    const rest: Buffer[] = [];
+    for (const piece of this.pending) {
+      const n = Math.min(piece.length, end - at);
+      if (n > 0) out.set(piece.subarray(0, n), at);
+      if (n < piece.length) rest.push(piece.subarray(n));
+      at += n;
+    }
+    this.pending = rest;
+    this.pendingSize -= end;
+    this.complete = 0;
+    return out;
+  }
+
+  /** The open record is over-long or unterminated: a bad row; the lines after its first are re-fed if it is in a quote. */
+  private *giveUp(final: boolean): Generator<CsvChunk> {
+    if (this.complete > 0) yield { kind: 'text', bytes: this.take(this.complete) };
+    const record = this.take(this.pendingSize);
+    const firstLf = record.indexOf(LF);
+    const rest = firstLf === -1 ? undefined : Buffer.from(record.subarray(firstLf + 1));
+    const budget = this.consumed + 4 * this.maxRecordBytes;
+    if (this.scanner.inQuote(final) && rest !== undefined && this.rescanned + rest.length <= budget) {
+      this.rescanned += rest.length;
+      this.scanner.reset();
+      this.queue.unshift(rest);
+      yield { kind: 'bad', error: 'unterminated_quote', lines: 1 };
+    } else if (final) {
+      yield {
+        kind: 'bad',
+        error: this.scanner.inQuote(true) ? 'unterminated_quote' : 'record_too_long',
+        lines: 1 + countLf(record),
+      };
+    } else this.skipping = 1 + countLf(record);
   }
 }
