@@ -1,73 +1,144 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   createClient,
+  createCustomAudience,
+  createDoNotReachList,
+  deleteCustomAudience,
+  deleteDoNotReachList,
   findDoNotReachList,
   getCustomAudience,
+  grantAudiencePermission,
   listAudiencePermissions,
   listCustomAudiences,
   listDoNotReachLists,
   listTargetedCampaigns,
+  postCustomAudienceUsers,
+  postDoNotReachListUsers,
+  revokeAudiencePermission,
+  updateCustomAudience,
   type AdsClient,
 } from '../src/api/index.js';
+import { AuthError, HttpError } from '../src/errors.js';
 import { FIXTURES, runCli } from './helpers/cli.js';
 
 /**
- * Real response bodies of the platform (its SDKs' test fixtures and its docs' examples; sources in
- * fixtures/replay/README.md), served by a local server and read through the client and the CLI.
- * The server answers by method and path only: what is replayed is the platform's body, not ours.
+ * Real response bodies of the platform (its SDKs' test fixtures, its docs' examples, bodies quoted in
+ * its SDKs' issue threads; full citations in fixtures/replay/README.md), served by a local server and
+ * read through the client and the CLI. The server answers by method and path only: what is replayed
+ * is the platform's body, not ours.
  */
 const body = (file: string): string => readFileSync(`${FIXTURES}replay/${file}`, 'utf8');
 
+const A = '[^/]+';
 const ROUTES: ReadonlyArray<[method: string, path: RegExp, file: string]> = [
-  ['GET', /^\/12\/accounts\/[^/]+\/custom_audiences$/, 'python-custom_audiences_all.json'],
-  ['GET', /^\/12\/accounts\/[^/]+\/custom_audiences\/[^/]+$/, 'python-custom_audiences_load.json'],
+  // python SDK, tests/fixtures/custom_audiences_all.json
+  ['GET', new RegExp(`^/12/accounts/${A}/custom_audiences$`), 'python-custom_audiences_all.json'],
+  // docs, "Custom Audiences", POST accounts/:account_id/custom_audiences, example response
+  ['POST', new RegExp(`^/12/accounts/${A}/custom_audiences$`), 'docs-custom_audiences_post.json'],
+  // python SDK, tests/fixtures/custom_audiences_load.json
+  ['GET', new RegExp(`^/12/accounts/${A}/custom_audiences/${A}$`), 'python-custom_audiences_load.json'],
+  // docs, "Custom Audiences", PUT accounts/:account_id/custom_audiences/:id, example response
+  ['PUT', new RegExp(`^/12/accounts/${A}/custom_audiences/${A}$`), 'docs-custom_audiences_put.json'],
+  // docs, "Custom Audiences", DELETE accounts/:account_id/custom_audiences/:id, example response
+  ['DELETE', new RegExp(`^/12/accounts/${A}/custom_audiences/${A}$`), 'docs-custom_audiences_delete.json'],
+  // docs, "Custom Audiences Users", POST accounts/:account_id/custom_audiences/:id/users, example response
+  ['POST', new RegExp(`^/12/accounts/${A}/custom_audiences/${A}/users$`), 'docs-custom_audiences_users_post.json'],
+  // python SDK, tests/fixtures/custom_audiences_permissions_all.json
   [
     'GET',
-    /^\/12\/accounts\/[^/]+\/custom_audiences\/[^/]+\/permissions$/,
+    new RegExp(`^/12/accounts/${A}/custom_audiences/${A}/permissions$`),
     'python-custom_audiences_permissions_all.json',
   ],
+  // docs, "Custom Audience Permissions", POST and DELETE, example responses
+  [
+    'POST',
+    new RegExp(`^/12/accounts/${A}/custom_audiences/${A}/permissions$`),
+    'docs-custom_audience_permissions_post.json',
+  ],
+  [
+    'DELETE',
+    new RegExp(`^/12/accounts/${A}/custom_audiences/${A}/permissions/${A}$`),
+    'docs-custom_audience_permissions_delete.json',
+  ],
+  // python SDK, tests/fixtures/tailored_audiences_permissions_all.json
   [
     'GET',
-    /^\/5\/accounts\/[^/]+\/tailored_audiences\/[^/]+\/permissions$/,
+    new RegExp(`^/5/accounts/${A}/tailored_audiences/${A}/permissions$`),
     'python-tailored_audiences_permissions_all.json',
   ],
-  ['GET', /^\/12\/accounts\/[^/]+\/custom_audiences\/[^/]+\/targeted$/, 'python-targeted_audiences.json'],
-  ['GET', /^\/12\/accounts\/[^/]+\/do_not_reach_lists$/, 'docs-do_not_reach_lists_get.json'],
+  // docs, "Tailored Audience Permissions", POST and DELETE, example responses
+  [
+    'POST',
+    new RegExp(`^/5/accounts/${A}/tailored_audiences/${A}/permissions$`),
+    'docs-tailored_audience_permissions_post.json',
+  ],
+  [
+    'DELETE',
+    new RegExp(`^/5/accounts/${A}/tailored_audiences/${A}/permissions/${A}$`),
+    'docs-tailored_audience_permissions_delete.json',
+  ],
+  // python SDK, tests/fixtures/targeted_audiences.json
+  ['GET', new RegExp(`^/12/accounts/${A}/custom_audiences/${A}/targeted$`), 'python-targeted_audiences.json'],
+  // docs, "Do Not Reach Lists": GET, POST, DELETE and the batch users POST, example responses
+  ['GET', new RegExp(`^/12/accounts/${A}/do_not_reach_lists$`), 'docs-do_not_reach_lists_get.json'],
+  ['POST', new RegExp(`^/12/accounts/${A}/do_not_reach_lists$`), 'docs-do_not_reach_lists_post.json'],
+  ['DELETE', new RegExp(`^/12/accounts/${A}/do_not_reach_lists/${A}$`), 'docs-do_not_reach_lists_delete.json'],
+  [
+    'POST',
+    new RegExp(`^/12/batch/accounts/${A}/do_not_reach_lists/${A}/users$`),
+    'docs-do_not_reach_lists_users_post.json',
+  ],
 ];
+
+interface Reply {
+  status: number;
+  body: string;
+  type?: string;
+}
+
+/** A test's own answer for some requests (an error body, another fixture), before the table. */
+let override: ((method: string, path: string) => Reply | undefined) | undefined;
+const replay = (file: string, status = 200): Reply => ({ status, body: body(file) });
 
 let server: Server;
 let baseUrl: string;
 let client: AdsClient;
-/** Overrides the file served for the audience listing (the ruby SDK's variant). */
-let listingFile: string | undefined;
-/** Not a replay: the 403 body a PUT answers, to check which codes mean "not the owner". */
-let ownerRefusal: unknown;
+/** `METHOD /path?query` of every request, and the JSON bodies sent. */
 const seen: string[] = [];
+const sentBodies: unknown[] = [];
 
 beforeAll(async () => {
   server = createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://x');
-    seen.push(`${req.method} ${url.pathname}${url.search}`);
-    const route = ROUTES.find(([m, p]) => m === req.method && p.test(url.pathname));
-    if (req.method === 'PUT' && ownerRefusal !== undefined) {
-      res.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify(ownerRefusal));
-      return;
-    }
-    if (route === undefined) {
-      res
-        .writeHead(404, { 'content-type': 'application/json' })
-        .end('{"errors":[{"code":"NOT_FOUND","message":"no"}]}');
-      return;
-    }
-    const file = route[2] === 'python-custom_audiences_all.json' && listingFile !== undefined ? listingFile : route[2];
-    res.writeHead(200, { 'content-type': 'application/json;charset=utf-8' }).end(body(file));
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      const method = req.method ?? 'GET';
+      seen.push(`${method} ${url.pathname}${url.search}`);
+      if (chunks.length > 0) sentBodies.push(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+      const route = ROUTES.find(([m, p]) => m === method && p.test(url.pathname));
+      const reply =
+        override?.(method, url.pathname) ??
+        (route === undefined
+          ? { status: 404, body: '{"errors":[{"code":"ROUTE_NOT_FOUND","message":"no route"}]}' }
+          : replay(route[2]));
+      res.writeHead(reply.status, { 'content-type': reply.type ?? 'application/json;charset=utf-8' }).end(reply.body);
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   client = createClient({ adsBaseUrl: baseUrl, credentials: CREDENTIALS, maxAttempts: 1 });
+});
+
+afterEach(() => {
+  override = undefined;
+  seen.length = 0;
+  sentBodies.length = 0;
 });
 
 afterAll(async () => {
@@ -88,11 +159,22 @@ const ENV = (): NodeJS.ProcessEnv => ({
   AUDIENCE_KIT_ACCESS_TOKEN: CREDENTIALS.accessToken,
   AUDIENCE_KIT_ACCESS_TOKEN_SECRET: CREDENTIALS.accessTokenSecret,
 });
+const cli = (args: string[], cwd?: string) => runCli(args, { env: ENV(), ...(cwd === undefined ? {} : { cwd }) });
+
+/** An account listing with no list in it: the docs' example with its `data` emptied. */
+const NO_DNR_LIST: Reply = {
+  status: 200,
+  body: JSON.stringify({ ...JSON.parse(body('docs-do_not_reach_lists_get.json')), data: [] }),
+};
+/** The docs' HTML-404 case ("Error codes and responses": a 404 may come with an HTML body). */
+const HTML_404: Reply = { status: 404, body: body('docs-404.html'), type: 'text/html; charset=utf-8' };
+
+const users = (n: number) => Array.from({ length: n }, (_, i) => ({ email: [`${i}`.padStart(64, '0')] }));
 
 describe('replay: the client reads the platform’s own bodies', () => {
-  it('custom audience listing (python and ruby SDK fixtures)', async () => {
+  it('custom audience listing (python and ruby SDK fixtures, docs example) with permission_scope', async () => {
     for (const file of ['python-custom_audiences_all.json', 'ruby-tailored_audiences_all.json']) {
-      listingFile = file;
+      override = (m, p) => (m === 'GET' && p.endsWith('/custom_audiences') ? replay(file) : undefined);
       const page = await listCustomAudiences(client, { accountId: '2iqph', permissionScope: 'OWNER' });
       expect(page.data.map((a) => [a.id, a.name, a.targetable, a.reasons_not_targetable])).toEqual([
         ['abc2', 'TA #2', false, ['TOO_SMALL']],
@@ -103,25 +185,83 @@ describe('replay: the client reads the platform’s own bodies', () => {
       // Fields we do not model pass through untouched.
       expect(page.data[0]).toMatchObject({ audience_size: null, list_type: null, partner_source: 'OTHER' });
     }
-    listingFile = undefined;
     expect(seen.at(-1)).toBe('GET /12/accounts/2iqph/custom_audiences?permission_scope=OWNER');
+    override = (m, p) =>
+      m === 'GET' && p.endsWith('/custom_audiences') ? replay('docs-custom_audiences_get.json') : undefined;
+    const docs = await listCustomAudiences(client, { accountId: '18ce54d4x5t', customAudienceIds: ['1nmth'] });
+    expect(docs.data).toEqual([
+      expect.objectContaining({ id: '1nmth', owner_account_id: '18ce54d4x5t', audience_size: 1470, targetable: true }),
+    ]);
+    expect(seen.at(-1)).toBe('GET /12/accounts/18ce54d4x5t/custom_audiences?custom_audience_ids=1nmth');
   });
 
   it('one audience (python SDK fixture), read with with_deleted', async () => {
     const a = await getCustomAudience(client, { accountId: '2iqph', customAudienceId: 'abc2', withDeleted: true });
     expect(a).toMatchObject({ id: 'abc2', name: 'TA #2', audience_type: 'WEB', deleted: false, audience_size: null });
-    expect(seen.at(-1)).toBe('GET /12/accounts/2iqph/custom_audiences/abc2?with_deleted=true');
+    expect(seen).toEqual(['GET /12/accounts/2iqph/custom_audiences/abc2?with_deleted=true']);
   });
 
-  it('permissions, custom (v12) and tailored (v5) (python SDK fixtures)', async () => {
+  it('create, update, delete an audience (docs examples)', async () => {
+    const created = await createCustomAudience(client, { accountId: '18ce54d4x5t', name: 'developers' });
+    expect(created).toMatchObject({ id: '2906h', reasons_not_targetable: ['PROCESSING', 'TOO_SMALL'], deleted: false });
+    const updated = await updateCustomAudience(client, {
+      accountId: '18ce54d4x5t',
+      customAudienceId: '2906h',
+      name: 'developers_changed',
+    });
+    expect(updated).toMatchObject({ id: '2906h', name: 'developers_changed', is_owner: true });
+    const deleted = await deleteCustomAudience(client, { accountId: '18ce54d4x5t', customAudienceId: '2906h' });
+    expect(deleted).toMatchObject({ id: '2906h', deleted: true });
+    expect(seen).toEqual([
+      'POST /12/accounts/18ce54d4x5t/custom_audiences?name=developers',
+      'PUT /12/accounts/18ce54d4x5t/custom_audiences/2906h?name=developers_changed',
+      'DELETE /12/accounts/18ce54d4x5t/custom_audiences/2906h',
+    ]);
+  });
+
+  it('users batch (docs example: two operations, four users, success_count == total_count == 4)', async () => {
+    const result = await postCustomAudienceUsers(client, {
+      accountId: '18ce54d4x5t',
+      customAudienceId: '1nmth',
+      operations: [
+        { operation_type: 'Update', params: { users: users(2) } },
+        { operation_type: 'Delete', params: { users: users(2) } },
+      ],
+    });
+    expect(result).toEqual({ success_count: 4, total_count: 4 });
+    expect(seen).toEqual(['POST /12/accounts/18ce54d4x5t/custom_audiences/1nmth/users']);
+  });
+
+  it('permissions, custom (v12) and tailored (v5): list (python SDK fixtures), grant and revoke (docs examples)', async () => {
     for (const kind of ['custom', 'tailored'] as const) {
+      const key = kind === 'custom' ? 'custom_audience_id' : 'tailored_audience_id';
       const page = await listAudiencePermissions(client, { kind, accountId: '2iqph', audienceId: 'abc2' });
       expect(page.data.map((p) => [p.id, p.granted_account_id, p.permission_level])).toEqual([
         ['k', 'pz6ec', 'READ_ONLY'],
         ['l', 'j9ozo', 'READ_ONLY'],
       ]);
-      expect(page.data[0]?.[kind === 'custom' ? 'custom_audience_id' : 'tailored_audience_id']).toBe('abc2');
+      expect(page.data[0]?.[key]).toBe('abc2');
       expect(page.total_count).toBe(2);
+      const granted = await grantAudiencePermission(client, {
+        kind,
+        accountId: '18ce54d4x5t',
+        audienceId: '2906h',
+        grantedAccountId: '18ce54aymz3',
+        permissionLevel: 'READ_ONLY',
+      });
+      expect(granted).toMatchObject({ id: '14m', [key]: '2906h', granted_account_id: '18ce54aymz3', deleted: false });
+      seen.length = 0;
+      const revoked = await revokeAudiencePermission(client, {
+        kind,
+        accountId: '18ce54d4x5t',
+        audienceId: '1nmth',
+        permissionId: 'ri',
+      });
+      expect(revoked).toMatchObject({ id: 'ri', [key]: '1nmth', deleted: true });
+      // Only the DELETE, as the SDKs send it.
+      expect(seen).toEqual([
+        `DELETE /${kind === 'custom' ? '12' : '5'}/accounts/18ce54d4x5t/${kind}_audiences/1nmth/permissions/ri`,
+      ]);
     }
   });
 
@@ -133,7 +273,7 @@ describe('replay: the client reads the platform’s own bodies', () => {
     ]);
   });
 
-  it('do-not-reach list (docs example), found through the listing', async () => {
+  it('do-not-reach list: listing, found through it, create, users batch, delete (docs examples)', async () => {
     const page = await listDoNotReachLists(client, { accountId: '18ce54bgxky' });
     expect(page.data).toEqual([
       expect.objectContaining({ id: '4kzrq', name: 'Do Not Reach List', description: 'test DNRL', list_size: null }),
@@ -142,13 +282,69 @@ describe('replay: the client reads the platform’s own bodies', () => {
       id: '4kzrq',
       reasons_not_targetable: ['TOO_SMALL'],
     });
-    expect(seen.at(-1)).toBe('GET /12/accounts/18ce54bgxky/do_not_reach_lists');
+    const created = await createDoNotReachList(client, {
+      accountId: '18ce54bgxky',
+      description: 'A list of users to exclude',
+    });
+    expect(created).toMatchObject({ id: '4ofrq', description: 'A list of users to exclude', deleted: false });
+    const counts = await postDoNotReachListUsers(client, {
+      accountId: '18ce54bgxky',
+      doNotReachListId: '4ofrq',
+      operations: [{ operation_type: 'Update', params: { users: users(2), expires_at: '2023-01-22T00:00:00Z' } }],
+    });
+    expect(counts).toEqual([{ success_count: 2, total_count: 2 }]);
+    const deleted = await deleteDoNotReachList(client, { accountId: '18ce54bgxky', doNotReachListId: '4ofrp' });
+    expect(deleted).toMatchObject({ id: '4ofrp', deleted: true });
+    expect(seen).toEqual([
+      'GET /12/accounts/18ce54bgxky/do_not_reach_lists',
+      'GET /12/accounts/18ce54bgxky/do_not_reach_lists',
+      'POST /12/accounts/18ce54bgxky/do_not_reach_lists?description=A%20list%20of%20users%20to%20exclude',
+      'POST /12/batch/accounts/18ce54bgxky/do_not_reach_lists/4ofrq/users',
+      'DELETE /12/accounts/18ce54bgxky/do_not_reach_lists/4ofrp',
+    ]);
+  });
+
+  it('error bodies: the docs example (400), 403s quoted in SDK issues, an HTML 404', async () => {
+    const get = () => getCustomAudience(client, { accountId: 'hkk5', customAudienceId: 'x' });
+    const failure = async (reply: Reply): Promise<HttpError> => {
+      override = () => reply;
+      return get().then(
+        () => expect.fail('no error'),
+        (e: unknown) => e as HttpError,
+      );
+    };
+
+    const invalid = await failure(replay('docs-error_invalid_parameter.json', 400));
+    expect(invalid).toBeInstanceOf(HttpError);
+    expect(invalid).toMatchObject({ status: 400, code: 'api_bad_request' });
+    expect(invalid.errors).toEqual([
+      {
+        code: 'INVALID_PARAMETER',
+        message: 'Expected time, got "" for start_time',
+        parameter: 'start_time',
+        details: 'invalid date',
+        value: '',
+      },
+    ]);
+    expect(invalid.message).toContain('INVALID_PARAMETER: Expected time, got "" for start_time (parameter start_time)');
+
+    const notFound403 = await failure(replay('issue-twitter4j-ads-48-403_not_found.json', 403));
+    expect(notFound403).toBeInstanceOf(AuthError);
+    expect(notFound403.errors).toEqual([{ code: 'NOT_FOUND', message: 'Account 938627011618263040 was not found' }]);
+
+    const app = await failure(replay('issue-twurl-66-403_unauthorized_client_application.json', 403));
+    expect(app).toBeInstanceOf(AuthError);
+    expect(app.errors[0]?.code).toBe('UNAUTHORIZED_CLIENT_APPLICATION');
+
+    // The docs: when the body cannot be parsed, the HTTP code's meaning takes precedence.
+    const html = await failure(HTML_404);
+    expect(html).toMatchObject({ status: 404, code: 'api_not_found', errors: [] });
+    expect(html.message).toMatch(/HTTP 404: non-JSON body: .*Not Found/);
+    expect(html.message).not.toContain('<');
   });
 });
 
 describe('replay: the CLI reads them too', () => {
-  const cli = (args: string[]) => runCli(args, { env: ENV() });
-
   it('audiences list and get, JSON and table', async () => {
     const list = await cli(['audiences', 'list', '--account', '2iqph', '--json']);
     expect(list.code, list.stderr).toBe(0);
@@ -157,6 +353,7 @@ describe('replay: the CLI reads them too', () => {
       'abc1',
       'abc3',
     ]);
+    expect(seen.at(-1)).toBe('GET /12/accounts/2iqph/custom_audiences?permission_scope=OWNER');
     const table = await cli(['audiences', 'list', '--account', '2iqph', '--scope', 'shared']);
     expect(table.code, table.stderr).toBe(0);
     expect(table.stdout).toMatch(/^abc1\s+TA #1\s+-?\s*true\s/m);
@@ -167,42 +364,161 @@ describe('replay: the CLI reads them too', () => {
     expect(JSON.parse(get.stdout)).toMatchObject({ id: 'abc2', reasons_not_targetable: ['TOO_SMALL'] });
   });
 
-  it('permissions list, targeted, do-not-reach list', async () => {
+  it('audiences create, update, delete (refused while targeted, then --force)', async () => {
+    const created = await cli(['audiences', 'create', '--account', '18ce54d4x5t', '--name', 'developers', '--json']);
+    expect(created.code, created.stderr).toBe(0);
+    expect(JSON.parse(created.stdout)).toMatchObject({ id: '2906h', targetable: false });
+    const updated = await cli([
+      'audiences',
+      'update',
+      '--account',
+      '18ce54d4x5t',
+      '--audience',
+      '2906h',
+      '--name',
+      'x',
+    ]);
+    expect(updated.code, updated.stderr).toBe(0);
+    expect(updated.stdout).toContain('developers_changed');
+
+    const del = ['audiences', 'delete', '--account', '18ce54d4x5t', '--audience', '2906h'];
+    const refused = await cli(del);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('targeted by 2 active line item(s) in 2 campaign(s)');
+    seen.length = 0;
+    const deleted = await cli([...del, '--force', '--json']);
+    expect(deleted.code, deleted.stderr).toBe(0);
+    expect(JSON.parse(deleted.stdout)).toMatchObject({ id: '2906h', deleted: true });
+    expect(seen).toEqual([
+      'GET /12/accounts/18ce54d4x5t/custom_audiences/2906h?with_deleted=true',
+      'GET /12/accounts/18ce54d4x5t/custom_audiences/2906h/targeted?with_active=false',
+      'DELETE /12/accounts/18ce54d4x5t/custom_audiences/2906h',
+    ]);
+  });
+
+  it('permissions list, grant and revoke (custom and --tailored), targeted', async () => {
     const perms = await cli(['permissions', 'list', '--account', '2iqph', '--audience', 'abc2', '--tailored']);
     expect(perms.code, perms.stderr).toBe(0);
     expect(perms.stdout).toMatch(/^k\s+pz6ec\s+READ_ONLY\s/m);
+    for (const extra of [[], ['--tailored']]) {
+      const at = ['--account', '18ce54d4x5t', '--audience', '2906h', ...extra];
+      const grant = await cli(['permissions', 'grant', ...at, '--to', '18ce54aymz3', '--json']);
+      expect(grant.code, grant.stderr).toBe(0);
+      expect(JSON.parse(grant.stdout)).toMatchObject({ id: '14m', granted_account_id: '18ce54aymz3' });
+      seen.length = 0;
+      const revoke = await cli(['permissions', 'revoke', ...at, '--permission-id', 'ri', '--json']);
+      expect(revoke.code, revoke.stderr).toBe(0);
+      expect(JSON.parse(revoke.stdout)).toMatchObject({ id: 'ri', deleted: true });
+      expect(seen).toHaveLength(1);
+      expect(seen[0]).toMatch(/^DELETE .*\/permissions\/ri$/);
+    }
     const targeted = await cli(['targeted', '--account', '2iqph', '--audience', 'abc2', '--json']);
     expect(targeted.code, targeted.stderr).toBe(0);
     expect((JSON.parse(targeted.stdout) as { data: unknown[] }).data).toHaveLength(2);
+  });
+
+  it('do-not-reach list, create (refused while the account has one), delete', async () => {
     const dnr = await cli(['do-not-reach', 'list', '--account', '18ce54bgxky']);
     expect(dnr.code, dnr.stderr).toBe(0);
     expect(dnr.stdout).toMatch(/^4kzrq\s+Do Not Reach List\s/m);
+    const create = [
+      'do-not-reach',
+      'create',
+      '--account',
+      '18ce54bgxky',
+      '--description',
+      'A list of users to exclude',
+    ];
+    const refused = await cli(create);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('already has do-not-reach list 4kzrq');
+    override = (m, p) => (m === 'GET' && p.endsWith('/do_not_reach_lists') ? NO_DNR_LIST : undefined);
+    const created = await cli([...create, '--json']);
+    expect(created.code, created.stderr).toBe(0);
+    expect(JSON.parse(created.stdout)).toMatchObject({ id: '4ofrq', name: 'Do Not Reach List' });
+    const deleted = await cli(['do-not-reach', 'delete', '--account', '18ce54bgxky', '--list', '4ofrp', '--json']);
+    expect(deleted.code, deleted.stderr).toBe(0);
+    expect(JSON.parse(deleted.stdout)).toMatchObject({ id: '4ofrp', deleted: true });
+  });
+
+  it('upload to an audience (4 users) and to the do-not-reach list (2 users): the docs’ counts verify', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ak-replay-'));
+    try {
+      const csv = (n: number) => `email\n${Array.from({ length: n }, (_, i) => `user${i}@example.com`).join('\n')}\n`;
+      writeFileSync(join(dir, 'four.csv'), csv(4));
+      writeFileSync(join(dir, 'two.csv'), csv(2));
+      const audience = await cli(
+        ['upload', 'four.csv', '--account', '18ce54d4x5t', '--audience', 'abc2', '-q', '--json'],
+        dir,
+      );
+      expect(audience.code, audience.stderr).toBe(0);
+      expect(JSON.parse(audience.stdout)).toMatchObject({ status: 'completed', success_count: 4, total_count: 4 });
+      expect(seen.at(-1)).toBe('POST /12/accounts/18ce54d4x5t/custom_audiences/abc2/users');
+      const list = await cli(
+        ['upload', 'two.csv', '--account', '18ce54bgxky', '--do-not-reach-list', '4kzrq', '-q', '--json'],
+        dir,
+      );
+      expect(list.code, list.stderr).toBe(0);
+      expect(JSON.parse(list.stdout)).toMatchObject({ status: 'completed', success_count: 2, total_count: 2 });
+      expect(seen.at(-1)).toBe('POST /12/batch/accounts/18ce54bgxky/do_not_reach_lists/4kzrq/users');
+      const sent = sentBodies.at(-1) as Array<{ params: { users: Array<{ email: string[] }> } }>;
+      expect(sent[0]?.params.users.map((u) => u.email[0]?.length)).toEqual([64, 64]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('error bodies: exit codes and messages', async () => {
+    const get = ['audiences', 'get', '--account', 'hkk5', '--audience', 'x'];
+    const run = async (reply: Reply) => {
+      override = () => reply;
+      return cli(get);
+    };
+    const invalid = await run(replay('docs-error_invalid_parameter.json', 400));
+    expect(invalid.code).toBe(6);
+    expect(invalid.stderr).toContain('INVALID_PARAMETER: Expected time, got "" for start_time (parameter start_time)');
+    const notFound403 = await run(replay('issue-twitter4j-ads-48-403_not_found.json', 403));
+    expect(notFound403.code).toBe(4);
+    expect(notFound403.stderr).toContain('NOT_FOUND: Account 938627011618263040 was not found');
+    const app = await run(replay('issue-twurl-66-403_unauthorized_client_application.json', 403));
+    expect(app.code).toBe(4);
+    expect(app.stderr).toContain('UNAUTHORIZED_CLIENT_APPLICATION');
+    const html = await run(HTML_404);
+    expect(html.code).toBe(6);
+    expect(html.stderr).toMatch(/HTTP 404: non-JSON body: .*Not Found/);
+    expect(html.stderr).toMatch(/fix: /);
   });
 });
 
 describe('owner-only refusal keyed on documented codes and HTTP 403', () => {
-  it('FORBIDDEN, UNAUTHORIZED_ACCESS, INSUFFICIENT_USER_AUTHORIZED_PERMISSION or no code: the owner fix (exit 4)', async () => {
-    const update = ['audiences', 'update', '--account', 'grantee', '--audience', 'abc2', '--name', 'x'];
-    for (const body of [
-      { errors: [{ code: 'FORBIDDEN', message: 'no' }] },
-      { errors: [{ code: 'UNAUTHORIZED_ACCESS', message: 'no' }] },
-      { errors: [{ code: 'INSUFFICIENT_USER_AUTHORIZED_PERMISSION', message: 'no' }] },
-      '<html>Forbidden</html>',
+  const update = ['audiences', 'update', '--account', 'grantee', '--audience', 'abc2', '--name', 'x'];
+  const refuse = (reply: Reply) => {
+    override = (m) => (m === 'PUT' ? reply : undefined);
+  };
+
+  it('ACTION_NOT_ALLOWED, UNAUTHORIZED_ACCESS, or a 403 whose body names no code: the owner fix (exit 4)', async () => {
+    for (const reply of [
+      { status: 403, body: '{"errors":[{"code":"ACTION_NOT_ALLOWED","message":"no"}]}' },
+      { status: 403, body: '{"errors":[{"code":"UNAUTHORIZED_ACCESS","message":"no"}]}' },
+      { status: 403, body: '<html><body><h1>403 Forbidden</h1></body></html>', type: 'text/html' },
     ]) {
-      ownerRefusal = body;
-      const r = await runCli(update, { env: ENV() });
-      expect(r.code, JSON.stringify(body)).toBe(4);
+      refuse(reply);
+      const r = await cli(update);
+      expect(r.code, reply.body).toBe(4);
       expect(r.stderr).toContain("error: only the audience's owner account can update it");
       expect(r.stderr).toContain(
         'fix: find the owner with `audience-kit audiences get --account grantee --audience abc2`',
       );
     }
-    // Another 403 (the account is not the user's) keeps its own message.
-    ownerRefusal = { errors: [{ code: 'UNAUTHORIZED_CLIENT_APPLICATION', message: 'not your account' }] };
-    const other = await runCli(update, { env: ENV() });
-    expect(other.code).toBe(4);
-    expect(other.stderr).not.toContain("only the audience's owner account");
-    expect(other.stderr).toContain('UNAUTHORIZED_CLIENT_APPLICATION');
-    ownerRefusal = undefined;
+  });
+
+  it('any other 403 keeps its own message (not the user’s account, a token without write access, undocumented codes)', async () => {
+    for (const code of ['UNAUTHORIZED_CLIENT_APPLICATION', 'INSUFFICIENT_USER_AUTHORIZED_PERMISSION', 'FORBIDDEN']) {
+      refuse({ status: 403, body: JSON.stringify({ errors: [{ code, message: 'refused' }] }) });
+      const r = await cli(update);
+      expect(r.code).toBe(4);
+      expect(r.stderr).not.toContain("only the audience's owner account");
+      expect(r.stderr).toContain(`${code}: refused`);
+    }
   });
 });

@@ -601,7 +601,7 @@ describe('sandbox: permissions', () => {
     );
     expect(byGrantee.status).toBe(403);
     expect(byGrantee.json.errors[0]).toMatchObject({
-      code: 'FORBIDDEN',
+      code: 'ACTION_NOT_ALLOWED',
       message: "Only the audience's owner account can manage its permissions",
     });
     const readOnlyUpload = await call(s, 'POST', usersPath(s, a.id, secondary), batch([update(users(0, 1))]));

@@ -340,15 +340,13 @@ export function rephrase(
 }
 
 /**
- * Codes of the platform's published error list that a 403 on an owner-only action carries; the
- * sandbox sends FORBIDDEN. A 403 with none of them (UNAUTHORIZED_CLIENT_APPLICATION: the account is
- * not the user's) keeps its own message.
+ * Codes of the platform's published error list ("Error codes and responses") that can refuse an
+ * owner-only action: ACTION_NOT_ALLOWED (403), which the sandbox sends, and UNAUTHORIZED_ACCESS.
+ * Any other code keeps its own message: UNAUTHORIZED_CLIENT_APPLICATION (the account is not the
+ * user's), or INSUFFICIENT_USER_AUTHORIZED_PERMISSION (not in the list; seen when the user's token
+ * lacks write access, which the owner lookup would not fix).
  */
-const OWNER_REFUSAL_CODES: ReadonlySet<string> = new Set([
-  'FORBIDDEN',
-  'UNAUTHORIZED_ACCESS',
-  'INSUFFICIENT_USER_AUTHORIZED_PERMISSION',
-]);
+const OWNER_REFUSAL_CODES: ReadonlySet<string> = new Set(['ACTION_NOT_ALLOWED', 'UNAUTHORIZED_ACCESS']);
 
 /**
  * A 403 on an owner-only action (update, delete, grant, revoke), with a documented permission code
