@@ -203,7 +203,12 @@ export class AdsRoutes {
       throw notFound(`Audience ${id}`, param);
     if (mode !== 'read' && a.deleted) throw notFound(`Audience ${id} (deleted)`, param);
     if (mode === 'write' && grant !== undefined && grant.level !== 'READ_WRITE') {
-      throw new SandboxApiFailure(403, 'ACTION_NOT_ALLOWED', 'This account has READ_ONLY access to the audience', param);
+      throw new SandboxApiFailure(
+        403,
+        'ACTION_NOT_ALLOWED',
+        'This account has READ_ONLY access to the audience',
+        param,
+      );
     }
     if (mode === 'owner' && grant !== undefined) {
       throw new SandboxApiFailure(
