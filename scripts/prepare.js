@@ -1,0 +1,31 @@
+#!/usr/bin/env node
+// `prepare`: builds dist/ whenever npm installs or packs this package from source. npm installs
+// the devDependencies of a git dependency before its prepare, but not those of a directory
+// (`npm install ../audience-kit`), where tsc would be missing: then the checkout's own
+// dependencies are installed first (`npm ci`, scripts off), so installing a checkout just works.
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+
+function run(command, args, env = process.env) {
+  const r = spawnSync(command, args, { cwd: root, stdio: 'inherit', env });
+  if (r.error !== undefined) throw r.error;
+  if (r.status !== 0) process.exit(r.status ?? 1);
+}
+
+if (!existsSync(tsc)) {
+  console.error('audience-kit: building from source needs its devDependencies; installing them in', root);
+  // The outer install's settings (its prefix, --omit=dev, --global...) are not this checkout's.
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !/^npm_(config|package|lifecycle)_/i.test(k)),
+  );
+  const npm = process.env['npm_execpath'];
+  const args = ['ci', '--ignore-scripts', '--no-audit', '--no-fund', '--include=dev'];
+  if (npm) run(process.execPath, [npm, ...args], env);
+  else run('npm', args, env);
+}
+run(process.execPath, [tsc, '-p', 'tsconfig.build.json']);
