@@ -5,7 +5,7 @@ import { lstat, rename, stat, unlink } from 'node:fs/promises';
 import { finished } from 'node:stream/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
-import type { CommandModule } from 'yargs';
+import type { Argv, CommandModule } from 'yargs';
 import {
   ConfigError,
   csvCell,
@@ -18,6 +18,9 @@ import {
   guardFailure,
   summaryHints,
   type CsvBadRow,
+  type HashCsvOptions,
+  type HashCsvRun,
+  type RejectGuardOptions,
   type Reject,
 } from '../../internal.js';
 import type { CliContext } from '../context.js';
@@ -149,104 +152,129 @@ export function hashCommand(ctx: CliContext): CommandModule<GlobalArgs, HashArgs
   return {
     command: 'hash <file>',
     describe: 'Normalize and SHA-256-hash the identifiers of a CSV file, locally (nothing is sent)',
-    builder: (y) =>
-      addHashOptions(
-        y.positional('file', {
-          type: 'string',
-          demandOption: true,
-          describe: 'CSV file (.gz accepted; UTF-8 or UTF-16 with BOM), or - for stdin',
-        }),
-      )
-        .option('format', {
-          choices: ['csv', 'jsonl'] as const,
-          default: 'csv' as const,
-          describe:
-            'csv: one column per mapped identifier type, hashed values joined by |; jsonl: one user object per data row ({} when none is valid)',
-        })
-        .option('output', {
-          alias: 'o',
-          type: 'string',
-          default: '-',
-          requiresArg: true,
-          describe: 'Output file (written to a temporary name, renamed when complete), or - for stdout',
-        })
-        .option('rejects', {
-          type: 'string',
-          requiresArg: true,
-          describe:
-            'Write line,column,type,reason of every rejected value and skipped row to this CSV file (never the value)',
-        })
-        .example(
-          '$0 hash fixtures/crm-export.csv --default-country US > hashed.csv',
-          'Hash the detected columns; national phones without a country are US',
-        )
-        .example(
-          '$0 hash export.csv.gz --map email=Email --map "email=Work Email" --default-country GB --format jsonl -o users.jsonl',
-          'Two email columns, national phones as GB',
-        )
-        .example('cat export.csv | $0 hash - --rejects rejects.csv', 'Read stdin and keep a list of rejected values')
-        .epilogue(
-          'Output rows are in input order, one per well-formed data row; malformed CSV records are skipped, counted in the summary and listed in --rejects. The summary goes to stderr (JSON with --json) and never contains identifiers.\n' +
-            exitCodesEpilogue({
-              ok: 'ok',
-              usage: 'usage/config (bad option, unknown column)',
-              input: 'unreadable input (missing file, no header, bad encoding or gzip)',
-            }),
-        ) as never,
-    handler: handle(ctx, async (args: HashArgs) => {
-      if (args.json === true && args.output === '-') {
-        throw new ConfigError('invalid_option', '--json prints the summary on stdout, where the hashed data would go', {
-          fix: 'write the data to a file with -o FILE (or drop --json for the text summary on stderr)',
-        });
-      }
-      const opts = hashOptionsFromArgs(args, ctx.stdin);
-      const guard = rejectGuardFromArgs(args);
-      const run = await hashCsv(hashInputSource(args.file, ctx.cwd), { ...opts, emit: args.format });
-      const outputs: Output[] = [];
-      try {
-        printInputMapping(ctx, run);
-        const out = await openOutput(ctx, args.output, '--output');
-        outputs.push(out);
-        const rejects = args.rejects === undefined ? undefined : await openOutput(ctx, args.rejects, '--rejects');
-        if (rejects !== undefined) {
-          outputs.push(rejects);
-          await rejects.write('line,column,type,reason\n');
-        }
-        if (args.format === 'csv') await out.write(hashCsvHeader(mappedTypes(run.mapping)));
-        for await (const chunk of run) {
-          await out.write(chunk.output);
-          if (rejects !== undefined) await rejects.write(rejectLines(chunk.rejects, chunk.malformed));
-        }
-        const refused = guardFailure(run.summary, guard, summaryHints(run.summary, run.mapping, opts)[0]);
-        if (refused !== undefined) {
-          // The data is not written, but the list of rejects is: it is what explains the failure.
-          if (rejects !== undefined) await outputs.splice(outputs.indexOf(rejects), 1)[0]?.commit();
-          writeLine(ctx.stderr, renderHashSummary(run.summary));
-          throw refused;
-        }
-        for (const o of outputs) await o.commit();
-      } catch (error) {
-        await run.close();
-        for (const o of outputs) await o.abort();
-        if (args.output === '-' && (error as NodeJS.ErrnoException).code === 'EPIPE') {
-          // The reader went away (`| head`): stop like any Unix filter, without an error.
-          writeLine(ctx.stderr, 'stdout was closed by the reader; stopped early');
-          return EXIT_CODES.ok;
-        }
-        throw error;
-      }
-      if (args.json === true)
-        writeJson(ctx, {
-          input: run.name,
-          mapping: mappingJson(run.mapping),
-          summary: hashSummaryJson(run.summary),
-          hints: summaryHints(run.summary, run.mapping, opts),
-        });
-      else {
-        writeLine(ctx.stderr, renderHashSummary(run.summary));
-        printHints(ctx, run.summary, run.mapping, opts);
-      }
-      return EXIT_CODES.ok;
-    }),
+    builder: hashBuilder,
+    handler: handle(ctx, async (args: HashArgs) => runHash(ctx, args)),
   };
+}
+
+/** The hash command's positional and options. */
+function hashBuilder(y: Argv<GlobalArgs>): Argv<HashArgs> {
+  return addHashOptions(
+    y.positional('file', {
+      type: 'string',
+      demandOption: true,
+      describe: 'CSV file (.gz accepted; UTF-8 or UTF-16 with BOM), or - for stdin',
+    }),
+  )
+    .option('format', {
+      choices: ['csv', 'jsonl'] as const,
+      default: 'csv' as const,
+      describe:
+        'csv: one column per mapped identifier type, hashed values joined by |; jsonl: one user object per data row ({} when none is valid)',
+    })
+    .option('output', {
+      alias: 'o',
+      type: 'string',
+      default: '-',
+      requiresArg: true,
+      describe: 'Output file (written to a temporary name, renamed when complete), or - for stdout',
+    })
+    .option('rejects', {
+      type: 'string',
+      requiresArg: true,
+      describe:
+        'Write line,column,type,reason of every rejected value and skipped row to this CSV file (never the value)',
+    })
+    .example(
+      '$0 hash fixtures/crm-export.csv --default-country US > hashed.csv',
+      'Hash the detected columns; national phones without a country are US',
+    )
+    .example(
+      '$0 hash export.csv.gz --map email=Email --map "email=Work Email" --default-country GB --format jsonl -o users.jsonl',
+      'Two email columns, national phones as GB',
+    )
+    .example('cat export.csv | $0 hash - --rejects rejects.csv', 'Read stdin and keep a list of rejected values')
+    .epilogue(
+      'Output rows are in input order, one per well-formed data row; malformed CSV records are skipped, counted in the summary and listed in --rejects. The summary goes to stderr (JSON with --json) and never contains identifiers.\n' +
+        exitCodesEpilogue({
+          ok: 'ok',
+          usage: 'usage/config (bad option, unknown column)',
+          input: 'unreadable input (missing file, no header, bad encoding or gzip)',
+        }),
+    ) as never;
+}
+
+/** Hashes the file to --output (and --rejects), then prints the summary. */
+async function runHash(ctx: CliContext, args: HashArgs): Promise<number> {
+  if (args.json === true && args.output === '-') {
+    throw new ConfigError('invalid_option', '--json prints the summary on stdout, where the hashed data would go', {
+      fix: 'write the data to a file with -o FILE (or drop --json for the text summary on stderr)',
+    });
+  }
+  const opts = hashOptionsFromArgs(args, ctx.stdin);
+  const guard = rejectGuardFromArgs(args);
+  const run = await hashCsv(hashInputSource(args.file, ctx.cwd), { ...opts, emit: args.format });
+  try {
+    await writeHashed(ctx, args, run, opts, guard);
+  } catch (error) {
+    if (args.output === '-' && (error as NodeJS.ErrnoException).code === 'EPIPE') {
+      // The reader went away (`| head`): stop like any Unix filter, without an error.
+      writeLine(ctx.stderr, 'stdout was closed by the reader; stopped early');
+      return EXIT_CODES.ok;
+    }
+    throw error;
+  }
+  if (args.json === true)
+    writeJson(ctx, {
+      input: run.name,
+      mapping: mappingJson(run.mapping),
+      summary: hashSummaryJson(run.summary),
+      hints: summaryHints(run.summary, run.mapping, opts),
+    });
+  else {
+    writeLine(ctx.stderr, renderHashSummary(run.summary));
+    printHints(ctx, run.summary, run.mapping, opts);
+  }
+  return EXIT_CODES.ok;
+}
+
+/**
+ * Writes the hashed rows and the rejects, committing the outputs only when the run completes
+ * within the reject guard; on any failure the run is closed and the outputs removed.
+ */
+async function writeHashed(
+  ctx: CliContext,
+  args: HashArgs,
+  run: HashCsvRun,
+  opts: HashCsvOptions,
+  guard: RejectGuardOptions,
+): Promise<void> {
+  const outputs: Output[] = [];
+  try {
+    printInputMapping(ctx, run);
+    const out = await openOutput(ctx, args.output, '--output');
+    outputs.push(out);
+    const rejects = args.rejects === undefined ? undefined : await openOutput(ctx, args.rejects, '--rejects');
+    if (rejects !== undefined) {
+      outputs.push(rejects);
+      await rejects.write('line,column,type,reason\n');
+    }
+    if (args.format === 'csv') await out.write(hashCsvHeader(mappedTypes(run.mapping)));
+    for await (const chunk of run) {
+      await out.write(chunk.output);
+      if (rejects !== undefined) await rejects.write(rejectLines(chunk.rejects, chunk.malformed));
+    }
+    const refused = guardFailure(run.summary, guard, summaryHints(run.summary, run.mapping, opts)[0]);
+    if (refused !== undefined) {
+      // The data is not written, but the list of rejects is: it is what explains the failure.
+      if (rejects !== undefined) await outputs.splice(outputs.indexOf(rejects), 1)[0]?.commit();
+      writeLine(ctx.stderr, renderHashSummary(run.summary));
+      throw refused;
+    }
+    for (const o of outputs) await o.commit();
+  } catch (error) {
+    await run.close();
+    for (const o of outputs) await o.abort();
+    throw error;
+  }
 }
