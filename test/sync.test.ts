@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createClient, type AdsClient } from '../src/api/index.js';
@@ -8,7 +8,9 @@ import { acquireFileLock } from '../src/state/lock.js';
 import { snapshotDir } from '../src/state/snapshot.js';
 import { verifyAuditLog } from '../src/state/audit.js';
 import { reportJson, syncAudience, uploadAudience, type SyncAudienceOptions } from '../src/upload/index.js';
+import { runCli } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
+import { FIXTURE, rawValues, scanFor } from './helpers/upload-cli.js';
 
 const DAY = 86_400_000;
 
@@ -218,5 +220,84 @@ describe('syncAudience', () => {
     walk(t.stateDir);
     const raw = customers(range(0, 55)).flatMap((r) => [String(r.email), String(r.phone).replaceAll(' ', '')]);
     for (const text of texts) for (const v of raw) expect(text.includes(v)).toBe(false);
+  });
+});
+
+describe('audience-kit sync', () => {
+  const next = (cwd: string): string => {
+    const text = readFileSync(FIXTURE, 'utf8');
+    const path = join(cwd, 'export-next.csv');
+    writeFileSync(
+      path,
+      text
+        .split('\n')
+        .filter((l) => !l.startsWith('C10002'))
+        .join('\n'),
+    );
+    return path;
+  };
+
+  it('syncs a changed export to the embedded sandbox: only the change is sent', async () => {
+    const cwd = tempDir('ak-sync-cli-');
+    const state = ['--state-dir', join(cwd, 'state')];
+    const outputs: string[] = [];
+    const first = await runCli(['sync', FIXTURE, '--sandbox', ...state, '--json'], { cwd });
+    outputs.push(first.stdout, first.stderr);
+    expect(first.code, first.stderr).toBe(0);
+    const a = JSON.parse(first.stdout) as Record<string, unknown> & { update: { users_confirmed: number } };
+    expect(a).toMatchObject({ status: 'completed', exit_code: 0, first_sync: true, removes: 0 });
+    expect(a.update.users_confirmed).toBe(a.users);
+    expect(a.sandbox).toEqual({ audience_size: a.users });
+
+    const file = next(cwd);
+    const dry = await runCli(['sync', file, '--sandbox', ...state, '--dry-run', '--json'], { cwd });
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(JSON.parse(dry.stdout)).toMatchObject({ dry_run: true, removes: 10, adds: 0, requests: 0 });
+    const capped = await runCli(['sync', file, '--sandbox', ...state, '--max-removals', '5'], { cwd });
+    outputs.push(capped.stdout, capped.stderr);
+    expect(capped.code).toBe(2);
+    expect(capped.stderr).toMatch(/error: the sync would remove 10 of \d+ users[\s\S]*fix: .*--max-removals 10/);
+
+    const second = await runCli(['sync', file, '--sandbox', ...state], { cwd });
+    outputs.push(second.stdout, second.stderr);
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stdout).toMatch(/first sync\s+no/);
+    expect(second.stdout).toMatch(/removed \(Delete\)\s+10 of 10 users confirmed/);
+    expect(second.stdout).toMatch(/added\/refreshed \(Update\)\s+0 of 0 users/);
+    expect(second.stdout).toMatch(new RegExp(`sandbox audience size\\s+${Number(a.users) - 10}\\b`));
+
+    const list = await runCli(['audit', 'list', ...state], { cwd });
+    expect(list.stdout.match(/ sync /g)?.length).toBe(2);
+    expect(list.stdout).toContain('+0 -10 ~0');
+    const texts: Record<string, string> = { outputs: outputs.join('\n') };
+    const walk = (dir: string): void => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        const p = join(dir, e.name);
+        if (e.isDirectory()) walk(p);
+        else texts[p] = readFileSync(p, 'latin1');
+      }
+    };
+    walk(join(cwd, 'state'));
+    // partner_user_id (the fixture's customer_id) is sent as it is, so the snapshot keeps it.
+    expect(
+      scanFor(
+        texts,
+        rawValues().filter((v) => !/^C\d+$/.test(v)),
+      ),
+    ).toEqual([]);
+  });
+
+  it('needs a target without --sandbox, and refuses an empty export', async () => {
+    const cwd = tempDir('ak-sync-cli-');
+    const missing = await runCli(['sync', FIXTURE, '--dry-run'], { cwd });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/sync needs --account/);
+    const state = ['--state-dir', join(cwd, 'state')];
+    await runCli(['sync', FIXTURE, '--sandbox', ...state, '-q'], { cwd });
+    const empty = join(cwd, 'empty.csv');
+    writeFileSync(empty, 'customer_id,Email\n');
+    const r = await runCli(['sync', empty, '--sandbox', ...state, '--json'], { cwd });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/no valid user[\s\S]*--allow-empty/);
   });
 });

@@ -5,6 +5,7 @@ import { describeParseFailure, type ParseContext } from './parse-errors.js';
 import { exitCodesEpilogue, reportError, writeLine, type GlobalArgs } from './output.js';
 import { hashCommand } from './commands/hash.js';
 import { uploadCommand } from './commands/upload.js';
+import { syncCommand } from './commands/sync.js';
 import { sandboxCommand } from './commands/sandbox.js';
 import { auditCommand } from './commands/audit.js';
 import { audiencesCommand } from './commands/audiences.js';
@@ -18,6 +19,7 @@ type CommandFactory = (ctx: CliContext) => CommandModule<GlobalArgs, never>;
 const COMMANDS: readonly CommandFactory[] = [
   hashCommand,
   uploadCommand,
+  syncCommand,
   auditCommand,
   audiencesCommand,
   doNotReachCommand,

@@ -139,7 +139,9 @@ export function asKitError(error: unknown): AudienceKitError {
 }
 
 /** The report as plain JSON (its `error` as `{ code, message, fix }`), e.g. for `JSON.stringify`. */
-export function reportJson(report: UploadReport): Omit<UploadReport, 'error'> & {
+export function reportJson<R extends { error?: AudienceKitError } = UploadReport>(
+  report: R,
+): Omit<R, 'error'> & {
   error?: { code: string; message: string; fix?: string };
 } {
   const { error, ...rest } = report;

@@ -57,7 +57,7 @@ import {
   type GlobalArgs,
 } from '../output.js';
 
-interface UploadArgs extends GlobalArgs, HashOptionArgs, ConnectionArgs {
+export interface UploadArgs extends GlobalArgs, HashOptionArgs, ConnectionArgs {
   file: string;
   account?: string;
   audience?: string;
@@ -85,7 +85,7 @@ interface UploadArgs extends GlobalArgs, HashOptionArgs, ConnectionArgs {
 const str = (describe: string): Options => ({ type: 'string', requiresArg: true, describe });
 const num = (describe: string): Options => ({ type: 'number', requiresArg: true, describe });
 
-const UPLOAD_OPTIONS: Record<string, Options> = {
+export const UPLOAD_OPTIONS: Record<string, Options> = {
   account: str('Ad account id (optional with --sandbox)'),
   audience: str('Custom audience id to add users to / remove users from'),
   'do-not-reach-list': str('Do-not-reach list id (instead of --audience)'),
@@ -142,7 +142,7 @@ const FLAG_NAMES: ReadonlyArray<readonly [RegExp, string]> = [
 ];
 
 /** A library error as the CLI user should read it: the flags, not the option names. */
-function withFlagNames<T>(error: T): T {
+export function withFlagNames<T>(error: T): T {
   if (!(error instanceof AudienceKitError)) return error;
   const rename = (text: string): string => FLAG_NAMES.reduce((t, [re, flag]) => t.replace(re, flag), text);
   error.message = rename(error.message);
@@ -162,7 +162,7 @@ function unfinishedPolicy(ctx: CliContext, args: UploadArgs): UnfinishedRunPolic
 }
 
 /** The CLI's exit code for a run's outcome. */
-function exitCodeOf(report: UploadReport): ExitCode {
+export function exitCodeOf(report: Pick<UploadReport, 'status' | 'error'>): ExitCode {
   // A full disk or an unwritable journal is the machine's to fix, whatever was confirmed before it.
   if (report.error instanceof EnvironmentError) return EXIT_CODES.environment;
   switch (report.status) {
@@ -236,15 +236,20 @@ function printReport(
   if (fix !== undefined) writeLine(ctx.stderr, `  fix: ${fix}`);
 }
 
-/** Refused before the input is read or anything is sent. */
-function checkUsage(args: UploadArgs): void {
-  const dryRun = args['dry-run'] === true;
+/**
+ * Refused before the input is read or anything is sent. A sync needs its target even on a dry
+ * run (the plan is made against the target's snapshot).
+ */
+export function checkUsage(args: UploadArgs, command: 'upload' | 'sync' = 'upload'): void {
+  const dryRun = args['dry-run'] === true && command === 'upload';
   const useSandbox = args.sandbox === true;
   if (!useSandbox && !dryRun) {
     if (args.account === undefined)
-      throw new ConfigError('missing_option', 'upload needs --account (or --sandbox)', { fix: 'pass --account ID' });
+      throw new ConfigError('missing_option', `${command} needs --account (or --sandbox)`, {
+        fix: 'pass --account ID',
+      });
     if (args.audience === undefined && args['do-not-reach-list'] === undefined) {
-      throw new ConfigError('missing_option', 'upload needs --audience or --do-not-reach-list (or --sandbox)', {
+      throw new ConfigError('missing_option', `${command} needs --audience or --do-not-reach-list (or --sandbox)`, {
         fix: 'pass --audience ID or --do-not-reach-list ID',
       });
     }
@@ -260,14 +265,14 @@ function checkUsage(args: UploadArgs): void {
   rejectGuardFromArgs(args);
 }
 
-function targetOf(args: UploadArgs): UploadTarget {
+export function targetOf(args: Pick<UploadArgs, 'audience' | 'do-not-reach-list'>): UploadTarget {
   return args['do-not-reach-list'] !== undefined
     ? { doNotReachListId: args['do-not-reach-list'] }
     : { customAudienceId: args.audience ?? '' };
 }
 
 /** The flags that shape the run, as runUpload options. */
-function runShape(args: UploadArgs) {
+export function runShape(args: UploadArgs) {
   const set = <K extends string, V>(key: K, value: V | undefined) =>
     (value === undefined ? {} : { [key]: value }) as Partial<Record<K, V>>;
   return {
@@ -284,15 +289,18 @@ function runShape(args: UploadArgs) {
   };
 }
 
-interface Connected {
+export interface Connected {
   client: AdsClient | undefined;
   sandbox: Sandbox | undefined;
   accountId: string;
   target: UploadTarget;
 }
 
-/** The client, and with --sandbox the embedded sandbox with a new audience or list to upload to. */
-async function connect(ctx: CliContext, args: UploadArgs): Promise<Connected> {
+/**
+ * The client, and with --sandbox the embedded sandbox with a new audience or list to upload to
+ * (with `seed`, the same account and target ids every time).
+ */
+export async function connect(ctx: CliContext, args: UploadArgs, seed?: number): Promise<Connected> {
   const target = targetOf(args);
   if (args.sandbox !== true) {
     const client = args['dry-run'] === true ? undefined : (await clientFromArgs(ctx, args)).client;
@@ -300,6 +308,7 @@ async function connect(ctx: CliContext, args: UploadArgs): Promise<Connected> {
   }
   const sandbox = await startSandbox({
     port: 0,
+    ...(seed === undefined ? {} : { seed }),
     ...(args['sandbox-faults'] === undefined ? {} : { faults: args['sandbox-faults'] }),
   });
   const client = createClient(
@@ -352,7 +361,7 @@ function runOptions(
 }
 
 /** Ctrl-C: finish what is in flight and save the journal (a second one quits at once: processContext). */
-function onInterrupt(ctx: CliContext, controller: AbortController): () => void {
+export function onInterrupt(ctx: CliContext, controller: AbortController): () => void {
   return () => {
     writeLine(
       ctx.stderr,

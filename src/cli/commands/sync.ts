@@ -1,0 +1,292 @@
+/**
+ * `audience-kit sync <file|->`: make a target's users exactly the users of the file, sending
+ * only the changes (syncAudience). Input, mapping, connection and sending options are upload's
+ * (the same builders); what is sync's own: --max-removals, --allow-empty, --full, --refresh-after.
+ */
+import { basename, resolve } from 'node:path';
+import type { CommandModule, Options } from 'yargs';
+import {
+  ConfigError,
+  defaultAuditLogPath,
+  DEFAULT_REFRESH_AFTER_DAYS,
+  DO_NOT_REACH_TYPES,
+  exitCodeFor,
+  hashCsv,
+  MAX_REFRESH_AFTER_DAYS,
+  parseRemovalCap,
+  reportJson,
+  sendUsers,
+  Snapshot,
+  snapshotDir,
+  syncAudience,
+  type AudienceUser,
+  type ExitCode,
+  type HashCsvRun,
+  type SyncReport,
+} from '../../internal.js';
+import { withConnectionOptions } from '../connection.js';
+import type { CliContext } from '../context.js';
+import { renderHashSummary } from '../hash-summary.js';
+import {
+  addHashOptions,
+  guardRun,
+  hashInputSource,
+  hashOptionsFromArgs,
+  printInputMapping,
+  rejectGuardFromArgs,
+} from '../hash-options.js';
+import { exitCodesEpilogue, handle, renderFields, writeJson, writeLine, type GlobalArgs } from '../output.js';
+import {
+  checkUsage,
+  connect,
+  exitCodeOf,
+  onInterrupt,
+  runShape,
+  UPLOAD_OPTIONS,
+  withFlagNames,
+  type Connected,
+  type UploadArgs,
+} from './upload.js';
+
+interface SyncArgs extends UploadArgs {
+  'max-removals'?: string;
+  'allow-empty'?: boolean;
+  full?: boolean;
+  'refresh-after'?: number;
+}
+
+/** `--sandbox` starts a sandbox per command: a fixed seed gives the same ids, hence the same snapshot. */
+const SANDBOX_SEED = 12;
+
+const SHARED = [
+  'account',
+  'audience',
+  'do-not-reach-list',
+  'sandbox-faults',
+  'concurrency',
+  'max-retries',
+  'max-body-bytes',
+  'max-operations',
+  'max-users-per-operation',
+  'audit-log',
+  'quiet',
+] as const;
+
+const SYNC_OPTIONS: Record<string, Options> = {
+  ...Object.fromEntries(SHARED.map((k) => [k, UPLOAD_OPTIONS[k] as Options])),
+  'dry-run': { type: 'boolean', describe: 'Print the plan (adds, removes, refreshes, requests, bytes); send nothing' },
+  'max-removals': {
+    type: 'string',
+    requiresArg: true,
+    describe: 'Refuse, before sending anything, to remove more than N users or P% of the snapshot (default 10%)',
+  },
+  'allow-empty': { type: 'boolean', describe: 'Accept an input without a valid user (it empties the target)' },
+  full: { type: 'boolean', describe: 'Send every user of the file as Update, not only the new ones' },
+  'refresh-after': {
+    type: 'number',
+    requiresArg: true,
+    describe: `Re-send users last confirmed more than DAYS ago (default ${DEFAULT_REFRESH_AFTER_DAYS}, at most ${MAX_REFRESH_AFTER_DAYS})`,
+  },
+  'state-dir': { ...(UPLOAD_OPTIONS['state-dir'] as Options), describe: 'Snapshots and the audit log (mode 0700)' },
+  sandbox: {
+    type: 'boolean',
+    describe: 'Sync to an embedded sandbox started in-process, refilled from the snapshot (fixed ids)',
+  },
+};
+
+/**
+ * The embedded sandbox lives for one command: its target is refilled with what the snapshot says
+ * was confirmed, so a second `sync --sandbox` meets what the first left, as a real target would.
+ */
+async function refillSandbox(c: Connected, stateDir: string): Promise<void> {
+  if (c.sandbox === undefined || c.client === undefined) return;
+  const dnr = 'doNotReachListId' in c.target;
+  const id = 'doNotReachListId' in c.target ? c.target.doNotReachListId : c.target.customAudienceId;
+  const kind = dnr ? 'do_not_reach_list' : 'custom_audience';
+  const snapshot = Snapshot.open(snapshotDir(stateDir, { accountId: c.accountId, kind, id }));
+  try {
+    if (snapshot.count === 0) return;
+    const keepNone = new Uint8Array(Math.ceil(snapshot.count / 8));
+    function* users(): Generator<AudienceUser> {
+      for (const chunk of snapshot.usersNotIn(keepNone))
+        for (const u of chunk) yield JSON.parse(u.json) as AudienceUser;
+    }
+    const r = await sendUsers({
+      client: c.client,
+      accountId: c.accountId,
+      target: c.target,
+      operationType: 'Update',
+      users: users(),
+    });
+    if (r.status !== 'completed')
+      throw r.error ?? new ConfigError('invalid_option', 'the sandbox could not be refilled');
+  } finally {
+    snapshot.close();
+  }
+}
+
+function syncExitCode(report: SyncReport): ExitCode {
+  if (report.status === 'refused') return report.error === undefined ? 2 : exitCodeFor(report.error);
+  return exitCodeOf({ status: report.status, ...(report.error === undefined ? {} : { error: report.error }) });
+}
+
+async function sync(ctx: CliContext, args: SyncArgs): Promise<number> {
+  checkUsage(args, 'sync');
+  const maxRemovals = parseRemovalCap(args['max-removals']);
+  const wantsDnr = args['do-not-reach-list'] !== undefined;
+  const inputPath = hashInputSource(args.file, ctx.cwd);
+  const hashOptions = hashOptionsFromArgs(args, ctx.stdin);
+  const run = guardRun(
+    await hashCsv(inputPath, { ...hashOptions, emit: 'packed', ...(wantsDnr ? { types: DO_NOT_REACH_TYPES } : {}) }),
+    // An input without users is judged by the sync itself (refused unless --allow-empty).
+    { ...rejectGuardFromArgs(args), requireUsers: false },
+    hashOptions,
+  );
+  const controller = new AbortController();
+  const sigint = onInterrupt(ctx, controller);
+  ctx.signal.addEventListener('abort', sigint, { once: true });
+  if (ctx.signal.aborted) controller.abort();
+  let c: Connected | undefined;
+  try {
+    if (args.quiet !== true) printInputMapping(ctx, run);
+    c = await connect(ctx, args, SANDBOX_SEED);
+    const stateDir = resolve(ctx.cwd, args['state-dir']);
+    await refillSandbox(c, stateDir);
+    const { limits, concurrency, maxRetries } = runShape(args);
+    const dryRun = args['dry-run'] === true;
+    const report = await syncAudience({
+      ...(c.client === undefined || dryRun ? {} : { client: c.client }),
+      accountId: c.accountId,
+      target: c.target,
+      users: run,
+      limits,
+      ...(concurrency === undefined ? {} : { concurrency }),
+      ...(maxRetries === undefined ? {} : { maxRetries }),
+      normalize: hashOptions,
+      input:
+        inputPath === '-' ? { name: '-', size: null, sha256: null } : { path: inputPath, name: basename(args.file) },
+      stateDir,
+      auditLog: resolve(ctx.cwd, args['audit-log'] ?? defaultAuditLogPath(args['state-dir'])),
+      full: args.full === true,
+      ...(args['refresh-after'] === undefined ? {} : { refreshAfterDays: args['refresh-after'] }),
+      maxRemovals: 'users' in maxRemovals ? maxRemovals.users : `${maxRemovals.percent}%`,
+      allowEmpty: args['allow-empty'] === true,
+      dryRun,
+      sandbox: args.sandbox === true,
+      signal: controller.signal,
+      onPhase: (phase, plan) => {
+        if (args.quiet === true) return;
+        if (phase === 'planned')
+          writeLine(ctx.stderr, `plan: +${plan.adds} -${plan.removes} ~${plan.refreshes} =${plan.unchanged}`);
+        else
+          writeLine(ctx.stderr, phase === 'removing' ? 'removing (Delete) ...' : 'adding and refreshing (Update) ...');
+      },
+    });
+    if (report.error !== undefined) withFlagNames(report.error);
+    printOutcome(ctx, args, report, run, c);
+    return syncExitCode(report);
+  } finally {
+    ctx.signal.removeEventListener('abort', sigint);
+    await run.close();
+    await c?.client?.close();
+    await c?.sandbox?.close();
+  }
+}
+
+function operationLine(r: SyncReport['delete'], dryRun: boolean): string {
+  if (dryRun) return `${r.users} users in ${r.batches} requests (${r.bytes} bytes) planned`;
+  if (r.status === 'not_sent') return `${r.users} users not sent (the removals did not all go through)`;
+  return `${r.users_confirmed} of ${r.users} users confirmed, ${r.requests} requests, ${r.status}`;
+}
+
+function printOutcome(ctx: CliContext, args: SyncArgs, report: SyncReport, run: HashCsvRun, c: Connected): void {
+  const size =
+    c.sandbox === undefined
+      ? undefined
+      : 'doNotReachListId' in c.target
+        ? c.sandbox.state.dnrListSize(c.target.doNotReachListId)
+        : c.sandbox.state.audienceSize(c.target.customAudienceId);
+  if (args.json === true) {
+    writeJson(ctx, {
+      ...reportJson(report),
+      exit_code: syncExitCode(report),
+      input: args.file === '-' || args.file === '' ? '-' : basename(args.file),
+      ...(size === undefined ? {} : { sandbox: { audience_size: size } }),
+    });
+    return;
+  }
+  const fields: [string, unknown][] = [
+    ['run id', report.run_id],
+    ['status', report.status + (report.dry_run ? ' (dry run: nothing sent)' : '')],
+    ['target', `${report.target.kind} ${report.target.id} (account ${report.account_id})`],
+    ['first sync', report.first_sync ? 'yes: nothing removed (no snapshot of this target yet)' : 'no'],
+    ['rows read', report.rows],
+    ['users', report.users],
+    ['duplicates (one user)', report.duplicates],
+    [
+      'plan',
+      `+${report.adds} added, -${report.removes} removed, ~${report.refreshes} refreshed, ${report.unchanged} unchanged (not sent)`,
+    ],
+    ['removed (Delete)', operationLine(report.delete, report.dry_run)],
+    ['added/refreshed (Update)', operationLine(report.update, report.dry_run)],
+    ['retries', report.retries],
+    [
+      'snapshot',
+      `${report.snapshot.before.users} -> ${report.snapshot.after.users} users, ${report.snapshot.bytes_on_disk} bytes`,
+    ],
+    ['duration', `${(report.duration_ms / 1000).toFixed(1)} s`],
+  ];
+  if (size !== undefined)
+    fields.push(['doNotReachListId' in c.target ? 'sandbox list size' : 'sandbox audience size', size]);
+  writeLine(ctx.stdout, renderFields(fields));
+  writeLine(ctx.stdout);
+  writeLine(ctx.stdout, renderHashSummary(run.summary));
+  if (report.error !== undefined) {
+    writeLine(ctx.stderr, `error: ${report.error.message}`);
+    if (report.error.fix !== undefined) writeLine(ctx.stderr, `  fix: ${report.error.fix}`);
+  }
+}
+
+export function syncCommand(ctx: CliContext): CommandModule<GlobalArgs, SyncArgs> {
+  return {
+    command: 'sync <file>',
+    describe: "Make a target's users exactly the users of a CSV export, sending only what changed since the last sync",
+    builder: (y) =>
+      withConnectionOptions(
+        addHashOptions(
+          y.positional('file', {
+            type: 'string',
+            demandOption: true,
+            describe: 'CSV file (.gz accepted), or - for stdin',
+          }),
+        ),
+      )
+        .options(SYNC_OPTIONS)
+        .conflicts('audience', 'do-not-reach-list')
+        .group(Object.keys(SYNC_OPTIONS), 'Sync:')
+        .example(
+          '$0 sync fixtures/crm-export.csv --sandbox --state-dir out/state',
+          'Try it against an embedded sandbox',
+        )
+        .example('$0 sync export.csv --account 18ce54d4x5t --audience 1nmth', 'Daily: send only the changes')
+        .example('$0 sync export.csv --account A --audience B --dry-run', 'Show the plan, send nothing')
+        .epilogue(
+          exitCodesEpilogue({
+            ok: 'the target holds exactly the users of the file',
+            usage:
+              'usage/config, or the plan was refused (too many removals, empty input; nothing sent), or another sync of the target runs',
+            input: 'unreadable input or more rejected values than --max-reject-rate',
+            auth: 'authentication/permission',
+            partial: 'some changes confirmed: run it again',
+            api: 'API/network failure',
+            environment: 'disk full, state not writable or symlink refused',
+            interrupted: 'interrupted (what was confirmed is kept)',
+          }),
+        ) as never,
+    handler: handle(ctx, (args: SyncArgs) =>
+      sync(ctx, args).catch((error: unknown) => {
+        throw withFlagNames(error);
+      }),
+    ),
+  };
+}
