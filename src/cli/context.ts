@@ -34,6 +34,11 @@ export function processContext(): CliContext {
     if (error.code !== 'EPIPE') throw error;
     if (process.stdout.listenerCount('error') === 1) process.exit(0);
   });
+  // A closed stderr (`2>&1 | head -3`) only silences the messages: the command goes on and ends
+  // as it would have (an upload writes its audit end record and exits with its own code).
+  process.stderr.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+  });
   return {
     stdout: process.stdout,
     stderr: process.stderr,

@@ -125,6 +125,15 @@ function fromFsError(error: unknown): unknown {
 }
 
 /**
+ * A reader of stdout that goes away (EPIPE) no longer ends the process at once (processContext's
+ * default, right for `sandbox | head -1`): the command finishes its work, records it and exits
+ * with its own code. For commands whose stdout is only their final report (upload).
+ */
+export function finishWhenStdoutCloses(ctx: CliContext): void {
+  ctx.stdout.on('error', () => undefined);
+}
+
+/**
  * Wrap a command handler: run it, map any error to its exit code. Handlers stay thin: parse
  * arguments into library options, call the library, render the result.
  */

@@ -53,6 +53,7 @@ import {
   renderFields,
   reportError,
   writeJson,
+  finishWhenStdoutCloses,
   writeLine,
   type GlobalArgs,
 } from '../output.js';
@@ -373,6 +374,7 @@ export function onInterrupt(ctx: CliContext, controller: AbortController): () =>
 
 async function upload(ctx: CliContext, args: UploadArgs): Promise<number> {
   checkUsage(args);
+  finishWhenStdoutCloses(ctx);
   const wantsDnr = args['do-not-reach-list'] !== undefined;
   const inputPath = args.file === '-' || args.file === '' ? '-' : resolve(ctx.cwd, args.file);
   // Do-not-reach lists take only some identifier types: other columns are left out of the mapping.
