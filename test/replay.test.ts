@@ -381,7 +381,7 @@ describe('replay: the CLI reads them too', () => {
     expect(updated.code, updated.stderr).toBe(0);
     expect(updated.stdout).toContain('developers_changed');
 
-    const del = ['audiences', 'delete', '--account', '18ce54d4x5t', '--audience', '2906h'];
+    const del = ['audiences', 'delete', '--account', '18ce54d4x5t', '--audience', '2906h', '--yes'];
     const refused = await cli(del);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('targeted by 2 active line item(s) in 2 campaign(s)');
@@ -406,7 +406,7 @@ describe('replay: the CLI reads them too', () => {
       expect(grant.code, grant.stderr).toBe(0);
       expect(JSON.parse(grant.stdout)).toMatchObject({ id: '14m', granted_account_id: '18ce54aymz3' });
       seen.length = 0;
-      const revoke = await cli(['permissions', 'revoke', ...at, '--permission-id', 'ri', '--json']);
+      const revoke = await cli(['permissions', 'revoke', ...at, '--permission-id', 'ri', '--yes', '--json']);
       expect(revoke.code, revoke.stderr).toBe(0);
       expect(JSON.parse(revoke.stdout)).toMatchObject({ id: 'ri', deleted: true });
       expect(seen).toHaveLength(1);
@@ -436,7 +436,16 @@ describe('replay: the CLI reads them too', () => {
     const created = await cli([...create, '--json']);
     expect(created.code, created.stderr).toBe(0);
     expect(JSON.parse(created.stdout)).toMatchObject({ id: '4ofrq', name: 'Do Not Reach List' });
-    const deleted = await cli(['do-not-reach', 'delete', '--account', '18ce54bgxky', '--list', '4ofrp', '--json']);
+    const deleted = await cli([
+      'do-not-reach',
+      'delete',
+      '--account',
+      '18ce54bgxky',
+      '--list',
+      '4ofrp',
+      '--yes',
+      '--json',
+    ]);
     expect(deleted.code, deleted.stderr).toBe(0);
     expect(JSON.parse(deleted.stdout)).toMatchObject({ id: '4ofrp', deleted: true });
   });
