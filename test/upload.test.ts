@@ -10,6 +10,7 @@ import { hashRecords, type RawRecord } from '../src/hashing/pipeline.js';
 import { findJournal, RunJournal, type JournalKey } from '../src/state/journal.js';
 import { serializeUser, writeUserFingerprint, type AudienceUser } from '../src/identifiers/normalize.js';
 import { startSandbox, type Sandbox, type SandboxOptions } from '../src/sandbox/index.js';
+import { sleep } from '../src/util/clock.js';
 import {
   formatUploadProgress,
   maxDoNotReachExpiry,
@@ -255,6 +256,32 @@ describe('uploadAudience', () => {
     expect(report).toMatchObject({ status: 'partial', batches_failed: 1, mismatches: 3, requests: report.batches + 2 });
     expect(report.failed_batches[0]).toMatchObject({ index: 0, code: 'batch_count_mismatch' });
     expect(report.users_confirmed + report.users_failed).toBe(600);
+  });
+
+  it('an abort during the backoff between mismatch re-sends interrupts the run, the batch not failed', async () => {
+    const { sandbox, client, audienceId } = await setup({ faults: 'mismatch@1+2+3' });
+    const controller = new AbortController();
+    let sleeps = 0;
+    const report = await uploadAudience({
+      client,
+      accountId: sandbox.accounts.primary,
+      target: { customAudienceId: audienceId },
+      users: users(600),
+      limits: SMALL,
+      concurrency: 1,
+      // The real sleep, which rejects when the signal aborts while it waits.
+      clock: {
+        now: () => Date.now(),
+        sleep: (ms, signal) => {
+          sleeps++;
+          controller.abort();
+          return sleep(ms, signal);
+        },
+      },
+      signal: controller.signal,
+    });
+    expect(sleeps).toBe(1);
+    expect(report).toMatchObject({ status: 'interrupted', batches_failed: 0, mismatches: 2, requests: 2 });
   });
 
   for (const faults of [

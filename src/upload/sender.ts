@@ -15,7 +15,8 @@ import {
 } from '../api/index.js';
 import { AuthError, BatchVerificationError, ConfigError } from '../errors.js';
 import type { BatchGroup } from './plan.js';
-import type { UploadClock, UploadTarget } from './types.js';
+import { backoffMs, isAborted, type Clock } from '../util/clock.js';
+import type { UploadTarget } from './types.js';
 
 /** A packed batch on its way: `sha256` is set when a journal records it. */
 export interface SendableBatch {
@@ -36,7 +37,7 @@ export interface SenderOptions {
   /** Re-sends after a count mismatch. */
   maxRetries: number;
   retryBaseMs: number;
-  clock: UploadClock;
+  clock: Clock;
   random: () => number;
   signal: AbortSignal | undefined;
 }
@@ -85,8 +86,11 @@ export async function sendBatch(
     if (attempt >= o.maxRetries) return { kind: 'failed', error: v.error };
     // The first re-send goes at once (a count mismatch is usually transient), then back off.
     if (attempt > 0) {
-      const backoff = Math.min(MAX_RESEND_BACKOFF_MS, o.retryBaseMs * 2 ** (attempt - 1));
-      await o.clock.sleep(backoff / 2 + o.random() * (backoff / 2), o.signal);
+      const wait = backoffMs(attempt, { baseMs: o.retryBaseMs, maxMs: MAX_RESEND_BACKOFF_MS }, o.random);
+      // An abort ends the wait (the sleep rejects): the next turn's shouldStop() stops the batch.
+      await o.clock.sleep(wait, o.signal).catch((error: unknown) => {
+        if (!isAborted(o.signal)) throw error;
+      });
     }
   }
 }

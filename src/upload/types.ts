@@ -9,6 +9,7 @@ import type { HashRecordsOptions, RawRecord } from '../hashing/pipeline.js';
 import type { HashSummary, HashTypeCounts } from '../hashing/summary.js';
 import type { AudienceUser, BuiltUser, IdentifierType, RejectReason } from '../identifiers/normalize.js';
 import type { RunJournal } from '../state/journal.js';
+import type { Clock } from '../util/clock.js';
 import type { BatchGroup, BatchLimits, OperationType, PackedBatch } from './plan.js';
 
 export type UploadTarget = { customAudienceId: string } | { doNotReachListId: string };
@@ -44,11 +45,6 @@ export interface PipelineExtras {
 }
 
 export type UploadUsers = (AsyncIterable<UploadItem | RawRecord> | Iterable<UploadItem | RawRecord>) & PipelineExtras;
-
-export interface UploadClock {
-  now(): number;
-  sleep(ms: number, signal?: AbortSignal): Promise<void>;
-}
 
 export interface UploadProgress {
   rows: number;
@@ -184,7 +180,8 @@ export interface SendOptions {
   signal?: AbortSignal;
   /** Called once per confirmed batch (and per batch skipped as confirmed by an earlier run). */
   onConfirmed?: (batch: ConfirmedBatchInfo) => void;
-  clock?: UploadClock;
+  /** Time and waits (the mismatch backoff); tests pass one whose sleep returns at once. */
+  clock?: Clock;
   random?: () => number;
 }
 

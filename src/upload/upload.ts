@@ -9,36 +9,14 @@ import { ConfigError } from '../errors.js';
 import { hashRecords, type RawRecord } from '../hashing/pipeline.js';
 import { createHashSummary } from '../hashing/summary.js';
 import { guardInput, rejectGuardOptions } from '../identifiers/reject-guard.js';
+import { realClock, type Clock } from '../util/clock.js';
 import { createEngine, type Engine } from './engine.js';
 import { readInput, type ReadResult } from './input.js';
 import { Ledger } from './ledger.js';
 import { resolveSendOptions, resolveUploadGroup } from './options.js';
 import { BatchPacker, DO_NOT_REACH_TYPES, resolveBatchLimits, type PackedBatch } from './plan.js';
 import { buildReport, progressOf, type RunBooks } from './report.js';
-import type {
-  SendUsersOptions,
-  UploadAudienceOptions,
-  UploadClock,
-  UploadReport,
-  UploadStatus,
-  UploadUsers,
-} from './types.js';
-
-const realClock: UploadClock = {
-  now: () => Date.now(),
-  sleep: (ms, signal) =>
-    new Promise((resolve) => {
-      const t = setTimeout(resolve, ms);
-      signal?.addEventListener(
-        'abort',
-        () => {
-          clearTimeout(t);
-          resolve();
-        },
-        { once: true },
-      );
-    }),
-};
+import type { SendUsersOptions, UploadAudienceOptions, UploadReport, UploadStatus, UploadUsers } from './types.js';
 
 /** Upload users to a custom audience or a do-not-reach list; returns the report. */
 export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadReport> {
@@ -153,7 +131,7 @@ function statusOf(read: ReadResult, ledger: Ledger): UploadStatus {
 function progressReporter(
   o: UploadAudienceOptions,
   books: RunBooks,
-  clock: UploadClock,
+  clock: Clock,
   users: UploadUsers,
   inFlight: () => number,
 ): (done: boolean, force?: boolean) => void {
