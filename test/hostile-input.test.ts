@@ -116,6 +116,9 @@ describe('long records, cells and headers', () => {
   it(`refuses a header longer than ${MAX_RECORD_BYTES} bytes or wider than ${MAX_HEADER_COLUMNS} columns`, async () => {
     const long = generated('email,', 4 * MAX_RECORD_BYTES, '\na,b\n');
     await expect(openCsv(long)).rejects.toMatchObject({ code: 'input_header_too_large' });
+    // The reported attack: a header of 1M columns (2 MB), refused without splitting it.
+    const million = Readable.from([Buffer.from(`email${',c'.repeat(1_000_000)}\na@example.com\n`)]);
+    await expect(openCsv(million)).rejects.toMatchObject({ code: 'input_header_too_large' });
     const wide = `${Array.from({ length: MAX_HEADER_COLUMNS + 1 }, (_, i) => `c${i}`).join(',')}\n`;
     const err = await openCsv(Readable.from([Buffer.from(wide)])).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(InputError);

@@ -317,6 +317,41 @@ describe('full disk through the CLI', () => {
     expect(r.err).toMatch(/error: .*state.* is not a directory/);
     expect(r.err).toMatch(/ {2}fix: pass a --state-dir that is a directory/);
   });
+
+  // sysfs refuses every mkdir, to root too (chmod would not stop root, and nothing can be mounted here).
+  it.runIf(process.platform === 'linux' && existsSync('/sys/kernel'))(
+    'upload with a state directory that cannot be written: exit 8, the path and the fix, nothing sent',
+    async () => {
+      const cwd = newDir();
+      writeFileSync(join(cwd, 'crm.csv'), 'email\na@example.com\n');
+      const audienceId = sandbox.state.createCustomAudience(sandbox.accounts.primary, 'cli-ro').id;
+      const args = ['upload', 'crm.csv', '--account', sandbox.accounts.primary, '--audience', audienceId];
+      const r = await cli([...args, '--state-dir', '/sys/audience-kit-test'], cwd, env);
+      expect(r.code).toBe(EXIT_CODES.environment);
+      expect(r.err).toMatch(/error: \/sys\/audience-kit-test.* is not writable \(E(PERM|ACCES|ROFS)\)/);
+      expect(r.err).toMatch(/ {2}fix: .*writable --state-dir/);
+      expect(r.err).not.toMatch(/report|internal/);
+      expect(sandbox.state.audienceSize(audienceId)).toBe(0);
+    },
+  );
+
+  it('upload whose audit lock path is a directory: exit 8 at once, naming it', async () => {
+    const cwd = newDir();
+    writeFileSync(join(cwd, 'crm.csv'), 'email\na@example.com\n');
+    mkdirSync(join(cwd, '.audience-kit', 'audit.jsonl.lock'), { recursive: true });
+    const audienceId = sandbox.state.createCustomAudience(sandbox.accounts.primary, 'cli-lockdir').id;
+    const started = Date.now();
+    const r = await cli(
+      ['upload', 'crm.csv', '--account', sandbox.accounts.primary, '--audience', audienceId],
+      cwd,
+      env,
+    );
+    expect(r.code).toBe(EXIT_CODES.environment);
+    expect(r.err).toMatch(/error: .*audit\.jsonl\.lock is a directory/);
+    expect(r.err).toMatch(/ {2}fix: /);
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(sandbox.state.audienceSize(audienceId)).toBe(0);
+  });
 });
 
 describe('locks', () => {
@@ -549,6 +584,18 @@ describe('files the tool writes: no symlinks followed, 0600, formula cells escap
     expect(r.code).toBe(EXIT_CODES.environment);
     expect(r.stderr).toMatch(/symbolic link/);
     expect(readFileSync(join(dir, 'victim'), 'utf8')).toBe('precious');
+  });
+
+  it('hash --rejects onto a symbolic link is refused too (exit 8), the linked file untouched', async () => {
+    const dir = newDir();
+    writeFileSync(join(dir, 'victim'), 'precious');
+    symlinkSync(join(dir, 'victim'), join(dir, 'rej.csv'));
+    writeFileSync(join(dir, 'in.csv'), 'email\nnot-an-email\n');
+    const r = await runCli(['hash', 'in.csv', '-o', 'out.csv', '--rejects', 'rej.csv'], { cwd: dir });
+    expect(r.code).toBe(EXIT_CODES.environment);
+    expect(r.stderr).toMatch(/rej\.csv.*symbolic link/);
+    expect(readFileSync(join(dir, 'victim'), 'utf8')).toBe('precious');
+    expect(lstatSync(join(dir, 'rej.csv')).isSymbolicLink()).toBe(true);
   });
 
   it('upload --preview onto a planted symlink is refused, the linked file untouched', async () => {
