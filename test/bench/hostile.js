@@ -4,8 +4,8 @@
 // that process's maxRSS, workers included) beside a peer in the same run:
 //
 // - a line of N MB against a normal email file of the same N MB (rows of `userK@example.com`),
-//   both through `audience-kit hash - --workers 2`: time and RSS ratios, and seconds per MB from the
-//   smallest to the largest size (1.0 = linear);
+//   both through `audience-kit hash - --workers 2` (the CLI entry in-process, stdin the stream):
+//   time, CPU (all threads) and RSS ratios, and how CPU grows from the smallest size to the largest;
 // - the 10 GB gzip against only inflating the same stream (hashing 10 GB of rows would take an
 //   hour): the reader's cost on top of gunzip, and peak RSS within the documented 256 MB.
 //
@@ -57,9 +57,10 @@ function* oneLine(size, gzip) {
  */
 async function child(kind, size) {
   if (kind === 'inflate') {
+    const t = timer();
     let n = 0;
     for await (const b of Readable.from(oneLine(size, true)).pipe(createGunzip())) n += b.length;
-    process.stdout.write(JSON.stringify({ bytes: n }));
+    process.stdout.write(JSON.stringify({ bytes: n, ...t() }));
     return;
   }
   const { main } = await import(`${ROOT}dist/cli/main.js`);
@@ -74,41 +75,60 @@ async function child(kind, size) {
   const stdin = Readable.from(kind === 'normal' ? normalRows(size) : oneLine(size, kind === 'gzip'));
   const ctx = { ...processContext(), stdin, stdout, stderr: new PassThrough().resume() };
   const args = ['hash', '-', '--json', '--format', 'jsonl', '--workers', '2', '-o', '/dev/null'];
+  const t = timer();
   const code = await main(args, ctx);
+  const took = t();
   if (code !== 0) throw new Error(`exit ${code}: ${out}`);
   const summary = JSON.parse(out);
-  process.stdout.write(JSON.stringify({ users: summary.summary.users, malformed: summary.summary.malformed }));
+  process.stdout.write(JSON.stringify({ users: summary.summary.users, malformed: summary.summary.malformed, ...took }));
+}
+
+/** Wall and CPU seconds (all threads) from now: the child's own work, without start-up and imports. */
+function timer() {
+  const wall = performance.now();
+  const cpu = process.cpuUsage();
+  return () => {
+    const c = process.cpuUsage(cpu);
+    return { seconds: (performance.now() - wall) / 1000, cpu: (c.user + c.system) / 1e6 };
+  };
 }
 
 const self = fileURLToPath(import.meta.url);
-const run = (kind, size) => measure([self, '--child', kind, '--size', String(size)], { captureStdout: true });
-const secs = (r) => `${r.seconds.toFixed(2)} s, ${fmt(r.rssMb)} MB`;
+/** A child's figures: its own wall and CPU seconds, the process's peak RSS, and what it printed. */
+async function run(kind, size) {
+  const r = await measure([self, '--child', kind, '--size', String(size)], { captureStdout: true });
+  const out = JSON.parse(r.stdout);
+  return { ...out, rssMb: r.rssMb, stdout: r.stdout };
+}
+const secs = (r) => `${r.seconds.toFixed(2)} s (CPU ${r.cpu.toFixed(2)} s), ${fmt(r.rssMb)} MB`;
 
 /** The one bad row a hostile case must end with: the over-long record, counted, then the next row. */
 function checkBadRow(r) {
-  const { users, malformed } = JSON.parse(r.stdout);
+  const { users, malformed } = r;
   const ok = users === 1 && malformed.count === 1 && malformed.reasons.record_too_long === 1;
   return ok ? 'record_too_long, next row kept' : `WRONG ${r.stdout}`;
 }
 
 async function lines(sizes) {
-  const perMb = { line: [], normal: [] };
+  const cpu = { line: [], normal: [] };
   for (const mb of sizes) {
     const line = await run('line', mb * MiB);
     const normal = await run('normal', mb * MiB);
-    perMb.line.push(line.seconds / mb);
-    perMb.normal.push(normal.seconds / mb);
+    cpu.line.push(line.cpu);
+    cpu.normal.push(normal.cpu);
     const verdict = checkBadRow(line);
     console.log(
-      `one line of ${mb} MB: ${secs(line)} | normal file of ${mb} MB (${fmt(JSON.parse(normal.stdout).users)} users): ${secs(normal)}` +
-        ` | time ratio ${(line.seconds / normal.seconds).toFixed(2)}, RSS ratio ${(line.rssMb / normal.rssMb).toFixed(2)} | ${verdict}`,
+      `one line of ${mb} MB: ${secs(line)} | normal file of ${mb} MB (${fmt(normal.users)} users): ${secs(normal)}` +
+        ` | time ratio ${(line.seconds / normal.seconds).toFixed(3)}, CPU ratio ${(line.cpu / normal.cpu).toFixed(3)}, RSS ratio ${(line.rssMb / normal.rssMb).toFixed(2)} | ${verdict}`,
     );
     if (verdict.startsWith('WRONG') || line.rssMb > RSS_BOUND_MB) process.exitCode = 1;
   }
   if (sizes.length >= 2) {
+    // Quadratic reading would show as (size ratio)², linear as at most the size ratio (fixed costs make it less).
     const growth = (xs) => (xs.at(-1) / xs[0]).toFixed(2);
+    const k = sizes.at(-1) / sizes[0];
     console.log(
-      `seconds per MB, ${sizes.at(-1)} MB / ${sizes[0]} MB (1.00 = linear): one line ${growth(perMb.line)}, normal file ${growth(perMb.normal)}`,
+      `CPU seconds, ${sizes.at(-1)} MB / ${sizes[0]} MB (linear: at most ${k.toFixed(2)}, quadratic: ${(k * k).toFixed(2)}): one line ${growth(cpu.line)}, normal file ${growth(cpu.normal)}`,
     );
   }
 }
