@@ -9,9 +9,7 @@ import {
   ConfigError,
   defaultAuditLogPath,
   DEFAULT_REFRESH_AFTER_DAYS,
-  DO_NOT_REACH_TYPES,
   exitCodeFor,
-  hashCsv,
   MAX_REFRESH_AFTER_DAYS,
   parseRemovalCap,
   reportJson,
@@ -27,20 +25,16 @@ import {
 import { withConnectionOptions } from '../connection.js';
 import type { CliContext } from '../context.js';
 import { renderHashSummary } from '../hash-summary.js';
-import {
-  addHashOptions,
-  guardRun,
-  hashInputSource,
-  hashOptionsFromArgs,
-  printInputMapping,
-  rejectGuardFromArgs,
-} from '../hash-options.js';
+import { addHashOptions, printInputMapping, rejectGuardFromArgs } from '../hash-options.js';
 import { exitCodesEpilogue, handle, renderFields, writeJson, writeLine, type GlobalArgs } from '../output.js';
 import {
   checkUsage,
   connect,
   exitCodeOf,
-  onInterrupt,
+  closeSend,
+  interruptSignal,
+  openSendInput,
+  runInput,
   runShape,
   UPLOAD_OPTIONS,
   withFlagNames,
@@ -133,19 +127,12 @@ function syncExitCode(report: SyncReport): ExitCode {
 async function sync(ctx: CliContext, args: SyncArgs): Promise<number> {
   checkUsage(args, 'sync');
   const maxRemovals = parseRemovalCap(args['max-removals']);
-  const wantsDnr = args['do-not-reach-list'] !== undefined;
-  const inputPath = hashInputSource(args.file, ctx.cwd);
-  const hashOptions = hashOptionsFromArgs(args, ctx.stdin);
-  const run = guardRun(
-    await hashCsv(inputPath, { ...hashOptions, emit: 'packed', ...(wantsDnr ? { types: DO_NOT_REACH_TYPES } : {}) }),
-    // An input without users is judged by the sync itself (refused unless --allow-empty).
-    { ...rejectGuardFromArgs(args), requireUsers: false },
-    hashOptions,
-  );
-  const controller = new AbortController();
-  const sigint = onInterrupt(ctx, controller);
-  ctx.signal.addEventListener('abort', sigint, { once: true });
-  if (ctx.signal.aborted) controller.abort();
+  // An input without users is judged by the sync itself (refused unless --allow-empty).
+  const { run, inputPath, hashOptions } = await openSendInput(ctx, args, {
+    ...rejectGuardFromArgs(args),
+    requireUsers: false,
+  });
+  const interrupt = interruptSignal(ctx);
   let c: Connected | undefined;
   try {
     if (args.quiet !== true) printInputMapping(ctx, run);
@@ -163,8 +150,7 @@ async function sync(ctx: CliContext, args: SyncArgs): Promise<number> {
       ...(concurrency === undefined ? {} : { concurrency }),
       ...(maxRetries === undefined ? {} : { maxRetries }),
       normalize: hashOptions,
-      input:
-        inputPath === '-' ? { name: '-', size: null, sha256: null } : { path: inputPath, name: basename(args.file) },
+      input: runInput(inputPath, args.file),
       stateDir,
       auditLog: resolve(ctx.cwd, args['audit-log'] ?? defaultAuditLogPath(args['state-dir'])),
       full: args.full === true,
@@ -173,7 +159,7 @@ async function sync(ctx: CliContext, args: SyncArgs): Promise<number> {
       allowEmpty: args['allow-empty'] === true,
       dryRun,
       sandbox: args.sandbox === true,
-      signal: controller.signal,
+      signal: interrupt.signal,
       onPhase: (phase, plan) => {
         if (args.quiet === true) return;
         if (phase === 'planned')
@@ -186,10 +172,8 @@ async function sync(ctx: CliContext, args: SyncArgs): Promise<number> {
     printOutcome(ctx, args, report, run, c);
     return syncExitCode(report);
   } finally {
-    ctx.signal.removeEventListener('abort', sigint);
-    await run.close();
-    await c?.client?.close();
-    await c?.sandbox?.close();
+    interrupt.release();
+    await closeSend(run, c);
   }
 }
 

@@ -26,7 +26,10 @@ import {
   unfinishedRunError,
   type AdsClient,
   type ExitCode,
+  type HashCsvOptions,
   type HashCsvRun,
+  type RejectGuardOptions,
+  type RunInput,
   type RunNotice,
   type RunUploadOptions,
   type Sandbox,
@@ -42,6 +45,7 @@ import { askYesNo } from '../prompt.js';
 import {
   addHashOptions,
   guardRun,
+  hashInputSource,
   hashOptionsFromArgs,
   printInputMapping,
   rejectGuardFromArgs,
@@ -333,7 +337,7 @@ function runOptions(
   onNotice: (n: RunNotice) => void,
   printer: ProgressPrinter | undefined,
 ): RunUploadOptions {
-  const inputPath = args.file === '-' || args.file === '' ? '-' : resolve(ctx.cwd, args.file);
+  const inputPath = hashInputSource(args.file, ctx.cwd);
   const journaled = args.sandbox !== true && inputPath !== '-';
   let previewWritten = args.preview === undefined;
   return {
@@ -343,7 +347,7 @@ function runOptions(
     target: c.target,
     users: run,
     normalize: hashOptionsFromArgs(args),
-    input: inputPath === '-' ? { name: '-', size: null, sha256: null } : { path: inputPath, name: basename(args.file) },
+    input: runInput(inputPath, args.file),
     dedupe: args.dedupe,
     dryRun: args['dry-run'] === true,
     sandbox: args.sandbox === true,
@@ -361,34 +365,63 @@ function runOptions(
   };
 }
 
-/** Ctrl-C: finish what is in flight and save the journal (a second one quits at once: processContext). */
-export function onInterrupt(ctx: CliContext, controller: AbortController): () => void {
-  return () => {
+/** What the journal and the audit log record of the input: stdin has no name, size or digest. */
+export function runInput(inputPath: string, file: string): RunInput | { path: string; name: string } {
+  return inputPath === '-' ? { name: '-', size: null, sha256: null } : { path: inputPath, name: basename(file) };
+}
+
+/**
+ * The CSV hashed for sending (`emit: 'packed'`) behind the reject guard. Do-not-reach lists take
+ * only some identifier types: other columns are left out of the mapping.
+ */
+export async function openSendInput(
+  ctx: CliContext,
+  args: UploadArgs,
+  guard: RejectGuardOptions,
+): Promise<{ run: HashCsvRun; inputPath: string; hashOptions: HashCsvOptions }> {
+  const wantsDnr = args['do-not-reach-list'] !== undefined;
+  const inputPath = hashInputSource(args.file, ctx.cwd);
+  const hashOptions = hashOptionsFromArgs(args, ctx.stdin);
+  const run = guardRun(
+    await hashCsv(inputPath, { ...hashOptions, emit: 'packed', ...(wantsDnr ? { types: DO_NOT_REACH_TYPES } : {}) }),
+    guard,
+    hashOptions,
+  );
+  return { run, inputPath, hashOptions };
+}
+
+/**
+ * Ctrl-C (the context's signal) aborts `signal`: finish what is in flight and save the journal (a
+ * second one quits at once: processContext). Install it before the slow preparations (starting
+ * the sandbox, fingerprinting a large file); `release()` removes the listener.
+ */
+export function interruptSignal(ctx: CliContext): { signal: AbortSignal; release: () => void } {
+  const controller = new AbortController();
+  const onInterrupt = (): void => {
     writeLine(
       ctx.stderr,
       '\ninterrupted: finishing the requests in flight and saving the journal (Ctrl-C again to quit at once)',
     );
     controller.abort();
   };
+  ctx.signal.addEventListener('abort', onInterrupt, { once: true });
+  if (ctx.signal.aborted) controller.abort();
+  return { signal: controller.signal, release: () => ctx.signal.removeEventListener('abort', onInterrupt) };
+}
+
+/** Stops reading the input and closes the client and the sandbox, whatever was opened. */
+export async function closeSend(run: HashCsvRun, c: Connected | undefined): Promise<void> {
+  await run.close();
+  await c?.client?.close();
+  await c?.sandbox?.close();
 }
 
 async function upload(ctx: CliContext, args: UploadArgs): Promise<number> {
   checkUsage(args);
   finishWhenStdoutCloses(ctx);
   const wantsDnr = args['do-not-reach-list'] !== undefined;
-  const inputPath = args.file === '-' || args.file === '' ? '-' : resolve(ctx.cwd, args.file);
-  // Do-not-reach lists take only some identifier types: other columns are left out of the mapping.
-  const hashOptions = hashOptionsFromArgs(args, ctx.stdin);
-  const run = guardRun(
-    await hashCsv(inputPath, { ...hashOptions, emit: 'packed', ...(wantsDnr ? { types: DO_NOT_REACH_TYPES } : {}) }),
-    rejectGuardFromArgs(args),
-    hashOptions,
-  );
-  const controller = new AbortController();
-  const sigint = onInterrupt(ctx, controller);
-  // Installed before the slow preparations (starting the sandbox, fingerprinting a large file).
-  ctx.signal.addEventListener('abort', sigint, { once: true });
-  if (ctx.signal.aborted) controller.abort();
+  const { run } = await openSendInput(ctx, args, rejectGuardFromArgs(args));
+  const interrupt = interruptSignal(ctx);
   let c: Connected | undefined;
   try {
     if (!args.quiet) {
@@ -418,7 +451,7 @@ async function upload(ctx: CliContext, args: UploadArgs): Promise<number> {
     };
     // A failed audit append still lets the report be printed (what was sent matters most).
     let auditError: unknown;
-    const options = runOptions(ctx, args, run, c, controller.signal, onNotice, printer);
+    const options = runOptions(ctx, args, run, c, interrupt.signal, onNotice, printer);
     const report = await runUpload({ ...options, onAuditError: (e) => (auditError = e) }).finally(() =>
       printer?.finish(),
     );
@@ -427,10 +460,8 @@ async function upload(ctx: CliContext, args: UploadArgs): Promise<number> {
     if (auditError !== undefined) return reportError(ctx, auditError, args.debug === true);
     return exitCodeOf(report);
   } finally {
-    ctx.signal.removeEventListener('abort', sigint);
-    await run.close();
-    await c?.client?.close();
-    await c?.sandbox?.close();
+    interrupt.release();
+    await closeSend(run, c);
   }
 }
 
