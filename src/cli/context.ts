@@ -24,6 +24,8 @@ export interface CliContext {
   signal: AbortSignal;
   /** Set by handlers; `main()` returns it. */
   exitCode: number;
+  /** The clock progress lines read (default Date.now); tests pass one that jumps. */
+  now?: () => number;
 }
 
 export function processContext(): CliContext {

@@ -124,6 +124,11 @@ function fromFsError(error: unknown): unknown {
   return environmentError(error, e.syscall === 'open' ? 'opening' : 'writing', e.path ?? 'a file');
 }
 
+/** The width of the terminal on stderr (for progress lines), or `fallback`. */
+export function stderrColumns(ctx: CliContext, fallback = 80): number {
+  return (ctx.stderr as Partial<NodeJS.WriteStream>).columns ?? fallback;
+}
+
 /**
  * A reader of stdout that goes away (EPIPE) no longer ends the process at once (processContext's
  * default, right for `sandbox | head -1`): the command finishes its work, records it and exits

@@ -25,8 +25,10 @@ export interface CliRun {
   signal?: AbortSignal;
   /** In-process only: a stdin the test keeps writing to (instead of `input`). */
   stdin?: Readable;
-  /** In-process only: stdin and stderr are terminals (prompts are asked). */
+  /** In-process only: stdin and stderr are terminals (prompts are asked, progress drawn). */
   tty?: boolean;
+  /** In-process only: the clock of progress lines. */
+  now?: () => number;
 }
 
 /**
@@ -65,6 +67,7 @@ function contextFor(run: CliRun, signal: AbortSignal): { ctx: CliContext; stdout
     cwd: run.cwd ?? process.cwd(),
     signal,
     exitCode: 0,
+    ...(run.now === undefined ? {} : { now: run.now }),
   };
   return { ctx, stdout, stderr };
 }

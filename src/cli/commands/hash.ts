@@ -24,6 +24,7 @@ import {
   type Reject,
 } from '../../internal.js';
 import type { CliContext } from '../context.js';
+import { HashProgress } from '../hash-progress.js';
 import { renderHashSummary } from '../hash-summary.js';
 import {
   addHashOptions,
@@ -36,10 +37,11 @@ import {
   rejectGuardFromArgs,
   type HashOptionArgs,
 } from '../hash-options.js';
-import { exitCodesEpilogue, handle, writeJson, writeLine, type GlobalArgs } from '../output.js';
+import { exitCodesEpilogue, handle, stderrColumns, writeJson, writeLine, type GlobalArgs } from '../output.js';
 
 interface HashArgs extends GlobalArgs, HashOptionArgs {
   file: string;
+  quiet?: boolean;
   format: 'csv' | 'jsonl';
   output: string;
   rejects?: string;
@@ -179,6 +181,7 @@ function hashBuilder(y: Argv<GlobalArgs>): Argv<HashArgs> {
       requiresArg: true,
       describe: 'Output file (written to a temporary name, renamed when complete), or - for stdout',
     })
+    .option('quiet', { alias: 'q', type: 'boolean', describe: 'No progress line (shown on a terminal only)' })
     .option('rejects', {
       type: 'string',
       requiresArg: true,
@@ -238,6 +241,17 @@ async function runHash(ctx: CliContext, args: HashArgs): Promise<number> {
   return EXIT_CODES.ok;
 }
 
+/** Progress for a terminal's stderr, unless --quiet. */
+function hashProgress(ctx: CliContext, args: HashArgs, run: HashCsvRun): HashProgress | undefined {
+  if (!ctx.stderrIsTTY || args.quiet === true) return undefined;
+  return new HashProgress({
+    write: (t) => ctx.stderr.write(t),
+    columns: () => stderrColumns(ctx),
+    totalBytes: run.totalBytes,
+    ...(ctx.now === undefined ? {} : { now: ctx.now }),
+  });
+}
+
 /**
  * Writes the hashed rows and the rejects, committing the outputs only when the run completes
  * within the reject guard; on any failure the run is closed and the outputs removed.
@@ -260,9 +274,15 @@ async function writeHashed(
       await rejects.write('line,column,type,reason\n');
     }
     if (args.format === 'csv') await out.write(hashCsvHeader(mappedTypes(run.mapping)));
-    for await (const chunk of run) {
-      await out.write(chunk.output);
-      if (rejects !== undefined) await rejects.write(rejectLines(chunk.rejects, chunk.malformed));
+    const progress = hashProgress(ctx, args, run);
+    try {
+      for await (const chunk of run) {
+        await out.write(chunk.output);
+        if (rejects !== undefined) await rejects.write(rejectLines(chunk.rejects, chunk.malformed));
+        progress?.update(run.summary.rows, run.bytesRead());
+      }
+    } finally {
+      progress?.finish();
     }
     const refused = guardFailure(run.summary, guard, summaryHints(run.summary, run.mapping, opts)[0]);
     if (refused !== undefined) {

@@ -58,6 +58,7 @@ import {
   reportError,
   writeJson,
   finishWhenStdoutCloses,
+  stderrColumns,
   writeLine,
   type GlobalArgs,
 } from '../output.js';
@@ -436,7 +437,11 @@ async function upload(ctx: CliContext, args: UploadArgs): Promise<number> {
     const printer =
       args.quiet === true
         ? undefined
-        : new ProgressPrinter({ write: (t) => ctx.stderr.write(t), tty: ctx.stderrIsTTY });
+        : new ProgressPrinter({
+            write: (t) => ctx.stderr.write(t),
+            tty: ctx.stderrIsTTY,
+            columns: () => stderrColumns(ctx),
+          });
     let journalDir: string | undefined;
     const onNotice = (n: RunNotice): void => {
       if (n.kind === 'journal') journalDir = n.dir;
