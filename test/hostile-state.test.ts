@@ -6,10 +6,12 @@ import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   appendFileSync,
+  closeSync,
   existsSync,
   lstatSync,
   mkdirSync,
   mkdtempSync,
+  openSync,
   readFileSync,
   readlinkSync,
   rmSync,
@@ -20,7 +22,7 @@ import {
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from './helpers/cli.js';
+import { BIN, cliEnv, runCli } from './helpers/cli.js';
 import { createClient, type AdsClient } from '../src/api/index.js';
 import { AudienceKitError, EnvironmentError, EXIT_CODES } from '../src/errors.js';
 import type { AudienceUser } from '../src/identifiers/normalize.js';
@@ -352,6 +354,49 @@ describe('full disk through the CLI', () => {
     expect(Date.now() - started).toBeLessThan(5000);
     expect(sandbox.state.audienceSize(audienceId)).toBe(0);
   });
+});
+
+describe('full disk under the outputs (/dev/full: every write fails with ENOSPC)', () => {
+  const hasDevFull = process.platform === 'linux' && existsSync('/dev/full');
+
+  it.runIf(hasDevFull)('hash -o and --rejects on a full device: exit 8 naming the output, no stack', async () => {
+    const dir = newDir();
+    writeFileSync(join(dir, 'in.csv'), 'email\na@example.com\nnot-an-email\n');
+    for (const args of [
+      ['-o', '/dev/full'],
+      ['-o', 'out.csv', '--rejects', '/dev/full'],
+    ]) {
+      const r = await runCli(['hash', 'in.csv', ...args], { cwd: dir });
+      expect(r.code).toBe(EXIT_CODES.environment);
+      expect(r.stderr).toMatch(
+        /error: disk full \(ENOSPC\) while writing --(output|rejects) \/dev\/full\n {2}fix: free space/,
+      );
+      expect(existsSync(join(dir, 'out.csv'))).toBe(false);
+    }
+  });
+
+  it.runIf(hasDevFull)(
+    'stdout redirected onto a full disk: exit 8 with the fix, for hash and any other command',
+    () => {
+      const dir = newDir();
+      writeFileSync(join(dir, 'in.csv'), 'email\na@example.com\n');
+      for (const args of [['hash', 'in.csv'], ['--help']]) {
+        const full = openSync('/dev/full', 'w');
+        try {
+          const r = spawnSync(process.execPath, [BIN, ...args], {
+            cwd: dir,
+            stdio: ['ignore', full, 'pipe'],
+            env: cliEnv(),
+          });
+          expect(r.status).toBe(EXIT_CODES.environment);
+          expect(r.stderr.toString()).toMatch(/error: disk full \(ENOSPC\) while writing stdout\n {2}fix: free space/);
+          expect(r.stderr.toString()).not.toMatch(/ at /);
+        } finally {
+          closeSync(full);
+        }
+      }
+    },
+  );
 });
 
 describe('locks', () => {

@@ -1,6 +1,6 @@
 import { getEventListeners } from 'node:events';
 import type { Readable, Writable } from 'node:stream';
-import { EXIT_CODES } from '../internal.js';
+import { EnvironmentError, environmentError, EXIT_CODES } from '../internal.js';
 
 /**
  * What a command handler may touch of the outside world. `main()` builds it from the real
@@ -33,8 +33,13 @@ export function processContext(): CliContext {
   // with an uncaught EPIPE stack trace. A command that listens itself (hash writing to stdout)
   // stops on its own, cleaning up its other outputs first.
   process.stdout.on('error', (error: NodeJS.ErrnoException) => {
-    if (error.code !== 'EPIPE') throw error;
-    if (process.stdout.listenerCount('error') === 1) process.exit(0);
+    if (process.stdout.listenerCount('error') > 1) return;
+    if (error.code === 'EPIPE') process.exit(0);
+    // A full disk under `> file` (or another failing device) is the machine's: exit 8 with the fix.
+    const failure = environmentError(error, 'writing', 'stdout');
+    if (!(failure instanceof EnvironmentError)) throw error;
+    process.stderr.write(`error: ${failure.message}\n  fix: ${failure.fix ?? ''}\n`);
+    process.exit(EXIT_CODES.environment);
   });
   // A closed stderr (`2>&1 | head -3`) only silences the messages: the command goes on and ends
   // as it would have (an upload writes its audit end record and exits with its own code).

@@ -140,7 +140,7 @@ async function gzip(gb) {
   const verdict = checkBadRow(work);
   console.log(
     `one-line gzip stream of ${gb} GB: ${secs(work)} | inflating it only: ${secs(peer)}` +
-      ` | time ratio ${(work.seconds / peer.seconds).toFixed(2)} | ${fmt((gb * 1024) / work.seconds)} MB/s | ${verdict}` +
+      ` | time ratio ${(work.seconds / peer.seconds).toFixed(2)}, CPU ratio ${(work.cpu / peer.cpu).toFixed(2)} | ${fmt((gb * 1024) / work.seconds)} MB/s | ${verdict}` +
       ` | peak RSS ${work.rssMb <= RSS_BOUND_MB ? 'within' : 'OVER'} ${RSS_BOUND_MB} MB`,
   );
   if (verdict.startsWith('WRONG') || work.rssMb > RSS_BOUND_MB) process.exitCode = 1;

@@ -55,20 +55,28 @@ interface Output {
   abort(): Promise<void>;
 }
 
-function output(stream: Writable, commit: () => Promise<void>, abort: () => Promise<void>): Output {
+function output(stream: Writable, name: string, commit: () => Promise<void>, abort: () => Promise<void>): Output {
   let failure: unknown;
+  // EPIPE stays as it is (a reader that went away); anything else (a full disk) names the output.
+  const fail = (error: unknown): unknown =>
+    (failure ??= (error as NodeJS.ErrnoException).code === 'EPIPE' ? error : environmentError(error, 'writing', name));
   // Never removed: a write still in flight when abort() destroys the stream fails afterwards
   // (ERR_STREAM_DESTROYED), and an 'error' without a listener would crash the process.
-  stream.on('error', (error: unknown) => {
-    failure ??= error;
-  });
+  stream.on('error', fail);
   return {
     write: async (data) => {
       if (failure !== undefined) throw failure;
-      if (data.length > 0 && !stream.write(data)) await once(stream, 'drain');
+      try {
+        // stdout redirected to a file writes synchronously and throws here.
+        if (data.length > 0 && !stream.write(data)) await once(stream, 'drain');
+      } catch (error) {
+        throw fail(error);
+      }
     },
     commit: async () => {
-      await commit();
+      await commit().catch((error: unknown) => {
+        throw fail(error);
+      });
       if (failure !== undefined) throw failure;
     },
     abort,
@@ -79,6 +87,7 @@ async function openOutput(ctx: CliContext, path: string, option: string): Promis
   if (path === '-')
     return output(
       ctx.stdout,
+      'stdout',
       async () => undefined,
       async () => undefined,
     );
@@ -97,6 +106,7 @@ async function openOutput(ctx: CliContext, path: string, option: string): Promis
     const direct = createWriteStream(target);
     return output(
       direct,
+      `${option} ${path}`,
       () => finished(direct.end()),
       async () => void direct.destroy(),
     );
@@ -122,6 +132,7 @@ async function openOutput(ctx: CliContext, path: string, option: string): Promis
   const stream: WriteStream = createWriteStream(temp, { fd });
   return output(
     stream,
+    `${option} ${path}`,
     async () => {
       await finished(stream.end());
       await rename(temp, target);
