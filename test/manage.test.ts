@@ -437,6 +437,9 @@ describe('audiences', () => {
     const plain = await ak(['audiences', 'get', ...ids]);
     expect(plain.code).toBe(6);
     expect(plain.stderr).toContain('HTTP 404');
+    expect(plain.stderr).toContain(
+      `a deleted audience shows only with \`audience-kit audiences get ${ids.join(' ')} --with-deleted\``,
+    );
     expect(await akJson<AudienceJson>(['audiences', 'get', ...ids, '--with-deleted'])).toMatchObject({
       id: gone.id,
       deleted: true,

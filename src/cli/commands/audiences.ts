@@ -29,6 +29,7 @@ import {
   printList,
   printObject,
   renderTargeting,
+  rephrase,
   withAccountOption,
   withAudienceOption,
   withListOptions,
@@ -182,6 +183,12 @@ function getCommand(ctx: CliContext): CommandModule<GlobalArgs, GetArgs> {
           accountId: args.account,
           customAudienceId: args.audience,
           ...definedOnly({ withDeleted: args.withDeleted }),
+        }).catch((error: unknown) => {
+          // The platform answers 404 for a deleted audience unless with_deleted=true is sent.
+          if (!(error instanceof HttpError && error.status === 404 && args.withDeleted !== true)) throw error;
+          throw rephrase(error, {
+            fix: `check the account and audience ids; a deleted audience shows only with \`audience-kit audiences get --account ${args.account} --audience ${args.audience} --with-deleted\``,
+          });
         }),
       );
       printObject(ctx, args, audience, AUDIENCE_FIELDS);
