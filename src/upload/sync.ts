@@ -128,7 +128,9 @@ export async function syncAudience(o: SyncAudienceOptions): Promise<SyncReport> 
   const settings = resolveSettings(o);
   if (!settings.dryRun && o.client !== undefined && o.checkTarget !== false)
     await checkTarget(o.client, o.accountId, o.target);
-  const input = await identify(o.input, settings.dryRun);
+  // The input's fingerprint (for the audit record) is read beside the planning, not before it.
+  const input = identify(o.input, settings.dryRun);
+  input.catch(() => undefined);
   const ref = targetRef(o.target);
   const dir = snapshotDir(o.stateDir, { accountId: o.accountId, kind: ref.kind, id: ref.id });
   const release = await lockTarget(dir);
@@ -167,7 +169,7 @@ async function syncWith(
   o: SyncAudienceOptions,
   s: Settings,
   snapshot: Snapshot,
-  input: RunInput | undefined,
+  identified: Promise<RunInput | undefined>,
 ): Promise<SyncReport> {
   const runId = o.runId ?? newRunId();
   const spool = new Spool(snapshot.dir, runId);
@@ -197,6 +199,7 @@ async function syncWith(
       refusal = error;
     }
     if (s.dryRun) return finish({ ...(await dryRunSends(o, plan, snapshot)), error: refusal }, refusal && 'refused');
+    const input = await identified;
     o.onPhase?.('planned', plan.counts);
     return await audited(o, plan, input, snapshot, async () => {
       const sent = await send(o, s, plan, snapshot);

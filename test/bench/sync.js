@@ -1,0 +1,215 @@
+// Benchmark of `audience-kit sync` (`npm run bench -- sync`, or `node test/bench/sync.js` after a build).
+//
+//   1. A 1M-row export A is synced to a sandbox audience (first sync: every user sent). Export B
+//      drops 1% of A's rows and adds 1% new ones. `sync B` must send exactly those users (removals
+//      as Delete, additions as Update) and take at most 1.3x as long as `hash B`, measured in the
+//      same run. Then `sync B` again: zero requests.
+//   2. A 10M-user snapshot (built from a 10M-row export with the library, as a first sync would
+//      leave it), then `sync` of that export unchanged: peak RSS <= 300 MB, snapshot on disk
+//      <= 200 bytes per user, zero requests.
+//   options: --rows N (part 1, default 1M), --big-rows N (part 2, default 10M), --skip-big, --skip-small
+//
+// The sandbox runs in its own process (a fair peer: it does not share the syncing process's cores'
+// event loop). Peak RSS is the measured process's maxRSS (worker threads included).
+import { spawn, spawnSync } from 'node:child_process';
+import { createReadStream, createWriteStream, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { BIN, flag, fmt, measure, opt, ROOT, rows } from './common.js';
+
+const DIST = `${ROOT}dist/internal.js`;
+const DATA = `${ROOT}test/bench/data/`;
+
+/** The generated export with `n` rows (made on first use). */
+function generated(n) {
+  const file = `${DATA}crm-${n}.csv`;
+  if (!existsSync(file)) {
+    console.log(`generating ${file} ...`);
+    const r = spawn(process.execPath, [`${ROOT}test/bench/generate.js`, '--rows', String(n)], { stdio: 'inherit' });
+    return once(r, 'close').then(() => file);
+  }
+  return Promise.resolve(file);
+}
+
+/** Write the header and data rows [from, to) of `source` to `out`. */
+async function slice(source, out, from, to) {
+  if (existsSync(out)) return out;
+  const w = createWriteStream(out);
+  let i = -1;
+  let batch = '';
+  for await (const line of createInterface({ input: createReadStream(source), crlfDelay: Infinity })) {
+    if (i === -1 || (i >= from && i < to)) batch += `${line}\n`;
+    if (batch.length > 1 << 20) {
+      if (!w.write(batch)) await once(w, 'drain');
+      batch = '';
+    }
+    if (++i >= to) break;
+  }
+  w.end(batch);
+  await once(w, 'close');
+  return out;
+}
+
+/** The sandbox in its own process; `size <id>` answers the audience size and the POSTs it received. */
+function startSandboxProcess() {
+  const script = `
+    import { startSandbox } from ${JSON.stringify(DIST)};
+    import { createInterface } from 'node:readline';
+    const s = await startSandbox({ seed: 1 });
+    const newAudience = () => s.state.createCustomAudience(s.accounts.primary, 'bench').id;
+    console.log(JSON.stringify({ adsBaseUrl: s.adsBaseUrl, credentials: s.credentials, account: s.accounts.primary, audience: newAudience() }));
+    for await (const line of createInterface({ input: process.stdin })) {
+      const [cmd, id] = line.split(' ');
+      if (cmd === 'new') { console.log(JSON.stringify({ audience: newAudience() })); continue; }
+      const posts = s.state.requests.filter((r) => r.method === 'POST' && r.path.includes('/' + id + '/')).length;
+      console.log(JSON.stringify({ size: s.state.audienceSize(id), posts }));
+    }
+    await s.close();
+  `;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
+  let buffer = '';
+  const waiting = [];
+  child.stdout.on('data', (b) => {
+    buffer += b;
+    for (let nl; (nl = buffer.indexOf('\n')) >= 0;) {
+      const line = buffer.slice(0, nl);
+      buffer = buffer.slice(nl + 1);
+      waiting.shift()?.(JSON.parse(line));
+    }
+  });
+  const next = () => new Promise((resolve) => waiting.push(resolve));
+  return {
+    ready: next(),
+    ask: (line) => {
+      const p = next();
+      child.stdin.write(`${line}\n`);
+      return p;
+    },
+    stop: () => child.stdin.end(),
+  };
+}
+
+console.log(
+  `machine: ${availableParallelism()} cores, load average ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')}`,
+);
+const failures = [];
+const sandbox = startSandboxProcess();
+const info = await sandbox.ready;
+const env = {
+  AUDIENCE_KIT_CONFIG_DIR: mkdtempSync(join(tmpdir(), 'ak-bench-config-')),
+  AUDIENCE_KIT_ADS_BASE_URL: info.adsBaseUrl,
+  AUDIENCE_KIT_CONSUMER_KEY: info.credentials.consumerKey,
+  AUDIENCE_KIT_CONSUMER_SECRET: info.credentials.consumerSecret,
+  AUDIENCE_KIT_ACCESS_TOKEN: info.credentials.accessToken,
+  AUDIENCE_KIT_ACCESS_TOKEN_SECRET: info.credentials.accessTokenSecret,
+};
+const stateDir = mkdtempSync(join(tmpdir(), 'ak-bench-sync-'));
+
+async function sync(file, { audience = info.audience, state = stateDir } = {}) {
+  const argv = [BIN, 'sync', file, '--account', info.account, '--audience', audience, '--quiet', '--json'];
+  const m = await measure([...argv, '--state-dir', state], { env, captureStdout: true });
+  return { ...m, report: JSON.parse(m.stdout) };
+}
+
+// Part 1: 1M rows, 1% removed and 1% added.
+async function small() {
+  const step = Math.round(rows / 100);
+  const source = await generated(rows + step);
+  const a = await slice(source, `${DATA}sync-a-${rows}.csv`, 0, rows);
+  const b = await slice(source, `${DATA}sync-b-${rows}.csv`, step, rows + step);
+  const first = await sync(a);
+  console.log(
+    `first sync of A (${fmt(rows)} rows): ${first.seconds.toFixed(2)} s, ${fmt(first.report.update.users_confirmed)} users sent as Update, status ${first.report.status}`,
+  );
+  // Warm the page cache so neither measured run pays the first read.
+  spawnSync('cat', [b], { stdio: 'ignore' });
+  const hash = await measure([BIN, 'hash', b, '--format', 'jsonl']);
+  const before = await sandbox.ask(`size ${info.audience}`);
+  const changed = await sync(b);
+  const after = await sandbox.ask(`size ${info.audience}`);
+  const r = changed.report;
+  console.log(`hash B : ${hash.seconds.toFixed(2)} s, peak RSS ${hash.rssMb.toFixed(0)} MB`);
+  console.log(
+    `sync B : ${changed.seconds.toFixed(2)} s, peak RSS ${changed.rssMb.toFixed(0)} MB, = ${(changed.seconds / hash.seconds).toFixed(2)}x hash (target <= 1.3x)`,
+  );
+  console.log(
+    `         plan: +${fmt(r.adds)} -${fmt(r.removes)} ~${fmt(r.refreshes)} =${fmt(r.unchanged)}; sent ${fmt(r.delete.users)} Delete + ${fmt(r.update.users)} Update in ${r.requests} requests; status ${r.status}`,
+  );
+  console.log(
+    `         sandbox audience ${fmt(before.size)} -> ${fmt(after.size)} (B's distinct users: ${fmt(r.users)})`,
+  );
+  const sentUsers = r.delete.users + r.update.users;
+  if (r.status !== 'completed' || after.size !== r.users) failures.push('the audience is not the users of B');
+  if (r.delete.users !== r.removes || r.update.users !== r.adds || r.refreshes !== 0)
+    failures.push('sent other users than the changes');
+  if (sentUsers > 2 * step) failures.push(`sent ${sentUsers} users for ${2 * step} changed rows`);
+  if (changed.seconds / hash.seconds > 1.3) failures.push('sync above 1.3x hash');
+  const again = await sync(b);
+  const postsAfter = (await sandbox.ask(`size ${info.audience}`)).posts;
+  console.log(`sync B again (unchanged): ${again.report.requests} requests (sandbox saw ${postsAfter - after.posts})`);
+  if (again.report.requests !== 0 || postsAfter !== after.posts) failures.push('unchanged input made requests');
+  console.log(
+    `snapshot: ${fmt(r.snapshot.after.users)} users, ${fmt(r.snapshot.bytes_on_disk)} bytes on disk = ${(r.snapshot.bytes_on_disk / r.snapshot.after.users).toFixed(1)} bytes/user`,
+  );
+  rmSync(stateDir, { recursive: true, force: true });
+}
+
+if (!flag('skip-small')) await small();
+
+// Part 2: a 10M-user snapshot.
+if (!flag('skip-big')) await big(Number(opt('big-rows', '10000000')));
+sandbox.stop();
+
+async function big(n) {
+  const file = await generated(n);
+  const dir = mkdtempSync(join(tmpdir(), 'ak-bench-sync-big-'));
+  const { audience } = await sandbox.ask('new');
+  // The snapshot a first sync of the file leaves, written with the library (no 10M-user sandbox needed).
+  const script = join(dir, 'build-snapshot.mjs');
+  writeFileSync(script, buildSnapshotScript(file, dir, info.account, audience));
+  const build = await measure([script]);
+  console.log(`\n${fmt(n)}-user snapshot built in ${build.seconds.toFixed(1)} s`);
+  spawnSync('cat', [file], { stdio: 'ignore' });
+  const m = await sync(file, { audience, state: dir });
+  const rep = m.report;
+  const perUser = rep.snapshot.bytes_on_disk / rep.snapshot.after.users;
+  console.log(
+    `sync of the unchanged ${fmt(n)}-row file against the ${fmt(rep.snapshot.before.users)}-user snapshot: ${m.seconds.toFixed(1)} s, peak RSS ${m.rssMb.toFixed(0)} MB (target <= 300), ${rep.requests} requests, status ${rep.status}`,
+  );
+  console.log(
+    `snapshot on disk: ${fmt(rep.snapshot.bytes_on_disk)} bytes = ${perUser.toFixed(1)} bytes/user (target <= 200)`,
+  );
+  if (m.rssMb > 300) failures.push('10M sync peak RSS above 300 MB');
+  if (perUser > 200) failures.push('snapshot above 200 bytes/user');
+  if (rep.requests !== 0 || rep.status !== 'completed') failures.push('unchanged 10M input made requests');
+  rmSync(dir, { recursive: true, force: true });
+}
+
+function buildSnapshotScript(file, dir, account, audience) {
+  return `
+    import { hashCsv, KeyTableBuilder, Snapshot, snapshotDir, SyncPlanner, PLAN_ADD } from ${JSON.stringify(DIST)};
+    const snapshot = Snapshot.open(snapshotDir(${JSON.stringify(dir)}, { accountId: ${JSON.stringify(account)}, kind: 'custom_audience', id: ${JSON.stringify(audience)} }));
+    const planner = new SyncPlanner(new KeyTableBuilder(0).finish());
+    for await (const chunk of await hashCsv(${JSON.stringify(file)}, { emit: 'packed' })) {
+      const { jsonLines, fingerprints } = chunk.packed;
+      const users = [];
+      jsonLines.split('\\n').forEach((json, k) => {
+        if (json === '') return;
+        const hi = fingerprints[2 * k], lo = fingerprints[2 * k + 1];
+        if (planner.classify(hi, lo) === PLAN_ADD) users.push({ hi, lo, json });
+      });
+      snapshot.recordUpdates(users);
+    }
+    snapshot.commit();
+    snapshot.close();
+  `;
+}
+
+if (failures.length > 0) {
+  console.log(`\nFAILED: ${failures.join('; ')}`);
+  process.exitCode = 1;
+}
