@@ -18,6 +18,7 @@ export * from './sandbox/index.js';
 export * from './state/journal.js';
 export * from './state/audit.js';
 export * from './util/sha256.js';
+export * from './util/clock.js';
 export * from './state/lock.js';
 export * from './state/snapshot.js';
 export * from './upload/index.js';

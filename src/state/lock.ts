@@ -19,6 +19,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, constants, linkSync, lstatSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { EnvironmentError, environmentError } from '../errors.js';
+import { sleep as realSleep } from '../util/clock.js';
 
 export interface LockOptions {
   /** Give up after this long (default 10 s). */
@@ -36,13 +37,11 @@ export interface LockHolder {
   since: string;
 }
 
-const defaultSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
 /** Take the lock at `lockPath`; resolves to its release function. */
 export async function acquireFileLock(lockPath: string, options: LockOptions = {}): Promise<() => void> {
   const timeoutMs = options.timeoutMs ?? 10_000;
   const now = options.now ?? Date.now;
-  const sleep = options.sleep ?? defaultSleep;
+  const sleep = options.sleep ?? realSleep;
   const start = now();
   const me: LockHolder = { pid: process.pid, host: hostname(), since: new Date(start).toISOString() };
   for (let attempt = 0; ; attempt++) {

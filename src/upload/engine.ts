@@ -9,6 +9,7 @@
  */
 import pLimit from 'p-limit';
 import { JournalError, batchDigest, type RunJournal } from '../state/journal.js';
+import { isAborted } from '../util/clock.js';
 import type { Ledger } from './ledger.js';
 import type { PackedBatch } from './plan.js';
 import { sendBatch, type SendableBatch, type SenderOptions } from './sender.js';
@@ -37,7 +38,7 @@ export function createEngine(o: EngineOptions): Engine {
   const { ledger, journal } = o;
   /** Batches re-sent from the journal's kept bodies in this run: index → content hash. */
   const keptResent = new Map<number, string>();
-  const shouldStop = (): boolean => ledger.stopped || o.signal?.aborted === true;
+  const shouldStop = (): boolean => ledger.stopped || isAborted(o.signal);
 
   const send = async (batch: SendableBatch): Promise<void> => {
     ledger.record(batch, await sendBatch(o, batch, ledger.tally, shouldStop).catch(asFailure));

@@ -10,6 +10,7 @@ import { addUserToSummary, type HashSummary } from '../hashing/summary.js';
 import { IDENTIFIER_TYPES, serializeUser, type AudienceUser, type IdentifierType } from '../identifiers/normalize.js';
 import { DO_NOT_REACH_TYPES, type BatchPacker, type GroupHandle, type PackedBatch } from './plan.js';
 import type { UploadItem, UploadPackedChunk, UploadUser, UploadUsers } from './types.js';
+import { isAborted } from '../util/clock.js';
 
 export interface ReadInputOptions {
   users: UploadUsers;
@@ -43,7 +44,7 @@ export async function readInput(o: ReadInputOptions): Promise<ReadResult> {
   /** An iterator.next() that an interrupt left unsettled (the producer waits for input). */
   let pendingNext: Promise<unknown> | undefined;
   const halted = (): boolean => {
-    if (o.signal?.aborted === true) result.interrupted = true;
+    if (isAborted(o.signal)) result.interrupted = true;
     return result.interrupted || o.stopped();
   };
   try {

@@ -22,6 +22,7 @@ import {
 } from '../state/audit.js';
 import { findJournal, RunJournal, unfinishedRunError, type JournalKey, type JournalSummary } from '../state/journal.js';
 import { VERSION } from '../version.js';
+import { isAborted } from '../util/clock.js';
 import { resolveSendOptions, resolveUploadGroup } from './options.js';
 import { resolveBatchLimits } from './plan.js';
 import { targetRef } from './report.js';
@@ -87,7 +88,7 @@ export async function runUpload(o: RunUploadOptions): Promise<UploadReport> {
   };
   const journal = dryRun ? undefined : await openJournal(o, input, runId, options);
   // Declined at the question, or interrupted while the input was fingerprinted: nothing sent, nothing recorded.
-  if (journal === 'cancel' || o.signal?.aborted === true) {
+  if (journal === 'cancel' || isAborted(o.signal)) {
     if (journal !== 'cancel') journal?.close();
     return uploadAudience({ ...o, users: [], runId, signal: AbortSignal.abort() });
   }

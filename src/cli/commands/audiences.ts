@@ -9,6 +9,7 @@ import {
   HttpError,
   isRetryableStatus,
   listCustomAudiences,
+  sleep,
   updateCustomAudience,
   type AdsClient,
   type CustomAudience,
@@ -341,7 +342,7 @@ async function pollUntilTargetable(
     lastState = state;
     const remainingMs = timing.timeoutMs - (Date.now() - started);
     if (remainingMs <= 0) return { stop: 'timeout', audience, lastError, polls };
-    await new Promise((resolve) => setTimeout(resolve, Math.min(intervalMs, remainingMs)));
+    await sleep(Math.min(intervalMs, remainingMs));
     intervalMs = Math.min(intervalMs * POLL_BACKOFF, Math.max(MAX_POLL_MS, intervalMs));
   }
 }
