@@ -25,6 +25,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, cliEnv, runCli } from './helpers/cli.js';
 import { createClient, type AdsClient } from '../src/api/index.js';
 import { AudienceKitError, EnvironmentError, EXIT_CODES } from '../src/errors.js';
+import { csvCell } from '../src/ingest/csv.js';
 import type { AudienceUser } from '../src/identifiers/normalize.js';
 import { startSandbox, type Sandbox } from '../src/sandbox/index.js';
 import { appendAuditRecord, verifyAuditLog, type AuditRunStart } from '../src/state/audit.js';
@@ -620,6 +621,18 @@ describe('files the tool writes: no symlinks followed, 0600, formula cells escap
     expect(readFileSync(join(dir, 'rej.csv'), 'utf8')).toBe("line,column,type,reason\n3,'@mail,email,email_invalid\n");
   });
 
+  it('every cell a spreadsheet would read as a formula is prefixed (= + - @ tab CR), others kept', () => {
+    expect(['=1+1', '+1', '-1', '@SUM(A1)', '\tx', '\rx'].map(csvCell)).toEqual([
+      "'=1+1",
+      "'+1",
+      "'-1",
+      "'@SUM(A1)",
+      "'\tx",
+      '"\'\rx"',
+    ]);
+    expect(['a@example.com', '1-2', 'x=1', ''].map(csvCell)).toEqual(['a@example.com', '1-2', 'x=1', '']);
+  });
+
   it('hash -o onto a symbolic link to a file is refused (exit 8), the linked file untouched', async () => {
     const dir = newDir();
     writeFileSync(join(dir, 'victim'), 'precious');
@@ -654,6 +667,17 @@ describe('files the tool writes: no symlinks followed, 0600, formula cells escap
     expect(r.code).toBe(EXIT_CODES.environment);
     expect(r.stderr + r.stdout).toMatch(/symbolic link/);
     expect(readFileSync(join(dir, 'victim'), 'utf8')).toBe('precious');
+  });
+
+  it('upload --preview is 0600, also over an existing 0644 file', async () => {
+    const dir = newDir();
+    writeFileSync(join(dir, 'in.csv'), 'email\na@example.com\n');
+    writeFileSync(join(dir, 'old.json'), 'x', { mode: 0o644 });
+    for (const preview of ['new.json', 'old.json']) {
+      const r = await runCli(['upload', 'in.csv', '--dry-run', '--audience', 'x', '--preview', preview], { cwd: dir });
+      expect(r.code).toBe(EXIT_CODES.ok);
+      expect(mode(join(dir, preview))).toBe(0o600);
+    }
   });
 
   it('an audit.jsonl symlink is refused, a journal.jsonl symlink moved aside: never written through', async () => {
