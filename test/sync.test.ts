@@ -165,6 +165,36 @@ describe('syncAudience', () => {
     expect(t.sandbox.state.audienceSize(t.audienceId)).toBe(0);
   });
 
+  it('an interrupted sync keeps what was confirmed; the next run sends only the rest', async () => {
+    const t = await setup();
+    await syncOf(t, customers(range(0, 100)));
+    const controller = new AbortController();
+    const rows = customers(range(5, 110));
+    const stopped = await syncOf(t, rows, {
+      signal: controller.signal,
+      onPhase: (phase) => {
+        if (phase === 'updating') controller.abort();
+      },
+    });
+    expect(stopped).toMatchObject({ status: 'interrupted', removes: 5, adds: 10 });
+    expect(stopped.delete.users_confirmed).toBe(5);
+    expect(stopped.snapshot.after.users).toBe(95);
+    const rest = await syncOf(t, rows);
+    expect(rest).toMatchObject({ status: 'completed', removes: 0, adds: 10, unchanged: 95 });
+    expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, rows));
+  });
+
+  it('syncs a do-not-reach list', async () => {
+    const t = await setup();
+    const listId = t.sandbox.state.createDoNotReachList(t.sandbox.accounts.primary, 'dnr').id;
+    const target = { doNotReachListId: listId };
+    const emails = (ids: number[]): RawRecord[] => ids.map((i) => ({ email: `customer.${i}@example.com` }));
+    expect(await syncOf(t, emails(range(0, 40)), { target })).toMatchObject({ status: 'completed', adds: 40 });
+    const r = await syncOf(t, emails(range(4, 44)), { target });
+    expect(r).toMatchObject({ status: 'completed', adds: 4, removes: 4, target: { kind: 'do_not_reach_list' } });
+    expect(t.sandbox.state.dnrListSize(listId)).toBe(40);
+  });
+
   it('refuses a second sync of the same target while one holds its lock', async () => {
     const t = await setup();
     const dir = snapshotDir(t.stateDir, {
