@@ -1,6 +1,8 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { PassThrough } from 'node:stream';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { startSandbox } from '../src/sandbox/index.js';
 import { FIXTURES, runCli } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
 
@@ -150,6 +152,126 @@ describe('real CRM exports and ad-platform templates, without flags', () => {
     const doc = JSON.parse(r.stdout) as { summary: { types: Record<string, { valid: number; invalid: number }> } };
     // 2 cells of two addresses split on ";" (the cell joined by "," stays rejected, as does a non-address).
     expect(doc.summary.types.email).toMatchObject({ valid: 13, invalid: 2 });
+  });
+});
+
+interface HashDoc {
+  summary: { users: number; types: Record<string, { valid: number; invalid: number }> };
+  hints: string[];
+}
+
+/** `hash FILE ARGS --json` on one of the exports: exit code, stderr and the parsed summary. */
+async function hashExport(
+  file: string,
+  args: string[],
+): Promise<{ code: number | null; stderr: string; doc?: HashDoc }> {
+  const r = await cli([
+    'hash',
+    join(EXPORTS, file),
+    '--workers',
+    '0',
+    '-o',
+    join(tmp, `${file}.out`),
+    '--json',
+    ...args,
+  ]);
+  return { code: r.code, stderr: r.stderr, ...(r.stdout === '' ? {} : { doc: JSON.parse(r.stdout) as HashDoc }) };
+}
+
+describe('--map adds to detection; --only-mapped replaces it', () => {
+  it('--map for one type keeps the other types and the country detected', async () => {
+    const r = await hashExport('hubspot-contacts.csv', ['--map', 'phone_number=Mobile Phone Number']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain('column mapping (detected by column name, with --map)');
+    expect(r.stderr).toContain('email           <- "Email", "Additional email addresses"');
+    expect(r.stderr).toContain('phone_number    <- "Mobile Phone Number" (--map)');
+    expect(r.stderr).toContain('country         <- "Country/Region"');
+    // The row with neither an email nor a mobile number has no user now ("Phone Number" is not read).
+    expect(r.doc?.summary.users).toBe(8);
+    expect(r.doc?.summary.types.phone_number).toMatchObject({ valid: 7, invalid: 0 });
+  });
+
+  it('--map country=Column names the country and keeps every identifier column detected', async () => {
+    const r = await hashExport('hubspot-contacts.csv', ['--map', 'country=Country/Region']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain('country         <- "Country/Region" (--map)');
+    expect(r.stderr).toContain('phone_number    <- "Phone Number", "Mobile Phone Number"');
+    expect(r.doc?.summary.types.phone_number).toMatchObject({ valid: 14, invalid: 1 });
+  });
+
+  it('--only-mapped uses the --map columns alone; without a country its phones fail, saying which column to name', async () => {
+    const alone = await hashExport('hubspot-contacts.csv', [
+      '--only-mapped',
+      '--map',
+      'phone_number=Mobile Phone Number',
+    ]);
+    expect(alone.code).toBe(3);
+    expect(alone.stderr).toContain('column mapping (from --map)');
+    expect(alone.stderr).toContain('error: no row produced a user (10 rows read)');
+    expect(alone.stderr).toContain('fix: --country-column "Country/Region" (or --default-country CC)');
+    const both = await hashExport('hubspot-contacts.csv', [
+      '--only-mapped',
+      '--map',
+      'phone_number=Mobile Phone Number',
+      '--map',
+      'country=Country/Region',
+    ]);
+    expect(both.code, both.stderr).toBe(0);
+    expect(Object.keys(both.doc?.summary.types ?? {})).toEqual(['phone_number']);
+    expect(both.doc?.summary.users).toBe(7);
+  });
+});
+
+describe('--phone-country-code: phones with their calling code but no +', () => {
+  // The Customer Match template writes 447400123172 (GB) in rows whose country says otherwise.
+  it('auto (default) reads them and says so; national rejects them with the flag as fix; included reads all', async () => {
+    const auto = await hashExport('google-customer-match.csv', []);
+    expect(auto.doc?.summary.types.phone_number).toMatchObject({ valid: 5, invalid: 0 });
+    expect(auto.doc?.hints.join('\n')).toContain(
+      '2 phone numbers were read as starting with their country code without +',
+    );
+    const national = await hashExport('google-customer-match.csv', ['--phone-country-code', 'national']);
+    expect(national.doc?.summary.types.phone_number).toMatchObject({ valid: 3, invalid: 2 });
+    expect(national.doc?.hints[0]).toMatch(
+      /^2 of 5 phone_number values rejected \(40%\), mostly phone_invalid: .*fix: --phone-country-code auto$/,
+    );
+    const included = await hashExport('google-customer-match.csv', ['--phone-country-code', 'included']);
+    expect(included.doc?.summary.types.phone_number).toMatchObject({ valid: 5, invalid: 0 });
+    const bad = await hashExport('google-customer-match.csv', ['--phone-country-code', 'sometimes']);
+    expect(bad.code).toBe(2);
+  });
+});
+
+describe('upload checks its target before hashing the input', () => {
+  it('a mistyped --audience or --do-not-reach-list fails at once (stdin still open), naming the list command', async () => {
+    const sandbox = await startSandbox({ seed: 10 });
+    onTestFinished(() => sandbox.close());
+    const env = {
+      AUDIENCE_KIT_CONFIG_DIR: tmp,
+      AUDIENCE_KIT_ADS_BASE_URL: sandbox.adsBaseUrl,
+      AUDIENCE_KIT_CONSUMER_KEY: sandbox.credentials.consumerKey,
+      AUDIENCE_KIT_CONSUMER_SECRET: sandbox.credentials.consumerSecret,
+      AUDIENCE_KIT_ACCESS_TOKEN: sandbox.credentials.accessToken,
+      AUDIENCE_KIT_ACCESS_TOKEN_SECRET: sandbox.credentials.accessTokenSecret,
+    };
+    const account = sandbox.accounts.primary;
+    for (const [target, list] of [
+      [['--audience', 'nope1'], '`audience-kit audiences list`'],
+      [['--do-not-reach-list', 'nope2'], '`audience-kit do-not-reach list`'],
+    ] as const) {
+      // More than the 64 KiB sample the header is found in, and the pipe left open: a check made
+      // after hashing the input would wait for its end.
+      const stdin = new PassThrough();
+      stdin.write(`Email,Phone Number\n${Array.from({ length: 4000 }, (_, i) => `user${i}@example.com,\n`).join('')}`);
+      const r = await runCli(['upload', '-', '--account', account, ...target], { cwd: tmp, env, stdin });
+      stdin.destroy();
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/^error: (custom audience nope1|do-not-reach list nope2) does not exist in account /m);
+      expect(r.stderr).toContain(list);
+      expect(r.stderr).not.toContain('--resume');
+    }
+    expect(sandbox.state.requests.filter((q) => q.users !== undefined)).toEqual([]);
+    expect(existsSync(join(tmp, '.audience-kit', 'runs'))).toBe(false);
   });
 });
 

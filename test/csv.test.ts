@@ -314,7 +314,11 @@ describe('resolveMapping', () => {
       expect.objectContaining({ code: 'mapping_invalid' }),
     );
     expect(m.country?.column).toBe('Country Code');
-    expect(resolveMapping(header, { countryColumn: 'Name' }).country).toEqual({ index: 6, column: 'Name' });
+    expect(resolveMapping(header, { countryColumn: 'Name' }).country).toEqual({
+      index: 6,
+      column: 'Name',
+      mapped: true,
+    });
   });
 
   it('maps only the types a target takes (do-not-reach lists): others are ignored, or refused when named', () => {
@@ -337,10 +341,12 @@ describe('resolveMapping', () => {
     expect(resolveMapping(header, { map: ['phone_number=Mobile Phone', 'country=Name'] }).country).toEqual({
       index: 6,
       column: 'Name',
+      mapped: true,
     });
     expect(resolveMapping(header, { map: ['phone_number=Mobile Phone'], countryColumn: 'Name' }).country).toEqual({
       index: 6,
       column: 'Name',
+      mapped: true,
     });
     expect(resolveMapping(['Mobile', 'Land'], { map: ['phone_number=Mobile'] }).country).toBeUndefined();
   });

@@ -168,6 +168,30 @@ describe('normalizePhone', () => {
   });
 });
 
+describe('phones with their calling code but no + (countryCode)', () => {
+  it("auto (default): the calling code is read when the digits start with the row country's code or the national reading fails", () => {
+    // A GB number in a US row: not a valid US number, so read with its calling code.
+    expect(normalizePhone('447400123456', { country: 'US' })).toEqual(ok('447400123456'));
+    // A DE row whose digits start with 49: the calling code, not the national +49 4915…
+    expect(normalizePhone('4915123456789', { country: 'DE' })).toEqual(ok('4915123456789'));
+    // Without a country, from 11 digits on; a 10-digit national number stays national.
+    expect(normalizePhone('447400123456')).toEqual(ok('447400123456'));
+    expect(normalizePhone('2025550143', { country: 'US' })).toEqual(ok('12025550143'));
+    expect(normalizePhone('07400 123456', { country: 'GB' })).toEqual(ok('447400123456'));
+  });
+  it('national: always a national number of the row country', () => {
+    expect(normalizePhone('447400123456', { country: 'US', countryCode: 'national' })).toEqual(no('phone_invalid'));
+    expect(normalizePhone('447400123456', { countryCode: 'national' })).toEqual(no('phone_needs_country'));
+    expect(normalizePhone('4915123456789', { country: 'DE', countryCode: 'national' })).toEqual(ok('494915123456789'));
+  });
+  it('included: always the calling code first; values starting with 0 or + are read as before', () => {
+    expect(normalizePhone('447400123456', { country: 'US', countryCode: 'included' })).toEqual(ok('447400123456'));
+    expect(normalizePhone('2025550143', { country: 'US', countryCode: 'included' })).toEqual(no('phone_invalid'));
+    expect(normalizePhone('07400 123456', { country: 'GB', countryCode: 'included' })).toEqual(ok('447400123456'));
+    expect(normalizePhone('+1 202 555 0143', { countryCode: 'included' })).toEqual(ok('12025550143'));
+  });
+});
+
 describe('normalizeCountryCode', () => {
   it('accepts known ISO codes case-insensitively', () => {
     expect(normalizeCountryCode(' gb ')).toBe('GB');
@@ -205,6 +229,28 @@ describe('normalizeCountryCode', () => {
     expect(normalizeCountryCode('South Korea')).toBe('KR');
     expect(normalizeCountryCode('Korea, Republic of')).toBe('KR');
     expect(normalizeCountryCode('Atlantis')).toBeUndefined();
+    // Names CRM exports write that are not the English short names (issue 10's list, and more).
+    const aliases: Record<string, string> = {
+      Turkey: 'TR',
+      Türkiye: 'TR',
+      Deutschland: 'DE',
+      'The Netherlands': 'NL',
+      Holland: 'NL',
+      'Great Britain': 'GB',
+      'U.K.': 'GB',
+      England: 'GB',
+      UAE: 'AE',
+      'U.A.E.': 'AE',
+      'Republic of Ireland': 'IE',
+      'U.S.A.': 'US',
+      España: 'ES',
+      Österreich: 'AT',
+      Schweiz: 'CH',
+      'Korea, South': 'KR',
+      'Ivory Coast': 'CI',
+      'Viet Nam': 'VN',
+    };
+    for (const [name, code] of Object.entries(aliases)) expect(normalizeCountryCode(name), name).toBe(code);
     expect(normalizeCountryCode('Narnia')).toBeUndefined();
   });
   it('gives phones the same number whatever form the country takes', () => {

@@ -60,7 +60,7 @@ export function addHashOptions<T>(y: Argv<T>): Argv<T & HashOptionArgs> {
       type: 'string',
       requiresArg: true,
       describe:
-        "The column holding each row's country (ISO alpha-2 or alpha-3 code, or English name; default: a column named country or country_code)",
+        "The column holding each row's country (ISO alpha-2 or alpha-3 code, or a country name; default: a column with a known country name such as Country, CC, Country/Region, Mailing Country)",
     })
     .option('phone-format', {
       choices: ['digits', 'e164'] as const,

@@ -101,7 +101,8 @@ export interface MappedColumn {
 export interface ColumnMapping {
   /** Identifier columns in header order; several may feed one type. */
   columns: MappedColumn[];
-  country?: { index: number; column: string };
+  /** `mapped`: named by `--map country=` or `countryColumn` (otherwise detected by its name). */
+  country?: { index: number; column: string; mapped?: true };
   /** Whether some identifier columns were detected by name (false: all come from --map). */
   auto: boolean;
   /** Header columns that feed nothing. */
@@ -174,7 +175,7 @@ function findColumn(header: readonly string[], name: string, option: string): nu
 
 interface MapEntries {
   columns: MappedColumn[];
-  country?: { index: number; column: string };
+  country?: { index: number; column: string; mapped: true };
 }
 
 /** Parse and check the `--map` entries against the header. */
@@ -191,7 +192,7 @@ function parseMapEntries(header: readonly string[], opts: MappingOptions): MapEn
     }
     if (typeName === 'country') {
       const index = findColumn(header, column, `--map ${entry}`);
-      out.country = { index, column: header[index] as string };
+      out.country = { index, column: header[index] as string, mapped: true };
       continue;
     }
     if (!(IDENTIFIER_TYPES as readonly string[]).includes(typeName)) {
@@ -246,10 +247,10 @@ export function resolveMapping(header: readonly string[], opts: MappingOptions =
     });
   }
   columns.sort((a, b) => a.index - b.index);
-  let country = explicit.country;
+  let country: ColumnMapping['country'] = explicit.country;
   if (opts.countryColumn !== undefined) {
     const index = findColumn(header, opts.countryColumn, '--country-column');
-    country = { index, column: header[index] as string };
+    country = { index, column: header[index] as string, mapped: true };
   }
   if (country === undefined && detect) {
     const index = header.findIndex(
@@ -281,7 +282,7 @@ export function resolveMapping(header: readonly string[], opts: MappingOptions =
 /** One line per type, for printing the chosen mapping (column names only, never values). */
 export function describeMapping(mapping: ColumnMapping): string {
   const lines: string[] = [];
-  const mixed = mapping.auto && mapping.columns.some((c) => c.mapped === true);
+  const mixed = mapping.auto && (mapping.columns.some((c) => c.mapped === true) || mapping.country?.mapped === true);
   for (const type of IDENTIFIER_TYPES) {
     const cols = mapping.columns
       .filter((c) => c.type === type)
@@ -290,8 +291,10 @@ export function describeMapping(mapping: ColumnMapping): string {
     const note = type === 'partner_user_id' ? '  (sent unhashed)' : '';
     if (cols.length > 0) lines.push(`  ${type.padEnd(15)} <- ${cols.join(', ')}${note}`);
   }
-  if (mapping.country !== undefined)
-    lines.push(`  ${'country'.padEnd(15)} <- ${columnLabel(mapping.country.column, mapping.country.index)}`);
+  if (mapping.country !== undefined) {
+    const named = mapping.auto && mapping.country.mapped === true ? ' (--map)' : '';
+    lines.push(`  ${'country'.padEnd(15)} <- ${columnLabel(mapping.country.column, mapping.country.index)}${named}`);
+  }
   // `ignored` holds names without positions: data-looking ones are counted, not listed.
   const named = mapping.ignored.filter((c) => !looksLikeData(c)).map((c) => JSON.stringify(c));
   const dataLike = mapping.ignored.length - named.length;
