@@ -26,7 +26,7 @@ import { withConnectionOptions } from '../connection.js';
 import type { CliContext } from '../context.js';
 import { renderHashSummary } from '../hash-summary.js';
 import { addHashOptions, printInputMapping, rejectGuardFromArgs } from '../hash-options.js';
-import { exitCodesEpilogue, handle, renderFields, writeJson, writeLine, type GlobalArgs } from '../output.js';
+import { exitCodesEpilogue, renderFields, writeJson, writeLine, type GlobalArgs } from '../output.js';
 import {
   checkUsage,
   connect,
@@ -37,6 +37,7 @@ import {
   runInput,
   runShape,
   UPLOAD_OPTIONS,
+  handleWithFlagNames,
   withFlagNames,
   type Connected,
   type UploadArgs,
@@ -267,10 +268,6 @@ export function syncCommand(ctx: CliContext): CommandModule<GlobalArgs, SyncArgs
             interrupted: 'interrupted (what was confirmed is kept)',
           }),
         ) as never,
-    handler: handle(ctx, (args: SyncArgs) =>
-      sync(ctx, args).catch((error: unknown) => {
-        throw withFlagNames(error);
-      }),
-    ),
+    handler: handleWithFlagNames(ctx, sync),
   };
 }

@@ -147,6 +147,18 @@ const FLAG_NAMES: ReadonlyArray<readonly [RegExp, string]> = [
   [/\bunfinished: '(resume|restart)'/g, '--$1'],
 ];
 
+/** A command's handler whose errors are reworded with the flags (withFlagNames). */
+export function handleWithFlagNames<A extends GlobalArgs>(
+  ctx: CliContext,
+  run: (ctx: CliContext, args: A) => Promise<number>,
+): (args: A) => Promise<void> {
+  return handle(ctx, (args: A) =>
+    run(ctx, args).catch((error: unknown) => {
+      throw withFlagNames(error);
+    }),
+  );
+}
+
 /** A library error as the CLI user should read it: the flags, not the option names. */
 export function withFlagNames<T>(error: T): T {
   if (!(error instanceof AudienceKitError)) return error;
@@ -544,10 +556,6 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
             interrupted: 'interrupted (journal saved)',
           }),
         ) as never,
-    handler: handle(ctx, (args: UploadArgs) =>
-      upload(ctx, args).catch((error: unknown) => {
-        throw withFlagNames(error);
-      }),
-    ),
+    handler: handleWithFlagNames(ctx, upload),
   };
 }
