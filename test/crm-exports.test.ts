@@ -99,6 +99,25 @@ const CASES: Expected[] = [
     users: 5,
     types: { email: [5, 0], phone_number: [5, 0], device_id: [2, 0] },
   },
+  {
+    file: 'brevo-contacts.csv',
+    mapping: [
+      'email           <- "EMAIL"',
+      'phone_number    <- "SMS", "WHATSAPP", "LANDLINE_NUMBER"',
+      'partner_user_id <- "EXT_ID"  (sent unhashed)',
+    ],
+    rows: 5,
+    users: 5,
+    types: { email: [3, 1], phone_number: [4, 0], partner_user_id: [4, 0] },
+    hint: /2 phone numbers were read as starting with their country code without \+/,
+  },
+  {
+    file: 'linkedin-contact-list.csv',
+    mapping: ['email           <- "email"', 'device_id       <- "googleaid"', 'country         <- "country"'],
+    rows: 4,
+    users: 4,
+    types: { email: [3, 0], device_id: [2, 0] },
+  },
 ];
 
 describe('real CRM exports and ad-platform templates, without flags', () => {

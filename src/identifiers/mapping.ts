@@ -24,6 +24,7 @@ export const AUTO_COLUMN_NAMES: Readonly<Record<IdentifierType | 'country', read
     'primary email',
     'additional email addresses',
     'secondary email',
+    'billing email',
   ],
   phone_number: [
     'phone',
@@ -41,6 +42,10 @@ export const AUTO_COLUMN_NAMES: Readonly<Record<IdentifierType | 'country', read
     'sms phone number',
     'default address phone',
     'billing phone',
+    'shipping phone',
+    'sms',
+    'whatsapp',
+    'landline_number',
   ],
   handle: ['handle', 'username', 'screen_name', 'twitter handle', 'x handle'],
   device_id: [
@@ -56,10 +61,13 @@ export const AUTO_COLUMN_NAMES: Readonly<Record<IdentifierType | 'country', read
     'android_id',
     'advertising_id',
     'mobile advertising id',
+    'mobile_ad_id',
+    'google_aid',
+    'apple_idfa',
   ],
   // The platform's docs and SDKs call its user id `twitter_id`; exports name it after the platform too.
   service_id: ['user_id', 'service_id', 'twitter_id', 'x_id', 'x_user_id'],
-  partner_user_id: ['partner_user_id', 'customer_id', 'external_id', 'extern_id', 'crm_id'],
+  partner_user_id: ['partner_user_id', 'customer_id', 'external_id', 'extern_id', 'ext_id', 'crm_id'],
   country: [
     'country',
     'country_code',
@@ -72,6 +80,8 @@ export const AUTO_COLUMN_NAMES: Readonly<Record<IdentifierType | 'country', read
     'billing country code',
     'default address country code',
     'default address country',
+    'shipping country',
+    'shipping country code',
   ],
 };
 
