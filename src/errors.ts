@@ -309,14 +309,14 @@ export function environmentError(error: unknown, action: string, path: string): 
     case 'EDQUOT':
       return new EnvironmentError('disk_full', `disk full (${errno}) while ${action} ${path}`, {
         ...init,
-        fix: 'free space on that disk (or use a --state-dir / output on another one), then run again (an upload: with --resume)',
+        fix: "free space on that disk (or use a stateDir / output on another one), then run again (an upload: with unfinished: 'resume')",
       });
     case 'EACCES':
     case 'EPERM':
     case 'EROFS':
       return new EnvironmentError('state_not_writable', `${path} is not writable (${errno}) while ${action} it`, {
         ...init,
-        fix: 'fix the permissions (or mount the disk read-write), or pass a writable --state-dir / output path',
+        fix: 'fix the permissions (or mount the disk read-write), or pass a writable stateDir / output path',
       });
     case 'ELOOP':
       return new EnvironmentError('path_is_symlink', `${path} is a symbolic link: refused while ${action} it`, {
@@ -331,7 +331,7 @@ export function environmentError(error: unknown, action: string, path: string): 
     case 'ENOTDIR':
       return new EnvironmentError('path_not_directory', `${path} (or a parent of it) is not a directory (${errno})`, {
         ...init,
-        fix: 'pass a --state-dir that is a directory (or that does not exist yet)',
+        fix: 'pass a stateDir that is a directory (or that does not exist yet)',
       });
     default:
       return new EnvironmentError('io_error', `I/O error (${errno}) while ${action} ${path}`, {

@@ -534,7 +534,7 @@ describe('a damaged or forged journal', () => {
       );
     const err = await RunJournal.open(dir, key, { mode: 'resume', runId: 'r2' }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'journal_tampered' });
-    expect((err as AudienceKitError).fix).toMatch(/--restart/);
+    expect((err as AudienceKitError).fix).toMatch(/unfinished: 'restart'/);
     expect(() => findJournal(dir, key)).toThrow(/was altered: line 5/);
   });
 
@@ -568,7 +568,7 @@ describe('a damaged or forged journal', () => {
     writeFileSync(path, `${old.join('\n')}\n`);
     const err = await RunJournal.open(dir, key, { mode: 'resume', runId: 'r2' }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'journal_old_format' });
-    expect((err as AudienceKitError).fix).toMatch(/--restart/);
+    expect((err as AudienceKitError).fix).toMatch(/unfinished: 'restart'/);
     // --restart (mode new) replaces it.
     const fresh = await RunJournal.open(dir, key, { mode: 'new', runId: 'r3' });
     fresh.close();

@@ -119,7 +119,7 @@ describe('run journal', () => {
       runIds: [],
     });
     expect(e.message).toMatch(/3 of 9 batches confirmed, 1 failed/);
-    expect(e.fix).toMatch(/--resume.*--restart/);
+    expect(e.fix).toMatch(/unfinished: 'resume'.*unfinished: 'restart'/);
   });
 
   it('fingerprints a file with SHA-256', async () => {

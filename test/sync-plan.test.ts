@@ -102,12 +102,12 @@ describe('removal cap and empty input', () => {
     expect(() => checkSyncPlan(counts, { maxRemovals: { percent: 10 }, allowEmpty: false })).not.toThrow();
     const refuse = (): void =>
       checkSyncPlan({ ...counts, removes: 11 }, { maxRemovals: { percent: 10 }, allowEmpty: false });
-    expect(refuse).toThrow(/remove 11 of 100 users .*--max-removals 10% \(10 users\)/);
+    expect(refuse).toThrow(/remove 11 of 100 users .*maxRemovals 10% \(10 users\)/);
     try {
       refuse();
     } catch (error) {
       expect((error as ConfigError).code).toBe('sync_too_many_removals');
-      expect((error as ConfigError).fix).toMatch(/--max-removals 11/);
+      expect((error as ConfigError).fix).toMatch(/maxRemovals 11/);
     }
   });
 

@@ -392,7 +392,7 @@ function redactWith(secrets: readonly string[], text: string): string {
 
 function abortedError(method: string, path: string, reason: unknown): ConnectionError {
   return new ConnectionError('request_aborted', `${method} ${path} was aborted`, {
-    fix: 'Run the command again (uploads continue with --resume)',
+    fix: "Run it again (an upload continues with unfinished: 'resume')",
     cause: reason,
   });
 }

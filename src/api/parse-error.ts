@@ -126,10 +126,10 @@ export function fixForStatus(status: number, hasOperationErrors: boolean): strin
     case 413:
       return 'Send smaller batches';
     case 429:
-      return 'The rate limit was reached: wait for the window to reset and run again (uploads continue with --resume)';
+      return "The rate limit was reached: wait for the window to reset and run again (an upload continues with unfinished: 'resume')";
     default:
       return status >= 500
-        ? 'The platform failed: try again later (uploads continue with --resume)'
+        ? "The platform failed: try again later (an upload continues with unfinished: 'resume')"
         : 'Check the request parameters';
   }
 }

@@ -1,5 +1,6 @@
 import { AudienceKitError, environmentError, EXIT_CODES, exitCodeFor, HttpError } from '../internal.js';
 import type { CliContext } from './context.js';
+import { withFlagNames } from './flag-names.js';
 
 export type ExitCodeName = keyof typeof EXIT_CODES;
 
@@ -82,7 +83,7 @@ function formatCell(value: unknown): string {
  * return the documented exit code. Never prints request headers or bodies.
  */
 export function reportError(ctx: CliContext, error: unknown, debug: boolean): number {
-  error = fromFsError(error);
+  error = withFlagNames(fromFsError(error));
   if (error instanceof AudienceKitError) {
     writeLine(ctx.stderr, `error: ${error.message}`);
     if (error instanceof HttpError) {

@@ -101,19 +101,15 @@ export function checkNormalizeOptions<T extends NormalizeOptions>(opts: T): T {
     const issue = parsed.error.issues[0];
     const field = issue?.path.join('.') ?? 'options';
     throw new ConfigError('invalid_option', `invalid option ${field}: ${issue?.message ?? 'invalid'}`, {
-      fix: `correct ${field} (see audience-kit hash --help)`,
+      fix: `correct ${field} (the normalization options are listed in docs/normalization.md)`,
     });
   }
   if (opts.defaultCountry === undefined) return opts;
   const country = normalizeCountryCode(opts.defaultCountry);
   if (country === undefined) {
-    throw new ConfigError(
-      'invalid_default_country',
-      `--default-country "${opts.defaultCountry}" is not a known country`,
-      {
-        fix: 'pass an ISO 3166-1 code or an English country name, such as US, GBR or Germany',
-      },
-    );
+    throw new ConfigError('invalid_default_country', `defaultCountry "${opts.defaultCountry}" is not a known country`, {
+      fix: 'pass an ISO 3166-1 code or an English country name, such as US, GBR or Germany',
+    });
   }
   return { ...opts, defaultCountry: country };
 }

@@ -21,7 +21,7 @@ export function rejectGuardOptions(o: RejectGuardOptions): RejectGuardOptions {
   if (o.maxRejectRate !== undefined) {
     if (!(o.maxRejectRate >= 0 && o.maxRejectRate <= 1)) {
       throw new ConfigError('invalid_option', `maxRejectRate ${o.maxRejectRate} is not a share between 0 and 1`, {
-        fix: 'pass for example 0.05 for 5% (the CLI takes --max-reject-rate 5%)',
+        fix: 'pass for example 0.05 for 5%',
       });
     }
     out.maxRejectRate = o.maxRejectRate;
@@ -53,13 +53,13 @@ export function checkRejects(summary: HashSummary, opts: RejectGuardOptions, end
   if (limit !== undefined && total > 0 && (ended || total >= REJECT_GUARD_MIN_VALUES) && rejected / total > limit) {
     throw new InputError(
       'input_reject_rate_exceeded',
-      `${percent(rejected / total)} of the values were rejected (${rejected} of ${total}${ended ? '' : ' so far'}), above --max-reject-rate ${percent(limit)}`,
-      { fix: fix ?? 'see the rejected values by reason in the summary (hash --rejects FILE lists their lines)' },
+      `${percent(rejected / total)} of the values were rejected (${rejected} of ${total}${ended ? '' : ' so far'}), above maxRejectRate ${percent(limit)}`,
+      { fix: fix ?? 'see the rejected values by reason in the summary' },
     );
   }
   if (ended && opts.requireUsers === true && summary.users === 0) {
     throw new InputError('input_no_users', `no row produced a user (${summary.rows} rows read)`, {
-      fix: fix ?? 'check the column mapping and the rejected values by reason (hash --rejects FILE lists them)',
+      fix: fix ?? 'check the column mapping and the rejected values by reason',
     });
   }
 }

@@ -580,7 +580,7 @@ async function listen(server: Server, opts: SandboxOptions): Promise<{ origin: s
           'sandbox_listen_failed',
           `The sandbox could not listen on ${opts.host ?? '127.0.0.1'}:${opts.port ?? 0}: ${e.code ?? e.message}`,
           {
-            fix: 'Choose another --port (0 picks a free one) or --host',
+            fix: 'Choose another port (0 picks a free one) or host',
           },
         ),
       ),

@@ -284,7 +284,7 @@ export function verifyAuditLog(path: string, options: { head?: string } = {}): A
 function readAuditFile(path: string): Buffer {
   if (!existsSync(path)) {
     throw new InputError('audit_log_missing', `no audit log at ${path}`, {
-      fix: 'pass the --state-dir the uploads used (or --audit-log FILE), or run from the directory whose .audience-kit/ holds the log',
+      fix: 'pass the stateDir the uploads used (or the auditLog path), or run from the directory whose .audience-kit/ holds the log',
     });
   }
   return readFileSync(path);

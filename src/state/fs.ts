@@ -65,7 +65,7 @@ export function ensureDir(path: string): void {
       throw new EnvironmentError('path_not_directory', `${path} (or a parent of it) is not a directory`, {
         path,
         cause: error,
-        fix: 'pass a --state-dir that is a directory (or that does not exist yet)',
+        fix: 'pass a stateDir that is a directory (or that does not exist yet)',
       });
     }
     throw environmentError(error, 'creating the directory', path);

@@ -128,7 +128,7 @@ const JOURNAL_VERSION = 2;
 const JOURNAL_GENESIS = sha256Hex('audience-kit run journal v2');
 
 const RESTART_FIX =
-  'start over with --restart (confirmed users are sent again, which the platform treats as a no-op for Update)';
+  "start over with unfinished: 'restart' (confirmed users are sent again, which the platform treats as a no-op for Update)";
 
 /**
  * Parse journal lines and check their chain: each line's `prev` is the SHA-256 of the line
@@ -308,7 +308,7 @@ export class RunJournal {
         'run_in_progress',
         `another audience-kit process is uploading this file with these options right now (${error.message})`,
         {
-          fix: 'wait for it to finish (or stop it), then run again with --resume',
+          fix: "wait for it to finish (or stop it), then run again with unfinished: 'resume'",
           cause: error,
         },
       );
@@ -401,7 +401,7 @@ export class RunJournal {
         'journal_mismatch',
         `batch ${index} differs from the batch the journal recorded as confirmed: the input, the options or the tool version changed since that run`,
         {
-          fix: 'run again with --restart to start over (users already uploaded are sent again; Update treats them as no-ops)',
+          fix: "run again with unfinished: 'restart' to start over (users already uploaded are sent again; Update treats them as no-ops)",
         },
       );
     }
@@ -418,7 +418,7 @@ export class RunJournal {
     }
   }
 
-  /** Keep a batch that failed after every retry, for a later --resume. */
+  /** Keep a batch that failed after every retry, for a later resume. */
   recordFailed(
     batch: {
       index: number;
@@ -479,7 +479,7 @@ export class RunJournal {
         'journal_mismatch',
         `the input now makes ${batches} batches, the journal recorded ${this.state.totalBatches}`,
         {
-          fix: 'run again with --restart to start over',
+          fix: "run again with unfinished: 'restart' to start over",
         },
       );
     }
@@ -523,12 +523,12 @@ function writeDurable(path: string, data: Buffer): void {
   }
 }
 
-/** `--resume` without a journal to resume, or an unfinished journal without `--resume`. */
+/** Resume without a journal to resume, or an unfinished journal neither resumed nor restarted. */
 export function unfinishedRunError(summary: JournalSummary): ConfigError {
   const total = summary.totalBatches === undefined ? '' : ` of ${summary.totalBatches}`;
   return new ConfigError(
     'unfinished_run',
     `an unfinished upload of this file with these options exists (${summary.confirmed}${total} batches confirmed, ${summary.failed} failed, started ${summary.createdAt})`,
-    { fix: 'pass --resume to continue it, or --restart to start over' },
+    { fix: "pass unfinished: 'resume' to continue it, or unfinished: 'restart' to start over" },
   );
 }

@@ -156,7 +156,7 @@ export function decodeUserRecord(buf: Buffer): string {
 
 function corrupt(what: string): SnapshotError {
   return new SnapshotError('snapshot_corrupt', `the sync snapshot is damaged: ${what}`, {
-    fix: 'run the sync with --full to send every user again and rebuild the snapshot (remove the snapshot directory first)',
+    fix: 'run the sync with full: true to send every user again and rebuild the snapshot (remove the snapshot directory first)',
   });
 }
 

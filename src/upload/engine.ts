@@ -93,6 +93,6 @@ function keptMismatch(index: number): JournalError {
   return new JournalError(
     'journal_mismatch',
     `batch ${index} differs from the failed batch kept in the journal: the input, the options or the tool version changed`,
-    { fix: 'start over (runUpload option restart; the CLI: --restart)' },
+    { fix: "start over (unfinished: 'restart')" },
   );
 }

@@ -107,7 +107,7 @@ export class SyncPlanner {
   }
 }
 
-/** `--max-removals`: a number of users, or a percentage of the snapshot. */
+/** `maxRemovals`: a number of users, or a percentage of the snapshot. */
 export type RemovalCap = { users: number } | { percent: number };
 
 const capSchema = z.union([
@@ -124,8 +124,8 @@ export function parseRemovalCap(value: string | number | undefined): RemovalCap 
   const text = String(value).trim();
   const percent = text.endsWith('%') ? Number(text.slice(0, -1)) : undefined;
   if (!parsed.success || (percent !== undefined && percent > 100)) {
-    throw new ConfigError('invalid_option', `--max-removals must be a number of users or a percentage, got "${text}"`, {
-      fix: 'pass --max-removals 500 or --max-removals 5%, or omit it for 10% of the snapshot',
+    throw new ConfigError('invalid_option', `maxRemovals must be a number of users or a percentage, got "${text}"`, {
+      fix: 'pass maxRemovals 500 or maxRemovals 5%, or omit it for 10% of the snapshot',
     });
   }
   return percent === undefined ? { users: Number(text) } : { percent };
@@ -146,7 +146,7 @@ export function checkSyncPlan(counts: SyncPlanCounts, options: { maxRemovals: Re
       'sync_empty_input',
       `the input holds no valid user: a sync would remove all ${counts.snapshotUsers} users confirmed on the target`,
       {
-        fix: 'check the input and its column mapping; to empty the target on purpose, pass --allow-empty (and --max-removals 100%)',
+        fix: 'check the input and its column mapping; to empty the target on purpose, pass allowEmpty: true (and maxRemovals 100%)',
       },
     );
   }
@@ -156,9 +156,9 @@ export function checkSyncPlan(counts: SyncPlanCounts, options: { maxRemovals: Re
     const capText = 'users' in options.maxRemovals ? `${limit}` : `${options.maxRemovals.percent}% (${limit} users)`;
     throw new ConfigError(
       'sync_too_many_removals',
-      `the sync would remove ${counts.removes} of ${counts.snapshotUsers} users confirmed on the target (${share.toFixed(1)}%), above --max-removals ${capText}; nothing was sent`,
+      `the sync would remove ${counts.removes} of ${counts.snapshotUsers} users confirmed on the target (${share.toFixed(1)}%), above maxRemovals ${capText}; nothing was sent`,
       {
-        fix: `check that the input is the whole export; if these removals are intended, pass --max-removals ${counts.removes} (or ${Math.ceil(share)}%)`,
+        fix: `check that the input is the whole export; if these removals are intended, pass maxRemovals ${counts.removes} (or ${Math.ceil(share)}%)`,
       },
     );
   }

@@ -214,7 +214,7 @@ export interface UploadAudienceOptions extends SendOptions {
   journal?: RunJournal;
   dryRun?: boolean;
   runId?: string;
-  /** Called for each batch as it is packed (the CLI writes the first one for --preview). */
+  /** Called for each batch as it is packed (the CLI writes the first one to a preview file). */
   onBatch?: (batch: PackedBatch) => void;
   onProgress?: (p: UploadProgress) => void;
   /** Minimum time between two progress callbacks while reading (default 250 ms). */

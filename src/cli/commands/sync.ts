@@ -26,7 +26,8 @@ import { withConnectionOptions } from '../connection.js';
 import type { CliContext } from '../context.js';
 import { renderHashSummary } from '../hash-summary.js';
 import { addHashOptions, printInputMapping, rejectGuardFromArgs } from '../hash-options.js';
-import { exitCodesEpilogue, renderFields, writeJson, writeLine, type GlobalArgs } from '../output.js';
+import { withFlagNames } from '../flag-names.js';
+import { exitCodesEpilogue, handle, renderFields, writeJson, writeLine, type GlobalArgs } from '../output.js';
 import {
   checkUsage,
   connect,
@@ -37,8 +38,6 @@ import {
   runInput,
   runShape,
   UPLOAD_OPTIONS,
-  handleWithFlagNames,
-  withFlagNames,
   type Connected,
   type UploadArgs,
 } from './upload.js';
@@ -268,6 +267,6 @@ export function syncCommand(ctx: CliContext): CommandModule<GlobalArgs, SyncArgs
             interrupted: 'interrupted (what was confirmed is kept)',
           }),
         ) as never,
-    handler: handleWithFlagNames(ctx, sync),
+    handler: handle(ctx, (args: SyncArgs) => sync(ctx, args)),
   };
 }

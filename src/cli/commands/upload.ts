@@ -1,7 +1,6 @@
 import { basename, resolve } from 'node:path';
 import type { CommandModule, Options } from 'yargs';
 import {
-  AudienceKitError,
   ConfigError,
   createClient,
   createCustomAudience,
@@ -41,6 +40,7 @@ import {
 import { clientFromArgs, withConnectionOptions, withDebugLines, type ConnectionArgs } from '../connection.js';
 import type { CliContext } from '../context.js';
 import { renderHashSummary } from '../hash-summary.js';
+import { withFlagNames } from '../flag-names.js';
 import { askYesNo } from '../prompt.js';
 import {
   addHashOptions,
@@ -131,42 +131,6 @@ export const UPLOAD_OPTIONS: Record<string, Options> = {
       'Send identical users once; --no-dedupe saves 11-23 bytes of memory per distinct user (10M users: 134 MB)',
   },
 };
-
-/** Library option names as they appear in messages → the flags that set them. */
-const FLAG_NAMES: ReadonlyArray<readonly [RegExp, string]> = [
-  [/\blimits\.maxBodyBytes\b/g, '--max-body-bytes'],
-  [/\blimits\.maxOperations\b/g, '--max-operations'],
-  [/\blimits\.maxUsersPerOperation\b/g, '--max-users-per-operation'],
-  [/\bmaxRetries\b/g, '--max-retries'],
-  [/\bmaxRejectRate\b/g, '--max-reject-rate'],
-  [/\bconcurrency\b/g, '--concurrency'],
-  [/\beffectiveAt\b/g, '--effective-at'],
-  [/\bexpiresAt\b/g, '--expires-at'],
-  [/\baccountId\b/g, '--account'],
-  [/\boperation '(update|delete)'/g, '--operation $1'],
-  [/\bunfinished: '(resume|restart)'/g, '--$1'],
-];
-
-/** A command's handler whose errors are reworded with the flags (withFlagNames). */
-export function handleWithFlagNames<A extends GlobalArgs>(
-  ctx: CliContext,
-  run: (ctx: CliContext, args: A) => Promise<number>,
-): (args: A) => Promise<void> {
-  return handle(ctx, (args: A) =>
-    run(ctx, args).catch((error: unknown) => {
-      throw withFlagNames(error);
-    }),
-  );
-}
-
-/** A library error as the CLI user should read it: the flags, not the option names. */
-export function withFlagNames<T>(error: T): T {
-  if (!(error instanceof AudienceKitError)) return error;
-  const rename = (text: string): string => FLAG_NAMES.reduce((t, [re, flag]) => t.replace(re, flag), text);
-  error.message = rename(error.message);
-  if (error.fix !== undefined) Object.assign(error, { fix: rename(error.fix) });
-  return error;
-}
 
 function unfinishedPolicy(ctx: CliContext, args: UploadArgs): UnfinishedRunPolicy {
   if (args.resume === true) return 'resume';
@@ -556,6 +520,6 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
             interrupted: 'interrupted (journal saved)',
           }),
         ) as never,
-    handler: handleWithFlagNames(ctx, upload),
+    handler: handle(ctx, (args: UploadArgs) => upload(ctx, args)),
   };
 }
