@@ -5,7 +5,7 @@
 // dependencies are installed first (`npm ci`, scripts off), so installing a checkout just works.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -17,6 +17,14 @@ function run(command, args, env = process.env) {
   if (r.status !== 0) process.exit(r.status ?? 1);
 }
 
+// Installed as a dependency of another project (its directory is npm's local prefix), or in
+// this checkout itself, where missing devDependencies are the user's choice (--omit=dev).
+const prefix = process.env['npm_config_local_prefix'];
+const asDependency = prefix !== undefined && resolve(prefix) !== resolve(root);
+if (!existsSync(tsc) && !asDependency) {
+  console.error('audience-kit: TypeScript is missing; run `npm ci` (with the devDependencies) to build dist/');
+  process.exit(1);
+}
 if (!existsSync(tsc)) {
   console.error('audience-kit: building from source needs its devDependencies; installing them in', root);
   // The outer install's settings (its prefix, --omit=dev, --global...) are not this checkout's.
