@@ -144,10 +144,17 @@ describe('real CRM exports and ad-platform templates, without flags', () => {
     it(`${c.file}: upload --sandbox sends every user`, async () => {
       const r = await cli(['upload', join(EXPORTS, c.file), '--sandbox', '--workers', '0', '--json']);
       expect(r.code, r.stderr).toBe(0);
-      const report = JSON.parse(r.stdout) as { status: string; users: number; sandbox: { audience_size: number } };
+      const report = JSON.parse(r.stdout) as {
+        status: string;
+        users: number;
+        sandbox: { audience_size: number };
+        hints: string[];
+      };
       expect(report.status).toBe('completed');
       expect(report.users).toBe(c.users);
       expect(report.sandbox.audience_size).toBe(c.users);
+      // The same hints as `hash`: an upload that loses values says why, too.
+      if (c.hint !== undefined) expect(report.hints.join('\n')).toMatch(c.hint);
     });
   }
 

@@ -22,6 +22,7 @@ import {
   resolveUploadGroup,
   runUpload,
   startSandbox,
+  summaryHints,
   unfinishedRunError,
   type AdsClient,
   type ExitCode,
@@ -466,12 +467,19 @@ function printOutcome(
   }
   if (journalDir !== undefined && report.status !== 'completed')
     extra.push(['state', `${journalDir} (run again with --resume to continue)`]);
-  if (args.json !== true) return printReport(ctx, report, run, extra);
+  // Why many values of a type were rejected, and the likely fix: what `hash` says too.
+  const hints = summaryHints(run.summary, run.mapping, hashOptionsFromArgs(args));
+  if (args.json !== true) {
+    printReport(ctx, report, run, extra);
+    for (const hint of hints) writeLine(ctx.stderr, `hint: ${hint}`);
+    return;
+  }
   writeJson(ctx, {
     ...reportJson(report),
     exit_code: exitCodeOf(report),
     input: args.file === '-' || args.file === '' ? '-' : basename(args.file),
     ...(sandboxInfo === undefined ? {} : { sandbox: sandboxInfo }),
+    hints,
   });
 }
 
