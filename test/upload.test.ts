@@ -258,6 +258,21 @@ describe('uploadAudience', () => {
     expect(report.users_confirmed + report.users_failed).toBe(600);
   });
 
+  it("a batch that always gets a 500 costs exactly the client's maxAttempts requests (one retry owner)", async () => {
+    const { sandbox, client, audienceId } = await setup({ faults: '500%1' }, 3);
+    const report = await uploadAudience({
+      client,
+      accountId: sandbox.accounts.primary,
+      target: { customAudienceId: audienceId },
+      users: users(100),
+      maxRetries: 5,
+      clock: instantClock,
+    });
+    expect(report).toMatchObject({ status: 'failed', batches: 1, batches_failed: 1, mismatches: 0 });
+    const sent = userBatchRequests(sandbox);
+    expect(sent.map((r) => r.status)).toEqual([500, 500, 500]);
+  });
+
   it('an abort during the backoff between mismatch re-sends interrupts the run, the batch not failed', async () => {
     const { sandbox, client, audienceId } = await setup({ faults: 'mismatch@1+2+3' });
     const controller = new AbortController();
