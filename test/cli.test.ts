@@ -71,6 +71,11 @@ describe('audience-kit', () => {
       ],
       [['hsh', 'x.csv'], 'error: unknown command "hsh"', 'fix: did you mean `audience-kit hash`?'],
       [
+        ['hash', 'x.csv', '-qx'],
+        'error: unknown option -x for hash',
+        'fix: see `audience-kit hash --help` for the options',
+      ],
+      [
         ['audiences', 'lst'],
         'error: unknown command "lst" for audiences',
         'did you mean `audience-kit audiences list`?',

@@ -46,16 +46,21 @@ export function nearest(word: string, candidates: readonly string[]): string | u
 
 const camel = (name: string): string => name.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 
-/** The long options in `argv` (before `--`) that the command does not know, as typed. */
+/** The options in `argv` (before `--`) that the command does not know, as typed (`--acount`, `-x`). */
 export function unknownOptions(argv: readonly string[], known: readonly string[]): string[] {
   const names = new Set(known.flatMap((k) => [k, camel(k)]));
   const out: string[] = [];
   for (const arg of argv) {
     if (arg === '--') break;
+    if (/^-[A-Za-z]+$/.test(arg)) {
+      // Grouped short flags (-qh): each letter is one.
+      for (const letter of arg.slice(1)) if (!names.has(letter)) out.push(`-${letter}`);
+      continue;
+    }
     if (!arg.startsWith('--')) continue;
     const name = arg.slice(2).split('=')[0] ?? '';
     if (names.has(name) || (name.startsWith('no-') && names.has(name.slice(3)))) continue;
-    out.push(name);
+    out.push(`--${name}`);
   }
   return out;
 }
@@ -71,8 +76,8 @@ export function describeParseFailure(message: string, argv: readonly string[], a
   const unknown = unknownOptions(argv, at.options);
   if (unknown.length > 0) {
     const first = unknown[0] as string;
-    const guess = nearest(first, suggestable(at.options));
-    const list = unknown.map((u) => `--${u}`).join(', ');
+    const guess = first.startsWith('--') ? nearest(first.slice(2), suggestable(at.options)) : undefined;
+    const list = unknown.join(', ');
     return {
       message: `unknown option${unknown.length === 1 ? '' : 's'} ${list}${path === '' ? '' : ` for ${path}`}`,
       fix: guess !== undefined ? `did you mean --${guess}? (${help} lists the options)` : `see ${help} for the options`,
