@@ -377,11 +377,13 @@ describe('full disk under the outputs (/dev/full: every write fails with ENOSPC)
   });
 
   it.runIf(hasDevFull)(
-    'stdout redirected onto a full disk: exit 8 with the fix, for hash and any other command',
+    "stdout redirected onto a full disk: exit 8 with the fix (hash, upload's report, any other command)",
     () => {
       const dir = newDir();
       writeFileSync(join(dir, 'in.csv'), 'email\na@example.com\n');
-      for (const args of [['hash', 'in.csv'], ['--help']]) {
+      // upload's report is its only stdout: losing it is exit 8 too, not a silent 0.
+      const upload = ['upload', 'in.csv', '--dry-run', '--audience', 'x', '--json'];
+      for (const args of [['hash', 'in.csv'], ['--help'], upload]) {
         const full = openSync('/dev/full', 'w');
         try {
           const r = spawnSync(process.execPath, [BIN, ...args], {

@@ -136,8 +136,13 @@ export function stderrColumns(ctx: CliContext, fallback = 80): number {
  * with its own code. For commands whose stdout is only their final report (upload).
  */
 export function finishWhenStdoutCloses(ctx: CliContext): void {
-  ctx.stdout.on('error', () => undefined);
+  ctx.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    // Any other failure (a full disk under `> report.json`) lost the report: exit 8 once done.
+    if (error.code !== 'EPIPE') stdoutFailures.set(ctx, environmentError(error, 'writing', 'stdout'));
+  });
 }
+
+const stdoutFailures = new WeakMap<CliContext, unknown>();
 
 /**
  * Wrap a command handler: run it, map any error to its exit code. Handlers stay thin: parse
@@ -150,7 +155,10 @@ export function handle<Args extends GlobalArgs>(
   return async (args) => {
     try {
       const code = await run(args);
-      ctx.exitCode = code ?? EXIT_CODES.ok;
+      // A write's error is emitted on a later tick: let the report's last write report it.
+      await new Promise((resolve) => setImmediate(resolve));
+      const lost = stdoutFailures.get(ctx);
+      ctx.exitCode = lost === undefined ? (code ?? EXIT_CODES.ok) : reportError(ctx, lost, args.debug === true);
     } catch (error) {
       ctx.exitCode = reportError(ctx, error, args.debug === true);
     }
