@@ -5,7 +5,6 @@ import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import {
   ConfigError,
-  describeMapping,
   hashCsv,
   InputError,
   openCsv,
@@ -16,6 +15,7 @@ import {
   type CsvRow,
   type ReadCsvOptions,
 } from '../src/internal.js';
+import { describeMapping } from '../src/cli/hints.js';
 import { FIXTURES } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
 

@@ -8,9 +8,7 @@ import type { Argv } from 'yargs';
 import {
   ConfigError,
   DEFAULT_PHONE_FORMAT,
-  describeMapping,
   guardInput,
-  summaryHints,
   type ColumnMapping,
   type RejectGuardOptions,
   type CsvDelimiter,
@@ -20,6 +18,7 @@ import {
   type NormalizeOptions,
 } from '../internal.js';
 import type { CliContext } from './context.js';
+import { describeMapping, summaryHints } from './hints.js';
 import { writeLine } from './output.js';
 
 export interface HashOptionArgs {

@@ -143,7 +143,7 @@ const HEX64_LIKE = /^[0-9a-f]{64}$/i;
  * digest, a device id). In a file without a header row the "header" is the first data row, and
  * printing its cells as column names would put raw identifiers on stderr.
  */
-function looksLikeData(cell: string): boolean {
+export function looksLikeData(cell: string): boolean {
   if (cell.includes('@') || HEX64_LIKE.test(cell) || normalizeDeviceId(cell).ok) return true;
   let digits = 0;
   for (let i = 0; i < cell.length; i++) {
@@ -154,7 +154,7 @@ function looksLikeData(cell: string): boolean {
 }
 
 /** A header cell as messages may show it: quoted, or a placeholder when it looks like data. */
-function columnLabel(cell: string, index: number): string {
+export function columnLabel(cell: string, index: number): string {
   return looksLikeData(cell) ? `<column ${index + 1}, looks like data>` : JSON.stringify(cell);
 }
 
@@ -287,34 +287,4 @@ export function resolveMapping(header: readonly string[], opts: MappingOptions =
   };
   if (country !== undefined) mapping.country = country;
   return mapping;
-}
-
-/** One line per type, for printing the chosen mapping (column names only, never values). */
-export function describeMapping(mapping: ColumnMapping): string {
-  const lines: string[] = [];
-  const mixed = mapping.auto && (mapping.columns.some((c) => c.mapped === true) || mapping.country?.mapped === true);
-  for (const type of IDENTIFIER_TYPES) {
-    const cols = mapping.columns
-      .filter((c) => c.type === type)
-      .map((c) => columnLabel(c.column, c.index) + (mixed && c.mapped === true ? ' (--map)' : ''));
-    // partner_user_id is the one type sent as it is: say so where the user checks the mapping.
-    const note = type === 'partner_user_id' ? '  (sent unhashed)' : '';
-    if (cols.length > 0) lines.push(`  ${type.padEnd(15)} <- ${cols.join(', ')}${note}`);
-  }
-  if (mapping.country !== undefined) {
-    const named = mapping.auto && mapping.country.mapped === true ? ' (--map)' : '';
-    lines.push(`  ${'country'.padEnd(15)} <- ${columnLabel(mapping.country.column, mapping.country.index)}${named}`);
-  }
-  // `ignored` holds names without positions: data-looking ones are counted, not listed.
-  const named = mapping.ignored.filter((c) => !looksLikeData(c)).map((c) => JSON.stringify(c));
-  const dataLike = mapping.ignored.length - named.length;
-  if (dataLike > 0)
-    named.push(`${dataLike} column${dataLike === 1 ? '' : 's'} that look${dataLike === 1 ? 's' : ''} like data`);
-  if (named.length > 0) lines.push(`  (ignored: ${named.join(', ')})`);
-  const source = !mapping.auto
-    ? 'from --map'
-    : mixed
-      ? 'detected by column name, with --map'
-      : 'detected by column name; override with --map type=Column';
-  return `column mapping (${source}):\n${lines.join('\n')}`;
 }

@@ -16,7 +16,6 @@ import {
   hashCsv,
   mappedTypes,
   guardFailure,
-  summaryHints,
   type CsvBadRow,
   type HashCsvOptions,
   type HashCsvRun,
@@ -26,6 +25,7 @@ import {
 import type { CliContext } from '../context.js';
 import { HashProgress } from '../hash-progress.js';
 import { renderHashSummary } from '../hash-summary.js';
+import { summaryHints } from '../hints.js';
 import {
   addHashOptions,
   hashInputSource,

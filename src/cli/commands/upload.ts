@@ -22,7 +22,6 @@ import {
   resolveUploadGroup,
   runUpload,
   startSandbox,
-  summaryHints,
   unfinishedRunError,
   type AdsClient,
   type ExitCode,
@@ -42,6 +41,7 @@ import { clientFromArgs, withConnectionOptions, withDebugLines, type ConnectionA
 import type { CliContext } from '../context.js';
 import { renderHashSummary } from '../hash-summary.js';
 import { withFlagNames } from '../flag-names.js';
+import { summaryHints } from '../hints.js';
 import { askYesNo } from '../prompt.js';
 import {
   addHashOptions,

@@ -1,12 +1,22 @@
 /**
- * Hints for the end of a hashing summary: why a large share of a type was rejected and the flag
+ * What the CLI tells about a hashing run in its own words (flags): the column mapping it chose,
+ * and hints for the end of the summary: why a large share of a type was rejected and the flag
  * that likely fixes it, plus what the normalization noticed on the way (phones carrying their
  * calling code without `+`, cells holding several values, country values it did not recognize).
  * Column names, counts and country values only: never identifiers.
  */
-import type { HashSummary, HashTypeCounts } from '../hashing/summary.js';
-import { columnKey, type ColumnMapping } from './mapping.js';
-import type { IdentifierType, NormalizeOptions, RejectReason } from './normalize.js';
+import {
+  columnKey,
+  columnLabel,
+  IDENTIFIER_TYPES,
+  looksLikeData,
+  type ColumnMapping,
+  type HashSummary,
+  type HashTypeCounts,
+  type IdentifierType,
+  type NormalizeOptions,
+  type RejectReason,
+} from '../internal.js';
 
 /** A type whose rejected share reaches this gets a line saying why. */
 export const REJECT_SHARE_HINT = 0.25;
@@ -146,4 +156,34 @@ function noteHints(summary: HashSummary, opts: NormalizeOptions, already: string
 export function summaryHints(summary: HashSummary, mapping: ColumnMapping, opts: NormalizeOptions = {}): string[] {
   const share = rejectShareHints(summary, mapping, opts);
   return [...share, ...noteHints(summary, opts, share.join('\n'))];
+}
+
+/** One line per type, for printing the chosen mapping (column names only, never values). */
+export function describeMapping(mapping: ColumnMapping): string {
+  const lines: string[] = [];
+  const mixed = mapping.auto && (mapping.columns.some((c) => c.mapped === true) || mapping.country?.mapped === true);
+  for (const type of IDENTIFIER_TYPES) {
+    const cols = mapping.columns
+      .filter((c) => c.type === type)
+      .map((c) => columnLabel(c.column, c.index) + (mixed && c.mapped === true ? ' (--map)' : ''));
+    // partner_user_id is the one type sent as it is: say so where the user checks the mapping.
+    const note = type === 'partner_user_id' ? '  (sent unhashed)' : '';
+    if (cols.length > 0) lines.push(`  ${type.padEnd(15)} <- ${cols.join(', ')}${note}`);
+  }
+  if (mapping.country !== undefined) {
+    const named = mapping.auto && mapping.country.mapped === true ? ' (--map)' : '';
+    lines.push(`  ${'country'.padEnd(15)} <- ${columnLabel(mapping.country.column, mapping.country.index)}${named}`);
+  }
+  // `ignored` holds names without positions: data-looking ones are counted, not listed.
+  const named = mapping.ignored.filter((c) => !looksLikeData(c)).map((c) => JSON.stringify(c));
+  const dataLike = mapping.ignored.length - named.length;
+  if (dataLike > 0)
+    named.push(`${dataLike} column${dataLike === 1 ? '' : 's'} that look${dataLike === 1 ? 's' : ''} like data`);
+  if (named.length > 0) lines.push(`  (ignored: ${named.join(', ')})`);
+  const source = !mapping.auto
+    ? 'from --map'
+    : mixed
+      ? 'detected by column name, with --map'
+      : 'detected by column name; override with --map type=Column';
+  return `column mapping (${source}):\n${lines.join('\n')}`;
 }
