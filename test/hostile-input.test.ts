@@ -156,6 +156,25 @@ describe('bytes that are not UTF-8', () => {
     }
   });
 
+  it('rejects records of a UTF-16 file holding an unpaired surrogate, keeps pairs split across reads', async () => {
+    const text = `email,n\n${'u@example.com,1\n'.repeat(5000)}a\ud83d\ude00@example.com,2\nb\ud800x@example.com,3\nc\udc00@example.com,4\nd@example.com,\ud83d`;
+    for (const encoding of ['utf-16le', 'utf-16be'] as const) {
+      const le = Buffer.alloc(text.length * 2);
+      for (let i = 0; i < text.length; i++) le.writeUInt16LE(text.charCodeAt(i), i * 2);
+      const bytes = Buffer.concat([Buffer.from([0xff, 0xfe]), le]);
+      if (encoding === 'utf-16be') bytes.swap16();
+      // Reads of 7 bytes: code units and surrogate pairs split between reads everywhere.
+      const pieces = Array.from({ length: Math.ceil(bytes.length / 7) }, (_, i) => bytes.subarray(i * 7, i * 7 + 7));
+      const got = await rows(Readable.from(pieces));
+      expect(got.slice(-4)).toEqual([
+        { line: 5002, header: ['email', 'n'], fields: ['a\ud83d\ude00@example.com', '2'] },
+        { line: 5003, error: 'invalid_utf8' },
+        { line: 5004, error: 'invalid_utf8' },
+        { line: 5005, error: 'invalid_utf8' },
+      ]);
+    }
+  });
+
   it('keeps a genuine U+FFFD in valid UTF-8 (decoding did not change it)', async () => {
     const path = join(tmp, 'fffd.csv');
     writeFileSync(path, `email,note\n${'a@example.com,x\n'.repeat(5000)}b@example.com,\ufffd\n`);

@@ -305,11 +305,46 @@ async function* gunzip(input: AsyncIterable<Buffer>, name: string): AsyncGenerat
   }
 }
 
+/**
+ * UTF-16 to UTF-8. An unpaired surrogate (or an odd last byte) has no UTF-8 form: a decoder
+ * would put U+FFFD there and the value would be hashed as valid. It becomes a byte that is never
+ * UTF-8 (0xFF) instead, so the workers' check rejects its record as `invalid_utf8`, as for a
+ * UTF-8 file. A chunk's last code unit waits for the next chunk when it is half a character.
+ */
 async function* utf16ToUtf8(input: AsyncIterable<Buffer>, encoding: 'utf-16le' | 'utf-16be'): AsyncGenerator<Buffer> {
-  const decoder = new TextDecoder(encoding);
-  for await (const chunk of input) yield Buffer.from(decoder.decode(chunk, { stream: true }), 'utf8');
-  const rest = decoder.decode();
-  if (rest !== '') yield Buffer.from(rest, 'utf8');
+  let carry: Buffer | undefined;
+  for await (const chunk of input) {
+    const bytes = carry === undefined ? chunk : Buffer.concat([carry, chunk]);
+    let end = bytes.length - (bytes.length % 2);
+    if (end >= 2 && isHighSurrogate(bytes, end - 2, encoding)) end -= 2;
+    carry = end === bytes.length ? undefined : Buffer.from(bytes.subarray(end));
+    if (end > 0) yield utf16Text(bytes.subarray(0, end), encoding);
+  }
+  if (carry !== undefined) yield utf16Text(carry, encoding);
+}
+
+function isHighSurrogate(bytes: Buffer, at: number, encoding: 'utf-16le' | 'utf-16be'): boolean {
+  const unit = encoding === 'utf-16le' ? bytes.readUInt16LE(at) : bytes.readUInt16BE(at);
+  return unit >= 0xd800 && unit <= 0xdbff;
+}
+
+const NOT_UTF8 = Buffer.from([0xff]);
+// With the u flag a paired surrogate is one astral code point: the class matches lone ones only.
+const LONE_SURROGATE = /[\ud800-\udfff]/gu;
+
+function utf16Text(bytes: Buffer, encoding: 'utf-16le' | 'utf-16be'): Buffer {
+  const le = encoding === 'utf-16le' ? bytes : Buffer.from(bytes.subarray(0, bytes.length & ~1)).swap16();
+  const text = le.toString('utf16le', 0, bytes.length & ~1);
+  const odd = bytes.length % 2 === 1 ? [NOT_UTF8] : [];
+  if (text.search(LONE_SURROGATE) === -1) return Buffer.concat([Buffer.from(text, 'utf8'), ...odd]);
+  const parts: Buffer[] = [];
+  let last = 0;
+  for (const m of text.matchAll(LONE_SURROGATE)) {
+    parts.push(Buffer.from(text.slice(last, m.index), 'utf8'), NOT_UTF8);
+    last = m.index + 1;
+  }
+  parts.push(Buffer.from(text.slice(last), 'utf8'), ...odd);
+  return Buffer.concat(parts);
 }
 
 // ---------------------------------------------------------------------------------------------
