@@ -366,7 +366,7 @@ describe('resolveMapping', () => {
       expect((e as ConfigError).fix).toContain('phone_number');
     }
     expect(() => resolveMapping(header, { map: ['email'] })).toThrow(/type=Column/);
-    expect(() => resolveMapping(header, { countryColumn: 'Land' })).toThrow(/--country-column/);
+    expect(() => resolveMapping(header, { countryColumn: 'Land' })).toThrow(/countryColumn: no column "Land"/);
   });
 
   it('refuses a header without any identifier column', () => {

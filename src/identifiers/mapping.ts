@@ -6,7 +6,7 @@ import { ConfigError, InputError } from '../errors.js';
 import { IDENTIFIER_TYPES, normalizeDeviceId, type IdentifierType } from './normalize.js';
 
 /**
- * Header names recognized without `--map`, compared on their letters and digits only (case,
+ * Header names recognized without a `map` entry, compared on their letters and digits only (case,
  * spaces and punctuation ignored: `Country/Region`, `country_region` and `COUNTRY REGION` are one
  * name). They cover the exports of the common CRMs and shops and the customer-list templates of
  * the large ad platforms (fixtures/exports/ holds one sample of each); docs/cli.md lists them.
@@ -104,16 +104,16 @@ export interface MappedColumn {
   index: number;
   column: string;
   type: IdentifierType;
-  /** Named by a --map entry (otherwise detected by its name). */
+  /** Named by a `map` entry (otherwise detected by its name). */
   mapped?: true;
 }
 
 export interface ColumnMapping {
   /** Identifier columns in header order; several may feed one type. */
   columns: MappedColumn[];
-  /** `mapped`: named by `--map country=` or `countryColumn` (otherwise detected by its name). */
+  /** `mapped`: named by a `map` entry `country=` or `countryColumn` (otherwise detected by its name). */
   country?: { index: number; column: string; mapped?: true };
-  /** Whether some identifier columns were detected by name (false: all come from --map). */
+  /** Whether some identifier columns were detected by name (false: all come from `map`). */
   auto: boolean;
   /** Header columns that feed nothing. */
   ignored: string[];
@@ -131,7 +131,7 @@ export interface MappingOptions {
   countryColumn?: string;
   /**
    * The identifier types the target takes (default: all). Detected columns of other types are
-   * left out (listed as ignored); a --map entry naming one is an error.
+   * left out (listed as ignored); a `map` entry naming one is an error.
    */
   types?: readonly IdentifierType[];
 }
@@ -167,7 +167,7 @@ const columnList = (header: readonly string[]): string => header.map(columnLabel
 function checkHeaderRow(header: readonly string[]): void {
   if (header.some((h) => AUTO_KEYS.has(columnKey(h))) || !header.some(looksLikeData)) return;
   throw new InputError('input_no_header', 'the first row looks like data; a header row is required', {
-    fix: 'add a first line naming the columns (for example: email,phone,country), then map them with --map type=Column if their names are not detected',
+    fix: 'add a first line naming the columns (for example: email,phone,country), then map them with a map entry type=Column if their names are not detected',
   });
 }
 
@@ -188,7 +188,7 @@ interface MapEntries {
   country?: { index: number; column: string; mapped: true };
 }
 
-/** Parse and check the `--map` entries against the header. */
+/** Parse and check the `map` entries against the header. */
 function parseMapEntries(header: readonly string[], opts: MappingOptions): MapEntries {
   const out: MapEntries = { columns: [] };
   for (const entry of opts.map ?? []) {
@@ -196,19 +196,19 @@ function parseMapEntries(header: readonly string[], opts: MappingOptions): MapEn
     const typeName = entry.slice(0, eq).trim().toLowerCase();
     const column = entry.slice(eq + 1).trim();
     if (eq === -1 || column === '') {
-      throw new ConfigError('mapping_invalid', `--map ${JSON.stringify(entry)} is not type=Column Name`, {
-        fix: 'write --map email="E-mail Address" (repeat --map for more columns)',
+      throw new ConfigError('mapping_invalid', `map entry ${JSON.stringify(entry)} is not type=Column Name`, {
+        fix: 'write each map entry as type=Column Name, for example email=E-mail Address (one entry per column)',
       });
     }
     if (typeName === 'country') {
-      const index = findColumn(header, column, `--map ${entry}`);
+      const index = findColumn(header, column, `map entry ${entry}`);
       out.country = { index, column: header[index] as string, mapped: true };
       continue;
     }
     if (!(IDENTIFIER_TYPES as readonly string[]).includes(typeName)) {
       throw new ConfigError(
         'mapping_unknown_type',
-        `--map ${JSON.stringify(entry)}: unknown identifier type "${typeName}"`,
+        `map entry ${JSON.stringify(entry)}: unknown identifier type "${typeName}"`,
         {
           fix: `use one of: ${[...IDENTIFIER_TYPES, 'country'].join(', ')}`,
         },
@@ -218,11 +218,11 @@ function parseMapEntries(header: readonly string[], opts: MappingOptions): MapEn
     if (opts.types !== undefined && !opts.types.includes(type)) {
       throw new ConfigError(
         'mapping_type_not_taken',
-        `--map ${JSON.stringify(entry)}: this target does not take ${typeName} identifiers`,
+        `map entry ${JSON.stringify(entry)}: this target does not take ${typeName} identifiers`,
         { fix: `map only ${opts.types.join(' and ')} columns for this target` },
       );
     }
-    const index = findColumn(header, column, `--map ${entry}`);
+    const index = findColumn(header, column, `map entry ${entry}`);
     if (!out.columns.some((c) => c.index === index && c.type === type))
       out.columns.push({ index, column: header[index] as string, type, mapped: true });
   }
@@ -233,15 +233,15 @@ function parseMapEntries(header: readonly string[], opts: MappingOptions): MapEn
  * Decide which columns feed which identifier type. Each type named by a `map` entry takes the
  * columns named for it; every other type (all of them without `map`) takes the columns whose
  * names are in AUTO_COLUMN_NAMES, unless `onlyMapped`. A column named by `map` is not detected
- * for another type. The country column is the one named by `--map country=` or `countryColumn`,
+ * for another type. The country column is the one named by a `map` entry `country=` or `countryColumn`,
  * otherwise detected by name (not with `onlyMapped`). Throws ConfigError for unknown types or
  * columns and when no identifier column results, InputError when the header row is missing
  * (the first row looks like data).
  */
 export function resolveMapping(header: readonly string[], opts: MappingOptions = {}): ColumnMapping {
   if (opts.onlyMapped === true && (opts.map ?? []).length === 0) {
-    throw new ConfigError('mapping_invalid', '--only-mapped needs at least one --map type=Column', {
-      fix: 'add --map entries for the columns to use, or drop --only-mapped to detect columns by name',
+    throw new ConfigError('mapping_invalid', 'onlyMapped needs at least one map entry type=Column', {
+      fix: 'add map entries for the columns to use, or drop onlyMapped to detect columns by name',
     });
   }
   const explicit = parseMapEntries(header, opts);
@@ -259,7 +259,7 @@ export function resolveMapping(header: readonly string[], opts: MappingOptions =
   columns.sort((a, b) => a.index - b.index);
   let country: ColumnMapping['country'] = explicit.country;
   if (opts.countryColumn !== undefined) {
-    const index = findColumn(header, opts.countryColumn, '--country-column');
+    const index = findColumn(header, opts.countryColumn, 'countryColumn');
     country = { index, column: header[index] as string, mapped: true };
   }
   if (country === undefined && detect) {
@@ -275,7 +275,7 @@ export function resolveMapping(header: readonly string[], opts: MappingOptions =
       'mapping_no_identifier_column',
       `none of the ${header.length} header columns has a known identifier name`,
       {
-        fix: `name them with --map type="Column Name" (types: ${(opts.types ?? IDENTIFIER_TYPES).join(', ')}), or check that the first line is the header`,
+        fix: `name them with a map entry type="Column Name" (types: ${(opts.types ?? IDENTIFIER_TYPES).join(', ')}), or check that the first line is the header`,
       },
     );
   }
