@@ -18,6 +18,7 @@ import {
   MAX_HEADER_COLUMNS,
   MAX_RECORD_BYTES,
   MAX_VALUE_LENGTH,
+  MAX_VALUES_PER_RECORD,
   openCsv,
   readCsv,
   type CsvBadRow,
@@ -134,6 +135,24 @@ describe('long records, cells and headers', () => {
     expect(summary.rejects.value_too_long).toEqual({ count: 1, lines: [3] });
     expect(summary.users).toBe(3);
     expect(summary.types.email).toMatchObject({ valid: 2, invalid: 1 });
+  });
+});
+
+describe('a cell that splits into more values than a person has', () => {
+  it(`a record of more than ${MAX_VALUES_PER_RECORD} values is one too_many_values reject, in a worker too`, async () => {
+    const many = Array.from({ length: MAX_VALUES_PER_RECORD }, (_, i) => `v${i}@example.com`).join(';');
+    const path = join(tmp, 'many-values.csv');
+    // 400,000 parts in an 800 KB cell (under the record bound): this exhausted a worker's heap.
+    writeFileSync(
+      path,
+      `email\na@example.com\n${';a'.repeat(400_000)}\n${many}\n${many};x@example.com\nb@example.com\n`,
+    );
+    for (const workers of [0, 1]) {
+      const summary = await summarize(path, { workers, valueSeparator: ';' });
+      expect(summary.rejects).toEqual({ too_many_values: { count: 2, lines: [3, 5] } });
+      expect(summary.users).toBe(3);
+      expect(summary.types.email).toMatchObject({ valid: 2 + MAX_VALUES_PER_RECORD, invalid: 2 });
+    }
   });
 });
 

@@ -33,6 +33,7 @@ const REASON_TYPE: Readonly<Record<RejectReason, IdentifierType | undefined>> = 
   partner_user_id_invalid: 'partner_user_id',
   hash_invalid: undefined,
   value_too_long: undefined,
+  too_many_values: undefined,
 };
 
 const quote = (s: string): string => JSON.stringify(s);
@@ -94,6 +95,8 @@ function whyRejected(
       return `they are not email addresses; check the columns ${columnsOf(mapping, type)} (--map email="Column")`;
     case 'value_too_long':
       return `they are longer than any identifier; check the columns ${columnsOf(mapping, type)}`;
+    case 'too_many_values':
+      return `those rows hold more values than any person has identifiers; check the columns ${columnsOf(mapping, type)} and --value-separator`;
     case 'hash_invalid':
       return 'they are not SHA-256 digests; fix: --input-hashed auto';
     case 'device_id_opt_out':

@@ -35,7 +35,8 @@ export type RejectReason =
   | 'service_id_invalid'
   | 'partner_user_id_invalid'
   | 'hash_invalid'
-  | 'value_too_long';
+  | 'value_too_long'
+  | 'too_many_values';
 export const REJECT_REASONS: readonly RejectReason[] = [
   'email_invalid',
   'phone_invalid',
@@ -48,12 +49,20 @@ export const REJECT_REASONS: readonly RejectReason[] = [
   'partner_user_id_invalid',
   'hash_invalid',
   'value_too_long',
+  'too_many_values',
 ];
 /**
  * The longest value (after trimming) normalized: no identifier comes near it, and a longer one is
  * rejected before it is lowercased or parsed, so a hostile cell costs nothing.
  */
 export const MAX_VALUE_LENGTH = 512;
+/**
+ * The most values one record may hold (its mapped cells, each part counted with
+ * `valueSeparator`). No person has a thousand identifiers; a record with more (`a;a;a;…` over a
+ * megabyte) is one `too_many_values` reject instead of half a million rejects and a quadratic
+ * dedupe that would exhaust a worker's heap.
+ */
+export const MAX_VALUES_PER_RECORD = 1000;
 export type Normalized = { ok: true; value: string } | { ok: false; reason: RejectReason };
 /** `digits`: `447946095800` (country code and national number); `e164`: the same with the `+`. */
 export type PhoneFormat = 'e164' | 'digits';
@@ -800,10 +809,14 @@ export function buildUser(record: MappedRecord, opts: NormalizeOptions): BuiltUs
 
   let rejects: Reject[] | undefined;
   const fields = record.fields;
+  let values = 0;
   for (let f = 0; f < fields.length; f++) {
     const field = fields[f]!;
     const raw = field.raw;
-    if (sep !== undefined && sep !== '' && raw.includes(sep)) {
+    const split = sep !== undefined && sep !== '' && raw.includes(sep);
+    values += split ? countParts(raw, sep) : raw === '' ? 0 : 1;
+    if (values > MAX_VALUES_PER_RECORD) return tooManyValues(record, field);
+    if (split) {
       const parts = raw.split(sep);
       for (let p = 0; p < parts.length; p++) {
         const reason = addValue(parts[p]!, field.type);
@@ -835,6 +848,22 @@ export function buildUser(record: MappedRecord, opts: NormalizeOptions): BuiltUs
   if (notes !== undefined) built.notes = notes;
   scratch.record = undefined;
   return built;
+}
+
+function countParts(raw: string, sep: string): number {
+  let n = 1;
+  for (let i = raw.indexOf(sep); i !== -1 && n <= MAX_VALUES_PER_RECORD; i = raw.indexOf(sep, i + sep.length)) n++;
+  return n;
+}
+
+/** The record's one reject when it holds more than MAX_VALUES_PER_RECORD values: none of them is used. */
+function tooManyValues(record: MappedRecord, field: MappedRecord['fields'][number]): BuiltUser {
+  scratch.record = undefined;
+  return {
+    line: record.line,
+    user: {},
+    rejects: [{ line: record.line, column: field.column, type: field.type, reason: 'too_many_values' }],
+  };
 }
 
 /** The notes of the row just built, or undefined (the common case: nothing to note). */
