@@ -55,6 +55,14 @@ describe('examples', () => {
     expect(process.exitCode).toBeUndefined();
   });
 
+  it('sync-sandbox.ts sends only the changes on the second sync', async () => {
+    const { out } = await runExample('sync-sandbox');
+    expect(out).toContain('day 1: completed first sync true +200 -0 unchanged 0');
+    expect(out).toContain('day 2: completed first sync false +5 -10 unchanged 190');
+    expect(out).toContain('sandbox audience size 195');
+    expect(process.exitCode).toBeUndefined();
+  });
+
   it('errors.ts explains a configuration error and a 404', async () => {
     const { err } = await runExample('errors');
     expect(err).toContain('code config_invalid');
