@@ -483,6 +483,26 @@ describe('locks', () => {
     await expect(acquireFileLock(lock, fakeTime())).rejects.toMatchObject({ code: 'path_not_file' });
   });
 
+  it.runIf(process.platform !== 'win32')(
+    'a FIFO at the lock path is an environment error at once, never read',
+    async () => {
+      const lock = join(newDir(), 'lock');
+      expect(spawnSync('mkfifo', [lock]).status).toBe(0);
+      const time = fakeTime();
+      await expect(acquireFileLock(lock, time)).rejects.toMatchObject({ code: 'path_not_file' });
+      expect(time.sleeps).toEqual([]);
+    },
+  );
+
+  it('a lock of megabytes of junk is judged on its first bytes and broken after the grace', async () => {
+    const lock = join(newDir(), 'lock');
+    writeFileSync(lock, 'x'.repeat(8 * 1024 * 1024));
+    const time = fakeTime();
+    const release = await acquireFileLock(lock, time);
+    expect(time.sleeps.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(2200);
+    release();
+  });
+
   it('the journal uses it: a second run of the same upload is refused, naming the holder', async () => {
     const dir = newDir();
     const key: JournalKey = {

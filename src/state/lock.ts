@@ -10,13 +10,14 @@
  *   junk) older than `emptyGraceMs` (default 2 s): stale;
  * - a symbolic link (dangling or not): never one of ours, removed (the link, not its target);
  * - another host: its pid cannot be checked here, so it is held until the wait times out;
- * - a directory: an EnvironmentError at once (waiting cannot fix it).
+ * - a directory, FIFO, socket or device: an EnvironmentError at once (waiting cannot fix it;
+ *   reading a FIFO would block). Only the first 4 KiB of a lock are read.
  *
  * Breaking removes the file judged and no newer one (same inode, checked just before). Waiting
  * always sleeps between tries and is bounded by `timeoutMs`; the error names the holder.
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, linkSync, lstatSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, constants, linkSync, lstatSync, openSync, readSync, unlinkSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { EnvironmentError, environmentError } from '../errors.js';
 import { sleep as realSleep } from '../util/clock.js';
@@ -102,9 +103,16 @@ function judge(lockPath: string, emptyGraceMs: number, nowMs: number): Judgement
       fix: `remove that directory (rmdir ${lockPath}), then run again`,
     });
   }
+  if (!info.isFile()) {
+    // Reading a FIFO would block for ever; the tool never makes one, nor a socket or a device.
+    throw new EnvironmentError('path_not_file', `the lock ${lockPath} is not a regular file`, {
+      path: lockPath,
+      fix: `remove it (rm ${lockPath}), then run again`,
+    });
+  }
   let holder: LockHolder | undefined;
   try {
-    holder = parseHolder(readFileSync(lockPath, 'utf8'));
+    holder = parseHolder(readHead(lockPath));
   } catch {
     // Unreadable (another user's lock in a shared state dir): held.
     return { kind: 'held' };
@@ -122,6 +130,22 @@ function judge(lockPath: string, emptyGraceMs: number, nowMs: number): Judgement
       : { kind: 'held', holder };
   }
 }
+
+/**
+ * The first bytes of the lock: a holder is a short line, and a lock swapped for something else
+ * since it was judged is neither read whole nor waited on (non-blocking, no link followed).
+ */
+function readHead(lockPath: string): string {
+  const fd = openSync(lockPath, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  try {
+    const buffer = Buffer.alloc(LOCK_READ_BYTES);
+    return buffer.toString('utf8', 0, readSync(fd, buffer, 0, LOCK_READ_BYTES, 0));
+  } finally {
+    closeSync(fd);
+  }
+}
+
+const LOCK_READ_BYTES = 4096;
 
 /** The holder a lock names; a bare pid (older versions) counts as this host's. */
 function parseHolder(text: string): LockHolder | undefined {
