@@ -14,8 +14,11 @@ import { isAborted } from '../util/clock.js';
 
 export interface ReadInputOptions {
   users: UploadUsers;
-  /** The batch packer (sync's planner stands in for it while planning). */
-  packer: Pick<BatchPacker, 'add' | 'finish'>;
+  /**
+   * The batch packer. Sync's planner stands in for it while planning, and takes packed chunks
+   * whole (`addPacked`): it needs the text of only the few users it will send.
+   */
+  packer: Pick<BatchPacker, 'add' | 'finish'> & { addPacked?: (packed: PackedUsers) => void };
   handle: GroupHandle;
   isDnr: boolean;
   /** Set when the producer keeps no summary of its own: the reader counts. */
@@ -116,6 +119,10 @@ async function addPacked(o: ReadInputOptions, packed: PackedUsers): Promise<void
   if (o.isDnr) {
     const found = NOT_DNR_KEY.exec(jsonLines);
     if (found !== null) refuseTypeForDnr(found[1] ?? '', lines[countLines(jsonLines, found.index)] ?? 0);
+  }
+  if (o.packer.addPacked !== undefined) {
+    o.packer.addPacked(packed);
+    return;
   }
   const fingerprint: [number, number] = [0, 0];
   for (let start = 0, k = 0; start < jsonLines.length; k++) {

@@ -6,7 +6,7 @@
  * of batches in flight are kept by sequence number until their batch is confirmed, when they
  * go to the snapshot.
  */
-import { closeSync, createReadStream, openSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, createReadStream, openSync, readdirSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { PackedUsers } from '../hashing/chunk.js';
@@ -34,6 +34,11 @@ export class Spool {
 
   constructor(dir: string, id: string) {
     this.path = join(dir, `spool-${id}`);
+  }
+
+  /** The spools of syncs that were killed (the caller holds the target's lock: none is in use). */
+  static removeLeftovers(dir: string): void {
+    for (const f of readdirSync(dir)) if (f.startsWith('spool-')) rmSync(join(dir, f), { force: true });
   }
 
   push(user: SpooledUser): void {
@@ -112,6 +117,23 @@ export class PlanCollector {
     const action = this.planner.classify(hi, lo);
     if (action === PLAN_ADD || action === PLAN_REFRESH) this.spool.push({ hi, lo, json, line });
     return undefined;
+  }
+
+  /** A chunk of the file pipeline: classified by fingerprint, text cut out only for users to send. */
+  addPacked({ jsonLines, lines, fingerprints }: PackedUsers): void {
+    for (let start = 0, k = 0; start < jsonLines.length; k++) {
+      let end = jsonLines.indexOf('\n', start);
+      if (end < 0) end = jsonLines.length;
+      const hi = fingerprints[2 * k] as number;
+      const lo = fingerprints[2 * k + 1] as number;
+      const action = this.planner.classify(hi, lo);
+      if (action === PLAN_ADD || action === PLAN_REFRESH) {
+        // A copy: a slice would keep the whole chunk's text alive as long as the spool holds it.
+        const json = Buffer.from(jsonLines.slice(start, end)).toString();
+        this.spool.push({ hi, lo, json, line: lines[k] ?? 0 });
+      }
+      start = end + 1;
+    }
   }
 
   finish(): PackedBatch[] {

@@ -11,6 +11,7 @@
  *    adds and refreshes go as `Update`; each confirmed batch is recorded in the snapshot as it
  *    is confirmed, and the snapshot is committed at the end (or by the next open).
  */
+import { dirname } from 'node:path';
 import { z } from 'zod';
 import { ConfigError, EnvironmentError } from '../errors.js';
 import { createHashSummary } from '../hashing/summary.js';
@@ -148,7 +149,7 @@ export async function syncAudience(o: SyncAudienceOptions): Promise<SyncReport> 
 
 /** One sync per target: a second one is refused at once, naming the holder. */
 async function lockTarget(dir: string): Promise<() => void> {
-  ensureDir(dir.slice(0, dir.lastIndexOf('/')));
+  ensureDir(dirname(dir));
   return acquireFileLock(`${dir}.lock`, { timeoutMs: 0 }).catch((error: unknown) => {
     if (!(error instanceof EnvironmentError) || error.code !== 'file_locked') throw error;
     throw new ConfigError('sync_in_progress', `another sync of this target is running (${error.message})`, {
@@ -172,6 +173,7 @@ async function syncWith(
   identified: Promise<RunInput | undefined>,
 ): Promise<SyncReport> {
   const runId = o.runId ?? newRunId();
+  Spool.removeLeftovers(snapshot.dir);
   const spool = new Spool(snapshot.dir, runId);
   try {
     const plan = await planSync(o, s, snapshot, spool, runId);
