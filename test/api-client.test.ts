@@ -213,7 +213,7 @@ describe('createClient options', () => {
   it('requires https except on loopback hosts', async () => {
     expect(() => createClient({ ...base, adsBaseUrl: 'http://ads.example.com' })).toThrow(ConfigError);
     expect(() => createClient({ ...base, adsBaseUrl: 'http://ads.example.com' })).toThrow(/must use https/);
-    expect(() => createClient({ ...base, apiBaseUrl: 'http://10.0.0.1' })).toThrow(/AUDIENCE_KIT_API_BASE_URL/);
+    expect(() => createClient({ ...base, apiBaseUrl: 'http://10.0.0.1' })).toThrow(/apiBaseUrl/);
     expect(() => createClient({ ...base, adsBaseUrl: 'not a url' })).toThrow(/not a URL/);
     for (const ok of [
       'http://127.0.0.1:8080',
@@ -236,14 +236,14 @@ describe('createClient options', () => {
       return undefined;
     })();
     expect(e1?.code).toBe('config_missing_credential');
-    expect(e1?.message).toContain('AUDIENCE_KIT_CONSUMER_KEY');
+    expect(e1?.message).toContain('credentials.consumerKey');
     expect(() =>
       createClient({ ...base, credentials: { consumerKey: 'k', consumerSecret: 's', accessToken: 't' } }),
-    ).toThrow(/AUDIENCE_KIT_ACCESS_TOKEN_SECRET/);
+    ).toThrow(/credentials\.accessTokenSecret/);
     expect(() => createClient({ ...base, maxAttempts: 0 })).toThrow(/maxAttempts/);
   });
 
-  it('says which option is missing, the variable the CLI reads for it, and how to set it', () => {
+  it('says which option is missing and how to set it', () => {
     const configError = (o: unknown): ConfigError => {
       try {
         createClient(o as ClientOptions);
@@ -255,22 +255,17 @@ describe('createClient options', () => {
     const noUrl = configError({ credentials: SECRETS });
     expect(noUrl).toBeInstanceOf(ConfigError);
     expect(noUrl.code).toBe('config_missing_base_url');
-    expect(noUrl.message).toBe('Invalid client configuration: adsBaseUrl (AUDIENCE_KIT_ADS_BASE_URL) is missing');
-    expect(noUrl.fix).toMatch(/Pass adsBaseUrl to createClient.*https:\/\/.*AUDIENCE_KIT_ADS_BASE_URL or --base-url/);
-    expect(configError({ ...base, adsBaseUrl: 42 }).message).toContain(
-      'adsBaseUrl (AUDIENCE_KIT_ADS_BASE_URL) must be a string',
-    );
-    expect(configError({ ...base, apiBaseUrl: 'ftp://x' }).fix).toContain(
-      'AUDIENCE_KIT_API_BASE_URL or --api-base-url',
-    );
+    expect(noUrl.message).toBe('Invalid client configuration: adsBaseUrl is missing');
+    expect(noUrl.fix).toMatch(/Pass adsBaseUrl to createClient.*https:\/\//);
+    expect(configError({ ...base, adsBaseUrl: 42 }).message).toContain('adsBaseUrl must be a string');
+    expect(configError({ ...base, apiBaseUrl: 'ftp://x' }).fix).toContain('Pass apiBaseUrl to createClient');
 
     const fields = ['consumerKey', 'consumerSecret'] as const;
-    const variables = { consumerKey: 'AUDIENCE_KIT_CONSUMER_KEY', consumerSecret: 'AUDIENCE_KIT_CONSUMER_SECRET' };
     for (const field of fields) {
       const { [field]: _dropped, ...rest } = SECRETS;
       const e = configError({ ...base, credentials: rest });
       expect(e.code).toBe('config_missing_credential');
-      expect(e.message).toBe(`Invalid client configuration: credentials.${field} (${variables[field]}) is missing`);
+      expect(e.message).toBe(`Invalid client configuration: credentials.${field} is missing`);
       expect(e.fix).toMatch(
         /Pass credentials \{ consumerKey, consumerSecret, accessToken, accessTokenSecret \} to createClient/,
       );
@@ -279,17 +274,15 @@ describe('createClient options', () => {
     expect(noCredentials.code).toBe('config_missing_credential');
     expect(noCredentials.message).toBe('Invalid client configuration: credentials is missing');
     expect(configError({ ...base, credentials: { ...SECRETS, accessToken: undefined } }).message).toContain(
-      'credentials.accessToken (AUDIENCE_KIT_ACCESS_TOKEN) is missing',
+      'credentials.accessToken is missing',
     );
     // A lone surrogate cannot be signed: refused up front, without showing the secret.
     const broken = configError({ ...base, credentials: { ...SECRETS, consumerSecret: 'CONSUMER-\uD800-secret' } });
-    expect(broken.message).toContain(
-      'credentials.consumerSecret (AUDIENCE_KIT_CONSUMER_SECRET) contains a lone UTF-16 surrogate',
-    );
+    expect(broken.message).toContain('credentials.consumerSecret contains a lone UTF-16 surrogate');
     expect(broken.message).not.toContain('CONSUMER-');
   });
 
-  it('refuses an ads request without an access token, naming the variables', async () => {
+  it('refuses an ads request without an access token, naming the options', async () => {
     const client = createClient({
       ...base,
       credentials: { consumerKey: 'k', consumerSecret: 'CONSUMER-SECRET-s3cr3t' },
@@ -297,7 +290,7 @@ describe('createClient options', () => {
     cleanups.push(() => client.close());
     const e = await failure(getCustomAudience(client, { accountId: 'a', customAudienceId: 'b' }));
     expect(e).toBeInstanceOf(ConfigError);
-    expect(e.message).toContain('AUDIENCE_KIT_ACCESS_TOKEN');
+    expect(e.message).toContain('credentials.accessToken');
   });
 });
 
@@ -465,8 +458,8 @@ describe('error parsing, one shape at a time', () => {
     expect(e).toBeInstanceOf(AuthError);
     expect(e.code).toBe('auth_unauthorized');
     expect(e.errors).toEqual([{ code: 89, message: 'Invalid or expired token.' }]);
-    expect(e.fix).toContain('audience-kit auth login');
-    expect(e.fix).toContain('AUDIENCE_KIT_CONSUMER_SECRET');
+    expect(e.fix).toContain('OAuth PIN flow');
+    expect(e.fix).toContain('consumerSecret');
     expect(h.server.seen).toHaveLength(1);
   });
 

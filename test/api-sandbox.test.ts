@@ -340,7 +340,7 @@ describe('OAuth PIN flow', () => {
     expect(e).toBeInstanceOf(AuthError);
     expect(e.status).toBe(401);
     expect(e.errors[0]?.code).toBe('UNAUTHORIZED_ACCESS');
-    expect(e.fix).toContain('auth login');
+    expect(e.fix).toContain('OAuth PIN flow');
     expect(inspect(e, { depth: Infinity })).not.toContain('definitely-wrong-secret');
   });
 

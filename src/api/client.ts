@@ -206,18 +206,12 @@ const policySchema = z.object({
   maxServerWaitMs: z.number().int().nonnegative(),
 });
 
-const CREDENTIAL_VARIABLES = {
-  consumerKey: 'AUDIENCE_KIT_CONSUMER_KEY',
-  consumerSecret: 'AUDIENCE_KIT_CONSUMER_SECRET',
-  accessToken: 'AUDIENCE_KIT_ACCESS_TOKEN',
-  accessTokenSecret: 'AUDIENCE_KIT_ACCESS_TOKEN_SECRET',
-} as const;
+type CredentialField = keyof Credentials;
 
-/** `credentials.consumerKey (AUDIENCE_KIT_CONSUMER_KEY)`: the option and the variable the CLI reads. */
-const credentialName = (field: keyof typeof CREDENTIAL_VARIABLES) =>
-  `credentials.${field} (${CREDENTIAL_VARIABLES[field]})`;
+/** `credentials.consumerKey`: the option as the caller wrote it (the CLI names its variable instead). */
+const credentialName = (field: CredentialField) => `credentials.${field}`;
 
-const credentialField = (field: keyof typeof CREDENTIAL_VARIABLES) =>
+const credentialField = (field: CredentialField) =>
   z
     .string({ error: missingOr(credentialName(field), 'a string') })
     .min(1, { error: `${credentialName(field)} is empty` })
@@ -228,8 +222,8 @@ const credentialField = (field: keyof typeof CREDENTIAL_VARIABLES) =>
 const SELF_NAMED = /^(adsBaseUrl|apiBaseUrl|credentials)\b/;
 
 const clientOptionsSchema = z.object({
-  adsBaseUrl: baseUrlSchema('adsBaseUrl (AUDIENCE_KIT_ADS_BASE_URL)'),
-  apiBaseUrl: baseUrlSchema('apiBaseUrl (AUDIENCE_KIT_API_BASE_URL)').optional(),
+  adsBaseUrl: baseUrlSchema('adsBaseUrl'),
+  apiBaseUrl: baseUrlSchema('apiBaseUrl').optional(),
   credentials: z
     .object(
       {
@@ -280,19 +274,15 @@ export function issuePath(path: readonly PropertyKey[]): string {
 
 function fixForOption(where: string): string {
   if (where.startsWith('credentials')) {
-    return 'Pass credentials { consumerKey, consumerSecret, accessToken, accessTokenSecret } to createClient; the CLI reads the four AUDIENCE_KIT_* credential variables (or run `audience-kit auth login`)';
+    return "Pass credentials { consumerKey, consumerSecret, accessToken, accessTokenSecret } to createClient (the app's consumer pair, and the access token pair the OAuth PIN flow gives)";
   }
   if (where === 'adsBaseUrl' || where === 'apiBaseUrl') {
-    const [variable, flag] =
-      where === 'adsBaseUrl'
-        ? ['AUDIENCE_KIT_ADS_BASE_URL', '--base-url']
-        : ['AUDIENCE_KIT_API_BASE_URL', '--api-base-url'];
-    return `Pass ${where} to createClient, the platform's origin without a version segment (e.g. https://ads-api.example.com); the CLI reads ${variable} or ${flag}, and \`audience-kit sandbox\` prints a local one`;
+    return `Pass ${where} to createClient: the platform's origin without a version segment (e.g. https://ads-api.example.com; a sandbox prints its own)`;
   }
   return 'Correct the option named in the message';
 }
 
-/** Validates client options; a ConfigError names the option and the environment variable the CLI reads for it. */
+/** Validates client options; a ConfigError names the option (the CLI rewords it with its variable and flag). */
 export function validateClientOptions(o: ClientOptions): void {
   const r = clientOptionsSchema.safeParse(o);
   if (r.success) return;
@@ -571,10 +561,8 @@ export class AdsClient {
     if (accessToken === undefined || accessTokenSecret === undefined) {
       throw new ConfigError(
         'config_missing_credential',
-        'AUDIENCE_KIT_ACCESS_TOKEN and AUDIENCE_KIT_ACCESS_TOKEN_SECRET are not set',
-        {
-          fix: 'Set them, or run `audience-kit auth login` to obtain an access token',
-        },
+        'credentials.accessToken and credentials.accessTokenSecret are not set',
+        { fix: 'Pass them to createClient (the OAuth PIN flow gives them)' },
       );
     }
     return { key: accessToken, secret: accessTokenSecret };
@@ -589,7 +577,7 @@ export class AdsClient {
         raw = JSON.parse(text);
       } catch {
         throw new ResponseShapeError('response_not_json', `${req.method} ${path} answered a body that is not JSON`, {
-          fix: 'Check the base URL points at the ads API (AUDIENCE_KIT_ADS_BASE_URL)',
+          fix: 'Check that adsBaseUrl points at the ads API',
         });
       }
     }
@@ -616,7 +604,7 @@ export class AdsClient {
     return new ConnectionError(
       code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE' ? 'connection_reset' : 'connection_failed',
       `${method} ${path} failed: connection error (${detail})`,
-      { fix: 'Check the network and the base URL (AUDIENCE_KIT_ADS_BASE_URL), then run again', cause: e },
+      { fix: 'Check the network and adsBaseUrl, then run again', cause: e },
     );
   }
 

@@ -115,7 +115,7 @@ export function fixForStatus(status: number, hasOperationErrors: boolean): strin
     case 400:
       return 'Check the parameter named in the message against the documented limits';
     case 401:
-      return 'Check the four credentials (AUDIENCE_KIT_CONSUMER_KEY, AUDIENCE_KIT_CONSUMER_SECRET, AUDIENCE_KIT_ACCESS_TOKEN, AUDIENCE_KIT_ACCESS_TOKEN_SECRET) and the system clock, or run `audience-kit auth login`';
+      return 'Check the four credentials (consumerKey, consumerSecret, accessToken, accessTokenSecret) and the system clock, or get a new access token with the OAuth PIN flow';
     case 403:
       return 'The account is not yours or these credentials lack permission: use an ad account of the authenticated user, or the account that owns the object';
     case 404:

@@ -7,6 +7,27 @@ import { AudienceKitError } from '../internal.js';
 
 /** Library option names as they appear in messages → the flags that set them. */
 const FLAG_NAMES: ReadonlyArray<readonly [RegExp, string]> = [
+  // The client's fixes, then its option names: the CLI reads variables and flags, not createClient options.
+  [
+    /Pass credentials \{ consumerKey, consumerSecret, accessToken, accessTokenSecret \} to createClient \([^)]*\)/g,
+    'Set the four AUDIENCE_KIT_* credential variables (or run `audience-kit auth login`)',
+  ],
+  [
+    /Pass them to createClient \(the OAuth PIN flow gives them\)/g,
+    'Set them, or run `audience-kit auth login` to obtain an access token',
+  ],
+  [/get a new access token with the OAuth PIN flow/g, 'run `audience-kit auth login`'],
+  [/Pass (adsBaseUrl|apiBaseUrl) to createClient: /g, 'Set $1 to '],
+  [
+    /\(consumerKey, consumerSecret, accessToken, accessTokenSecret\)/g,
+    '(AUDIENCE_KIT_CONSUMER_KEY, AUDIENCE_KIT_CONSUMER_SECRET, AUDIENCE_KIT_ACCESS_TOKEN, AUDIENCE_KIT_ACCESS_TOKEN_SECRET)',
+  ],
+  [/\bcredentials\.consumerKey\b/g, 'AUDIENCE_KIT_CONSUMER_KEY'],
+  [/\bcredentials\.consumerSecret\b/g, 'AUDIENCE_KIT_CONSUMER_SECRET'],
+  [/\bcredentials\.accessToken\b/g, 'AUDIENCE_KIT_ACCESS_TOKEN'],
+  [/\bcredentials\.accessTokenSecret\b/g, 'AUDIENCE_KIT_ACCESS_TOKEN_SECRET'],
+  [/\badsBaseUrl\b/g, 'AUDIENCE_KIT_ADS_BASE_URL (--base-url)'],
+  [/\bapiBaseUrl\b/g, 'AUDIENCE_KIT_API_BASE_URL (--api-base-url)'],
   [/\blimits\.maxBodyBytes\b/g, '--max-body-bytes'],
   [/\blimits\.maxOperations\b/g, '--max-operations'],
   [/\blimits\.maxUsersPerOperation\b/g, '--max-users-per-operation'],
