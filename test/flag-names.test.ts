@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { withFlagNames } from '../src/cli/flag-names.js';
 import { fixForStatus } from '../src/api/parse-error.js';
-import { AudienceKitError, AuthError, ConfigError } from '../src/errors.js';
+import { AudienceKitError, ConfigError } from '../src/errors.js';
 import { createClient, type ClientOptions } from '../src/api/index.js';
 import { resolveMapping } from '../src/identifiers/mapping.js';
 import { parseRemovalCap } from '../src/upload/sync-plan.js';
@@ -33,9 +33,8 @@ describe('withFlagNames', () => {
     );
     expect(noSecret.message).toContain('AUDIENCE_KIT_CONSUMER_SECRET is missing');
     expect(noSecret.fix).toBe('Set the four AUDIENCE_KIT_* credential variables (or run `audience-kit auth login`)');
-    const unauthorized = withFlagNames(
-      new AuthError('auth_unauthorized', 'GET /x answered 401', { fix: fixForStatus(401, false) }),
-    );
+    // The fix of a 401 (an AuthError's; only the fix is reworded here).
+    const unauthorized = withFlagNames(new ConfigError('invalid_option', 'x', { fix: fixForStatus(401, false) }));
     expect(unauthorized.fix).toContain('(AUDIENCE_KIT_CONSUMER_KEY, AUDIENCE_KIT_CONSUMER_SECRET,');
     expect(unauthorized.fix).toContain('or run `audience-kit auth login`');
   });
