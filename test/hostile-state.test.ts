@@ -702,6 +702,42 @@ describe('files the tool writes: no symlinks followed, 0600, formula cells escap
     }
   });
 
+  it.runIf(process.platform !== 'win32')(
+    'a FIFO or a link to /dev/zero planted as a state file or preview: refused at once, never waited on or read',
+    async () => {
+      const dir = newDir();
+      const fifo = (path: string): void => void expect(spawnSync('mkfifo', [path]).status).toBe(0);
+      fifo(join(dir, 'audit.jsonl'));
+      await expect(appendAuditRecord(join(dir, 'audit.jsonl'), startRecord('r1'))).rejects.toMatchObject({
+        code: 'path_not_file',
+      });
+      fifo(join(dir, 'preview.json'));
+      writeFileSync(join(dir, 'in.csv'), 'email\na@example.com\n');
+      const r = await runCli(['upload', 'in.csv', '--dry-run', '--audience', 'x', '--preview', 'preview.json'], {
+        cwd: dir,
+      });
+      expect(r.code).toBe(EXIT_CODES.environment);
+      expect(r.stderr).toMatch(/preview\.json is not a regular file/);
+      const key: JournalKey = {
+        input: { name: 'crm.csv', size: 10, sha256: '8'.repeat(64) },
+        accountId: 'acc',
+        target: { kind: 'custom_audience', id: 'aud' },
+        options: {},
+      };
+      const journal = await RunJournal.open(dir, key, { mode: 'new', runId: 'r1' });
+      journal.close();
+      rmSync(journal.path);
+      fifo(journal.path);
+      expect(() => findJournal(dir, key)).toThrow(expect.objectContaining({ code: 'path_not_file' }));
+      rmSync(journal.path);
+      symlinkSync('/dev/zero', journal.path);
+      expect(() => findJournal(dir, key)).toThrow(expect.objectContaining({ code: 'path_is_symlink' }));
+      await expect(RunJournal.open(dir, key, { mode: 'resume', runId: 'r2' })).rejects.toMatchObject({
+        code: 'path_is_symlink',
+      });
+    },
+  );
+
   it('an audit.jsonl symlink is refused, a journal.jsonl symlink moved aside: never written through', async () => {
     const dir = newDir();
     writeFileSync(join(dir, 'victim'), 'precious\n');

@@ -9,9 +9,11 @@ import {
   fstatSync,
   fsyncSync,
   ftruncateSync,
+  lstatSync,
   mkdirSync,
   openSync,
   writeSync,
+  type Stats,
 } from 'node:fs';
 import { EnvironmentError, environmentError } from '../errors.js';
 
@@ -78,16 +80,53 @@ export function ensureDir(path: string): void {
  * instead of redirecting the write to another file. Files are created with `mode`.
  */
 export function openNoFollow(path: string, flags: 'append' | 'truncate' | 'exclusive', mode = 0o600): number {
-  const base = constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW;
+  // O_NONBLOCK: opening a FIFO planted there would otherwise wait for a reader for ever.
+  const base = constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK;
   const extra = flags === 'append' ? constants.O_APPEND : flags === 'truncate' ? constants.O_TRUNC : constants.O_EXCL;
+  let fd: number;
   try {
-    const fd = openSync(path, base | extra, mode);
-    // A file that existed with a wider mode gets `mode` too: it is about to hold our data.
-    if (flags === 'truncate') fchmodSync(fd, mode);
-    return fd;
+    fd = openSync(path, base | extra, mode);
   } catch (error) {
-    throw environmentError(error, 'opening', path);
+    // ENXIO: a FIFO without a reader.
+    throw (error as NodeJS.ErrnoException).code === 'ENXIO' ? notAFile(path) : environmentError(error, 'opening', path);
   }
+  const info = fstatSync(fd);
+  if (info.isFIFO() || info.isSocket()) {
+    closeSync(fd);
+    throw notAFile(path);
+  }
+  // A file that existed with a wider mode gets `mode` too: it is about to hold our data.
+  if (flags === 'truncate' && info.isFile()) fchmodSync(fd, mode);
+  return fd;
+}
+
+/**
+ * Check that `path` is a regular file before reading it whole: a FIFO would block the read for
+ * ever, and a link (to /dev/zero, say) would be read without end. Undefined when it does not exist.
+ */
+export function statRegularFile(path: string): Stats | undefined {
+  let info: Stats;
+  try {
+    info = lstatSync(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw environmentError(error, 'reading', path);
+  }
+  if (info.isSymbolicLink()) {
+    throw new EnvironmentError('path_is_symlink', `${path} is a symbolic link: refused`, {
+      path,
+      fix: 'audience-kit never makes links in its state directory: remove the link (it was planted there)',
+    });
+  }
+  if (!info.isFile()) throw notAFile(path);
+  return info;
+}
+
+function notAFile(path: string): EnvironmentError {
+  return new EnvironmentError('path_not_file', `${path} is not a regular file`, {
+    path,
+    fix: 'remove it (audience-kit creates a regular file there), then run again',
+  });
 }
 
 /** Write a whole file (created 0600 by default, never through a symbolic link). */

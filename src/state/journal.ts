@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { acquireFileLock } from './lock.js';
 import type { BatchGroup } from '../upload/plan.js';
 import { ConfigError, EnvironmentError, environmentError } from '../errors.js';
-import { appendWhole, ensureDir, openNoFollow, stateFs, writeFileNoFollow } from './fs.js';
+import { appendWhole, ensureDir, openNoFollow, stateFs, statRegularFile, writeFileNoFollow } from './fs.js';
 import { VERSION } from '../version.js';
 import { sha256Hex } from '../util/sha256.js';
 
@@ -138,6 +138,7 @@ const RESTART_FIX =
  * line links to.
  */
 function parseJournal(path: string): { lines: JournalLine[]; validBytes: number; head: string } {
+  statRegularFile(path);
   const data = readFileSync(path);
   const lines: JournalLine[] = [];
   let start = 0;
@@ -233,7 +234,7 @@ function foldJournal(lines: JournalLine[]): JournalState {
 export function findJournal(stateDir: string, key: JournalKey): JournalSummary | undefined {
   const id = journalKeyId(key);
   const path = join(journalDir(stateDir, id), 'journal.jsonl');
-  if (!existsSync(path)) return undefined;
+  if (statRegularFile(path) === undefined) return undefined;
   const s = foldJournal(parseJournal(path).lines);
   let confirmedUsers = 0;
   for (const c of s.confirmed.values()) confirmedUsers += c.users;
