@@ -607,7 +607,7 @@ function buildCountryIndex(): Map<string, string> {
  * alpha-2 codes (`UK` is taken as `GB`, as CRM exports often write it), alpha-3 codes (`USA`, `GBR`) and the
  * English names in COUNTRIES (`United States`, `Germany`, `Cote d'Ivoire`) and the other names in COUNTRY_ALIASES
  * (`Deutschland`, `U.K.`, `UAE`). Use it to validate
- * `--default-country` up front.
+ * `defaultCountry` up front.
  */
 export function normalizeCountryCode(raw: string): string | undefined {
   const s = raw.trim().toUpperCase();

@@ -455,7 +455,7 @@ function countLf(s: string): number {
 }
 
 /**
- * One CSV cell of a file meant for people (the `hash` CSV output, `--rejects`): quoted when it
+ * One CSV cell of a file meant for people (the `hash` CSV output, its list of rejects): quoted when it
  * holds a quote, delimiter or line break, and prefixed with `'` when it starts with a character
  * a spreadsheet reads as a formula (= + - @, tab, CR), so opening the file runs nothing.
  */

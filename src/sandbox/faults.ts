@@ -48,7 +48,7 @@ function isRoute(route: string): route is SandboxFaultRoute {
   return (SANDBOX_FAULT_ROUTES as readonly string[]).includes(route);
 }
 
-/** Parses the `--faults` syntax, e.g. `503=1@2,drop@4,mismatch%0.01,500@1:all`. An empty spec means no faults. */
+/** Parses a fault spec (the `faults` option as text), e.g. `503=1@2,drop@4,mismatch%0.01,500@1:all`. An empty spec means no faults. */
 export function parseFaultSpec(spec: string): FaultRule[] {
   const rules: FaultRule[] = [];
   const items = spec.split(',').map((s) => s.trim());

@@ -62,7 +62,7 @@ export interface Sandbox {
    * ::) is addressed through loopback: clients accept plain http only for loopback hosts.
    */
   url: string;
-  /** False when the sandbox listens on an interface other machines may reach (e.g. --host 0.0.0.0). */
+  /** False when the sandbox listens on an interface other machines may reach (e.g. host 0.0.0.0). */
   loopbackOnly: boolean;
   adsBaseUrl: string;
   apiBaseUrl: string;
