@@ -3,6 +3,8 @@
  * UTF-8 far into the file. Big inputs are generated on the fly as streams (nothing large on
  * disk) and every case is bounded in time: the reader is linear and its memory bounded.
  */
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -245,4 +247,44 @@ describe('an over-long record in an upload', () => {
       await sandbox.close();
     }
   });
+});
+
+describe('an upload read from a pipe', () => {
+  it.runIf(process.platform !== 'win32')(
+    'a FIFO (or <(…)) is not fingerprinted, which would consume its rows: every user is sent',
+    async () => {
+      const sandbox = await startSandbox({ seed: 22 });
+      try {
+        const env = {
+          AUDIENCE_KIT_CONFIG_DIR: tmp,
+          AUDIENCE_KIT_ADS_BASE_URL: sandbox.adsBaseUrl,
+          AUDIENCE_KIT_CONSUMER_KEY: sandbox.credentials.consumerKey,
+          AUDIENCE_KIT_CONSUMER_SECRET: sandbox.credentials.consumerSecret,
+          AUDIENCE_KIT_ACCESS_TOKEN: sandbox.credentials.accessToken,
+          AUDIENCE_KIT_ACCESS_TOKEN_SECRET: sandbox.credentials.accessTokenSecret,
+        };
+        const cwd = mkdtempSync(join(tmp, 'pipe-'));
+        writeFileSync(
+          join(cwd, 'crm.csv'),
+          `email\n${Array.from({ length: 50_000 }, (_, i) => `u${i}@example.com`).join('\n')}\n`,
+        );
+        expect(spawnSync('mkfifo', [join(cwd, 'fifo')]).status).toBe(0);
+        const written = once(spawn('sh', ['-c', 'cat crm.csv > fifo'], { cwd }), 'close');
+        const audienceId = sandbox.state.createCustomAudience(sandbox.accounts.primary, 'pipe').id;
+        const r = await runCli(
+          ['upload', 'fifo', '--account', sandbox.accounts.primary, '--audience', audienceId, '--json'],
+          {
+            cwd,
+            env,
+          },
+        );
+        await written;
+        expect(r.code).toBe(EXIT_CODES.ok);
+        expect(JSON.parse(r.stdout)).toMatchObject({ rows: 50_000, users_confirmed: 50_000 });
+        expect(sandbox.state.audienceSize(audienceId)).toBe(50_000);
+      } finally {
+        await sandbox.close();
+      }
+    },
+  );
 });

@@ -128,8 +128,11 @@ export async function identify(input: RunUploadOptions['input'], dryRun: boolean
       cause: error,
     });
   try {
-    const size = statSync(input.path).size;
-    return { name, size, sha256: dryRun ? null : await fileSha256(input.path) };
+    const info = statSync(input.path);
+    // A pipe (`<(gunzip -c x.gz)`, a FIFO) can be read once, and the users are read from it:
+    // fingerprinting it would consume their rows. Like stdin, it is not journaled.
+    if (!info.isFile()) return { name, size: null, sha256: null };
+    return { name, size: info.size, sha256: dryRun ? null : await fileSha256(input.path) };
   } catch (error) {
     throw unreadable(error);
   }
