@@ -314,7 +314,7 @@ export function environmentError(error: unknown, action: string, path: string): 
     case 'EACCES':
     case 'EPERM':
     case 'EROFS':
-      return new EnvironmentError('state_not_writable', `${path} is not writable (${errno}) while ${action} it`, {
+      return new EnvironmentError('state_not_writable', `not writable (${errno}) while ${action} ${path}`, {
         ...init,
         fix: 'fix the permissions (or mount the disk read-write), or pass a writable stateDir / output path',
       });

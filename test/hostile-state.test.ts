@@ -331,7 +331,7 @@ describe('full disk through the CLI', () => {
       const args = ['upload', 'crm.csv', '--account', sandbox.accounts.primary, '--audience', audienceId];
       const r = await cli([...args, '--state-dir', '/sys/audience-kit-test'], cwd, env);
       expect(r.code).toBe(EXIT_CODES.environment);
-      expect(r.err).toMatch(/error: \/sys\/audience-kit-test.* is not writable \(E(PERM|ACCES|ROFS)\)/);
+      expect(r.err).toMatch(/error: state directory not writable: \/sys\/audience-kit-test.* \(E(PERM|ACCES|ROFS)\)/);
       expect(r.err).toMatch(/ {2}fix: .*writable --state-dir/);
       expect(r.err).not.toMatch(/report|internal/);
       expect(sandbox.state.audienceSize(audienceId)).toBe(0);

@@ -70,6 +70,14 @@ export function ensureDir(path: string): void {
         fix: 'pass a stateDir that is a directory (or that does not exist yet)',
       });
     }
+    // Said as what it is: a permission problem, never mistaken for another run holding the lock.
+    if (errno === 'EACCES' || errno === 'EPERM' || errno === 'EROFS') {
+      throw new EnvironmentError('state_not_writable', `state directory not writable: ${path} (${errno})`, {
+        path,
+        cause: error,
+        fix: 'fix the permissions (or mount the disk read-write), or pass a writable stateDir',
+      });
+    }
     throw environmentError(error, 'creating the directory', path);
   }
 }
