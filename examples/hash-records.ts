@@ -1,10 +1,10 @@
 // Normalize and hash rows you already hold in memory (a database cursor, an API response), on this machine.
 // Run: npx tsx examples/hash-records.ts  (how to run: examples/README.md)
-import { hashRecords, normalizePhone, hashValue } from 'audience-kit';
+import { hashRecords, normalizeIdentifier, hashValue } from 'audience-kit';
 
 // One value at a time: pure functions implementing docs/normalization.md.
-console.log(JSON.stringify(normalizePhone('+44 (0)20 7946 0958'))); // {"ok":true,"value":…}
-console.log(JSON.stringify(normalizePhone('020 7946 0958'))); // {"ok":false,"reason":"phone_needs_country"}
+console.log(JSON.stringify(normalizeIdentifier('phone_number', '+44 (0)20 7946 0958'))); // {"ok":true,"value":…}
+console.log(JSON.stringify(normalizeIdentifier('phone_number', '020 7946 0958'))); // {"ok":false,"reason":"phone_needs_country"}
 console.log(hashValue('adsapi')); // '49e0be2a…470d'
 
 // Rows keyed by column name: columns are mapped by name as in the CLI (`Email`, `Phone`, `Country`, …).

@@ -28,26 +28,16 @@ export { JournalError } from './state/journal.js';
 export {
   IDENTIFIER_TYPES,
   DEFAULT_PHONE_FORMAT,
-  normalizeEmail,
-  normalizePhone,
-  normalizeHandle,
-  normalizeDeviceId,
-  normalizeServiceId,
-  normalizePartnerUserId,
+  normalizeIdentifier,
   normalizeCountryCode,
   hashValue,
   type IdentifierType,
   type AudienceUser,
   type BuiltUser,
-  type Normalized,
   type NormalizeOptions,
-  type PhoneCountryCode,
-  type PhoneFormat,
-  type Reject,
   type RejectReason,
 } from './identifiers/normalize.js';
 export type { ColumnMapping } from './identifiers/mapping.js';
-export type { CsvSource } from './ingest/csv.js';
 
 // Whole inputs: rows you already hold, or a CSV file/stream hashed on worker threads.
 export {
@@ -58,12 +48,11 @@ export {
   type RawRecord,
   type HashCsvOptions,
   type HashCsvRun,
-  type HashedChunk,
 } from './hashing/pipeline.js';
 export type { HashSummary } from './hashing/summary.js';
 
 // The API client and the audience resources a pipeline creates or looks up.
-export { createClient, type AdsClient, type ClientOptions, type Credentials } from './api/client.js';
+export { createClient, type AdsClient, type ClientOptions } from './api/client.js';
 export {
   createCustomAudience,
   getCustomAudience,
@@ -74,27 +63,22 @@ export {
   listDoNotReachLists,
   deleteDoNotReachList,
 } from './api/endpoints.js';
-export { paginate, type Page } from './api/pagination.js';
+export { paginate } from './api/pagination.js';
 export type { CustomAudience, DoNotReachList } from './api/schemas.js';
-export { resolveConnectionConfig, type ResolvedConnectionConfig } from './api/config.js';
+export { resolveConnectionConfig } from './api/config.js';
 
 // Uploads and their audit trail.
 export {
   uploadAudience,
   runUpload,
-  sendUsers,
   syncAudience,
   reportJson,
   type UploadAudienceOptions,
   type SyncAudienceOptions,
   type SyncReport,
   type RunUploadOptions,
-  type SendUsersOptions,
-  type ConfirmedBatchInfo,
-  type UploadOperation,
   type UploadProgress,
   type UploadReport,
-  type UploadStatus,
   type UploadTarget,
 } from './upload/index.js';
 export { verifyAuditLog } from './state/audit.js';

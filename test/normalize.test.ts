@@ -10,6 +10,7 @@ import {
   normalizeDeviceId,
   normalizeEmail,
   normalizeHandle,
+  normalizeIdentifier,
   normalizePartnerUserId,
   normalizePhone,
   normalizeServiceId,
@@ -526,5 +527,26 @@ describe('serializeUser', () => {
         expect(serializeBuiltUser(built.user)).toBe(serializeUser(built.user));
       }
     }
+  });
+});
+
+describe('normalizeIdentifier (the public one-value form)', () => {
+  it('gives what the per-type normalizer gives, for every type', () => {
+    const cases: [Parameters<typeof normalizeIdentifier>[0], string, (raw: string) => unknown][] = [
+      ['email', ' Jane.Doe+news@Example.COM ', normalizeEmail],
+      ['email', 'not an email', normalizeEmail],
+      ['handle', '@AdsAPI', normalizeHandle],
+      ['device_id', 'AEBE52E7-03EE-455A-B3C4-E57283966239', normalizeDeviceId],
+      ['service_id', '00123', normalizeServiceId],
+      ['partner_user_id', " '7210448301100", normalizePartnerUserId],
+    ];
+    for (const [type, raw, own] of cases) expect(normalizeIdentifier(type, raw)).toEqual(own(raw));
+    expect(normalizeIdentifier('phone_number', '(650)555-1212', { country: 'US' })).toEqual({
+      ok: true,
+      value: '16505551212',
+    });
+    expect(normalizeIdentifier('phone_number', '(650)555-1212', { country: 'US', format: 'e164' })).toEqual(
+      normalizePhone('(650)555-1212', { country: 'US', format: 'e164' }),
+    );
   });
 });

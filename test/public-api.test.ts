@@ -50,9 +50,10 @@ describe('public API (package root)', () => {
     expect(diff(types, EXPECTED.types)).toEqual({ added: [], removed: [] });
   });
 
-  // About 60 was asked; the upload engine (runUpload, sendUsers) and sync add their entry points and option types.
+  // Types a caller can name through the ones exported (UploadReport['status'], ClientOptions['credentials'])
+  // and values with one generic form (normalizeIdentifier) are not separate names.
   it('stays small (the issue asks for about 60 names)', () => {
-    expect(EXPECTED.values.length + EXPECTED.types.length).toBeLessThanOrEqual(82);
+    expect(EXPECTED.values.length + EXPECTED.types.length).toBeLessThanOrEqual(62);
   });
 
   it('lists every error code once, and the codes are snake_case', async () => {

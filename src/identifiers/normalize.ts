@@ -667,6 +667,27 @@ export function normalizePhone(
   );
 }
 
+/** The normalizers by type, for one value at a time (buildUser cleans once and uses the `*Clean` ones). */
+const NORMALIZERS: Record<Exclude<IdentifierType, 'phone_number'>, (raw: string) => Normalized> = {
+  email: normalizeEmail,
+  handle: normalizeHandle,
+  device_id: normalizeDeviceId,
+  service_id: normalizeServiceId,
+  partner_user_id: normalizePartnerUserId,
+};
+
+/**
+ * One value of any identifier type, normalized by the rules the uploader applies: the form that is
+ * hashed (`hashValue`), or sent as is for `partner_user_id`. `opts` matter to phone numbers only.
+ */
+export function normalizeIdentifier(
+  type: IdentifierType,
+  raw: string,
+  opts: { country?: string; format?: PhoneFormat; countryCode?: PhoneCountryCode } = {},
+): Normalized {
+  return type === 'phone_number' ? normalizePhone(raw, opts) : NORMALIZERS[type](raw);
+}
+
 /** What phoneClean noticed about the last values (read and reset by buildUser). */
 const phoneNotes = { codeWithoutPlus: 0, ambiguous: 0 };
 
