@@ -7,7 +7,7 @@ export * from './errors.js';
 export * from './identifiers/normalize.js';
 export * from './ingest/csv.js';
 export * from './identifiers/mapping.js';
-export * from './identifiers/reject-guard.js';
+export * from './hashing/reject-guard.js';
 export * from './hashing/pipeline.js';
 export * from './hashing/chunk.js';
 export * from './hashing/summary.js';

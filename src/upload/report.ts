@@ -2,7 +2,7 @@
  * What a run tells: the progress snapshots while it runs and the report at its end, both built
  * from the same books (ledger, packer, summary, the client's counters).
  */
-import { rejectCounts } from '../identifiers/reject-guard.js';
+import { rejectCounts } from '../hashing/reject-guard.js';
 import type { AdsClient, ClientStats } from '../api/index.js';
 import { AudienceKitError } from '../errors.js';
 import type { HashSummary } from '../hashing/summary.js';

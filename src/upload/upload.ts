@@ -8,7 +8,7 @@
 import { ConfigError } from '../errors.js';
 import { hashRecords, type RawRecord } from '../hashing/pipeline.js';
 import { createHashSummary } from '../hashing/summary.js';
-import { guardInput, rejectGuardOptions } from '../identifiers/reject-guard.js';
+import { guardInput, rejectGuardOptions } from '../hashing/reject-guard.js';
 import { realClock, type Clock } from '../util/clock.js';
 import { createEngine, type Engine } from './engine.js';
 import { readInput, type ReadResult } from './input.js';

@@ -6,7 +6,7 @@
  * stops before sending what it has not sent yet (the last, partial batch included).
  */
 import { ConfigError, InputError } from '../errors.js';
-import type { HashSummary } from '../hashing/summary.js';
+import type { HashSummary } from './summary.js';
 
 export interface RejectGuardOptions {
   /** Largest acceptable share (0..1) of rejected values (malformed rows counted as rejected). */
