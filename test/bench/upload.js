@@ -15,7 +15,7 @@ import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BIN, dataFile, flag, fmt, measure, opt, ROOT, rows } from './common.js';
 
-const DIST = `${ROOT}dist/index.js`;
+const DIST = `${ROOT}dist/internal.js`; // the sandbox and the rate policy are not in the package root
 
 /**
  * The sandbox in its own process (a fair peer: it does not share the uploader's event loop).
