@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 
 /**
  * The package root is a reviewed list. Adding or removing a name is a decision: make it in
- * src/index.ts, test/public-api.json and docs/library.md together.
+ * src/index.ts, test/public-api.json, the README's library section and docs/library.md together.
  */
 const ENTRY = fileURLToPath(new URL('../src/index.ts', import.meta.url));
 const EXPECTED = JSON.parse(readFileSync(new URL('public-api.json', import.meta.url), 'utf8')) as {
@@ -60,6 +60,34 @@ describe('public API (package root)', () => {
     const { ERROR_CODES } = await import('../src/index.js');
     expect(new Set(ERROR_CODES).size).toBe(ERROR_CODES.length);
     for (const code of ERROR_CODES) expect(code).toMatch(/^[a-z][a-z0-9_]*$/);
+  });
+});
+
+/** The names in backticks in the table rows of `text` (a group column's words are not in backticks). */
+function tableNames(text: string): string[] {
+  const rows = text.split('\n').filter((line) => line.startsWith('| ') && !line.startsWith('| group'));
+  return rows.flatMap((row) => [...row.matchAll(/`([A-Za-z_]+)`/g)].map((m) => m[1] ?? ''));
+}
+
+function docSection(file: string, start: string, end: string): string {
+  const text = readFileSync(new URL(file, import.meta.url), 'utf8');
+  const from = text.indexOf(start);
+  const to = text.indexOf(end, from + start.length);
+  if (from < 0 || to < 0) throw new Error(`${file}: no section between ${start} and ${end}`);
+  return text.slice(from, to);
+}
+
+describe('public API as documented', () => {
+  const all = [...EXPECTED.values, ...EXPECTED.types];
+
+  it("README's library section lists exactly the reviewed names", () => {
+    const section = docSection('../README.md', '<!-- public-surface:start -->', '<!-- public-surface:end -->');
+    expect(diff(tableNames(section), all)).toEqual({ added: [], removed: [] });
+  });
+
+  it("docs/library.md's public surface table lists exactly the reviewed names", () => {
+    const section = docSection('../docs/library.md', '## Public surface', '\n## ');
+    expect(diff(tableNames(section), all)).toEqual({ added: [], removed: [] });
   });
 });
 
