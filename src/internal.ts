@@ -20,5 +20,6 @@ export * from './util/sha256.js';
 export * from './util/clock.js';
 export * from './state/lock.js';
 export * from './state/snapshot.js';
+export * from './state/key-table.js';
 export * from './upload/index.js';
 export { writeFileNoFollow } from './state/fs.js';

@@ -12,7 +12,12 @@ import {
   readCsv,
   serializeUser,
   type BuiltUser,
+  findKey,
+  isKnownFresh,
+  KeyTableBuilder,
+  leaveOutKnownUsers,
   type HashCsvOptions,
+  type HashCsvRun,
   type HashSummary,
 } from '../src/internal.js';
 import { renderHashSummary } from '../src/cli/hash-summary.js';
@@ -223,5 +228,57 @@ describe('HashSummary', () => {
     expect(text).toMatch(/rows read\s+2991/);
     expect(text).toMatch(/email_invalid\s+\d+\s+lines \d+/);
     expect(text).not.toMatch(/@|example/);
+  });
+});
+
+describe("hashCsv packed for a sync: the snapshot's fresh users leave out their text", () => {
+  interface Packed {
+    hi: number;
+    lo: number;
+    text: string;
+    pos: number | undefined;
+  }
+  /** Every user of a packed run: fingerprint, text (empty when left out), position in the snapshot. */
+  async function packedUsers(run: HashCsvRun): Promise<Packed[]> {
+    const out: Packed[] = [];
+    for await (const chunk of run) {
+      const { jsonLines, fingerprints, positions } = chunk.packed ?? { jsonLines: '', fingerprints: [] };
+      jsonLines
+        .split('\n')
+        .slice(0, -1)
+        .forEach((text, k) =>
+          out.push({ hi: fingerprints[2 * k] ?? 0, lo: fingerprints[2 * k + 1] ?? 0, text, pos: positions?.[k] }),
+        );
+    }
+    return out;
+  }
+
+  it('in the workers and on the calling thread, only before the run starts', async () => {
+    const all = await packedUsers(await hashCsv(CRM, { emit: 'packed', workers: 0 }));
+    expect(all.every((u) => u.text !== '' && u.pos === undefined)).toBe(true);
+    // A snapshot of every third user, one of them stale (due for a refresh: its text is needed).
+    const known = [...new Map(all.filter((_, i) => i % 3 === 0).map((u) => [`${u.hi}/${u.lo}`, u])).values()].sort(
+      (a, b) => a.hi - b.hi || a.lo - b.lo,
+    );
+    const builder = new KeyTableBuilder(known.length);
+    known.forEach((u, i) => builder.push(u.hi, u.lo, i === 0));
+    const table = builder.finish();
+    for (const workers of [0, 2]) {
+      const run = await hashCsv(CRM, { emit: 'packed', workers, chunkBytes: 4096 });
+      expect(leaveOutKnownUsers(run, table)).toBe(true);
+      const got = await packedUsers(run);
+      expect(got.map((u) => [u.hi, u.lo])).toEqual(all.map((u) => [u.hi, u.lo]));
+      got.forEach((u, i) => {
+        expect(u.text).toBe(isKnownFresh(table, u.hi, u.lo) ? '' : all[i]?.text);
+        expect(u.pos).toBe(findKey(table, u.hi, u.lo));
+      });
+      expect(got.filter((u) => u.text === '').length).toBeGreaterThan(known.length / 2);
+      expect(leaveOutKnownUsers(run, table)).toBe(false); // started: too late
+    }
+    // Not a packed run, or not a run at all: nothing is left out.
+    const jsonl = await hashCsv(CRM, { emit: 'jsonl', workers: 0 });
+    expect(leaveOutKnownUsers(jsonl, table)).toBe(false);
+    await jsonl.close();
+    expect(leaveOutKnownUsers([], table)).toBe(false);
   });
 });

@@ -102,6 +102,48 @@ describe('Snapshot', () => {
     again.close();
   });
 
+  it('merges random updates and deletes across index chunks exactly as a model (order, digest, objects)', () => {
+    const dir = tempDir();
+    const model = new Map<string, SnapshotUser>();
+    const keyOf = (u: SnapshotUser): string =>
+      `${u.hi.toString(16).padStart(8, '0')}${u.lo.toString(16).padStart(8, '0')}`;
+    // Users sharing a fingerprint's top bits and differing in the low word: the merge's ties.
+    const sibling = (u: SnapshotUser): SnapshotUser => ({ hi: u.hi, lo: (u.lo + 1) >>> 0, json: user().json });
+    let s = Snapshot.open(dir);
+    for (let round = 0; round < 4; round++) {
+      const current = [...model.values()];
+      const fresh = Array.from({ length: round === 0 ? 70_000 : 1_500 }, () => user());
+      fresh.push(
+        ...current
+          .slice(0, 200)
+          .map(sibling)
+          .filter((u) => !model.has(keyOf(u))),
+      );
+      const refreshed = current.filter((_, i) => i % 50 === 7).map((u) => ({ ...u }));
+      const removed = current.filter((_, i) => i % 40 === 3);
+      s.recordDeletes(removed);
+      for (let i = 0; i < fresh.length; i += 5000) s.recordUpdates(fresh.slice(i, i + 5000));
+      s.recordUpdates(refreshed);
+      for (const u of removed) model.delete(keyOf(u));
+      for (const u of [...fresh, ...refreshed]) model.set(keyOf(u), u);
+      s.commit();
+      s.close();
+      s = Snapshot.open(dir);
+      const sorted = [...model.keys()].sort();
+      expect(s.count).toBe(sorted.length);
+      expect(s.digest).toBe(
+        createHash('sha256')
+          .update(Buffer.from(sorted.join(''), 'hex'))
+          .digest('hex'),
+      );
+      const byJson = new Set([...model.values()].map((u) => u.json));
+      const stored = all(s);
+      expect(stored.length).toBe(byJson.size);
+      expect(stored.every((j) => byJson.has(j))).toBe(true);
+    }
+    s.close();
+  });
+
   it('marks users last sent before the cut-off as stale, and a refresh renews the time', () => {
     const dir = tempDir();
     let now = 1_000_000_000_000;

@@ -10,7 +10,7 @@ import {
   removalLimit,
   SyncPlanner,
 } from '../src/upload/sync-plan.js';
-import { KeyTableBuilder, type KeyTable } from '../src/state/snapshot.js';
+import { findKey, isKnownFresh, KeyTableBuilder, type KeyTable } from '../src/state/key-table.js';
 
 /** A snapshot of the given keys (sorted here), with `stale` naming stale keys by value. */
 function snapshotOf(keys: [number, number][], stale: [number, number][] = []): KeyTable {
@@ -69,15 +69,34 @@ describe('SyncPlanner', () => {
     const keys: [number, number][] = [];
     for (let i = 0; i < 50_000; i++) keys.push([(Math.random() * 2 ** 32) >>> 0, (Math.random() * 2 ** 32) >>> 0]);
     const sorted = [...keys].sort((a, b) => a[0] - b[0] || a[1] - b[1]);
-    const planner = new SyncPlanner(snapshotOf(keys));
-    sorted.forEach(([h, l], i) => expect(planner.find(h, l)).toBe(i));
+    const table = snapshotOf(keys);
+    sorted.forEach(([h, l], i) => expect(findKey(table, h, l)).toBe(i));
     // Same top 16 bits and one bit of the other 48 off: absent.
     for (const [h, l] of sorted.slice(0, 100)) {
       const flipped = (h ^ 0x8000) >>> 0;
-      if (!sorted.some(([h2, l2]) => h2 === flipped && l2 === l)) expect(planner.find(flipped, l)).toBe(-1);
+      if (!sorted.some(([h2, l2]) => h2 === flipped && l2 === l)) expect(findKey(table, flipped, l)).toBe(-1);
     }
-    expect(planner.find(0, 0)).toBe(-1);
-    expect(planner.find(0xffffffff, 0xffffffff)).toBe(-1);
+    expect(findKey(table, 0, 0)).toBe(-1);
+    expect(findKey(table, 0xffffffff, 0xffffffff)).toBe(-1);
+  });
+
+  it('isKnownFresh (what the hashing workers leave out) is exactly what the planner calls unchanged', () => {
+    const table = snapshotOf(
+      [
+        [1, 1],
+        [2, 2],
+        [3, 3],
+      ],
+      [[2, 2]],
+    );
+    const planner = new SyncPlanner(table);
+    for (const [h, l] of [
+      [1, 1],
+      [2, 2],
+      [3, 3],
+      [4, 4],
+    ] as const)
+      expect(isKnownFresh(table, h, l)).toBe(planner.classify(h, l) === PLAN_UNCHANGED);
   });
 
   it('an empty snapshot makes every user an add', () => {

@@ -25,6 +25,7 @@ import {
   type NormalizeOptions,
   type Reject,
 } from '../identifiers/normalize.js';
+import { findKey, isStale, type KeyTable } from '../state/key-table.js';
 import { addBadRowToSummary, addUserToSummary, createHashSummary, type HashSummary } from './summary.js';
 
 /**
@@ -39,12 +40,17 @@ export type HashEmit = 'users' | 'jsonl' | 'csv' | 'packed';
  * user objects cost the main thread more than packing them).
  */
 export interface PackedUsers {
-  /** `serializeUser` of every user with at least one identifier, each followed by `\n`. */
+  /**
+   * `serializeUser` of every user with at least one identifier, each followed by `\n`; empty
+   * for a user found fresh in the context's `knownUsers` (a sync does not send it).
+   */
   jsonLines: string;
   /** Input line of each of those users. */
   lines: Uint32Array;
   /** Dedupe fingerprint of each user (`writeUserFingerprint`): high word at 2i, low word at 2i+1. */
   fingerprints: Uint32Array;
+  /** With the context's `knownUsers`: each user's position in it (findKey), or -1. */
+  positions?: Int32Array;
 }
 
 /** What a worker needs to process chunks of one file. Plain data: it crosses the thread boundary. */
@@ -56,6 +62,12 @@ export interface HashChunkContext {
   emit: HashEmit;
   /** For emit csv: the output columns (identifier types). */
   outputTypes: IdentifierType[];
+  /**
+   * Emit packed: a sync's snapshot. Its users that are not due for a refresh get an empty text:
+   * 99% of a daily sync's users need only their fingerprint, and copying every user's JSON to
+   * the main thread cost more than looking them up here (docs/performance.md).
+   */
+  knownUsers?: KeyTable;
 }
 
 /** A user from hashCsv: BuiltUser plus `json` = serializeUser(user), computed in the worker. */
@@ -122,6 +134,46 @@ class OutputBuilder {
   }
 }
 
+/** Collects a chunk's PackedUsers; with a sync's snapshot, looks each user up in it. */
+class PackedBuilder {
+  private jsonLines = '';
+  private n = 0;
+  private lines = new Uint32Array(1024);
+  private fingerprints = new Uint32Array(2048);
+  private positions: Int32Array<ArrayBuffer>;
+
+  constructor(private readonly knownUsers: KeyTable | undefined) {
+    this.positions = new Int32Array(knownUsers === undefined ? 0 : 1024);
+  }
+
+  add(json: string, line: number): void {
+    const k = this.n++;
+    if (k === this.lines.length) {
+      this.lines = grow(this.lines, 2 * k);
+      this.fingerprints = grow(this.fingerprints, 4 * k);
+      if (this.knownUsers !== undefined) this.positions = grow(this.positions, 2 * k);
+    }
+    this.lines[k] = line;
+    writeUserFingerprint(json, this.fingerprints, k);
+    let fresh = false;
+    if (this.knownUsers !== undefined) {
+      const pos = findKey(this.knownUsers, this.fingerprints[2 * k] as number, this.fingerprints[2 * k + 1] as number);
+      this.positions[k] = pos;
+      fresh = pos >= 0 && !isStale(this.knownUsers, pos);
+    }
+    this.jsonLines += fresh ? '\n' : json + '\n';
+  }
+
+  finish(): PackedUsers {
+    return {
+      jsonLines: this.jsonLines,
+      lines: this.lines.slice(0, this.n),
+      fingerprints: this.fingerprints.slice(0, 2 * this.n),
+      ...(this.knownUsers === undefined ? {} : { positions: this.positions.slice(0, this.n) }),
+    };
+  }
+}
+
 /** Parse, normalize and hash one chunk of whole records (UTF-8 bytes). */
 export function hashChunk(bytes: Uint8Array, ctx: HashChunkContext): HashChunkResult {
   const summary = createHashSummary();
@@ -135,11 +187,8 @@ export function hashChunk(bytes: Uint8Array, ctx: HashChunkContext): HashChunkRe
   const countryIndex = ctx.mapping.country?.index;
   const fieldValues: FieldValue[] = columns.map((c) => ({ column: c.column, type: c.type, raw: '' }));
   const record: MappedRecord = { line: 0, fields: fieldValues };
-  const { emit, outputTypes, normalize } = ctx;
-  let jsonLines = '';
-  let packedCount = 0;
-  let packedLines = new Uint32Array(emit === 'packed' ? 1024 : 0);
-  let fingerprints = new Uint32Array(emit === 'packed' ? 2048 : 0);
+  const { emit, outputTypes, normalize, knownUsers } = ctx;
+  const packed = emit === 'packed' ? new PackedBuilder(knownUsers) : undefined;
   const row = (fields: string[], offset: number): void => {
     for (let i = 0; i < columns.length; i++)
       (fieldValues[i] as FieldValue).raw = fields[(columns[i] as MappedColumn).index] ?? '';
@@ -150,16 +199,9 @@ export function hashChunk(bytes: Uint8Array, ctx: HashChunkContext): HashChunkRe
     const built = buildUser(record, normalize);
     addUserToSummary(summary, built);
     for (const r of built.rejects) rejects.push(r);
-    if (emit === 'packed') {
+    if (packed !== undefined) {
       const json = serializeBuiltUser(built.user);
-      if (json === '{}') return;
-      if (packedCount === packedLines.length) {
-        packedLines = grow(packedLines, packedLines.length * 2);
-        fingerprints = grow(fingerprints, fingerprints.length * 2);
-      }
-      packedLines[packedCount] = offset;
-      writeUserFingerprint(json, fingerprints, packedCount++);
-      jsonLines += json + '\n';
+      if (json !== '{}') packed.add(json, offset);
     } else if (emit === 'users') {
       (built as HashedUser).json = serializeBuiltUser(built.user);
       users.push(built as HashedUser);
@@ -185,17 +227,12 @@ export function hashChunk(bytes: Uint8Array, ctx: HashChunkContext): HashChunkRe
   const { text, damaged } = decodeChunk(bytes);
   const lines = visitCsvChunk(text, ctx.delimiter, ctx.columns, { row, bad }, damaged);
   const result: HashChunkResult = { lines, users, output: out.bytes(), rejects, malformed, summary };
-  if (emit === 'packed')
-    result.packed = {
-      jsonLines,
-      lines: packedLines.slice(0, packedCount),
-      fingerprints: fingerprints.slice(0, 2 * packedCount),
-    };
+  if (packed !== undefined) result.packed = packed.finish();
   return result;
 }
 
-function grow(array: Uint32Array, length: number): Uint32Array<ArrayBuffer> {
-  const grown = new Uint32Array(length);
+function grow<T extends Uint32Array<ArrayBuffer> | Int32Array<ArrayBuffer>>(array: T, length: number): T {
+  const grown = new (array.constructor as new (n: number) => T)(length);
   grown.set(array);
   return grown;
 }

@@ -16,10 +16,17 @@ const WORKER_URL = import.meta.url.endsWith('.ts')
 /**
  * A worker's live data is about one chunk; capping its heap makes V8 collect early instead of
  * growing towards its default limits, which is what keeps peak RSS flat with several workers.
- * The young generation stays large enough that per-row garbage dies there cheaply.
+ * The young generation stays large enough that per-row garbage dies there cheaply, unless the
+ * caller trades that for memory (`youngGenerationMb`).
  */
-function workerLimits(chunkBytes: number): { maxOldGenerationSizeMb: number; maxYoungGenerationSizeMb: number } {
-  return { maxOldGenerationSizeMb: 32 + Math.ceil((chunkBytes * 32) / (1024 * 1024)), maxYoungGenerationSizeMb: 16 };
+function workerLimits(
+  chunkBytes: number,
+  youngGenerationMb = 16,
+): { maxOldGenerationSizeMb: number; maxYoungGenerationSizeMb: number } {
+  return {
+    maxOldGenerationSizeMb: 32 + Math.ceil((chunkBytes * 32) / (1024 * 1024)),
+    maxYoungGenerationSizeMb: youngGenerationMb,
+  };
 }
 
 interface Task {
@@ -33,11 +40,11 @@ export class HashWorkerPool {
   private failure: unknown;
   private closed = false;
 
-  constructor(count: number, ctx: HashChunkContext, chunkBytes: number) {
+  constructor(count: number, ctx: HashChunkContext, chunkBytes: number, youngGenerationMb?: number) {
     for (let i = 0; i < count; i++) {
       const worker = new Worker(WORKER_URL, {
         workerData: { hashChunkContext: ctx } satisfies HashWorkerData,
-        resourceLimits: workerLimits(chunkBytes),
+        resourceLimits: workerLimits(chunkBytes, youngGenerationMb),
       });
       const entry = { worker, tasks: new Map<number, Task>() };
       worker.on('message', (reply: HashWorkerReply) => {

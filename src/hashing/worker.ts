@@ -28,8 +28,11 @@ if (!isMainThread && port !== null && data?.hashChunkContext !== undefined) {
       const result = hashChunk(message.bytes, ctx);
       const transfer: ArrayBuffer[] = [];
       if (result.output.byteLength > 0) transfer.push(result.output.buffer as ArrayBuffer);
-      if (result.packed !== undefined)
-        transfer.push(result.packed.lines.buffer as ArrayBuffer, result.packed.fingerprints.buffer as ArrayBuffer);
+      const packed = result.packed;
+      if (packed !== undefined) {
+        transfer.push(packed.lines.buffer as ArrayBuffer, packed.fingerprints.buffer as ArrayBuffer);
+        if (packed.positions !== undefined) transfer.push(packed.positions.buffer as ArrayBuffer);
+      }
       port.postMessage({ seq: message.seq, result } satisfies HashWorkerReply, transfer);
     } catch (error) {
       const e = error instanceof Error ? error : new Error(String(error));

@@ -45,6 +45,9 @@ import { crc32 } from 'node:zlib';
 import { ConfigError } from '../errors.js';
 import { IDENTIFIER_TYPES, type AudienceUser } from '../identifiers/normalize.js';
 import { sha256Hex } from '../util/sha256.js';
+import { KeyTableBuilder, type KeyTable } from './key-table.js';
+
+export type { KeyTable } from './key-table.js';
 
 /** The snapshot cannot be read as it is. */
 export class SnapshotError extends ConfigError {}
@@ -260,6 +263,14 @@ function* entryChunks(path: string, count: number): Generator<{ buf: Buffer; n: 
 
 const entryOffset = (buf: Buffer, at: number): number => buf.readUIntBE(at + 8, 6);
 
+/** A big-endian unsigned 32-bit word (a Buffer method call per entry is slow in a loop of millions). */
+const uint32At = (buf: Uint8Array, at: number): number =>
+  (((buf[at] as number) << 24) |
+    ((buf[at + 1] as number) << 16) |
+    ((buf[at + 2] as number) << 8) |
+    (buf[at + 3] as number)) >>>
+  0;
+
 function writeEntry(
   out: Buffer,
   at: number,
@@ -297,22 +308,30 @@ class IndexWriter {
     if (++this.n === CHUNK_ENTRIES) this.flush();
   }
 
-  /** Copy an entry read from another index as it is. */
-  addRaw(src: Buffer, at: number): void {
-    src.copy(this.buf, this.n * SNAPSHOT_ENTRY_BYTES, at, at + SNAPSHOT_ENTRY_BYTES);
-    this.count++;
-    this.liveBytes += src.readUInt32BE(at + 16);
-    if (++this.n === CHUNK_ENTRIES) this.flush();
+  /** Copy the entries at [from, to) of a chunk read from another index as they are. */
+  addRaw(src: Buffer, from: number, to: number): void {
+    for (let at = from; at < to;) {
+      const room = (CHUNK_ENTRIES - this.n) * SNAPSHOT_ENTRY_BYTES;
+      const end = Math.min(to, at + room);
+      src.copy(this.buf, this.n * SNAPSHOT_ENTRY_BYTES, at, end);
+      for (let e = at + 16; e < end; e += SNAPSHOT_ENTRY_BYTES) this.liveBytes += uint32At(src, e);
+      const entries = (end - at) / SNAPSHOT_ENTRY_BYTES;
+      this.count += entries;
+      this.n += entries;
+      at = end;
+      if (this.n === CHUNK_ENTRIES) this.flush();
+    }
   }
 
   private flush(): void {
-    // The membership digest covers the fingerprints in order: hashed a chunk at a time (one
-    // update per entry cost more than the rest of a commit).
+    // The membership digest covers the fingerprints in order: their bytes gathered a chunk at a
+    // time (a digest update, or a Buffer method call, per entry cost more than the rest of a commit).
+    const { buf, keys } = this;
     for (let i = 0; i < this.n; i++) {
-      this.keys.writeUInt32BE(this.buf.readUInt32BE(i * SNAPSHOT_ENTRY_BYTES), i * 8);
-      this.keys.writeUInt32BE(this.buf.readUInt32BE(i * SNAPSHOT_ENTRY_BYTES + 4), i * 8 + 4);
+      const from = i * SNAPSHOT_ENTRY_BYTES;
+      for (let b = 0; b < 8; b++) keys[i * 8 + b] = buf[from + b] as number;
     }
-    this.digest.update(this.keys.subarray(0, this.n * 8));
+    this.digest.update(keys.subarray(0, this.n * 8));
     const bytes = this.n * SNAPSHOT_ENTRY_BYTES;
     for (let done = 0; done < bytes;) done += writeSync(this.fd, this.buf, done, bytes - done, this.position + done);
     this.position += bytes;
@@ -371,53 +390,6 @@ export interface SnapshotUser {
   hi: number;
   lo: number;
   json: string;
-}
-
-/**
- * The fingerprints of a snapshot as a sync looks them up: 6 bytes per user instead of 8. The top
- * 16 bits of each fingerprint are implied by a directory of 65,536 buckets (`directory[b]` is
- * the position of the first fingerprint whose top 16 bits are >= b); the other 48 bits are kept
- * in `mid` (bits 32..47 of the high word's low half) and `lo`. At 10M users that is 60 MB, with
- * every bit of the fingerprint compared.
- */
-export interface KeyTable {
-  directory: Uint32Array;
-  mid: Uint16Array;
-  lo: Uint32Array;
-  /** Bit i set: entry i was last confirmed before the refresh cut-off. */
-  stale: Uint8Array;
-  count: number;
-}
-
-/** Builds a KeyTable from fingerprints pushed in ascending order. */
-export class KeyTableBuilder {
-  private readonly t: KeyTable;
-  private n = 0;
-  private nextBucket = 0;
-
-  constructor(count: number) {
-    this.t = {
-      directory: new Uint32Array(65537),
-      mid: new Uint16Array(count),
-      lo: new Uint32Array(count),
-      stale: new Uint8Array(Math.ceil(count / 8)),
-      count,
-    };
-  }
-
-  push(hi: number, lo: number, stale: boolean): void {
-    const pos = this.n++;
-    for (const bucket = hi >>> 16; this.nextBucket <= bucket; this.nextBucket++)
-      this.t.directory[this.nextBucket] = pos;
-    this.t.mid[pos] = hi & 0xffff;
-    this.t.lo[pos] = lo;
-    if (stale) this.t.stale[pos >>> 3] = (this.t.stale[pos >>> 3] as number) | (1 << (pos & 7));
-  }
-
-  finish(): KeyTable {
-    for (; this.nextBucket <= 65536; this.nextBucket++) this.t.directory[this.nextBucket] = this.n;
-    return this.t;
-  }
 }
 
 export interface SnapshotOpenOptions {
@@ -496,7 +468,7 @@ export class Snapshot {
     const table = new KeyTableBuilder(this.count);
     for (const { buf, n } of entryChunks(join(this.dir, 'index'), this.count)) {
       for (let at = 0; at < n * SNAPSHOT_ENTRY_BYTES; at += SNAPSHOT_ENTRY_BYTES)
-        table.push(buf.readUInt32BE(at), buf.readUInt32BE(at + 4), buf.readUInt32BE(at + 20) < staleBeforeSec);
+        table.push(uint32At(buf, at), uint32At(buf, at + 4), uint32At(buf, at + 20) < staleBeforeSec);
     }
     return table.finish();
   }
@@ -765,22 +737,37 @@ function mergeIndex(
     }
   };
   for (const { buf, n } of entryChunks(oldPath, oldCount)) {
-    for (let i = 0; i < n; i++) {
-      const at = i * SNAPSHOT_ENTRY_BYTES;
-      const hi = buf.readUInt32BE(at);
-      const lo = buf.readUInt32BE(at + 4);
-      emitUpsertsBefore(hi, lo, false);
+    // Entries kept as they are go in runs: copied together when the run ends.
+    let run = 0;
+    const end = n * SNAPSHOT_ENTRY_BYTES;
+    for (let at = 0; at < end; at += SNAPSHOT_ENTRY_BYTES) {
+      const hi = uint32At(buf, at);
+      const lo = uint32At(buf, at + 4);
+      if (
+        ui < u.n &&
+        compareKeys(u.hi[uOrder[ui] as number] as number, u.lo[uOrder[ui] as number] as number, hi, lo) < 0
+      ) {
+        out.addRaw(buf, run, at);
+        run = at;
+        emitUpsertsBefore(hi, lo, false);
+      }
       const k = uOrder[ui];
-      if (k !== undefined && u.hi[k] === hi && u.lo[k] === lo) continue; // replaced by the upsert
-      while (
-        di < d.n &&
-        compareKeys(d.hi[dOrder[di] as number] as number, d.lo[dOrder[di] as number] as number, hi, lo) < 0
-      )
-        di++;
-      const dk = dOrder[di];
-      if (dk !== undefined && d.hi[dk] === hi && d.lo[dk] === lo) continue;
-      out.addRaw(buf, at);
+      let dropped = k !== undefined && u.hi[k] === hi && u.lo[k] === lo; // replaced by the upsert
+      if (!dropped) {
+        while (
+          di < d.n &&
+          compareKeys(d.hi[dOrder[di] as number] as number, d.lo[dOrder[di] as number] as number, hi, lo) < 0
+        )
+          di++;
+        const dk = dOrder[di];
+        dropped = dk !== undefined && d.hi[dk] === hi && d.lo[dk] === lo;
+      }
+      if (dropped) {
+        out.addRaw(buf, run, at);
+        run = at + SNAPSHOT_ENTRY_BYTES;
+      }
     }
+    out.addRaw(buf, run, end);
   }
   emitUpsertsBefore(0, 0, true);
 }

@@ -119,15 +119,21 @@ export class PlanCollector {
     return undefined;
   }
 
-  /** A chunk of the file pipeline: classified by fingerprint, text cut out only for users to send. */
-  addPacked({ jsonLines, lines, fingerprints }: PackedUsers): void {
+  /**
+   * A chunk of the file pipeline: classified by fingerprint (or by the snapshot position the
+   * workers found), text cut out only for users to send (the workers left out the others' text).
+   */
+  addPacked({ jsonLines, lines, fingerprints, positions }: PackedUsers): void {
     for (let start = 0, k = 0; start < jsonLines.length; k++) {
       let end = jsonLines.indexOf('\n', start);
       if (end < 0) end = jsonLines.length;
       const hi = fingerprints[2 * k] as number;
       const lo = fingerprints[2 * k + 1] as number;
-      const action = this.planner.classify(hi, lo);
+      const pos = positions?.[k];
+      const action = pos === undefined ? this.planner.classify(hi, lo) : this.planner.classifyAt(pos, hi, lo);
       if (action === PLAN_ADD || action === PLAN_REFRESH) {
+        // The workers leave out only users the planner calls unchanged (found, not stale).
+        if (end === start) throw new Error('internal error: a user to send arrived without its text');
         // A copy: a slice would keep the whole chunk's text alive as long as the spool holds it.
         const json = Buffer.from(jsonLines.slice(start, end)).toString();
         this.spool.push({ hi, lo, json, line: lines[k] ?? 0 });

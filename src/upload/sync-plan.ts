@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
-import type { KeyTable } from '../state/snapshot.js';
+import { findKey, isStale, type KeyTable } from '../state/key-table.js';
 import { UserDedupe } from './plan.js';
 
 /** What a sync does with an input user. */
@@ -31,9 +31,8 @@ export interface SyncPlanCounts {
 export const DEFAULT_REFRESH_AFTER_DAYS = 180;
 
 /**
- * Classifies input users against the snapshot's KeyTable: the bucket of the top 16 bits, then a
- * binary search on the other 48 within it (a few comparisons per user however large the
- * snapshot).
+ * Classifies input users against the snapshot's KeyTable (findKey: a few comparisons per user
+ * however large the snapshot).
  */
 export class SyncPlanner {
   private readonly t: KeyTable;
@@ -49,26 +48,12 @@ export class SyncPlanner {
     this.seen = new Uint8Array(Math.ceil(snapshot.count / 8));
   }
 
-  /** Position of the fingerprint in the snapshot, or -1. */
-  find(hi: number, lo: number): number {
-    const { directory, mid, lo: low } = this.t;
-    const bucket = hi >>> 16;
-    const m16 = hi & 0xffff;
-    let a = directory[bucket] as number;
-    let b = (directory[bucket + 1] as number) - 1;
-    while (a <= b) {
-      const m = (a + b) >>> 1;
-      const h = mid[m] as number;
-      const l = low[m] as number;
-      if (h < m16 || (h === m16 && l < lo)) a = m + 1;
-      else if (h > m16 || l > lo) b = m - 1;
-      else return m;
-    }
-    return -1;
+  classify(hi: number, lo: number): PlanAction {
+    return this.classifyAt(findKey(this.t, hi, lo), hi, lo);
   }
 
-  classify(hi: number, lo: number): PlanAction {
-    const pos = this.find(hi, lo);
+  /** classify, given the user's position in the snapshot (findKey, as the hashing workers report it). */
+  classifyAt(pos: number, hi: number, lo: number): PlanAction {
     if (pos < 0) {
       if (!this.newUsers.addFingerprint(hi, lo)) {
         this.c.duplicates++;
@@ -85,7 +70,7 @@ export class SyncPlanner {
     }
     this.seen[byte] = (this.seen[byte] as number) | bit;
     this.c.seen++;
-    if (this.full || ((this.t.stale[byte] as number) & bit) !== 0) {
+    if (this.full || isStale(this.t, pos)) {
       this.c.refreshes++;
       return PLAN_REFRESH;
     }

@@ -15,7 +15,7 @@ import { dirname } from 'node:path';
 import { z } from 'zod';
 import { ConfigError, EnvironmentError } from '../errors.js';
 import { createHashSummary } from '../hashing/summary.js';
-import type { HashRecordsOptions } from '../hashing/pipeline.js';
+import { leaveOutKnownUsers, type HashRecordsOptions } from '../hashing/pipeline.js';
 import type { ColumnMapping } from '../identifiers/mapping.js';
 import type { NormalizeOptions } from '../identifiers/normalize.js';
 import { appendAuditRecord, newRunId, type AuditRunStart } from '../state/audit.js';
@@ -224,7 +224,10 @@ async function planSync(
   const source = hashedUsers(o, isDnr);
   const ownSummary = source.summary === undefined ? createHashSummary() : undefined;
   const staleBefore = Math.floor(startedMs / 1000) - Math.round(s.refreshAfterDays * 86_400);
-  const planner = new SyncPlanner(snapshot.keys(staleBefore), { full: s.full });
+  const known = snapshot.keys(staleBefore);
+  // A file's hashing workers leave out the text of the users this sync will not send.
+  if (!s.full) leaveOutKnownUsers(source, known);
+  const planner = new SyncPlanner(known, { full: s.full });
   const collector = new PlanCollector(planner, spool);
   const read = await readInput({
     users: source,
