@@ -177,10 +177,12 @@ async function sync(ctx: CliContext, args: SyncArgs): Promise<number> {
   }
 }
 
+const count = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? '' : 's'}`;
+
 function operationLine(r: SyncReport['delete'], dryRun: boolean): string {
-  if (dryRun) return `${r.users} users in ${r.batches} requests (${r.bytes} bytes) planned`;
-  if (r.status === 'not_sent') return `${r.users} users not sent (the removals did not all go through)`;
-  return `${r.users_confirmed} of ${r.users} users confirmed, ${r.requests} requests, ${r.status}`;
+  if (dryRun) return `${count(r.users, 'user')} in ${count(r.batches, 'request')} (${r.bytes} bytes) planned`;
+  if (r.status === 'not_sent') return `${count(r.users, 'user')} not sent (the removals did not all go through)`;
+  return `${r.users_confirmed} of ${count(r.users, 'user')} confirmed, ${count(r.requests, 'request')}, ${r.status}`;
 }
 
 function printOutcome(ctx: CliContext, args: SyncArgs, report: SyncReport, run: HashCsvRun, c: Connected): void {
