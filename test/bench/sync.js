@@ -99,8 +99,11 @@ console.log(
 const failures = [];
 const sandbox = startSandboxProcess();
 const info = await sandbox.ready;
+// Removed however the bench ends.
+const configDir = mkdtempSync(join(tmpdir(), 'ak-bench-config-'));
+process.on('exit', () => rmSync(configDir, { recursive: true, force: true }));
 const env = {
-  AUDIENCE_KIT_CONFIG_DIR: mkdtempSync(join(tmpdir(), 'ak-bench-config-')),
+  AUDIENCE_KIT_CONFIG_DIR: configDir,
   AUDIENCE_KIT_ADS_BASE_URL: info.adsBaseUrl,
   AUDIENCE_KIT_CONSUMER_KEY: info.credentials.consumerKey,
   AUDIENCE_KIT_CONSUMER_SECRET: info.credentials.consumerSecret,
@@ -108,6 +111,7 @@ const env = {
   AUDIENCE_KIT_ACCESS_TOKEN_SECRET: info.credentials.accessTokenSecret,
 };
 const stateDir = mkdtempSync(join(tmpdir(), 'ak-bench-sync-'));
+process.on('exit', () => rmSync(stateDir, { recursive: true, force: true }));
 
 async function sync(file, { audience = info.audience, state = stateDir } = {}) {
   const argv = [BIN, 'sync', file, '--account', info.account, '--audience', audience, '--quiet', '--json'];

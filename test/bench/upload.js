@@ -72,8 +72,11 @@ const latency = opt('latency', undefined);
 const sandbox = startSandboxProcess(latency === undefined ? {} : { faults: `slow=${latency}%1` });
 if (latency !== undefined) console.log(`sandbox latency: ${latency} ms per user batch`);
 const info = await sandbox.ready;
+// Removed however the bench ends.
+const configDir = mkdtempSync(join(tmpdir(), 'ak-bench-config-'));
+process.on('exit', () => rmSync(configDir, { recursive: true, force: true }));
 const env = {
-  AUDIENCE_KIT_CONFIG_DIR: mkdtempSync(join(tmpdir(), 'ak-bench-config-')),
+  AUDIENCE_KIT_CONFIG_DIR: configDir,
   AUDIENCE_KIT_ADS_BASE_URL: info.adsBaseUrl,
   AUDIENCE_KIT_CONSUMER_KEY: info.credentials.consumerKey,
   AUDIENCE_KIT_CONSUMER_SECRET: info.credentials.consumerSecret,
