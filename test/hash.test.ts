@@ -21,6 +21,7 @@ import {
   type HashSummary,
 } from '../src/internal.js';
 import { renderHashSummary } from '../src/cli/hash-summary.js';
+import { guardInput } from '../src/hashing/reject-guard.js';
 import { FIXTURES } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
 
@@ -280,5 +281,25 @@ describe("hashCsv packed for a sync: the snapshot's fresh users leave out their 
     expect(leaveOutKnownUsers(jsonl, table)).toBe(false);
     await jsonl.close();
     expect(leaveOutKnownUsers([], table)).toBe(false);
+  });
+
+  it('a table taken back, or given to a run that ended, leaves nothing out; a guarded run forwards it', async () => {
+    const all = await packedUsers(await hashCsv(CRM, { emit: 'packed', workers: 0 }));
+    const builder = new KeyTableBuilder(1);
+    const [first] = [...all].sort((a, b) => a.hi - b.hi || a.lo - b.lo);
+    builder.push(first?.hi ?? 0, first?.lo ?? 0, false);
+    const table = builder.finish();
+    const takenBack = await hashCsv(CRM, { emit: 'packed', workers: 0 });
+    expect(leaveOutKnownUsers(takenBack, table)).toBe(true);
+    expect(leaveOutKnownUsers(takenBack, undefined)).toBe(true);
+    expect(await packedUsers(takenBack)).toEqual(all);
+    const closed = await hashCsv(CRM, { emit: 'packed', workers: 0 });
+    await closed.close();
+    expect(leaveOutKnownUsers(closed, table)).toBe(false);
+    // --max-reject-rate wraps the run in guardInput's Proxy: the sync's table still reaches it.
+    const run = await hashCsv(CRM, { emit: 'packed', workers: 0 });
+    const guarded = guardInput(run, () => run.summary, { maxRejectRate: 0.9 });
+    expect(leaveOutKnownUsers(guarded, table)).toBe(true);
+    expect((await packedUsers(guarded)).filter((u) => u.text === '')).toHaveLength(1);
   });
 });

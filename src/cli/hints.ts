@@ -138,7 +138,9 @@ function noteHints(summary: HashSummary, opts: NormalizeOptions, already: string
         );
     } else {
       const ambiguous =
-        notes.phoneAmbiguous > 0 ? ` (${notes.phoneAmbiguous} were valid national numbers too, read otherwise)` : '';
+        notes.phoneAmbiguous > 0
+          ? ` (${notes.phoneAmbiguous} ${notes.phoneAmbiguous === 1 ? 'was a valid national number' : 'were valid national numbers'} too, read otherwise)`
+          : '';
       out.push(
         `${notes.phoneCodeWithoutPlus} phone numbers were read as starting with their country code without +${ambiguous}; --phone-country-code national reads them as national numbers`,
       );

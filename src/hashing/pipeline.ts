@@ -341,20 +341,27 @@ export async function hashCsv(source: CsvSource, opts: HashCsvOptions = {}): Pro
   const summary = createHashSummary();
   let pool: HashWorkerPool | undefined;
   let started = false;
-  let youngGenerationMb: number | undefined;
   let closed = false;
+  const known = new KnownUsersSlot(() => !started && !closed && ctx.emit === 'packed');
   const close = async (): Promise<void> => {
     if (closed) return;
     closed = true;
+    known.take();
     await pool?.close();
     await input.close();
   };
 
   async function* run(): AsyncGenerator<HashedChunk> {
     started = true;
-    if (workers > 0)
-      pool = new HashWorkerPool(workers, ctx, checked.chunkBytes ?? DEFAULT_CHUNK_BYTES, youngGenerationMb);
-    const inline = (bytes: Uint8Array): Promise<HashChunkResult> => Promise.resolve().then(() => hashChunk(bytes, ctx));
+    // The table binds to this iteration only; the run lets go of it (it can be 60 MB).
+    const own = known.take();
+    const iterationCtx = own === undefined ? ctx : { ...ctx, knownUsers: own.table };
+    if (workers > 0) {
+      const chunkBytes = checked.chunkBytes ?? DEFAULT_CHUNK_BYTES;
+      pool = new HashWorkerPool(workers, iterationCtx, chunkBytes, own?.youngGenerationMb);
+    }
+    const inline = (bytes: Uint8Array): Promise<HashChunkResult> =>
+      Promise.resolve().then(() => hashChunk(bytes, iterationCtx));
     const hash = (chunk: CsvChunk, seq: number): Promise<HashChunkResult> => {
       if (chunk.kind === 'bad') return Promise.resolve(badChunk(chunk.error, chunk.lines));
       return pool === undefined ? inline(chunk.bytes) : pool.run(seq, chunk.bytes);
@@ -385,16 +392,36 @@ export async function hashCsv(source: CsvSource, opts: HashCsvOptions = {}): Pro
     close,
     [Symbol.asyncIterator]: () => run(),
   };
-  knownUsersSetters.set(hashRun, (table) => {
-    if (started || ctx.emit !== 'packed') return false;
-    ctx.knownUsers = table;
-    if (table.count >= LARGE_TABLE_USERS) youngGenerationMb = LARGE_TABLE_YOUNG_GENERATION_MB;
-    return true;
-  });
+  // A symbol, not a WeakMap entry: a Proxy around the run (guardInput) forwards it, and may hand
+  // it out bound (which a non-configurable property would forbid).
+  Object.defineProperty(hashRun, KNOWN_USERS, { value: (table?: KeyTable) => known.set(table), configurable: true });
   return hashRun;
 }
 
-const knownUsersSetters = new WeakMap<object, (table: KeyTable) => boolean>();
+interface KnownUsers {
+  table: KeyTable;
+  youngGenerationMb: number | undefined;
+}
+
+/** The table a sync gives a run before it starts, until the run's next iteration takes it. */
+class KnownUsersSlot {
+  private known: KnownUsers | undefined;
+  constructor(private readonly accepts: () => boolean) {}
+
+  set(table: KeyTable | undefined): boolean {
+    if (table !== undefined && !this.accepts()) return false;
+    this.known = table === undefined ? undefined : { table, youngGenerationMb: youngGenerationFor(table) };
+    return true;
+  }
+
+  take(): KnownUsers | undefined {
+    const known = this.known;
+    this.known = undefined;
+    return known;
+  }
+}
+
+const KNOWN_USERS = Symbol('audience-kit.knownUsers');
 
 /**
  * A sync's table stays in memory beside the workers, 6 bytes per user. From 4M users (24 MB) on,
@@ -402,16 +429,18 @@ const knownUsersSetters = new WeakMap<object, (table: KeyTable) => boolean>();
  * well under 300 MB; it costs about 6% more CPU in scavenges, so smaller syncs keep the default
  * (docs/performance.md).
  */
-const LARGE_TABLE_USERS = 4_000_000;
-const LARGE_TABLE_YOUNG_GENERATION_MB = 6;
+const youngGenerationFor = (table: KeyTable): number | undefined => (table.count >= 4_000_000 ? 6 : undefined);
 
 /**
  * Give a packed run that has not started a sync's snapshot (see HashChunkContext.knownUsers; a
- * large one also shrinks the workers' young generation); false when `users` is no such run (the
- * sync then cuts out the text it needs itself).
+ * large one also shrinks the workers' young generation). The next iteration takes the table and
+ * the run forgets it; `undefined` takes back a table no iteration took (a sync that stopped before
+ * reading). False when `users` is no such run: the sync then cuts out the text it needs itself.
  */
-export function leaveOutKnownUsers(users: unknown, table: KeyTable): boolean {
-  return typeof users === 'object' && users !== null && knownUsersSetters.get(users)?.(table) === true;
+export function leaveOutKnownUsers(users: unknown, table: KeyTable | undefined): boolean {
+  if (typeof users !== 'object' || users === null) return false;
+  const set: unknown = (users as { [KNOWN_USERS]?: unknown })[KNOWN_USERS];
+  return typeof set === 'function' && (set as (t: KeyTable | undefined) => boolean)(table) === true;
 }
 
 /**

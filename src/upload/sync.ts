@@ -229,17 +229,23 @@ async function planSync(
   if (!s.full) leaveOutKnownUsers(source, known);
   const planner = new SyncPlanner(known, { full: s.full });
   const collector = new PlanCollector(planner, spool);
-  const read = await readInput({
-    users: source,
-    packer: collector,
-    handle: collector.handle,
-    isDnr,
-    ownSummary,
-    signal: o.signal,
-    onPacked: () => Promise.resolve(),
-    onItem: () => undefined,
-    stopped: () => false,
-  });
+  let read: ReadResult;
+  try {
+    read = await readInput({
+      users: source,
+      packer: collector,
+      handle: collector.handle,
+      isDnr,
+      ownSummary,
+      signal: o.signal,
+      onPacked: () => Promise.resolve(),
+      onItem: () => undefined,
+      stopped: () => false,
+    });
+  } finally {
+    // Stopped before the run was read (an abort, a refused type): the run must not keep the table.
+    leaveOutKnownUsers(source, undefined);
+  }
   return {
     planner,
     counts: planner.counts,
