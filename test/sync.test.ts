@@ -378,6 +378,7 @@ describe('audience-kit sync', () => {
     expect(a).toMatchObject({ status: 'completed', exit_code: 0, first_sync: true, removes: 0 });
     expect(a.update.users_confirmed).toBe(a.users);
     expect(a.sandbox).toEqual({ audience_size: a.users });
+    expect(a.hints).toContain('country values not recognized (rows): "ZZ" 112');
 
     const file = next(cwd);
     const capped = await runCli(['sync', file, '--sandbox', ...state, '--max-removals', '5'], { cwd });
@@ -390,6 +391,7 @@ describe('audience-kit sync', () => {
     outputs.push(second.stdout, second.stderr);
     expect(second.code, second.stderr).toBe(0);
     expect(second.stdout).toMatch(/first sync\s+no/);
+    expect(second.stderr).toContain('hint: country values not recognized (rows): "ZZ" 112');
     expect(second.stdout).toMatch(/removed \(Delete\)\s+10 of 10 users confirmed/);
     expect(second.stdout).toMatch(/added\/refreshed \(Update\)\s+0 of 0 users/);
     expect(second.stdout).toMatch(new RegExp(`sandbox audience size\\s+${Number(a.users) - 10}\\b`));

@@ -25,6 +25,7 @@ import {
 import { withConnectionOptions } from '../connection.js';
 import type { CliContext } from '../context.js';
 import { renderHashSummary } from '../hash-summary.js';
+import { summaryHints } from '../hints.js';
 import { addHashOptions, printInputMapping, rejectGuardFromArgs } from '../hash-options.js';
 import { withFlagNames } from '../flag-names.js';
 import { exitCodesEpilogue, handle, renderFields, writeJson, writeLine, type GlobalArgs } from '../output.js';
@@ -169,7 +170,8 @@ async function sync(ctx: CliContext, args: SyncArgs): Promise<number> {
       },
     });
     if (report.error !== undefined) withFlagNames(report.error);
-    printOutcome(ctx, args, report, run, c);
+    // Why many values of a type were rejected, and the likely fix: what `hash` and `upload` say too.
+    printOutcome(ctx, args, report, run, c, summaryHints(run.summary, run.mapping, hashOptions));
     return syncExitCode(report);
   } finally {
     interrupt.release();
@@ -185,7 +187,14 @@ function operationLine(r: SyncReport['delete'], dryRun: boolean): string {
   return `${r.users_confirmed} of ${count(r.users, 'user')} confirmed, ${count(r.requests, 'request')}, ${r.status}`;
 }
 
-function printOutcome(ctx: CliContext, args: SyncArgs, report: SyncReport, run: HashCsvRun, c: Connected): void {
+function printOutcome(
+  ctx: CliContext,
+  args: SyncArgs,
+  report: SyncReport,
+  run: HashCsvRun,
+  c: Connected,
+  hints: string[],
+): void {
   const size =
     c.sandbox === undefined
       ? undefined
@@ -198,6 +207,7 @@ function printOutcome(ctx: CliContext, args: SyncArgs, report: SyncReport, run: 
       exit_code: syncExitCode(report),
       input: args.file === '-' || args.file === '' ? '-' : basename(args.file),
       ...(size === undefined ? {} : { sandbox: { audience_size: size } }),
+      hints,
     });
     return;
   }
@@ -227,6 +237,7 @@ function printOutcome(ctx: CliContext, args: SyncArgs, report: SyncReport, run: 
   writeLine(ctx.stdout, renderFields(fields));
   writeLine(ctx.stdout);
   writeLine(ctx.stdout, renderHashSummary(run.summary));
+  for (const hint of hints) writeLine(ctx.stderr, `hint: ${hint}`);
   if (report.error !== undefined) {
     writeLine(ctx.stderr, `error: ${report.error.message}`);
     if (report.error.fix !== undefined) writeLine(ctx.stderr, `  fix: ${report.error.fix}`);
