@@ -21,6 +21,7 @@ import {
   readCsv,
   serializeUser,
 } from '../src/internal.js';
+import { summaryHints } from '../src/cli/hints.js';
 import { BIN, FIXTURES, runCli, startCli } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
 
@@ -289,6 +290,21 @@ describe('audience-kit hash (process)', () => {
     const from = createHashSummary();
     from.rejects.email_invalid = { count: 2, lines: [0, 1] };
     expect(mergeHashSummary(into, from, 4).rejects.email_invalid).toEqual({ count: 4, lines: [4, 5] });
+  });
+
+  it('counts the phones read with their calling code in the right grammatical number', () => {
+    const mapping = { columns: [], auto: true, ignored: [] };
+    const hint = (ambiguous: number): string | undefined => {
+      const summary = createHashSummary();
+      summary.notes.phoneCodeWithoutPlus = 3;
+      summary.notes.phoneAmbiguous = ambiguous;
+      return summaryHints(summary, mapping)[0];
+    };
+    expect(hint(0)).toBe(
+      '3 phone numbers were read as starting with their country code without +; --phone-country-code national reads them as national numbers',
+    );
+    expect(hint(1)).toContain('+ (1 was a valid national number too, read otherwise);');
+    expect(hint(2)).toContain('+ (2 were valid national numbers too, read otherwise);');
   });
 
   it('documents every option and the exit codes in --help', async () => {

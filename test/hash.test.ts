@@ -301,5 +301,9 @@ describe("hashCsv packed for a sync: the snapshot's fresh users leave out their 
     const guarded = guardInput(run, () => run.summary, { maxRejectRate: 0.9 });
     expect(leaveOutKnownUsers(guarded, table)).toBe(true);
     expect((await packedUsers(guarded)).filter((u) => u.text === '')).toHaveLength(1);
+    // Read once only, refused before a worker pool is made (one would keep the process alive).
+    const twice = await hashCsv(CRM, { emit: 'packed', workers: 2 });
+    await packedUsers(twice);
+    await expect(packedUsers(twice)).rejects.toThrow('a hashCsv run can be iterated only once');
   });
 });

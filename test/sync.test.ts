@@ -254,11 +254,27 @@ describe('syncAudience', () => {
 });
 
 describe('syncAudience over a CSV file (its hashing workers leave the known users out)', () => {
-  /** A CRM export of `rows`, hashed for sending as the CLI does (several chunks, two workers). */
+  /**
+   * A CRM export of `rows`, hashed for sending as the CLI does (several chunks, two workers), seen
+   * through a Proxy (as the CLI's reject guard wraps it) that counts the users whose text the
+   * workers left out.
+   */
   async function csvRun(dir: string, name: string, rows: RawRecord[]) {
     const path = join(dir, name);
     writeFileSync(path, `email,phone\n${rows.map((r) => `${String(r.email)},"${String(r.phone)}"`).join('\n')}\n`);
-    return hashCsv(path, { emit: 'packed', workers: 2, chunkBytes: 2048 });
+    const run = await hashCsv(path, { emit: 'packed', workers: 2, chunkBytes: 2048 });
+    const seen = { leftOut: 0 };
+    async function* counted() {
+      for await (const chunk of run) {
+        seen.leftOut +=
+          chunk.packed?.jsonLines.split('\n').filter((line, k, all) => line === '' && k < all.length - 1).length ?? 0;
+        yield chunk;
+      }
+    }
+    const observed = new Proxy(run, {
+      get: (target, key) => (key === Symbol.asyncIterator ? counted : Reflect.get(target, key)),
+    });
+    return Object.assign(observed, { seen });
   }
   const at = (base: number, days: number) => ({ now: () => base + days * DAY, sleep: async () => {} });
   function syncFile(t: Awaited<ReturnType<typeof setup>>, users: HashCsvRun, extra: Partial<SyncAudienceOptions>) {
@@ -292,14 +308,17 @@ describe('syncAudience over a CSV file (its hashing workers leave the known user
     const dir = tempDir('ak-sync-csv-');
     const base = Date.now();
     const a = customers(range(0, 100));
-    const first = await syncFile(t, await csvRun(dir, 'a.csv', a), { clock: at(base, 0) });
+    const firstRun = await csvRun(dir, 'a.csv', a);
+    const first = await syncFile(t, firstRun, { clock: at(base, 0) });
     expect(first).toMatchObject({ status: 'completed', adds: 100 });
+    expect(firstRun.seen.leftOut).toBe(0);
 
     // 100 days on: 13 left (3 of them changed phone), 30 joined, two rows repeated.
     const kept = customers(range(0, 87));
     const b = [...kept, ...range(87, 90).map((i) => customer(i, 1)), ...customers(range(100, 130)), a[5], a[6]];
     const rowsB = b.filter((r): r is RawRecord => r !== undefined);
-    const second = await syncFile(t, await csvRun(dir, 'b.csv', rowsB), { clock: at(base, 100), maxRemovals: 13 });
+    const secondRun = await csvRun(dir, 'b.csv', rowsB);
+    const second = await syncFile(t, secondRun, { clock: at(base, 100), maxRemovals: 13 });
     expect(second).toMatchObject({
       status: 'completed',
       adds: 33,
@@ -309,18 +328,23 @@ describe('syncAudience over a CSV file (its hashing workers leave the known user
       duplicates: 2,
       users: 120,
     });
+    expect(secondRun.seen.leftOut).toBe(87 + 2); // the unchanged users, and the repeats of two of them
     expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, rowsB));
 
     // 181 days after the first sync its users are due for a refresh; the 33 sent on day 100 are not.
     await emptyOnPlatform(t, rowsB);
-    const third = await syncFile(t, await csvRun(dir, 'b.csv', rowsB), { clock: at(base, 181) });
+    const thirdRun = await csvRun(dir, 'b.csv', rowsB);
+    const third = await syncFile(t, thirdRun, { clock: at(base, 181) });
     expect(third).toMatchObject({ status: 'completed', refreshes: 87, adds: 0, removes: 0, unchanged: 33 });
     expect(third.update.users_confirmed).toBe(87);
+    expect(thirdRun.seen.leftOut).toBe(33);
     expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, kept));
 
-    const full = await syncFile(t, await csvRun(dir, 'b.csv', rowsB), { clock: at(base, 182), full: true });
+    const fullRun = await csvRun(dir, 'b.csv', rowsB);
+    const full = await syncFile(t, fullRun, { clock: at(base, 182), full: true });
     expect(full).toMatchObject({ status: 'completed', adds: 0, removes: 0, duplicates: 2 });
     expect(full.update.users_confirmed).toBe(120);
+    expect(fullRun.seen.leftOut).toBe(0);
     expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, rowsB));
   });
 
@@ -386,7 +410,7 @@ describe('audience-kit sync', () => {
     expect(capped.code).toBe(2);
     expect(capped.stderr).toMatch(/error: the sync would remove 10 of \d+ users[\s\S]*fix: .*--max-removals 10/);
 
-    // Behind the reject guard (a Proxy around the run) the workers still leave the known users out.
+    // Behind the reject guard (a Proxy around the run; that it still gets the table: hash.test.ts).
     const second = await runCli(['sync', file, '--sandbox', ...state, '--max-reject-rate', '50'], { cwd });
     outputs.push(second.stdout, second.stderr);
     expect(second.code, second.stderr).toBe(0);

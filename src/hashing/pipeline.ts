@@ -352,6 +352,8 @@ export async function hashCsv(source: CsvSource, opts: HashCsvOptions = {}): Pro
   };
 
   async function* run(): AsyncGenerator<HashedChunk> {
+    // Before a pool is made: one made for a run read already would keep the process alive.
+    if (started) throw new Error('a hashCsv run can be iterated only once');
     started = true;
     // The table binds to this iteration only; the run lets go of it (it can be 60 MB).
     const own = known.take();
@@ -435,7 +437,8 @@ const youngGenerationFor = (table: KeyTable): number | undefined => (table.count
  * Give a packed run that has not started a sync's snapshot (see HashChunkContext.knownUsers; a
  * large one also shrinks the workers' young generation). The next iteration takes the table and
  * the run forgets it; `undefined` takes back a table no iteration took (a sync that stopped before
- * reading). False when `users` is no such run: the sync then cuts out the text it needs itself.
+ * reading). False when `users` is no hashCsv run, or a table cannot be given (not packed, started,
+ * closed): the sync then cuts out the text it needs itself.
  */
 export function leaveOutKnownUsers(users: unknown, table: KeyTable | undefined): boolean {
   if (typeof users !== 'object' || users === null) return false;

@@ -124,13 +124,12 @@ async function addPacked(o: ReadInputOptions, packed: PackedUsers): Promise<void
     o.packer.addPacked(packed);
     return;
   }
-  // Only a sync's packer reads positions; a run that left users out must not reach an upload.
+  // Only a sync's packer reads positions: a run that left users' text out must not reach an upload.
   if (packed.positions !== undefined) throw new Error('internal error: users left out of a run sent to an upload');
   const fingerprint: [number, number] = [0, 0];
   for (let start = 0, k = 0; start < jsonLines.length; k++) {
     let end = jsonLines.indexOf('\n', start);
     if (end < 0) end = jsonLines.length;
-    if (end === start) throw new Error('internal error: a user to send arrived without its text');
     fingerprint[0] = fingerprints[2 * k] as number;
     fingerprint[1] = fingerprints[2 * k + 1] as number;
     const closed = o.packer.add(o.handle, jsonLines.slice(start, end), lines[k] ?? 0, fingerprint);

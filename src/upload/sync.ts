@@ -225,12 +225,12 @@ async function planSync(
   const ownSummary = source.summary === undefined ? createHashSummary() : undefined;
   const staleBefore = Math.floor(startedMs / 1000) - Math.round(s.refreshAfterDays * 86_400);
   const known = snapshot.keys(staleBefore);
-  // A file's hashing workers leave out the text of the users this sync will not send.
-  if (!s.full) leaveOutKnownUsers(source, known);
   const planner = new SyncPlanner(known, { full: s.full });
   const collector = new PlanCollector(planner, spool);
   let read: ReadResult;
   try {
+    // A file's hashing workers leave out the text of the users this sync will not send.
+    if (!s.full) leaveOutKnownUsers(source, known);
     read = await readInput({
       users: source,
       packer: collector,
@@ -243,7 +243,7 @@ async function planSync(
       stopped: () => false,
     });
   } finally {
-    // Stopped before the run was read (an abort, a refused type): the run must not keep the table.
+    // Stopped before the run's first read (aborted): the run must not keep the table for its next use.
     leaveOutKnownUsers(source, undefined);
   }
   return {
