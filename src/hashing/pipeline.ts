@@ -356,11 +356,11 @@ export async function hashCsv(source: CsvSource, opts: HashCsvOptions = {}): Pro
     if (started) throw new Error('a hashCsv run can be iterated only once');
     started = true;
     // The table binds to this iteration only; the run lets go of it (it can be 60 MB).
-    const own = known.take();
-    const iterationCtx = own === undefined ? ctx : { ...ctx, knownUsers: own.table };
+    const table = known.take();
+    const iterationCtx = table === undefined ? ctx : { ...ctx, knownUsers: table };
     if (workers > 0) {
       const chunkBytes = checked.chunkBytes ?? DEFAULT_CHUNK_BYTES;
-      pool = new HashWorkerPool(workers, iterationCtx, chunkBytes, own?.youngGenerationMb);
+      pool = new HashWorkerPool(workers, iterationCtx, chunkBytes, youngGenerationFor(table));
     }
     const inline = (bytes: Uint8Array): Promise<HashChunkResult> =>
       Promise.resolve().then(() => hashChunk(bytes, iterationCtx));
@@ -400,23 +400,18 @@ export async function hashCsv(source: CsvSource, opts: HashCsvOptions = {}): Pro
   return hashRun;
 }
 
-interface KnownUsers {
-  table: KeyTable;
-  youngGenerationMb: number | undefined;
-}
-
 /** The table a sync gives a run before it starts, until the run's next iteration takes it. */
 class KnownUsersSlot {
-  private known: KnownUsers | undefined;
+  private known: KeyTable | undefined;
   constructor(private readonly accepts: () => boolean) {}
 
   set(table: KeyTable | undefined): boolean {
     if (table !== undefined && !this.accepts()) return false;
-    this.known = table === undefined ? undefined : { table, youngGenerationMb: youngGenerationFor(table) };
+    this.known = table;
     return true;
   }
 
-  take(): KnownUsers | undefined {
+  take(): KeyTable | undefined {
     const known = this.known;
     this.known = undefined;
     return known;
@@ -431,7 +426,8 @@ const KNOWN_USERS = Symbol('audience-kit.knownUsers');
  * well under 300 MB; it costs about 6% more CPU in scavenges, so smaller syncs keep the default
  * (docs/performance.md).
  */
-const youngGenerationFor = (table: KeyTable): number | undefined => (table.count >= 4_000_000 ? 6 : undefined);
+const youngGenerationFor = (table: KeyTable | undefined): number | undefined =>
+  table !== undefined && table.count >= 4_000_000 ? 6 : undefined;
 
 /**
  * Give a packed run that has not started a sync's snapshot (see HashChunkContext.knownUsers; a

@@ -20,13 +20,14 @@ import {
   type AudienceUser,
   type ExitCode,
   type HashCsvRun,
+  type NormalizeOptions,
   type SyncReport,
 } from '../../internal.js';
 import { withConnectionOptions } from '../connection.js';
 import type { CliContext } from '../context.js';
 import { renderHashSummary } from '../hash-summary.js';
 import { summaryHints } from '../hints.js';
-import { addHashOptions, printInputMapping, rejectGuardFromArgs } from '../hash-options.js';
+import { addHashOptions, printHints, printInputMapping, rejectGuardFromArgs } from '../hash-options.js';
 import { withFlagNames } from '../flag-names.js';
 import { exitCodesEpilogue, handle, renderFields, writeJson, writeLine, type GlobalArgs } from '../output.js';
 import {
@@ -170,8 +171,7 @@ async function sync(ctx: CliContext, args: SyncArgs): Promise<number> {
       },
     });
     if (report.error !== undefined) withFlagNames(report.error);
-    // Why many values of a type were rejected, and the likely fix: what `hash` and `upload` say too.
-    printOutcome(ctx, args, report, run, c, summaryHints(run.summary, run.mapping, hashOptions));
+    printOutcome(ctx, args, report, run, c, hashOptions);
     return syncExitCode(report);
   } finally {
     interrupt.release();
@@ -193,7 +193,7 @@ function printOutcome(
   report: SyncReport,
   run: HashCsvRun,
   c: Connected,
-  hints: string[],
+  hashOptions: NormalizeOptions,
 ): void {
   const size =
     c.sandbox === undefined
@@ -207,7 +207,7 @@ function printOutcome(
       exit_code: syncExitCode(report),
       input: args.file === '-' || args.file === '' ? '-' : basename(args.file),
       ...(size === undefined ? {} : { sandbox: { audience_size: size } }),
-      hints,
+      hints: summaryHints(run.summary, run.mapping, hashOptions),
     });
     return;
   }
@@ -237,7 +237,8 @@ function printOutcome(
   writeLine(ctx.stdout, renderFields(fields));
   writeLine(ctx.stdout);
   writeLine(ctx.stdout, renderHashSummary(run.summary));
-  for (const hint of hints) writeLine(ctx.stderr, `hint: ${hint}`);
+  // Why many values of a type were rejected, and the likely fix: what `hash` and `upload` say too.
+  printHints(ctx, run.summary, run.mapping, hashOptions);
   if (report.error !== undefined) {
     writeLine(ctx.stderr, `error: ${report.error.message}`);
     if (report.error.fix !== undefined) writeLine(ctx.stderr, `  fix: ${report.error.fix}`);

@@ -48,6 +48,7 @@ import {
   guardRun,
   hashInputSource,
   hashOptionsFromArgs,
+  printHints,
   printInputMapping,
   rejectGuardFromArgs,
   type HashOptionArgs,
@@ -468,10 +469,10 @@ function printOutcome(
   if (journalDir !== undefined && report.status !== 'completed')
     extra.push(['state', `${journalDir} (run again with --resume to continue)`]);
   // Why many values of a type were rejected, and the likely fix: what `hash` says too.
-  const hints = summaryHints(run.summary, run.mapping, hashOptionsFromArgs(args));
+  const hashOptions = hashOptionsFromArgs(args);
   if (args.json !== true) {
     printReport(ctx, report, run, extra);
-    for (const hint of hints) writeLine(ctx.stderr, `hint: ${hint}`);
+    printHints(ctx, run.summary, run.mapping, hashOptions);
     return;
   }
   writeJson(ctx, {
@@ -479,7 +480,7 @@ function printOutcome(
     exit_code: exitCodeOf(report),
     input: args.file === '-' || args.file === '' ? '-' : basename(args.file),
     ...(sandboxInfo === undefined ? {} : { sandbox: sandboxInfo }),
-    hints,
+    hints: summaryHints(run.summary, run.mapping, hashOptions),
   });
 }
 
