@@ -25,12 +25,15 @@ import {
 } from '../src/api/index.js';
 import { AuthError, HttpError } from '../src/errors.js';
 import { FIXTURES, runCli } from './helpers/cli.js';
+import { undocumentedParts } from './helpers/documented-requests.js';
 
 /**
  * Real response bodies of the platform (its SDKs' test fixtures, its docs' examples, bodies quoted in
  * its SDKs' issue threads; full citations in fixtures/replay/README.md), served by a local server and
- * read through the client and the CLI. The server answers by method and path only: what is replayed
- * is the platform's body, not ours.
+ * read through the client and the CLI. The server answers by method and path: what is replayed is
+ * the platform's body, not ours. Every request the client sends is first held to its endpoint's
+ * documented shape (test/helpers/documented-requests.ts: query parameters, JSON batch bodies);
+ * one that departs from it gets a 400 and fails its test.
  */
 const body = (file: string): string => readFileSync(`${FIXTURES}replay/${file}`, 'utf8');
 
@@ -111,6 +114,8 @@ let client: AdsClient;
 /** `METHOD /path?query` of every request, and the JSON bodies sent. */
 const seen: string[] = [];
 const sentBodies: unknown[] = [];
+/** Requests that departed from their endpoint's documented shape, with how. */
+const undocumented: string[] = [];
 
 beforeAll(async () => {
   server = createServer((req, res) => {
@@ -120,9 +125,13 @@ beforeAll(async () => {
       const url = new URL(req.url ?? '/', 'http://x');
       const method = req.method ?? 'GET';
       seen.push(`${method} ${url.pathname}${url.search}`);
-      if (chunks.length > 0) sentBodies.push(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+      const sent = Buffer.concat(chunks);
+      const problems = undocumentedParts({ method, url, contentType: req.headers['content-type'], body: sent });
+      if (problems.length > 0) undocumented.push(`${method} ${url.pathname}: ${problems.join('; ')}`);
+      if (chunks.length > 0 && problems.length === 0) sentBodies.push(JSON.parse(sent.toString('utf8')));
       const route = ROUTES.find(([m, p]) => m === method && p.test(url.pathname));
       const reply =
+        (problems.length > 0 ? undocumentedReply(problems) : undefined) ??
         override?.(method, url.pathname) ??
         (route === undefined
           ? { status: 404, body: '{"errors":[{"code":"ROUTE_NOT_FOUND","message":"no route"}]}' }
@@ -136,10 +145,18 @@ beforeAll(async () => {
 });
 
 afterEach(() => {
+  const departed = undocumented.splice(0);
   override = undefined;
   seen.length = 0;
   sentBodies.length = 0;
+  expect(departed, 'requests that depart from the documented shapes').toEqual([]);
 });
+
+/** The platform's answer to a request it does not take: 400 INVALID_PARAMETER naming the first problem. */
+function undocumentedReply(problems: string[]): Reply {
+  const message = `undocumented request: ${problems[0] ?? ''}`;
+  return { status: 400, body: JSON.stringify({ errors: [{ code: 'INVALID_PARAMETER', message }] }) };
+}
 
 afterAll(async () => {
   await client.close();
@@ -341,6 +358,85 @@ describe('replay: the client reads the platform’s own bodies', () => {
     expect(html).toMatchObject({ status: 404, code: 'api_not_found', errors: [] });
     expect(html.message).toMatch(/HTTP 404: non-JSON body: .*Not Found/);
     expect(html.message).not.toContain('<');
+  });
+});
+
+describe('the replay server holds each request to its documented shape', () => {
+  const digest = 'a'.repeat(64);
+  const send = async (method: string, path: string, body?: unknown, type = 'application/json') => {
+    const init =
+      body === undefined ? { method } : { method, headers: { 'content-type': type }, body: JSON.stringify(body) };
+    const res = await fetch(`${baseUrl}${path}`, init);
+    await res.arrayBuffer();
+    return { status: res.status, undocumented: undocumented.splice(0) };
+  };
+  const CUSTOM = '/12/accounts/a1/custom_audiences/c1/users';
+  const DNR = '/12/batch/accounts/a1/do_not_reach_lists/d1/users';
+  const op = (params: Record<string, unknown>, operation_type = 'Update') => [{ operation_type, params }];
+
+  it('answers a documented request from its fixture', async () => {
+    const all = { email: [digest], phone_number: [digest], handle: [digest], device_id: [digest] };
+    const users = [{ ...all, service_id: [digest], partner_user_id: ['p-1'] }];
+    expect(await send('POST', CUSTOM, op({ users, effective_at: '2026-01-01T00:00:00Z' }))).toEqual({
+      status: 200,
+      undocumented: [],
+    });
+    expect(
+      await send('POST', DNR, op({ users: [{ email: [digest] }], expires_at: '2026-06-01T00:00:00Z' }, 'Delete')),
+    ).toEqual({ status: 200, undocumented: [] });
+  });
+
+  it('refuses, with the reason, each body or query the documentation does not allow', async () => {
+    const cases: Array<[string, string, string, unknown, RegExp, string?]> = [
+      [
+        'unhashed email',
+        'POST',
+        CUSTOM,
+        op({ users: [{ email: ['a@example.com'] }] }),
+        /users\.0\.email\.0: a SHA-256/,
+      ],
+      ['unknown user key', 'POST', CUSTOM, op({ users: [{ twitter_id: [digest] }] }), /Unrecognized key/],
+      ['handle on a do-not-reach list', 'POST', DNR, op({ users: [{ handle: [digest] }] }), /Unrecognized key/],
+      [
+        'effective_at on a do-not-reach list',
+        'POST',
+        DNR,
+        op({ users: [{ email: [digest] }], effective_at: '2026-01-01T00:00:00Z' }),
+        /Unrecognized key/,
+      ],
+      ['operation Add', 'POST', CUSTOM, op({ users: [{ email: [digest] }] }, 'Add'), /operation_type/],
+      ['a user without identifiers', 'POST', CUSTOM, op({ users: [{}] }), /at least one identifier/],
+      [
+        'expires_at not ISO',
+        'POST',
+        DNR,
+        op({ users: [{ email: [digest] }], expires_at: 'tomorrow' }),
+        /expires_at: a UTC ISO 8601/,
+      ],
+      ['2501 operations', 'POST', CUSTOM, new Array(2501).fill(op({ users: [{ email: [digest] }] })[0]), /Too big/i],
+      ['not JSON', 'POST', CUSTOM, undefined, /not application\/json/, 'text/plain'],
+      [
+        'an undocumented query parameter',
+        'GET',
+        '/12/accounts/a1/custom_audiences?permission_scope=OWNED',
+        undefined,
+        /permission_scope=OWNED/,
+      ],
+      [
+        'a missing required parameter',
+        'POST',
+        '/12/accounts/a1/custom_audiences/c1/permissions?granted_account_id=b',
+        undefined,
+        /permission_level is missing/,
+      ],
+      ['a body on a query endpoint', 'POST', '/12/accounts/a1/custom_audiences?name=x', { name: 'x' }, /a body/],
+    ];
+    for (const [what, method, path, body, reason, type] of cases) {
+      const sent = type === undefined ? body : 'x';
+      const r = await send(method, path, sent, type);
+      expect(r.status, what).toBe(400);
+      expect(r.undocumented.join('\n'), what).toMatch(reason);
+    }
   });
 });
 
