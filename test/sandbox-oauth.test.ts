@@ -74,55 +74,50 @@ describe('RFC 5849 3.4.1.1 example request', () => {
 
 // RFC 5849 1.2: the three signed requests of the photo-printing example.
 describe('RFC 5849 1.2 example', () => {
-  const oauth = (entries: Record<string, string>): Map<string, string> =>
-    new Map(
-      Object.entries({ oauth_consumer_key: 'dpf43f3p2l4k3l03', oauth_signature_method: 'HMAC-SHA1', ...entries }),
-    );
-
-  it('temporary credentials request: oauth_callback, no token', () => {
-    const request: SignedRequest = {
-      method: 'POST',
-      url: 'https://photos.example.net/initiate',
-      oauth: oauth({
-        oauth_timestamp: '137131200',
-        oauth_nonce: 'wIjqoS',
-        oauth_callback: 'http://printer.example.com/ready',
-        oauth_signature: '74KNZJeDHnMBp0EMJ9ZHt/XKycU=',
-      }),
-      body: [],
-    };
-    expect(hasValidSignature(request, 'kd94hf93k423kf44', '')).toBe(true);
-  });
-
-  it('token request: oauth_verifier, temporary token secret', () => {
-    const request: SignedRequest = {
-      method: 'POST',
-      url: 'https://photos.example.net/token',
-      oauth: oauth({
-        oauth_token: 'hh5s93j4hdidpola',
-        oauth_timestamp: '137131201',
-        oauth_nonce: 'walatlh',
-        oauth_verifier: 'hfdp7dh39dks9884',
-        oauth_signature: 'gKgrFCywp7rO0OXSjdot/IHF7IU=',
-      }),
-      body: [],
-    };
-    expect(hasValidSignature(request, 'kd94hf93k423kf44', 'hdhd0244k9j7ao03')).toBe(true);
-  });
-
-  it('resource request: query parameters signed', () => {
-    const request: SignedRequest = {
-      method: 'GET',
-      url: 'http://photos.example.net/photos?file=vacation.jpg&size=original',
-      oauth: oauth({
-        oauth_token: 'nnch734d00sl2jdk',
-        oauth_timestamp: '137131202',
-        oauth_nonce: 'chapoH',
-        oauth_signature: 'MdpQcU8iPSUjWoN/UDMsK2sui9I=',
-      }),
-      body: [],
-    };
-    expect(hasValidSignature(request, 'kd94hf93k423kf44', 'pfkkdhi9sl3r4s00')).toBe(true);
+  const cases: Array<[what: string, method: string, url: string, oauth: Record<string, string>, tokenSecret: string]> =
+    [
+      [
+        'temporary credentials request: oauth_callback, no token',
+        'POST',
+        'https://photos.example.net/initiate',
+        {
+          oauth_timestamp: '137131200',
+          oauth_nonce: 'wIjqoS',
+          oauth_callback: 'http://printer.example.com/ready',
+          oauth_signature: '74KNZJeDHnMBp0EMJ9ZHt/XKycU=',
+        },
+        '',
+      ],
+      [
+        'token request: oauth_verifier, temporary token secret',
+        'POST',
+        'https://photos.example.net/token',
+        {
+          oauth_token: 'hh5s93j4hdidpola',
+          oauth_timestamp: '137131201',
+          oauth_nonce: 'walatlh',
+          oauth_verifier: 'hfdp7dh39dks9884',
+          oauth_signature: 'gKgrFCywp7rO0OXSjdot/IHF7IU=',
+        },
+        'hdhd0244k9j7ao03',
+      ],
+      [
+        'resource request: query parameters signed',
+        'GET',
+        'http://photos.example.net/photos?file=vacation.jpg&size=original',
+        {
+          oauth_token: 'nnch734d00sl2jdk',
+          oauth_timestamp: '137131202',
+          oauth_nonce: 'chapoH',
+          oauth_signature: 'MdpQcU8iPSUjWoN/UDMsK2sui9I=',
+        },
+        'pfkkdhi9sl3r4s00',
+      ],
+    ];
+  it.each(cases)('%s', (_what, method, url, fields, tokenSecret) => {
+    const common = { oauth_consumer_key: 'dpf43f3p2l4k3l03', oauth_signature_method: 'HMAC-SHA1' };
+    const oauth = new Map(Object.entries({ ...common, ...fields }));
+    expect(hasValidSignature({ method, url, oauth, body: [] }, 'kd94hf93k423kf44', tokenSecret)).toBe(true);
   });
 });
 
