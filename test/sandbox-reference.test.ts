@@ -8,13 +8,16 @@ import {
   ALLOWED_PARAMS,
   ALLOWED_USER_KEYS,
   latestDoNotReachExpiry,
+  LIST_COUNT,
   MAX_BODY_BYTES,
+  MAX_LISTED_IDS,
   MAX_OPERATIONS,
   MEMBERSHIP_MONTHS,
   OAUTH_SIGNATURE_METHOD,
   OAUTH_VERSION,
   OPERATION_FIELDS,
   OPERATION_TYPES,
+  PERMISSION_LEVELS,
   TOTAL_COUNT_RATE_LIMIT,
   UNHASHED_USER_KEY,
   USER_BATCH_RATE_LIMIT,
@@ -47,6 +50,9 @@ const AUDIENCES = {
     '| Custom audience users batch | 2500 operation objects per request; body at most 5,000,000 bytes; 1500 requests per 1 minute window |',
   totalCountRow: '| with_total_count requests | lower rate limit, currently 200 per 15 minutes |',
   lifetimeRow: '| Default audience membership lifetime | 13 months |',
+  listLimitRow: '| Permissions GET count | 1 to 1000, default 200; id lists up to 200 |',
+  // ads-audiences-api.md, "Resources and their fields" > "Audience permission (tailored and custom)"
+  permissionLevelRow: '| permission_level | enum | READ_ONLY, READ_WRITE |',
 };
 // platform-core-api.md, "Authentication"
 const CORE_OAUTH =
@@ -80,6 +86,14 @@ describe('the sandbox states the reference rules', () => {
     expect(USER_BATCH_RATE_LIMIT.windowMs).toBe(60_000);
     expect(TOTAL_COUNT_RATE_LIMIT.limit).toBe(numberIn(AUDIENCES.totalCountRow, /currently (\d+) per/));
     expect(TOTAL_COUNT_RATE_LIMIT.windowMs).toBe(numberIn(AUDIENCES.totalCountRow, /per (\d+) minutes/) * 60_000);
+  });
+
+  it('listings: count 1 to 1000 (default 200), id lists up to 200; permission levels READ_ONLY, READ_WRITE', () => {
+    const [min, max, dflt, ids] =
+      /(\d+) to (\d+), default (\d+); id lists up to (\d+)/.exec(AUDIENCES.listLimitRow)?.slice(1).map(Number) ?? [];
+    expect(LIST_COUNT).toEqual({ min, max, default: dflt });
+    expect(MAX_LISTED_IDS).toBe(ids);
+    expect(PERMISSION_LEVELS).toEqual(/enum \| (\w+), (\w+) \|/.exec(AUDIENCES.permissionLevelRow)?.slice(1));
   });
 
   it('membership: 13 months, in every place the reference says it', () => {

@@ -59,6 +59,17 @@ export const USER_BATCH_RATE_LIMIT: Readonly<SandboxRateLimit> = { limit: 1500, 
 export const TOTAL_COUNT_RATE_LIMIT: Readonly<SandboxRateLimit> = { limit: 200, windowMs: 15 * 60_000 };
 
 /**
+ * Listing pages. Reference, "Limits": "Permissions GET count | 1 to 1000, default 200; id lists up
+ * to 200". The audience listing takes the same (the platform's Audiences reference, its `count`
+ * and `custom_audience_ids`; the reference here says "not shown").
+ */
+export const LIST_COUNT = { min: 1, max: 1000, default: 200 } as const;
+export const MAX_LISTED_IDS = 200;
+
+/** Reference, "Audience permission (tailored and custom)": `permission_level` is "READ_ONLY, READ_WRITE". */
+export const PERMISSION_LEVELS = ['READ_ONLY', 'READ_WRITE'] as const;
+
+/**
  * Reference, "Limits": "Default audience membership lifetime | 13 months"; `expires_at` defaults
  * to "13 months after the request". The sandbox takes it as the longest a do-not-reach entry may
  * be asked to last (the reference names no other bound for that list).

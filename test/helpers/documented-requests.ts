@@ -5,6 +5,7 @@ import {
   MAX_BODY_BYTES,
   MAX_OPERATIONS,
   OPERATION_TYPES,
+  PERMISSION_LEVELS,
   UNHASHED_USER_KEY,
   type BatchKind,
 } from '../../src/sandbox/platform.js';
@@ -32,7 +33,7 @@ const path = (pattern: string): RegExp => new RegExp(`^${pattern.replaceAll(':id
 const LIST = ['count', 'cursor', 'sort_by', 'with_total_count'];
 const ENUMS: Record<string, readonly string[]> = {
   permission_scope: ['OWNER', 'SHARED'],
-  permission_level: ['READ_ONLY', 'READ_WRITE'],
+  permission_level: PERMISSION_LEVELS,
   with_deleted: ['true', 'false'],
   with_total_count: ['true', 'false'],
   with_active: ['true', 'false'],
