@@ -237,16 +237,52 @@ describe('replay: the client reads the platform’s own bodies', () => {
   });
 
   it('users batch (docs example: two operations, four users, success_count == total_count == 4)', async () => {
+    // The docs' example request, byte for byte in meaning, with its `twitter_id` under the name
+    // the reference gives the platform's user id, `service_id`.
+    const [a, b, c, d, e, f, g, h, i, j, k] = [
+      '4798b8bbdcf6f2a52e527f46a3d7a7c9aefb541afda03af79c74809ecc6376f3',
+      '7352f353c460e74c7ae226952d04f8aa307b12329c5512ec8cb6f1a0f8f9b2cb',
+      '49e0be2aeccfb51a8dee4c945c8a70a9ac500cf6f5cb08112575f74db9b1470d',
+      '5bf13d5ad4200407c5bc8b9bb578e425d05ef936fd488e3799a9d0806669223c',
+      '34d56c7159a7eea941f359653029410f813f65a1d2d13ecc5ccbdd5a8cb755cf',
+      '00e7b76c9739dec57f4c4a20ec021a20ffcf26bd00f519b17ea00f0ed6048f85',
+      '8d969eef6ecad3c29a3a629280e686cf0c3f5d5a86aff3ca12020c923adc6c92',
+      '461222f5dd690a20651c3d19848015cb0369db3f8e937571ffb775de70750847',
+      'c623c7e163984493b46c547088542e95d0aaa529bc52bbecce3ff91eb6b7843b',
+      '858cdc7f313f84a3f3c48e9a6323307c1ef1bb7439b8e3623e140454b0fd8fa5',
+      'bb074e154657b91d99bd1bb3757409149670e8ae7a0fe9136fae29a26a7881c8',
+    ] as const;
+    const times = { effective_at: '2018-05-15T00:00:00Z', expires_at: '2019-01-01T07:00:00Z' };
+    const operations = [
+      {
+        operation_type: 'Update' as const,
+        params: {
+          ...times,
+          users: [
+            { email: [a], handle: [b, c] },
+            { email: [d], service_id: [e, f] },
+          ],
+        },
+      },
+      {
+        operation_type: 'Delete' as const,
+        params: {
+          ...times,
+          users: [
+            { device_id: [g], email: [a], handle: [h], service_id: [i] },
+            { email: [d], service_id: [j, k] },
+          ],
+        },
+      },
+    ];
     const result = await postCustomAudienceUsers(client, {
       accountId: '18ce54d4x5t',
       customAudienceId: '1nmth',
-      operations: [
-        { operation_type: 'Update', params: { users: users(2) } },
-        { operation_type: 'Delete', params: { users: users(2) } },
-      ],
+      operations,
     });
     expect(result).toEqual({ success_count: 4, total_count: 4 });
     expect(seen).toEqual(['POST /12/accounts/18ce54d4x5t/custom_audiences/1nmth/users']);
+    expect(sentBodies).toEqual([operations]);
   });
 
   it('permissions, custom (v12) and tailored (v5): list (python SDK fixtures), grant and revoke (docs examples)', async () => {
