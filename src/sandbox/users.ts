@@ -13,6 +13,7 @@ import {
   ALLOWED_USER_KEYS,
   latestDoNotReachExpiry,
   MAX_OPERATIONS,
+  MEMBERSHIP_MONTHS,
   OPERATION_FIELDS,
   UNHASHED_USER_KEY,
   USER_KEYS,
@@ -32,11 +33,10 @@ const TYPE_CODES: ReadonlyArray<readonly [UserKey, number]> = USER_KEYS.map((t, 
 
 export type { BatchKind } from './platform.js';
 
-/** Identifier types each kind of batch accepts (do-not-reach lists: email and phone_number). */
-const ACCEPTED_TYPES = ALLOWED_USER_KEYS;
+/** Per batch kind, a bit per USER_KEYS index the kind accepts. */
 const ACCEPTED_MASK: Record<BatchKind, number> = {
-  custom: typeMask(ACCEPTED_TYPES.custom),
-  dnr: typeMask(ACCEPTED_TYPES.dnr),
+  custom: typeMask(ALLOWED_USER_KEYS.custom),
+  dnr: typeMask(ALLOWED_USER_KEYS.dnr),
 };
 
 function typeMask(types: readonly UserKey[]): number {
@@ -140,9 +140,9 @@ function userProblem(user: unknown, kind: BatchKind): string | undefined {
   let count = 0;
   for (const type in user) {
     if (!KNOWN_TYPES.has(type))
-      return `unknown identifier type "${type.slice(0, 40)}"; allowed: ${ACCEPTED_TYPES[kind].join(', ')}`;
-    if (!(ACCEPTED_TYPES[kind] as readonly string[]).includes(type)) {
-      return `identifier type ${type} is not accepted on do-not-reach lists; allowed: ${ACCEPTED_TYPES[kind].join(', ')}`;
+      return `unknown identifier type "${type.slice(0, 40)}"; allowed: ${ALLOWED_USER_KEYS[kind].join(', ')}`;
+    if (!(ALLOWED_USER_KEYS[kind] as readonly string[]).includes(type)) {
+      return `identifier type ${type} is not accepted on do-not-reach lists; allowed: ${ALLOWED_USER_KEYS[kind].join(', ')}`;
     }
     const values = user[type];
     if (!Array.isArray(values) || values.length === 0) return `${type} must be a non-empty array of strings`;
@@ -194,7 +194,7 @@ function checkParams(
     if (t === undefined) return fail('expires_at', 'expires_at must be a UTC ISO 8601 time');
     if (t <= effective) return fail('expires_at', 'expires_at must be later than effective_at (default now)');
     if (kind === 'dnr' && t > latestDoNotReachExpiry(now)) {
-      return fail('expires_at', 'expires_at must be at most 13 months from now');
+      return fail('expires_at', `expires_at must be at most ${MEMBERSHIP_MONTHS} months from now`);
     }
     echo['expires_at'] = params['expires_at'] as string;
   }
