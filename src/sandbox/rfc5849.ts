@@ -9,15 +9,16 @@ import { OAUTH_SIGNATURE_METHOD, OAUTH_VERSION } from './platform.js';
 
 /** §3.6: the unreserved characters (RFC 3986 2.3), the only bytes left as they are. */
 const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
-const HEX_DIGITS = '0123456789ABCDEF';
+/** What each byte value becomes: itself when unreserved, else `%XX` in uppercase hex. */
+const BYTE_TEXT = Array.from({ length: 256 }, (_, byte) => {
+  const char = String.fromCharCode(byte);
+  return UNRESERVED.test(char) ? char : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+});
 
-/** §3.6: each UTF-8 byte outside the unreserved set as `%XX`, uppercase hex. */
+/** §3.6: the text's UTF-8 bytes, each outside the unreserved set as `%XX`. */
 export function encodeRfc5849(text: string): string {
   let out = '';
-  for (const byte of Buffer.from(text, 'utf8')) {
-    const char = String.fromCharCode(byte);
-    out += UNRESERVED.test(char) ? char : `%${HEX_DIGITS[byte >> 4]}${HEX_DIGITS[byte & 15]}`;
-  }
+  for (const byte of Buffer.from(text, 'utf8')) out += BYTE_TEXT[byte] ?? '';
   return out;
 }
 
