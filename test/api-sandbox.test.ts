@@ -536,12 +536,19 @@ describe('with_total_count against the sandbox', () => {
         maxAttempts: 1,
       });
       const acc = s.accounts.primary;
+      for (const name of ['prospects', 'Past buyers', 'newsletter']) s.state.createCustomAudience(acc, name);
+      // Another account's audience is never counted.
+      s.state.createCustomAudience(s.accounts.secondary, 'partners');
       for (let i = 0; i < 7; i++) {
         const page =
           i % 2 === 0
             ? await listCustomAudiences(c, { accountId: acc, withTotalCount: true })
             : await listCustomAudiences(c, { accountId: acc, withTotalCount: true, q: 'p' });
-        expect(page.total_count).toBeGreaterThanOrEqual(0);
+        // q is a case-insensitive name prefix: 'p' matches prospects and Past buyers.
+        expect(page.total_count, `request ${i + 1}`).toBe(i % 2 === 0 ? 3 : 2);
+        expect(page.data.map((a) => a.name).sort()).toEqual(
+          i % 2 === 0 ? ['Past buyers', 'newsletter', 'prospects'] : ['Past buyers', 'prospects'],
+        );
       }
       expect(s.state.requests.filter((r) => r.status === 429)).toHaveLength(0);
       expect(c.stats().rateLimited).toBe(0);

@@ -25,12 +25,15 @@ import {
 } from '../src/api/index.js';
 import { AuthError, HttpError } from '../src/errors.js';
 import { FIXTURES, runCli } from './helpers/cli.js';
+import { undocumentedParts } from './helpers/documented-requests.js';
 
 /**
  * Real response bodies of the platform (its SDKs' test fixtures, its docs' examples, bodies quoted in
  * its SDKs' issue threads; full citations in fixtures/replay/README.md), served by a local server and
- * read through the client and the CLI. The server answers by method and path only: what is replayed
- * is the platform's body, not ours.
+ * read through the client and the CLI. The server answers by method and path: what is replayed is
+ * the platform's body, not ours. Every request the client sends is first held to its endpoint's
+ * documented shape (test/helpers/documented-requests.ts: query parameters, JSON batch bodies);
+ * one that departs from it gets a 400 and fails its test.
  */
 const body = (file: string): string => readFileSync(`${FIXTURES}replay/${file}`, 'utf8');
 
@@ -111,6 +114,8 @@ let client: AdsClient;
 /** `METHOD /path?query` of every request, and the JSON bodies sent. */
 const seen: string[] = [];
 const sentBodies: unknown[] = [];
+/** Requests that departed from their endpoint's documented shape, with how. */
+const undocumented: string[] = [];
 
 beforeAll(async () => {
   server = createServer((req, res) => {
@@ -120,9 +125,13 @@ beforeAll(async () => {
       const url = new URL(req.url ?? '/', 'http://x');
       const method = req.method ?? 'GET';
       seen.push(`${method} ${url.pathname}${url.search}`);
-      if (chunks.length > 0) sentBodies.push(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+      const sent = Buffer.concat(chunks);
+      const problems = undocumentedParts({ method, url, contentType: req.headers['content-type'], body: sent });
+      if (problems.length > 0) undocumented.push(`${method} ${url.pathname}: ${problems.join('; ')}`);
+      if (chunks.length > 0 && problems.length === 0) sentBodies.push(JSON.parse(sent.toString('utf8')));
       const route = ROUTES.find(([m, p]) => m === method && p.test(url.pathname));
       const reply =
+        (problems.length > 0 ? undocumentedReply(problems) : undefined) ??
         override?.(method, url.pathname) ??
         (route === undefined
           ? { status: 404, body: '{"errors":[{"code":"ROUTE_NOT_FOUND","message":"no route"}]}' }
@@ -136,10 +145,18 @@ beforeAll(async () => {
 });
 
 afterEach(() => {
+  const departed = undocumented.splice(0);
   override = undefined;
   seen.length = 0;
   sentBodies.length = 0;
+  expect(departed, 'requests that depart from the documented shapes').toEqual([]);
 });
+
+/** The platform's answer to a request it does not take: 400 INVALID_PARAMETER naming the first problem. */
+function undocumentedReply(problems: string[]): Reply {
+  const message = `undocumented request: ${problems[0] ?? ''}`;
+  return { status: 400, body: JSON.stringify({ errors: [{ code: 'INVALID_PARAMETER', message }] }) };
+}
 
 afterAll(async () => {
   await client.close();
@@ -220,16 +237,52 @@ describe('replay: the client reads the platform’s own bodies', () => {
   });
 
   it('users batch (docs example: two operations, four users, success_count == total_count == 4)', async () => {
+    // The docs' example request, byte for byte in meaning, with its `twitter_id` under the name
+    // the reference gives the platform's user id, `service_id`.
+    const [a, b, c, d, e, f, g, h, i, j, k] = [
+      '4798b8bbdcf6f2a52e527f46a3d7a7c9aefb541afda03af79c74809ecc6376f3',
+      '7352f353c460e74c7ae226952d04f8aa307b12329c5512ec8cb6f1a0f8f9b2cb',
+      '49e0be2aeccfb51a8dee4c945c8a70a9ac500cf6f5cb08112575f74db9b1470d',
+      '5bf13d5ad4200407c5bc8b9bb578e425d05ef936fd488e3799a9d0806669223c',
+      '34d56c7159a7eea941f359653029410f813f65a1d2d13ecc5ccbdd5a8cb755cf',
+      '00e7b76c9739dec57f4c4a20ec021a20ffcf26bd00f519b17ea00f0ed6048f85',
+      '8d969eef6ecad3c29a3a629280e686cf0c3f5d5a86aff3ca12020c923adc6c92',
+      '461222f5dd690a20651c3d19848015cb0369db3f8e937571ffb775de70750847',
+      'c623c7e163984493b46c547088542e95d0aaa529bc52bbecce3ff91eb6b7843b',
+      '858cdc7f313f84a3f3c48e9a6323307c1ef1bb7439b8e3623e140454b0fd8fa5',
+      'bb074e154657b91d99bd1bb3757409149670e8ae7a0fe9136fae29a26a7881c8',
+    ] as const;
+    const times = { effective_at: '2018-05-15T00:00:00Z', expires_at: '2019-01-01T07:00:00Z' };
+    const operations = [
+      {
+        operation_type: 'Update' as const,
+        params: {
+          ...times,
+          users: [
+            { email: [a], handle: [b, c] },
+            { email: [d], service_id: [e, f] },
+          ],
+        },
+      },
+      {
+        operation_type: 'Delete' as const,
+        params: {
+          ...times,
+          users: [
+            { device_id: [g], email: [a], handle: [h], service_id: [i] },
+            { email: [d], service_id: [j, k] },
+          ],
+        },
+      },
+    ];
     const result = await postCustomAudienceUsers(client, {
       accountId: '18ce54d4x5t',
       customAudienceId: '1nmth',
-      operations: [
-        { operation_type: 'Update', params: { users: users(2) } },
-        { operation_type: 'Delete', params: { users: users(2) } },
-      ],
+      operations,
     });
     expect(result).toEqual({ success_count: 4, total_count: 4 });
     expect(seen).toEqual(['POST /12/accounts/18ce54d4x5t/custom_audiences/1nmth/users']);
+    expect(sentBodies).toEqual([operations]);
   });
 
   it('permissions, custom (v12) and tailored (v5): list (python SDK fixtures), grant and revoke (docs examples)', async () => {
@@ -341,6 +394,85 @@ describe('replay: the client reads the platform’s own bodies', () => {
     expect(html).toMatchObject({ status: 404, code: 'api_not_found', errors: [] });
     expect(html.message).toMatch(/HTTP 404: non-JSON body: .*Not Found/);
     expect(html.message).not.toContain('<');
+  });
+});
+
+describe('the replay server holds each request to its documented shape', () => {
+  const digest = 'a'.repeat(64);
+  const send = async (method: string, path: string, body?: unknown, type = 'application/json') => {
+    const init =
+      body === undefined ? { method } : { method, headers: { 'content-type': type }, body: JSON.stringify(body) };
+    const res = await fetch(`${baseUrl}${path}`, init);
+    await res.arrayBuffer();
+    return { status: res.status, undocumented: undocumented.splice(0) };
+  };
+  const CUSTOM = '/12/accounts/a1/custom_audiences/c1/users';
+  const DNR = '/12/batch/accounts/a1/do_not_reach_lists/d1/users';
+  const op = (params: Record<string, unknown>, operation_type = 'Update') => [{ operation_type, params }];
+
+  it('answers a documented request from its fixture', async () => {
+    const all = { email: [digest], phone_number: [digest], handle: [digest], device_id: [digest] };
+    const users = [{ ...all, service_id: [digest], partner_user_id: ['p-1'] }];
+    expect(await send('POST', CUSTOM, op({ users, effective_at: '2026-01-01T00:00:00Z' }))).toEqual({
+      status: 200,
+      undocumented: [],
+    });
+    expect(
+      await send('POST', DNR, op({ users: [{ email: [digest] }], expires_at: '2026-06-01T00:00:00Z' }, 'Delete')),
+    ).toEqual({ status: 200, undocumented: [] });
+  });
+
+  it('refuses, with the reason, each body or query the documentation does not allow', async () => {
+    const cases: Array<[string, string, string, unknown, RegExp, string?]> = [
+      [
+        'unhashed email',
+        'POST',
+        CUSTOM,
+        op({ users: [{ email: ['a@example.com'] }] }),
+        /users\.0\.email\.0: a SHA-256/,
+      ],
+      ['unknown user key', 'POST', CUSTOM, op({ users: [{ twitter_id: [digest] }] }), /Unrecognized key/],
+      ['handle on a do-not-reach list', 'POST', DNR, op({ users: [{ handle: [digest] }] }), /Unrecognized key/],
+      [
+        'effective_at on a do-not-reach list',
+        'POST',
+        DNR,
+        op({ users: [{ email: [digest] }], effective_at: '2026-01-01T00:00:00Z' }),
+        /Unrecognized key/,
+      ],
+      ['operation Add', 'POST', CUSTOM, op({ users: [{ email: [digest] }] }, 'Add'), /operation_type/],
+      ['a user without identifiers', 'POST', CUSTOM, op({ users: [{}] }), /at least one identifier/],
+      [
+        'expires_at not ISO',
+        'POST',
+        DNR,
+        op({ users: [{ email: [digest] }], expires_at: 'tomorrow' }),
+        /expires_at: a UTC ISO 8601/,
+      ],
+      ['2501 operations', 'POST', CUSTOM, new Array(2501).fill(op({ users: [{ email: [digest] }] })[0]), /Too big/i],
+      ['not JSON', 'POST', CUSTOM, undefined, /not application\/json/, 'text/plain'],
+      [
+        'an undocumented query parameter',
+        'GET',
+        '/12/accounts/a1/custom_audiences?permission_scope=OWNED',
+        undefined,
+        /permission_scope=OWNED/,
+      ],
+      [
+        'a missing required parameter',
+        'POST',
+        '/12/accounts/a1/custom_audiences/c1/permissions?granted_account_id=b',
+        undefined,
+        /permission_level is missing/,
+      ],
+      ['a body on a query endpoint', 'POST', '/12/accounts/a1/custom_audiences?name=x', { name: 'x' }, /a body/],
+    ];
+    for (const [what, method, path, body, reason, type] of cases) {
+      const sent = type === undefined ? body : 'x';
+      const r = await send(method, path, sent, type);
+      expect(r.status, what).toBe(400);
+      expect(r.undocumented.join('\n'), what).toMatch(reason);
+    }
   });
 });
 

@@ -347,7 +347,11 @@ describe('uploadAudience', () => {
     const target = { doNotReachListId: dnrId };
     const base = { client, accountId: sandbox.accounts.primary, target, clock: instantClock };
     const partner = { email: ['a'.repeat(64)], partner_user_id: ['crm-1'] };
-    await expect(uploadAudience({ ...base, users: [partner] })).rejects.toMatchObject({ code: 'type_not_taken' });
+    await expect(uploadAudience({ ...base, users: [partner] })).rejects.toMatchObject({
+      code: 'type_not_taken',
+      // The fix names what the package exports (hashCsv, hashRecords, the option's value), nothing internal.
+      fix: 'map only email and phone_number columns (hashCsv and hashRecords take them as the option types: ["email","phone_number"])',
+    });
     const fingerprints = new Uint32Array(2);
     writeUserFingerprint(serializeUser(partner), fingerprints, 0);
     const packed = { packed: { jsonLines: `${serializeUser(partner)}\n`, lines: Uint32Array.of(7), fingerprints } };

@@ -1,10 +1,9 @@
 /**
  * OAuth 1.0a request signing (RFC 5849, HMAC-SHA1) on node:crypto.
  *
- * Own code rather than a dependency: the whole protocol is ~100 lines, the popular packages
- * are unmaintained or pull in request-era baggage, and the sandbox must VERIFY signatures
- * with exactly the same base-string code the client signs with (one implementation, two
- * users), which a black-box package would not give us.
+ * Own code rather than a dependency: the whole protocol is ~100 lines and the popular packages
+ * are unmaintained or pull in request-era baggage. The sandbox verifies with a separate
+ * implementation (src/sandbox/rfc5849.ts), so a mistake here fails against it.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ConfigError } from '../errors.js';

@@ -1,11 +1,15 @@
 /**
- * OAuth 1.0a verification for the sandbox. The signature itself is recomputed by the client's
- * own code (`verifyOauth1Signature`): one base-string implementation signs and verifies.
+ * OAuth 1.0a verification for the sandbox: consumer key, token, timestamp and nonce here; the
+ * signature is recomputed by the sandbox's own RFC 5849 code (rfc5849.ts), which shares nothing
+ * with the client's signer, so a signing mistake in the client fails against the sandbox.
  */
-import { parseOAuthHeader, verifyOauth1Signature } from '../api/oauth.js';
+import { hasValidSignature, readOAuthHeader } from './rfc5849.js';
 import type { SandboxStore, TokenRec } from './state.js';
 
-/** The platform's tolerance for clock skew. */
+/**
+ * How far `oauth_timestamp` may be from the server clock. The reference gives no figure (RFC 5849
+ * 3.3 leaves it to the server); five minutes is the sandbox's choice.
+ */
 export const TIMESTAMP_WINDOW_S = 300;
 
 export interface VerifiedRequest {
@@ -41,8 +45,9 @@ export class OAuthVerifier {
   ) {}
 
   verify(input: AuthInput): AuthOutcome {
-    const oauth = parseOAuthHeader(input.authorization);
-    if (oauth === null) return { ok: false, message: 'Missing or malformed Authorization: OAuth header' };
+    const header = readOAuthHeader(input.authorization);
+    if (header === null) return { ok: false, message: 'Missing or malformed Authorization: OAuth header' };
+    const oauth = Object.fromEntries(header);
     const key = oauth['oauth_consumer_key'];
     if (key === undefined || key !== this.consumerKey) return { ok: false, message: 'Unknown consumer key' };
     const token = oauth['oauth_token'];
@@ -60,14 +65,11 @@ export class OAuthVerifier {
     }
     const nonce = oauth['oauth_nonce'];
     if (nonce === undefined || nonce === '') return { ok: false, message: 'Missing oauth_nonce' };
-    const valid = verifyOauth1Signature({
-      method: input.method,
-      url: input.url,
-      oauthParams: oauth,
-      bodyParams: input.bodyParams,
-      consumerSecret: this.consumerSecret,
-      ...(tokenRec === undefined ? {} : { tokenSecret: tokenRec.secret }),
-    });
+    const valid = hasValidSignature(
+      { method: input.method, url: input.url, oauth: header, body: input.bodyParams },
+      this.consumerSecret,
+      tokenRec?.secret ?? '',
+    );
     if (!valid) return { ok: false, message: 'Could not authenticate you (signature mismatch)' };
     // Only a correctly signed request consumes its nonce, so garbage cannot burn real nonces.
     if (!this.rememberNonce(key, nonce, ts)) return { ok: false, message: 'Nonce already used' };

@@ -4,7 +4,8 @@
  * reading, rate limits, faults) live in server.ts.
  */
 import { invalid, pageOf, QueryReader, SandboxApiFailure } from './params.js';
-import type { AudienceRec, DnrRec, PermissionRec, SandboxPermissionLevel, SandboxStore } from './state.js';
+import { LIST_COUNT, MAX_LISTED_IDS, PERMISSION_LEVELS } from './platform.js';
+import type { AudienceRec, DnrRec, PermissionRec, SandboxStore } from './state.js';
 import type { CheckedOperation } from './users.js';
 
 export type RouteName =
@@ -131,7 +132,6 @@ export interface AdsReply {
 
 const NAME_MAX = 255;
 const DESCRIPTION_MAX = 1000;
-const PERMISSION_LEVELS: readonly SandboxPermissionLevel[] = ['READ_ONLY', 'READ_WRITE'];
 type SortKey<T> = (x: T) => string | number;
 const PERMISSION_SORT: Record<string, SortKey<PermissionRec>> = {
   id: (p) => p.id,
@@ -305,11 +305,11 @@ export class AdsRoutes {
   private listAudiences(accountId: string, q: QueryReader, ok: Reply): AdsReply {
     const s = this.store;
     const withTotal = q.bool('with_total_count', false);
-    const count = q.int('count', 1, 1000, 200);
+    const count = q.int('count', LIST_COUNT.min, LIST_COUNT.max, LIST_COUNT.default);
     const offset = q.cursor(withTotal);
     const prefix = q.string('q', { max: NAME_MAX })?.toLowerCase();
     const withDeleted = q.bool('with_deleted', false);
-    const ids = q.ids('custom_audience_ids', 200);
+    const ids = q.ids('custom_audience_ids', MAX_LISTED_IDS);
     const scope = q.oneOf('permission_scope', PERMISSION_SCOPES) ?? 'OWNER';
     const visible = [...s.audiences.values()].filter(
       (a) =>
@@ -409,10 +409,13 @@ export class AdsRoutes {
     const kind = req.match.route.permissionKind ?? 'custom';
     const a = this.audience(req, accountId, 'read');
     const withTotal = q.bool('with_total_count', false);
-    const count = q.int('count', 1, 1000, 200);
+    const count = q.int('count', LIST_COUNT.min, LIST_COUNT.max, LIST_COUNT.default);
     const offset = q.cursor(withTotal);
-    const granted = q.ids('granted_account_ids', 200);
-    const ids = q.ids(kind === 'custom' ? 'custom_audience_permission_ids' : 'tailored_audience_permission_ids', 200);
+    const granted = q.ids('granted_account_ids', MAX_LISTED_IDS);
+    const ids = q.ids(
+      kind === 'custom' ? 'custom_audience_permission_ids' : 'tailored_audience_permission_ids',
+      MAX_LISTED_IDS,
+    );
     const isOwner = a.ownerAccountId === accountId;
     const perms = [...this.store.permissions.values()].filter(
       (p) =>

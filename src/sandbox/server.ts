@@ -16,7 +16,8 @@ import { SandboxApiFailure } from './params.js';
 import { rateLimitHeaders, SlidingWindows, tightest, type SandboxRateLimit, type WindowKey } from './ratelimit.js';
 import { AdsRoutes, matchAdsRoute, type AdsReply, type AdsRequest } from './routes.js';
 import { SandboxStore, type SandboxRequestLog, type SandboxStateHandle } from './state.js';
-import { checkUserBatch, MAX_BODY_BYTES } from './users.js';
+import { MAX_BODY_BYTES, TOTAL_COUNT_RATE_LIMIT, USER_BATCH_RATE_LIMIT } from './platform.js';
+import { checkUserBatch } from './users.js';
 
 export interface SandboxOptions {
   /** 0 (default) picks a free port. */
@@ -77,8 +78,9 @@ export interface Sandbox {
   close(): Promise<void>;
 }
 
-export const DEFAULT_SANDBOX_RATE_LIMIT: SandboxRateLimit = { limit: 1500, windowMs: 60_000 };
-export const DEFAULT_SANDBOX_TOTAL_COUNT_RATE_LIMIT: SandboxRateLimit = { limit: 200, windowMs: 15 * 60_000 };
+/** The platform's limits (src/sandbox/platform.ts), as the defaults of the options above. */
+export const DEFAULT_SANDBOX_RATE_LIMIT: SandboxRateLimit = { ...USER_BATCH_RATE_LIMIT };
+export const DEFAULT_SANDBOX_TOTAL_COUNT_RATE_LIMIT: SandboxRateLimit = { ...TOTAL_COUNT_RATE_LIMIT };
 /** Endpoints other than user batches: the reference gives no figure; generous so tests never hit it. */
 const OTHER_RATE_LIMIT: SandboxRateLimit = { limit: 10_000, windowMs: 15 * 60_000 };
 /** Non-batch bodies (form parameters) are small; anything bigger is a client bug. */

@@ -8,36 +8,39 @@
  * order, values sorted) rather than strings: a million users cost tens of MB in a Set<number>
  * instead of hundreds of MB of hex strings, and the uploader's benchmark runs in the same process.
  */
-import { DO_NOT_REACH_TYPES, maxDoNotReachExpiry } from '../upload/plan.js';
-import { IDENTIFIER_TYPES, type IdentifierType } from '../identifiers/normalize.js';
-
-export const MAX_OPERATIONS = 2500;
-export const MAX_BODY_BYTES = 5_000_000;
+import {
+  ALLOWED_PARAMS,
+  ALLOWED_USER_KEYS,
+  latestDoNotReachExpiry,
+  MAX_OPERATIONS,
+  MEMBERSHIP_MONTHS,
+  OPERATION_FIELDS,
+  UNHASHED_USER_KEY,
+  USER_KEYS,
+  type BatchKind,
+  type UserKey,
+} from './platform.js';
 /** Caps the size of an error response; the first ones are what a caller needs. */
 const MAX_OPERATION_ERRORS = 100;
 
 const HEX64 = /^[0-9a-f]{64}$/;
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})$/;
-const KNOWN_TYPES = new Set<string>(IDENTIFIER_TYPES);
-const OPERATION_KEYS = new Set(['operation_type', 'params']);
-const PARTNER_INDEX = IDENTIFIER_TYPES.indexOf('partner_user_id');
+const KNOWN_TYPES = new Set<string>(USER_KEYS);
+const OPERATION_KEYS = new Set<string>(OPERATION_FIELDS);
+const PARTNER_INDEX = USER_KEYS.indexOf(UNHASHED_USER_KEY);
 const DIGEST_KEY_CHARS = 16;
-const TYPE_CODES: ReadonlyArray<readonly [IdentifierType, number]> = IDENTIFIER_TYPES.map((t, i) => [t, 0x41 + i]);
+const TYPE_CODES: ReadonlyArray<readonly [UserKey, number]> = USER_KEYS.map((t, i) => [t, 0x41 + i]);
 
-export type BatchKind = 'custom' | 'dnr';
+export type { BatchKind } from './platform.js';
 
-/** Identifier types each kind of batch accepts: do-not-reach lists take only email and phone_number. */
-const ACCEPTED_TYPES: Record<BatchKind, readonly IdentifierType[]> = {
-  custom: IDENTIFIER_TYPES,
-  dnr: DO_NOT_REACH_TYPES,
-};
+/** Per batch kind, a bit per USER_KEYS index the kind accepts. */
 const ACCEPTED_MASK: Record<BatchKind, number> = {
-  custom: typeMask(ACCEPTED_TYPES.custom),
-  dnr: typeMask(ACCEPTED_TYPES.dnr),
+  custom: typeMask(ALLOWED_USER_KEYS.custom),
+  dnr: typeMask(ALLOWED_USER_KEYS.dnr),
 };
 
-function typeMask(types: readonly IdentifierType[]): number {
-  return types.reduce((mask, t) => mask | (1 << IDENTIFIER_TYPES.indexOf(t)), 0);
+function typeMask(types: readonly UserKey[]): number {
+  return types.reduce((mask, t) => mask | (1 << USER_KEYS.indexOf(t)), 0);
 }
 
 export interface SandboxOperationError {
@@ -116,7 +119,7 @@ function keyLength(typeIndex: number, length: number): number {
 }
 
 /**
- * The key of a validated user: identifier types in IDENTIFIER_TYPES order, each type's distinct
+ * The key of a validated user: identifier types in USER_KEYS order, each type's distinct
  * values in byte order, UTF-8. The fast scanner computes the same sequence straight from the body.
  */
 function userKey(user: Record<string, unknown>): number {
@@ -137,13 +140,13 @@ function userProblem(user: unknown, kind: BatchKind): string | undefined {
   let count = 0;
   for (const type in user) {
     if (!KNOWN_TYPES.has(type))
-      return `unknown identifier type "${type.slice(0, 40)}"; allowed: ${ACCEPTED_TYPES[kind].join(', ')}`;
-    if (!(ACCEPTED_TYPES[kind] as readonly string[]).includes(type)) {
-      return `identifier type ${type} is not accepted on do-not-reach lists; allowed: ${ACCEPTED_TYPES[kind].join(', ')}`;
+      return `unknown identifier type "${type.slice(0, 40)}"; allowed: ${ALLOWED_USER_KEYS[kind].join(', ')}`;
+    if (!(ALLOWED_USER_KEYS[kind] as readonly string[]).includes(type)) {
+      return `identifier type ${type} is not accepted on do-not-reach lists; allowed: ${ALLOWED_USER_KEYS[kind].join(', ')}`;
     }
     const values = user[type];
     if (!Array.isArray(values) || values.length === 0) return `${type} must be a non-empty array of strings`;
-    const hashed = type !== 'partner_user_id';
+    const hashed = type !== UNHASHED_USER_KEY;
     for (const v of values) {
       if (typeof v !== 'string') return `${type} must be an array of strings`;
       if (hashed ? !HEX64.test(v) : v.length === 0 || v.length > 1000) {
@@ -169,14 +172,18 @@ function checkParams(
     errors.push({ index, code: 'INVALID_PARAMETER', message, parameter });
     return undefined;
   };
-  for (const key of Object.keys(params)) {
-    if (key !== 'users' && key !== 'effective_at' && key !== 'expires_at') {
-      return fail(key.slice(0, 40), `Unknown parameter ${key.slice(0, 40)}; allowed: users, effective_at, expires_at`);
-    }
+  // A field of the other endpoint is named as such; any other unknown field is refused first.
+  const known = ALLOWED_PARAMS.custom;
+  const unknown = Object.keys(params).find((key) => !known.includes(key));
+  if (unknown !== undefined) {
+    const name = unknown.slice(0, 40);
+    return fail(name, `Unknown parameter ${name}; allowed: ${ALLOWED_PARAMS[kind].join(', ')}`);
+  }
+  if (params['effective_at'] !== undefined && !ALLOWED_PARAMS[kind].includes('effective_at')) {
+    return fail('effective_at', 'effective_at is not supported on do-not-reach lists');
   }
   let effective = now;
   if (params['effective_at'] !== undefined) {
-    if (kind === 'dnr') return fail('effective_at', 'effective_at is not supported on do-not-reach lists');
     const t = parseTime(params['effective_at']);
     if (t === undefined) return fail('effective_at', 'effective_at must be a UTC ISO 8601 time');
     effective = t;
@@ -186,8 +193,8 @@ function checkParams(
     const t = parseTime(params['expires_at']);
     if (t === undefined) return fail('expires_at', 'expires_at must be a UTC ISO 8601 time');
     if (t <= effective) return fail('expires_at', 'expires_at must be later than effective_at (default now)');
-    if (kind === 'dnr' && t > maxDoNotReachExpiry(new Date(now)).getTime()) {
-      return fail('expires_at', 'expires_at must be at most 13 months from now');
+    if (kind === 'dnr' && t > latestDoNotReachExpiry(now)) {
+      return fail('expires_at', `expires_at must be at most ${MEMBERSHIP_MONTHS} months from now`);
     }
     echo['expires_at'] = params['expires_at'] as string;
   }
@@ -334,7 +341,7 @@ const K_EFFECTIVE_AT = enc('effective_at');
 const K_EXPIRES_AT = enc('expires_at');
 const V_UPDATE = enc('Update');
 const V_DELETE = enc('Delete');
-const TYPE_KEYS: ReadonlyArray<readonly [Uint8Array, number]> = IDENTIFIER_TYPES.map((t, i) => [enc(t), i]);
+const TYPE_KEYS: ReadonlyArray<readonly [Uint8Array, number]> = USER_KEYS.map((t, i) => [enc(t), i]);
 const MAX_PARTNER_ID = 1000;
 const HEX_LOWER = new Uint8Array(256);
 for (const c of enc('0123456789abcdef')) HEX_LOWER[c] = 1;
@@ -349,7 +356,7 @@ class Scanner {
 
   constructor(
     private readonly b: Uint8Array,
-    /** Bit per IDENTIFIER_TYPES index the batch kind accepts; others go to the general path's errors. */
+    /** Bit per USER_KEYS index the batch kind accepts; others go to the general path's errors. */
     private readonly accepted: number,
   ) {}
 

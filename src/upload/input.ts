@@ -1,6 +1,6 @@
 /**
  * Reading the users into the batch plan. Every shape a producer may yield (built users, arrays,
- * hashFile chunks, packed chunks, bare hashed user objects) becomes canonical JSON added to the
+ * hashCsv chunks, packed chunks, bare hashed user objects) becomes canonical JSON added to the
  * packer; each batch it closes is handed to `onPacked`, which the reader awaits, so reading is
  * paced by sending.
  */
@@ -173,7 +173,7 @@ function refuseTypeForDnr(type: string, line: number): never {
     'type_not_taken',
     `do-not-reach lists take only ${DO_NOT_REACH_TYPES.join(' and ')} identifiers; the user of line ${line} has ${type}`,
     {
-      fix: `map only ${DO_NOT_REACH_TYPES.join(' and ')} columns (hashFile/hashRecords option types: DO_NOT_REACH_TYPES)`,
+      fix: `map only ${DO_NOT_REACH_TYPES.join(' and ')} columns (hashCsv and hashRecords take them as the option types: ${JSON.stringify(DO_NOT_REACH_TYPES)})`,
     },
   );
 }

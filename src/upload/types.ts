@@ -20,7 +20,7 @@ export type UploadStatus = 'completed' | 'partial' | 'failed' | 'interrupted';
 export type UploadUser = BuiltUser & { json?: string };
 
 /**
- * The cheapest shape for a producer on another thread (hashFile with `emit: 'packed'` yields
+ * The cheapest shape for a producer on another thread (hashCsv with `emit: 'packed'` yields
  * it): users already serialized, with their input lines and dedupe fingerprints.
  */
 export interface UploadPackedChunk {
@@ -29,13 +29,13 @@ export interface UploadPackedChunk {
 
 /**
  * What `users` may yield: a built user (hashRecords), a chunk of the fast file pipeline
- * (hashFile: `{ users: HashedUser[] }`, or `{ packed }` with emit `packed`), an array of built
+ * (hashCsv: `{ users: HashedUser[] }`, or `{ packed }` with emit `packed`), an array of built
  * users, or a bare user object.
  */
 export type UploadItem =
   UploadUser | readonly UploadUser[] | { readonly users: readonly UploadUser[] } | UploadPackedChunk | AudienceUser;
 
-/** What a pipeline run exposes besides its items (hashRecords / hashFile runs): used when present. */
+/** What a pipeline run exposes besides its items (hashRecords / hashCsv runs): used when present. */
 export interface PipelineExtras {
   summary?: HashSummary;
   bytesRead?: () => number;
@@ -192,8 +192,8 @@ export interface UploadAudienceOptions extends SendOptions {
   /** UTC ISO 8601; for do-not-reach lists at most 13 months ahead. */
   expiresAt?: string;
   /**
-   * The users. A hashRecords() or hashFile() run is used as is: its summary gives the row
-   * and identifier counts and (hashFile) its byte counts give the progress ETA. Bare user
+   * The users. A hashRecords() or hashCsv() run is used as is: its summary gives the row
+   * and identifier counts and (hashCsv) its byte counts give the progress ETA. Bare user
    * objects must already be hashed (64 lowercase hex, except partner_user_id): anything else
    * is refused, never sent. With `records`, items are raw records instead.
    */
@@ -219,7 +219,7 @@ export interface UploadAudienceOptions extends SendOptions {
   onProgress?: (p: UploadProgress) => void;
   /** Minimum time between two progress callbacks while reading (default 250 ms). */
   progressIntervalMs?: number;
-  /** Input position for the progress ETA (default: from a hashFile run). */
+  /** Input position for the progress ETA (default: from a hashCsv run). */
   inputProgress?: () => { bytesRead: number; totalBytes?: number };
 }
 
@@ -230,7 +230,7 @@ export interface SendUsersOptions extends Omit<SendOptions, 'target'> {
   effectiveAt?: string;
   /** UTC ISO 8601. */
   expiresAt?: string;
-  /** Built users (`line` is handed back in `onConfirmed`), hashFile chunks, or bare hashed user objects. */
+  /** Built users (`line` is handed back in `onConfirmed`), hashCsv chunks, or bare hashed user objects. */
   users: (AsyncIterable<UploadItem> | Iterable<UploadItem>) & PipelineExtras;
   journal?: RunJournal;
   /** Pack without sending: the report's `batches` and `bytes` are what would be sent. */
