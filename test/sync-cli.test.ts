@@ -1,0 +1,162 @@
+import { spawn } from 'node:child_process';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startSandbox, type Sandbox } from '../src/sandbox/index.js';
+import { snapshotDir } from '../src/state/snapshot.js';
+import { BIN, cliEnv, runCli, type CliResult } from './helpers/cli.js';
+import { tempDir } from './helpers/temp.js';
+
+// The sync command's own behaviour (in-process unless a process is what shows it): a failed sync
+// says why, --json always prints a report, state fs errors are environment errors (exit 8).
+
+let open: Sandbox[] = [];
+afterEach(async () => {
+  for (const s of open) await s.close();
+  open = [];
+});
+
+async function setup(faults?: string) {
+  const sandbox = await startSandbox({ seed: 31, ...(faults === undefined ? {} : { faults }) });
+  open.push(sandbox);
+  const env = {
+    AUDIENCE_KIT_CONFIG_DIR: tempDir('ak-config-'),
+    AUDIENCE_KIT_ADS_BASE_URL: sandbox.adsBaseUrl,
+    AUDIENCE_KIT_CONSUMER_KEY: sandbox.credentials.consumerKey,
+    AUDIENCE_KIT_CONSUMER_SECRET: sandbox.credentials.consumerSecret,
+    AUDIENCE_KIT_ACCESS_TOKEN: sandbox.credentials.accessToken,
+    AUDIENCE_KIT_ACCESS_TOKEN_SECRET: sandbox.credentials.accessTokenSecret,
+  };
+  const audienceId = sandbox.state.createCustomAudience(sandbox.accounts.primary, 'sync-cli').id;
+  const cwd = tempDir('ak-sync-cli-');
+  const stateDir = join(cwd, 'state');
+  const args = (file: string, ...extra: string[]): string[] => [
+    'sync',
+    join(cwd, file),
+    '--account',
+    sandbox.accounts.primary,
+    '--audience',
+    audienceId,
+    '--state-dir',
+    stateDir,
+    '--max-removals',
+    '100%',
+    ...extra,
+  ];
+  const run = (argv: string[]): Promise<CliResult> => runCli(argv, { cwd, env });
+  return { sandbox, env, audienceId, cwd, stateDir, args, run };
+}
+
+const email = (i: number): string => `sync.cli.${i}@example.org`;
+const range = (from: number, to: number): number[] => Array.from({ length: to - from }, (_, k) => from + k);
+function writeExport(path: string, ids: number[]): void {
+  writeFileSync(path, `Email\n${ids.map(email).join('\n')}\n`);
+}
+
+interface AuditEnd {
+  event: string;
+  outcome: string;
+  error?: string;
+}
+const auditEnds = (stateDir: string): AuditEnd[] =>
+  readFileSync(join(stateDir, 'audit.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as AuditEnd)
+    .filter((r) => r.event === 'run_end');
+
+describe('sync: a failed sync says why', () => {
+  it('a refused Delete batch: exit 6, an error line with a fix, the error in --json and the audit record; adds counted as withheld', async () => {
+    // User batch 1 is the first sync's; 2 and 3 are the next syncs' first Delete.
+    const t = await setup('500@2+3');
+    writeExport(join(t.cwd, 'a.csv'), range(0, 300));
+    writeExport(join(t.cwd, 'b.csv'), range(100, 1800));
+    const first = await t.run(t.args('a.csv'));
+    expect(first.code, first.stderr).toBe(0);
+
+    const failed = await t.run(t.args('b.csv', '--max-attempts', '1', '--json'));
+    expect(failed.code, failed.stderr).toBe(6);
+    expect(failed.stderr).toMatch(
+      /^error: 1 Delete batch \(100 users\) failed; 1500 users to add or refresh were withheld/m,
+    );
+    expect(failed.stderr).toMatch(/^ {2}fix: run the sync again/m);
+    expect(failed.stderr).toMatch(/^failed: Delete batch 0 \(100 users\): api_server_error: /m);
+    const report = JSON.parse(failed.stdout) as Record<string, unknown>;
+    expect(report).toMatchObject({
+      status: 'failed',
+      exit_code: 6,
+      users_withheld: 1500,
+      error: { code: 'api_server_error' },
+      delete: { status: 'failed', users: 100, users_failed: 100, failed_batches: [{ index: 0, users: 100 }] },
+      update: { status: 'not_sent', users: 1500, users_withheld: 1500 },
+    });
+    expect(auditEnds(t.stateDir).at(-1)).toMatchObject({ outcome: 'failed', error: 'api_server_error' });
+
+    const text = await t.run(t.args('b.csv', '--max-attempts', '1'));
+    expect(text.code).toBe(6);
+    expect(text.stdout).toMatch(/added\/refreshed \(Update\) +1500 users withheld: not sent/);
+    expect(text.stderr).toMatch(/^error: 1 Delete batch/m);
+
+    const again = await t.run(t.args('b.csv', '--json'));
+    expect(again.code, again.stderr).toBe(0);
+    expect(t.sandbox.state.audienceSize(t.audienceId)).toBe(1700);
+  });
+
+  it('--json prints a report when the sync stops before it has one (state directory not a directory: exit 8)', async () => {
+    const t = await setup();
+    writeExport(join(t.cwd, 'a.csv'), range(0, 10));
+    writeFileSync(t.stateDir, 'not a directory');
+    const r = await t.run(t.args('a.csv', '--json'));
+    expect(r.code).toBe(8);
+    expect(r.stderr).toMatch(/^error: .*state/m);
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      status: 'failed',
+      exit_code: 8,
+      input: 'a.csv',
+      error: { code: 'path_not_directory' },
+    });
+  });
+});
+
+/** The built CLI under a file-size limit (`ulimit -f`, 512-byte blocks): writes beyond it fail with EFBIG. */
+function runLimited(args: string[], blocks: number, cwd: string, env: NodeJS.ProcessEnv): Promise<CliResult> {
+  const child = spawn('sh', ['-c', `ulimit -f ${blocks} && exec "$0" "$@"`, process.execPath, BIN, ...args], {
+    cwd,
+    env: cliEnv(env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  child.stdout.on('data', (b: Buffer) => out.push(b));
+  child.stderr.on('data', (b: Buffer) => err.push(b));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code, signal) =>
+      resolve({ code, signal, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() }),
+    );
+  });
+}
+
+describe('sync: state file system errors are environment errors (process)', () => {
+  it('a snapshot write refused after sending (EFBIG): exit 8, the snapshot directory named, a --json report', async () => {
+    const t = await setup();
+    writeExport(join(t.cwd, 'a.csv'), range(0, 300));
+    writeExport(join(t.cwd, 'b.csv'), range(0, 280).concat(range(1000, 1060)));
+    const first = await t.run(t.args('a.csv'));
+    expect(first.code, first.stderr).toBe(0);
+    const dir = snapshotDir(t.stateDir, {
+      accountId: t.sandbox.accounts.primary,
+      kind: 'custom_audience',
+      id: t.audienceId,
+    });
+    const data = statSync(join(dir, 'data.0')).size;
+    // The 60 added users' records (~2,700 bytes) cross the limit; every other file stays below it.
+    const r = await runLimited(t.args('b.csv', '--json'), Math.ceil((data + 600) / 512), t.cwd, t.env);
+    expect(r.code, r.stderr).toBe(8);
+    expect(r.stderr).toMatch(/^error: file too large \(EFBIG\) while writing .*snapshots/m);
+    expect(r.stderr).toMatch(/^ {2}fix: .*size limit/m);
+    const report = JSON.parse(r.stdout) as Record<string, unknown>;
+    expect(report).toMatchObject({ exit_code: 8, error: { code: 'io_error' } });
+    expect(auditEnds(t.stateDir).at(-1)).toMatchObject({ error: 'io_error' });
+  });
+});
