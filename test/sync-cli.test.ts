@@ -160,3 +160,42 @@ describe('sync: state file system errors are environment errors (process)', () =
     expect(auditEnds(t.stateDir).at(-1)).toMatchObject({ error: 'io_error' });
   });
 });
+
+describe('connection options apply with --sandbox', () => {
+  const fixture = (cwd: string): string => {
+    writeExport(join(cwd, 'a.csv'), range(0, 50));
+    return join(cwd, 'a.csv');
+  };
+
+  it('--max-attempts: a batch answered 500 once is not retried (sync and upload exit 6)', async () => {
+    const cwd = tempDir('ak-sandbox-opts-');
+    const file = fixture(cwd);
+    const common = ['--sandbox', '--sandbox-faults', '500@1', '--json'];
+    const retried = await runCli(['sync', file, ...common, '--state-dir', join(cwd, 'a')], { cwd });
+    expect(retried.code, retried.stderr).toBe(0);
+    const sync = await runCli(['sync', file, ...common, '--state-dir', join(cwd, 'b'), '--max-attempts', '1'], { cwd });
+    expect(sync.code, sync.stderr).toBe(6);
+    expect(JSON.parse(sync.stdout)).toMatchObject({ error: { code: 'api_server_error' } });
+    const upload = await runCli(['upload', file, ...common, '--state-dir', join(cwd, 'c'), '--max-attempts', '1'], {
+      cwd,
+    });
+    expect(upload.code, upload.stderr).toBe(6);
+    expect(JSON.parse(upload.stdout)).toMatchObject({ failed_batches: [{ code: 'api_server_error' }] });
+  });
+
+  it('--request-timeout: a batch answered late times out', async () => {
+    const cwd = tempDir('ak-sandbox-opts-');
+    const file = fixture(cwd);
+    const late = ['--sandbox-faults', 'slow=5000@1', '--request-timeout', '100ms', '--max-attempts', '1'];
+    const r = await runCli(['sync', file, '--sandbox', ...late, '--state-dir', join(cwd, 'state'), '--json'], { cwd });
+    expect(r.code, r.stderr).toBe(6);
+    expect(JSON.parse(r.stdout)).toMatchObject({ error: { code: 'timeout_headers' } });
+  });
+
+  it('a flag that picks another platform or its credentials is refused, not ignored', async () => {
+    const cwd = tempDir('ak-sandbox-opts-');
+    const r = await runCli(['upload', fixture(cwd), '--sandbox', '--base-url', 'https://ads.example'], { cwd });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^error: --base-url cannot apply with --sandbox/m);
+  });
+});

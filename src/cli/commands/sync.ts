@@ -184,8 +184,7 @@ async function syncFile(ctx: CliContext, args: SyncArgs, stateDir: string): Prom
   let c: Connected | undefined;
   try {
     if (args.quiet !== true) printInputMapping(ctx, run);
-    c = await connect(ctx, args, SANDBOX_SEED);
-    await refillSandbox(c, stateDir);
+    c = await connect(ctx, args, SANDBOX_SEED, (sandboxed) => refillSandbox(sandboxed, stateDir));
     const { limits, concurrency, maxRetries } = runShape(args);
     const dryRun = args['dry-run'] === true;
     const auditLog = resolve(ctx.cwd, args['audit-log'] ?? defaultAuditLogPath(stateDir));

@@ -37,7 +37,14 @@ import {
   type UploadTarget,
   writeFileNoFollow,
 } from '../../internal.js';
-import { clientFromArgs, withConnectionOptions, withDebugLines, type ConnectionArgs } from '../connection.js';
+import {
+  checkSandboxConnectionFlags,
+  clientFromArgs,
+  withConnectionOptions,
+  withDebugLines,
+  withTransportFlags,
+  type ConnectionArgs,
+} from '../connection.js';
 import type { CliContext } from '../context.js';
 import { renderHashSummary } from '../hash-summary.js';
 import { withFlagNames } from '../flag-names.js';
@@ -238,6 +245,7 @@ export function checkUsage(args: UploadArgs, command: 'upload' | 'sync' = 'uploa
       });
     }
   }
+  if (useSandbox) checkSandboxConnectionFlags(args);
   if (args['sandbox-faults'] !== undefined && !useSandbox) {
     throw new ConfigError('invalid_option', '--sandbox-faults needs --sandbox', {
       fix: 'add --sandbox or drop --sandbox-faults',
@@ -282,29 +290,44 @@ export interface Connected {
 
 /**
  * The client, and with --sandbox the embedded sandbox with a new audience or list to upload to
- * (with `seed`, the same account and target ids every time).
+ * (with `seed`, the same account and target ids every time). `--sandbox-faults` count from the
+ * command's own requests: they are armed after the sandbox's setup (the target's creation, and
+ * `prepare`: the sync's refill).
  */
-export async function connect(ctx: CliContext, args: UploadArgs, seed?: number): Promise<Connected> {
+export async function connect(
+  ctx: CliContext,
+  args: UploadArgs,
+  seed?: number,
+  prepare?: (c: Connected) => Promise<void>,
+): Promise<Connected> {
   const target = targetOf(args);
   if (args.sandbox !== true) {
     const client = args['dry-run'] === true ? undefined : (await clientFromArgs(ctx, args)).client;
     return { client, sandbox: undefined, accountId: args.account ?? '', target };
   }
-  const sandbox = await startSandbox({
-    port: 0,
-    ...(seed === undefined ? {} : { seed }),
-    ...(args['sandbox-faults'] === undefined ? {} : { faults: args['sandbox-faults'] }),
-  });
-  const client = createClient(
-    withDebugLines(ctx, args, { adsBaseUrl: sandbox.adsBaseUrl, credentials: sandbox.credentials }),
-  );
-  const accountId = args.account ?? sandbox.accounts.primary;
-  const name = `audience-kit ${basename(args.file)}`;
-  const created =
-    'doNotReachListId' in target
-      ? { doNotReachListId: (await createDoNotReachList(client, { accountId, description: name })).id }
-      : { customAudienceId: (await createCustomAudience(client, { accountId, name })).id };
-  return { client, sandbox, accountId, target: created };
+  // --max-attempts and --request-timeout apply to the sandbox too (checked before it starts).
+  const transport = withTransportFlags(ctx, args, {});
+  const faults = args['sandbox-faults'];
+  const sandbox = await startSandbox({ port: 0, ...(seed === undefined ? {} : { seed }), faults: faults ?? '' });
+  const base = { ...transport, adsBaseUrl: sandbox.adsBaseUrl, credentials: sandbox.credentials };
+  const client = createClient(withDebugLines(ctx, args, base));
+  try {
+    sandbox.setFaults('');
+    const accountId = args.account ?? sandbox.accounts.primary;
+    const name = `audience-kit ${basename(args.file)}`;
+    const created =
+      'doNotReachListId' in target
+        ? { doNotReachListId: (await createDoNotReachList(client, { accountId, description: name })).id }
+        : { customAudienceId: (await createCustomAudience(client, { accountId, name })).id };
+    const c = { client, sandbox, accountId, target: created };
+    await prepare?.(c);
+    if (faults !== undefined) sandbox.setFaults(faults);
+    return c;
+  } catch (error) {
+    await client.close();
+    await sandbox.close();
+    throw error;
+  }
 }
 
 function runOptions(
