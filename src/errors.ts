@@ -98,6 +98,8 @@ export const ERROR_CODES = [
   'sync_too_many_removals',
   'sync_in_progress',
   'snapshot_corrupt',
+  // ConfigError from the CLI: the default state directory and an earlier version's both hold the target's state.
+  'state_dir_ambiguous',
   // InputError: the input cannot be read as a whole.
   'input_bad_header',
   'input_header_too_large',

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { defaultStateDir } from '../src/cli/state-dir.js';
 import { startSandbox, type Sandbox } from '../src/sandbox/index.js';
 import { snapshotDir } from '../src/state/snapshot.js';
 import { BIN, cliEnv, runCli, type CliResult } from './helpers/cli.js';
@@ -197,5 +198,56 @@ describe('connection options apply with --sandbox', () => {
     const r = await runCli(['upload', fixture(cwd), '--sandbox', '--base-url', 'https://ads.example'], { cwd });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/^error: --base-url cannot apply with --sandbox/m);
+  });
+});
+
+describe('the default state directory does not depend on the working directory', () => {
+  it('defaultStateDir: $AUDIENCE_KIT_STATE_DIR, else LOCALAPPDATA on Windows, XDG_STATE_HOME, ~/.local/state', () => {
+    expect(defaultStateDir({ AUDIENCE_KIT_STATE_DIR: 'st', XDG_STATE_HOME: '/x' }, '/w')).toBe(join('/w', 'st'));
+    expect(defaultStateDir({ XDG_STATE_HOME: '/x', HOME: '/h' }, '/w', 'linux')).toBe(join('/x', 'audience-kit'));
+    expect(defaultStateDir({ XDG_STATE_HOME: ' ', HOME: '/h' }, '/w', 'linux')).toBe(
+      join('/h', '.local', 'state', 'audience-kit'),
+    );
+    expect(defaultStateDir({ LOCALAPPDATA: 'C:\\L', HOME: '/h' }, '/w', 'win32')).toBe(join('C:\\L', 'audience-kit'));
+  });
+
+  /** The real default, kept under a temporary home. */
+  async function homed() {
+    const t = await setup();
+    const home = tempDir('ak-home-');
+    const env = { ...t.env, AUDIENCE_KIT_STATE_DIR: undefined, HOME: home, XDG_STATE_HOME: undefined };
+    const args = (file: string, ...extra: string[]): string[] =>
+      t.args(file, ...extra).filter((a, i, all) => a !== '--state-dir' && all[i - 1] !== '--state-dir');
+    return { ...t, env, home, args, stateHome: join(home, '.local', 'state', 'audience-kit') };
+  }
+
+  it('the same target synced from two working directories shares one snapshot (nothing sent again)', async () => {
+    const t = await homed();
+    writeExport(join(t.cwd, 'a.csv'), range(0, 40));
+    const first = await runCli(t.args('a.csv'), { cwd: t.cwd, env: t.env });
+    expect(first.code, first.stderr).toBe(0);
+    const elsewhere = tempDir('ak-elsewhere-');
+    const again = await runCli([...t.args('a.csv'), '--json'], { cwd: elsewhere, env: t.env });
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ first_sync: false, adds: 0, unchanged: 40, requests: 0 });
+    expect(statSync(join(t.stateHome, 'audit.jsonl')).isFile()).toBe(true);
+  });
+
+  it("an earlier version's ./.audience-kit holding the target's snapshot is used with a notice; in both places, refused", async () => {
+    const t = await homed();
+    writeExport(join(t.cwd, 'a.csv'), range(0, 40));
+    const legacy = await runCli([...t.args('a.csv'), '--state-dir', '.audience-kit'], { cwd: t.cwd, env: t.env });
+    expect(legacy.code, legacy.stderr).toBe(0);
+    const r = await runCli([...t.args('a.csv'), '--json'], { cwd: t.cwd, env: t.env });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain(`notice: using ${join(t.cwd, '.audience-kit')}`);
+    expect(JSON.parse(r.stdout)).toMatchObject({ first_sync: false, requests: 0 });
+
+    const fresh = await runCli([...t.args('a.csv'), '--state-dir', t.stateHome], { cwd: t.cwd, env: t.env });
+    expect(fresh.code, fresh.stderr).toBe(0);
+    const both = await runCli([...t.args('a.csv'), '--json'], { cwd: t.cwd, env: t.env });
+    expect(both.code).toBe(2);
+    expect(JSON.parse(both.stdout)).toMatchObject({ status: 'failed', error: { code: 'state_dir_ambiguous' } });
+    expect(both.stderr).toMatch(/^ {2}fix: pass --state-dir/m);
   });
 });

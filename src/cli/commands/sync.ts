@@ -29,6 +29,7 @@ import {
 } from '../../internal.js';
 import { withConnectionOptions } from '../connection.js';
 import type { CliContext } from '../context.js';
+import { settleStateDir } from '../state-dir.js';
 import { renderHashSummary } from '../hash-summary.js';
 import { summaryHints } from '../hints.js';
 import { addHashOptions, printHints, printInputMapping, rejectGuardFromArgs } from '../hash-options.js';
@@ -52,6 +53,7 @@ import {
   openSendInput,
   runInput,
   runShape,
+  targetOf,
   UPLOAD_OPTIONS,
   type Connected,
   type UploadArgs,
@@ -142,12 +144,15 @@ function syncExitCode(report: SyncReport): ExitCode {
 async function sync(ctx: CliContext, args: SyncArgs): Promise<number> {
   // A report the user cannot read later (a full disk under `> report.json`) is an exit 8 too.
   finishWhenStdoutCloses(ctx);
-  const stateDir = resolve(ctx.cwd, args['state-dir']);
+  let stateDir: string | undefined;
   try {
+    // The embedded sandbox's target is made later: its state is found as upload's is.
+    const target = args.sandbox === true ? undefined : { accountId: args.account ?? '', target: targetOf(args) };
+    stateDir = settleStateDir(ctx, args, target);
     return await syncFile(ctx, args, stateDir);
   } catch (thrown) {
     // A raw fs error of the state (a snapshot write: EACCES, ENOSPC, EFBIG) is the machine's.
-    const error = withFlagNames(stateFailure(thrown, stateDir));
+    const error = withFlagNames(stateDir === undefined ? thrown : stateFailure(thrown, stateDir));
     if (args.json !== true) throw error;
     return printFailure(ctx, args, error);
   }

@@ -8,7 +8,6 @@ import {
   defaultAuditLogPath,
   DEFAULT_BATCH_LIMITS,
   DEFAULT_MAX_RETRIES,
-  DEFAULT_STATE_DIR,
   DEFAULT_UPLOAD_CONCURRENCY,
   DO_NOT_REACH_TYPES,
   EnvironmentError,
@@ -46,6 +45,7 @@ import {
   type ConnectionArgs,
 } from '../connection.js';
 import type { CliContext } from '../context.js';
+import { settleStateDir, STATE_DIR_ENV } from '../state-dir.js';
 import { renderHashSummary } from '../hash-summary.js';
 import { withFlagNames } from '../flag-names.js';
 import { summaryHints } from '../hints.js';
@@ -90,7 +90,7 @@ export interface UploadArgs extends GlobalArgs, HashOptionArgs, ConnectionArgs {
   'max-operations'?: number;
   'max-users-per-operation'?: number;
   'audit-log'?: string;
-  'state-dir': string;
+  'state-dir'?: string;
   resume?: boolean;
   restart?: boolean;
   quiet?: boolean;
@@ -126,7 +126,9 @@ export const UPLOAD_OPTIONS: Record<string, Options> = {
   'max-operations': num(`Operations per request (default and platform maximum ${DEFAULT_BATCH_LIMITS.maxOperations})`),
   'max-users-per-operation': num(`Users per operation (default ${DEFAULT_BATCH_LIMITS.maxUsersPerOperation})`),
   'audit-log': str('Audit log file (default STATE_DIR/audit.jsonl)'),
-  'state-dir': { ...str('Run journals and kept failed batches (mode 0700)'), default: DEFAULT_STATE_DIR },
+  'state-dir': str(
+    `Run journals and kept failed batches (mode 0700; default $${STATE_DIR_ENV}, else ~/.local/state/audience-kit: docs/configuration.md)`,
+  ),
   resume: {
     type: 'boolean',
     describe: 'Continue the unfinished run of this file and options (skips confirmed batches)',
@@ -341,6 +343,7 @@ function runOptions(
 ): RunUploadOptions {
   const inputPath = hashInputSource(args.file, ctx.cwd);
   const journaled = args.sandbox !== true && inputPath !== '-';
+  const stateDir = resolve(ctx.cwd, args['state-dir'] ?? '');
   let previewWritten = args.preview === undefined;
   return {
     ...runShape(args),
@@ -353,9 +356,9 @@ function runOptions(
     dedupe: args.dedupe,
     dryRun: args['dry-run'] === true,
     sandbox: args.sandbox === true,
-    ...(journaled ? { stateDir: resolve(ctx.cwd, args['state-dir']) } : {}),
+    ...(journaled ? { stateDir } : {}),
     unfinished: unfinishedPolicy(ctx, args),
-    auditLog: resolve(ctx.cwd, args['audit-log'] ?? defaultAuditLogPath(args['state-dir'])),
+    auditLog: resolve(ctx.cwd, args['audit-log'] ?? defaultAuditLogPath(stateDir)),
     signal,
     onNotice,
     ...(printer === undefined ? {} : { onProgress: printer.update }),
@@ -420,6 +423,7 @@ export async function closeSend(run: HashCsvRun, c: Connected | undefined): Prom
 
 async function upload(ctx: CliContext, args: UploadArgs): Promise<number> {
   checkUsage(args);
+  settleStateDir(ctx, args);
   finishWhenStdoutCloses(ctx);
   const wantsDnr = args['do-not-reach-list'] !== undefined;
   const { run } = await openSendInput(ctx, args, rejectGuardFromArgs(args));
