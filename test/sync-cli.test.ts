@@ -3,7 +3,9 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { defaultStateDir } from '../src/cli/state-dir.js';
+import { AudienceKitError, EnvironmentError, exitCodeFor } from '../src/errors.js';
 import { startSandbox, type Sandbox } from '../src/sandbox/index.js';
+import { stateFailure } from '../src/state/fs.js';
 import { snapshotDir } from '../src/state/snapshot.js';
 import { BIN, cliEnv, runCli, type CliResult } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
@@ -249,5 +251,25 @@ describe('the default state directory does not depend on the working directory',
     expect(both.code).toBe(2);
     expect(JSON.parse(both.stdout)).toMatchObject({ status: 'failed', error: { code: 'state_dir_ambiguous' } });
     expect(both.stderr).toMatch(/^ {2}fix: pass --state-dir/m);
+  });
+});
+
+describe('stateFailure: raw fs errors of the state as environment errors', () => {
+  const errno = (code: string, syscall: string, path?: string): NodeJS.ErrnoException =>
+    Object.assign(new Error(`${code}: ${syscall}`), { code, syscall, ...(path === undefined ? {} : { path }) });
+
+  it('names the error own path, else the given one; unwraps an internal report error; leaves the rest alone', () => {
+    const eacces = stateFailure(errno('EACCES', 'open', '/s/snapshots/x/pending'), '/s');
+    expect(eacces).toBeInstanceOf(EnvironmentError);
+    expect(eacces).toMatchObject({ code: 'state_not_writable', path: '/s/snapshots/x/pending' });
+    const wrapped = new AudienceKitError('internal', 'ENOSPC', { cause: errno('ENOSPC', 'write') });
+    expect(stateFailure(wrapped, '/s/snapshots/x')).toMatchObject({ code: 'disk_full', path: '/s/snapshots/x' });
+    const efbig = stateFailure(errno('EFBIG', 'write'), '/s/snapshots/x') as EnvironmentError;
+    expect(efbig.message).toBe('file too large (EFBIG) while writing /s/snapshots/x');
+    expect(exitCodeFor(efbig)).toBe(8);
+    const socket = errno('ECONNRESET', 'read_socket');
+    expect(stateFailure(socket, '/s')).toBe(socket);
+    const ours = new AudienceKitError('internal', 'a bug');
+    expect(stateFailure(ours, '/s')).toBe(ours);
   });
 });
