@@ -5,7 +5,7 @@ import { startSandbox, type Sandbox } from '../src/sandbox/index.js';
 import { verifyAuditLog } from '../src/state/audit.js';
 import { runCli, startCliProcess, type CliResult } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
-import { confirmedIndices, FIXTURE, journalLines, waitFor } from './helpers/upload-cli.js';
+import { confirmedIndices, FIXTURE, journalLines, sandboxEnv, syncArgs, waitFor } from './helpers/upload-cli.js';
 
 // SIGHUP (the terminal closed, the SSH connection dropped) stops upload and sync as SIGINT and
 // SIGTERM do: the requests in flight finish and are recorded, the audit log says `interrupted`,
@@ -33,14 +33,7 @@ beforeAll(async () => {
       return gate;
     },
   });
-  env = {
-    AUDIENCE_KIT_CONFIG_DIR: tempDir('ak-config-'),
-    AUDIENCE_KIT_ADS_BASE_URL: sandbox.adsBaseUrl,
-    AUDIENCE_KIT_CONSUMER_KEY: sandbox.credentials.consumerKey,
-    AUDIENCE_KIT_CONSUMER_SECRET: sandbox.credentials.consumerSecret,
-    AUDIENCE_KIT_ACCESS_TOKEN: sandbox.credentials.accessToken,
-    AUDIENCE_KIT_ACCESS_TOKEN_SECRET: sandbox.credentials.accessTokenSecret,
-  };
+  env = sandboxEnv(sandbox);
 });
 afterAll(async () => {
   openGate();
@@ -101,22 +94,8 @@ describe('SIGHUP (process)', { timeout: 60_000 }, () => {
     const cwd = tempDir('ak-hup-');
     const stateDir = join(cwd, 'state');
     const audienceId = newAudience();
-    const args = (file: string): string[] => [
-      'sync',
-      join(cwd, file),
-      '--account',
-      sandbox.accounts.primary,
-      '--audience',
-      audienceId,
-      '--state-dir',
-      stateDir,
-      '--max-body-bytes',
-      '2000',
-      '--concurrency',
-      '2',
-      '--max-removals',
-      '100%',
-    ];
+    const target = { dir: cwd, account: sandbox.accounts.primary, audience: audienceId, stateDir };
+    const args = (file: string): string[] => syncArgs(target, file, '--max-body-bytes', '2000', '--concurrency', '2');
     writeExport(join(cwd, 'a.csv'), range(0, 300));
     writeExport(join(cwd, 'b.csv'), range(100, 500));
     writeExport(join(cwd, 'c.csv'), range(50, 150).concat(range(400, 700)));

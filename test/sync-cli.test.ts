@@ -9,6 +9,7 @@ import { stateFailure } from '../src/state/fs.js';
 import { snapshotDir } from '../src/state/snapshot.js';
 import { BIN, cliEnv, runCli, type CliResult } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
+import { sandboxEnv, syncArgs } from './helpers/upload-cli.js';
 
 // The sync command's own behaviour (in-process unless a process is what shows it): a failed sync
 // says why, --json always prints a report, state fs errors are environment errors (exit 8).
@@ -22,30 +23,12 @@ afterEach(async () => {
 async function setup(faults?: string) {
   const sandbox = await startSandbox({ seed: 31, ...(faults === undefined ? {} : { faults }) });
   open.push(sandbox);
-  const env = {
-    AUDIENCE_KIT_CONFIG_DIR: tempDir('ak-config-'),
-    AUDIENCE_KIT_ADS_BASE_URL: sandbox.adsBaseUrl,
-    AUDIENCE_KIT_CONSUMER_KEY: sandbox.credentials.consumerKey,
-    AUDIENCE_KIT_CONSUMER_SECRET: sandbox.credentials.consumerSecret,
-    AUDIENCE_KIT_ACCESS_TOKEN: sandbox.credentials.accessToken,
-    AUDIENCE_KIT_ACCESS_TOKEN_SECRET: sandbox.credentials.accessTokenSecret,
-  };
+  const env = sandboxEnv(sandbox);
   const audienceId = sandbox.state.createCustomAudience(sandbox.accounts.primary, 'sync-cli').id;
   const cwd = tempDir('ak-sync-cli-');
   const stateDir = join(cwd, 'state');
-  const args = (file: string, ...extra: string[]): string[] => [
-    'sync',
-    join(cwd, file),
-    '--account',
-    sandbox.accounts.primary,
-    '--audience',
-    audienceId,
-    '--state-dir',
-    stateDir,
-    '--max-removals',
-    '100%',
-    ...extra,
-  ];
+  const target = { dir: cwd, account: sandbox.accounts.primary, audience: audienceId, stateDir };
+  const args = (file: string, ...extra: string[]): string[] => syncArgs(target, file, ...extra);
   const run = (argv: string[]): Promise<CliResult> => runCli(argv, { cwd, env });
   return { sandbox, env, audienceId, cwd, stateDir, args, run };
 }
