@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { defaultStateDir } from '../src/cli/state-dir.js';
 import { AudienceKitError, EnvironmentError, exitCodeFor } from '../src/errors.js';
-import { startSandbox, type Sandbox } from '../src/sandbox/index.js';
+import { startSandbox, type Sandbox, type SandboxOptions } from '../src/sandbox/index.js';
 import { stateFailure } from '../src/state/fs.js';
 import { snapshotDir } from '../src/state/snapshot.js';
 import { BIN, cliEnv, runCli, type CliResult } from './helpers/cli.js';
@@ -20,8 +20,8 @@ afterEach(async () => {
   open = [];
 });
 
-async function setup(faults?: string) {
-  const sandbox = await startSandbox({ seed: 31, ...(faults === undefined ? {} : { faults }) });
+async function setup(faults?: string, options: SandboxOptions = {}) {
+  const sandbox = await startSandbox({ seed: 31, ...(faults === undefined ? {} : { faults }), ...options });
   open.push(sandbox);
   const env = sandboxEnv(sandbox);
   const audienceId = sandbox.state.createCustomAudience(sandbox.accounts.primary, 'sync-cli').id;
@@ -86,6 +86,31 @@ describe('sync: a failed sync says why', () => {
     const again = await t.run(t.args('b.csv', '--json'));
     expect(again.code, again.stderr).toBe(0);
     expect(t.sandbox.state.audienceSize(t.audienceId)).toBe(1700);
+  });
+
+  it('the audit log refusing the end record: the report is still printed, with that error, exit 8', async () => {
+    // The first user batch reaches the sandbox after the run_start record: the log is then
+    // replaced by a directory, so the run_end append is refused.
+    let auditLog = '';
+    const t = await setup('slow=1@1', {
+      sleep: () => {
+        rmSync(auditLog);
+        mkdirSync(auditLog);
+        return Promise.resolve();
+      },
+    });
+    auditLog = join(t.stateDir, 'audit.jsonl');
+    writeExport(join(t.cwd, 'a.csv'), range(0, 20));
+    const r = await t.run(t.args('a.csv', '--json'));
+    expect(r.code, r.stderr).toBe(8);
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      status: 'completed',
+      exit_code: 8,
+      users: 20,
+      error: { code: 'path_not_file' },
+    });
+    expect(r.stderr).toMatch(/^error: .*audit\.jsonl is a directory/m);
+    expect(t.sandbox.state.audienceSize(t.audienceId)).toBe(20);
   });
 
   it('--json prints a report when the sync stops before it has one (state directory not a directory: exit 8)', async () => {

@@ -138,6 +138,8 @@ async function refillSandbox(c: Connected, stateDir: string): Promise<void> {
 
 function syncExitCode(report: SyncReport): ExitCode {
   if (report.status === 'refused') return report.error === undefined ? 2 : exitCodeFor(report.error);
+  // Completed, but the audit log could not record it.
+  if (report.status === 'completed' && report.error !== undefined) return exitCodeFor(report.error);
   return exitCodeOf({ status: report.status, ...(report.error === undefined ? {} : { error: report.error }) });
 }
 
@@ -217,10 +219,13 @@ async function syncFile(ctx: CliContext, args: SyncArgs, stateDir: string): Prom
       onAuditError: (e) => (auditError = e),
       onPhase: (phase, plan) => printPhase(ctx, args, phase, plan),
     });
-    if (report.error === undefined && auditError !== undefined)
-      report.error = asKitError(stateFailure(auditError, auditLog));
+    const lostAudit = auditError === undefined ? undefined : asKitError(stateFailure(auditError, auditLog));
+    if (report.error === undefined && lostAudit !== undefined) report.error = lostAudit;
     if (report.error !== undefined) withFlagNames(report.error);
     printOutcome(ctx, args, report, run, c, hashOptions);
+    // The sync's own cause is the report's; the audit log's failure is said too.
+    if (lostAudit !== undefined && report.error !== lostAudit)
+      writeLine(ctx.stderr, `error: the audit log did not record the end of this run: ${lostAudit.message}`);
     return syncExitCode(report);
   } finally {
     interrupt.release();
