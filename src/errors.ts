@@ -98,6 +98,8 @@ export const ERROR_CODES = [
   'sync_too_many_removals',
   'sync_in_progress',
   'snapshot_corrupt',
+  // ConfigError from the CLI: the default state directory and an earlier version's both hold the target's state.
+  'state_dir_ambiguous',
   // InputError: the input cannot be read as a whole.
   'input_bad_header',
   'input_header_too_large',
@@ -281,6 +283,13 @@ export class BatchVerificationError extends AudienceKitError {
   }
 }
 
+/**
+ * Batches the platform refused (after the client's retries) while the run went on with the
+ * others: the run's cause when nothing stopped it. `code` is the first failed batch's (e.g.
+ * `api_bad_request`); exit code 6 like the HTTP and connection errors it summarizes.
+ */
+export class BatchesFailedError extends AudienceKitError {}
+
 /** The response had a 2xx status but not the documented shape. */
 export class ResponseShapeError extends AudienceKitError {}
 
@@ -348,6 +357,7 @@ export function exitCodeFor(error: unknown): ExitCode {
   if (error instanceof InputError) return EXIT_CODES.input;
   if (error instanceof AuthError) return EXIT_CODES.auth;
   if (error instanceof BatchVerificationError) return EXIT_CODES.partial;
+  if (error instanceof BatchesFailedError) return EXIT_CODES.api;
   if (error instanceof HttpError || error instanceof ConnectionError || error instanceof ResponseShapeError) {
     return EXIT_CODES.api;
   }

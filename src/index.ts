@@ -18,6 +18,7 @@ export {
   ConnectionError,
   TimeoutError,
   BatchVerificationError,
+  BatchesFailedError,
   ResponseShapeError,
   EnvironmentError,
   type ErrorCode,

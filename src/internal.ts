@@ -22,4 +22,4 @@ export * from './state/lock.js';
 export * from './state/snapshot.js';
 export * from './state/key-table.js';
 export * from './upload/index.js';
-export { writeFileNoFollow } from './state/fs.js';
+export { stateFailure, writeFileNoFollow } from './state/fs.js';

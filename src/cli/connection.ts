@@ -122,7 +122,20 @@ export async function clientFromArgs(
   options: { need?: 'user' | 'app'; extra?: Partial<ClientOptions> } = {},
 ): Promise<ConnectedClient> {
   const config = await connectionConfigFromArgs(ctx, args, options.need ?? 'user');
-  const clientOptions: ClientOptions = { ...config.options, ...options.extra };
+  const clientOptions = withTransportFlags(ctx, args, { ...config.options, ...options.extra });
+  return { client: createCliClient(ctx.env, withDebugLines(ctx, args, clientOptions)), config };
+}
+
+/**
+ * The flags that shape every request whatever the platform (a real one or the embedded sandbox):
+ * --max-attempts, --request-timeout, and the platform's warnings printed on stderr.
+ */
+export function withTransportFlags<T extends Partial<ClientOptions>>(
+  ctx: CliContext,
+  args: ConnectionArgs,
+  base: T,
+): T {
+  const clientOptions: T = { ...base };
   if (args.maxAttempts !== undefined) {
     clientOptions.maxAttempts = parseWholeNumber(
       args.maxAttempts,
@@ -140,7 +153,31 @@ export async function clientFromArgs(
   // The platform's warnings on successful responses (deprecations, ignored parameters) reach the user.
   clientOptions.onWarn ??= (warning, at) =>
     writeLine(ctx.stderr, `warning: platform: ${warning} (${at.method} ${at.path})`);
-  return { client: createCliClient(ctx.env, withDebugLines(ctx, args, clientOptions)), config };
+  return clientOptions;
+}
+
+/** Connection flags that choose the platform or its credentials: the embedded sandbox has its own. */
+const PLATFORM_FLAGS = [
+  ['baseUrl', '--base-url'],
+  ['apiBaseUrl', '--api-base-url'],
+  ['consumerKey', '--consumer-key'],
+  ['consumerSecret', '--consumer-secret'],
+  ['accessToken', '--access-token'],
+  ['accessTokenSecret', '--access-token-secret'],
+  ['profile', '--profile'],
+] as const;
+
+/** Refuse, rather than ignore, a flag that cannot apply to the embedded sandbox. */
+export function checkSandboxConnectionFlags(args: ConnectionArgs): void {
+  const given = PLATFORM_FLAGS.filter(([key]) => args[key] !== undefined).map(([, flag]) => flag);
+  if (given.length === 0) return;
+  throw new ConfigError(
+    'invalid_option',
+    `${given.join(', ')} cannot apply with --sandbox (it has its own URL and credentials)`,
+    {
+      fix: `drop ${given.join(', ')}, or drop --sandbox to use that platform`,
+    },
+  );
 }
 
 /** With --debug, client options that log each attempt and wait to stderr (paths only: no query, headers or bodies). */

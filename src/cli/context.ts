@@ -17,7 +17,7 @@ export interface CliContext {
   stdinIsTTY: boolean;
   cwd: string;
   /**
-   * Aborted when the user asks the command to stop (SIGINT or SIGTERM in a process). A command
+   * Aborted when the user asks the command to stop (SIGINT, SIGTERM or SIGHUP in a process). A command
    * that can wind down cleanly (upload, sandbox) listens to it; tests abort it instead of
    * sending a signal.
    */
@@ -41,10 +41,11 @@ export function processContext(): CliContext {
     process.stderr.write(`error: ${failure.message}\n  fix: ${failure.fix ?? ''}\n`);
     process.exit(EXIT_CODES.environment);
   });
-  // A closed stderr (`2>&1 | head -3`) only silences the messages: the command goes on and ends
-  // as it would have (an upload writes its audit end record and exits with its own code).
+  // A closed stderr (`2>&1 | head -3`, or a terminal gone: SIGHUP, then EIO) only silences the
+  // messages: the command goes on and ends as it would have (an upload writes its audit end
+  // record and exits with its own code).
   process.stderr.on('error', (error: NodeJS.ErrnoException) => {
-    if (error.code !== 'EPIPE') throw error;
+    if (error.code !== 'EPIPE' && error.code !== 'EIO') throw error;
   });
   return {
     stdout: process.stdout,
@@ -60,7 +61,13 @@ export function processContext(): CliContext {
 }
 
 /**
- * SIGINT/SIGTERM as an abort signal. While no command listens, a signal keeps its default
+ * The signals that ask a command to stop: Ctrl-C, `kill`, and SIGHUP (the terminal was closed or
+ * the SSH connection dropped), which would otherwise end the process mid-batch.
+ */
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const satisfies readonly NodeJS.Signals[];
+
+/**
+ * A stop signal as an abort signal. While no command listens, a signal keeps its default
  * effect (the process dies by it); a second signal after the abort quits at once with the
  * `interrupted` exit code, for a user who does not want to wait for the wind-down.
  */
@@ -69,14 +76,12 @@ function interruptSignal(): AbortSignal {
   const onSignal = (signal: NodeJS.Signals): void => {
     if (controller.signal.aborted) process.exit(EXIT_CODES.interrupted);
     if (getEventListeners(controller.signal, 'abort').length === 0) {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
+      for (const s of STOP_SIGNALS) process.off(s, onSignal);
       process.kill(process.pid, signal);
       return;
     }
     controller.abort(signal);
   };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  for (const s of STOP_SIGNALS) process.on(s, onSignal);
   return controller.signal;
 }

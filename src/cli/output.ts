@@ -1,4 +1,4 @@
-import { AudienceKitError, environmentError, EXIT_CODES, exitCodeFor, HttpError } from '../internal.js';
+import { AudienceKitError, environmentError, EXIT_CODES, exitCodeFor, HttpError, stateFailure } from '../internal.js';
 import type { CliContext } from './context.js';
 import { withFlagNames } from './flag-names.js';
 
@@ -118,8 +118,14 @@ const ENVIRONMENT_ERRNOS = new Set([
   'EIO',
 ]);
 
-/** An fs failure that escaped as a raw Node error (an output stream, say) is the environment's, not a bug. */
+/**
+ * An fs failure that escaped as a raw Node error (an output stream, a state file) is the
+ * environment's, not a bug: one that names its path always, one without a path for the errnos above.
+ */
 function fromFsError(error: unknown): unknown {
+  const raw = error instanceof AudienceKitError && error.code === 'internal' ? error.cause : error;
+  const at = (raw as NodeJS.ErrnoException | undefined)?.path;
+  if (typeof at === 'string') return stateFailure(error, at);
   const e = error as NodeJS.ErrnoException | undefined;
   if (e?.code === undefined || e.syscall === undefined || !ENVIRONMENT_ERRNOS.has(e.code)) return error;
   return environmentError(error, e.syscall === 'open' ? 'opening' : 'writing', e.path ?? 'a file');

@@ -15,7 +15,7 @@ import {
   writeSync,
   type Stats,
 } from 'node:fs';
-import { EnvironmentError, environmentError } from '../errors.js';
+import { AudienceKitError, EnvironmentError, environmentError } from '../errors.js';
 
 /**
  * The fs calls that write state. Tests replace them to simulate a full disk or a failing device
@@ -27,6 +27,60 @@ export const stateFs = {
   fsyncSync: (fd: number): void => fsyncSync(fd),
   ftruncateSync: (fd: number, length: number): void => ftruncateSync(fd, length),
 };
+
+/** What each fs call was doing, for the message ("while writing /state/..."). */
+const FS_ACTIONS: Record<string, string> = {
+  open: 'opening',
+  read: 'reading',
+  write: 'writing',
+  fsync: 'syncing',
+  fdatasync: 'syncing',
+  ftruncate: 'truncating',
+  close: 'closing',
+  fstat: 'reading',
+  stat: 'reading',
+  lstat: 'reading',
+  scandir: 'reading',
+  rename: 'renaming',
+  unlink: 'removing',
+  rm: 'removing',
+  rmdir: 'removing',
+  mkdir: 'creating the directory',
+  copyfile: 'copying',
+  chmod: 'changing the mode of',
+  fchmod: 'changing the mode of',
+};
+
+type FsErrno = NodeJS.ErrnoException & { code: string; syscall: string };
+
+function isFsErrno(error: unknown): error is FsErrno {
+  const e = error as Partial<NodeJS.ErrnoException> | undefined;
+  return error instanceof Error && typeof e?.code === 'string' && typeof e.syscall === 'string';
+}
+
+/**
+ * A raw fs error that escaped a state write (errno and syscall: a snapshot write, an EFBIG, a
+ * rename) as an EnvironmentError (exit 8) naming the path: the error's own, else `path` (a write
+ * on a file descriptor names none). An `internal` AudienceKitError wrapping one (a report's
+ * `asKitError`) is unwrapped; anything else is returned unchanged. Only fs calls are mapped: a
+ * path-less errno of another syscall (a socket's) stays what it was.
+ */
+export function stateFailure<T>(error: T, path: string): T | EnvironmentError {
+  const raw = error instanceof AudienceKitError && error.code === 'internal' ? error.cause : error;
+  if (!isFsErrno(raw)) return error;
+  const action = FS_ACTIONS[raw.syscall];
+  if (action === undefined && raw.path === undefined) return error;
+  const at = raw.path ?? path;
+  const doing = action ?? `${raw.syscall} on`;
+  if (raw.code === 'EFBIG') {
+    return new EnvironmentError('io_error', `file too large (EFBIG) while ${doing} ${at}`, {
+      path: at,
+      cause: raw,
+      fix: "a file reached a size limit (ulimit -f, or the file system's largest file): raise it, or use a state directory on another file system",
+    });
+  }
+  return environmentError(raw, doing, at) as EnvironmentError;
+}
 
 /**
  * Append `bytes` to `fd` (opened O_APPEND, under the file's lock) as a whole record or not at

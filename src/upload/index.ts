@@ -10,7 +10,7 @@ export {
 } from './options.js';
 export { createEngine, type Engine, type EngineOptions } from './engine.js';
 export { verify as verifyBatchResult, type SendableBatch } from './sender.js';
-export { reportJson, rejectRate } from './report.js';
+export { asKitError, reportJson, rejectRate } from './report.js';
 export { sendUsers, uploadAudience } from './upload.js';
 export {
   runUpload,

@@ -2,14 +2,15 @@
  * What a sync tells: its report (the plan, each operation's sends, the snapshot before and after)
  * and its audit record, built from the plan and the reports of the two sendUsers calls.
  */
-import { AudienceKitError } from '../errors.js';
+import { AudienceKitError, BatchesFailedError } from '../errors.js';
 import type { HashSummary } from '../hashing/summary.js';
 import type { AuditCounts, AuditRunEnd } from '../state/audit.js';
+import { stateFailure } from '../state/fs.js';
 import type { Snapshot } from '../state/snapshot.js';
 import { asKitError, rejectRate, targetRef } from './report.js';
 import { auditCounts, type RunInput } from './run.js';
 import type { SyncPlanCounts } from './sync-plan.js';
-import type { OperationErrorReport, UploadReport, UploadStatus, UploadTarget } from './types.js';
+import type { FailedBatchReport, OperationErrorReport, UploadReport, UploadStatus, UploadTarget } from './types.js';
 
 /** `refused`: a dry run of a plan that a real run refuses (too many removals, empty input). */
 export type SyncStatus = UploadStatus | 'refused';
@@ -17,12 +18,17 @@ export type SyncStatus = UploadStatus | 'refused';
 export interface SyncOperationReport {
   /** `not_sent`: the removals were not all confirmed, so the updates were not sent. */
   status: UploadStatus | 'not_sent';
+  /** Users to send (planned ones too when `not_sent`). */
   users: number;
+  /** Users not sent because an earlier phase failed (all of them when `not_sent`). */
+  users_withheld: number;
   users_confirmed: number;
   users_failed: number;
   batches: number;
   batches_confirmed: number;
   batches_failed: number;
+  /** Why each failed batch failed (code and the platform's reason; never identifiers). */
+  failed_batches: FailedBatchReport[];
   requests: number;
   bytes: number;
   retries: number;
@@ -64,6 +70,8 @@ export interface SyncReport {
   unchanged: number;
   delete: SyncOperationReport;
   update: SyncOperationReport;
+  /** Users of the plan not sent because an earlier phase failed (the adds and refreshes after failed removals). */
+  users_withheld: number;
   requests: number;
   bytes: number;
   retries: number;
@@ -93,15 +101,18 @@ export interface SyncPlanned {
   before: SnapshotState;
 }
 
-function operationReport(r: UploadReport | undefined, notSent: boolean): SyncOperationReport {
+/** `withheld`: the users of an operation that was not sent (undefined when it was). */
+function operationReport(r: UploadReport | undefined, withheld?: number): SyncOperationReport {
   return {
-    status: notSent ? 'not_sent' : (r?.status ?? 'completed'),
-    users: r?.users ?? 0,
+    status: withheld !== undefined ? 'not_sent' : (r?.status ?? 'completed'),
+    users: r?.users ?? withheld ?? 0,
+    users_withheld: withheld ?? 0,
     users_confirmed: r?.users_confirmed ?? 0,
     users_failed: r?.users_failed ?? 0,
     batches: r?.batches ?? 0,
     batches_confirmed: r?.batches_confirmed ?? 0,
     batches_failed: r?.batches_failed ?? 0,
+    failed_batches: r?.failed_batches ?? [],
     requests: r?.requests ?? 0,
     bytes: r?.bytes ?? 0,
     retries: r?.retries ?? 0,
@@ -138,8 +149,8 @@ export interface SyncReportParts {
 export function buildSyncReport(p: SyncReportParts): SyncReport {
   const { plan, sent } = p;
   const { counts, summary } = plan;
-  const del = operationReport(sent.deletes, false);
-  const upd = operationReport(sent.updates, sent.updatesPending === true);
+  const del = operationReport(sent.deletes);
+  const upd = operationReport(sent.updates, sent.updatesPending === true ? counts.adds + counts.refreshes : undefined);
   const report: SyncReport = {
     run_id: plan.runId,
     status: p.status ?? statusOf(sent),
@@ -163,6 +174,7 @@ export function buildSyncReport(p: SyncReportParts): SyncReport {
     unchanged: counts.unchanged,
     delete: del,
     update: upd,
+    users_withheld: del.users_withheld + upd.users_withheld,
     requests: del.requests + upd.requests,
     bytes: del.bytes + upd.bytes,
     retries: del.retries + upd.retries,
@@ -175,9 +187,33 @@ export function buildSyncReport(p: SyncReportParts): SyncReport {
     ended_at: new Date(p.endedMs).toISOString(),
     duration_ms: p.endedMs - plan.startedMs,
   };
-  const error = sent.error ?? sent.deletes?.error ?? sent.updates?.error;
-  if (error !== undefined) report.error = error;
+  const error = sent.error ?? sent.deletes?.error ?? sent.updates?.error ?? batchesFailed(report);
+  // A state write's raw fs error (EACCES, ENOSPC, EFBIG) is the machine's: exit 8, with the path.
+  if (error !== undefined) report.error = stateFailure(error, p.snapshot.dir);
   return report;
+}
+
+/** Batches the platform refused while the sync went on: the sync's cause, in one line. */
+function batchesFailed(r: SyncReport): AudienceKitError | undefined {
+  const ops = [
+    ['Delete', r.delete],
+    ['Update', r.update],
+  ] as const;
+  const failed = ops.filter(([, o]) => o.batches_failed > 0);
+  const [name, op] = failed[0] ?? [];
+  const first = op?.failed_batches[0];
+  if (op === undefined || first === undefined) return undefined;
+  const what = failed.map(
+    ([n, o]) => `${o.batches_failed} ${n} batch${o.batches_failed === 1 ? '' : 'es'} (${o.users_failed} users)`,
+  );
+  const withheld = r.users_withheld > 0 ? `; ${r.users_withheld} users to add or refresh were withheld` : '';
+  return new BatchesFailedError(
+    first.code as AudienceKitError['code'],
+    `${what.join(' and ')} failed${withheld}; first: ${name} batch ${first.index}: ${first.reason}`,
+    {
+      fix: "run the sync again: what was not confirmed is sent again; if the platform refuses the same batch again, its reason (and 'refused by the platform' lines) says what to change",
+    },
+  );
 }
 
 /** The two operations' audit counts added up, with the input's counts from the plan. */

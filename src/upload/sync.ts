@@ -80,6 +80,8 @@ export interface SyncAudienceOptions extends SendOptions {
   normalize?: NormalizeOptions;
   /** Recorded in the audit record. */
   sandbox?: boolean;
+  /** The audit log refused the end record (disk full): called instead of throwing, so the report comes back. */
+  onAuditError?: (error: unknown) => void;
   /** `planned` once the plan is known and accepted, then `removing` and `updating` as they start. */
   onPhase?: (phase: 'planned' | 'removing' | 'updating', plan: SyncPlanCounts) => void;
 }
@@ -355,7 +357,7 @@ async function audited(
       const after = { users: snapshot.count, digest: snapshot.digest };
       const end = appendAuditRecord(audit, syncAuditEnd({ plan, input, ...done, thrown, after }));
       // The sync's own error is the one to report, even when the audit log fails too.
-      if (thrown !== undefined) await end.catch(() => undefined);
+      if (thrown !== undefined || o.onAuditError !== undefined) await end.catch(o.onAuditError ?? (() => undefined));
       else await end;
     }
   }

@@ -33,11 +33,14 @@ export interface CliRun {
 
 /**
  * The environment a CLI run sees: the test's own variables over the worker's, scrubbed of
- * AUDIENCE_KIT_* so that a developer's own credentials never leak into a test.
+ * AUDIENCE_KIT_* so that a developer's own credentials never leak into a test. The state
+ * directory defaults to `.audience-kit` in the run's working directory (a test's temporary
+ * directory), never the user's own: a test of the real default sets it to undefined and gives
+ * HOME or XDG_STATE_HOME.
  */
 export function cliEnv(env: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AUDIENCE_KIT_')));
-  return { ...base, NO_COLOR: '1', ...env };
+  return { ...base, NO_COLOR: '1', AUDIENCE_KIT_STATE_DIR: '.audience-kit', ...env };
 }
 
 /** A Writable that keeps what was written; `text()` decodes it. */

@@ -38,19 +38,33 @@ export function scanFor(texts: Record<string, string>, needles: readonly string[
  */
 export const target = {} as { sandbox: Sandbox; env: NodeJS.ProcessEnv };
 
+/** The CLI environment pointing at `sandbox` (with a config directory of its own). */
+export function sandboxEnv(sandbox: Sandbox): NodeJS.ProcessEnv {
+  return {
+    AUDIENCE_KIT_CONFIG_DIR: tempDir('ak-config-'),
+    AUDIENCE_KIT_ADS_BASE_URL: sandbox.adsBaseUrl,
+    AUDIENCE_KIT_CONSUMER_KEY: sandbox.credentials.consumerKey,
+    AUDIENCE_KIT_CONSUMER_SECRET: sandbox.credentials.consumerSecret,
+    AUDIENCE_KIT_ACCESS_TOKEN: sandbox.credentials.accessToken,
+    AUDIENCE_KIT_ACCESS_TOKEN_SECRET: sandbox.credentials.accessTokenSecret,
+  };
+}
+
+/** `sync <dir>/<file>` of one target, every removal allowed (the tests choose their files). */
+export function syncArgs(
+  t: { dir: string; account: string; audience: string; stateDir: string },
+  file: string,
+  ...extra: string[]
+): string[] {
+  const target = ['--account', t.account, '--audience', t.audience];
+  return ['sync', join(t.dir, file), ...target, '--state-dir', t.stateDir, '--max-removals', '100%', ...extra];
+}
+
 /** Starts the file's slow sandbox before its tests and closes it after. */
 export function useSlowSandbox(): void {
   beforeAll(async () => {
     target.sandbox = await startSandbox({ seed: 3, faults: 'slow=120%1' });
-    const { sandbox } = target;
-    target.env = {
-      AUDIENCE_KIT_CONFIG_DIR: tempDir('ak-config-'),
-      AUDIENCE_KIT_ADS_BASE_URL: sandbox.adsBaseUrl,
-      AUDIENCE_KIT_CONSUMER_KEY: sandbox.credentials.consumerKey,
-      AUDIENCE_KIT_CONSUMER_SECRET: sandbox.credentials.consumerSecret,
-      AUDIENCE_KIT_ACCESS_TOKEN: sandbox.credentials.accessToken,
-      AUDIENCE_KIT_ACCESS_TOKEN_SECRET: sandbox.credentials.accessTokenSecret,
-    };
+    target.env = sandboxEnv(target.sandbox);
   });
   afterAll(async () => {
     await target.sandbox?.close();

@@ -3,7 +3,6 @@ import type { Argv, CommandModule } from 'yargs';
 import {
   ConfigError,
   defaultAuditLogPath,
-  DEFAULT_STATE_DIR,
   EXIT_CODES,
   findAuditRun,
   readAuditRuns,
@@ -11,12 +10,13 @@ import {
   type AuditRun,
 } from '../../internal.js';
 import type { CliContext } from '../context.js';
+import { settleStateDir } from '../state-dir.js';
 import { commandGroup } from '../manage.js';
 import { handle, renderFields, renderTable, writeJson, writeLine, type Column, type GlobalArgs } from '../output.js';
 
 interface AuditArgs extends GlobalArgs {
   'audit-log'?: string;
-  'state-dir': string;
+  'state-dir'?: string;
 }
 
 interface AuditVerifyArgs extends AuditArgs {
@@ -38,12 +38,13 @@ const withLogOption = <T>(y: Argv<T>): Argv<T & AuditArgs> =>
     .option('state-dir', {
       type: 'string',
       requiresArg: true,
-      default: DEFAULT_STATE_DIR,
-      describe: 'State directory of the uploads (as given to upload --state-dir)',
+      describe: 'State directory of the uploads and syncs (as given to upload --state-dir; the same default)',
     }) as unknown as Argv<T & AuditArgs>;
 
 const logPath = (ctx: CliContext, args: AuditArgs): string =>
-  resolve(ctx.cwd, args['audit-log'] ?? defaultAuditLogPath(args['state-dir']));
+  args['audit-log'] !== undefined
+    ? resolve(ctx.cwd, args['audit-log'])
+    : defaultAuditLogPath(settleStateDir(ctx, args));
 
 const RUN_COLUMNS: readonly Column<AuditRun>[] = [
   { header: 'run id', value: (r) => r.run_id },

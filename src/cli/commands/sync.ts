@@ -6,6 +6,8 @@
 import { basename, resolve } from 'node:path';
 import type { CommandModule, Options } from 'yargs';
 import {
+  asKitError,
+  AudienceKitError,
   ConfigError,
   defaultAuditLogPath,
   DEFAULT_REFRESH_AFTER_DAYS,
@@ -16,20 +18,32 @@ import {
   sendUsers,
   Snapshot,
   snapshotDir,
+  stateFailure,
   syncAudience,
   type AudienceUser,
   type ExitCode,
   type HashCsvRun,
   type NormalizeOptions,
+  type SyncPlanCounts,
   type SyncReport,
 } from '../../internal.js';
 import { withConnectionOptions } from '../connection.js';
 import type { CliContext } from '../context.js';
+import { settleStateDir } from '../state-dir.js';
 import { renderHashSummary } from '../hash-summary.js';
 import { summaryHints } from '../hints.js';
 import { addHashOptions, printHints, printInputMapping, rejectGuardFromArgs } from '../hash-options.js';
 import { withFlagNames } from '../flag-names.js';
-import { exitCodesEpilogue, handle, renderFields, writeJson, writeLine, type GlobalArgs } from '../output.js';
+import {
+  exitCodesEpilogue,
+  finishWhenStdoutCloses,
+  handle,
+  renderFields,
+  reportError,
+  writeJson,
+  writeLine,
+  type GlobalArgs,
+} from '../output.js';
 import {
   checkUsage,
   connect,
@@ -39,6 +53,7 @@ import {
   openSendInput,
   runInput,
   runShape,
+  targetOf,
   UPLOAD_OPTIONS,
   type Connected,
   type UploadArgs,
@@ -123,10 +138,48 @@ async function refillSandbox(c: Connected, stateDir: string): Promise<void> {
 
 function syncExitCode(report: SyncReport): ExitCode {
   if (report.status === 'refused') return report.error === undefined ? 2 : exitCodeFor(report.error);
+  // Completed, but the audit log could not record it.
+  if (report.status === 'completed' && report.error !== undefined) return exitCodeFor(report.error);
   return exitCodeOf({ status: report.status, ...(report.error === undefined ? {} : { error: report.error }) });
 }
 
 async function sync(ctx: CliContext, args: SyncArgs): Promise<number> {
+  // A report the user cannot read later (a full disk under `> report.json`) is an exit 8 too.
+  finishWhenStdoutCloses(ctx);
+  let stateDir: string | undefined;
+  try {
+    // The embedded sandbox's target is made later: its state is found as upload's is.
+    const target = args.sandbox === true ? undefined : { accountId: args.account ?? '', target: targetOf(args) };
+    stateDir = settleStateDir(ctx, args, target);
+    return await syncFile(ctx, args, stateDir);
+  } catch (thrown) {
+    // A raw fs error of the state (a snapshot write: EACCES, ENOSPC, EFBIG) is the machine's.
+    const error = withFlagNames(stateDir === undefined ? thrown : stateFailure(thrown, stateDir));
+    if (args.json !== true) throw error;
+    return printFailure(ctx, args, error);
+  }
+}
+
+/** `--json` always prints a report: a sync that stopped before it had one says why. */
+function printFailure(ctx: CliContext, args: SyncArgs, error: unknown): number {
+  const exitCode = reportError(ctx, error, args.debug === true);
+  const known = error instanceof AudienceKitError;
+  writeJson(ctx, {
+    status: 'failed',
+    exit_code: exitCode,
+    input: inputName(args),
+    error: {
+      code: known ? error.code : 'internal',
+      message: error instanceof Error ? error.message : String(error),
+      ...(known && error.fix !== undefined ? { fix: error.fix } : {}),
+    },
+  });
+  return exitCode;
+}
+
+const inputName = (args: SyncArgs): string => (args.file === '-' || args.file === '' ? '-' : basename(args.file));
+
+async function syncFile(ctx: CliContext, args: SyncArgs, stateDir: string): Promise<number> {
   checkUsage(args, 'sync');
   const maxRemovals = parseRemovalCap(args['max-removals']);
   // An input without users is judged by the sync itself (refused unless --allow-empty).
@@ -138,11 +191,12 @@ async function sync(ctx: CliContext, args: SyncArgs): Promise<number> {
   let c: Connected | undefined;
   try {
     if (args.quiet !== true) printInputMapping(ctx, run);
-    c = await connect(ctx, args, SANDBOX_SEED);
-    const stateDir = resolve(ctx.cwd, args['state-dir']);
-    await refillSandbox(c, stateDir);
+    c = await connect(ctx, args, SANDBOX_SEED, (sandboxed) => refillSandbox(sandboxed, stateDir));
     const { limits, concurrency, maxRetries } = runShape(args);
     const dryRun = args['dry-run'] === true;
+    const auditLog = resolve(ctx.cwd, args['audit-log'] ?? defaultAuditLogPath(stateDir));
+    // The audit log refusing the end record (disk full) still lets the report be printed.
+    let auditError: unknown;
     const report = await syncAudience({
       ...(c.client === undefined || dryRun ? {} : { client: c.client }),
       accountId: c.accountId,
@@ -154,7 +208,7 @@ async function sync(ctx: CliContext, args: SyncArgs): Promise<number> {
       normalize: hashOptions,
       input: runInput(inputPath, args.file),
       stateDir,
-      auditLog: resolve(ctx.cwd, args['audit-log'] ?? defaultAuditLogPath(args['state-dir'])),
+      auditLog,
       full: args.full === true,
       ...(args['refresh-after'] === undefined ? {} : { refreshAfterDays: args['refresh-after'] }),
       maxRemovals: 'users' in maxRemovals ? maxRemovals.users : `${maxRemovals.percent}%`,
@@ -162,16 +216,16 @@ async function sync(ctx: CliContext, args: SyncArgs): Promise<number> {
       dryRun,
       sandbox: args.sandbox === true,
       signal: interrupt.signal,
-      onPhase: (phase, plan) => {
-        if (args.quiet === true) return;
-        if (phase === 'planned')
-          writeLine(ctx.stderr, `plan: +${plan.adds} -${plan.removes} ~${plan.refreshes} =${plan.unchanged}`);
-        else
-          writeLine(ctx.stderr, phase === 'removing' ? 'removing (Delete) ...' : 'adding and refreshing (Update) ...');
-      },
+      onAuditError: (e) => (auditError = e),
+      onPhase: (phase, plan) => printPhase(ctx, args, phase, plan),
     });
+    const lostAudit = auditError === undefined ? undefined : asKitError(stateFailure(auditError, auditLog));
+    if (report.error === undefined && lostAudit !== undefined) report.error = lostAudit;
     if (report.error !== undefined) withFlagNames(report.error);
     printOutcome(ctx, args, report, run, c, hashOptions);
+    // The sync's own cause is the report's; the audit log's failure is said too.
+    if (lostAudit !== undefined && report.error !== lostAudit)
+      writeLine(ctx.stderr, `error: the audit log did not record the end of this run: ${lostAudit.message}`);
     return syncExitCode(report);
   } finally {
     interrupt.release();
@@ -179,11 +233,24 @@ async function sync(ctx: CliContext, args: SyncArgs): Promise<number> {
   }
 }
 
+function printPhase(
+  ctx: CliContext,
+  args: SyncArgs,
+  phase: 'planned' | 'removing' | 'updating',
+  plan: SyncPlanCounts,
+): void {
+  if (args.quiet === true) return;
+  if (phase === 'planned')
+    writeLine(ctx.stderr, `plan: +${plan.adds} -${plan.removes} ~${plan.refreshes} =${plan.unchanged}`);
+  else writeLine(ctx.stderr, phase === 'removing' ? 'removing (Delete) ...' : 'adding and refreshing (Update) ...');
+}
+
 const count = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? '' : 's'}`;
 
 function operationLine(r: SyncReport['delete'], dryRun: boolean): string {
   if (dryRun) return `${count(r.users, 'user')} in ${count(r.batches, 'request')} (${r.bytes} bytes) planned`;
-  if (r.status === 'not_sent') return `${count(r.users, 'user')} not sent (the removals did not all go through)`;
+  if (r.status === 'not_sent')
+    return `${count(r.users_withheld, 'user')} withheld: not sent (the removals did not all go through)`;
   return `${r.users_confirmed} of ${count(r.users, 'user')} confirmed, ${count(r.requests, 'request')}, ${r.status}`;
 }
 
@@ -205,12 +272,21 @@ function printOutcome(
     writeJson(ctx, {
       ...reportJson(report),
       exit_code: syncExitCode(report),
-      input: args.file === '-' || args.file === '' ? '-' : basename(args.file),
+      input: inputName(args),
       ...(size === undefined ? {} : { sandbox: { audience_size: size } }),
       hints: summaryHints(run.summary, run.mapping, hashOptions),
     });
-    return;
-  }
+  } else printTable(ctx, report, run, hashOptions, size === undefined ? undefined : [c, size]);
+  printCause(ctx, report);
+}
+
+function printTable(
+  ctx: CliContext,
+  report: SyncReport,
+  run: HashCsvRun,
+  hashOptions: NormalizeOptions,
+  sandbox: [Connected, number] | undefined,
+): void {
   const fields: [string, unknown][] = [
     ['run id', report.run_id],
     ['status', report.status + (report.dry_run ? ' (dry run: nothing sent)' : '')],
@@ -232,13 +308,23 @@ function printOutcome(
     ],
     ['duration', `${(report.duration_ms / 1000).toFixed(1)} s`],
   ];
-  if (size !== undefined)
-    fields.push(['doNotReachListId' in c.target ? 'sandbox list size' : 'sandbox audience size', size]);
+  if (sandbox !== undefined)
+    fields.push(['doNotReachListId' in sandbox[0].target ? 'sandbox list size' : 'sandbox audience size', sandbox[1]]);
   writeLine(ctx.stdout, renderFields(fields));
   writeLine(ctx.stdout);
   writeLine(ctx.stdout, renderHashSummary(run.summary));
   // Why many values of a type were rejected, and the likely fix: what `hash` and `upload` say too.
   printHints(ctx, run.summary, run.mapping, hashOptions);
+}
+
+/** Why the sync did not complete, on stderr whatever the output format: failed batches, then the error and its fix. */
+function printCause(ctx: CliContext, report: SyncReport): void {
+  for (const [name, op] of [
+    ['Delete', report.delete],
+    ['Update', report.update],
+  ] as const)
+    for (const f of op.failed_batches.slice(0, 10))
+      writeLine(ctx.stderr, `failed: ${name} batch ${f.index} (${count(f.users, 'user')}): ${f.code}: ${f.reason}`);
   if (report.error !== undefined) {
     writeLine(ctx.stderr, `error: ${report.error.message}`);
     if (report.error.fix !== undefined) writeLine(ctx.stderr, `  fix: ${report.error.fix}`);

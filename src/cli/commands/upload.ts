@@ -8,7 +8,6 @@ import {
   defaultAuditLogPath,
   DEFAULT_BATCH_LIMITS,
   DEFAULT_MAX_RETRIES,
-  DEFAULT_STATE_DIR,
   DEFAULT_UPLOAD_CONCURRENCY,
   DO_NOT_REACH_TYPES,
   EnvironmentError,
@@ -37,8 +36,16 @@ import {
   type UploadTarget,
   writeFileNoFollow,
 } from '../../internal.js';
-import { clientFromArgs, withConnectionOptions, withDebugLines, type ConnectionArgs } from '../connection.js';
+import {
+  checkSandboxConnectionFlags,
+  clientFromArgs,
+  withConnectionOptions,
+  withDebugLines,
+  withTransportFlags,
+  type ConnectionArgs,
+} from '../connection.js';
 import type { CliContext } from '../context.js';
+import { settleStateDir, STATE_DIR_ENV } from '../state-dir.js';
 import { renderHashSummary } from '../hash-summary.js';
 import { withFlagNames } from '../flag-names.js';
 import { summaryHints } from '../hints.js';
@@ -83,7 +90,7 @@ export interface UploadArgs extends GlobalArgs, HashOptionArgs, ConnectionArgs {
   'max-operations'?: number;
   'max-users-per-operation'?: number;
   'audit-log'?: string;
-  'state-dir': string;
+  'state-dir'?: string;
   resume?: boolean;
   restart?: boolean;
   quiet?: boolean;
@@ -119,7 +126,9 @@ export const UPLOAD_OPTIONS: Record<string, Options> = {
   'max-operations': num(`Operations per request (default and platform maximum ${DEFAULT_BATCH_LIMITS.maxOperations})`),
   'max-users-per-operation': num(`Users per operation (default ${DEFAULT_BATCH_LIMITS.maxUsersPerOperation})`),
   'audit-log': str('Audit log file (default STATE_DIR/audit.jsonl)'),
-  'state-dir': { ...str('Run journals and kept failed batches (mode 0700)'), default: DEFAULT_STATE_DIR },
+  'state-dir': str(
+    `Run journals and kept failed batches (mode 0700; default $${STATE_DIR_ENV}, else ~/.local/state/audience-kit: docs/configuration.md)`,
+  ),
   resume: {
     type: 'boolean',
     describe: 'Continue the unfinished run of this file and options (skips confirmed batches)',
@@ -238,6 +247,7 @@ export function checkUsage(args: UploadArgs, command: 'upload' | 'sync' = 'uploa
       });
     }
   }
+  if (useSandbox) checkSandboxConnectionFlags(args);
   if (args['sandbox-faults'] !== undefined && !useSandbox) {
     throw new ConfigError('invalid_option', '--sandbox-faults needs --sandbox', {
       fix: 'add --sandbox or drop --sandbox-faults',
@@ -282,29 +292,44 @@ export interface Connected {
 
 /**
  * The client, and with --sandbox the embedded sandbox with a new audience or list to upload to
- * (with `seed`, the same account and target ids every time).
+ * (with `seed`, the same account and target ids every time). `--sandbox-faults` count from the
+ * command's own requests: they are armed after the sandbox's setup (the target's creation, and
+ * `prepare`: the sync's refill).
  */
-export async function connect(ctx: CliContext, args: UploadArgs, seed?: number): Promise<Connected> {
+export async function connect(
+  ctx: CliContext,
+  args: UploadArgs,
+  seed?: number,
+  prepare?: (c: Connected) => Promise<void>,
+): Promise<Connected> {
   const target = targetOf(args);
   if (args.sandbox !== true) {
     const client = args['dry-run'] === true ? undefined : (await clientFromArgs(ctx, args)).client;
     return { client, sandbox: undefined, accountId: args.account ?? '', target };
   }
-  const sandbox = await startSandbox({
-    port: 0,
-    ...(seed === undefined ? {} : { seed }),
-    ...(args['sandbox-faults'] === undefined ? {} : { faults: args['sandbox-faults'] }),
-  });
-  const client = createClient(
-    withDebugLines(ctx, args, { adsBaseUrl: sandbox.adsBaseUrl, credentials: sandbox.credentials }),
-  );
-  const accountId = args.account ?? sandbox.accounts.primary;
-  const name = `audience-kit ${basename(args.file)}`;
-  const created =
-    'doNotReachListId' in target
-      ? { doNotReachListId: (await createDoNotReachList(client, { accountId, description: name })).id }
-      : { customAudienceId: (await createCustomAudience(client, { accountId, name })).id };
-  return { client, sandbox, accountId, target: created };
+  // --max-attempts and --request-timeout apply to the sandbox too (checked before it starts).
+  const transport = withTransportFlags(ctx, args, {});
+  const faults = args['sandbox-faults'];
+  const sandbox = await startSandbox({ port: 0, ...(seed === undefined ? {} : { seed }), faults: faults ?? '' });
+  const base = { ...transport, adsBaseUrl: sandbox.adsBaseUrl, credentials: sandbox.credentials };
+  const client = createClient(withDebugLines(ctx, args, base));
+  try {
+    sandbox.setFaults('');
+    const accountId = args.account ?? sandbox.accounts.primary;
+    const name = `audience-kit ${basename(args.file)}`;
+    const created =
+      'doNotReachListId' in target
+        ? { doNotReachListId: (await createDoNotReachList(client, { accountId, description: name })).id }
+        : { customAudienceId: (await createCustomAudience(client, { accountId, name })).id };
+    const c = { client, sandbox, accountId, target: created };
+    await prepare?.(c);
+    if (faults !== undefined) sandbox.setFaults(faults);
+    return c;
+  } catch (error) {
+    await client.close();
+    await sandbox.close();
+    throw error;
+  }
 }
 
 function runOptions(
@@ -318,6 +343,7 @@ function runOptions(
 ): RunUploadOptions {
   const inputPath = hashInputSource(args.file, ctx.cwd);
   const journaled = args.sandbox !== true && inputPath !== '-';
+  const stateDir = resolve(ctx.cwd, args['state-dir'] ?? '');
   let previewWritten = args.preview === undefined;
   return {
     ...runShape(args),
@@ -330,9 +356,9 @@ function runOptions(
     dedupe: args.dedupe,
     dryRun: args['dry-run'] === true,
     sandbox: args.sandbox === true,
-    ...(journaled ? { stateDir: resolve(ctx.cwd, args['state-dir']) } : {}),
+    ...(journaled ? { stateDir } : {}),
     unfinished: unfinishedPolicy(ctx, args),
-    auditLog: resolve(ctx.cwd, args['audit-log'] ?? defaultAuditLogPath(args['state-dir'])),
+    auditLog: resolve(ctx.cwd, args['audit-log'] ?? defaultAuditLogPath(stateDir)),
     signal,
     onNotice,
     ...(printer === undefined ? {} : { onProgress: printer.update }),
@@ -397,6 +423,7 @@ export async function closeSend(run: HashCsvRun, c: Connected | undefined): Prom
 
 async function upload(ctx: CliContext, args: UploadArgs): Promise<number> {
   checkUsage(args);
+  settleStateDir(ctx, args);
   finishWhenStdoutCloses(ctx);
   const wantsDnr = args['do-not-reach-list'] !== undefined;
   const { run } = await openSendInput(ctx, args, rejectGuardFromArgs(args));
