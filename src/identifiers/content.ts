@@ -111,11 +111,12 @@ export function listSeparator(type: IdentifierType, values: ColumnValues): strin
 
 /**
  * Whether the values of a column named for `type` fit it: undefined when they do (or when the
- * sample holds none, so the name alone decides), otherwise the reason it is not used.
+ * sample holds fewer than MIN_CONTENT_VALUES, so the name alone decides and every value is
+ * counted, rejected or not), otherwise the reason it is not used.
  */
 export function misfit(type: IdentifierType, values: ColumnValues, separator: string | undefined): string | undefined {
   const filled = nonEmpty(values.cells);
-  if (filled.length === 0) return undefined;
+  if (filled.length < MIN_CONTENT_VALUES) return undefined;
   const fits = filled.filter((i) => partsOf(values.cells[i] as string, separator).every((p) => looksLike(type, p)));
   if (fits.length >= FIT_SHARE * filled.length) return undefined;
   return `its values are not ${TYPE_WORDS[type]} (${fits.length} of ${filled.length} sampled)`;
