@@ -130,6 +130,9 @@ export const SOMEONE_ELSE: readonly string[] = [
   'by',
 ];
 
+/** Words naming a contact identifier: a column of someone else's with one of these is listed with its reason. */
+const CONTACT_WORDS: ReadonlySet<string> = new Set(['email', 'mail', 'phone', 'mobile', 'cell', 'fax', 'sms', 'telephone', 'tel']);
+
 /** Last words of a generic id column (`id`, `user_id`, `User ID`, `external_id`): never used without `map`. */
 const GENERIC_ID_WORDS: ReadonlySet<string> = new Set(['id', 'ids', 'uid', 'guid', 'uuid']);
 /** Whole names of generic account columns (keys as compared). */
@@ -351,7 +354,11 @@ function nameVerdict(
   const type = known === 'country' ? undefined : known;
   const words = nameWords(column);
   const other = words.find((w) => SOMEONE_ELSE.includes(w));
-  if (other !== undefined) return type === undefined ? { someoneElse: other } : { someoneElse: other, type };
+  if (other !== undefined) {
+    // A type for the printout: the column reads as an identifier's, and is left out with the reason.
+    const named = type ?? (words.some((w) => CONTACT_WORDS.has(w)) ? 'email' : undefined);
+    return named === undefined ? { someoneElse: other } : { someoneElse: other, type: named };
+  }
   if (type !== undefined) return { type };
   const last = words.at(-1);
   if ((last !== undefined && GENERIC_ID_WORDS.has(last)) || GENERIC_ID_KEYS.has(columnKey(column))) return { id: true };
@@ -387,7 +394,7 @@ function detectColumns(
     }
     if (verdict !== undefined && 'someoneElse' in verdict) {
       if (verdict.type !== undefined || contentType(values, types) !== undefined)
-        out.notUsed.push({ index, column, reason: `someone else's value (the name says "${verdict.someoneElse}")` });
+        out.notUsed.push({ index, column, reason: `not the person's own (the name says "${verdict.someoneElse}")` });
       return;
     }
     if (verdict !== undefined) {
