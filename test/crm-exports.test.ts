@@ -182,7 +182,11 @@ const CASES: Expected[] = [
   },
   {
     file: 'iterable-users.csv',
-    mapping: ['email           <- "email"', 'phone_number    <- "phoneNumber"', '(ignored "userId": a generic id column'],
+    mapping: [
+      'email           <- "email"',
+      'phone_number    <- "phoneNumber"',
+      '(ignored "userId": a generic id column',
+    ],
     rows: 5,
     users: 5,
     types: { email: [5, 0], phone_number: [4, 0] },

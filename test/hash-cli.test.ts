@@ -288,7 +288,18 @@ describe('audience-kit hash (process)', () => {
     writeFileSync(path, 'email,work_email\nbad;worse,bad3\nok@example.com,bad4;bad5\nok2@example.com,\n,nope\n');
     // Named by --map: detected by name, work_email (no address among its values) would not be read.
     const map = ['--map', 'email=email', '--map', 'email=work_email'];
-    const r = await runCli(['hash', path, ...map, '--value-separator', ';', '--json', '--workers', '0', '-o', '/dev/null']);
+    const r = await runCli([
+      'hash',
+      path,
+      ...map,
+      '--value-separator',
+      ';',
+      '--json',
+      '--workers',
+      '0',
+      '-o',
+      '/dev/null',
+    ]);
     expect(r.code).toBe(0);
     const { summary } = JSON.parse(r.stdout) as {
       summary: { rejects: Record<string, unknown> };

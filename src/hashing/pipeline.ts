@@ -198,9 +198,8 @@ class RecordKeys {
     for (const record of head) for (const key of Object.keys(record)) this.add(key);
     // A key the options name that none of the first records has is a mistyped key: refused
     // before anything is hashed, rather than every value of its type silently missing.
+    // (A key that is not there is never added as an empty column: the entry would match it.)
     if (given === undefined && head.length > 0) checkNamedKeys(this.keys, opts);
-    for (const entry of opts.map ?? []) this.add(entry.slice(entry.indexOf('=') + 1).trim());
-    if (opts.countryColumn !== undefined) this.add(opts.countryColumn);
     this.sample = head.map((r) => this.keys.map((k) => cellText(r[k])));
   }
 
@@ -237,7 +236,11 @@ const isRawRecord = (r: CsvRow | CsvBadRow | RawRecord): r is RawRecord => !isCs
  * The items of `rows`, the first `n` read ahead and handed to `onHead` before any is yielded
  * (the mapping judges each column by them). The source is closed when iteration stops early.
  */
-async function* withHead<T>(rows: AsyncIterable<T> | Iterable<T>, n: number, onHead: (head: T[]) => void): AsyncGenerator<T> {
+async function* withHead<T>(
+  rows: AsyncIterable<T> | Iterable<T>,
+  n: number,
+  onHead: (head: T[]) => void,
+): AsyncGenerator<T> {
   const it = Symbol.asyncIterator in rows ? rows[Symbol.asyncIterator]() : rows[Symbol.iterator]();
   let finished = false;
   try {
@@ -289,7 +292,11 @@ export function hashRecords(
       }
       let built: BuiltUser;
       if (isCsvRow(row)) {
-        mapping ??= resolveMapping(row.header, checked, head.filter(isCsvRow).map((r) => r.fields));
+        mapping ??= resolveMapping(
+          row.header,
+          checked,
+          head.filter(isCsvRow).map((r) => r.fields),
+        );
         built = buildUser(mapRecord(row.fields, mapping, row.line), normalize);
       } else {
         objects ??= new RecordKeys(checked, opts.mapping, head.filter(isRawRecord));

@@ -79,8 +79,7 @@ export function clearlyIs(type: 'email' | 'phone_number', raw: string, country: 
   return normalizeIdentifier('phone_number', value, country === undefined ? {} : { country }).ok;
 }
 
-const nonEmpty = (cells: readonly string[]): number[] =>
-  cells.flatMap((c, i) => (cleanValue(c) === '' ? [] : [i]));
+const nonEmpty = (cells: readonly string[]): number[] => cells.flatMap((c, i) => (cleanValue(c) === '' ? [] : [i]));
 
 const partsOf = (cell: string, separator: string | undefined): string[] =>
   separator === undefined ? [cell] : cell.split(separator).filter((p) => cleanValue(p) !== '');

@@ -131,7 +131,17 @@ export const SOMEONE_ELSE: readonly string[] = [
 ];
 
 /** Words naming a contact identifier: a column of someone else's with one of these is listed with its reason. */
-const CONTACT_WORDS: ReadonlySet<string> = new Set(['email', 'mail', 'phone', 'mobile', 'cell', 'fax', 'sms', 'telephone', 'tel']);
+const CONTACT_WORDS: ReadonlySet<string> = new Set([
+  'email',
+  'mail',
+  'phone',
+  'mobile',
+  'cell',
+  'fax',
+  'sms',
+  'telephone',
+  'tel',
+]);
 
 /** Last words of a generic id column (`id`, `user_id`, `User ID`, `external_id`): never used without `map`. */
 const GENERIC_ID_WORDS: ReadonlySet<string> = new Set(['id', 'ids', 'uid', 'guid', 'uuid']);
@@ -485,7 +495,9 @@ function noIdentifierColumn(header: readonly string[], opts: MappingOptions, not
   checkHeaderRow(header);
   // The cells are not listed: with no known column name, this "header" may well be a data row.
   const left =
-    notUsed.length === 0 ? '' : `; left out: ${notUsed.map((c) => `${columnLabel(c.column, c.index)} (${c.reason})`).join(', ')}`;
+    notUsed.length === 0
+      ? ''
+      : `; left out: ${notUsed.map((c) => `${columnLabel(c.column, c.index)} (${c.reason})`).join(', ')}`;
   throw new ConfigError(
     'mapping_no_identifier_column',
     `none of the ${header.length} header columns has a known identifier name or values that are clearly emails or phone numbers${left}`,
