@@ -251,23 +251,10 @@ describe('audience-kit hash (process)', () => {
   });
 
   it('--map still detects the country column, so phones come out as without --map', async () => {
-    const auto = await runCli([
-      'hash',
-      CRM,
-      '--format',
-      'jsonl',
-      '--workers',
-      '1',
-      '--map',
-      'partner_user_id=customer_id',
-    ]);
+    const args = ['hash', CRM, '--format', 'jsonl', '--workers', '1'];
+    const auto = await runCli([...args, '--map', 'partner_user_id=customer_id']);
     const mapped = await runCli([
-      'hash',
-      CRM,
-      '--format',
-      'jsonl',
-      '--workers',
-      '1',
+      ...args,
       '--map',
       'email=Email',
       '--map',

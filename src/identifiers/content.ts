@@ -32,20 +32,11 @@ const PHONE_CHARS = /^\+?[\d\s().\-/]+$/;
 const DATE_LIKE = /^(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4})$/;
 const DOTTED_QUAD = /^\d{1,3}(?:\.\d{1,3}){3}$/;
 
-function digitCount(s: string): number {
-  let n = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c >= 0x30 && c <= 0x39) n++;
-  }
-  return n;
-}
-
 /** Written like a phone number: digits with phone punctuation (6 to 17 digits), not a date or an IP address. */
 function phoneShaped(value: string): boolean {
   const s = value.replace(PHONE_EXTENSION, '');
   if (!PHONE_CHARS.test(s) || DATE_LIKE.test(s) || DOTTED_QUAD.test(s)) return false;
-  const digits = digitCount(s);
+  const digits = s.replace(/\D/g, '').length;
   return digits >= 6 && digits <= 17;
 }
 
