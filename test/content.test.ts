@@ -40,6 +40,20 @@ describe('columns judged by their values as well as their names', () => {
     expect(withCountry.ignored).toContain('Ref');
   });
 
+  it('a file without a header row is still refused, not read by content with its first row lost', async () => {
+    const path = join(tmp, 'no-header.csv');
+    const rows = [
+      'ava@example.com,+1 202-555-0101',
+      'ben@example.com,+1 202-555-0102',
+      'cleo@example.com,+1 202-555-0103',
+    ];
+    writeFileSync(path, `${rows.join('\n')}\n`);
+    const r = await runCli(['hash', path, '--workers', '0', '-o', join(tmp, 'no-header.out')]);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain('error: the first row looks like data; a header row is required');
+    expect(r.stderr).not.toContain('ava@example.com');
+  });
+
   it('a column whose name matches but whose values do not fit is left out, with the reason', () => {
     const m = resolveMapping(['Email', 'Mobile', 'Phone', 'IDFA', 'E-mail address'], {}, [
       ['Ava Lee', 'yes', '(202) 555-0101', 'not-a-device', 'ava@example.com'],

@@ -415,7 +415,9 @@ function detectColumns(
       else out.columns.push({ index, column, type: verdict.type, ...(separator === undefined ? {} : { separator }) });
       return;
     }
-    const found = contentType(values, opts.valueSeparator === undefined ? types : []);
+    const found = looksLikeData(column)
+      ? undefined
+      : contentType(values, opts.valueSeparator === undefined ? types : []);
     if (found !== undefined) out.columns.push({ index, column, content: true, ...found });
   });
   return out;
@@ -467,6 +469,9 @@ export function resolveMapping(
     });
   }
   const explicit = parseMapEntries(header, opts);
+  // Without map entries naming header cells, a first row that looks like data is no header: read
+  // by content, its values would become column names and the row would silently go unsent.
+  if (explicit.columns.length === 0 && explicit.country === undefined) checkHeaderRow(header);
   const country = countryColumn(header, opts, explicit);
   const columns = explicit.columns.map((c) => withListSeparator(c, sample, opts, country?.index));
   const namedTypes = new Set(columns.map((c) => c.type));
