@@ -160,7 +160,22 @@ function noteHints(summary: HashSummary, opts: NormalizeOptions, already: string
  */
 export function summaryHints(summary: HashSummary, mapping: ColumnMapping, opts: NormalizeOptions = {}): string[] {
   const share = rejectShareHints(summary, mapping, opts);
-  return [...share, ...noteHints(summary, opts, share.join('\n')), ...idColumnHints(mapping)];
+  return [...share, ...noteHints(summary, opts, share.join('\n')), ...notUsedHints(mapping)];
+}
+
+/** Columns whose name says a type but whose first values do not fit it: left out, and how to read them anyway. */
+function misfitHints(mapping: ColumnMapping): string[] {
+  return (mapping.notUsed ?? []).flatMap((c) =>
+    c.misfit === undefined
+      ? []
+      : [
+          `${columnLabel(c.column, c.index)} was not read as ${c.misfit}: ${c.reason}; if it does hold them, --map ${c.misfit}=${quote(c.column)}`,
+        ],
+  );
+}
+
+function notUsedHints(mapping: ColumnMapping): string[] {
+  return [...misfitHints(mapping), ...idColumnHints(mapping)];
 }
 
 /** Generic id columns whose values look like ids: not sent, and how to send them if they should be. */

@@ -199,6 +199,8 @@ export interface NotUsedColumn {
   reason: string;
   /** A generic id column whose sampled values look like ids (a hint says how to map it). */
   idLike?: true;
+  /** The type its name says, when its values did not fit it (a hint says how to read it anyway). */
+  misfit?: IdentifierType;
 }
 
 export interface ColumnMapping {
@@ -411,7 +413,7 @@ function detectColumns(
       if (!types.includes(verdict.type)) return;
       const separator = opts.valueSeparator === undefined ? listSeparator(verdict.type, values) : undefined;
       const reason = misfit(verdict.type, values, separator);
-      if (reason !== undefined) out.notUsed.push({ index, column, reason });
+      if (reason !== undefined) out.notUsed.push({ index, column, reason, misfit: verdict.type });
       else out.columns.push({ index, column, type: verdict.type, ...(separator === undefined ? {} : { separator }) });
       return;
     }
