@@ -12,7 +12,9 @@ const rows = [
   { customer_id: 'c-1', Email: ' Jane.Doe+news@Example.com ', Phone: '020 7946 0321', Country: 'GB' },
   { customer_id: 'c-2', Email: 'not an email', Phone: '(650) 555-1212', Country: 'US' },
 ];
-const users = hashRecords(rows, { defaultCountry: 'US' });
+// A generic id (`customer_id`, `user_id`) is never sent unless mapped: a partner_user_id matches only after the
+// platform's ID Sync with a partner, and is sent unhashed. This advertiser has done ID Sync, so it maps it.
+const users = hashRecords(rows, { defaultCountry: 'US', map: ['partner_user_id=customer_id'] });
 for await (const u of users) {
   // u.user is the object sent to the platform: SHA-256 digests, `partner_user_id` as is.
   console.log(u.line, JSON.stringify(u.user), JSON.stringify(u.rejects));

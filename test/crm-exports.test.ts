@@ -56,12 +56,12 @@ const CASES: Expected[] = [
     file: 'shopify-customers.csv',
     mapping: [
       'phone_number    <- "Default Address Phone", "Phone"',
-      'partner_user_id <- "Customer ID"  (sent unhashed)',
       'country         <- "Default Address Country Code"',
+      '(ignored "Customer ID": a generic id column',
     ],
     rows: 6,
     users: 6,
-    types: { email: [5, 0], phone_number: [7, 0], partner_user_id: [6, 0] },
+    types: { email: [5, 0], phone_number: [7, 0] },
   },
   {
     file: 'klaviyo-profiles.csv',
@@ -104,11 +104,12 @@ const CASES: Expected[] = [
     mapping: [
       'email           <- "EMAIL"',
       'phone_number    <- "SMS", "WHATSAPP", "LANDLINE_NUMBER"',
-      'partner_user_id <- "EXT_ID"  (sent unhashed)',
+      '(ignored "EXT_ID": a generic id column',
     ],
     rows: 5,
-    users: 5,
-    types: { email: [3, 1], phone_number: [4, 0], partner_user_id: [4, 0] },
+    // Line 6 has only its EXT_ID (not sent without --map) and a value that is not an address.
+    users: 4,
+    types: { email: [3, 1], phone_number: [4, 0] },
     hint: /2 phone numbers were read as starting with their country code without \+/,
   },
   {
@@ -117,6 +118,122 @@ const CASES: Expected[] = [
     rows: 4,
     users: 4,
     types: { email: [3, 0], device_id: [2, 0] },
+  },
+  {
+    file: 'zoho-contacts.csv',
+    mapping: [
+      'email           <- "Email", "Secondary Email"',
+      'phone_number    <- "Phone", "Home Phone", "Other Phone", "Mobile"',
+      'handle          <- "Twitter"',
+      'country         <- "Mailing Country"',
+      '(ignored "Fax": not the person\'s own (the name says "fax"))',
+      '(ignored "Asst Phone": not the person\'s own (the name says "asst"))',
+      '(ignored "Record Id": a generic id column',
+    ],
+    rows: 6,
+    users: 6,
+    types: { email: [6, 0], phone_number: [13, 0], handle: [3, 0] },
+  },
+  {
+    // Read without flags: Pipedrive's "Person - …" names, and cells holding several values.
+    file: 'pipedrive-persons.csv',
+    mapping: [
+      'email           <- "Person - Email - Work" (lists split on ","), "Person - Email - Home", "Person - Email - Other"',
+      'phone_number    <- "Person - Phone - Work", "Person - Phone - Home", "Person - Phone - Mobile" (lists split on ","), "Person - Phone - Other"',
+      'country         <- "Person - Country of Postal address"',
+      '(ignored "Person - ID": a generic id column',
+    ],
+    rows: 5,
+    users: 5,
+    types: { email: [8, 0], phone_number: [8, 0] },
+  },
+  {
+    file: 'activecampaign-contacts.csv',
+    mapping: ['email           <- "Email"', 'phone_number    <- "Phone"', '(ignored "Id": a generic id column'],
+    rows: 6,
+    users: 6,
+    types: { email: [6, 0], phone_number: [4, 1] },
+    hint: /1 of 5 phone_number values rejected \(20%\), mostly phone_needs_country: .*fix: --default-country CC/,
+  },
+  {
+    file: 'marketo-leads.csv',
+    mapping: [
+      'email           <- "Email Address"',
+      'phone_number    <- "Phone Number", "Mobile Phone Number"',
+      '(ignored "Lead Owner Email Address": not the person\'s own (the name says "owner"))',
+    ],
+    rows: 5,
+    users: 5,
+    types: { email: [5, 0], phone_number: [7, 0] },
+  },
+  {
+    // user_id is the app's own id: never service_id. The device id lists are read and split.
+    file: 'braze-users.csv',
+    mapping: [
+      'device_id       <- "IDFAs" (lists split on ","), "google_ad_ids" (lists split on ",")',
+      'country         <- "country"',
+      '(ignored "user_id": a generic id column',
+      '(ignored "braze_id": a generic id column',
+    ],
+    rows: 6,
+    users: 6,
+    types: { email: [5, 0], phone_number: [4, 0], device_id: [9, 1] },
+    hint: /"user_id", "braze_id" look like your own ids and are not sent/,
+  },
+  {
+    file: 'iterable-users.csv',
+    mapping: [
+      'email           <- "email"',
+      'phone_number    <- "phoneNumber"',
+      '(ignored "userId": a generic id column',
+    ],
+    rows: 5,
+    users: 5,
+    types: { email: [5, 0], phone_number: [4, 0] },
+  },
+  {
+    file: 'intercom-users.csv',
+    mapping: [
+      'email           <- "Email"',
+      'phone_number    <- "Phone"',
+      'country         <- "Country"',
+      '(ignored "User ID": a generic id column',
+    ],
+    rows: 5,
+    users: 5,
+    types: { email: [4, 0], phone_number: [4, 0] },
+    // The hint never suggests service_id without saying when it would be right.
+    hint: /"User ID" looks like your own ids and is not sent: .*only if it holds the platform's own user ids/,
+  },
+  {
+    file: 'stripe-customers.csv',
+    mapping: ['phone_number    <- "Phone", "Shipping Phone"', 'country         <- "Address Country"'],
+    rows: 6,
+    users: 6,
+    types: { email: [6, 0], phone_number: [5, 2] },
+    hint: /2 of 7 phone_number values rejected \(29%\), mostly phone_needs_country: .*"Address Country" cell is empty; fix: --default-country CC/,
+  },
+  {
+    // customer_id is the shop's own id: not sent as partner_user_id without --map.
+    file: 'woocommerce-customers.csv',
+    mapping: [
+      'email           <- "email", "billing_email"',
+      'phone_number    <- "billing_phone"',
+      'country         <- "billing_country"',
+      '(ignored "customer_id": a generic id column',
+      '(ignored "user_login": a generic id column',
+    ],
+    rows: 5,
+    users: 5,
+    types: { email: [5, 0], phone_number: [4, 0] },
+  },
+  {
+    file: 'square-customers.csv',
+    mapping: ['email           <- "Email Address"', 'phone_number    <- "Phone Number"'],
+    rows: 4,
+    users: 3,
+    types: { email: [3, 0], phone_number: [2, 2] },
+    hint: /2 of 4 phone_number values rejected \(50%\), mostly phone_needs_country: .*fix: --default-country CC/,
   },
 ];
 
@@ -129,6 +246,7 @@ describe('real CRM exports and ad-platform templates, without flags', () => {
       for (const line of c.mapping) expect(r.stderr).toContain(line);
       const doc = JSON.parse(r.stdout) as {
         summary: { rows: number; users: number; types: Record<string, { valid: number; invalid: number }> };
+        mapping: { columns: { type: string }[] };
         hints: string[];
       };
       expect(doc.summary.rows).toBe(c.rows);
@@ -137,6 +255,8 @@ describe('real CRM exports and ad-platform templates, without flags', () => {
         Object.entries(doc.summary.types).map(([t, n]) => [t, [n.valid, n.invalid]]),
       ) as Counts;
       expect(types).toEqual(c.types);
+      // Ids are sent only when --map names them: no export here has a column named for them.
+      expect(doc.mapping.columns.filter((m) => m.type === 'service_id' || m.type === 'partner_user_id')).toEqual([]);
       if (c.hint !== undefined) expect(doc.hints.join('\n')).toMatch(c.hint);
       expect(readFileSync(out, 'utf8').trimEnd().split('\n')).toHaveLength(c.rows);
     });
@@ -160,7 +280,8 @@ describe('real CRM exports and ad-platform templates, without flags', () => {
 
   it('Shopify ids go out without the spreadsheet apostrophe', async () => {
     const out = join(tmp, 'shopify.csv');
-    const r = await cli(['hash', join(EXPORTS, 'shopify-customers.csv'), '--workers', '0', '-o', out]);
+    const map = ['--map', 'partner_user_id=Customer ID'];
+    const r = await cli(['hash', join(EXPORTS, 'shopify-customers.csv'), ...map, '--workers', '0', '-o', out]);
     expect(r.code, r.stderr).toBe(0);
     const ids = readFileSync(out, 'utf8')
       .trimEnd()

@@ -269,14 +269,15 @@ describe('resolveMapping', () => {
   it('detects columns by common names, case/space/underscore/hyphen-insensitively', () => {
     const m = resolveMapping(header);
     expect(m.columns.map((c) => [c.column, c.type])).toEqual([
-      ['Customer ID', 'partner_user_id'],
       ['E-Mail', 'email'],
       ['work_email', 'email'],
       ['Mobile Phone', 'phone_number'],
       ['IDFA', 'device_id'],
     ]);
     expect(m.country).toEqual({ index: 4, column: 'Country Code' });
-    expect(m.ignored).toEqual(['Name']);
+    // A generic id is never sent without a map entry: listed as ignored, with the reason.
+    expect(m.ignored).toEqual(['Customer ID', 'Name']);
+    expect(m.notUsed?.map((c) => c.column)).toEqual(['Customer ID']);
     expect(m.auto).toBe(true);
     expect(describeMapping(m)).toContain('email           <- "E-Mail", "work_email"');
   });
@@ -294,7 +295,6 @@ describe('resolveMapping', () => {
   it('--map overrides detection for the types it names; several columns may feed one type', () => {
     const m = resolveMapping(header, { map: ['email=Name', 'email=work_email', 'country=country code'] });
     expect(m.columns.map((c) => [c.column, c.type, c.mapped === true])).toEqual([
-      ['Customer ID', 'partner_user_id', false],
       ['work_email', 'email', true],
       ['Mobile Phone', 'phone_number', false],
       ['IDFA', 'device_id', false],
@@ -336,7 +336,7 @@ describe('resolveMapping', () => {
   it('--map still detects the country column by name unless one is named', () => {
     const m = resolveMapping(header, { map: ['phone_number=Mobile Phone'] });
     expect(m.country).toEqual({ index: 4, column: 'Country Code' });
-    expect(m.ignored).toEqual(['Name']);
+    expect(m.ignored).toEqual(['Customer ID', 'Name']);
     expect(describeMapping(m)).toContain('country         <- "Country Code"');
     expect(resolveMapping(header, { map: ['phone_number=Mobile Phone', 'country=Name'] }).country).toEqual({
       index: 6,
@@ -409,7 +409,9 @@ describe('resolveMapping', () => {
       // Without any known column name the row may be data: no cell is shown at all.
       const noIds = thrown(() => resolveMapping(['jdoe_1984', 'Jane Doe', 'CUST-4412'])) as ConfigError;
       expect(noIds.code).toBe('mapping_no_identifier_column');
-      expect(noIds.message).toBe('none of the 3 header columns has a known identifier name');
+      expect(noIds.message).toBe(
+        'none of the 3 header columns has a known identifier name or values that are clearly emails or phone numbers',
+      );
       for (const cell of ['jdoe_1984', 'Jane Doe', 'CUST-4412'])
         expect(`${noIds.message} ${noIds.fix ?? ''}`).not.toContain(cell);
       const described = describeMapping(resolveMapping(header));

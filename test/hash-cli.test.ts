@@ -192,7 +192,8 @@ describe('audience-kit hash (process)', () => {
       const fifo = join(tmp, 'blocked.fifo');
       execFileSync('mkfifo', [fifo]);
       const gz = gzipSync(
-        Buffer.from(`email\n${Array.from({ length: 8000 }, (_, i) => `not-an-email-${i}`).join('\n')}\n`),
+        // `@` keeps the column an email column by its values (each address is still invalid).
+        Buffer.from(`email\n${Array.from({ length: 8000 }, (_, i) => `not-an-email-${i}@`).join('\n')}\n`),
       );
       const cut = join(tmp, 'cut-small.csv.gz');
       writeFileSync(cut, gz.subarray(0, gz.length - 30));
@@ -250,14 +251,10 @@ describe('audience-kit hash (process)', () => {
   });
 
   it('--map still detects the country column, so phones come out as without --map', async () => {
-    const auto = await runCli(['hash', CRM, '--format', 'jsonl', '--workers', '1']);
+    const args = ['hash', CRM, '--format', 'jsonl', '--workers', '1'];
+    const auto = await runCli([...args, '--map', 'partner_user_id=customer_id']);
     const mapped = await runCli([
-      'hash',
-      CRM,
-      '--format',
-      'jsonl',
-      '--workers',
-      '1',
+      ...args,
       '--map',
       'email=Email',
       '--map',
@@ -276,13 +273,26 @@ describe('audience-kit hash (process)', () => {
   it('lists each line once per reason in the summary, however many values of the row it rejected', async () => {
     const path = join(tmp, 'repeats.csv');
     writeFileSync(path, 'email,work_email\nbad;worse,bad3\nok@example.com,bad4;bad5\nok2@example.com,\n,nope\n');
-    const r = await runCli(['hash', path, '--value-separator', ';', '--json', '--workers', '0', '-o', '/dev/null']);
+    // Named by --map: detected by name, work_email (no address among its values) would not be read.
+    const map = ['--map', 'email=email', '--map', 'email=work_email'];
+    const r = await runCli([
+      'hash',
+      path,
+      ...map,
+      '--value-separator',
+      ';',
+      '--json',
+      '--workers',
+      '0',
+      '-o',
+      '/dev/null',
+    ]);
     expect(r.code).toBe(0);
     const { summary } = JSON.parse(r.stdout) as {
       summary: { rejects: Record<string, unknown> };
     };
     expect(summary.rejects.email_invalid).toEqual({ count: 6, lines: [2, 3, 5] });
-    const text = await runCli(['hash', path, '--value-separator', ';', '--workers', '0']);
+    const text = await runCli(['hash', path, ...map, '--value-separator', ';', '--workers', '0']);
     expect(text.stderr).toMatch(/email_invalid\s+6\s+lines 2, 3, 5\b/);
     // Merging keeps the lines distinct too.
     const into = createHashSummary();

@@ -47,7 +47,7 @@ describe('audience-kit upload', { timeout: 90_000 }, () => {
     const cwd = tempDir('ak-cli-');
     const r = await runCli(['upload', FIXTURE, '--sandbox', '--do-not-reach-list', 'x', '--json', '--debug'], { cwd });
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stderr).toMatch(/ignored: "customer_id"/);
+    expect(r.stderr).toMatch(/ignored "customer_id": a generic id column/);
     // --debug shows the sandbox's requests too: method, path, status, time only.
     expect(r.stderr).toMatch(
       /^debug: POST \/12\/batch\/accounts\/\w+\/do_not_reach_lists\/\w+\/users 200 \d+ms \(attempt 1\)$/m,

@@ -43,11 +43,11 @@ export function addHashOptions<T>(y: Argv<T>): Argv<T & HashOptionArgs> {
       array: true,
       requiresArg: true,
       describe:
-        'Map a column to an identifier type: type=Column Name (repeatable; several columns may feed one type). Types: email, phone_number, handle, device_id, service_id, partner_user_id, country. A type named here takes exactly these columns; the other types are still detected by column name (see --only-mapped)',
+        'Map a column to an identifier type: type=Column Name (repeatable; several columns may feed one type). Types: email, phone_number, handle, device_id, service_id, partner_user_id, country. A type named here takes exactly these columns; the other types are still detected by column name and content (see --only-mapped). Generic ids (user_id, id, external_id, username) are sent only when mapped',
     })
     .option('only-mapped', {
       type: 'boolean',
-      describe: 'Use only the --map columns (and --country-column): detect nothing by column name',
+      describe: 'Use only the --map columns (and --country-column): detect nothing by column name or content',
     })
     .option('default-country', {
       type: 'string',
@@ -79,7 +79,8 @@ export function addHashOptions<T>(y: Argv<T>): Argv<T & HashOptionArgs> {
     .option('value-separator', {
       type: 'string',
       requiresArg: true,
-      describe: 'Split cells holding several values on this string (default: a cell is one value)',
+      describe:
+        'Split cells holding several values on this string (default: a column whose first rows clearly hold lists joined by , ; or | is split, and the mapping says so; other cells are one value)',
     })
     .option('delimiter', {
       type: 'string',
@@ -212,9 +213,15 @@ export function printHints(
 /** The column mapping in --json output: snake_case, column names only. */
 export function mappingJson(mapping: ColumnMapping): Record<string, unknown> {
   return {
-    columns: mapping.columns.map((c) => ({ column: c.column, type: c.type, from: c.mapped === true ? 'map' : 'name' })),
+    columns: mapping.columns.map((c) => ({
+      column: c.column,
+      type: c.type,
+      from: c.mapped === true ? 'map' : c.content === true ? 'content' : 'name',
+      separator: c.separator ?? null,
+    })),
     country_column: mapping.country?.column ?? null,
     ignored: mapping.ignored,
+    not_used: (mapping.notUsed ?? []).map((c) => ({ column: c.column, reason: c.reason })),
   };
 }
 

@@ -18,8 +18,8 @@ import {
   type RejectReason,
 } from '../internal.js';
 
-/** A type whose rejected share reaches this gets a line saying why. */
-export const REJECT_SHARE_HINT = 0.25;
+/** A type whose rejected share is above this gets a line saying why. */
+export const REJECT_SHARE_HINT = 0.05;
 
 const REASON_TYPE: Readonly<Record<RejectReason, IdentifierType | undefined>> = {
   email_invalid: 'email',
@@ -110,7 +110,7 @@ function rejectShareHints(summary: HashSummary, mapping: ColumnMapping, opts: No
   const out: string[] = [];
   for (const [type, counts] of Object.entries(summary.types) as [IdentifierType, HashTypeCounts][]) {
     const total = counts.valid + counts.invalid + counts.digests;
-    if (counts.invalid === 0 || counts.invalid / total < REJECT_SHARE_HINT) continue;
+    if (counts.invalid === 0 || counts.invalid / total <= REJECT_SHARE_HINT) continue;
     const reason = mainReason(summary, type);
     if (reason === undefined) continue;
     const share = Math.round((100 * counts.invalid) / total);
@@ -160,7 +160,56 @@ function noteHints(summary: HashSummary, opts: NormalizeOptions, already: string
  */
 export function summaryHints(summary: HashSummary, mapping: ColumnMapping, opts: NormalizeOptions = {}): string[] {
   const share = rejectShareHints(summary, mapping, opts);
-  return [...share, ...noteHints(summary, opts, share.join('\n'))];
+  return [...share, ...noteHints(summary, opts, share.join('\n')), ...notUsedHints(mapping)];
+}
+
+/** Columns whose name says a type but whose first values do not fit it: left out, and how to read them anyway. */
+function misfitHints(mapping: ColumnMapping): string[] {
+  return (mapping.notUsed ?? []).flatMap((c) =>
+    c.misfit === undefined
+      ? []
+      : [
+          `${columnLabel(c.column, c.index)} was not read as ${c.misfit}: ${c.reason}; if it does hold them, --map ${c.misfit}=${quote(c.column)}`,
+        ],
+  );
+}
+
+function notUsedHints(mapping: ColumnMapping): string[] {
+  return [...misfitHints(mapping), ...idColumnHints(mapping)];
+}
+
+/** Generic id columns whose values look like ids: not sent, and how to send them if they should be. */
+function idColumnHints(mapping: ColumnMapping): string[] {
+  const ids = (mapping.notUsed ?? []).filter((c) => c.idLike === true);
+  if (ids.length === 0) return [];
+  const first = quote((ids[0] as { column: string }).column);
+  const names = ids.map((c) => columnLabel(c.column, c.index)).join(', ');
+  return [
+    `${names} look${ids.length === 1 ? 's' : ''} like your own ids and ${ids.length === 1 ? 'is' : 'are'} not sent: on the platform they would match whichever accounts have those numbers; map one only if it holds the platform's own user ids (--map service_id=${first}) or ids exchanged through ID Sync with a partner (--map partner_user_id=${first}, sent unhashed)`,
+  ];
+}
+
+/** How a printed column was found, when not simply by its name. */
+function columnNote(c: ColumnMapping['columns'][number], mixed: boolean): string {
+  const notes: string[] = [];
+  if (mixed && c.mapped === true) notes.push('--map');
+  if (c.content === true) notes.push('detected by content');
+  if (c.separator !== undefined) notes.push(`lists split on ${quote(c.separator)}`);
+  return notes.length === 0 ? '' : ` (${notes.join(', ')})`;
+}
+
+/** The ignored columns: names without a reason on one line, the left-out ones each with its reason. */
+function ignoredLines(mapping: ColumnMapping): string[] {
+  const reasoned = mapping.notUsed ?? [];
+  const plain = mapping.ignored.filter((c) => !reasoned.some((n) => n.column === c));
+  // `ignored` holds names without positions: data-looking ones are counted, not listed.
+  const named = plain.filter((c) => !looksLikeData(c)).map((c) => JSON.stringify(c));
+  const dataLike = plain.length - named.length;
+  if (dataLike > 0)
+    named.push(`${dataLike} column${dataLike === 1 ? '' : 's'} that look${dataLike === 1 ? 's' : ''} like data`);
+  const lines = named.length > 0 ? [`  (ignored: ${named.join(', ')})`] : [];
+  for (const c of reasoned) lines.push(`  (ignored ${columnLabel(c.column, c.index)}: ${c.reason})`);
+  return lines;
 }
 
 /** One line per type, for printing the chosen mapping (column names only, never values). */
@@ -170,7 +219,7 @@ export function describeMapping(mapping: ColumnMapping): string {
   for (const type of IDENTIFIER_TYPES) {
     const cols = mapping.columns
       .filter((c) => c.type === type)
-      .map((c) => columnLabel(c.column, c.index) + (mixed && c.mapped === true ? ' (--map)' : ''));
+      .map((c) => columnLabel(c.column, c.index) + columnNote(c, mixed));
     // partner_user_id is the one type sent as it is: say so where the user checks the mapping.
     const note = type === 'partner_user_id' ? '  (sent unhashed)' : '';
     if (cols.length > 0) lines.push(`  ${type.padEnd(15)} <- ${cols.join(', ')}${note}`);
@@ -179,12 +228,7 @@ export function describeMapping(mapping: ColumnMapping): string {
     const named = mapping.auto && mapping.country.mapped === true ? ' (--map)' : '';
     lines.push(`  ${'country'.padEnd(15)} <- ${columnLabel(mapping.country.column, mapping.country.index)}${named}`);
   }
-  // `ignored` holds names without positions: data-looking ones are counted, not listed.
-  const named = mapping.ignored.filter((c) => !looksLikeData(c)).map((c) => JSON.stringify(c));
-  const dataLike = mapping.ignored.length - named.length;
-  if (dataLike > 0)
-    named.push(`${dataLike} column${dataLike === 1 ? '' : 's'} that look${dataLike === 1 ? 's' : ''} like data`);
-  if (named.length > 0) lines.push(`  (ignored: ${named.join(', ')})`);
+  lines.push(...ignoredLines(mapping));
   const source = !mapping.auto
     ? 'from --map'
     : mixed

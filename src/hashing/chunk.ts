@@ -12,7 +12,7 @@ import {
   type CsvDelimiter,
   type CsvRowError,
 } from '../ingest/csv.js';
-import type { ColumnMapping, MappedColumn } from '../identifiers/mapping.js';
+import { fieldOf, type ColumnMapping, type MappedColumn } from '../identifiers/mapping.js';
 import {
   buildUser,
   IDENTIFIER_TYPES,
@@ -185,7 +185,7 @@ export function hashChunk(bytes: Uint8Array, ctx: HashChunkContext): HashChunkRe
   // and this loop is the hot path (fewer allocations, less GC).
   const columns = ctx.mapping.columns;
   const countryIndex = ctx.mapping.country?.index;
-  const fieldValues: FieldValue[] = columns.map((c) => ({ column: c.column, type: c.type, raw: '' }));
+  const fieldValues: FieldValue[] = columns.map((c) => fieldOf(c, ''));
   const record: MappedRecord = { line: 0, fields: fieldValues };
   const { emit, outputTypes, normalize, knownUsers } = ctx;
   const packed = emit === 'packed' ? new PackedBuilder(knownUsers) : undefined;

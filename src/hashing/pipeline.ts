@@ -26,7 +26,15 @@ import {
   type CsvSource,
   type ReadCsvOptions,
 } from '../ingest/csv.js';
-import { resolveMapping, type ColumnMapping, type MappingOptions } from '../identifiers/mapping.js';
+import { SAMPLE_ROWS } from '../identifiers/content.js';
+import {
+  checkNamedKeys,
+  fieldOf,
+  resolveMapping,
+  type ColumnMapping,
+  type MappingOptions,
+  type SampleRows,
+} from '../identifiers/mapping.js';
 import { ConfigError } from '../errors.js';
 import {
   buildUser,
@@ -131,7 +139,7 @@ function normalizeOptionsOf(opts: NormalizeOptions): NormalizeOptions {
 /** The mapped fields of one row of `fields` (header order) as buildUser's input. */
 export function mapRecord(fields: readonly string[], mapping: ColumnMapping, line: number): MappedRecord {
   const values: FieldValue[] = [];
-  for (const c of mapping.columns) values.push({ column: c.column, type: c.type, raw: fields[c.index] ?? '' });
+  for (const c of mapping.columns) values.push(fieldOf(c, fields[c.index] ?? ''));
   const record: MappedRecord = { line, fields: values };
   if (mapping.country !== undefined) {
     const country = fields[mapping.country.index];
@@ -178,16 +186,21 @@ class RecordKeys {
   mapping: ColumnMapping | undefined;
   /** Why no mapping resolves yet (no key names an identifier): thrown if none ever does. */
   pending: unknown;
+  /** The first records' cells in key order (keys added later have no sampled values). */
+  private readonly sample: SampleRows;
 
   constructor(
     private readonly opts: HashRecordsOptions,
     given: ColumnMapping | undefined,
+    head: readonly RawRecord[],
   ) {
     this.mapping = given;
-    // Keys named by the options are known up front, so an entry naming a key the first
-    // records leave out (a null column omitted) is not an unknown column.
-    for (const entry of opts.map ?? []) this.add(entry.slice(entry.indexOf('=') + 1).trim());
-    if (opts.countryColumn !== undefined) this.add(opts.countryColumn);
+    for (const record of head) for (const key of Object.keys(record)) this.add(key);
+    // A key the options name that none of the first records has is a mistyped key: refused
+    // before anything is hashed, rather than every value of its type silently missing.
+    // (A key that is not there is never added as an empty column: the entry would match it.)
+    if (given === undefined && head.length > 0) checkNamedKeys(this.keys, opts);
+    this.sample = head.map((r) => this.keys.map((k) => cellText(r[k])));
   }
 
   private add(key: string): boolean {
@@ -207,13 +220,48 @@ class RecordKeys {
 
   private resolve(): void {
     try {
-      this.mapping = resolveMapping(this.keys, this.opts);
+      this.mapping = resolveMapping(this.keys, this.opts, this.sample);
       this.pending = undefined;
     } catch (error) {
       // Rows without any identifier key are rows without identifiers; the stream may still show some.
       if (!(error instanceof ConfigError && error.code === 'mapping_no_identifier_column')) throw error;
       this.pending = error;
     }
+  }
+}
+
+const isRawRecord = (r: CsvRow | CsvBadRow | RawRecord): r is RawRecord => !isCsvRow(r) && !isBadRow(r);
+
+/**
+ * The items of `rows`, the first `n` read ahead and handed to `onHead` before any is yielded
+ * (the mapping judges each column by them). The source is closed when iteration stops early.
+ */
+async function* withHead<T>(
+  rows: AsyncIterable<T> | Iterable<T>,
+  n: number,
+  onHead: (head: T[]) => void,
+): AsyncGenerator<T> {
+  const it = Symbol.asyncIterator in rows ? rows[Symbol.asyncIterator]() : rows[Symbol.iterator]();
+  let finished = false;
+  try {
+    const head: T[] = [];
+    while (head.length < n) {
+      const next = await it.next();
+      if (next.done === true) {
+        finished = true;
+        break;
+      }
+      head.push(next.value);
+    }
+    onHead(head);
+    yield* head;
+    while (!finished) {
+      const next = await it.next();
+      if (next.done === true) finished = true;
+      else yield next.value;
+    }
+  } finally {
+    if (!finished) await it.return?.();
   }
 }
 
@@ -233,9 +281,10 @@ export function hashRecords(
   const summary = createHashSummary();
   let mapping = opts.mapping;
   let objects: RecordKeys | undefined;
+  let head: (CsvRow | CsvBadRow | RawRecord)[] = [];
   async function* run(): AsyncGenerator<BuiltUser> {
     let position = 0;
-    for await (const row of rows) {
+    for await (const row of withHead(rows, SAMPLE_ROWS, (h) => (head = h))) {
       position++;
       if (isBadRow(row)) {
         addBadRowToSummary(summary, row.line, row.error);
@@ -243,10 +292,14 @@ export function hashRecords(
       }
       let built: BuiltUser;
       if (isCsvRow(row)) {
-        mapping ??= resolveMapping(row.header, checked);
+        mapping ??= resolveMapping(
+          row.header,
+          checked,
+          head.filter(isCsvRow).map((r) => r.fields),
+        );
         built = buildUser(mapRecord(row.fields, mapping, row.line), normalize);
       } else {
-        objects ??= new RecordKeys(checked, opts.mapping);
+        objects ??= new RecordKeys(checked, opts.mapping, head.filter(isRawRecord));
         const fields = objects.fields(row);
         mapping = objects.mapping;
         built =
@@ -323,7 +376,7 @@ export async function hashCsv(source: CsvSource, opts: HashCsvOptions = {}): Pro
   const input = await openCsv(source, checked);
   let mapping: ColumnMapping;
   try {
-    mapping = resolveMapping(input.header, checked);
+    mapping = resolveMapping(input.header, checked, input.sample);
   } catch (error) {
     await input.close();
     throw error;

@@ -96,6 +96,8 @@ export interface FieldValue {
   column: string;
   type: IdentifierType;
   raw: string;
+  /** This column's cells are lists split on this (the mapping saw it in the sample); else valueSeparator. */
+  separator?: string;
 }
 export interface MappedRecord {
   /** 1-based line number in the input file, carried into rejects. */
@@ -812,13 +814,13 @@ const scratch = {
  * normalization, so `A@x.com` and `a@x.com` are one value). Empty cells are neither values nor rejects.
  */
 export function buildUser(record: MappedRecord, opts: NormalizeOptions): BuiltUser {
-  const sep = opts.valueSeparator;
+  const valueSeparator = opts.valueSeparator;
   scratch.record = record;
   scratch.defaultCountry = opts.defaultCountry;
   scratch.inputHashed = opts.inputHashed ?? 'auto';
   scratch.digitsFormat = (opts.phoneFormat ?? DEFAULT_PHONE_FORMAT) === 'digits';
   scratch.phoneCountryCode = opts.phoneCountryCode ?? 'auto';
-  scratch.separator = sep;
+  scratch.separator = valueSeparator;
   scratch.severalValues = undefined;
   scratch.countryResolved = false;
   phoneNotes.codeWithoutPlus = 0;
@@ -834,6 +836,7 @@ export function buildUser(record: MappedRecord, opts: NormalizeOptions): BuiltUs
   for (let f = 0; f < fields.length; f++) {
     const field = fields[f]!;
     const raw = field.raw;
+    const sep = field.separator ?? valueSeparator;
     const split = sep !== undefined && sep !== '' && raw.includes(sep);
     values += split ? countParts(raw, sep) : raw === '' ? 0 : 1;
     if (values > MAX_VALUES_PER_RECORD) return tooManyValues(record, field);

@@ -16,6 +16,7 @@ import { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import Papa from 'papaparse';
 import { InputError } from '../errors.js';
+import { SAMPLE_ROWS } from '../identifiers/content.js';
 import { chunkRecords, CR, LF, MAX_RECORD_BYTES, RecordScanner, type CsvChunk, type CsvRowError } from './records.js';
 
 export { MAX_RECORD_BYTES, scanRecords, type CsvChunk, type CsvRowError } from './records.js';
@@ -61,6 +62,11 @@ export interface CsvInput {
   /** Display name (file name, `stdin` or `stream`). */
   name: string;
   header: readonly string[];
+  /**
+   * The first data rows (at most SAMPLE_ROWS, well-formed ones only, from the bytes read with the
+   * header): what the column mapping judges each column's values by. Read again by chunks().
+   */
+  sample: readonly (readonly string[])[];
   /** Line where the header record starts (1). */
   headerLine: number;
   delimiter: CsvDelimiter;
@@ -539,12 +545,26 @@ export async function openCsv(source: CsvSource, opts: ReadCsvOptions = {}): Pro
     const unbalanced = boundary === -1 && scanner.inQuote(true);
     const header = parseHeader(head.subarray(0, headerEnd).toString('utf8'), delimiter, unbalanced, input.name);
     const rest = head.subarray(headerEnd);
+    const sample = sampleRows(rest, delimiter, header.length, head.length < SAMPLE_BYTES);
     const chunks = chunkRecords(input.bytes, Buffer.from(rest), { delimiter: delimByte, chunkBytes, maxRecordBytes });
-    return csvInput(input, chunks, header, delimiter, newline);
+    return csvInput(input, chunks, { header, sample }, delimiter, newline);
   } catch (error) {
     await input.close();
     throw error;
   }
+}
+
+/**
+ * The first well-formed data rows in `rest` (the bytes read after the header). When the input
+ * goes on, the text is cut at its last line break and the last record dropped (it may be cut).
+ */
+function sampleRows(rest: Buffer, delimiter: CsvDelimiter, columns: number, ended: boolean): string[][] {
+  const end = ended ? rest.length : rest.lastIndexOf(LF) + 1;
+  if (end <= 0) return [];
+  const { text, damaged } = decodeChunk(rest.subarray(0, end));
+  const rows = parseCsvChunk(text, delimiter, columns, damaged).rows;
+  if (!ended) rows.pop();
+  return rows.flatMap((r) => (r.error === undefined ? [r.fields] : [])).slice(0, SAMPLE_ROWS);
 }
 
 /** The header's line ending; old Mac (CR-only) files are refused. */
@@ -627,7 +647,7 @@ function parseHeader(headerText: string, delimiter: CsvDelimiter, unbalanced: bo
 function csvInput(
   input: ByteInput,
   chunks: AsyncGenerator<CsvChunk>,
-  header: string[],
+  { header, sample }: { header: string[]; sample: string[][] },
   delimiter: CsvDelimiter,
   newline: '\n' | '\r\n',
 ): CsvInput {
@@ -642,6 +662,7 @@ function csvInput(
   return {
     name: input.name,
     header,
+    sample,
     headerLine: 1,
     delimiter,
     newline,

@@ -1,0 +1,151 @@
+/**
+ * What a column's values look like, read from the first rows of the input (the sample): whether
+ * a column whose name says "email" holds addresses, whether a column with an unknown name clearly
+ * holds emails or phone numbers, whether its cells are lists. Values are read here and never kept
+ * or printed: only counts and verdicts leave this module.
+ */
+import { cleanValue, normalizeIdentifier, type IdentifierType } from './normalize.js';
+
+/** Data rows read from the start of the input to judge each column's values. */
+export const SAMPLE_ROWS = 100;
+
+/** A column's sampled cells, each with its row's country (the country column's value, or the default). */
+export interface ColumnValues {
+  cells: readonly string[];
+  countries: readonly (string | undefined)[];
+}
+
+/** Non-empty values a column of unknown name needs before its values can tell its type. */
+export const MIN_CONTENT_VALUES = 3;
+/** Share of a column's sampled cells that must clearly be of a type for a column of unknown name. */
+export const CONTENT_SHARE = 0.9;
+/** Share of a named column's sampled cells that must look like its type for it to be used. */
+export const FIT_SHARE = 0.5;
+
+/** Types whose cells may hold lists that are split automatically. */
+const LIST_TYPES: ReadonlySet<IdentifierType> = new Set(['email', 'phone_number', 'device_id']);
+const LIST_SEPARATORS = [',', ';', '|'] as const;
+
+const HEX64 = /^[0-9a-f]{64}$/i;
+const PHONE_EXTENSION = /\s*(?:ext\.?|x|#)\s*\d{1,6}$/i;
+const PHONE_CHARS = /^\+?[\d\s().\-/]+$/;
+const DATE_LIKE = /^(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4})$/;
+const DOTTED_QUAD = /^\d{1,3}(?:\.\d{1,3}){3}$/;
+
+/** Written like a phone number: digits with phone punctuation (6 to 17 digits), not a date or an IP address. */
+function phoneShaped(value: string): boolean {
+  const s = value.replace(PHONE_EXTENSION, '');
+  if (!PHONE_CHARS.test(s) || DATE_LIKE.test(s) || DOTTED_QUAD.test(s)) return false;
+  const digits = s.replace(/\D/g, '').length;
+  return digits >= 6 && digits <= 17;
+}
+
+/** A value that looks like one of `type` (lenient: it may still be rejected when normalized, with a reason). */
+export function looksLike(type: IdentifierType, raw: string): boolean {
+  const value = cleanValue(raw);
+  if (type === 'partner_user_id') return value !== '';
+  if (HEX64.test(value)) return true;
+  switch (type) {
+    case 'email':
+      return value.includes('@');
+    case 'phone_number':
+      return phoneShaped(value);
+    case 'device_id': {
+      const n = normalizeIdentifier('device_id', value);
+      return n.ok || n.reason === 'device_id_opt_out';
+    }
+    default:
+      return normalizeIdentifier(type, value).ok;
+  }
+}
+
+/**
+ * A value that is clearly one of `type`: a valid email address, or a valid phone number written
+ * as one (a `+`, or punctuation: a bare run of digits is as likely an id) for its row's country.
+ */
+export function clearlyIs(type: 'email' | 'phone_number', raw: string, country: string | undefined): boolean {
+  const value = cleanValue(raw);
+  if (type === 'email') return normalizeIdentifier('email', value).ok;
+  if (!phoneShaped(value) || /^\d+$/.test(value)) return false;
+  return normalizeIdentifier('phone_number', value, country === undefined ? {} : { country }).ok;
+}
+
+const nonEmpty = (cells: readonly string[]): number[] => cells.flatMap((c, i) => (cleanValue(c) === '' ? [] : [i]));
+
+const partsOf = (cell: string, separator: string | undefined): string[] =>
+  separator === undefined ? [cell] : cell.split(separator).filter((p) => cleanValue(p) !== '');
+
+/**
+ * The separator of a column whose cells clearly hold lists: some cells hold it, every cell that
+ * does splits into values each clearly of `type`, and at least CONTENT_SHARE of all its cells
+ * are such values or lists of them. Undefined otherwise (cells are then one value each).
+ */
+export function listSeparator(type: IdentifierType, values: ColumnValues): string | undefined {
+  if (!LIST_TYPES.has(type)) return undefined;
+  const filled = nonEmpty(values.cells);
+  const strict = (part: string, i: number): boolean => {
+    const country = values.countries[i];
+    if (type === 'device_id') return looksLike('device_id', part);
+    if (HEX64.test(cleanValue(part))) return true;
+    return type === 'phone_number' ? phoneShaped(cleanValue(part)) : clearlyIs('email', part, country);
+  };
+  for (const separator of LIST_SEPARATORS) {
+    const lists = filled.filter((i) => (values.cells[i] as string).includes(separator));
+    if (lists.length === 0) continue;
+    const good = (i: number): boolean => partsOf(values.cells[i] as string, separator).every((p) => strict(p, i));
+    if (!lists.every(good)) continue;
+    if (filled.filter(good).length >= CONTENT_SHARE * filled.length) return separator;
+  }
+  return undefined;
+}
+
+/**
+ * Whether the values of a column named for `type` fit it: undefined when they do (or when the
+ * sample holds fewer than MIN_CONTENT_VALUES, so the name alone decides and every value is
+ * counted, rejected or not), otherwise the reason it is not used.
+ */
+export function misfit(type: IdentifierType, values: ColumnValues, separator: string | undefined): string | undefined {
+  const filled = nonEmpty(values.cells);
+  if (filled.length < MIN_CONTENT_VALUES) return undefined;
+  const fits = filled.filter((i) => partsOf(values.cells[i] as string, separator).every((p) => looksLike(type, p)));
+  if (fits.length >= FIT_SHARE * filled.length) return undefined;
+  return `its values are not ${TYPE_WORDS[type]} (${fits.length} of ${filled.length} sampled)`;
+}
+
+const TYPE_WORDS: Readonly<Record<IdentifierType, string>> = {
+  email: 'email addresses',
+  phone_number: 'phone numbers',
+  handle: 'handles',
+  device_id: 'advertising ids (UUID or 16 hex digits)',
+  service_id: 'numeric user ids',
+  partner_user_id: 'ids',
+};
+
+/** The type a column of unknown name clearly holds (emails or phone numbers, perhaps as lists), if any. */
+export function contentType(
+  values: ColumnValues,
+  types: readonly IdentifierType[],
+): { type: 'email' | 'phone_number'; separator?: string } | undefined {
+  const filled = nonEmpty(values.cells);
+  if (filled.length < MIN_CONTENT_VALUES) return undefined;
+  for (const type of ['email', 'phone_number'] as const) {
+    if (!types.includes(type)) continue;
+    const separator = listSeparator(type, values);
+    const clear = filled.filter((i) =>
+      partsOf(values.cells[i] as string, separator).every((p) => clearlyIs(type, p, values.countries[i])),
+    );
+    if (clear.length >= CONTENT_SHARE * filled.length) return separator === undefined ? { type } : { type, separator };
+  }
+  return undefined;
+}
+
+/**
+ * Whether a column's sampled values look like ids (one token each, mostly with digits or hex):
+ * a generic id column is never sent, and a hint says how to map it when it should be.
+ */
+export function looksLikeIds(values: ColumnValues): boolean {
+  const filled = nonEmpty(values.cells);
+  if (filled.length === 0) return false;
+  const ids = filled.filter((i) => /^[\w.:@+-]{1,256}$/.test(cleanValue(values.cells[i] as string)));
+  return ids.length >= CONTENT_SHARE * filled.length;
+}
