@@ -292,19 +292,28 @@ describe('audience-kit hash (process)', () => {
     expect(mergeHashSummary(into, from, 4).rejects.email_invalid).toEqual({ count: 4, lines: [4, 5] });
   });
 
-  it('counts the phones read with their calling code in the right grammatical number', () => {
+  it('counts the phones read with their calling code, decided and ambiguous, in the right grammatical number', () => {
     const mapping = { columns: [], auto: true, ignored: [] };
-    const hint = (ambiguous: number): string | undefined => {
+    const hints = (twoReadings: number, ambiguous = 0): string[] => {
       const summary = createHashSummary();
       summary.notes.phoneCodeWithoutPlus = 3;
-      summary.notes.phoneAmbiguous = ambiguous;
-      return summaryHints(summary, mapping)[0];
+      summary.notes.phoneTwoReadings = twoReadings;
+      if (ambiguous > 0) summary.rejects.phone_ambiguous = { count: ambiguous, lines: [2] };
+      return summaryHints(summary, mapping);
     };
-    expect(hint(0)).toBe(
-      '3 phone numbers were read as starting with their country code without +; --phone-country-code national reads them as national numbers',
+    expect(hints(0)).toEqual(['3 phone numbers were read as starting with their country code without +']);
+    expect(hints(1)[0]).toContain(
+      "; 1 was valid both as national numbers and with the country code, decided by the country's number ranges",
     );
-    expect(hint(1)).toContain('+ (1 was a valid national number too, read otherwise);');
-    expect(hint(2)).toContain('+ (2 were valid national numbers too, read otherwise);');
+    expect(hints(2)[0]).toContain('; 2 were valid both');
+    // Never the national mode as the fix of a mixed export: it breaks the numbers written with their code.
+    expect(hints(2).join('\n')).not.toContain('--phone-country-code national reads');
+    const ambiguous = hints(0, 2)[1];
+    expect(ambiguous).toMatch(
+      /^2 phone numbers are valid both as national numbers and as starting with their country code/,
+    );
+    expect(ambiguous).toContain('fix: write them with + and the country code');
+    expect(hints(0, 1)[1]).toMatch(/^1 phone number is valid both/);
   });
 
   it('documents every option and the exit codes in --help', async () => {

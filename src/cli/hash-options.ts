@@ -229,7 +229,7 @@ export function hashSummaryJson(summary: HashSummary): Record<string, unknown> {
     types: summary.types,
     rejects: summary.rejects,
     phone_code_without_plus: notes.phoneCodeWithoutPlus,
-    phone_ambiguous: notes.phoneAmbiguous,
+    phone_two_readings: notes.phoneTwoReadings,
     unknown_countries: Object.entries(notes.unknownCountries).map(([value, rows]) => ({ value, rows })),
     unknown_countries_other: notes.unknownCountriesOther,
     several_values: notes.severalValues ?? null,

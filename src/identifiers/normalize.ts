@@ -7,11 +7,9 @@
  * and the column, never the value.
  */
 import { hash as cryptoHash } from 'node:crypto';
-import { getCountryCallingCode, isSupportedCountry, type CountryCode } from 'libphonenumber-js';
+import { isSupportedCountry } from 'libphonenumber-js';
 import { sha256Hex } from '../util/sha256.js';
-import { phoneToE164 } from './phone.js';
-
-export { phoneFastPathStats, resetPhoneFastPathStats, type PhoneFastPathStats } from './phone.js';
+import { AMBIGUOUS, phoneNotes, phoneReading, type PhoneCountryCode } from './phone-reading.js';
 
 export const IDENTIFIER_TYPES = [
   'email',
@@ -28,6 +26,7 @@ export type RejectReason =
   | 'email_invalid'
   | 'phone_invalid'
   | 'phone_needs_country'
+  | 'phone_ambiguous'
   | 'country_invalid'
   | 'handle_invalid'
   | 'device_id_invalid'
@@ -41,6 +40,7 @@ export const REJECT_REASONS: readonly RejectReason[] = [
   'email_invalid',
   'phone_invalid',
   'phone_needs_country',
+  'phone_ambiguous',
   'country_invalid',
   'handle_invalid',
   'device_id_invalid',
@@ -72,13 +72,7 @@ export type PhoneFormat = 'e164' | 'digits';
  * a `+` in the hashed value matches nobody. See docs/normalization.md.
  */
 export const DEFAULT_PHONE_FORMAT: PhoneFormat = 'digits';
-/**
- * How a phone written without `+` is read. `national`: a national number of the row's country
- * (libphonenumber-js semantics). `included`: it starts with the country calling code (`447700900123`,
- * the form of the ad platforms' templates). `auto` (default): `included` when the digits start with
- * the row's calling code (or the national reading fails) and that reading is valid, else `national`.
- */
-export type PhoneCountryCode = 'national' | 'included' | 'auto';
+export type { PhoneCountryCode };
 /** `auto`: a 64-hex value is an already-hashed digest; `always`: every value must be one; `never`: hash everything. */
 export type InputHashed = 'auto' | 'always' | 'never';
 
@@ -128,8 +122,11 @@ export interface BuildNotes {
    * `national`, rejected although they would be valid read that way.
    */
   phoneCodeWithoutPlus?: number;
-  /** Phones valid both as national numbers and as carrying the calling code, with different results. */
-  phoneAmbiguous?: number;
+  /**
+   * Phones valid (under `min`) both as national numbers and as carrying the calling code, decided by
+   * the number ranges (`max`); those that stay ambiguous are `phone_ambiguous` rejects.
+   */
+  phoneTwoReadings?: number;
   /** The row's country value when it is not a recognized country (a phone needed it). */
   unknownCountry?: string;
   /** Rejected cells that look like several values joined by this separator (no valueSeparator given). */
@@ -688,72 +685,14 @@ export function normalizeIdentifier(
   return type === 'phone_number' ? normalizePhone(raw, opts) : NORMALIZERS[type](raw);
 }
 
-/** What phoneClean noticed about the last values (read and reset by buildUser). */
-const phoneNotes = { codeWithoutPlus: 0, ambiguous: 0 };
-
 function phoneClean(value: string, country: PhoneCountry, digits: boolean, mode: PhoneCountryCode): Normalized {
-  const e164 = phoneE164(value, country.code, mode);
+  const e164 = phoneReading(value, country.code, mode);
+  if (e164 === AMBIGUOUS) return REJECTED.phone_ambiguous;
   if (e164 !== undefined) return { ok: OK, value: digits ? e164.slice(1) : e164 };
   if (country.code === undefined && isNationalFormat(value)) {
     return country.invalid ? REJECTED.country_invalid : REJECTED.phone_needs_country;
   }
   return REJECTED.phone_invalid;
-}
-
-/** Without a country, a number is read as carrying its calling code only from this many digits (a 10-digit NANP number would otherwise become +20/+27/+30...). */
-const MIN_DIGITS_CODE_WITHOUT_COUNTRY = 11;
-
-function phoneE164(value: string, country: string | undefined, mode: PhoneCountryCode): string | undefined {
-  // Only a value starting with 1-9 can be a calling code without its `+` (none starts with 0).
-  const first = value.charCodeAt(0);
-  if (first < 0x31 || first > 0x39) return phoneToE164(value, country);
-  if (mode === 'included') return phoneToE164('+' + value, undefined);
-  const startsWithCode = country !== undefined && startsWithDigits(value, callingCode(country));
-  const national = country === undefined ? undefined : phoneToE164(value, country);
-  if (mode === 'national') {
-    if (national === undefined && phoneToE164('+' + value, undefined) !== undefined) phoneNotes.codeWithoutPlus++;
-    return national;
-  }
-  if (national !== undefined && !startsWithCode) return national;
-  if (country === undefined && countDigits(value) < MIN_DIGITS_CODE_WITHOUT_COUNTRY) return undefined;
-  const included = phoneToE164('+' + value, undefined);
-  if (included === undefined) return national;
-  if (national !== included) {
-    phoneNotes.codeWithoutPlus++;
-    if (national !== undefined) phoneNotes.ambiguous++;
-  }
-  return included;
-}
-
-const callingCodes = new Map<string, string>();
-function callingCode(country: string): string {
-  let code = callingCodes.get(country);
-  if (code === undefined) {
-    code = getCountryCallingCode(country as CountryCode);
-    callingCodes.set(country, code);
-  }
-  return code;
-}
-
-/** Whether the digits of `value` (separators skipped) start with `prefix`. */
-function startsWithDigits(value: string, prefix: string): boolean {
-  let p = 0;
-  for (let i = 0; i < value.length && p < prefix.length; i++) {
-    const c = value.charCodeAt(i);
-    if (c < 0x30 || c > 0x39) continue;
-    if (c !== prefix.charCodeAt(p)) return false;
-    p++;
-  }
-  return p === prefix.length;
-}
-
-function countDigits(value: string): number {
-  let n = 0;
-  for (let i = 0; i < value.length; i++) {
-    const c = value.charCodeAt(i);
-    if (c >= 0x30 && c <= 0x39) n++;
-  }
-  return n;
 }
 
 /** True when the first phone character is a digit (not a plus): only a country can make sense of it. */
@@ -822,7 +761,7 @@ export function buildUser(record: MappedRecord, opts: NormalizeOptions): BuiltUs
   scratch.severalValues = undefined;
   scratch.countryResolved = false;
   phoneNotes.codeWithoutPlus = 0;
-  phoneNotes.ambiguous = 0;
+  phoneNotes.twoReadings = 0;
   for (let t = 0; t < IDENTIFIER_TYPES.length; t++) {
     scratch.values[t]!.length = 0;
     scratch.digestCounts[t] = 0;
@@ -890,10 +829,11 @@ function tooManyValues(record: MappedRecord, field: MappedRecord['fields'][numbe
 /** The notes of the row just built, or undefined (the common case: nothing to note). */
 function collectNotes(): BuildNotes | undefined {
   const unknownCountry = scratch.countryResolved && scratch.country.invalid;
-  if (phoneNotes.codeWithoutPlus === 0 && scratch.severalValues === undefined && !unknownCountry) return undefined;
+  const phones = phoneNotes.codeWithoutPlus + phoneNotes.twoReadings;
+  if (phones === 0 && scratch.severalValues === undefined && !unknownCountry) return undefined;
   const notes: BuildNotes = {};
   if (phoneNotes.codeWithoutPlus > 0) notes.phoneCodeWithoutPlus = phoneNotes.codeWithoutPlus;
-  if (phoneNotes.ambiguous > 0) notes.phoneAmbiguous = phoneNotes.ambiguous;
+  if (phoneNotes.twoReadings > 0) notes.phoneTwoReadings = phoneNotes.twoReadings;
   if (scratch.severalValues !== undefined) notes.severalValues = scratch.severalValues;
   if (unknownCountry) {
     const own = scratch.record?.country;
