@@ -5,7 +5,6 @@ import {
   PHONE_FAST_PATH_LIBRARY_VERSION,
   phoneFastPathEnabled,
   phoneFastPathSupports,
-  phoneToE164,
 } from '../src/identifiers/phone.js';
 
 /** A deep copy of the real metadata, changed by `edit`. */

@@ -22,8 +22,8 @@ export type PhoneCountryCode = 'national' | 'included' | 'auto';
 
 /** phoneReading's answer when both readings are real numbers: the value is refused (`phone_ambiguous`). */
 export const AMBIGUOUS = 'ambiguous';
-/** An E.164 number, `undefined` (no valid number) or AMBIGUOUS. */
-export type PhoneReading = string | undefined | typeof AMBIGUOUS;
+/** An E.164 number (it starts with `+`), AMBIGUOUS, or `undefined` (no valid number). */
+export type PhoneReading = string | undefined;
 
 /** What phoneReading noticed about the last values (read and reset by buildUser). */
 export const phoneNotes = {
