@@ -115,6 +115,37 @@ describe('normalizeEmail', () => {
   it('accepts internationalized addresses after NFC', () => {
     expect(normalizeEmail('Jose\u0301@Example.ES')).toEqual(ok('jos\u00E9@example.es'));
   });
+  it.each([
+    ['zero-width space', 'john\u200B@example.com'],
+    ['zero-width joiner', 'john@exa\u200Dmple.com'],
+    ['zero-width non-joiner and word joiner', '\u200Cjohn@example.com\u2060'],
+    ['soft hyphen', 'jo\u00ADhn@example.com'],
+    ['BOM inside', 'john@\uFEFFexample.com'],
+    ['left-to-right mark', '\u200Ejohn@example.com'],
+    ['angle brackets', '<john@example.com>'],
+    ['name and angle brackets', 'John Smith <John@Example.com>'],
+    ['quoted name', '"Smith, John" <john@example.com>'],
+    ['the address as its own name', 'john@example.com <john@example.com>'],
+    ['mailto:', 'mailto:john@example.com'],
+    ['MAILTO: with a query', 'MAILTO:john@example.com?subject=Hello'],
+    ['mailto: inside brackets', 'John <mailto:john@example.com>'],
+    ['a trailing semicolon', 'john@example.com;'],
+    ['a trailing comma', 'john@example.com ,'],
+    ['brackets and a trailing separator', '<john@example.com>;'],
+  ])('cleans %s', (_name, raw) => {
+    expect(normalizeEmail(raw)).toEqual(ok('john@example.com'));
+  });
+  it.each([
+    'a@example.com, b@example.com',
+    'a@example.com;b@example.com',
+    '<a@example.com>; <b@example.com>',
+    'a@example.com <b@example.com>',
+    'John <>',
+    'John <john@example.com',
+    'mailto:',
+  ])('rejects %j (two addresses, or no address)', (raw) => {
+    expect(normalizeEmail(raw)).toEqual(no('email_invalid'));
+  });
 });
 
 describe('normalizePhone', () => {
@@ -432,6 +463,17 @@ describe('buildUser', () => {
     expect(built.rejects).toEqual([{ line: 7, column: 'email', type: 'email', reason: 'email_invalid' }]);
     // Without a separator the cell is one (invalid) value.
     expect(buildUser(record([field('email', 'a@x.com;b@x.com')]), {}).rejects).toHaveLength(1);
+  });
+
+  it('splits two addresses in one cell only with the value separator, each one cleaned', () => {
+    const cell = 'Ann <ann@x.com>, mailto:bo@x.com,';
+    const built = buildUser(record([field('email', cell)]), { valueSeparator: ',' });
+    expect(built.user).toEqual({ email: [sha('ann@x.com'), sha('bo@x.com')] });
+    expect(built.rejects).toEqual([]);
+    const alone = buildUser(record([field('email', cell)]), {});
+    expect(alone.user).toEqual({});
+    expect(alone.rejects.map((r) => r.reason)).toEqual(['email_invalid']);
+    expect(alone.notes?.severalValues).toEqual({ column: 'email', separator: ',' });
   });
 
   it('rejects carry line, column, type and reason, never the value', () => {

@@ -173,8 +173,46 @@ export function normalizeEmail(raw: string): Normalized {
   return emailClean(cleanValue(raw));
 }
 function emailClean(s: string): Normalized {
-  const value = s.toLowerCase();
+  const address = needsUnwrap(s) ? unwrapEmail(s) : s;
+  if (address === undefined) return REJECTED.email_invalid;
+  const value = address.toLowerCase();
   return EMAIL_RE.test(value) ? { ok: OK, value } : REJECTED.email_invalid;
+}
+
+/** Unicode format characters (Cf): zero-width space and joiners, soft hyphen, BOM, direction marks. */
+const FORMAT_CHARS_RE = /\p{Cf}/gu;
+const TRAILING_SEPARATORS_RE = /[\s;,]+$/;
+const MAILTO_RE = /^mailto:/i;
+
+/** Whether an email cell holds more than a plain address: non-ASCII, `<…>`, `mailto:` or a trailing `;`/`,`. */
+function needsUnwrap(s: string): boolean {
+  const last = s.charCodeAt(s.length - 1);
+  if (last === 0x3b || last === 0x2c || last === 0x3e) return true;
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0x80) return true;
+  return s.length > 7 && MAILTO_RE.test(s);
+}
+
+/**
+ * The address in an email cell as mail clients and spreadsheets copy it (docs/normalization.md,
+ * email clean-up): invisible format characters removed; trailing `;` and `,` removed; `<…>` and
+ * `Name <…>` unwrapped (a name holding another address is refused); `mailto:` and its `?query` removed.
+ */
+function unwrapEmail(s: string): string | undefined {
+  let v = s.replace(FORMAT_CHARS_RE, '').replace(TRAILING_SEPARATORS_RE, '').trim();
+  if (v.endsWith('>')) {
+    const open = v.lastIndexOf('<');
+    if (open === -1) return undefined;
+    const inner = v.slice(open + 1, -1).trim();
+    const name = v.slice(0, open).replace(/["']/g, '').trim();
+    if (name.includes('@') && name.toLowerCase() !== inner.replace(MAILTO_RE, '').toLowerCase()) return undefined;
+    v = inner;
+  }
+  if (MAILTO_RE.test(v)) {
+    v = v.slice(7);
+    const query = v.indexOf('?');
+    if (query !== -1) v = v.slice(0, query);
+  }
+  return v;
 }
 
 export function normalizeHandle(raw: string): Normalized {
