@@ -109,11 +109,11 @@ function rewrittenInternational(value: string): string | undefined {
   const code = leadingCallingCode(digits);
   if (code === undefined) return undefined;
   const rest = digits.slice(code.length);
-  if (rest.charCodeAt(0) === 0x30) return phoneToE164('+' + code + rest.slice(1), undefined);
-  if (code === '52' && rest.length === 11 && rest.charCodeAt(0) === 0x31) {
-    return phoneToE164('+52' + rest.slice(1), undefined);
-  }
-  return undefined;
+  const mexicanMobile = code === '52' && rest.length === 11 && rest.charCodeAt(0) === 0x31;
+  if (rest.charCodeAt(0) !== 0x30 && !mexicanMobile) return undefined;
+  // Exactly one digit goes: the number must be valid as it then stands, without another prefix stripped.
+  const e164 = '+' + code + rest.slice(1);
+  return phoneToE164(e164, undefined) === e164 ? e164 : undefined;
 }
 
 let callingCodeSet: ReadonlySet<string> | undefined;
