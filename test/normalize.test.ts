@@ -135,6 +135,12 @@ describe('normalizeEmail', () => {
   ])('cleans %s', (_name, raw) => {
     expect(normalizeEmail(raw)).toEqual(ok('john@example.com'));
   });
+  it('keeps a zero-width non-joiner or joiner inside a non-Latin label (IDNA2008 CONTEXTJ)', () => {
+    expect(normalizeEmail('ali@\u0645\u06CC\u200C\u062E\u0648\u0627\u0647\u0645.ir')).toEqual(
+      ok('ali@\u0645\u06CC\u200C\u062E\u0648\u0627\u0647\u0645.ir'),
+    );
+    expect(normalizeEmail('ali\u200C@\u0645\u06CC.ir')).toEqual(ok('ali@\u0645\u06CC.ir'));
+  });
   it.each([
     'a@example.com, b@example.com',
     'a@example.com;b@example.com',

@@ -184,6 +184,16 @@ const FORMAT_CHARS_RE = /\p{Cf}/gu;
 const TRAILING_SEPARATORS_RE = /[\s;,]+$/;
 const MAILTO_RE = /^mailto:/i;
 
+/**
+ * A format character is removed, except a zero-width (non-)joiner between two non-ASCII characters:
+ * IDNA2008 (RFC 5892, CONTEXTJ) allows those two in labels of scripts that need them (after a
+ * virama, between joining letters), never next to ASCII, where they are only copy-paste residue.
+ */
+function formatCharKept(c: string, at: number, s: string): string {
+  const joiner = c === '\u200c' || c === '\u200d';
+  return joiner && s.charCodeAt(at - 1) >= 0x80 && s.charCodeAt(at + 1) >= 0x80 ? c : '';
+}
+
 /** Whether an email cell holds more than a plain address: non-ASCII, `<…>`, `mailto:` or a trailing `;`/`,`. */
 function needsUnwrap(s: string): boolean {
   const last = s.charCodeAt(s.length - 1);
@@ -198,7 +208,7 @@ function needsUnwrap(s: string): boolean {
  * `Name <…>` unwrapped (a name holding another address is refused); `mailto:` and its `?query` removed.
  */
 function unwrapEmail(s: string): string | undefined {
-  let v = s.replace(FORMAT_CHARS_RE, '').replace(TRAILING_SEPARATORS_RE, '').trim();
+  let v = s.replace(FORMAT_CHARS_RE, formatCharKept).replace(TRAILING_SEPARATORS_RE, '').trim();
   if (v.endsWith('>')) {
     const open = v.lastIndexOf('<');
     if (open === -1) return undefined;
