@@ -210,6 +210,7 @@ describe('phones with their calling code but no + (countryCode)', () => {
   it("auto (default): the calling code is read when the digits start with the row country's code or the national reading fails", () => {
     // A GB number in a US row: not a valid US number, so read with its calling code.
     expect(normalizePhone('447400123456', { country: 'US' })).toEqual(ok('447400123456'));
+    expect(normalizePhone('4402079460958', { country: 'GB' })).toEqual(ok('442079460958'));
     // Digits starting with the row's calling code, valid both ways under `min`: the number ranges
     // (`max`) decide: an IN row's 91… written with the calling code, and Indian 911x mobiles written nationally.
     expect(normalizePhone('91 98765 43210', { country: 'IN' })).toEqual(ok('919876543210'));
