@@ -14,8 +14,9 @@
  * a `+` after a digit, fewer than 3 digits, non-geographic calling codes) goes to the library itself.
  * test/phone-differential.test.ts proves equality on a generated corpus.
  */
+import { createRequire } from 'node:module';
 import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js';
-import { isValidPhoneNumber as isValidUnderMax } from 'libphonenumber-js/max';
+import type { isValidPhoneNumber } from 'libphonenumber-js/max';
 import metadataJson from 'libphonenumber-js/min/metadata';
 import libraryPackage from 'libphonenumber-js/package.json' with { type: 'json' };
 
@@ -367,10 +368,20 @@ export function phoneToE164(value: string, country: string | undefined): string 
 }
 
 /**
+ * Loaded on the first value with two readings (its 157 KB of metadata cost each worker thread about
+ * as much start-up time again as the rest of the library; most files never need it).
+ */
+let isValidUnderMax: typeof isValidPhoneNumber | undefined;
+interface MaxApi {
+  isValidPhoneNumber: typeof isValidPhoneNumber;
+}
+
+/**
  * Whether the E.164 number `e164` is in a range its country actually assigns: libphonenumber-js's
  * `max` metadata (every number type's pattern and lengths), where the default `min` metadata
  * accepts almost any length. Costs a library parse (~20 µs): only for values with two readings.
  */
 export function phoneInNumberRanges(e164: string): boolean {
+  isValidUnderMax ??= (createRequire(import.meta.url)('libphonenumber-js/max') as MaxApi).isValidPhoneNumber;
   return isValidUnderMax(e164);
 }
