@@ -126,11 +126,18 @@ function rejectShareHints(summary: HashSummary, mapping: ColumnMapping, opts: No
 
 /** How the numbers without `+` were read (`auto`/`included`): information, nothing to fix. */
 function readingsHint(notes: HashSummary['notes']): string {
-  const decided =
-    notes.phoneTwoReadings > 0
-      ? `; ${notes.phoneTwoReadings} ${notes.phoneTwoReadings === 1 ? 'was' : 'were'} valid both as national numbers and with the country code, decided by the country's number ranges`
-      : '';
-  return `${notes.phoneCodeWithoutPlus} phone numbers were read as starting with their country code without +${decided}`;
+  const parts: string[] = [];
+  const n = notes.phoneCodeWithoutPlus;
+  if (n > 0)
+    parts.push(
+      `${n} phone ${n === 1 ? 'number was' : 'numbers were'} read as starting with their country code without +`,
+    );
+  const two = notes.phoneTwoReadings;
+  if (two > 0)
+    parts.push(
+      `${two} ${n > 0 ? '' : 'phone '}${two === 1 ? 'number was' : 'numbers were'} valid both as national numbers and with the country code, decided by the country's number ranges`,
+    );
+  return parts.join('; ');
 }
 
 const AMBIGUOUS_FIX =
