@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { spawn, execFileSync } from 'node:child_process';
 import {
   closeSync,
@@ -302,19 +303,59 @@ describe('audience-kit hash (process)', () => {
     expect(mergeHashSummary(into, from, 4).rejects.email_invalid).toEqual({ count: 4, lines: [4, 5] });
   });
 
-  it('counts the phones read with their calling code in the right grammatical number', () => {
+  it('counts phones with two real readings as phone_ambiguous, with their line and a hint, and hashes the decided ones', async () => {
+    const input = [
+      'phone,country',
+      '390 187 537,ITA',
+      '9119463463,India',
+      '0055 64 91428 2813,BRA',
+      '+39 390 187 537,IT',
+    ].join('\n');
+    const r = await runCli(['hash', '-', '--format', 'jsonl'], { input });
+    expect(r.code).toBe(0);
+    const users = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { phone_number?: string[] });
+    const sha = (s: string): string => createHash('sha256').update(s).digest('hex');
+    expect(users.map((u) => u.phone_number?.[0])).toEqual([
+      undefined,
+      sha('919119463463'),
+      sha('5564914282813'),
+      sha('39390187537'),
+    ]);
+    expect(r.stderr).toMatch(/phone_ambiguous\s+1\s+line 2\b/);
+    expect(r.stderr).toContain(
+      'mostly phone_ambiguous: they are valid both as national numbers and as starting with their country code without +, so they were not hashed; fix: write them with + and the country code',
+    );
+    expect(r.stderr).toContain(
+      "hint: 1 phone number was valid both as national numbers and with the country code, decided by the country's number ranges",
+    );
+    expect(r.stderr).not.toContain('--phone-country-code national reads');
+  });
+
+  it('counts the phones read with their calling code, decided and ambiguous, in the right grammatical number', () => {
     const mapping = { columns: [], auto: true, ignored: [] };
-    const hint = (ambiguous: number): string | undefined => {
+    const hints = (twoReadings: number, ambiguous = 0): string[] => {
       const summary = createHashSummary();
       summary.notes.phoneCodeWithoutPlus = 3;
-      summary.notes.phoneAmbiguous = ambiguous;
-      return summaryHints(summary, mapping)[0];
+      summary.notes.phoneTwoReadings = twoReadings;
+      if (ambiguous > 0) summary.rejects.phone_ambiguous = { count: ambiguous, lines: [2] };
+      return summaryHints(summary, mapping);
     };
-    expect(hint(0)).toBe(
-      '3 phone numbers were read as starting with their country code without +; --phone-country-code national reads them as national numbers',
+    expect(hints(0)).toEqual(['3 phone numbers were read as starting with their country code without +']);
+    expect(hints(1)[0]).toContain(
+      "; 1 number was valid both as national numbers and with the country code, decided by the country's number ranges",
     );
-    expect(hint(1)).toContain('+ (1 was a valid national number too, read otherwise);');
-    expect(hint(2)).toContain('+ (2 were valid national numbers too, read otherwise);');
+    expect(hints(2)[0]).toContain('; 2 numbers were valid both');
+    // Never the national mode as the fix of a mixed export: it breaks the numbers written with their code.
+    expect(hints(2).join('\n')).not.toContain('--phone-country-code national reads');
+    const ambiguous = hints(0, 2)[1];
+    expect(ambiguous).toMatch(
+      /^2 phone numbers are valid both as national numbers and as starting with their country code/,
+    );
+    expect(ambiguous).toContain('fix: write them with + and the country code');
+    expect(hints(0, 1)[1]).toMatch(/^1 phone number is valid both/);
   });
 
   it('documents every option and the exit codes in --help', async () => {

@@ -115,6 +115,43 @@ describe('normalizeEmail', () => {
   it('accepts internationalized addresses after NFC', () => {
     expect(normalizeEmail('Jose\u0301@Example.ES')).toEqual(ok('jos\u00E9@example.es'));
   });
+  it.each([
+    ['zero-width space', 'john\u200B@example.com'],
+    ['zero-width joiner', 'john@exa\u200Dmple.com'],
+    ['zero-width non-joiner and word joiner', '\u200Cjohn@example.com\u2060'],
+    ['soft hyphen', 'jo\u00ADhn@example.com'],
+    ['BOM inside', 'john@\uFEFFexample.com'],
+    ['left-to-right mark', '\u200Ejohn@example.com'],
+    ['angle brackets', '<john@example.com>'],
+    ['name and angle brackets', 'John Smith <John@Example.com>'],
+    ['quoted name', '"Smith, John" <john@example.com>'],
+    ['the address as its own name', 'john@example.com <john@example.com>'],
+    ['mailto:', 'mailto:john@example.com'],
+    ['MAILTO: with a query', 'MAILTO:john@example.com?subject=Hello'],
+    ['mailto: inside brackets', 'John <mailto:john@example.com>'],
+    ['a trailing semicolon', 'john@example.com;'],
+    ['a trailing comma', 'john@example.com ,'],
+    ['brackets and a trailing separator', '<john@example.com>;'],
+  ])('cleans %s', (_name, raw) => {
+    expect(normalizeEmail(raw)).toEqual(ok('john@example.com'));
+  });
+  it('keeps a zero-width non-joiner or joiner inside a non-Latin label (IDNA2008 CONTEXTJ)', () => {
+    expect(normalizeEmail('ali@\u0645\u06CC\u200C\u062E\u0648\u0627\u0647\u0645.ir')).toEqual(
+      ok('ali@\u0645\u06CC\u200C\u062E\u0648\u0627\u0647\u0645.ir'),
+    );
+    expect(normalizeEmail('ali\u200C@\u0645\u06CC.ir')).toEqual(ok('ali@\u0645\u06CC.ir'));
+  });
+  it.each([
+    'a@example.com, b@example.com',
+    'a@example.com;b@example.com',
+    '<a@example.com>; <b@example.com>',
+    'a@example.com <b@example.com>',
+    'John <>',
+    'John <john@example.com',
+    'mailto:',
+  ])('rejects %j (two addresses, or no address)', (raw) => {
+    expect(normalizeEmail(raw)).toEqual(no('email_invalid'));
+  });
 });
 
 describe('normalizePhone', () => {
@@ -173,12 +210,57 @@ describe('phones with their calling code but no + (countryCode)', () => {
   it("auto (default): the calling code is read when the digits start with the row country's code or the national reading fails", () => {
     // A GB number in a US row: not a valid US number, so read with its calling code.
     expect(normalizePhone('447400123456', { country: 'US' })).toEqual(ok('447400123456'));
-    // A DE row whose digits start with 49: the calling code, not the national +49 4915…
-    expect(normalizePhone('4915123456789', { country: 'DE' })).toEqual(ok('4915123456789'));
+    expect(normalizePhone('4402079460958', { country: 'GB' })).toEqual(ok('442079460958'));
+    // Digits starting with the row's calling code, valid both ways under `min`: the number ranges
+    // (`max`) decide: an IN row's 91… written with the calling code, and Indian 911x mobiles written nationally.
+    expect(normalizePhone('91 98765 43210', { country: 'IN' })).toEqual(ok('919876543210'));
+    expect(normalizePhone('9119463463', { country: 'India' })).toEqual(ok('919119463463'));
+    expect(normalizePhone('91148 80514', { country: 'IN' })).toEqual(ok('919114880514'));
+    expect(normalizePhone('48 293 35 95', { country: 'PL' })).toEqual(ok('48482933595'));
+    expect(normalizePhone('55 98266 0086', { country: 'br' })).toEqual(ok('5555982660086'));
+    expect(normalizePhone('48 512 345 678', { country: 'PL' })).toEqual(ok('48512345678'));
+    // Both readings in assigned ranges (an Italian mobile or a La Spezia landline; a DE mobile with its
+    // code or a 13-digit DE fixed line): refused, never hashed as a guess.
+    expect(normalizePhone('390 187 537', { country: 'ITA' })).toEqual(no('phone_ambiguous'));
+    expect(normalizePhone('4915123456789', { country: 'DE' })).toEqual(no('phone_ambiguous'));
+    expect(normalizePhone('+49 15123456789', { country: 'DE' })).toEqual(ok('4915123456789'));
     // Without a country, from 11 digits on; a 10-digit national number stays national.
     expect(normalizePhone('447400123456')).toEqual(ok('447400123456'));
     expect(normalizePhone('2025550143', { country: 'US' })).toEqual(ok('12025550143'));
     expect(normalizePhone('07400 123456', { country: 'GB' })).toEqual(ok('447400123456'));
+  });
+  it("00 followed by the row country's own calling code is international, whatever its real prefix", () => {
+    const cases: [string, string, string][] = [
+      ['0055 64 91428 2813', 'BRA', '5564914282813'],
+      ['0057 321 0090475', 'CO', '573210090475'],
+      ['0066 2 168 3496', 'THA', '6621683496'],
+      ['0082 16 2388 7727', 'South Korea', '821623887727'],
+      ['0081 90 1234 5678', 'JP', '819012345678'],
+      ['0062 812 3456 789', 'ID', '628123456789'],
+      ['001 212 555 0123', 'US', '12125550123'],
+      ['001 416 555 0123', 'CA', '14165550123'],
+      ['0061 412 345 678', 'AU', '61412345678'],
+      ['007 912 345 67 89', 'RU', '79123456789'],
+      ['0044 20 7946 0958', 'GB', '442079460958'],
+    ];
+    for (const [value, country, expected] of cases) {
+      expect(normalizePhone(value, { country })).toEqual(ok(expected));
+      expect(normalizePhone(value, { country, countryCode: 'national' })).toEqual(ok(expected));
+    }
+    // Another country's code after a real international prefix is still read the library's way.
+    expect(normalizePhone('0044 20 7946 0958', { country: 'DE' })).toEqual(ok('442079460958'));
+    expect(normalizePhone('011 44 20 7946 0958', { country: 'US' })).toEqual(ok('442079460958'));
+  });
+  it("a (0) trunk after the calling code, and Mexico's retired mobile 1, are the numbers they stand for", () => {
+    expect(normalizePhone('+57 (0) 321 0090475')).toEqual(ok('573210090475'));
+    expect(normalizePhone('+34 (0) 612 34 56 78')).toEqual(ok('34612345678'));
+    expect(normalizePhone('+52 1 55 1234 5678')).toEqual(ok('525512345678'));
+    expect(normalizePhone('521 55 1234 5678', { country: 'MX' })).toEqual(ok('525512345678'));
+    expect(normalizePhone('5215512345678', { country: 'Mexico' })).toEqual(ok('525512345678'));
+    expect(normalizePhone('+52 55 1234 5678')).toEqual(ok('525512345678'));
+    // Only when the number as written is invalid: an Italian landline keeps its 0.
+    expect(normalizePhone('+39 06 6988 4101')).toEqual(ok('390669884101'));
+    expect(normalizePhone('+57 (0) 12')).toEqual(no('phone_invalid'));
   });
   it('national: always a national number of the row country', () => {
     expect(normalizePhone('447400123456', { country: 'US', countryCode: 'national' })).toEqual(no('phone_invalid'));
@@ -388,6 +470,17 @@ describe('buildUser', () => {
     expect(built.rejects).toEqual([{ line: 7, column: 'email', type: 'email', reason: 'email_invalid' }]);
     // Without a separator the cell is one (invalid) value.
     expect(buildUser(record([field('email', 'a@x.com;b@x.com')]), {}).rejects).toHaveLength(1);
+  });
+
+  it('splits two addresses in one cell only with the value separator, each one cleaned', () => {
+    const cell = 'Ann <ann@x.com>, mailto:bo@x.com,';
+    const built = buildUser(record([field('email', cell)]), { valueSeparator: ',' });
+    expect(built.user).toEqual({ email: [sha('ann@x.com'), sha('bo@x.com')] });
+    expect(built.rejects).toEqual([]);
+    const alone = buildUser(record([field('email', cell)]), {});
+    expect(alone.user).toEqual({});
+    expect(alone.rejects.map((r) => r.reason)).toEqual(['email_invalid']);
+    expect(alone.notes?.severalValues).toEqual({ column: 'email', separator: ',' });
   });
 
   it('rejects carry line, column, type and reason, never the value', () => {

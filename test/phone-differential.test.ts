@@ -1,11 +1,17 @@
-import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js';
-import { describe, expect, it } from 'vitest';
+import { getCountryCallingCode, parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js';
+import { describe, expect, it, vi } from 'vitest';
 import { cleanValue, normalizePhone } from '../src/identifiers/normalize.js';
-import { phoneFastPathStats, phoneToE164, resetPhoneFastPathStats } from '../src/identifiers/phone.js';
+import { phoneToE164 } from '../src/identifiers/phone.js';
 import examplesJson from 'libphonenumber-js/mobile/examples';
 import metadataJson from 'libphonenumber-js/min/metadata';
 import { mulberry32 } from '../src/sandbox/faults.js';
 import { generatePhoneCorpus, type PhoneCase } from './helpers/phone-corpus.js';
+
+// The library's parser, spied on: how many values the fast path hands to it.
+vi.mock('libphonenumber-js', async (importOriginal) => {
+  const lib = await importOriginal<typeof import('libphonenumber-js')>();
+  return { ...lib, parsePhoneNumberFromString: vi.fn(lib.parsePhoneNumberFromString) };
+});
 
 /** What the issue defines as the truth: the library with its default metadata, called per value. */
 function library(value: string, country: string | undefined): string | undefined {
@@ -24,21 +30,44 @@ function mismatches(cases: readonly PhoneCase[]): string[] {
     const digits = normalizePhone(value, country === undefined ? opts : { country, ...opts });
     const expectedClean = library(cleanValue(value), country);
     const actualDigits = digits.ok ? digits.value : undefined;
-    if (actualDigits !== expectedClean?.slice(1)) {
+    if (
+      actualDigits !== expectedClean?.slice(1) &&
+      !policyReading(cleanValue(value), country, expectedClean, actualDigits)
+    ) {
       out.push(`${JSON.stringify(value)} ${country ?? '-'} digits: ${actualDigits} library ${expectedClean}`);
     }
   }
   return out;
 }
 
+/**
+ * normalizePhone departs from the library's reading by two documented rules (docs/normalization.md, phone
+ * readings; tested in normalize.test.ts): `00` + the row country's own calling code is international, and a
+ * `+` number the library finds invalid may be the valid number of a `(0)` trunk or Mexico's mobile `1`.
+ * Either way the result must be a number the library finds valid as written with `+`.
+ */
+function policyReading(
+  value: string,
+  country: string | undefined,
+  library: string | undefined,
+  ours: string | undefined,
+) {
+  if (ours === undefined || parsePhoneNumberFromString('+' + ours)?.isValid() !== true) return false;
+  const own =
+    country !== undefined &&
+    value.replace(/[^0-9]/g, '').startsWith('00' + getCountryCallingCode(country as CountryCode));
+  return (value.startsWith('00') && own) || (value.startsWith('+') && library === undefined);
+}
+
 describe('phone fast path against libphonenumber-js', () => {
   it('0 mismatches on a 30k generated corpus (validity, E.164 and digits)', () => {
     const corpus = generatePhoneCorpus(30_000, 20240601);
-    resetPhoneFastPathStats();
     expect(mismatches(corpus).slice(0, 20)).toEqual([]);
-    const stats = phoneFastPathStats();
     // The corpus is deliberately dirty, yet most values must take the compiled path.
-    expect(stats.fast).toBeGreaterThan(stats.fallback * 4);
+    const parse = vi.mocked(parsePhoneNumberFromString);
+    parse.mockClear();
+    for (const { value, country } of corpus) phoneToE164(value, country);
+    expect(parse.mock.calls.length).toBeLessThan(corpus.length / 5);
     // Sanity: the corpus is not trivially all-invalid.
     const valid = corpus.filter((c) => library(c.value, c.country) !== undefined).length;
     expect(valid).toBeGreaterThan(corpus.length * 0.4);

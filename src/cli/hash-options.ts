@@ -69,7 +69,7 @@ export function addHashOptions<T>(y: Argv<T>): Argv<T & HashOptionArgs> {
     .option('phone-country-code', {
       choices: ['auto', 'national', 'included'] as const,
       describe:
-        "Phones written without +: auto (default) reads 447700900123 as +44 7700 900123 when the digits start with the row country's calling code or the national reading fails; national: always a national number of the row's country; included: always starts with the calling code",
+        "Phones written without +: auto (default) takes the reading that is a valid number (447700900123 in a US row is +44 7700 900123); when the national and the calling-code readings both are, the one in the country's number ranges, else rejects it as phone_ambiguous; national: always a national number of the row's country; included: always starts with the calling code (only for files written entirely one way)",
     })
     .option('input-hashed', {
       choices: ['auto', 'always', 'never'] as const,
@@ -236,7 +236,7 @@ export function hashSummaryJson(summary: HashSummary): Record<string, unknown> {
     types: summary.types,
     rejects: summary.rejects,
     phone_code_without_plus: notes.phoneCodeWithoutPlus,
-    phone_ambiguous: notes.phoneAmbiguous,
+    phone_two_readings: notes.phoneTwoReadings,
     unknown_countries: Object.entries(notes.unknownCountries).map(([value, rows]) => ({ value, rows })),
     unknown_countries_other: notes.unknownCountriesOther,
     several_values: notes.severalValues ?? null,

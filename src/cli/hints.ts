@@ -25,6 +25,7 @@ const REASON_TYPE: Readonly<Record<RejectReason, IdentifierType | undefined>> = 
   email_invalid: 'email',
   phone_invalid: 'phone_number',
   phone_needs_country: 'phone_number',
+  phone_ambiguous: 'phone_number',
   country_invalid: 'phone_number',
   handle_invalid: 'handle',
   device_id_invalid: 'device_id',
@@ -83,6 +84,8 @@ function whyRejected(
       return mapping.country === undefined
         ? `they are national numbers and no country column was found; fix: ${phoneCountryFix(mapping)}`
         : `they are national numbers and their ${quote(mapping.country.column)} cell is empty; fix: --default-country CC for those rows`;
+    case 'phone_ambiguous':
+      return `they are ${AMBIGUOUS_FIX}`;
     case 'country_invalid':
       return `their country value is not recognized (listed below); fix: correct those values, or --default-country CC`;
     case 'phone_invalid':
@@ -121,6 +124,29 @@ function rejectShareHints(summary: HashSummary, mapping: ColumnMapping, opts: No
   return out;
 }
 
+/** How the numbers without `+` were read (`auto`/`included`): information, nothing to fix. */
+function readingsHint(notes: HashSummary['notes']): string {
+  const parts: string[] = [];
+  const n = notes.phoneCodeWithoutPlus;
+  if (n > 0)
+    parts.push(
+      `${n} phone ${n === 1 ? 'number was' : 'numbers were'} read as starting with their country code without +`,
+    );
+  const two = notes.phoneTwoReadings;
+  if (two > 0)
+    parts.push(
+      `${two} ${n > 0 ? '' : 'phone '}${two === 1 ? 'number was' : 'numbers were'} valid both as national numbers and with the country code, decided by the country's number ranges`,
+    );
+  return parts.join('; ');
+}
+
+const AMBIGUOUS_FIX =
+  'valid both as national numbers and as starting with their country code without +, so they were not hashed; fix: write them with + and the country code (--phone-country-code national or included only if every number of the file is written that way)';
+
+function ambiguousHint(count: number): string {
+  return `${count} phone ${count === 1 ? 'number is' : 'numbers are'} ${AMBIGUOUS_FIX} (phone_ambiguous)`;
+}
+
 function noteHints(summary: HashSummary, opts: NormalizeOptions, already: string): string[] {
   const notes = summary.notes;
   const out: string[] = [];
@@ -130,22 +156,14 @@ function noteHints(summary: HashSummary, opts: NormalizeOptions, already: string
       `${s.count} rejected cells of ${quote(s.column)} look like several values joined by ${quote(s.separator)}; fix: --value-separator ${quote(s.separator)}`,
     );
   }
-  if (notes.phoneCodeWithoutPlus > 0) {
-    if (opts.phoneCountryCode === 'national') {
-      if (!already.includes('--phone-country-code'))
-        out.push(
-          `${notes.phoneCodeWithoutPlus} phone numbers look like they carry the country code without +; fix: --phone-country-code auto`,
-        );
-    } else {
-      const ambiguous =
-        notes.phoneAmbiguous > 0
-          ? ` (${notes.phoneAmbiguous} ${notes.phoneAmbiguous === 1 ? 'was a valid national number' : 'were valid national numbers'} too, read otherwise)`
-          : '';
+  if (notes.phoneCodeWithoutPlus > 0 && opts.phoneCountryCode === 'national') {
+    if (!already.includes('--phone-country-code'))
       out.push(
-        `${notes.phoneCodeWithoutPlus} phone numbers were read as starting with their country code without +${ambiguous}; --phone-country-code national reads them as national numbers`,
+        `${notes.phoneCodeWithoutPlus} phone numbers look like they carry the country code without +; fix: --phone-country-code auto`,
       );
-    }
-  }
+  } else if (notes.phoneCodeWithoutPlus > 0 || notes.phoneTwoReadings > 0) out.push(readingsHint(notes));
+  const ambiguous = summary.rejects.phone_ambiguous?.count ?? 0;
+  if (ambiguous > 0 && !already.includes('phone_ambiguous')) out.push(ambiguousHint(ambiguous));
   const unknown = Object.entries(notes.unknownCountries).sort((a, b) => b[1] - a[1]);
   if (unknown.length > 0) {
     const other = notes.unknownCountriesOther > 0 ? `, other values ${notes.unknownCountriesOther}` : '';

@@ -53,8 +53,8 @@ export const UNKNOWN_COUNTRIES_KEPT = 20;
 export interface HashNotes {
   /** See BuildNotes.phoneCodeWithoutPlus. */
   phoneCodeWithoutPlus: number;
-  /** See BuildNotes.phoneAmbiguous. */
-  phoneAmbiguous: number;
+  /** See BuildNotes.phoneTwoReadings. */
+  phoneTwoReadings: number;
   /**
    * Rows per unrecognized country value (a country is not personal data; a value that looks like an
    * identifier is counted under `<looks like data>`), at most UNKNOWN_COUNTRIES_KEPT values.
@@ -74,7 +74,7 @@ export function createHashSummary(): HashSummary {
     malformed: { count: 0, lines: [], reasons: {} },
     types: {},
     rejects: {},
-    notes: { phoneCodeWithoutPlus: 0, phoneAmbiguous: 0, unknownCountries: {}, unknownCountriesOther: 0 },
+    notes: { phoneCodeWithoutPlus: 0, phoneTwoReadings: 0, unknownCountries: {}, unknownCountriesOther: 0 },
   };
 }
 
@@ -94,14 +94,14 @@ function addSeveralValues(notes: HashNotes, from: { column: string; separator: s
 
 function addNotes(notes: HashNotes, from: BuildNotes): void {
   notes.phoneCodeWithoutPlus += from.phoneCodeWithoutPlus ?? 0;
-  notes.phoneAmbiguous += from.phoneAmbiguous ?? 0;
+  notes.phoneTwoReadings += from.phoneTwoReadings ?? 0;
   if (from.unknownCountry !== undefined) addUnknownCountry(notes, from.unknownCountry, 1);
   if (from.severalValues !== undefined) addSeveralValues(notes, from.severalValues, 1);
 }
 
 function mergeNotes(into: HashNotes, from: HashNotes): void {
   into.phoneCodeWithoutPlus += from.phoneCodeWithoutPlus;
-  into.phoneAmbiguous += from.phoneAmbiguous;
+  into.phoneTwoReadings += from.phoneTwoReadings;
   for (const [value, rows] of Object.entries(from.unknownCountries)) addUnknownCountry(into, value, rows);
   into.unknownCountriesOther += from.unknownCountriesOther;
   if (from.severalValues !== undefined) addSeveralValues(into, from.severalValues, from.severalValues.count);

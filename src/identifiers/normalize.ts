@@ -7,11 +7,9 @@
  * and the column, never the value.
  */
 import { hash as cryptoHash } from 'node:crypto';
-import { getCountryCallingCode, isSupportedCountry, type CountryCode } from 'libphonenumber-js';
+import { isSupportedCountry } from 'libphonenumber-js';
 import { sha256Hex } from '../util/sha256.js';
-import { phoneToE164 } from './phone.js';
-
-export { phoneFastPathStats, resetPhoneFastPathStats, type PhoneFastPathStats } from './phone.js';
+import { AMBIGUOUS, phoneNotes, phoneReading, type PhoneCountryCode } from './phone-reading.js';
 
 export const IDENTIFIER_TYPES = [
   'email',
@@ -28,6 +26,7 @@ export type RejectReason =
   | 'email_invalid'
   | 'phone_invalid'
   | 'phone_needs_country'
+  | 'phone_ambiguous'
   | 'country_invalid'
   | 'handle_invalid'
   | 'device_id_invalid'
@@ -41,6 +40,7 @@ export const REJECT_REASONS: readonly RejectReason[] = [
   'email_invalid',
   'phone_invalid',
   'phone_needs_country',
+  'phone_ambiguous',
   'country_invalid',
   'handle_invalid',
   'device_id_invalid',
@@ -72,13 +72,7 @@ export type PhoneFormat = 'e164' | 'digits';
  * a `+` in the hashed value matches nobody. See docs/normalization.md.
  */
 export const DEFAULT_PHONE_FORMAT: PhoneFormat = 'digits';
-/**
- * How a phone written without `+` is read. `national`: a national number of the row's country
- * (libphonenumber-js semantics). `included`: it starts with the country calling code (`447700900123`,
- * the form of the ad platforms' templates). `auto` (default): `included` when the digits start with
- * the row's calling code (or the national reading fails) and that reading is valid, else `national`.
- */
-export type PhoneCountryCode = 'national' | 'included' | 'auto';
+export type { PhoneCountryCode };
 /** `auto`: a 64-hex value is an already-hashed digest; `always`: every value must be one; `never`: hash everything. */
 export type InputHashed = 'auto' | 'always' | 'never';
 
@@ -130,8 +124,11 @@ export interface BuildNotes {
    * `national`, rejected although they would be valid read that way.
    */
   phoneCodeWithoutPlus?: number;
-  /** Phones valid both as national numbers and as carrying the calling code, with different results. */
-  phoneAmbiguous?: number;
+  /**
+   * Phones valid (under `min`) both as national numbers and as carrying the calling code, decided by
+   * the number ranges (`max`); those that stay ambiguous are `phone_ambiguous` rejects.
+   */
+  phoneTwoReadings?: number;
   /** The row's country value when it is not a recognized country (a phone needed it). */
   unknownCountry?: string;
   /** Rejected cells that look like several values joined by this separator (no valueSeparator given). */
@@ -178,8 +175,56 @@ export function normalizeEmail(raw: string): Normalized {
   return emailClean(cleanValue(raw));
 }
 function emailClean(s: string): Normalized {
-  const value = s.toLowerCase();
+  const address = needsUnwrap(s) ? unwrapEmail(s) : s;
+  if (address === undefined) return REJECTED.email_invalid;
+  const value = address.toLowerCase();
   return EMAIL_RE.test(value) ? { ok: OK, value } : REJECTED.email_invalid;
+}
+
+/** Unicode format characters (Cf): zero-width space and joiners, soft hyphen, BOM, direction marks. */
+const FORMAT_CHARS_RE = /\p{Cf}/gu;
+const TRAILING_SEPARATORS_RE = /[\s;,]+$/;
+const MAILTO_RE = /^mailto:/i;
+
+/**
+ * A format character is removed, except a zero-width (non-)joiner between two non-ASCII characters:
+ * IDNA2008 (RFC 5892, CONTEXTJ) allows those two in labels of scripts that need them (after a
+ * virama, between joining letters), never next to ASCII, where they are only copy-paste residue.
+ */
+function formatCharKept(c: string, at: number, s: string): string {
+  const joiner = c === '\u200c' || c === '\u200d';
+  return joiner && s.charCodeAt(at - 1) >= 0x80 && s.charCodeAt(at + 1) >= 0x80 ? c : '';
+}
+
+/** Whether an email cell holds more than a plain address: non-ASCII, `<…>`, `mailto:` or a trailing `;`/`,`. */
+function needsUnwrap(s: string): boolean {
+  const last = s.charCodeAt(s.length - 1);
+  if (last === 0x3b || last === 0x2c || last === 0x3e) return true;
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0x80) return true;
+  return s.length > 7 && MAILTO_RE.test(s);
+}
+
+/**
+ * The address in an email cell as mail clients and spreadsheets copy it (docs/normalization.md,
+ * email clean-up): invisible format characters removed; trailing `;` and `,` removed; `<…>` and
+ * `Name <…>` unwrapped (a name holding another address is refused); `mailto:` and its `?query` removed.
+ */
+function unwrapEmail(s: string): string | undefined {
+  let v = s.replace(FORMAT_CHARS_RE, formatCharKept).replace(TRAILING_SEPARATORS_RE, '').trim();
+  if (v.endsWith('>')) {
+    const open = v.lastIndexOf('<');
+    if (open === -1) return undefined;
+    const inner = v.slice(open + 1, -1).trim();
+    const name = v.slice(0, open).replace(/["']/g, '').trim();
+    if (name.includes('@') && name.toLowerCase() !== inner.replace(MAILTO_RE, '').toLowerCase()) return undefined;
+    v = inner;
+  }
+  if (MAILTO_RE.test(v)) {
+    v = v.slice(7);
+    const query = v.indexOf('?');
+    if (query !== -1) v = v.slice(0, query);
+  }
+  return v;
 }
 
 export function normalizeHandle(raw: string): Normalized {
@@ -690,72 +735,14 @@ export function normalizeIdentifier(
   return type === 'phone_number' ? normalizePhone(raw, opts) : NORMALIZERS[type](raw);
 }
 
-/** What phoneClean noticed about the last values (read and reset by buildUser). */
-const phoneNotes = { codeWithoutPlus: 0, ambiguous: 0 };
-
 function phoneClean(value: string, country: PhoneCountry, digits: boolean, mode: PhoneCountryCode): Normalized {
-  const e164 = phoneE164(value, country.code, mode);
+  const e164 = phoneReading(value, country.code, mode);
+  if (e164 === AMBIGUOUS) return REJECTED.phone_ambiguous;
   if (e164 !== undefined) return { ok: OK, value: digits ? e164.slice(1) : e164 };
   if (country.code === undefined && isNationalFormat(value)) {
     return country.invalid ? REJECTED.country_invalid : REJECTED.phone_needs_country;
   }
   return REJECTED.phone_invalid;
-}
-
-/** Without a country, a number is read as carrying its calling code only from this many digits (a 10-digit NANP number would otherwise become +20/+27/+30...). */
-const MIN_DIGITS_CODE_WITHOUT_COUNTRY = 11;
-
-function phoneE164(value: string, country: string | undefined, mode: PhoneCountryCode): string | undefined {
-  // Only a value starting with 1-9 can be a calling code without its `+` (none starts with 0).
-  const first = value.charCodeAt(0);
-  if (first < 0x31 || first > 0x39) return phoneToE164(value, country);
-  if (mode === 'included') return phoneToE164('+' + value, undefined);
-  const startsWithCode = country !== undefined && startsWithDigits(value, callingCode(country));
-  const national = country === undefined ? undefined : phoneToE164(value, country);
-  if (mode === 'national') {
-    if (national === undefined && phoneToE164('+' + value, undefined) !== undefined) phoneNotes.codeWithoutPlus++;
-    return national;
-  }
-  if (national !== undefined && !startsWithCode) return national;
-  if (country === undefined && countDigits(value) < MIN_DIGITS_CODE_WITHOUT_COUNTRY) return undefined;
-  const included = phoneToE164('+' + value, undefined);
-  if (included === undefined) return national;
-  if (national !== included) {
-    phoneNotes.codeWithoutPlus++;
-    if (national !== undefined) phoneNotes.ambiguous++;
-  }
-  return included;
-}
-
-const callingCodes = new Map<string, string>();
-function callingCode(country: string): string {
-  let code = callingCodes.get(country);
-  if (code === undefined) {
-    code = getCountryCallingCode(country as CountryCode);
-    callingCodes.set(country, code);
-  }
-  return code;
-}
-
-/** Whether the digits of `value` (separators skipped) start with `prefix`. */
-function startsWithDigits(value: string, prefix: string): boolean {
-  let p = 0;
-  for (let i = 0; i < value.length && p < prefix.length; i++) {
-    const c = value.charCodeAt(i);
-    if (c < 0x30 || c > 0x39) continue;
-    if (c !== prefix.charCodeAt(p)) return false;
-    p++;
-  }
-  return p === prefix.length;
-}
-
-function countDigits(value: string): number {
-  let n = 0;
-  for (let i = 0; i < value.length; i++) {
-    const c = value.charCodeAt(i);
-    if (c >= 0x30 && c <= 0x39) n++;
-  }
-  return n;
 }
 
 /** True when the first phone character is a digit (not a plus): only a country can make sense of it. */
@@ -824,7 +811,7 @@ export function buildUser(record: MappedRecord, opts: NormalizeOptions): BuiltUs
   scratch.severalValues = undefined;
   scratch.countryResolved = false;
   phoneNotes.codeWithoutPlus = 0;
-  phoneNotes.ambiguous = 0;
+  phoneNotes.twoReadings = 0;
   for (let t = 0; t < IDENTIFIER_TYPES.length; t++) {
     scratch.values[t]!.length = 0;
     scratch.digestCounts[t] = 0;
@@ -893,10 +880,11 @@ function tooManyValues(record: MappedRecord, field: MappedRecord['fields'][numbe
 /** The notes of the row just built, or undefined (the common case: nothing to note). */
 function collectNotes(): BuildNotes | undefined {
   const unknownCountry = scratch.countryResolved && scratch.country.invalid;
-  if (phoneNotes.codeWithoutPlus === 0 && scratch.severalValues === undefined && !unknownCountry) return undefined;
+  const phones = phoneNotes.codeWithoutPlus + phoneNotes.twoReadings;
+  if (phones === 0 && scratch.severalValues === undefined && !unknownCountry) return undefined;
   const notes: BuildNotes = {};
   if (phoneNotes.codeWithoutPlus > 0) notes.phoneCodeWithoutPlus = phoneNotes.codeWithoutPlus;
-  if (phoneNotes.ambiguous > 0) notes.phoneAmbiguous = phoneNotes.ambiguous;
+  if (phoneNotes.twoReadings > 0) notes.phoneTwoReadings = phoneNotes.twoReadings;
   if (scratch.severalValues !== undefined) notes.severalValues = scratch.severalValues;
   if (unknownCountry) {
     const own = scratch.record?.country;

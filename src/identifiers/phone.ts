@@ -14,7 +14,9 @@
  * a `+` after a digit, fewer than 3 digits, non-geographic calling codes) goes to the library itself.
  * test/phone-differential.test.ts proves equality on a generated corpus.
  */
+import { createRequire } from 'node:module';
 import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js';
+import type { isValidPhoneNumber } from 'libphonenumber-js/max';
 import metadataJson from 'libphonenumber-js/min/metadata';
 import libraryPackage from 'libphonenumber-js/package.json' with { type: 'json' };
 
@@ -356,33 +358,30 @@ function libraryE164(value: string, country: string | undefined): string | undef
   return parsed !== undefined && parsed.isValid() ? parsed.number : undefined;
 }
 
-export interface PhoneFastPathStats {
-  /** Numbers decided by the compiled fast path. */
-  fast: number;
-  /** Numbers handed to libphonenumber-js (unusual shapes). */
-  fallback: number;
-}
-const stats: PhoneFastPathStats = { fast: 0, fallback: 0 };
-
-/** Counters of this thread (each worker has its own), for benchmarks and diagnostics. */
-export function phoneFastPathStats(): PhoneFastPathStats {
-  return { fast: stats.fast, fallback: stats.fallback };
-}
-export function resetPhoneFastPathStats(): void {
-  stats.fast = 0;
-  stats.fallback = 0;
-}
-
 /**
  * E.164 form of `value` when libphonenumber-js (default metadata) parses it as a valid number, `undefined`
  * otherwise. `country` must be a supported ISO code (or undefined): it is the default country of national numbers.
  */
 export function phoneToE164(value: string, country: string | undefined): string | undefined {
   const fast = FAST_PATH ? fastE164(value, country) : FALLBACK;
-  if (fast !== FALLBACK) {
-    stats.fast++;
-    return fast ?? undefined;
-  }
-  stats.fallback++;
-  return libraryE164(value, country);
+  return fast !== FALLBACK ? (fast ?? undefined) : libraryE164(value, country);
+}
+
+/**
+ * Loaded on the first value with two readings (its 157 KB of metadata cost each worker thread about
+ * as much start-up time again as the rest of the library; most files never need it).
+ */
+let isValidUnderMax: typeof isValidPhoneNumber | undefined;
+interface MaxApi {
+  isValidPhoneNumber: typeof isValidPhoneNumber;
+}
+
+/**
+ * Whether the E.164 number `e164` is in a range its country actually assigns: libphonenumber-js's
+ * `max` metadata (every number type's pattern and lengths), where the default `min` metadata
+ * accepts almost any length. Costs a library parse (~20 µs): only for values with two readings.
+ */
+export function phoneInNumberRanges(e164: string): boolean {
+  isValidUnderMax ??= (createRequire(import.meta.url)('libphonenumber-js/max') as MaxApi).isValidPhoneNumber;
+  return isValidUnderMax(e164);
 }

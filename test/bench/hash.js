@@ -96,7 +96,7 @@ console.log(
 const full = dataFile('full');
 const sizeMb = statSync(full).size / 1e6;
 console.log(`input: ${fmt(rows)} rows (email, phone, country, names), ${sizeMb.toFixed(0)} MB`);
-let failed = false;
+const failures = [];
 
 const hashArgs = (file) => [
   BIN,
@@ -130,10 +130,10 @@ if (!flag('skip-diff') && rows <= 1_000_000) {
   const diff = await differential(full);
   console.log(`differential phone check: ${fmt(diff.checked)} phones, ${diff.mismatches} mismatches`);
   for (const e of diff.examples) console.log(`  mismatch: ${JSON.stringify(e)}`);
-  if (diff.mismatches > 0) failed = true;
+  if (diff.mismatches > 0) failures.push(`differential phone check: ${diff.mismatches} mismatches`);
 }
-if (ours.rssMb > 256) {
-  console.log('peak RSS above the 256 MB target');
-  failed = true;
+if (ours.rssMb > 256) failures.push('peak RSS above the 256 MB target');
+if (failures.length > 0) {
+  console.log(`\nFAILED: ${failures.join('; ')}`);
+  process.exitCode = 1;
 }
-process.exitCode = failed ? 1 : 0;

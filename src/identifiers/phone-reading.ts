@@ -1,0 +1,159 @@
+/**
+ * Which number a phone value is, given the row's country: the policy over the libphonenumber-js
+ * reading of phone.ts (docs/normalization.md, "Phone readings"). A value can have two readings
+ * (a national number whose digits start with the country's calling code, or the calling code
+ * written without `+`); the number ranges of the `max` metadata decide, and a value that stays
+ * ambiguous is refused rather than hashed as a guess. `00` followed by the row country's own
+ * calling code is international whatever that country's real international prefix is, and two
+ * habits of writing international numbers are read as the number they stand for: a `(0)` trunk
+ * prefix after the calling code, and Mexico's retired mobile `1` (`+52 1 55 …`).
+ */
+import { getCountries, getCountryCallingCode, type CountryCode } from 'libphonenumber-js';
+import { phoneInNumberRanges, phoneToE164 } from './phone.js';
+
+/**
+ * How a phone written without `+` is read. `national`: a national number of the row's country
+ * (libphonenumber-js semantics). `included`: it starts with the country calling code (`447700900123`,
+ * the form of the ad platforms' templates). `auto` (default): the reading that is a valid number;
+ * when both are (the digits start with the row's calling code), the one in an assigned number range,
+ * and `phone_ambiguous` when that does not decide.
+ */
+export type PhoneCountryCode = 'national' | 'included' | 'auto';
+
+/** phoneReading's answer when both readings are real numbers: the value is refused (`phone_ambiguous`). */
+export const AMBIGUOUS = 'ambiguous';
+/** An E.164 number (it starts with `+`), AMBIGUOUS, or `undefined` (no valid number). */
+export type PhoneReading = string | undefined;
+
+/** What phoneReading noticed about the last values (read and reset by buildUser). */
+export const phoneNotes = {
+  /** Read as carrying the calling code without `+` (or, with `national`, rejected though valid so). */
+  codeWithoutPlus: 0,
+  /** Valid under `min` both as national numbers and with the calling code; decided by the number ranges. */
+  twoReadings: 0,
+};
+
+/** Without a country, a number is read as carrying its calling code only from this many digits (a 10-digit NANP number would otherwise become +20/+27/+30...). */
+const MIN_DIGITS_CODE_WITHOUT_COUNTRY = 11;
+/** A value of digits, the usual separators and at most one leading `+`: the shapes the rules below rewrite. */
+const PLAIN_PHONE_RE = /^\+?[0-9 ().\-/]+$/;
+const NON_DIGITS_RE = /[^0-9]/g;
+
+/** The E.164 number `value` stands for with `country` as the row's country (undefined: none). */
+export function phoneReading(value: string, country: string | undefined, mode: PhoneCountryCode): PhoneReading {
+  const first = value.charCodeAt(0);
+  if (first === 0x30 && country !== undefined) {
+    const own = ownCodeAfter00(value, country);
+    if (own !== undefined) return own;
+  }
+  if (first === 0x2b) return internationalE164(value);
+  // Only a value starting with 1-9 can be a calling code without its `+` (none starts with 0).
+  if (first < 0x31 || first > 0x39) return phoneToE164(value, country);
+  if (mode === 'included') return internationalE164('+' + value);
+  const national = country === undefined ? undefined : phoneToE164(value, country);
+  if (mode === 'national') {
+    if (national === undefined && internationalE164('+' + value) !== undefined) phoneNotes.codeWithoutPlus++;
+    return national;
+  }
+  const startsWithCode = country !== undefined && startsWithDigits(value, callingCode(country));
+  if (national !== undefined && !startsWithCode) return national;
+  if (country === undefined && countDigits(value) < MIN_DIGITS_CODE_WITHOUT_COUNTRY) return undefined;
+  const included = internationalE164('+' + value);
+  if (included === undefined || national === included) return national;
+  if (national === undefined) {
+    phoneNotes.codeWithoutPlus++;
+    return included;
+  }
+  return decideReadings(national, included);
+}
+
+/**
+ * A value valid (under `min`) both as a national number and as carrying the calling code: the
+ * reading that is in an assigned number range wins; with both or neither, nobody can tell.
+ */
+function decideReadings(national: string, included: string): PhoneReading {
+  const nationalReal = phoneInNumberRanges(national);
+  if (nationalReal === phoneInNumberRanges(included)) return AMBIGUOUS;
+  phoneNotes.twoReadings++;
+  if (nationalReal) return national;
+  phoneNotes.codeWithoutPlus++;
+  return included;
+}
+
+/**
+ * `00` + the row country's calling code + a valid number: that number. People write `00` as the
+ * international prefix whatever their country's is (`011` in North America, `810` in Russia, `00xx`
+ * carrier codes in Brazil and Colombia, `001`/`002` in Korea), where the library would read a
+ * national number or another country's prefix (`0055 64…` in Brazil: +64, New Zealand).
+ */
+function ownCodeAfter00(value: string, country: string): string | undefined {
+  if (value.charCodeAt(1) !== 0x30 || !PLAIN_PHONE_RE.test(value)) return undefined;
+  const digits = value.replace(NON_DIGITS_RE, '');
+  if (!digits.startsWith('00' + callingCode(country), 0)) return undefined;
+  return internationalE164('+' + digits.slice(2));
+}
+
+/** A `+` number as the library reads it, or else as the habits below rewrite it. */
+function internationalE164(value: string): string | undefined {
+  return phoneToE164(value, undefined) ?? rewrittenInternational(value);
+}
+
+/**
+ * The valid number an invalid `+` value stands for: `+cc (0) …`, the trunk prefix kept after the
+ * calling code (`+57 (0) 321…`, where the library's own trunk rule fails), and Mexico's `+52 1`
+ * followed by 10 digits, the mobile prefix retired in 2019 (`+52 1 55 1234 5678`).
+ */
+function rewrittenInternational(value: string): string | undefined {
+  if (!PLAIN_PHONE_RE.test(value)) return undefined;
+  const digits = value.replace(NON_DIGITS_RE, '');
+  const code = leadingCallingCode(digits);
+  if (code === undefined) return undefined;
+  const rest = digits.slice(code.length);
+  const mexicanMobile = code === '52' && rest.length === 11 && rest.charCodeAt(0) === 0x31;
+  if (rest.charCodeAt(0) !== 0x30 && !mexicanMobile) return undefined;
+  // Exactly one digit goes: the number must be valid as it then stands, without another prefix stripped.
+  const e164 = '+' + code + rest.slice(1);
+  return phoneToE164(e164, undefined) === e164 ? e164 : undefined;
+}
+
+let callingCodeSet: ReadonlySet<string> | undefined;
+/** The 1-3 digit calling code `digits` start with (no calling code is a prefix of another). */
+function leadingCallingCode(digits: string): string | undefined {
+  callingCodeSet ??= new Set(getCountries().map((c) => getCountryCallingCode(c)));
+  for (let i = 1; i <= 3 && i < digits.length; i++) {
+    const code = digits.slice(0, i);
+    if (callingCodeSet.has(code)) return code;
+  }
+  return undefined;
+}
+
+const callingCodes = new Map<string, string>();
+function callingCode(country: string): string {
+  let code = callingCodes.get(country);
+  if (code === undefined) {
+    code = getCountryCallingCode(country as CountryCode);
+    callingCodes.set(country, code);
+  }
+  return code;
+}
+
+/** Whether the digits of `value` (separators skipped) start with `prefix`. */
+function startsWithDigits(value: string, prefix: string): boolean {
+  let p = 0;
+  for (let i = 0; i < value.length && p < prefix.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c < 0x30 || c > 0x39) continue;
+    if (c !== prefix.charCodeAt(p)) return false;
+    p++;
+  }
+  return p === prefix.length;
+}
+
+function countDigits(value: string): number {
+  let n = 0;
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c >= 0x30 && c <= 0x39) n++;
+  }
+  return n;
+}
