@@ -18,10 +18,11 @@ import { createHashSummary } from '../hashing/summary.js';
 import { leaveOutKnownUsers, type HashRecordsOptions } from '../hashing/pipeline.js';
 import type { ColumnMapping } from '../identifiers/mapping.js';
 import type { NormalizeOptions } from '../identifiers/normalize.js';
-import { appendAuditRecord, newRunId, type AuditRunStart } from '../state/audit.js';
+import { appendAuditRecord, lastRecordedSnapshot, newRunId, type AuditRunStart } from '../state/audit.js';
 import { ensureDir } from '../state/fs.js';
 import { acquireFileLock } from '../state/lock.js';
-import { Snapshot, snapshotDir } from '../state/snapshot.js';
+import { Snapshot, SnapshotError, snapshotDir, type SnapshotTarget } from '../state/snapshot.js';
+import { recoverSnapshot, type SnapshotRecovery } from '../state/snapshot-recover.js';
 import { VERSION } from '../version.js';
 import { readInput, type ReadResult } from './input.js';
 import { resolveSendOptions } from './options.js';
@@ -80,6 +81,12 @@ export interface SyncAudienceOptions extends SendOptions {
   normalize?: NormalizeOptions;
   /** Recorded in the audit record. */
   sandbox?: boolean;
+  /**
+   * Rebuild a damaged snapshot first from what can be read (every salvaged user due for a
+   * re-send: Delete when the input lacks it, Update otherwise); users that cannot be recovered
+   * are counted and the sync does not end `completed`.
+   */
+  recover?: boolean;
   /** `planned` once the plan is known and accepted, then `removing` and `updating` as they start. */
   onPhase?: (phase: 'planned' | 'removing' | 'updating', plan: SyncPlanCounts) => void;
 }
@@ -99,6 +106,11 @@ function resolveSettings(o: SyncAudienceOptions): Settings {
   resolveBatchLimits(o.limits);
   resolveSendOptions(o);
   const dryRun = o.dryRun === true;
+  if (dryRun && o.recover === true) {
+    throw new ConfigError('invalid_option', 'recover rebuilds the snapshot on disk: it cannot be a dry run', {
+      fix: 'run the recovery without dryRun (--dry-run)',
+    });
+  }
   if (!dryRun && o.client === undefined) {
     throw new ConfigError('missing_client', 'syncAudience needs a client unless dryRun is set', {
       fix: 'pass client: createClient({...})',
@@ -133,18 +145,40 @@ export async function syncAudience(o: SyncAudienceOptions): Promise<SyncReport> 
   const input = identify(o.input, settings.dryRun);
   input.catch(() => undefined);
   const ref = targetRef(o.target);
-  const dir = snapshotDir(o.stateDir, { accountId: o.accountId, kind: ref.kind, id: ref.id });
+  const target: SnapshotTarget = { accountId: o.accountId, kind: ref.kind, id: ref.id };
+  const dir = snapshotDir(o.stateDir, target);
   const release = await lockTarget(dir);
   try {
-    const snapshot = Snapshot.open(dir, { now: settings.now });
+    const recorded = o.auditLog === undefined ? undefined : lastRecordedSnapshot(o.auditLog, target);
+    const recovery =
+      o.recover === true
+        ? recoverSnapshot(dir, { target, now: settings.now, recordedUsers: recorded?.users })
+        : undefined;
+    // A recovered snapshot is new: the audit log's last record is of the one it replaces.
+    const snapshot = Snapshot.open(dir, { target, now: settings.now, recorded: recovery ? undefined : recorded });
     try {
-      return await syncWith(o, settings, snapshot, input);
+      return await syncWith(o, settings, snapshot, input, recovery);
     } finally {
       snapshot.close();
     }
   } finally {
     release();
   }
+}
+
+/** Users a recovery could not read back stay on the platform: the sync says so and is not `completed`. */
+function unrecovered(report: SyncReport, recovery: SnapshotRecovery | undefined): SyncReport {
+  if (recovery === undefined || recovery.lost === 0) return report;
+  const howMany = recovery.exact ? `${recovery.lost}` : `at least ${recovery.lost}`;
+  report.error ??= new SnapshotError(
+    'snapshot_users_unrecovered',
+    `${howMany} users of the damaged sync snapshot could not be recovered: they were not removed if the file no longer holds them (${recovery.salvaged} users recovered)`,
+    {
+      fix: 'to remove them now, create a new audience, sync the file to it (with a new --state-dir), move the campaigns to it and delete this one; otherwise they leave the audience when their membership expires, 13 months after their last upload',
+    },
+  );
+  if (report.status === 'completed') report.status = 'partial';
+  return report;
 }
 
 /** One sync per target: a second one is refused at once, naming the holder. */
@@ -171,6 +205,7 @@ async function syncWith(
   s: Settings,
   snapshot: Snapshot,
   identified: Promise<RunInput | undefined>,
+  recovery: SnapshotRecovery | undefined,
 ): Promise<SyncReport> {
   const runId = o.runId ?? newRunId();
   Spool.removeLeftovers(snapshot.dir);
@@ -200,12 +235,14 @@ async function syncWith(
       if (!(error instanceof ConfigError) || !s.dryRun) throw error;
       refusal = error;
     }
+    // Every record a Delete will send is read and checked against its user before anything is sent.
+    if (plan.counts.removes > 0) snapshot.checkUsersNotIn(plan.planner.seen);
     if (s.dryRun) return finish({ ...(await dryRunSends(o, plan, snapshot)), error: refusal }, refusal && 'refused');
     const input = await identified;
     o.onPhase?.('planned', plan.counts);
     return await audited(o, plan, input, snapshot, async () => {
       const sent = await send(o, s, plan, snapshot);
-      return { report: finish(sent), sent };
+      return { report: unrecovered(finish(sent), recovery), sent };
     });
   } finally {
     spool.remove();
@@ -303,7 +340,8 @@ async function send(o: SyncAudienceOptions, s: Settings, plan: SyncPlan, snapsho
     }
   };
   const base = sendOptions(o, signal);
-  const removed = new InFlight();
+  // The write-ahead record: each chunk's users are recorded (fsync) before the sender gets them.
+  const removed = new InFlight((users) => snapshot.recordIntentDeletes(users));
   if (plan.counts.removes > 0) {
     o.onPhase?.('removing', plan.counts);
     sent.deletes = await sendUsers({
@@ -316,7 +354,7 @@ async function send(o: SyncAudienceOptions, s: Settings, plan: SyncPlan, snapsho
   const deletesDone = sent.error === undefined && (sent.deletes === undefined || sent.deletes.status === 'completed');
   if (plan.spool.count > 0 && deletesDone) {
     o.onPhase?.('updating', plan.counts);
-    const updated = new InFlight();
+    const updated = new InFlight((users) => snapshot.recordIntentUpdates(users));
     sent.updates = await sendUsers({
       ...base,
       operationType: 'Update',
