@@ -131,7 +131,10 @@ export function decodeUserRecord(buf: Buffer): string {
       const len = buf[p] === 0 ? 32 : buf.readUInt16BE(p + 1);
       const from = buf[p] === 0 ? p + 1 : p + 3;
       if (from + len > buf.length) throw corrupt('a user record is truncated');
-      out += buf[p] === 0 ? `"${buf.toString('hex', from, from + len)}"` : JSON.stringify(buf.toString('utf8', from, from + len));
+      out +=
+        buf[p] === 0
+          ? `"${buf.toString('hex', from, from + len)}"`
+          : JSON.stringify(buf.toString('utf8', from, from + len));
       p = from + len;
     }
     out += ']';

@@ -193,7 +193,6 @@ export class Changes {
   }
 }
 
-
 /** Frames no entry points to any more (replaced or removed users), for the commit to scrub. */
 export class DeadFrames {
   static readonly LIMIT = 1 << 20;
@@ -231,7 +230,10 @@ class SortedKeys {
 
   has(hi: number, lo: number): boolean {
     const { c, order } = this;
-    while (this.i < c.n && compareKeys(c.hi[order[this.i] as number] as number, c.lo[order[this.i] as number] as number, hi, lo) < 0)
+    while (
+      this.i < c.n &&
+      compareKeys(c.hi[order[this.i] as number] as number, c.lo[order[this.i] as number] as number, hi, lo) < 0
+    )
       this.i++;
     const k = order[this.i];
     return k !== undefined && c.hi[k] === hi && c.lo[k] === lo;
@@ -272,7 +274,13 @@ export function mergeIndex(
       const nk = uOrder[ui + 1];
       ui++;
       if (nk !== undefined && u.hi[nk] === u.hi[k] && u.lo[nk] === u.lo[k]) continue;
-      out.add({ hi: u.hi[k] as number, lo: u.lo[k] as number, offset: u.offset[k] as number, len: u.len[k] as number, time: u.time[k] as number });
+      out.add({
+        hi: u.hi[k] as number,
+        lo: u.lo[k] as number,
+        offset: u.offset[k] as number,
+        len: u.len[k] as number,
+        time: u.time[k] as number,
+      });
     }
   };
   for (const { buf, n } of entryChunks(oldPath, oldCount)) {
@@ -297,7 +305,8 @@ export function mergeIndex(
       run = at + SNAPSHOT_ENTRY_BYTES;
       const frame = { offset: entryOffset(buf, at), len: uint32At(buf, at + 16) };
       if (touched) out.add({ hi, lo, ...frame, time: 0 });
-      else if (replaced && u.offset[k] === frame.offset) continue; // the same frame, re-confirmed
+      else if (replaced && u.offset[k] === frame.offset)
+        continue; // the same frame, re-confirmed
       else dead.push(frame.offset, frame.len);
     }
     out.addRaw(buf, run, end);
@@ -322,7 +331,7 @@ export function readAt(fd: number, position: number, length: number): Buffer {
 /** Write all of `data` at `position` (stateFs: the tests' failing disk); EnvironmentError naming `path`. */
 export function writeAt(fd: number, data: Buffer, position: number, path: string): void {
   try {
-    for (let done = 0; done < data.length; ) {
+    for (let done = 0; done < data.length;) {
       const n = stateFs.writeSync(fd, data, done, data.length - done, position + done);
       if (n <= 0) throw Object.assign(new Error('write wrote nothing'), { code: 'EIO' });
       done += n;
@@ -340,7 +349,6 @@ export function syncFd(fd: number, path: string): void {
     throw environmentError(error, 'writing', path);
   }
 }
-
 
 /** The header of the index at `path` (size checked), or undefined when there is none. */
 export function readIndexHeader(path: string): IndexHeader | undefined {
@@ -380,7 +388,8 @@ export function verifyIndex(path: string, header: IndexHeader, dataBytes: number
       if (compareKeys(hi, lo, prevHi, prevLo) <= 0 && prevHi >= 0) throw corrupt('the index is out of order');
       const offset = entryOffset(buf, at);
       const len = uint32At(buf, at + 16);
-      if (offset < dataStart || offset + len > dataBytes) throw corrupt('the index points past the end of the data file');
+      if (offset < dataStart || offset + len > dataBytes)
+        throw corrupt('the index points past the end of the data file');
       live += len;
       buf.copy(keys, i * 8, at, at + 8);
       prevHi = hi;

@@ -79,7 +79,7 @@ function walkFrames(path: string, target: string, into: Salvaged): void {
     // Another target's or another format's data: nothing of it belongs to this target.
     if (head.length < DATA_HEADER_BYTES || head.toString('latin1', 0, 8) !== DATA_MAGIC) return;
     if (head.readUInt32BE(8) !== SNAPSHOT_FORMAT || head.toString('hex', 16, 28) !== target) return;
-    for (let pos = DATA_HEADER_BYTES; pos + FRAME_HEAD_BYTES <= size; ) {
+    for (let pos = DATA_HEADER_BYTES; pos + FRAME_HEAD_BYTES <= size;) {
       const len = FRAME_HEAD_BYTES + readAt(fd, pos, 4).readUInt32BE(0);
       const json = len <= MAX_FRAME && pos + len <= size ? tryFrame(readAt(fd, pos, len)) : null;
       if (json === null) {
@@ -180,7 +180,14 @@ function writeRecovered(dir: string, gen: number, target: string, salvaged: Salv
   } finally {
     closeSync(fd);
   }
-  writer.finish({ format: SNAPSHOT_FORMAT, gen, seq: 1, committedAtMs: now(), parentDigest: EMPTY_SNAPSHOT_DIGEST, target });
+  writer.finish({
+    format: SNAPSHOT_FORMAT,
+    gen,
+    seq: 1,
+    committedAtMs: now(),
+    parentDigest: EMPTY_SNAPSHOT_DIGEST,
+    target,
+  });
   renameSync(tmp, join(dir, 'index'));
   fsyncPath(dir);
   for (const f of readdirSync(dir))

@@ -23,7 +23,17 @@
  * Two different users with the same 64-bit fingerprint would be taken as one, as in the
  * uploader's dedupe: for n users that happens with probability about n^2/2^65.
  */
-import { closeSync, existsSync, fsyncSync, openSync, readdirSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  openSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { ensureDir, writeFileNoFollow } from './fs.js';
@@ -326,7 +336,7 @@ export class Snapshot {
       // Committed before it was removed (its index was already replaced).
       if (head.readDoubleBE(8) !== (this.header?.seq ?? 0) || head.readUInt32BE(16) !== this.gen) return undefined;
       const changes: PendingChanges = { upserts: new Changes(), deletes: new Changes(), uncertain: new Changes() };
-      for (let pos = PENDING_HEADER_BYTES; pos + 8 <= size; ) {
+      for (let pos = PENDING_HEADER_BYTES; pos + 8 <= size;) {
         const len = readAt(fd, pos, 8).readUInt32BE(0);
         if (pos + 8 + len > size) break;
         const payload = readAt(fd, pos + 8, len);
@@ -488,7 +498,8 @@ function parsePendingRecord(payload: Buffer, c: PendingChanges): void {
     }
   } else if (op === OP_DELETE || op === OP_INTENT_DELETE) {
     const into = op === OP_DELETE ? c.deletes : c.uncertain;
-    for (let i = 0, at = 9; i < n; i++, at += 8) into.push(payload.readUInt32BE(at), payload.readUInt32BE(at + 4), 0, 0, time);
+    for (let i = 0, at = 9; i < n; i++, at += 8)
+      into.push(payload.readUInt32BE(at), payload.readUInt32BE(at + 4), 0, 0, time);
   } else {
     throw corrupt('the pending log has an unknown record');
   }

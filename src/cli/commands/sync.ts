@@ -81,7 +81,8 @@ const SYNC_OPTIONS: Record<string, Options> = {
   full: { type: 'boolean', describe: 'Send every user of the file as Update, not only the new ones' },
   recover: {
     type: 'boolean',
-    describe: 'Rebuild a damaged snapshot from what can be read, then remove its users the file lacks and update the rest',
+    describe:
+      'Rebuild a damaged snapshot from what can be read, then remove its users the file lacks and update the rest',
   },
   'refresh-after': {
     type: 'number',
