@@ -95,7 +95,7 @@ function writeBody(json: string, buf: Buffer, at: number): number {
   let p = at + 1;
   for (const [type, values] of Object.entries(user) as [IdentifierType, string[]][]) {
     if (values.length === 0) continue;
-    buf[start] = (buf[start] as number) + 1;
+    buf[start] = buf[start] + 1;
     buf[p] = TYPE_CODES[type];
     buf.writeUInt16BE(values.length, p + 1);
     p += 3;
