@@ -6,6 +6,7 @@ import { startSandbox, type Sandbox } from '../src/sandbox/index.js';
 import { runCli, startCliProcess } from './helpers/cli.js';
 import { members, range } from './helpers/sync.js';
 import { tempDir } from './helpers/temp.js';
+import { sandboxEnv } from './helpers/upload-cli.js';
 
 // `sync` as a real process killed while sending, at a point the sandbox chooses: the `slow`
 // fault of request N calls the sandbox's sleep, which signals the process and (for SIGKILL)
@@ -20,14 +21,7 @@ let onSlow: () => Promise<void> = () => Promise.resolve();
 
 beforeAll(async () => {
   sandbox = await startSandbox({ seed: 5, sleep: () => onSlow() });
-  env = {
-    AUDIENCE_KIT_CONFIG_DIR: tempDir('ak-config-'),
-    AUDIENCE_KIT_ADS_BASE_URL: sandbox.adsBaseUrl,
-    AUDIENCE_KIT_CONSUMER_KEY: sandbox.credentials.consumerKey,
-    AUDIENCE_KIT_CONSUMER_SECRET: sandbox.credentials.consumerSecret,
-    AUDIENCE_KIT_ACCESS_TOKEN: sandbox.credentials.accessToken,
-    AUDIENCE_KIT_ACCESS_TOKEN_SECRET: sandbox.credentials.accessTokenSecret,
-  };
+  env = sandboxEnv(sandbox);
 });
 afterAll(async () => {
   await sandbox.close();

@@ -39,18 +39,22 @@ export function scanFor(texts: Record<string, string>, needles: readonly string[
 export const target = {} as { sandbox: Sandbox; env: NodeJS.ProcessEnv };
 
 /** Starts the file's slow sandbox before its tests and closes it after. */
+/** The environment that points the CLI at a sandbox, with a config directory of its own. */
+export function sandboxEnv(sandbox: Sandbox): NodeJS.ProcessEnv {
+  return {
+    AUDIENCE_KIT_CONFIG_DIR: tempDir('ak-config-'),
+    AUDIENCE_KIT_ADS_BASE_URL: sandbox.adsBaseUrl,
+    AUDIENCE_KIT_CONSUMER_KEY: sandbox.credentials.consumerKey,
+    AUDIENCE_KIT_CONSUMER_SECRET: sandbox.credentials.consumerSecret,
+    AUDIENCE_KIT_ACCESS_TOKEN: sandbox.credentials.accessToken,
+    AUDIENCE_KIT_ACCESS_TOKEN_SECRET: sandbox.credentials.accessTokenSecret,
+  };
+}
+
 export function useSlowSandbox(): void {
   beforeAll(async () => {
     target.sandbox = await startSandbox({ seed: 3, faults: 'slow=120%1' });
-    const { sandbox } = target;
-    target.env = {
-      AUDIENCE_KIT_CONFIG_DIR: tempDir('ak-config-'),
-      AUDIENCE_KIT_ADS_BASE_URL: sandbox.adsBaseUrl,
-      AUDIENCE_KIT_CONSUMER_KEY: sandbox.credentials.consumerKey,
-      AUDIENCE_KIT_CONSUMER_SECRET: sandbox.credentials.consumerSecret,
-      AUDIENCE_KIT_ACCESS_TOKEN: sandbox.credentials.accessToken,
-      AUDIENCE_KIT_ACCESS_TOKEN_SECRET: sandbox.credentials.accessTokenSecret,
-    };
+    target.env = sandboxEnv(target.sandbox);
   });
   afterAll(async () => {
     await target.sandbox?.close();
