@@ -5,7 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { serializeUser, writeUserFingerprint, type AudienceUser } from '../src/identifiers/normalize.js';
 import { Snapshot, type SnapshotUser } from '../src/state/snapshot.js';
-import { TYPE_CODES } from '../src/state/snapshot-format.js';
+import { encodeUserRecord, TYPE_CODES } from '../src/state/snapshot-format.js';
+import { recoverSnapshot } from '../src/state/snapshot-recover.js';
 import { tempDir } from './helpers/temp.js';
 
 // The snapshot's format 2, pinned: files written by this version (test/golden/snapshot-v2/,
@@ -84,6 +85,39 @@ describe('snapshot format 2 (golden files)', () => {
     expect(() => Snapshot.open(dir, { target: TARGET })).toThrow(
       expect.objectContaining({ code: 'snapshot_newer_format', message: expect.stringMatching(/newer audience-kit/) }),
     );
+  });
+
+  it('a format 1 snapshot (no frames) is refused, and recovered through its index with every user uncertain', () => {
+    const dir = join(tempDir('ak-golden-'), 'snap');
+    mkdirSync(dir, { recursive: true });
+    const users = USERS.map(snapshotUser).sort((a, b) => a.hi - b.hi || a.lo - b.lo);
+    const bodies = users.map((u) => encodeUserRecord(u.json));
+    const index = Buffer.alloc(96 + 24 * users.length);
+    index.write('AKSNAP01', 0, 'latin1');
+    index.writeUInt32BE(1, 8);
+    index.writeDoubleBE(users.length, 24);
+    let offset = 0;
+    users.forEach((u, i) => {
+      const at = 96 + 24 * i;
+      index.writeUInt32BE(u.hi, at);
+      index.writeUInt32BE(u.lo, at + 4);
+      index.writeUIntBE(offset, at + 8, 6);
+      index.writeUInt32BE((bodies[i] as Buffer).length, at + 16);
+      index.writeUInt32BE(NOW / 1000, at + 20);
+      offset += (bodies[i] as Buffer).length;
+    });
+    writeFileSync(join(dir, 'index'), index);
+    writeFileSync(join(dir, 'data.0'), Buffer.concat(bodies));
+    expect(() => Snapshot.open(dir, { target: TARGET })).toThrow(
+      expect.objectContaining({ code: 'snapshot_old_format' }),
+    );
+    expect(recoverSnapshot(dir, { target: TARGET })).toEqual({ salvaged: 4, lost: 0, exact: true });
+    const s = Snapshot.open(dir, { target: TARGET });
+    expect(new Set([...s.usersNotIn(new Uint8Array(1))].flat().map((u) => u.json))).toEqual(
+      new Set(USERS.map(serializeUser)),
+    );
+    expect(s.keys(1).stale[0]).toBe(0b1111);
+    s.close();
   });
 
   it('pins the type codes on disk, the canonical key order and the fingerprint', () => {
