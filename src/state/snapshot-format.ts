@@ -55,7 +55,7 @@ export function targetHash(target: SnapshotTarget): Buffer {
 }
 
 export const RECOVER_FIX =
-  'run the sync again with --recover (library: recover: true): it rebuilds the snapshot from what can be read and re-sends as the file dictates, removals included';
+  'run the sync again with recover: true: it rebuilds the snapshot from what can be read and sends as the input dictates, removals included';
 
 export function corrupt(what: string): SnapshotError {
   return new SnapshotError('snapshot_corrupt', `the sync snapshot is damaged: ${what}; nothing was sent`, {
@@ -272,7 +272,7 @@ export function wrongTarget(what: string): SnapshotError {
     'snapshot_wrong_target',
     `the sync snapshot's ${what} belongs to another account or audience (copied in?); nothing was sent`,
     {
-      fix: "put back this target's own snapshot directory, or run the sync with --recover to rebuild it from this target's audit-logged state",
+      fix: "move it away and put back this target's own snapshot directory; if that is lost, run the sync with recover: true (it counts the users it cannot remove)",
     },
   );
 }

@@ -59,7 +59,7 @@ export function recoverSnapshot(
   const files = readdirSync(dir);
   const gens = files.filter((f) => /^data\.\d+$/.test(f)).map((f) => Number(f.slice(5)));
   for (const gen of gens) walkFrames(join(dir, `data.${gen}`), target, salvaged);
-  const named = salvageFromIndex(dir, salvaged);
+  const named = salvageFromIndex(dir, target, salvaged);
   const lost = named === undefined ? undefined : named.filter((k) => !salvaged.has(k)).length;
   const gen = Math.max(-1, ...gens) + 1;
   writeRecovered(dir, gen, target, salvaged, o.now ?? Date.now);
@@ -110,7 +110,7 @@ function tryFrame(frame: Buffer): string | undefined | null {
  * The fingerprints the old index names (undefined when it cannot be read), salvaging format 1's
  * records through it (they carry no frame for the walk to find).
  */
-function salvageFromIndex(dir: string, into: Salvaged): bigint[] | undefined {
+function salvageFromIndex(dir: string, target: string, into: Salvaged): bigint[] | undefined {
   const path = join(dir, 'index');
   if (!existsSync(path)) return undefined;
   const fd = openSync(path, 'r');
@@ -120,6 +120,8 @@ function salvageFromIndex(dir: string, into: Salvaged): bigint[] | undefined {
     if (n < 12 || head.toString('latin1', 0, 8) !== INDEX_MAGIC) return undefined;
     const format = head.readUInt32BE(8);
     if (format !== 1 && format !== SNAPSHOT_FORMAT) return undefined;
+    // Another target's index (copied in) names none of this target's users.
+    if (format === SNAPSHOT_FORMAT && head.toString('hex', 112, 124) !== target) return undefined;
     const headerBytes = format === 1 ? 96 : 128;
     const count = Math.floor((statSync(path).size - headerBytes) / SNAPSHOT_ENTRY_BYTES);
     const entries = readAt(fd, headerBytes, count * SNAPSHOT_ENTRY_BYTES);

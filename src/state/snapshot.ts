@@ -539,7 +539,7 @@ function checkRecorded(header: IndexHeader | undefined, recorded: SnapshotOpenOp
       'snapshot_missing',
       `the audit log records ${recorded.users} users on this target's sync snapshot, but there is no snapshot in this state directory; nothing was sent`,
       {
-        fix: `pass the state directory that holds it (--state-dir); if it is lost, ${RECOVER_FIX}`,
+        fix: `pass the stateDir that holds it; if it is lost, ${RECOVER_FIX}`,
       },
     );
   }

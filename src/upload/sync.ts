@@ -108,7 +108,7 @@ function resolveSettings(o: SyncAudienceOptions): Settings {
   const dryRun = o.dryRun === true;
   if (dryRun && o.recover === true) {
     throw new ConfigError('invalid_option', 'recover rebuilds the snapshot on disk: it cannot be a dry run', {
-      fix: 'run the recovery without dryRun (--dry-run)',
+      fix: 'run the recovery without dryRun',
     });
   }
   if (!dryRun && o.client === undefined) {
@@ -174,7 +174,7 @@ function unrecovered(report: SyncReport, recovery: SnapshotRecovery | undefined)
     'snapshot_users_unrecovered',
     `${howMany} users of the damaged sync snapshot could not be recovered: they were not removed if the file no longer holds them (${recovery.salvaged} users recovered)`,
     {
-      fix: 'to remove them now, create a new audience, sync the file to it (with a new --state-dir), move the campaigns to it and delete this one; otherwise they leave the audience when their membership expires, 13 months after their last upload',
+      fix: 'to remove them now, create a new audience, sync the input to it (with a new stateDir), move the campaigns to it and delete this one; otherwise they leave the audience when their membership expires, 13 months after their last upload',
     },
   );
   if (report.status === 'completed') report.status = 'partial';
