@@ -386,12 +386,13 @@ export function verifyIndex(path: string, header: IndexHeader, dataBytes: number
       const hi = uint32At(buf, at);
       const lo = uint32At(buf, at + 4);
       if (compareKeys(hi, lo, prevHi, prevLo) <= 0 && prevHi >= 0) throw corrupt('the index is out of order');
-      const offset = entryOffset(buf, at);
+      // No Buffer method call per entry: they cost more than the rest of the check at 10M users.
+      const offset = (((buf[at + 8] as number) << 8) | (buf[at + 9] as number)) * 2 ** 32 + uint32At(buf, at + 10);
       const len = uint32At(buf, at + 16);
       if (offset < dataStart || offset + len > dataBytes)
         throw corrupt('the index points past the end of the data file');
       live += len;
-      buf.copy(keys, i * 8, at, at + 8);
+      for (let b = 0; b < 8; b++) keys[i * 8 + b] = buf[at + b] as number;
       prevHi = hi;
       prevLo = lo;
     }
