@@ -112,42 +112,46 @@ describe('Snapshot', () => {
     again.close();
   });
 
-  it('merges random updates and deletes across index chunks exactly as a model (order, digest, objects)', () => {
-    const dir = tempDir();
-    const model = new Map<string, SnapshotUser>();
-    const keyOf = (u: SnapshotUser): string =>
-      `${u.hi.toString(16).padStart(8, '0')}${u.lo.toString(16).padStart(8, '0')}`;
-    let s = Snapshot.open(dir, { target: T });
-    for (let round = 0; round < 4; round++) {
-      const current = [...model.values()];
-      const fresh = Array.from({ length: round === 0 ? 70_000 : 1_500 }, () => user());
-      const refreshed = current.filter((_, i) => i % 50 === 7).map((u) => ({ ...u }));
-      const removed = current.filter((_, i) => i % 40 === 3);
-      confirmDeletes(s, removed);
-      for (let i = 0; i < fresh.length; i += 5000) confirmUpdates(s, fresh.slice(i, i + 5000));
-      confirmUpdates(s, refreshed);
-      for (const u of removed) model.delete(keyOf(u));
-      for (const u of [...fresh, ...refreshed]) model.set(keyOf(u), u);
-      s.commit();
+  it(
+    'merges random updates and deletes across index chunks exactly as a model (order, digest, objects)',
+    { timeout: 60_000 },
+    () => {
+      const dir = tempDir();
+      const model = new Map<string, SnapshotUser>();
+      const keyOf = (u: SnapshotUser): string =>
+        `${u.hi.toString(16).padStart(8, '0')}${u.lo.toString(16).padStart(8, '0')}`;
+      let s = Snapshot.open(dir, { target: T });
+      for (let round = 0; round < 3; round++) {
+        const current = [...model.values()];
+        const fresh = Array.from({ length: round === 0 ? 66_000 : 1_500 }, () => user());
+        const refreshed = current.filter((_, i) => i % 50 === 7).map((u) => ({ ...u }));
+        const removed = current.filter((_, i) => i % 40 === 3);
+        confirmDeletes(s, removed);
+        for (let i = 0; i < fresh.length; i += 5000) confirmUpdates(s, fresh.slice(i, i + 5000));
+        confirmUpdates(s, refreshed);
+        for (const u of removed) model.delete(keyOf(u));
+        for (const u of [...fresh, ...refreshed]) model.set(keyOf(u), u);
+        s.commit();
+        s.close();
+        s = Snapshot.open(dir, { target: T });
+        const sorted = [...model.keys()].sort();
+        expect(s.count).toBe(sorted.length);
+        expect(s.digest).toBe(
+          createHash('sha256')
+            .update(Buffer.from(sorted.join(''), 'hex'))
+            .digest('hex'),
+        );
+        const byJson = new Set([...model.values()].map((u) => u.json));
+        const stored = all(s);
+        expect(stored.length).toBe(byJson.size);
+        expect(stored.every((j) => byJson.has(j))).toBe(true);
+        // The live bytes (what decides a compaction), summed as entries are copied in runs.
+        const liveBytes = [...model.values()].reduce((n, u) => n + 16 + encodeUserRecord(u.json).length, 0);
+        expect(readFileSync(join(dir, 'index')).readDoubleBE(32)).toBe(liveBytes);
+      }
       s.close();
-      s = Snapshot.open(dir, { target: T });
-      const sorted = [...model.keys()].sort();
-      expect(s.count).toBe(sorted.length);
-      expect(s.digest).toBe(
-        createHash('sha256')
-          .update(Buffer.from(sorted.join(''), 'hex'))
-          .digest('hex'),
-      );
-      const byJson = new Set([...model.values()].map((u) => u.json));
-      const stored = all(s);
-      expect(stored.length).toBe(byJson.size);
-      expect(stored.every((j) => byJson.has(j))).toBe(true);
-      // The live bytes (what decides a compaction), summed as entries are copied in runs.
-      const liveBytes = [...model.values()].reduce((n, u) => n + 16 + encodeUserRecord(u.json).length, 0);
-      expect(readFileSync(join(dir, 'index')).readDoubleBE(32)).toBe(liveBytes);
-    }
-    s.close();
-  });
+    },
+  );
 
   it('marks users last sent before the cut-off as stale, and a refresh renews the time', () => {
     const dir = tempDir();
