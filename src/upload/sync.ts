@@ -3,13 +3,17 @@
  * input, sending only what changed. One more caller of the upload engine (sendUsers), the run's
  * target check and the audit log; the target's snapshot (state/snapshot.ts) is its journal.
  *
- * 1. Under the target's lock, the snapshot is opened (committing what a killed sync left).
+ * 1. Under the target's lock, the snapshot is opened and checked (against itself, its target and
+ *    the audit log's last record; rebuilt first with `recover`), committing what a killed sync
+ *    left: users of batches without a clear outcome become uncertain, due for a re-send.
  * 2. The input is read and hashed like an upload's and each user is classified against the
  *    snapshot (sync-plan.ts); the users to send wait in a spool (sync-input.ts).
- * 3. The plan is checked (empty input, removal cap) before anything is sent.
+ * 3. The plan is checked (empty input, removal cap) and every record a Delete will send is read
+ *    back and checked, before anything is sent.
  * 4. The removals go as `Delete` with the objects the snapshot kept, all confirmed before the
- *    adds and refreshes go as `Update`; each confirmed batch is recorded in the snapshot as it
- *    is confirmed, and the snapshot is committed at the end (or by the next open).
+ *    adds and refreshes go as `Update`; each chunk of users is written ahead to the snapshot
+ *    before the sender gets it, each confirmed batch recorded as it is confirmed, and the
+ *    snapshot is committed at the end (or by the next open).
  */
 import { dirname } from 'node:path';
 import { z } from 'zod';
