@@ -98,6 +98,14 @@ export const ERROR_CODES = [
   'sync_too_many_removals',
   'sync_in_progress',
   'snapshot_corrupt',
+  'snapshot_old_format',
+  'snapshot_newer_format',
+  'snapshot_wrong_target',
+  'snapshot_rolled_back',
+  'snapshot_missing',
+  'snapshot_index_missing',
+  'snapshot_data_missing',
+  'snapshot_users_unrecovered',
   // ConfigError from the CLI: the default state directory and an earlier version's both hold the target's state.
   'state_dir_ambiguous',
   // InputError: the input cannot be read as a whole.

@@ -1,9 +1,7 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createClient, type AdsClient } from '../src/api/index.js';
+import { describe, expect, it } from 'vitest';
 import { hashCsv, type HashCsvRun, type RawRecord } from '../src/hashing/pipeline.js';
-import { startSandbox, type Sandbox, type SandboxOptions } from '../src/sandbox/index.js';
 import { acquireFileLock } from '../src/state/lock.js';
 import { snapshotDir } from '../src/state/snapshot.js';
 import { verifyAuditLog } from '../src/state/audit.js';
@@ -11,81 +9,9 @@ import { reportJson, syncAudience, uploadAudience, type SyncAudienceOptions } fr
 import { runCli } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
 import { FIXTURE, rawValues, scanFor } from './helpers/upload-cli.js';
+import { customer, customers, expected, members, range, setup, syncOf, userPosts } from './helpers/sync.js';
 
 const DAY = 86_400_000;
-
-let open: { sandbox: Sandbox; client: AdsClient }[] = [];
-afterEach(async () => {
-  for (const o of open) {
-    await o.client.close();
-    await o.sandbox.close();
-  }
-  open = [];
-});
-
-async function setup(opts: SandboxOptions = {}) {
-  const sandbox = await startSandbox({ seed: 11, ...opts });
-  const client = createClient({
-    adsBaseUrl: sandbox.adsBaseUrl,
-    credentials: sandbox.credentials,
-    clock: { now: () => Date.now(), sleep: async () => {} },
-    retry: { baseMs: 1, maxMs: 2 },
-    maxAttempts: 6,
-  });
-  open.push({ sandbox, client });
-  const audienceId = sandbox.state.createCustomAudience(sandbox.accounts.primary, 'sync').id;
-  return { sandbox, client, audienceId, stateDir: tempDir('ak-sync-') };
-}
-
-/** Customer i as a CRM row; `phoneVersion` changes the phone (same email). */
-function customer(i: number, phoneVersion = 0): RawRecord {
-  return {
-    email: `customer.${i}@example.com`,
-    phone: `+1 415 555 ${String(1000 + i + phoneVersion * 5000).padStart(4, '0')}`,
-  };
-}
-const customers = (ids: number[]): RawRecord[] => ids.map((i) => customer(i));
-const range = (from: number, to: number): number[] => Array.from({ length: to - from }, (_, k) => from + k);
-
-/** The user keys the sandbox holds for an audience (its internal set, read for the comparison). */
-function members(sandbox: Sandbox, audienceId: string): number[] {
-  const store = sandbox.state as unknown as { audiences: Map<string, { users: { slots: Float64Array } }> };
-  const slots = store.audiences.get(audienceId)?.users.slots ?? new Float64Array();
-  return [...slots].filter((k) => k >= 0).sort((a, b) => a - b);
-}
-
-/** What a plain upload of `rows` to a fresh audience holds: what the synced audience must equal. */
-async function expected(t: Awaited<ReturnType<typeof setup>>, rows: RawRecord[]): Promise<number[]> {
-  const id = t.sandbox.state.createCustomAudience(t.sandbox.accounts.primary, 'reference').id;
-  const r = await uploadAudience({
-    client: t.client,
-    accountId: t.sandbox.accounts.primary,
-    target: { customAudienceId: id },
-    users: rows,
-    records: { defaultCountry: 'US' },
-  });
-  expect(r.status).toBe('completed');
-  return members(t.sandbox, id);
-}
-
-function userPosts(sandbox: Sandbox, audienceId: string): number {
-  return sandbox.state.requests.filter((r) => r.method === 'POST' && r.path.endsWith(`/${audienceId}/users`)).length;
-}
-
-function syncOf(t: Awaited<ReturnType<typeof setup>>, rows: RawRecord[], extra: Partial<SyncAudienceOptions> = {}) {
-  return syncAudience({
-    client: t.client,
-    accountId: t.sandbox.accounts.primary,
-    target: { customAudienceId: t.audienceId },
-    users: rows,
-    records: { defaultCountry: 'US' },
-    stateDir: t.stateDir,
-    auditLog: join(t.stateDir, 'audit.jsonl'),
-    limits: { maxBodyBytes: 20_000 },
-    retryBaseMs: 1,
-    ...extra,
-  });
-}
 
 describe('syncAudience', () => {
   it('keeps the audience equal to the latest export through a series of syncs', async () => {

@@ -36,6 +36,8 @@ const FLAG_NAMES: ReadonlyArray<readonly [RegExp, string]> = [
   [/\bmaxRemovals\b/g, '--max-removals'],
   [/\ballowEmpty: true\b/g, '--allow-empty'],
   [/\bfull: true\b/g, '--full'],
+  [/\brecover: true\b/g, '--recover'],
+  [/\bdryRun\b/g, '--dry-run'],
   [/\bconcurrency\b/g, '--concurrency'],
   [/\beffectiveAt\b/g, '--effective-at'],
   [/\bexpiresAt\b/g, '--expires-at'],

@@ -326,3 +326,24 @@ export function findAuditRun(path: string, runId: string): AuditRun {
   }
   return run;
 }
+
+/**
+ * The sync snapshot the audit log last recorded for a target (read-only): the last sync run's
+ * `snapshot_after`, or, for a run without an end record (killed), its `snapshot_before`.
+ * Undefined when the log (or a sync of the target in it) does not exist.
+ */
+export function lastRecordedSnapshot(
+  path: string,
+  target: { accountId: string; kind: AuditTargetKind; id: string },
+): AuditSnapshotState | undefined {
+  if (!existsSync(path)) return undefined;
+  const runs = readAuditRuns(path).filter(
+    (r) =>
+      r.start?.operation === 'sync' &&
+      r.start.account_id === target.accountId &&
+      r.start.target.kind === target.kind &&
+      r.start.target.id === target.id,
+  );
+  const last = runs.at(-1);
+  return last?.end?.sync?.snapshot_after ?? last?.start?.snapshot_before;
+}

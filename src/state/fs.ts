@@ -22,8 +22,8 @@ import { AudienceKitError, EnvironmentError, environmentError } from '../errors.
  * (there is no small tmpfs to fill in the test environment); nothing else changes them.
  */
 export const stateFs = {
-  writeSync: (fd: number, buffer: Uint8Array, offset: number, length: number): number =>
-    writeSync(fd, buffer, offset, length),
+  writeSync: (fd: number, buffer: Uint8Array, offset: number, length: number, position?: number): number =>
+    writeSync(fd, buffer, offset, length, position),
   fsyncSync: (fd: number): void => fsyncSync(fd),
   ftruncateSync: (fd: number, length: number): void => ftruncateSync(fd, length),
 };

@@ -3,13 +3,17 @@
  * input, sending only what changed. One more caller of the upload engine (sendUsers), the run's
  * target check and the audit log; the target's snapshot (state/snapshot.ts) is its journal.
  *
- * 1. Under the target's lock, the snapshot is opened (committing what a killed sync left).
+ * 1. Under the target's lock, the snapshot is opened and checked (against itself, its target and
+ *    the audit log's last record; rebuilt first with `recover`), committing what a killed sync
+ *    left: users of batches without a clear outcome become uncertain, due for a re-send.
  * 2. The input is read and hashed like an upload's and each user is classified against the
  *    snapshot (sync-plan.ts); the users to send wait in a spool (sync-input.ts).
- * 3. The plan is checked (empty input, removal cap) before anything is sent.
+ * 3. The plan is checked (empty input, removal cap) and every record a Delete will send is read
+ *    back and checked, before anything is sent.
  * 4. The removals go as `Delete` with the objects the snapshot kept, all confirmed before the
- *    adds and refreshes go as `Update`; each confirmed batch is recorded in the snapshot as it
- *    is confirmed, and the snapshot is committed at the end (or by the next open).
+ *    adds and refreshes go as `Update`; each chunk of users is written ahead to the snapshot
+ *    before the sender gets it, each confirmed batch recorded as it is confirmed, and the
+ *    snapshot is committed at the end (or by the next open).
  */
 import { dirname } from 'node:path';
 import { z } from 'zod';
@@ -18,10 +22,11 @@ import { createHashSummary } from '../hashing/summary.js';
 import { leaveOutKnownUsers, type HashRecordsOptions } from '../hashing/pipeline.js';
 import type { ColumnMapping } from '../identifiers/mapping.js';
 import type { NormalizeOptions } from '../identifiers/normalize.js';
-import { appendAuditRecord, newRunId, type AuditRunStart } from '../state/audit.js';
+import { appendAuditRecord, lastRecordedSnapshot, newRunId, type AuditRunStart } from '../state/audit.js';
 import { ensureDir } from '../state/fs.js';
 import { acquireFileLock } from '../state/lock.js';
-import { Snapshot, snapshotDir } from '../state/snapshot.js';
+import { Snapshot, SnapshotError, snapshotDir, type SnapshotTarget } from '../state/snapshot.js';
+import { recoverSnapshot, type SnapshotRecovery } from '../state/snapshot-recover.js';
 import { VERSION } from '../version.js';
 import { readInput, type ReadResult } from './input.js';
 import { resolveSendOptions } from './options.js';
@@ -80,6 +85,12 @@ export interface SyncAudienceOptions extends SendOptions {
   normalize?: NormalizeOptions;
   /** Recorded in the audit record. */
   sandbox?: boolean;
+  /**
+   * Rebuild a damaged snapshot first from what can be read (every salvaged user due for a
+   * re-send: Delete when the input lacks it, Update otherwise); users that cannot be recovered
+   * are counted and the sync does not end `completed`.
+   */
+  recover?: boolean;
   /** The audit log refused the end record (disk full): called instead of throwing, so the report comes back. */
   onAuditError?: (error: unknown) => void;
   /** `planned` once the plan is known and accepted, then `removing` and `updating` as they start. */
@@ -101,6 +112,11 @@ function resolveSettings(o: SyncAudienceOptions): Settings {
   resolveBatchLimits(o.limits);
   resolveSendOptions(o);
   const dryRun = o.dryRun === true;
+  if (dryRun && o.recover === true) {
+    throw new ConfigError('invalid_option', 'recover rebuilds the snapshot on disk: it cannot be a dry run', {
+      fix: 'run the recovery without dryRun',
+    });
+  }
   if (!dryRun && o.client === undefined) {
     throw new ConfigError('missing_client', 'syncAudience needs a client unless dryRun is set', {
       fix: 'pass client: createClient({...})',
@@ -135,18 +151,40 @@ export async function syncAudience(o: SyncAudienceOptions): Promise<SyncReport> 
   const input = identify(o.input, settings.dryRun);
   input.catch(() => undefined);
   const ref = targetRef(o.target);
-  const dir = snapshotDir(o.stateDir, { accountId: o.accountId, kind: ref.kind, id: ref.id });
+  const target: SnapshotTarget = { accountId: o.accountId, kind: ref.kind, id: ref.id };
+  const dir = snapshotDir(o.stateDir, target);
   const release = await lockTarget(dir);
   try {
-    const snapshot = Snapshot.open(dir, { now: settings.now });
+    const recorded = o.auditLog === undefined ? undefined : lastRecordedSnapshot(o.auditLog, target);
+    const recovery =
+      o.recover === true
+        ? recoverSnapshot(dir, { target, now: settings.now, recordedUsers: recorded?.users })
+        : undefined;
+    // A recovered snapshot is new: the audit log's last record is of the one it replaces.
+    const snapshot = Snapshot.open(dir, { target, now: settings.now, recorded: recovery ? undefined : recorded });
     try {
-      return await syncWith(o, settings, snapshot, input);
+      return await syncWith(o, settings, snapshot, input, recovery);
     } finally {
       snapshot.close();
     }
   } finally {
     release();
   }
+}
+
+/** Users a recovery could not read back stay on the platform: the sync says so and is not `completed`. */
+function unrecovered(report: SyncReport, recovery: SnapshotRecovery | undefined): SyncReport {
+  if (recovery === undefined || recovery.lost === 0) return report;
+  const howMany = recovery.exact ? `${recovery.lost}` : `at least ${recovery.lost}`;
+  report.error ??= new SnapshotError(
+    'snapshot_users_unrecovered',
+    `${howMany} users of the damaged sync snapshot could not be recovered: they were not removed if the file no longer holds them (${recovery.salvaged} users recovered)`,
+    {
+      fix: 'to remove them now, create a new audience, sync the input to it (with a new stateDir), move the campaigns to it and delete this one; otherwise they leave the audience when their membership expires, 13 months after their last upload',
+    },
+  );
+  if (report.status === 'completed') report.status = 'partial';
+  return report;
 }
 
 /** One sync per target: a second one is refused at once, naming the holder. */
@@ -173,6 +211,7 @@ async function syncWith(
   s: Settings,
   snapshot: Snapshot,
   identified: Promise<RunInput | undefined>,
+  recovery: SnapshotRecovery | undefined,
 ): Promise<SyncReport> {
   const runId = o.runId ?? newRunId();
   Spool.removeLeftovers(snapshot.dir);
@@ -202,12 +241,14 @@ async function syncWith(
       if (!(error instanceof ConfigError) || !s.dryRun) throw error;
       refusal = error;
     }
+    // Every record a Delete will send is read and checked against its user before anything is sent.
+    if (plan.counts.removes > 0) snapshot.checkUsersNotIn(plan.planner.seen);
     if (s.dryRun) return finish({ ...(await dryRunSends(o, plan, snapshot)), error: refusal }, refusal && 'refused');
     const input = await identified;
     o.onPhase?.('planned', plan.counts);
     return await audited(o, plan, input, snapshot, async () => {
       const sent = await send(o, s, plan, snapshot);
-      return { report: finish(sent), sent };
+      return { report: unrecovered(finish(sent), recovery), sent };
     });
   } finally {
     spool.remove();
@@ -305,7 +346,8 @@ async function send(o: SyncAudienceOptions, s: Settings, plan: SyncPlan, snapsho
     }
   };
   const base = sendOptions(o, signal);
-  const removed = new InFlight();
+  // The write-ahead record: each chunk's users are recorded (fsync) before the sender gets them.
+  const removed = new InFlight((users) => snapshot.recordIntentDeletes(users));
   if (plan.counts.removes > 0) {
     o.onPhase?.('removing', plan.counts);
     sent.deletes = await sendUsers({
@@ -318,7 +360,7 @@ async function send(o: SyncAudienceOptions, s: Settings, plan: SyncPlan, snapsho
   const deletesDone = sent.error === undefined && (sent.deletes === undefined || sent.deletes.status === 'completed');
   if (plan.spool.count > 0 && deletesDone) {
     o.onPhase?.('updating', plan.counts);
-    const updated = new InFlight();
+    const updated = new InFlight((users) => snapshot.recordIntentUpdates(users));
     sent.updates = await sendUsers({
       ...base,
       operationType: 'Update',

@@ -64,6 +64,7 @@ interface SyncArgs extends UploadArgs {
   'allow-empty'?: boolean;
   full?: boolean;
   'refresh-after'?: number;
+  recover?: boolean;
 }
 
 /** `--sandbox` starts a sandbox per command: a fixed seed gives the same ids, hence the same snapshot. */
@@ -93,6 +94,11 @@ const SYNC_OPTIONS: Record<string, Options> = {
   },
   'allow-empty': { type: 'boolean', describe: 'Accept an input without a valid user (it empties the target)' },
   full: { type: 'boolean', describe: 'Send every user of the file as Update, not only the new ones' },
+  recover: {
+    type: 'boolean',
+    describe:
+      'Rebuild a damaged snapshot from what can be read, then remove its users the file lacks and update the rest',
+  },
   'refresh-after': {
     type: 'number',
     requiresArg: true,
@@ -114,7 +120,8 @@ async function refillSandbox(c: Connected, stateDir: string): Promise<void> {
   const dnr = 'doNotReachListId' in c.target;
   const id = 'doNotReachListId' in c.target ? c.target.doNotReachListId : c.target.customAudienceId;
   const kind = dnr ? 'do_not_reach_list' : 'custom_audience';
-  const snapshot = Snapshot.open(snapshotDir(stateDir, { accountId: c.accountId, kind, id }));
+  const target = { accountId: c.accountId, kind, id } as const;
+  const snapshot = Snapshot.open(snapshotDir(stateDir, target), { target });
   try {
     if (snapshot.count === 0) return;
     const keepNone = new Uint8Array(Math.ceil(snapshot.count / 8));
@@ -210,6 +217,7 @@ async function syncFile(ctx: CliContext, args: SyncArgs, stateDir: string): Prom
       stateDir,
       auditLog,
       full: args.full === true,
+      recover: args.recover === true,
       ...(args['refresh-after'] === undefined ? {} : { refreshAfterDays: args['refresh-after'] }),
       maxRemovals: 'users' in maxRemovals ? maxRemovals.users : `${maxRemovals.percent}%`,
       allowEmpty: args['allow-empty'] === true,

@@ -1,0 +1,403 @@
+/**
+ * The snapshot's index file: sorted fixed-size entries (fingerprint, offset and length of the
+ * user's frame in the data file, last confirmed send in seconds) after a 128-byte header
+ * (snapshot-format.ts). Reading it in chunks, checking it whole, writing a new one, and merging
+ * an old one with the changes of a `pending` log in one pass.
+ */
+import { createHash, type Hash } from 'node:crypto';
+import { closeSync, fstatSync, openSync, readSync, rmSync } from 'node:fs';
+import { environmentError } from '../errors.js';
+import { stateFs } from './fs.js';
+import {
+  corrupt,
+  decodeIndexHeader,
+  encodeIndexHeader,
+  INDEX_HEADER_BYTES,
+  SNAPSHOT_ENTRY_BYTES,
+  type IndexHeader,
+} from './snapshot-format.js';
+
+const HEADER_BYTES = INDEX_HEADER_BYTES;
+const CHUNK_ENTRIES = 1 << 16;
+
+/**
+ * The order that sorts the keys (hi, lo as unsigned 32-bit words) ascending: a stable LSD radix
+ * sort on 16-bit digits, linear in n (a comparator sort of 10M keys takes tens of seconds).
+ */
+export function sortKeyOrder(hi: Uint32Array, lo: Uint32Array, n: number): Uint32Array {
+  let order = new Uint32Array(n);
+  for (let i = 0; i < n; i++) order[i] = i;
+  let next = new Uint32Array(n);
+  const counts = new Uint32Array(65537);
+  for (let pass = 0; pass < 4; pass++) {
+    const words = pass < 2 ? lo : hi;
+    const shift = pass % 2 === 0 ? 0 : 16;
+    counts.fill(0);
+    for (let i = 0; i < n; i++) (counts[(((words[order[i] as number] as number) >>> shift) & 0xffff) + 1] as number)++;
+    for (let d = 1; d <= 65536; d++) counts[d] = (counts[d] as number) + (counts[d - 1] as number);
+    for (let i = 0; i < n; i++) {
+      const k = order[i] as number;
+      const d = ((words[k] as number) >>> shift) & 0xffff;
+      next[counts[d] as number] = k;
+      counts[d] = (counts[d] as number) + 1;
+    }
+    [order, next] = [next, order];
+  }
+  return order;
+}
+
+/** Key comparison on unsigned words. */
+const compareKeys = (ah: number, al: number, bh: number, bl: number): number =>
+  ah !== bh ? (ah < bh ? -1 : 1) : al !== bl ? (al < bl ? -1 : 1) : 0;
+
+/** Successive chunks of the index entries (`first`: position of the chunk's first entry); the buffer is reused. */
+export function* entryChunks(path: string, count: number): Generator<{ buf: Buffer; n: number; first: number }> {
+  if (count === 0) return;
+  const fd = openSync(path, 'r');
+  try {
+    const buf = Buffer.allocUnsafe(CHUNK_ENTRIES * SNAPSHOT_ENTRY_BYTES);
+    for (let first = 0; first < count; first += CHUNK_ENTRIES) {
+      const n = Math.min(CHUNK_ENTRIES, count - first);
+      readInto(fd, buf, n * SNAPSHOT_ENTRY_BYTES, HEADER_BYTES + first * SNAPSHOT_ENTRY_BYTES);
+      yield { buf, n, first };
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export const entryOffset = (buf: Buffer, at: number): number => buf.readUIntBE(at + 8, 6);
+
+/** A big-endian unsigned 32-bit word (a Buffer method call per entry is slow in a loop of millions). */
+export const uint32At = (buf: Uint8Array, at: number): number =>
+  (((buf[at] as number) << 24) |
+    ((buf[at + 1] as number) << 16) |
+    ((buf[at + 2] as number) << 8) |
+    (buf[at + 3] as number)) >>>
+  0;
+
+function writeEntry(
+  out: Buffer,
+  at: number,
+  e: { hi: number; lo: number; offset: number; len: number; time: number },
+): void {
+  out.writeUInt32BE(e.hi, at);
+  out.writeUInt32BE(e.lo, at + 4);
+  out.writeUIntBE(e.offset, at + 8, 6);
+  out.writeUInt16BE(0, at + 14);
+  out.writeUInt32BE(e.len, at + 16);
+  out.writeUInt32BE(e.time, at + 20);
+}
+
+/** Writes sorted entries to a new index file, hashing the membership as it goes. */
+export class IndexWriter {
+  private readonly fd: number;
+  private readonly buf = Buffer.allocUnsafe(CHUNK_ENTRIES * SNAPSHOT_ENTRY_BYTES);
+  private readonly keys = Buffer.allocUnsafe(CHUNK_ENTRIES * 8);
+  private n = 0;
+  private position = HEADER_BYTES;
+  private readonly digest: Hash = createHash('sha256');
+  count = 0;
+  liveBytes = 0;
+
+  constructor(readonly path: string) {
+    rmSync(path, { force: true });
+    this.fd = openSync(path, 'w', 0o600);
+    writeAt(this.fd, Buffer.alloc(HEADER_BYTES), 0, path);
+  }
+
+  add(e: { hi: number; lo: number; offset: number; len: number; time: number }): void {
+    writeEntry(this.buf, this.n * SNAPSHOT_ENTRY_BYTES, e);
+    this.count++;
+    this.liveBytes += e.len;
+    if (++this.n === CHUNK_ENTRIES) this.flush();
+  }
+
+  /** Copy the entries at [from, to) of a chunk read from another index as they are. */
+  addRaw(src: Buffer, from: number, to: number): void {
+    for (let at = from; at < to;) {
+      const room = (CHUNK_ENTRIES - this.n) * SNAPSHOT_ENTRY_BYTES;
+      const end = Math.min(to, at + room);
+      src.copy(this.buf, this.n * SNAPSHOT_ENTRY_BYTES, at, end);
+      for (let e = at + 16; e < end; e += SNAPSHOT_ENTRY_BYTES) this.liveBytes += uint32At(src, e);
+      const entries = (end - at) / SNAPSHOT_ENTRY_BYTES;
+      this.count += entries;
+      this.n += entries;
+      at = end;
+      if (this.n === CHUNK_ENTRIES) this.flush();
+    }
+  }
+
+  private flush(): void {
+    // The membership digest covers the fingerprints in order: their bytes gathered a chunk at a
+    // time (a digest update, or a Buffer method call, per entry cost more than the rest of a commit).
+    const { buf, keys } = this;
+    for (let i = 0; i < this.n; i++) {
+      const from = i * SNAPSHOT_ENTRY_BYTES;
+      for (let b = 0; b < 8; b++) keys[i * 8 + b] = buf[from + b] as number;
+    }
+    this.digest.update(keys.subarray(0, this.n * 8));
+    const bytes = this.n * SNAPSHOT_ENTRY_BYTES;
+    writeAt(this.fd, this.buf.subarray(0, bytes), this.position, this.path);
+    this.position += bytes;
+    this.n = 0;
+  }
+
+  /** Write the header, fsync and close; returns the header. */
+  finish(h: Omit<IndexHeader, 'count' | 'liveBytes' | 'digest'>): IndexHeader {
+    try {
+      this.flush();
+      const header: IndexHeader = {
+        ...h,
+        count: this.count,
+        liveBytes: this.liveBytes,
+        digest: this.digest.digest('hex'),
+      };
+      writeAt(this.fd, encodeIndexHeader(header), 0, this.path);
+      syncFd(this.fd, this.path);
+      return header;
+    } finally {
+      closeSync(this.fd);
+    }
+  }
+}
+
+/** Growable columns of the changes read back from `pending`. */
+export class Changes {
+  hi = new Uint32Array(1024);
+  lo = new Uint32Array(1024);
+  offset = new Float64Array(1024);
+  len = new Uint32Array(1024);
+  time = new Uint32Array(1024);
+  n = 0;
+
+  push(hi: number, lo: number, offset: number, len: number, time: number): void {
+    if (this.n === this.hi.length) {
+      const grow = <T extends Uint32Array | Float64Array>(a: T): T => {
+        const b = new (a.constructor as new (n: number) => T)(a.length * 2);
+        b.set(a);
+        return b;
+      };
+      this.hi = grow(this.hi);
+      this.lo = grow(this.lo);
+      this.offset = grow(this.offset);
+      this.len = grow(this.len);
+      this.time = grow(this.time);
+    }
+    this.hi[this.n] = hi;
+    this.lo[this.n] = lo;
+    this.offset[this.n] = offset;
+    this.len[this.n] = len;
+    this.time[this.n] = time;
+    this.n++;
+  }
+}
+
+/** Frames no entry points to any more (replaced or removed users), for the commit to scrub. */
+export class DeadFrames {
+  static readonly LIMIT = 1 << 20;
+  offset = new Float64Array(1024);
+  len = new Uint32Array(1024);
+  n = 0;
+  /** More than LIMIT: the commit compacts instead of scrubbing one by one. */
+  overflow = false;
+
+  push(offset: number, len: number): void {
+    if (this.n >= DeadFrames.LIMIT) {
+      this.overflow = true;
+      return;
+    }
+    if (this.n === this.offset.length) {
+      const offsets = new Float64Array(this.n * 2);
+      offsets.set(this.offset);
+      const lens = new Uint32Array(this.n * 2);
+      lens.set(this.len);
+      this.offset = offsets;
+      this.len = lens;
+    }
+    this.offset[this.n] = offset;
+    this.len[this.n++] = len;
+  }
+}
+
+/** Walks a set of keys in ascending order, answering "is (hi, lo) in the set" for ascending questions. */
+class SortedKeys {
+  private readonly order: Uint32Array;
+  private i = 0;
+  constructor(private readonly c: Changes) {
+    this.order = sortKeyOrder(c.hi, c.lo, c.n);
+  }
+
+  has(hi: number, lo: number): boolean {
+    const { c, order } = this;
+    while (
+      this.i < c.n &&
+      compareKeys(c.hi[order[this.i] as number] as number, c.lo[order[this.i] as number] as number, hi, lo) < 0
+    )
+      this.i++;
+    const k = order[this.i];
+    return k !== undefined && c.hi[k] === hi && c.lo[k] === lo;
+  }
+}
+
+/** What a `pending` log changes: confirmed and intended upserts (in log order), confirmed deletes, intended deletes. */
+export interface PendingChanges {
+  upserts: Changes;
+  deletes: Changes;
+  /** Users whose Delete may have been applied, unconfirmed: kept, due for a re-send (time 0). */
+  uncertain: Changes;
+}
+
+/**
+ * Old index + upserts - deletes, in key order; entries of `uncertain` get time 0. A key both
+ * upserted and deleted by the same pending log cannot come from one sync (removals are users the
+ * input lacks, updates users it holds); the upsert wins. Of one key upserted twice, the later
+ * record wins. The frames of replaced and removed entries go to `dead`.
+ */
+export function mergeIndex(
+  oldPath: string,
+  oldCount: number,
+  changes: PendingChanges,
+  out: IndexWriter,
+  dead: DeadFrames,
+): void {
+  const u = changes.upserts;
+  const uOrder = sortKeyOrder(u.hi, u.lo, u.n);
+  const deletes = new SortedKeys(changes.deletes);
+  const uncertain = new SortedKeys(changes.uncertain);
+  let ui = 0;
+  /** Emit the upserts below (hi, lo), or all of them; skips earlier duplicates (the sort is stable). */
+  const emitUpsertsBefore = (hi: number, lo: number, all: boolean): void => {
+    while (ui < u.n) {
+      const k = uOrder[ui] as number;
+      if (!all && compareKeys(u.hi[k] as number, u.lo[k] as number, hi, lo) >= 0) return;
+      const nk = uOrder[ui + 1];
+      ui++;
+      if (nk !== undefined && u.hi[nk] === u.hi[k] && u.lo[nk] === u.lo[k]) continue;
+      out.add({
+        hi: u.hi[k] as number,
+        lo: u.lo[k] as number,
+        offset: u.offset[k] as number,
+        len: u.len[k] as number,
+        time: u.time[k] as number,
+      });
+    }
+  };
+  for (const { buf, n } of entryChunks(oldPath, oldCount)) {
+    // Entries kept as they are go in runs: copied together when the run ends.
+    let run = 0;
+    const end = n * SNAPSHOT_ENTRY_BYTES;
+    for (let at = 0; at < end; at += SNAPSHOT_ENTRY_BYTES) {
+      const hi = uint32At(buf, at);
+      const lo = uint32At(buf, at + 4);
+      const next = uOrder[ui];
+      if (next !== undefined && compareKeys(u.hi[next] as number, u.lo[next] as number, hi, lo) < 0) {
+        out.addRaw(buf, run, at);
+        run = at;
+        emitUpsertsBefore(hi, lo, false);
+      }
+      const k = uOrder[ui];
+      const replaced = k !== undefined && u.hi[k] === hi && u.lo[k] === lo;
+      const removed = !replaced && deletes.has(hi, lo);
+      const touched = !replaced && !removed && uncertain.has(hi, lo);
+      if (!replaced && !removed && !touched) continue;
+      out.addRaw(buf, run, at);
+      run = at + SNAPSHOT_ENTRY_BYTES;
+      const frame = { offset: entryOffset(buf, at), len: uint32At(buf, at + 16) };
+      if (touched) out.add({ hi, lo, ...frame, time: 0 });
+      else if (replaced && u.offset[k] === frame.offset)
+        continue; // the same frame, re-confirmed
+      else dead.push(frame.offset, frame.len);
+    }
+    out.addRaw(buf, run, end);
+  }
+  emitUpsertsBefore(0, 0, true);
+}
+
+export function readInto(fd: number, buf: Buffer, length: number, position: number): void {
+  for (let got = 0; got < length;) {
+    const r = readSync(fd, buf, got, length - got, position + got);
+    if (r === 0) throw corrupt('a record lies beyond the end of its file');
+    got += r;
+  }
+}
+
+export function readAt(fd: number, position: number, length: number): Buffer {
+  const buf = Buffer.allocUnsafe(length);
+  readInto(fd, buf, length, position);
+  return buf;
+}
+
+/** Write all of `data` at `position` (stateFs: the tests' failing disk); EnvironmentError naming `path`. */
+export function writeAt(fd: number, data: Buffer, position: number, path: string): void {
+  try {
+    for (let done = 0; done < data.length;) {
+      const n = stateFs.writeSync(fd, data, done, data.length - done, position + done);
+      if (n <= 0) throw Object.assign(new Error('write wrote nothing'), { code: 'EIO' });
+      done += n;
+    }
+  } catch (error) {
+    throw environmentError(error, 'writing', path);
+  }
+}
+
+/** fsync through stateFs; EnvironmentError naming `path`. */
+export function syncFd(fd: number, path: string): void {
+  try {
+    stateFs.fsyncSync(fd);
+  } catch (error) {
+    throw environmentError(error, 'writing', path);
+  }
+}
+
+/** The header of the index at `path` (size checked), or undefined when there is none. */
+export function readIndexHeader(path: string): IndexHeader | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw environmentError(error, 'reading', path);
+  }
+  try {
+    const buf = Buffer.alloc(INDEX_HEADER_BYTES);
+    const header = decodeIndexHeader(buf, readSync(fd, buf, 0, INDEX_HEADER_BYTES, 0));
+    if (fstatSync(fd).size !== HEADER_BYTES + header.count * SNAPSHOT_ENTRY_BYTES)
+      throw corrupt('the index is truncated or has bytes past its end');
+    return header;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Checks the index against its header before anything is sent: the fingerprints strictly
+ * ascending, their digest equal to the header's, every frame inside the data file after its header.
+ */
+export function verifyIndex(path: string, header: IndexHeader, dataBytes: number, dataStart: number): void {
+  const digest = createHash('sha256');
+  const keys = Buffer.allocUnsafe(CHUNK_ENTRIES * 8);
+  let prevHi = -1;
+  let prevLo = -1;
+  let live = 0;
+  for (const { buf, n } of entryChunks(path, header.count)) {
+    for (let i = 0; i < n; i++) {
+      const at = i * SNAPSHOT_ENTRY_BYTES;
+      const hi = uint32At(buf, at);
+      const lo = uint32At(buf, at + 4);
+      if (compareKeys(hi, lo, prevHi, prevLo) <= 0 && prevHi >= 0) throw corrupt('the index is out of order');
+      // No Buffer method call per entry: they cost more than the rest of the check at 10M users.
+      const offset = (((buf[at + 8] as number) << 8) | (buf[at + 9] as number)) * 2 ** 32 + uint32At(buf, at + 10);
+      const len = uint32At(buf, at + 16);
+      if (offset < dataStart || offset + len > dataBytes)
+        throw corrupt('the index points past the end of the data file');
+      live += len;
+      for (let b = 0; b < 8; b++) keys[i * 8 + b] = buf[at + b] as number;
+      prevHi = hi;
+      prevLo = lo;
+    }
+    digest.update(keys.subarray(0, n * 8));
+  }
+  if (digest.digest('hex') !== header.digest || live !== header.liveBytes)
+    throw corrupt("the index does not match its header's digest");
+}
