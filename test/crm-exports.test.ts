@@ -230,6 +230,18 @@ const CASES: Expected[] = [
     types: { email: [5, 0], phone_number: [4, 0] },
   },
   {
+    // WooCommerce's own export (Analytics > Customers): no phone, and a username never sent.
+    file: 'woocommerce-analytics-customers.csv',
+    mapping: [
+      'email           <- "Email"',
+      'country         <- "Country / Region"',
+      '(ignored "Username": a generic id column',
+    ],
+    rows: 4,
+    users: 4,
+    types: { email: [4, 0] },
+  },
+  {
     file: 'square-customers.csv',
     mapping: ['email           <- "Email Address"', 'phone_number    <- "Phone Number"'],
     rows: 4,
