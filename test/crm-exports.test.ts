@@ -173,12 +173,12 @@ const CASES: Expected[] = [
       'device_id       <- "IDFAs" (lists split on ","), "google_ad_ids" (lists split on ",")',
       'country         <- "country"',
       '(ignored "user_id": a generic id column',
-      '(ignored "braze_id": a generic id column',
+      '(ignored "Braze ID": a generic id column',
     ],
     rows: 6,
     users: 6,
     types: { email: [5, 0], phone_number: [4, 0], device_id: [9, 1] },
-    hint: /"user_id", "braze_id" look like your own ids and are not sent/,
+    hint: /"user_id", "Braze ID" look like your own ids and are not sent/,
   },
   {
     file: 'iterable-users.csv',
@@ -214,18 +214,32 @@ const CASES: Expected[] = [
     hint: /2 of 7 phone_number values rejected \(29%\), mostly phone_needs_country: .*"Address Country" cell is empty; fix: --default-country CC/,
   },
   {
-    // customer_id is the shop's own id: not sent as partner_user_id without --map.
+    // The WordPress user ID and customer_id are the shop's own ids: not sent as partner_user_id
+    // without --map. user_email is WordPress's own name for the customer's address.
     file: 'woocommerce-customers.csv',
     mapping: [
-      'email           <- "email", "billing_email"',
+      'email           <- "user_email", "billing_email"',
       'phone_number    <- "billing_phone"',
       'country         <- "billing_country"',
+      '(ignored "ID": a generic id column',
       '(ignored "customer_id": a generic id column',
       '(ignored "user_login": a generic id column',
     ],
     rows: 5,
     users: 5,
     types: { email: [5, 0], phone_number: [4, 0] },
+  },
+  {
+    // WooCommerce's own export (Analytics > Customers): no phone, and a username never sent.
+    file: 'woocommerce-analytics-customers.csv',
+    mapping: [
+      'email           <- "Email"',
+      'country         <- "Country / Region"',
+      '(ignored "Username": a generic id column',
+    ],
+    rows: 4,
+    users: 4,
+    types: { email: [4, 0] },
   },
   {
     file: 'square-customers.csv',

@@ -29,6 +29,7 @@ export const AUTO_COLUMN_NAMES: Readonly<Record<IdentifierType | 'country', read
     'additional email addresses',
     'secondary email',
     'billing email',
+    'user_email',
     'person - email',
     'person - email - work',
     'person - email - home',
