@@ -52,6 +52,7 @@ import {
 } from './sync-report.js';
 import type { SendOptions, UploadUsers } from './types.js';
 import { hashedUsers, sendUsers } from './upload.js';
+import { describeTarget } from './target.js';
 
 export type { SyncReport, SyncOperationReport, SyncStatus } from './sync-report.js';
 
@@ -263,8 +264,8 @@ async function planSync(
   runId: string,
 ): Promise<SyncPlan> {
   const startedMs = s.now();
-  const isDnr = 'doNotReachListId' in o.target;
-  const source = hashedUsers(o, isDnr);
+  const target = describeTarget(o.target);
+  const source = hashedUsers(o, target);
   const ownSummary = source.summary === undefined ? createHashSummary() : undefined;
   const staleBefore = Math.floor(startedMs / 1000) - Math.round(s.refreshAfterDays * 86_400);
   const known = snapshot.keys(staleBefore);
@@ -278,7 +279,7 @@ async function planSync(
       users: source,
       packer: collector,
       handle: collector.handle,
-      isDnr,
+      target,
       ownSummary,
       signal: o.signal,
       onPacked: () => Promise.resolve(),
