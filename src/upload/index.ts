@@ -31,3 +31,4 @@ export {
   type SyncStatus,
 } from './sync.js';
 export * from './sync-plan.js';
+export { resendSnapshot } from './sync-refill.js';

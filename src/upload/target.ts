@@ -9,6 +9,7 @@ import type { AdsClient } from '../api/index.js';
 import { postCustomAudienceUsers, postDoNotReachListUsers } from '../api/endpoints.js';
 import type { UserBatchResult } from '../api/schemas.js';
 import type { IdentifierType } from '../identifiers/normalize.js';
+import { snapshotDir, type SnapshotTarget } from '../state/snapshot.js';
 import type { UploadTarget } from './types.js';
 
 export type TargetKind = 'custom_audience' | 'do_not_reach_list';
@@ -79,7 +80,8 @@ export function describeTarget(target: UploadTarget): Target {
     return {
       ...DO_NOT_REACH_LIST,
       id,
-      postUsers: (client, accountId, body) => postDoNotReachListUsers(client, { accountId, doNotReachListId: id, body }),
+      postUsers: (client, accountId, body) =>
+        postDoNotReachListUsers(client, { accountId, doNotReachListId: id, body }),
     };
   }
   const id = target.customAudienceId;
@@ -90,7 +92,13 @@ export function describeTarget(target: UploadTarget): Target {
   };
 }
 
-/** The target as an id of its kind: how the CLI's `--audience` / `--do-not-reach-list` and a new one name it. */
-export function uploadTarget(kind: TargetKind, id: string): UploadTarget {
-  return kind === 'do_not_reach_list' ? { doNotReachListId: id } : { customAudienceId: id };
+/** Where a target's sync snapshot lives under `stateDir`, and the target as the snapshot names it. */
+export function targetSnapshot(
+  stateDir: string,
+  accountId: string,
+  target: UploadTarget,
+): { dir: string; target: SnapshotTarget } {
+  const { kind, id } = describeTarget(target);
+  const named: SnapshotTarget = { accountId, kind, id };
+  return { dir: snapshotDir(stateDir, named), target: named };
 }
