@@ -123,8 +123,8 @@ function notTakenKey(taken: readonly IdentifierType[] | undefined): RegExp | und
 
 async function addPacked(o: ReadInputOptions, packed: PackedUsers, notTaken: RegExp | undefined): Promise<void> {
   const { jsonLines, lines, fingerprints } = packed;
-  const found = notTaken?.exec(jsonLines);
-  if (found != null) refuseType(o.target, found[1] ?? '', lines[countLines(jsonLines, found.index)] ?? 0);
+  const found = notTaken === undefined ? null : notTaken.exec(jsonLines);
+  if (found !== null) refuseType(o.target, found[1] ?? '', lines[countLines(jsonLines, found.index)] ?? 0);
   if (o.packer.addPacked !== undefined) {
     o.packer.addPacked(packed);
     return;
