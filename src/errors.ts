@@ -322,6 +322,11 @@ export function environmentError(error: unknown, action: string, path: string): 
   if (errno === undefined || typeof errno !== 'string') return error;
   const init = { path, cause: error };
   switch (errno) {
+    case 'EFBIG':
+      return new EnvironmentError('io_error', `file too large (EFBIG) while ${action} ${path}`, {
+        ...init,
+        fix: "a file reached a size limit (ulimit -f, or the file system's largest file): raise it, or use a state directory on another file system",
+      });
     case 'ENOSPC':
     case 'EDQUOT':
       return new EnvironmentError('disk_full', `disk full (${errno}) while ${action} ${path}`, {

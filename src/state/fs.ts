@@ -72,13 +72,6 @@ export function stateFailure<T>(error: T, path: string): T | EnvironmentError {
   if (action === undefined && raw.path === undefined) return error;
   const at = raw.path ?? path;
   const doing = action ?? `${raw.syscall} on`;
-  if (raw.code === 'EFBIG') {
-    return new EnvironmentError('io_error', `file too large (EFBIG) while ${doing} ${at}`, {
-      path: at,
-      cause: raw,
-      fix: "a file reached a size limit (ulimit -f, or the file system's largest file): raise it, or use a state directory on another file system",
-    });
-  }
   return environmentError(raw, doing, at) as EnvironmentError;
 }
 

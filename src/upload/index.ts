@@ -1,6 +1,7 @@
 /** The upload pipeline: plan, input, sender, engine, ledger, report, run. */
 export * from './types.js';
 export * from './plan.js';
+export * from './target.js';
 export {
   DEFAULT_MAX_RETRIES,
   DEFAULT_UPLOAD_CONCURRENCY,
@@ -30,3 +31,4 @@ export {
   type SyncStatus,
 } from './sync.js';
 export * from './sync-plan.js';
+export { resendSnapshot } from './sync-refill.js';

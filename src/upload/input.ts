@@ -8,7 +8,8 @@ import { ConfigError } from '../errors.js';
 import type { PackedUsers } from '../hashing/chunk.js';
 import { addUserToSummary, type HashSummary } from '../hashing/summary.js';
 import { IDENTIFIER_TYPES, serializeUser, type AudienceUser, type IdentifierType } from '../identifiers/normalize.js';
-import { DO_NOT_REACH_TYPES, type BatchPacker, type GroupHandle, type PackedBatch } from './plan.js';
+import type { BatchPacker, GroupHandle, PackedBatch } from './plan.js';
+import type { Target } from './target.js';
 import type { UploadItem, UploadPackedChunk, UploadUser, UploadUsers } from './types.js';
 import { isAborted } from '../util/clock.js';
 
@@ -20,7 +21,8 @@ export interface ReadInputOptions {
    */
   packer: Pick<BatchPacker, 'add' | 'finish'> & { addPacked?: (packed: PackedUsers) => void };
   handle: GroupHandle;
-  isDnr: boolean;
+  /** Its identifier types are checked: a user with another type is refused before it is sent. */
+  target: Target;
   /** Set when the producer keeps no summary of its own: the reader counts. */
   ownSummary: HashSummary | undefined;
   signal: AbortSignal | undefined;
@@ -86,17 +88,18 @@ export async function readInput(o: ReadInputOptions): Promise<ReadResult> {
 /** Adds one item of any shape; synchronous on the hot path, only a closed batch costs an await. */
 function itemAdder(o: ReadInputOptions): (item: UploadItem) => Promise<void> {
   let bareLine = 0;
+  const taken = o.target.types;
+  const notTaken = notTakenKey(taken);
   const addUser = (u: UploadUser): PackedBatch | undefined => {
     if (o.ownSummary !== undefined) addUserToSummary(o.ownSummary, u);
-    if (o.isDnr)
-      for (const type in u.user)
-        if (!DO_NOT_REACH_TYPES.includes(type as IdentifierType)) refuseTypeForDnr(type, u.line);
+    if (taken !== undefined)
+      for (const type in u.user) if (!taken.includes(type as IdentifierType)) refuseType(o.target, type, u.line);
     const json = u.json ?? serializeUser(u.user);
     return json === '{}' ? undefined : o.packer.add(o.handle, json, u.line);
   };
   return async (item) => {
     const packed = (item as Partial<UploadPackedChunk>).packed;
-    if (packed !== undefined) return addPacked(o, packed);
+    if (packed !== undefined) return addPacked(o, packed, notTaken);
     const list: readonly UploadUser[] = Array.isArray(item)
       ? (item as readonly UploadUser[])
       : Array.isArray((item as { users?: unknown }).users)
@@ -111,15 +114,17 @@ function itemAdder(o: ReadInputOptions): (item: UploadItem) => Promise<void> {
   };
 }
 
-/** A key of a serialized user that do-not-reach lists do not take. */
-const NOT_DNR_KEY = new RegExp(`"(${IDENTIFIER_TYPES.filter((t) => !DO_NOT_REACH_TYPES.includes(t)).join('|')})":`);
+/** Matches a key of a serialized user that the target does not take (undefined: it takes every type). */
+function notTakenKey(taken: readonly IdentifierType[] | undefined): RegExp | undefined {
+  return taken === undefined
+    ? undefined
+    : new RegExp(`"(${IDENTIFIER_TYPES.filter((t) => !taken.includes(t)).join('|')})":`);
+}
 
-async function addPacked(o: ReadInputOptions, packed: PackedUsers): Promise<void> {
+async function addPacked(o: ReadInputOptions, packed: PackedUsers, notTaken: RegExp | undefined): Promise<void> {
   const { jsonLines, lines, fingerprints } = packed;
-  if (o.isDnr) {
-    const found = NOT_DNR_KEY.exec(jsonLines);
-    if (found !== null) refuseTypeForDnr(found[1] ?? '', lines[countLines(jsonLines, found.index)] ?? 0);
-  }
+  const found = notTaken === undefined ? null : notTaken.exec(jsonLines);
+  if (found !== null) refuseType(o.target, found[1] ?? '', lines[countLines(jsonLines, found.index)] ?? 0);
   if (o.packer.addPacked !== undefined) {
     o.packer.addPacked(packed);
     return;
@@ -168,12 +173,13 @@ function raceAbort<T>(next: Promise<T>, signal: AbortSignal | undefined): Promis
 }
 
 /** Before anything of the batch is sent: the platform would refuse the whole request. */
-function refuseTypeForDnr(type: string, line: number): never {
+function refuseType(target: Target, type: string, line: number): never {
+  const taken = target.types ?? [];
   throw new ConfigError(
     'type_not_taken',
-    `do-not-reach lists take only ${DO_NOT_REACH_TYPES.join(' and ')} identifiers; the user of line ${line} has ${type}`,
+    `${target.name}s take only ${taken.join(' and ')} identifiers; the user of line ${line} has ${type}`,
     {
-      fix: `map only ${DO_NOT_REACH_TYPES.join(' and ')} columns (hashCsv and hashRecords take them as the option types: ${JSON.stringify(DO_NOT_REACH_TYPES)})`,
+      fix: `map only ${taken.join(' and ')} columns (hashCsv and hashRecords take them as the option types: ${JSON.stringify(taken)})`,
     },
   );
 }

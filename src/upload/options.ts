@@ -3,7 +3,8 @@
  * (`maxRetries`, `expiresAt`); the CLI translates them to its flags.
  */
 import { ConfigError } from '../errors.js';
-import { maxDoNotReachExpiry, type BatchGroup, type OperationType } from './plan.js';
+import type { BatchGroup, OperationType } from './plan.js';
+import { describeTarget, type Target } from './target.js';
 import type { UploadOperation, UploadTarget } from './types.js';
 
 /** Measured against the sandbox on 2 cores (docs/performance.md): more gains nothing, fewer leaves the link idle. */
@@ -47,9 +48,9 @@ export function resolveUploadGroup(o: {
 }): BatchGroup {
   const now = o.now ?? new Date();
   const group: BatchGroup = { operationType: operationType(o.operation) };
-  const dnr = 'doNotReachListId' in o.target;
+  const target = describeTarget(o.target);
   if (o.effectiveAt !== undefined) {
-    if (dnr) {
+    if (!target.takesEffectiveAt) {
       throw new ConfigError(
         'dnr_effective_at',
         'do-not-reach lists do not take effectiveAt (membership starts when the upload is processed)',
@@ -58,11 +59,11 @@ export function resolveUploadGroup(o: {
     }
     group.effectiveAt = parseIsoTime(o.effectiveAt, 'effectiveAt');
   }
-  if (o.expiresAt !== undefined) group.expiresAt = checkExpiry(o.expiresAt, group, dnr, now);
+  if (o.expiresAt !== undefined) group.expiresAt = checkExpiry(o.expiresAt, group, target, now);
   return group;
 }
 
-function checkExpiry(value: string, group: BatchGroup, dnr: boolean, now: Date): string {
+function checkExpiry(value: string, group: BatchGroup, target: Target, now: Date): string {
   const expiresAt = parseIsoTime(value, 'expiresAt');
   const expires = Date.parse(expiresAt);
   const from = group.effectiveAt === undefined ? now.getTime() : Date.parse(group.effectiveAt);
@@ -73,12 +74,13 @@ function checkExpiry(value: string, group: BatchGroup, dnr: boolean, now: Date):
       { fix: 'pass a later expiresAt' },
     );
   }
-  if (dnr && expires >= maxDoNotReachExpiry(now).getTime()) {
+  const max = target.maxExpiry(now);
+  if (max !== undefined && expires >= max.getTime()) {
     throw new ConfigError(
       'dnr_expiry_too_far',
       `expiresAt ${expiresAt} is not under 13 months ahead; do-not-reach memberships last less than 13 months`,
       {
-        fix: `pass expiresAt before ${maxDoNotReachExpiry(now).toISOString()}, or omit it for the platform default`,
+        fix: `pass expiresAt before ${max.toISOString()}, or omit it for the platform default`,
       },
     );
   }

@@ -9,7 +9,7 @@
  */
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
-import { writeUserFingerprint, type IdentifierType } from '../identifiers/normalize.js';
+import { writeUserFingerprint } from '../identifiers/normalize.js';
 
 export type OperationType = 'Update' | 'Delete';
 
@@ -37,24 +37,6 @@ export const DEFAULT_BATCH_LIMITS: Readonly<BatchLimits> = Object.freeze({
   maxOperations: 2500,
   maxUsersPerOperation: 10_000,
 });
-
-/**
- * 13 calendar months after `now`, the platform's longest do-not-reach membership; an expiry
- * must be before it. A day the target month lacks (Jan 31 -> Feb) is clamped to its last day
- * instead of overflowing into the month after.
- */
-export function maxDoNotReachExpiry(now: Date): Date {
-  const d = new Date(now.getTime());
-  const day = d.getUTCDate();
-  d.setUTCDate(1);
-  d.setUTCMonth(d.getUTCMonth() + 13);
-  const lastDay = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 0)).getUTCDate();
-  d.setUTCDate(Math.min(day, lastDay));
-  return d;
-}
-
-/** The identifier types a do-not-reach list takes (custom audiences take all of them). */
-export const DO_NOT_REACH_TYPES: readonly IdentifierType[] = ['email', 'phone_number'];
 
 const limitsSchema = z.object({
   maxBodyBytes: z.number().int().min(1024).max(PLATFORM_BATCH_LIMITS.maxBodyBytes),

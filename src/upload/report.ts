@@ -8,6 +8,7 @@ import { AudienceKitError } from '../errors.js';
 import type { HashSummary } from '../hashing/summary.js';
 import type { Ledger } from './ledger.js';
 import type { BatchPacker } from './plan.js';
+import { describeTarget } from './target.js';
 import type { UploadOperation, UploadProgress, UploadReport, UploadStatus, UploadTarget } from './types.js';
 
 export interface RunBooks {
@@ -125,9 +126,8 @@ export function buildReport(b: RunBooks, status: UploadStatus, endedMs: number):
 }
 
 export function targetRef(target: UploadTarget): UploadReport['target'] {
-  return 'doNotReachListId' in target
-    ? { kind: 'do_not_reach_list', id: target.doNotReachListId }
-    : { kind: 'custom_audience', id: target.customAudienceId };
+  const { kind, id } = describeTarget(target);
+  return { kind, id };
 }
 
 /** Anything thrown, as an AudienceKitError (`internal` when it was not one). */

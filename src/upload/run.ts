@@ -26,6 +26,7 @@ import { isAborted } from '../util/clock.js';
 import { resolveSendOptions, resolveUploadGroup } from './options.js';
 import { resolveBatchLimits } from './plan.js';
 import { targetRef } from './report.js';
+import { describeTarget } from './target.js';
 import type { UploadAudienceOptions, UploadReport, UploadTarget } from './types.js';
 import { uploadAudience } from './upload.js';
 
@@ -140,16 +141,16 @@ export async function identify(input: RunUploadOptions['input'], dryRun: boolean
 
 /** One GET: a mistyped id is found before the input is hashed, with a fix that can help. */
 export async function checkTarget(client: AdsClient, accountId: string, target: UploadTarget): Promise<void> {
-  const dnr = 'doNotReachListId' in target;
-  const id = dnr ? target.doNotReachListId : target.customAudienceId;
-  const what = dnr ? `do-not-reach list ${id}` : `custom audience ${id}`;
+  const t = describeTarget(target);
+  const id = t.id;
+  const what = `${t.name} ${id}`;
   const notFound = (cause?: unknown): ConfigError =>
     new ConfigError('target_not_found', `${what} does not exist in account ${accountId}`, {
-      fix: `check accountId and the ${dnr ? 'list' : 'audience'} id; \`audience-kit ${dnr ? 'do-not-reach' : 'audiences'} list\` shows the account's ${dnr ? 'lists' : 'audiences'}`,
+      fix: `check accountId and the ${t.noun} id; \`audience-kit ${t.command} list\` shows the account's ${t.noun}s`,
       ...(cause === undefined ? {} : { cause }),
     });
   try {
-    if (dnr) {
+    if (t.isDoNotReach) {
       // The platform documents no GET of one list: it is found through the account's listing.
       const list = await findDoNotReachList(client, { accountId, doNotReachListId: id });
       if (list === undefined || list.deleted === true) throw notFound();

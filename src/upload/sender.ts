@@ -7,15 +7,11 @@
  * not match, which the client cannot see. So a batch that always gets a 500 costs exactly
  * `maxAttempts` requests.
  */
-import {
-  postCustomAudienceUsers,
-  postDoNotReachListUsers,
-  type AdsClient,
-  type UserBatchResult,
-} from '../api/index.js';
+import type { AdsClient, UserBatchResult } from '../api/index.js';
 import { AuthError, BatchVerificationError, ConfigError } from '../errors.js';
 import type { BatchGroup } from './plan.js';
 import { backoffMs, isAborted, type Clock } from '../util/clock.js';
+import { describeTarget } from './target.js';
 import type { UploadTarget } from './types.js';
 
 /** A packed batch on its way: `sha256` is set when a journal records it. */
@@ -96,9 +92,7 @@ export async function sendBatch(
 }
 
 function post(o: SenderOptions, body: Buffer): Promise<UserBatchResult | UserBatchResult[]> {
-  return 'doNotReachListId' in o.target
-    ? postDoNotReachListUsers(o.client, { accountId: o.accountId, doNotReachListId: o.target.doNotReachListId, body })
-    : postCustomAudienceUsers(o.client, { accountId: o.accountId, customAudienceId: o.target.customAudienceId, body });
+  return describeTarget(o.target).postUsers(o.client, o.accountId, body);
 }
 
 /** Errors after which sending more is pointless: credentials, permission, configuration. */

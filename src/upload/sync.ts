@@ -25,7 +25,7 @@ import type { NormalizeOptions } from '../identifiers/normalize.js';
 import { appendAuditRecord, lastRecordedSnapshot, newRunId, type AuditRunStart } from '../state/audit.js';
 import { ensureDir } from '../state/fs.js';
 import { acquireFileLock } from '../state/lock.js';
-import { Snapshot, SnapshotError, snapshotDir, type SnapshotTarget } from '../state/snapshot.js';
+import { Snapshot, SnapshotError } from '../state/snapshot.js';
 import { recoverSnapshot, type SnapshotRecovery } from '../state/snapshot-recover.js';
 import { VERSION } from '../version.js';
 import { readInput, type ReadResult } from './input.js';
@@ -52,6 +52,7 @@ import {
 } from './sync-report.js';
 import type { SendOptions, UploadUsers } from './types.js';
 import { hashedUsers, sendUsers } from './upload.js';
+import { describeTarget, targetSnapshot } from './target.js';
 
 export type { SyncReport, SyncOperationReport, SyncStatus } from './sync-report.js';
 
@@ -150,9 +151,7 @@ export async function syncAudience(o: SyncAudienceOptions): Promise<SyncReport> 
   // The input's fingerprint (for the audit record) is read beside the planning, not before it.
   const input = identify(o.input, settings.dryRun);
   input.catch(() => undefined);
-  const ref = targetRef(o.target);
-  const target: SnapshotTarget = { accountId: o.accountId, kind: ref.kind, id: ref.id };
-  const dir = snapshotDir(o.stateDir, target);
+  const { dir, target } = targetSnapshot(o.stateDir, o.accountId, o.target);
   const release = await lockTarget(dir);
   try {
     const recorded = o.auditLog === undefined ? undefined : lastRecordedSnapshot(o.auditLog, target);
@@ -263,8 +262,8 @@ async function planSync(
   runId: string,
 ): Promise<SyncPlan> {
   const startedMs = s.now();
-  const isDnr = 'doNotReachListId' in o.target;
-  const source = hashedUsers(o, isDnr);
+  const target = describeTarget(o.target);
+  const source = hashedUsers(o, target);
   const ownSummary = source.summary === undefined ? createHashSummary() : undefined;
   const staleBefore = Math.floor(startedMs / 1000) - Math.round(s.refreshAfterDays * 86_400);
   const known = snapshot.keys(staleBefore);
@@ -278,7 +277,7 @@ async function planSync(
       users: source,
       packer: collector,
       handle: collector.handle,
-      isDnr,
+      target,
       ownSummary,
       signal: o.signal,
       onPacked: () => Promise.resolve(),

@@ -14,7 +14,8 @@ import { createEngine, type Engine } from './engine.js';
 import { readInput, type ReadResult } from './input.js';
 import { Ledger } from './ledger.js';
 import { resolveSendOptions, resolveUploadGroup } from './options.js';
-import { BatchPacker, DO_NOT_REACH_TYPES, resolveBatchLimits, type PackedBatch } from './plan.js';
+import { BatchPacker, resolveBatchLimits, type PackedBatch } from './plan.js';
+import { describeTarget, type Target } from './target.js';
 import { buildReport, progressOf, type RunBooks } from './report.js';
 import type { SendUsersOptions, UploadAudienceOptions, UploadReport, UploadStatus, UploadUsers } from './types.js';
 
@@ -32,8 +33,8 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
       fix: 'pass client: createClient({...})',
     });
   }
-  const isDnr = 'doNotReachListId' in o.target;
-  const source = hashedUsers(o, isDnr);
+  const target = describeTarget(o.target);
+  const source = hashedUsers(o, target);
   const ownSummary = source.summary === undefined ? createHashSummary() : undefined;
   const packer = new BatchPacker(limits, { dedupe: o.dedupe !== false });
   const ledger = new Ledger(o.journal, o.onConfirmed);
@@ -80,7 +81,7 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
     users,
     packer,
     handle: packer.group(group),
-    isDnr,
+    target,
     ownSummary,
     signal: o.signal,
     onPacked,
@@ -113,10 +114,10 @@ function journalWrite(ledger: Ledger, write: () => void): void {
 }
 
 /** The users to pack: raw records (the `records` option) are hashed here first. */
-export function hashedUsers(o: Pick<UploadAudienceOptions, 'users' | 'records'>, isDnr: boolean): UploadUsers {
+export function hashedUsers(o: Pick<UploadAudienceOptions, 'users' | 'records'>, target: Target): UploadUsers {
   if (o.records === undefined) return o.users;
   return hashRecords(o.users as Iterable<RawRecord> | AsyncIterable<RawRecord>, {
-    ...(isDnr ? { types: DO_NOT_REACH_TYPES } : {}),
+    ...(target.types === undefined ? {} : { types: target.types }),
     ...o.records,
   });
 }

@@ -15,12 +15,9 @@ import {
   MAX_REFRESH_AFTER_DAYS,
   parseRemovalCap,
   reportJson,
-  sendUsers,
-  Snapshot,
-  snapshotDir,
+  resendSnapshot,
   stateFailure,
   syncAudience,
-  type AudienceUser,
   type ExitCode,
   type HashCsvRun,
   type NormalizeOptions,
@@ -46,18 +43,21 @@ import {
 } from '../output.js';
 import {
   checkUsage,
-  connect,
   exitCodeOf,
-  closeSend,
-  interruptSignal,
-  openSendInput,
   runInput,
   runShape,
   targetOf,
   UPLOAD_OPTIONS,
-  type Connected,
   type UploadArgs,
-} from './upload.js';
+} from '../send-options.js';
+import {
+  closeSend,
+  connect,
+  interruptSignal,
+  openSendInput,
+  sandboxTargetSize,
+  type Connected,
+} from '../send-session.js';
 
 interface SyncArgs extends UploadArgs {
   'max-removals'?: string;
@@ -117,30 +117,9 @@ const SYNC_OPTIONS: Record<string, Options> = {
  */
 async function refillSandbox(c: Connected, stateDir: string): Promise<void> {
   if (c.sandbox === undefined || c.client === undefined) return;
-  const dnr = 'doNotReachListId' in c.target;
-  const id = 'doNotReachListId' in c.target ? c.target.doNotReachListId : c.target.customAudienceId;
-  const kind = dnr ? 'do_not_reach_list' : 'custom_audience';
-  const target = { accountId: c.accountId, kind, id } as const;
-  const snapshot = Snapshot.open(snapshotDir(stateDir, target), { target });
-  try {
-    if (snapshot.count === 0) return;
-    const keepNone = new Uint8Array(Math.ceil(snapshot.count / 8));
-    function* users(): Generator<AudienceUser> {
-      for (const chunk of snapshot.usersNotIn(keepNone))
-        for (const u of chunk) yield JSON.parse(u.json) as AudienceUser;
-    }
-    const r = await sendUsers({
-      client: c.client,
-      accountId: c.accountId,
-      target: c.target,
-      operationType: 'Update',
-      users: users(),
-    });
-    if (r.status !== 'completed')
-      throw r.error ?? new ConfigError('invalid_option', 'the sandbox could not be refilled');
-  } finally {
-    snapshot.close();
-  }
+  const r = await resendSnapshot({ client: c.client, accountId: c.accountId, target: c.target, stateDir });
+  if (r !== undefined && r.status !== 'completed')
+    throw r.error ?? new ConfigError('invalid_option', 'the sandbox could not be refilled');
 }
 
 function syncExitCode(report: SyncReport): ExitCode {
@@ -270,12 +249,8 @@ function printOutcome(
   c: Connected,
   hashOptions: NormalizeOptions,
 ): void {
-  const size =
-    c.sandbox === undefined
-      ? undefined
-      : 'doNotReachListId' in c.target
-        ? c.sandbox.state.dnrListSize(c.target.doNotReachListId)
-        : c.sandbox.state.audienceSize(c.target.customAudienceId);
+  const sandbox = sandboxTargetSize(c);
+  const size = sandbox?.size;
   if (args.json === true) {
     writeJson(ctx, {
       ...reportJson(report),
@@ -284,7 +259,7 @@ function printOutcome(
       ...(size === undefined ? {} : { sandbox: { audience_size: size } }),
       hints: summaryHints(run.summary, run.mapping, hashOptions),
     });
-  } else printTable(ctx, report, run, hashOptions, size === undefined ? undefined : [c, size]);
+  } else printTable(ctx, report, run, hashOptions, sandbox);
   printCause(ctx, report);
 }
 
@@ -293,7 +268,7 @@ function printTable(
   report: SyncReport,
   run: HashCsvRun,
   hashOptions: NormalizeOptions,
-  sandbox: [Connected, number] | undefined,
+  sandbox: { label: string; size: number } | undefined,
 ): void {
   const fields: [string, unknown][] = [
     ['run id', report.run_id],
@@ -316,8 +291,7 @@ function printTable(
     ],
     ['duration', `${(report.duration_ms / 1000).toFixed(1)} s`],
   ];
-  if (sandbox !== undefined)
-    fields.push(['doNotReachListId' in sandbox[0].target ? 'sandbox list size' : 'sandbox audience size', sandbox[1]]);
+  if (sandbox !== undefined) fields.push([sandbox.label, sandbox.size]);
   writeLine(ctx.stdout, renderFields(fields));
   writeLine(ctx.stdout);
   writeLine(ctx.stdout, renderHashSummary(run.summary));

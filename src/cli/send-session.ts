@@ -1,0 +1,126 @@
+/**
+ * One sending command's session (`upload`, `sync`): the input hashed for sending, the client or
+ * the embedded sandbox with its new target, Ctrl-C, and closing what was opened.
+ */
+import { basename } from 'node:path';
+import {
+  createClient,
+  createCustomAudience,
+  createDoNotReachList,
+  describeTarget,
+  hashCsv,
+  startSandbox,
+  type AdsClient,
+  type HashCsvOptions,
+  type HashCsvRun,
+  type RejectGuardOptions,
+  type Sandbox,
+  type UploadTarget,
+} from '../internal.js';
+import { clientFromArgs, withDebugLines, withTransportFlags } from './connection.js';
+import type { CliContext } from './context.js';
+import { guardRun, hashInputSource, hashOptionsFromArgs } from './hash-options.js';
+import { writeLine } from './output.js';
+import { targetOf, type UploadArgs } from './send-options.js';
+
+export interface Connected {
+  client: AdsClient | undefined;
+  sandbox: Sandbox | undefined;
+  accountId: string;
+  target: UploadTarget;
+}
+
+/**
+ * The client, and with --sandbox the embedded sandbox with a new audience or list to upload to
+ * (with `seed`, the same account and target ids every time). `--sandbox-faults` count from the
+ * command's own requests: they are armed after the sandbox's setup (the target's creation, and
+ * `prepare`: the sync's refill).
+ */
+export async function connect(
+  ctx: CliContext,
+  args: UploadArgs,
+  seed?: number,
+  prepare?: (c: Connected) => Promise<void>,
+): Promise<Connected> {
+  const target = targetOf(args);
+  if (args.sandbox !== true) {
+    const client = args['dry-run'] === true ? undefined : (await clientFromArgs(ctx, args)).client;
+    return { client, sandbox: undefined, accountId: args.account ?? '', target };
+  }
+  // --max-attempts and --request-timeout apply to the sandbox too (checked before it starts).
+  const transport = withTransportFlags(ctx, args, {});
+  const faults = args['sandbox-faults'];
+  const sandbox = await startSandbox({ port: 0, ...(seed === undefined ? {} : { seed }), faults: faults ?? '' });
+  const base = { ...transport, adsBaseUrl: sandbox.adsBaseUrl, credentials: sandbox.credentials };
+  const client = createClient(withDebugLines(ctx, args, base));
+  try {
+    sandbox.setFaults('');
+    const accountId = args.account ?? sandbox.accounts.primary;
+    const name = `audience-kit ${basename(args.file)}`;
+    const created = describeTarget(target).isDoNotReach
+      ? { doNotReachListId: (await createDoNotReachList(client, { accountId, description: name })).id }
+      : { customAudienceId: (await createCustomAudience(client, { accountId, name })).id };
+    const c = { client, sandbox, accountId, target: created };
+    await prepare?.(c);
+    if (faults !== undefined) sandbox.setFaults(faults);
+    return c;
+  } catch (error) {
+    await client.close();
+    await sandbox.close();
+    throw error;
+  }
+}
+
+/**
+ * The CSV hashed for sending (`emit: 'packed'`) behind the reject guard. Do-not-reach lists take
+ * only some identifier types: other columns are left out of the mapping.
+ */
+export async function openSendInput(
+  ctx: CliContext,
+  args: UploadArgs,
+  guard: RejectGuardOptions,
+): Promise<{ run: HashCsvRun; inputPath: string; hashOptions: HashCsvOptions }> {
+  const { types } = describeTarget(targetOf(args));
+  const inputPath = hashInputSource(args.file, ctx.cwd);
+  const hashOptions = hashOptionsFromArgs(args, ctx.stdin);
+  const run = guardRun(
+    await hashCsv(inputPath, { ...hashOptions, emit: 'packed', ...(types === undefined ? {} : { types }) }),
+    guard,
+    hashOptions,
+  );
+  return { run, inputPath, hashOptions };
+}
+
+/**
+ * Ctrl-C (the context's signal) aborts `signal`: finish what is in flight and save the journal (a
+ * second one quits at once: processContext). Install it before the slow preparations (starting
+ * the sandbox, fingerprinting a large file); `release()` removes the listener.
+ */
+export function interruptSignal(ctx: CliContext): { signal: AbortSignal; release: () => void } {
+  const controller = new AbortController();
+  const onInterrupt = (): void => {
+    writeLine(
+      ctx.stderr,
+      '\ninterrupted: finishing the requests in flight and saving the journal (Ctrl-C again to quit at once)',
+    );
+    controller.abort();
+  };
+  ctx.signal.addEventListener('abort', onInterrupt, { once: true });
+  if (ctx.signal.aborted) controller.abort();
+  return { signal: controller.signal, release: () => ctx.signal.removeEventListener('abort', onInterrupt) };
+}
+
+/** Stops reading the input and closes the client and the sandbox, whatever was opened. */
+export async function closeSend(run: HashCsvRun, c: Connected | undefined): Promise<void> {
+  await run.close();
+  await c?.client?.close();
+  await c?.sandbox?.close();
+}
+
+/** With --sandbox: how many users the embedded sandbox's target holds, and the report's name for it. */
+export function sandboxTargetSize(c: Connected): { label: string; size: number } | undefined {
+  if (c.sandbox === undefined) return undefined;
+  const t = describeTarget(c.target);
+  const size = t.isDoNotReach ? c.sandbox.state.dnrListSize(t.id) : c.sandbox.state.audienceSize(t.id);
+  return { label: `sandbox ${t.noun} size`, size };
+}

@@ -1,0 +1,104 @@
+/**
+ * What differs between the two kinds of upload target, in one place: a custom audience takes
+ * every identifier type, `effective_at` and any later `expires_at`, and answers a batch with one
+ * count; a do-not-reach list takes email and phone_number only, `expires_at` under 13 months and
+ * no `effective_at`, and answers with one count per operation. The kind's name, its command and
+ * its state key come from here too. (The sandbox states its own rules: it does not import this.)
+ */
+import type { AdsClient } from '../api/index.js';
+import { postCustomAudienceUsers, postDoNotReachListUsers } from '../api/endpoints.js';
+import type { UserBatchResult } from '../api/schemas.js';
+import type { IdentifierType } from '../identifiers/normalize.js';
+import { snapshotDir, type SnapshotTarget } from '../state/snapshot.js';
+import type { UploadTarget } from './types.js';
+
+export type TargetKind = 'custom_audience' | 'do_not_reach_list';
+
+/** The identifier types a do-not-reach list takes (custom audiences take all of them). */
+export const DO_NOT_REACH_TYPES: readonly IdentifierType[] = ['email', 'phone_number'];
+
+/**
+ * 13 calendar months after `now`, the platform's longest do-not-reach membership; an expiry
+ * must be before it. A day the target month lacks (Jan 31 -> Feb) is clamped to its last day
+ * instead of overflowing into the month after.
+ */
+export function maxDoNotReachExpiry(now: Date): Date {
+  const d = new Date(now.getTime());
+  const day = d.getUTCDate();
+  d.setUTCDate(1);
+  d.setUTCMonth(d.getUTCMonth() + 13);
+  const lastDay = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 0)).getUTCDate();
+  d.setUTCDate(Math.min(day, lastDay));
+  return d;
+}
+
+/** One upload target with its kind's rules: built by `describeTarget`. */
+export interface Target {
+  readonly kind: TargetKind;
+  readonly id: string;
+  readonly isDoNotReach: boolean;
+  /** `custom audience` or `do-not-reach list`, for messages. */
+  readonly name: string;
+  /** `audience` or `list`, for messages. */
+  readonly noun: 'audience' | 'list';
+  /** The CLI command that lists and manages this kind. */
+  readonly command: 'audiences' | 'do-not-reach';
+  /** The identifier types the target takes; undefined: all of them. */
+  readonly types: readonly IdentifierType[] | undefined;
+  readonly takesEffectiveAt: boolean;
+  /** The first expiry the platform refuses (undefined: no upper bound). */
+  maxExpiry(now: Date): Date | undefined;
+  /** One user batch to the kind's endpoint; the response's shape is checked there (one count, or one per operation). */
+  postUsers(client: AdsClient, accountId: string, body: Buffer): Promise<UserBatchResult | UserBatchResult[]>;
+}
+
+const CUSTOM_AUDIENCE = {
+  kind: 'custom_audience',
+  isDoNotReach: false,
+  name: 'custom audience',
+  noun: 'audience',
+  command: 'audiences',
+  types: undefined,
+  takesEffectiveAt: true,
+  maxExpiry: () => undefined,
+} as const;
+
+const DO_NOT_REACH_LIST = {
+  kind: 'do_not_reach_list',
+  isDoNotReach: true,
+  name: 'do-not-reach list',
+  noun: 'list',
+  command: 'do-not-reach',
+  types: DO_NOT_REACH_TYPES,
+  takesEffectiveAt: false,
+  maxExpiry: maxDoNotReachExpiry,
+} as const;
+
+export function describeTarget(target: UploadTarget): Target {
+  if ('doNotReachListId' in target) {
+    const id = target.doNotReachListId;
+    return {
+      ...DO_NOT_REACH_LIST,
+      id,
+      postUsers: (client, accountId, body) =>
+        postDoNotReachListUsers(client, { accountId, doNotReachListId: id, body }),
+    };
+  }
+  const id = target.customAudienceId;
+  return {
+    ...CUSTOM_AUDIENCE,
+    id,
+    postUsers: (client, accountId, body) => postCustomAudienceUsers(client, { accountId, customAudienceId: id, body }),
+  };
+}
+
+/** Where a target's sync snapshot lives under `stateDir`, and the target as the snapshot names it. */
+export function targetSnapshot(
+  stateDir: string,
+  accountId: string,
+  target: UploadTarget,
+): { dir: string; target: SnapshotTarget } {
+  const { kind, id } = describeTarget(target);
+  const named: SnapshotTarget = { accountId, kind, id };
+  return { dir: snapshotDir(stateDir, named), target: named };
+}
