@@ -236,9 +236,13 @@ function loadIsoCountries(): IsoCountries {
  */
 function localeNames(iso: IsoCountries): Map<string, string | null> {
   const names = new Map<string, string | null>();
+  // Most names are written alike in several locales: each (name, country) is folded once.
+  const folded = new Set<string>();
   for (const locale of LOCALES) {
     for (const [code, list] of Object.entries(iso.getNames(locale, { select: 'all' }))) {
       for (const name of list) {
+        if (folded.has(code + name)) continue;
+        folded.add(code + name);
         const key = foldCountryName(name);
         if (key === '') continue;
         const seen = names.get(key);
