@@ -6,9 +6,10 @@ import { normalizeCountryCode } from '../src/identifiers/normalize.js';
  * Every alpha-3 code and name the hand-written table accepted before the lookup was built from
  * i18n-iso-countries (frozen from that table, version 1), with the code it gave.
  */
-const BEFORE = JSON.parse(
-  readFileSync(new URL('golden/country-names-v1.json', import.meta.url), 'utf8'),
-) as Record<string, string>;
+const BEFORE = JSON.parse(readFileSync(new URL('golden/country-names-v1.json', import.meta.url), 'utf8')) as Record<
+  string,
+  string
+>;
 
 describe('country names', () => {
   it('still accepts every name and alpha-3 code the hand-written table accepted, as the same country', () => {

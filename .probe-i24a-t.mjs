@@ -1,0 +1,13 @@
+import { createRequire } from 'node:module';
+const require = createRequire(import.meta.url);
+let t = performance.now();
+const iso = require('i18n-iso-countries/index.js');
+const t1 = performance.now();
+const L = 'af az br bs ca cs cy da de en es et eu fi fr ga gl ha hr hu id is it ku lt lv ms mt nb nl nn no pl pt ro sk sl so sq sv sw tk tr uz vi'.split(' ');
+for (const l of L) iso.registerLocale(require(`i18n-iso-countries/langs/${l}.json`));
+const t2 = performance.now();
+let n = 0; for (const l of L) for (const list of Object.values(iso.getNames(l, { select: 'all' }))) n += list.length;
+const t3 = performance.now();
+const { normalizeCountryCode } = await import('./.tmpbuild-i24a/identifiers/countries.js');
+const t4 = performance.now(); normalizeCountryCode('Germany'); const t5 = performance.now();
+console.log({ index: t1 - t, locales: t2 - t1, getNames: t3 - t2, names: n, fullBuildAfterWarm: t5 - t4 });
