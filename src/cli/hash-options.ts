@@ -53,7 +53,7 @@ export function addHashOptions<T>(y: Argv<T>): Argv<T & HashOptionArgs> {
       type: 'string',
       requiresArg: true,
       describe:
-        'Country (ISO code such as US, GB, USA, GBR, or English name) for national-format phone numbers of rows without their own country',
+        'Country (ISO code such as US, GB, USA, GBR, or country name) for national-format phone numbers of rows without their own country',
     })
     .option('country-column', {
       type: 'string',

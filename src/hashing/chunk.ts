@@ -14,7 +14,6 @@ import {
 } from '../ingest/csv.js';
 import { fieldOf, type ColumnMapping, type MappedColumn } from '../identifiers/mapping.js';
 import {
-  buildUser,
   IDENTIFIER_TYPES,
   serializeBuiltUser,
   writeUserFingerprint,
@@ -24,6 +23,7 @@ import {
   type MappedRecord,
   type NormalizeOptions,
   type Reject,
+  userBuilder,
 } from '../identifiers/normalize.js';
 import { findKey, isStale, type KeyTable } from '../state/key-table.js';
 import { addBadRowToSummary, addUserToSummary, createHashSummary, type HashSummary } from './summary.js';
@@ -188,6 +188,7 @@ export function hashChunk(bytes: Uint8Array, ctx: HashChunkContext): HashChunkRe
   const fieldValues: FieldValue[] = columns.map((c) => fieldOf(c, ''));
   const record: MappedRecord = { line: 0, fields: fieldValues };
   const { emit, outputTypes, normalize, knownUsers } = ctx;
+  const buildUser = userBuilder(normalize);
   const packed = emit === 'packed' ? new PackedBuilder(knownUsers) : undefined;
   const row = (fields: string[], offset: number): void => {
     for (let i = 0; i < columns.length; i++)
@@ -196,7 +197,7 @@ export function hashChunk(bytes: Uint8Array, ctx: HashChunkContext): HashChunkRe
     // Assigned even when absent (buildUser treats undefined and '' alike): keeps the object's shape stable.
     (record as { country?: string | undefined }).country =
       countryIndex === undefined ? undefined : fields[countryIndex];
-    const built = buildUser(record, normalize);
+    const built = buildUser(record);
     addUserToSummary(summary, built);
     for (const r of built.rejects) rejects.push(r);
     if (packed !== undefined) {

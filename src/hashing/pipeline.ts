@@ -37,13 +37,13 @@ import {
 } from '../identifiers/mapping.js';
 import { ConfigError } from '../errors.js';
 import {
-  buildUser,
   normalizeCountryCode,
   type BuiltUser,
   type FieldValue,
   type MappedRecord,
   type NormalizeOptions,
   type Reject,
+  userBuilder,
 } from '../identifiers/normalize.js';
 import {
   hashChunk,
@@ -277,7 +277,7 @@ export function hashRecords(
   opts: HashRecordsOptions = {},
 ): HashRecordsRun {
   const checked = checkNormalizeOptions(opts);
-  const normalize = normalizeOptionsOf(checked);
+  const buildUser = userBuilder(normalizeOptionsOf(checked));
   const summary = createHashSummary();
   let mapping = opts.mapping;
   let objects: RecordKeys | undefined;
@@ -297,7 +297,7 @@ export function hashRecords(
           checked,
           head.filter(isCsvRow).map((r) => r.fields),
         );
-        built = buildUser(mapRecord(row.fields, mapping, row.line), normalize);
+        built = buildUser(mapRecord(row.fields, mapping, row.line));
       } else {
         objects ??= new RecordKeys(checked, opts.mapping, head.filter(isRawRecord));
         const fields = objects.fields(row);
@@ -305,7 +305,7 @@ export function hashRecords(
         built =
           mapping === undefined
             ? { line: position, user: {}, rejects: [] }
-            : buildUser(mapRecord(fields, mapping, position), normalize);
+            : buildUser(mapRecord(fields, mapping, position));
       }
       addUserToSummary(summary, built);
       yield built;

@@ -25,13 +25,13 @@ export const AMBIGUOUS = 'ambiguous';
 /** An E.164 number (it starts with `+`), AMBIGUOUS, or `undefined` (no valid number). */
 export type PhoneReading = string | undefined;
 
-/** What phoneReading noticed about the last values (read and reset by buildUser). */
-export const phoneNotes = {
+/** What phoneReading noticed about the values it read (counted into the caller's, per row). */
+export interface PhoneNotes {
   /** Read as carrying the calling code without `+` (or, with `national`, rejected though valid so). */
-  codeWithoutPlus: 0,
+  codeWithoutPlus: number;
   /** Valid under `min` both as national numbers and with the calling code; decided by the number ranges. */
-  twoReadings: 0,
-};
+  twoReadings: number;
+}
 
 /** Without a country, a number is read as carrying its calling code only from this many digits (a 10-digit NANP number would otherwise become +20/+27/+30...). */
 const MIN_DIGITS_CODE_WITHOUT_COUNTRY = 11;
@@ -40,7 +40,12 @@ const PLAIN_PHONE_RE = /^\+?[0-9 ().\-/]+$/;
 const NON_DIGITS_RE = /[^0-9]/g;
 
 /** The E.164 number `value` stands for with `country` as the row's country (undefined: none). */
-export function phoneReading(value: string, country: string | undefined, mode: PhoneCountryCode): PhoneReading {
+export function phoneReading(
+  value: string,
+  country: string | undefined,
+  mode: PhoneCountryCode,
+  notes: PhoneNotes,
+): PhoneReading {
   const first = value.charCodeAt(0);
   if (first === 0x30 && country !== undefined) {
     const own = ownCodeAfter00(value, country);
@@ -52,7 +57,7 @@ export function phoneReading(value: string, country: string | undefined, mode: P
   if (mode === 'included') return internationalE164('+' + value);
   const national = country === undefined ? undefined : phoneToE164(value, country);
   if (mode === 'national') {
-    if (national === undefined && internationalE164('+' + value) !== undefined) phoneNotes.codeWithoutPlus++;
+    if (national === undefined && internationalE164('+' + value) !== undefined) notes.codeWithoutPlus++;
     return national;
   }
   const startsWithCode = country !== undefined && startsWithDigits(value, callingCode(country));
@@ -61,22 +66,22 @@ export function phoneReading(value: string, country: string | undefined, mode: P
   const included = internationalE164('+' + value);
   if (included === undefined || national === included) return national;
   if (national === undefined) {
-    phoneNotes.codeWithoutPlus++;
+    notes.codeWithoutPlus++;
     return included;
   }
-  return decideReadings(national, included);
+  return decideReadings(national, included, notes);
 }
 
 /**
  * A value valid (under `min`) both as a national number and as carrying the calling code: the
  * reading that is in an assigned number range wins; with both or neither, nobody can tell.
  */
-function decideReadings(national: string, included: string): PhoneReading {
+function decideReadings(national: string, included: string, notes: PhoneNotes): PhoneReading {
   const nationalReal = phoneInNumberRanges(national);
   if (nationalReal === phoneInNumberRanges(included)) return AMBIGUOUS;
-  phoneNotes.twoReadings++;
+  notes.twoReadings++;
   if (nationalReal) return national;
-  phoneNotes.codeWithoutPlus++;
+  notes.codeWithoutPlus++;
   return included;
 }
 

@@ -1,0 +1,273 @@
+/**
+ * The normalization rules of each identifier type (the README's rules table is the contract) and
+ * TYPE_RULES, the one table that dispatches on the type. Pure and synchronous; what a phone needs
+ * from its row (country, format, notes) comes in a RuleContext.
+ */
+import { sha256Hex } from '../util/sha256.js';
+import { resolveCountry, type PhoneCountry } from './countries.js';
+import { AMBIGUOUS, phoneReading, type PhoneCountryCode, type PhoneNotes } from './phone-reading.js';
+import {
+  DEFAULT_PHONE_FORMAT,
+  IDENTIFIER_TYPES,
+  REJECT_REASONS,
+  type IdentifierType,
+  type Normalized,
+  type PhoneFormat,
+  type RejectReason,
+} from './types.js';
+
+const OK = true as const;
+const fail = (reason: RejectReason): Normalized => ({ ok: false, reason });
+// Rejections are frequent in dirty files: share one frozen object per reason instead of allocating.
+const REJECTED = Object.fromEntries(REJECT_REASONS.map((r) => [r, Object.freeze(fail(r))])) as Record<
+  RejectReason,
+  Normalized
+>;
+
+/**
+ * Trims whitespace (String.prototype.trim covers U+FEFF and U+00A0 along with every Unicode space), drops one
+ * leading apostrophe and applies NFC. Strings made only of code points below U+0300 are already NFC (no combining marks), so the costly
+ * `normalize` call is skipped for them: that is almost every CRM value.
+ */
+export function cleanValue(raw: string): string {
+  let s = raw.trim();
+  // A leading apostrophe is the spreadsheet "keep as text" marker (Shopify writes ids as '7210448301100).
+  if (s.charCodeAt(0) === 0x27) s = s.slice(1).trim();
+  for (let i = 0; i < s.length; i++) {
+    if (s.charCodeAt(i) >= 0x300) return s.normalize('NFC');
+  }
+  return s;
+}
+
+const EMAIL_RE = /^[^\s@]+@[^\s@.][^\s@]*\.[^\s@]*[^\s@.]$/;
+const HANDLE_RE = /^[a-z0-9_]{1,15}$/;
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const ANDROID_ID_RE = /^[0-9a-f]{16}$/;
+const UNDASHED_UUID_RE = /^[0-9a-f]{32}$/;
+const ANDROID_ID_SEPARATORS_RE = /[-\s]/g;
+const ALL_ZERO_RE = /^[0-]+$/;
+const DIGITS_RE = /^[0-9]+$/;
+export const HEX64_RE = /^[0-9a-fA-F]{64}$/;
+const MAX_PARTNER_USER_ID = 256;
+
+// The exported normalizers clean their input; buildUser cleans once and calls these `*Clean` variants.
+
+export function normalizeEmail(raw: string): Normalized {
+  return emailClean(cleanValue(raw));
+}
+function emailClean(s: string): Normalized {
+  const address = needsUnwrap(s) ? unwrapEmail(s) : s;
+  if (address === undefined) return REJECTED.email_invalid;
+  const value = address.toLowerCase();
+  return EMAIL_RE.test(value) ? { ok: OK, value } : REJECTED.email_invalid;
+}
+
+/** Unicode format characters (Cf): zero-width space and joiners, soft hyphen, BOM, direction marks. */
+const FORMAT_CHARS_RE = /\p{Cf}/gu;
+const TRAILING_SEPARATORS_RE = /[\s;,]+$/;
+const MAILTO_RE = /^mailto:/i;
+
+/**
+ * A format character is removed, except a zero-width (non-)joiner between two non-ASCII characters:
+ * IDNA2008 (RFC 5892, CONTEXTJ) allows those two in labels of scripts that need them (after a
+ * virama, between joining letters), never next to ASCII, where they are only copy-paste residue.
+ */
+function formatCharKept(c: string, at: number, s: string): string {
+  const joiner = c === '\u200c' || c === '\u200d';
+  return joiner && s.charCodeAt(at - 1) >= 0x80 && s.charCodeAt(at + 1) >= 0x80 ? c : '';
+}
+
+/** Whether an email cell holds more than a plain address: non-ASCII, `<…>`, `mailto:` or a trailing `;`/`,`. */
+function needsUnwrap(s: string): boolean {
+  const last = s.charCodeAt(s.length - 1);
+  if (last === 0x3b || last === 0x2c || last === 0x3e) return true;
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0x80) return true;
+  return s.length > 7 && MAILTO_RE.test(s);
+}
+
+/**
+ * The address in an email cell as mail clients and spreadsheets copy it (docs/normalization.md,
+ * email clean-up): invisible format characters removed; trailing `;` and `,` removed; `<…>` and
+ * `Name <…>` unwrapped (a name holding another address is refused); `mailto:` and its `?query` removed.
+ */
+function unwrapEmail(s: string): string | undefined {
+  let v = s.replace(FORMAT_CHARS_RE, formatCharKept).replace(TRAILING_SEPARATORS_RE, '').trim();
+  if (v.endsWith('>')) {
+    const open = v.lastIndexOf('<');
+    if (open === -1) return undefined;
+    const inner = v.slice(open + 1, -1).trim();
+    const name = v.slice(0, open).replace(/["']/g, '').trim();
+    if (name.includes('@') && name.toLowerCase() !== inner.replace(MAILTO_RE, '').toLowerCase()) return undefined;
+    v = inner;
+  }
+  if (MAILTO_RE.test(v)) {
+    v = v.slice(7);
+    const query = v.indexOf('?');
+    if (query !== -1) v = v.slice(0, query);
+  }
+  return v;
+}
+
+export function normalizeHandle(raw: string): Normalized {
+  return handleClean(cleanValue(raw));
+}
+function handleClean(s: string): Normalized {
+  const value = (s.charCodeAt(0) === 0x40 ? s.slice(1) : s).toLowerCase();
+  return HANDLE_RE.test(value) ? { ok: OK, value } : REJECTED.handle_invalid;
+}
+
+/**
+ * IDFA/AdID (a UUID, dashed or as 32 bare hex digits, always output dashed) or Android ID (16 hex digits), both
+ * also accepted with dashes/spaces in other places.
+ */
+export function normalizeDeviceId(raw: string): Normalized {
+  return deviceIdClean(cleanValue(raw));
+}
+function deviceIdClean(s: string): Normalized {
+  let value = s.toLowerCase();
+  if (!UUID_RE.test(value)) {
+    value = value.replace(ANDROID_ID_SEPARATORS_RE, '');
+    if (UNDASHED_UUID_RE.test(value)) {
+      // Exported without dashes by some systems; the platform matches UUIDs in the 8-4-4-4-12 form only.
+      value = `${value.slice(0, 8)}-${value.slice(8, 12)}-${value.slice(12, 16)}-${value.slice(16, 20)}-${value.slice(20)}`;
+    } else if (!ANDROID_ID_RE.test(value)) return REJECTED.device_id_invalid;
+  }
+  // The all-zero id is what devices report when the user disabled ad tracking: it identifies nobody.
+  return ALL_ZERO_RE.test(value) ? REJECTED.device_id_opt_out : { ok: OK, value };
+}
+
+export function normalizeServiceId(raw: string): Normalized {
+  return serviceIdClean(cleanValue(raw));
+}
+function serviceIdClean(s: string): Normalized {
+  if (!DIGITS_RE.test(s)) return REJECTED.service_id_invalid;
+  let i = 0;
+  while (i < s.length && s.charCodeAt(i) === 0x30) i++;
+  const value = i === 0 ? s : s.slice(i);
+  return value.length >= 1 && value.length <= 20 ? { ok: OK, value } : REJECTED.service_id_invalid;
+}
+
+/** Sent as is (never hashed), so only cleaned; the limit counts Unicode code points. */
+export function normalizePartnerUserId(raw: string): Normalized {
+  return partnerUserIdClean(cleanValue(raw));
+}
+function partnerUserIdClean(value: string): Normalized {
+  if (value === '') return REJECTED.partner_user_id_invalid;
+  if (value.length > MAX_PARTNER_USER_ID && codePointLength(value) > MAX_PARTNER_USER_ID) {
+    return REJECTED.partner_user_id_invalid;
+  }
+  return { ok: OK, value };
+}
+
+function codePointLength(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) i++;
+    }
+    n++;
+  }
+  return n;
+}
+
+/** What a rule needs beyond the value; phone numbers only use it. */
+export interface RuleContext {
+  /** The row's country (record column, else default), resolved on first use. */
+  phoneCountry(): PhoneCountry;
+  /** Phones as digits (DEFAULT_PHONE_FORMAT), else E.164 with `+`. */
+  readonly digits: boolean;
+  readonly countryCode: PhoneCountryCode;
+  /** What phone readings noticed, for the row's notes. */
+  readonly phoneNotes: PhoneNotes;
+}
+
+export interface TypeRule {
+  /** Position in IDENTIFIER_TYPES, the order of AudienceUser's keys. */
+  readonly index: number;
+  /** Values are hashed and may be given as digests: all types but partner_user_id, sent as is. */
+  readonly hashed: boolean;
+  /** The normalized form of a value that went through cleanValue. */
+  readonly clean: (value: string, ctx: RuleContext) => Normalized;
+}
+
+function rule(type: IdentifierType, clean: TypeRule['clean']): TypeRule {
+  return { index: IDENTIFIER_TYPES.indexOf(type), hashed: type !== 'partner_user_id', clean };
+}
+
+/** The one dispatch table by identifier type: buildUser and the one-value functions below go through it. */
+export const TYPE_RULES: Readonly<Record<IdentifierType, TypeRule>> = {
+  email: rule('email', emailClean),
+  phone_number: rule('phone_number', phoneClean),
+  handle: rule('handle', handleClean),
+  device_id: rule('device_id', deviceIdClean),
+  service_id: rule('service_id', serviceIdClean),
+  partner_user_id: rule('partner_user_id', partnerUserIdClean),
+};
+
+type OneValueOptions = { country?: string; format?: PhoneFormat; countryCode?: PhoneCountryCode };
+
+/** The context of one value normalized on its own (its country resolved only if it is a phone). */
+function oneValueContext(opts: OneValueOptions): RuleContext {
+  let country: PhoneCountry | undefined;
+  return {
+    phoneCountry() {
+      if (country === undefined) resolveCountry(opts.country, (country = { code: undefined, invalid: false }));
+      return country;
+    },
+    digits: (opts.format ?? DEFAULT_PHONE_FORMAT) === 'digits',
+    countryCode: opts.countryCode ?? 'auto',
+    phoneNotes: { codeWithoutPlus: 0, twoReadings: 0 },
+  };
+}
+
+/**
+ * One value of any identifier type, normalized by the rules the uploader applies: the form that is
+ * hashed (`hashValue`), or sent as is for `partner_user_id`. `opts` matter to phone numbers only.
+ */
+export function normalizeIdentifier(type: IdentifierType, raw: string, opts: OneValueOptions = {}): Normalized {
+  return TYPE_RULES[type].clean(cleanValue(raw), oneValueContext(opts));
+}
+
+/**
+ * libphonenumber-js semantics (valid, not merely possible), E.164 digits (`format`, default DEFAULT_PHONE_FORMAT), extensions dropped. A national-format
+ * number needs a country: without one it is `phone_needs_country`, with an unknown one `country_invalid`
+ * (a number written with `+` ignores the country, so a bad country column does not lose it).
+ */
+export function normalizePhone(raw: string, opts: OneValueOptions = {}): Normalized {
+  return normalizeIdentifier('phone_number', raw, opts);
+}
+
+function phoneClean(value: string, ctx: RuleContext): Normalized {
+  const country = ctx.phoneCountry();
+  const e164 = phoneReading(value, country.code, ctx.countryCode, ctx.phoneNotes);
+  if (e164 === AMBIGUOUS) return REJECTED.phone_ambiguous;
+  if (e164 !== undefined) return { ok: OK, value: ctx.digits ? e164.slice(1) : e164 };
+  if (country.code === undefined && isNationalFormat(value)) {
+    return country.invalid ? REJECTED.country_invalid : REJECTED.phone_needs_country;
+  }
+  return REJECTED.phone_invalid;
+}
+
+/** True when the first phone character is a digit (not a plus): only a country can make sense of it. */
+function isNationalFormat(value: string): boolean {
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c === 0x2b || c === 0xff0b) return false;
+    if (
+      (c >= 0x30 && c <= 0x39) ||
+      (c >= 0xff10 && c <= 0xff19) ||
+      (c >= 0x660 && c <= 0x669) ||
+      (c >= 0x6f0 && c <= 0x6f9)
+    ) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/** SHA-256 of the UTF-8 bytes of `normalized`, lowercase hex. */
+export function hashValue(normalized: string): string {
+  return sha256Hex(normalized);
+}

@@ -1,0 +1,126 @@
+/** The identifier types, reject reasons, options and results of normalization (see normalize.ts). */
+import type { PhoneCountryCode } from './phone-reading.js';
+
+export const IDENTIFIER_TYPES = [
+  'email',
+  'phone_number',
+  'handle',
+  'device_id',
+  'service_id',
+  'partner_user_id',
+] as const;
+export type IdentifierType = (typeof IDENTIFIER_TYPES)[number];
+/** What is sent to the platform: lowercase hex SHA-256 digests, except `partner_user_id` (raw). */
+export type AudienceUser = Partial<Record<IdentifierType, string[]>>;
+export type RejectReason =
+  | 'email_invalid'
+  | 'phone_invalid'
+  | 'phone_needs_country'
+  | 'phone_ambiguous'
+  | 'country_invalid'
+  | 'handle_invalid'
+  | 'device_id_invalid'
+  | 'device_id_opt_out'
+  | 'service_id_invalid'
+  | 'partner_user_id_invalid'
+  | 'hash_invalid'
+  | 'value_too_long'
+  | 'too_many_values';
+export const REJECT_REASONS: readonly RejectReason[] = [
+  'email_invalid',
+  'phone_invalid',
+  'phone_needs_country',
+  'phone_ambiguous',
+  'country_invalid',
+  'handle_invalid',
+  'device_id_invalid',
+  'device_id_opt_out',
+  'service_id_invalid',
+  'partner_user_id_invalid',
+  'hash_invalid',
+  'value_too_long',
+  'too_many_values',
+];
+/**
+ * The longest value (after trimming) normalized: no identifier comes near it, and a longer one is
+ * rejected before it is lowercased or parsed, so a hostile cell costs nothing.
+ */
+export const MAX_VALUE_LENGTH = 512;
+/**
+ * The most values one record may hold (its mapped cells, each part counted with
+ * `valueSeparator`). No person has a thousand identifiers; a record with more (`a;a;a;…` over a
+ * megabyte) is one `too_many_values` reject instead of half a million rejects and a quadratic
+ * dedupe that would exhaust a worker's heap.
+ */
+export const MAX_VALUES_PER_RECORD = 1000;
+export type Normalized = { ok: true; value: string } | { ok: false; reason: RejectReason };
+/** `digits`: `447946095800` (country code and national number); `e164`: the same with the `+`. */
+export type PhoneFormat = 'e164' | 'digits';
+/**
+ * The platform's own hashing tool (ads-platform-tools, hash_tailored_audience_file.py, linked from its user-data
+ * normalization page) hashes phones as digits only, and so does the largest other ad platform's documentation:
+ * a `+` in the hashed value matches nobody. See docs/normalization.md.
+ */
+export const DEFAULT_PHONE_FORMAT: PhoneFormat = 'digits';
+export type { PhoneCountryCode };
+/** `auto`: a 64-hex value is an already-hashed digest; `always`: every value must be one; `never`: hash everything. */
+export type InputHashed = 'auto' | 'always' | 'never';
+
+export interface NormalizeOptions {
+  /** ISO 3166-1 alpha-2 country for national-format phone numbers of records without their own country. */
+  defaultCountry?: string;
+  phoneFormat?: PhoneFormat;
+  /** Default `auto`; see PhoneCountryCode. */
+  phoneCountryCode?: PhoneCountryCode;
+  inputHashed?: InputHashed;
+  /** Splits each cell into several values (default: none, a cell is one value). */
+  valueSeparator?: string;
+}
+export interface FieldValue {
+  column: string;
+  type: IdentifierType;
+  raw: string;
+  /** This column's cells are lists split on this (the mapping saw it in the sample); else valueSeparator. */
+  separator?: string;
+}
+export interface MappedRecord {
+  /** 1-based line number in the input file, carried into rejects. */
+  line: number;
+  fields: FieldValue[];
+  /** The row's country (a mapped country column); empty or absent means `defaultCountry`. */
+  country?: string;
+}
+export interface Reject {
+  line: number;
+  column: string;
+  type: IdentifierType;
+  reason: RejectReason;
+}
+export interface BuiltUser {
+  line: number;
+  /** Keys in IDENTIFIER_TYPES order, only types with at least one valid value, values deduplicated; `{}` when none. */
+  user: AudienceUser;
+  rejects: Reject[];
+  /** Per type, how many of the values in `user` were passed through as already-hashed digests (set only when > 0). */
+  digests?: Partial<Record<IdentifierType, number>>;
+  /** What the summary's hints are made of (set only when something was noted). */
+  notes?: BuildNotes;
+}
+
+/** Observations about one row that explain rejects or choices (never identifier values). */
+export interface BuildNotes {
+  /**
+   * Phones without `+` read as carrying their country calling code (`auto`/`included`), or, with
+   * `national`, rejected although they would be valid read that way.
+   */
+  phoneCodeWithoutPlus?: number;
+  /**
+   * Phones valid (under `min`) both as national numbers and as carrying the calling code, decided by
+   * the number ranges (`max`); those that stay ambiguous are `phone_ambiguous` rejects.
+   */
+  phoneTwoReadings?: number;
+  /** The row's country value when it is not a recognized country (a phone needed it). */
+  unknownCountry?: string;
+  /** Rejected cells that look like several values joined by this separator (no valueSeparator given). */
+  severalValues?: { column: string; separator: string };
+}
