@@ -111,6 +111,90 @@ describe('columns judged by their values as well as their names', () => {
     ]);
   });
 
+  it("content detection reads a name only when its words are identifier words or mean the person's own", () => {
+    const header = ['Mail', 'Tel', 'Mobile No', 'Work Contact Email 2', 'Personal Tel', 'Land'];
+    const row = (i: number): string[] => [
+      `a${i}@example.com`,
+      `+1 202-555-01${10 + i}`,
+      `(415) 555-01${10 + i}`,
+      `w${i}@example.org`,
+      `+44 20 7946 01${10 + i}`,
+      'US',
+    ];
+    const m = resolveMapping(header, { countryColumn: 'Land' }, [row(1), row(2), row(3)]);
+    expect(m.columns.map((c) => [c.column, c.type, c.content])).toEqual([
+      ['Mail', 'email', true],
+      ['Tel', 'phone_number', true],
+      ['Mobile No', 'phone_number', true],
+      ['Work Contact Email 2', 'email', true],
+      ['Personal Tel', 'phone_number', true],
+    ]);
+    expect(m.notUsed).toBeUndefined();
+  });
+
+  it("hash: columns whose name may say they are someone else's are not read by content, each with a hint", async () => {
+    const others = [
+      'Account Executive Email',
+      'Partner Email',
+      'Friend Email',
+      'Mother Email',
+      'Recipient Email',
+      'Gift Recipient Phone',
+      'Guardian Phone',
+      'Emergency Phone',
+      'Emergency Contact Phone',
+      'Next of Kin Phone',
+      'Doctor Phone',
+      'Employer Phone',
+      'Reference Phone',
+      'Father Phone',
+      'Parent Email',
+      'Spouse Email',
+    ];
+    const cell = (column: string, i: number): string =>
+      column.endsWith('Email') ? `o${i}@example.net` : `+1 202-555-${String(1000 + i)}`;
+    const lines = [[...others, 'Email', 'Country'].join(',')];
+    for (let i = 0; i < 40; i++) lines.push([...others.map((c) => cell(c, i)), `user${i}@example.com`, 'US'].join(','));
+    const path = join(tmp, 'others.csv');
+    writeFileSync(path, `${lines.join('\n')}\n`);
+    const r = await runCli(['hash', path, '--workers', '0', '--json', '-o', join(tmp, 'others.jsonl')]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).not.toContain('detected by content');
+    const doc = JSON.parse(r.stdout) as {
+      summary: { types: Record<string, { valid: number } | undefined> };
+      mapping: { columns: { column: string }[]; not_used: { column: string; reason: string }[] };
+      hints: string[];
+    };
+    expect(doc.mapping.columns.map((c) => c.column)).toEqual(['Email']);
+    expect(doc.summary.types.email?.valid).toBe(40);
+    expect(doc.summary.types.phone_number?.valid ?? 0).toBe(0);
+    expect(doc.mapping.not_used.map((c) => c.column)).toEqual(others);
+    expect(doc.mapping.not_used.find((c) => c.column === 'Next of Kin Phone')?.reason).toBe(
+      'not read by content: the word "next" in its name may say it is someone else\'s',
+    );
+    expect(doc.hints).toContain(
+      '"Mother Email" was not read as email: not read by content: the word "mother" in its name may say it is someone else\'s; if it holds the person\'s own, --map email="Mother Email"',
+    );
+    expect(doc.hints.filter((h) => h.includes('was not read as'))).toHaveLength(others.length);
+  });
+
+  it('hash: a column named for emails with too few sampled values to read by content says why, with the --map', async () => {
+    const path = join(tmp, 'two-rows.csv');
+    writeFileSync(
+      path,
+      'Email,Contact Email,Country\nava@example.com,ann@example.org,US\nben@example.com,bo@example.org,US\n',
+    );
+    const r = await runCli(['hash', path, '--workers', '0', '-o', join(tmp, 'two-rows.out')]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain(
+      '(ignored "Contact Email": not read by content: 2 values in the first rows, too few to tell)',
+    );
+    expect(r.stderr).toContain(
+      '"Contact Email" was not read as email: not read by content: 2 values in the first rows, too few to tell; if it holds the person\'s own, --map email="Contact Email"',
+    );
+    expect(r.stderr).not.toContain('ann@example.org');
+  });
+
   it('platform account types come only from names naming the platform; generic ids are never sent', () => {
     const header = ['id', 'user_id', 'userId', 'User ID', 'username', 'external_id', 'customer_id', 'Email'];
     const m = resolveMapping(header, {}, [['1', '42', '43', '44', 'jdoe', 'e-1', 'C-1', 'a@example.com']]);

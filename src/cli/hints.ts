@@ -192,8 +192,19 @@ function misfitHints(mapping: ColumnMapping): string[] {
   );
 }
 
+/** Columns of unknown name that may hold emails or phones, not read by content: how to read them. */
+function unreadHints(mapping: ColumnMapping): string[] {
+  return (mapping.notUsed ?? []).flatMap((c) =>
+    c.unread === undefined
+      ? []
+      : [
+          `${columnLabel(c.column, c.index)} was not read as ${c.unread}: ${c.reason}; if it holds the person's own, --map ${c.unread}=${quote(c.column)}`,
+        ],
+  );
+}
+
 function notUsedHints(mapping: ColumnMapping): string[] {
-  return [...misfitHints(mapping), ...idColumnHints(mapping)];
+  return [...misfitHints(mapping), ...unreadHints(mapping), ...idColumnHints(mapping)];
 }
 
 /** Generic id columns whose values look like ids: not sent, and how to send them if they should be. */

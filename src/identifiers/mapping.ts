@@ -3,8 +3,8 @@
  * country), detected by name or given explicitly.
  */
 import { ConfigError, InputError } from '../errors.js';
-import { contentType, listSeparator, looksLikeIds, misfit } from './content.js';
-import { IDENTIFIER_TYPES, normalizeDeviceId, type FieldValue, type IdentifierType } from './normalize.js';
+import { MIN_CONTENT_VALUES, contentType, listSeparator, looksLikeIds, misfit, type ColumnValues } from './content.js';
+import { IDENTIFIER_TYPES, cleanValue, normalizeDeviceId, type FieldValue, type IdentifierType } from './normalize.js';
 
 /**
  * Header names recognized without a `map` entry, compared on their letters and digits only (case,
@@ -144,6 +144,26 @@ const CONTACT_WORDS: ReadonlySet<string> = new Set([
   'tel',
 ]);
 
+/**
+ * Content detection reads a column of unknown name only when its name says nothing of whose the
+ * value is: its words are identifier words (CONTENT_ID_WORDS), words meaning the person's own
+ * (OWN_WORDS), numbering, or it is one word (a header in another language). Any other word
+ * (`Mother Email`, `Emergency Contact Phone`, `Recipient Email`) may name someone else: the column
+ * is left out, with a hint giving the `--map` that reads it.
+ */
+const CONTENT_ID_WORDS: ReadonlyMap<string, 'email' | 'phone_number'> = new Map([
+  ...['email', 'emails', 'e', 'mail', 'mails'].map((w) => [w, 'email'] as const),
+  ...['phone', 'phones', 'tel', 'telephone', 'mobile', 'cell', 'cellphone', 'sms', 'whatsapp'].map(
+    (w) => [w, 'phone_number'] as const,
+  ),
+]);
+const OWN_WORDS: ReadonlySet<string> = new Set([
+  ...['work', 'home', 'primary', 'personal', 'private', 'billing', 'main', 'business', 'contact'],
+  ...['customer', 'client', 'subscriber', 'member', 'user', 'lead', 'person', 'default', 'preferred'],
+  ...['other', 'secondary', 'alternate', 'alt', 'my', 'me', 'your', 'own', 'reach', 'at'],
+  ...['no', 'nr', 'num', 'number', 'address', 'addr'],
+]);
+
 /** Last words of a generic id column (`id`, `user_id`, `User ID`, `external_id`): never used without `map`. */
 const GENERIC_ID_WORDS: ReadonlySet<string> = new Set(['id', 'ids', 'uid', 'guid', 'uuid']);
 /** Whole names of generic account columns (keys as compared). */
@@ -168,9 +188,10 @@ export function nameWords(name: string): string[] {
   return name
     .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
     .normalize('NFKD')
+    .replace(/\p{M}+/gu, '')
     .toLowerCase()
     .split(/[^\p{L}\p{N}]+/u)
-    .filter((w) => w !== '' && !/^\p{M}+$/u.test(w));
+    .filter((w) => w !== '');
 }
 
 export interface MappedColumn {
@@ -202,6 +223,11 @@ export interface NotUsedColumn {
   idLike?: true;
   /** The type its name says, when its values did not fit it (a hint says how to read it anyway). */
   misfit?: IdentifierType;
+  /**
+   * The type a column of unknown name may hold, not read by content: its name has a word that
+   * may name someone else, or its sampled values are too few or unclear (a hint gives the --map).
+   */
+  unread?: 'email' | 'phone_number';
 }
 
 export interface ColumnMapping {
@@ -418,12 +444,49 @@ function detectColumns(
       else out.columns.push({ index, column, type: verdict.type, ...(separator === undefined ? {} : { separator }) });
       return;
     }
-    const found = looksLikeData(column)
-      ? undefined
-      : contentType(values, opts.valueSeparator === undefined ? types : []);
-    if (found !== undefined) out.columns.push({ index, column, content: true, ...found });
+    if (looksLikeData(column)) return;
+    const found = byContent(column, values, opts.valueSeparator === undefined ? types : [], types);
+    if (found !== undefined && 'type' in found) out.columns.push({ index, column, content: true, ...found });
+    else if (found !== undefined) out.notUsed.push({ index, ...found });
   });
   return out;
+}
+
+/** A word of the name other than identifier words, the person's own and numbering (undefined: none). */
+function qualifierWord(column: string): string | undefined {
+  const words = nameWords(column);
+  if (words.length === 1) return undefined;
+  return words.find((w) => !CONTENT_ID_WORDS.has(w) && !OWN_WORDS.has(w) && !/^\d+$/.test(w));
+}
+
+/**
+ * A column of unknown name: read by content (its type and list separator) when its name has no
+ * qualifier word that may name someone else and its values are clearly emails or phones; left out
+ * with the reason when its name or values suggest one of them; undefined otherwise.
+ */
+function byContent(
+  column: string,
+  values: ColumnValues,
+  contentTypes: readonly IdentifierType[],
+  types: readonly IdentifierType[],
+): ReturnType<typeof contentType> | Omit<NotUsedColumn, 'index'> | undefined {
+  if (contentTypes.length === 0) return undefined; // --value-separator: nothing is read by content
+  const found = contentType(values, contentTypes);
+  const named = nameWords(column)
+    .flatMap((w) => CONTENT_ID_WORDS.get(w) ?? [])
+    .find((t) => types.includes(t));
+  const type = found?.type ?? named;
+  if (type === undefined) return undefined;
+  const qualifier = qualifierWord(column);
+  if (qualifier === undefined && found !== undefined) return found;
+  const filled = values.cells.filter((c) => cleanValue(c) !== '').length;
+  const reason =
+    qualifier !== undefined
+      ? `not read by content: the word "${qualifier}" in its name may say it is someone else's`
+      : filled < MIN_CONTENT_VALUES
+        ? `not read by content: ${filled} value${filled === 1 ? '' : 's'} in the first rows, too few to tell`
+        : `not read by content: its values are not clearly ${type === 'email' ? 'email addresses' : 'phone numbers'}`;
+  return { column, reason, unread: type };
 }
 
 /** The country column: the one named by `map` or countryColumn, otherwise detected by name. */
