@@ -303,6 +303,20 @@ describe('audience-kit hash (process)', () => {
     expect(mergeHashSummary(into, from, 4).rejects.email_invalid).toEqual({ count: 4, lines: [4, 5] });
   });
 
+  it('unwraps quoted and parenthesized addresses and rejects unmatched wrappers and bad dots and hyphens', async () => {
+    const input = ['email', "'John@Example.com'", '"""john@example.com"""', '(john@example.com)', '<john@example.com'];
+    input.push('john@example..com', '.john@example.com', 'john@-example.com', '\uFF2A\uFF2F\uFF28\uFF2E@example.com');
+    const out = join(tmp, 'quoted.jsonl');
+    const args = ['hash', '-', '--map', 'email=email', '--format', 'jsonl', '--workers', '0', '--json', '-o', out];
+    const r = await runCli(args, { input: Buffer.from(`${input.join('\n')}\n`) });
+    expect(r.code).toBe(0);
+    const { summary } = JSON.parse(r.stdout) as { summary: { rejects: Record<string, unknown> } };
+    expect(summary.rejects.email_invalid).toEqual({ count: 4, lines: [5, 6, 7, 8] });
+    const john = serializeUser({ email: [hashValue('john@example.com')] });
+    const users = readFileSync(out, 'utf8').trimEnd().split('\n');
+    expect(users).toEqual([john, john, john, '{}', '{}', '{}', '{}', john]);
+  });
+
   it('counts phones with two real readings as phone_ambiguous, with their line and a hint, and hashes the decided ones', async () => {
     const input = [
       'phone,country',

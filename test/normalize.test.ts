@@ -132,6 +132,13 @@ describe('normalizeEmail', () => {
     ['a trailing semicolon', 'john@example.com;'],
     ['a trailing comma', 'john@example.com ,'],
     ['brackets and a trailing separator', '<john@example.com>;'],
+    ['single quotes', "'john@example.com'"],
+    ['double quotes (CSV """john@example.com""")', '"john@example.com"'],
+    ['typographic double quotes', '\u201Cjohn@example.com\u201D'],
+    ['typographic single quotes', '\u2018john@example.com\u2019'],
+    ['parentheses', '(john@example.com)'],
+    ['quotes and a trailing separator', '"john@example.com";'],
+    ['full-width letters (NFKC)', '\uFF2A\uFF2F\uFF28\uFF2E@example.com'],
   ])('cleans %s', (_name, raw) => {
     expect(normalizeEmail(raw)).toEqual(ok('john@example.com'));
   });
@@ -151,6 +158,38 @@ describe('normalizeEmail', () => {
     'mailto:',
   ])('rejects %j (two addresses, or no address)', (raw) => {
     expect(normalizeEmail(raw)).toEqual(no('email_invalid'));
+  });
+  it.each([
+    '<john@example.com',
+    'john@example.com>',
+    '(john@example.com',
+    'john@example.com)',
+    '"john@example.com',
+    "john@example.com'",
+    `"john@example.com'`,
+    'john@example..com',
+    'john..doe@example.com',
+    '.john@example.com',
+    'john.@example.com',
+    'john@-example.com',
+    'john@example-.com',
+    'john@mail.-example.com',
+    'john@example.com.',
+    'john(x)@example.com',
+  ])('rejects %j (an unmatched wrapper, or dots and hyphens RFC 5321 and RFC 1035 forbid)', (raw) => {
+    expect(normalizeEmail(raw)).toEqual(no('email_invalid'));
+  });
+  it.each([
+    ['jane.doe+news@mail.example.co.uk', 'jane.doe+news@mail.example.co.uk'],
+    ["o'brien@example.com", "o'brien@example.com"],
+    ["'o'brien@example.com'", "o'brien@example.com"],
+    ['"john"@example.com', '"john"@example.com'],
+    ['jo_hn-x@my-mail.example.com', 'jo_hn-x@my-mail.example.com'],
+    ['j@b\u00FCcher.de', 'j@b\u00FCcher.de'],
+    ['\u7528\u6237@\u4F8B\u5B50.\u4E2D\u56FD', '\u7528\u6237@\u4F8B\u5B50.\u4E2D\u56FD'],
+    ['user@[192.0.2.1]', 'user@[192.0.2.1]'],
+  ])('still accepts %j', (raw, value) => {
+    expect(normalizeEmail(raw)).toEqual(ok(value));
   });
 });
 

@@ -26,20 +26,32 @@ const REJECTED = Object.fromEntries(REJECT_REASONS.map((r) => [r, Object.freeze(
 
 /**
  * Trims whitespace (String.prototype.trim covers U+FEFF and U+00A0 along with every Unicode space), drops one
- * leading apostrophe and applies NFC. Strings made only of code points below U+0300 are already NFC (no combining marks), so the costly
+ * leading apostrophe (unless the value also ends with one) and applies NFC. Strings made only of code points below U+0300 are already NFC (no combining marks), so the costly
  * `normalize` call is skipped for them: that is almost every CRM value.
  */
 export function cleanValue(raw: string): string {
   let s = raw.trim();
-  // A leading apostrophe is the spreadsheet "keep as text" marker (Shopify writes ids as '7210448301100).
-  if (s.charCodeAt(0) === 0x27) s = s.slice(1).trim();
+  // A leading apostrophe is the spreadsheet "keep as text" marker (Shopify writes ids as '7210448301100);
+  // a value that also ends with one is quoted ('john@example.com'), left whole for its type's rule.
+  if (s.charCodeAt(0) === 0x27 && (s.length < 2 || s.charCodeAt(s.length - 1) !== 0x27)) s = s.slice(1).trim();
   for (let i = 0; i < s.length; i++) {
     if (s.charCodeAt(i) >= 0x300) return s.normalize('NFC');
   }
   return s;
 }
 
-const EMAIL_RE = /^[^\s@]+@[^\s@.][^\s@]*\.[^\s@]*[^\s@.]$/;
+/**
+ * An address (lowercased): a dot-atom local part (RFC 5321 atext, any non-ASCII character as RFC 6531
+ * allows: no leading, trailing or consecutive dot) or a quoted one; then a domain of two or more labels
+ * of letters, digits, `_`, `-` and non-ASCII characters (IDN), a label neither starting nor ending with
+ * `-` (RFC 1035, RFC 5891), or an address literal in brackets.
+ */
+const ATEXT = String.raw`[^\s\x00-\x20"(),.:;<>@[\\\]\x7f]+`;
+const LABEL_END = String.raw`[^\s\x00-\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f]`;
+const LABEL = `${LABEL_END}(?:${String.raw`[^\s\x00-\x2c\x2e\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f]`}*${LABEL_END})?`;
+const EMAIL_RE = new RegExp(
+  `^(?:${ATEXT}(?:\\.${ATEXT})*|"[^\\s"@]+")@(?:${LABEL}(?:\\.${LABEL})+|\\[[^\\s@[\\]]+\\])$`,
+);
 const HANDLE_RE = /^[a-z0-9_]{1,15}$/;
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ANDROID_ID_RE = /^[0-9a-f]{16}$/;
@@ -77,21 +89,43 @@ function formatCharKept(c: string, at: number, s: string): string {
   return joiner && s.charCodeAt(at - 1) >= 0x80 && s.charCodeAt(at + 1) >= 0x80 ? c : '';
 }
 
-/** Whether an email cell holds more than a plain address: non-ASCII, `<…>`, `mailto:` or a trailing `;`/`,`. */
+/** Closing character of each quote or bracket pair an address may be wrapped in (`<…>` is unwrapped with its name). */
+const WRAPPERS: Readonly<Record<string, string>> = {
+  "'": "'",
+  '"': '"',
+  '(': ')',
+  '\u201c': '\u201d',
+  '\u2018': '\u2019',
+};
+
+/** Whether an email cell holds more than a plain address: non-ASCII, quotes, `(…)`, `<…>`, `mailto:` or a trailing `;`/`,`. */
 function needsUnwrap(s: string): boolean {
   const last = s.charCodeAt(s.length - 1);
-  if (last === 0x3b || last === 0x2c || last === 0x3e) return true;
-  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0x80) return true;
-  return s.length > 7 && MAILTO_RE.test(s);
+  if (last === 0x3b || last === 0x2c || last === 0x3e || last === 0x29 || last === 0x27 || last === 0x22) return true;
+  return !isAscii(s) || (s.length > 7 && MAILTO_RE.test(s));
+}
+
+function isAscii(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0x80) return false;
+  return true;
+}
+
+/** A value wrapped in one matching pair of quotes or parentheses, unwrapped. */
+function unquote(v: string): string {
+  const close = v.length > 1 ? WRAPPERS[v.charAt(0)] : undefined;
+  return close !== undefined && v.endsWith(close) ? v.slice(1, -1).trim() : v;
 }
 
 /**
  * The address in an email cell as mail clients and spreadsheets copy it (docs/normalization.md,
- * email clean-up): invisible format characters removed; trailing `;` and `,` removed; `<…>` and
- * `Name <…>` unwrapped (a name holding another address is refused); `mailto:` and its `?query` removed.
+ * email clean-up): invisible format characters removed; NFKC if non-ASCII; trailing `;` and `,` removed;
+ * matching quotes or parentheses unwrapped; `<…>` and `Name <…>` unwrapped (a name holding another
+ * address is refused); `mailto:` and its `?query` removed.
  */
 function unwrapEmail(s: string): string | undefined {
-  let v = s.replace(FORMAT_CHARS_RE, formatCharKept).replace(TRAILING_SEPARATORS_RE, '').trim();
+  let v = s.replace(FORMAT_CHARS_RE, formatCharKept);
+  if (!isAscii(v)) v = v.normalize('NFKC');
+  v = unquote(v.replace(TRAILING_SEPARATORS_RE, '').trim());
   if (v.endsWith('>')) {
     const open = v.lastIndexOf('<');
     if (open === -1) return undefined;
