@@ -301,6 +301,33 @@ describe('phones with their calling code but no + (countryCode)', () => {
     expect(normalizePhone('+39 06 6988 4101')).toEqual(ok('390669884101'));
     expect(normalizePhone('+57 (0) 12')).toEqual(no('phone_invalid'));
   });
+  it('a value with brackets, a label, tel: or full-width digits is read by the same rules as its plain form', () => {
+    const cases: [string, string, string][] = [
+      ['(27) 8311266', '27 8311266', 'ZA'],
+      ['Mobile: 49 4308536829', '49 4308536829', 'DE'],
+      ['\uff15\uff13\uff14\uff18\uff19\uff12\uff13\uff11', '53489231', 'CU'],
+      ['(0055) 64 91428 2813', '0055 64 91428 2813', 'BR'],
+      ['tel:0081344130662', '0081344130662', 'JP'],
+      ['TEL: 0081344130662', '0081344130662', 'JP'],
+      ['\uff10\uff10\uff18\uff11\uff13\uff14\uff14\uff11\uff13\uff10\uff16\uff16\uff12', '0081344130662', 'JP'],
+      ['tel\uff1a0081344130662', '0081344130662', 'JP'],
+      ['(27) 8311266 ext 5', '27 8311266 ext 5', 'ZA'],
+      ['(212) 555-0123 ext. 42', '212 555-0123 ext. 42', 'US'],
+      ['Tel.: +44 20 7946 0958', '+44 20 7946 0958', 'GB'],
+      ['tel:+1-201-555-0123;ext=1234', '+1-201-555-0123', 'US'],
+    ];
+    for (const [value, plain, country] of cases) {
+      const expected = normalizePhone(plain, { country, format: 'e164' });
+      expect(normalizePhone(value, { country, format: 'e164' }), value).toEqual(expected);
+    }
+    expect(normalizePhone('(27) 8311266', { country: 'ZA' })).toEqual(no('phone_ambiguous'));
+    expect(normalizePhone('(0055) 64 91428 2813', { country: 'BR' })).toEqual(ok('5564914282813'));
+    expect(normalizePhone('tel:0081344130662', { country: 'JP' })).toEqual(ok('81344130662'));
+    expect(normalizePhone('(212) 555-0123 ext. 42', { country: 'US' })).toEqual(ok('12125550123'));
+    // A full-width plus is a plus (the library alone read this as a German national number, +49 44…).
+    const fullWidth = '\uff0b\uff14\uff14 \uff12\uff10 \uff17\uff19\uff14\uff16 \uff10\uff19\uff15\uff18';
+    expect(normalizePhone(fullWidth, { country: 'DE' })).toEqual(ok('442079460958'));
+  });
   it('national: always a national number of the row country', () => {
     expect(normalizePhone('447400123456', { country: 'US', countryCode: 'national' })).toEqual(no('phone_invalid'));
     expect(normalizePhone('447400123456', { countryCode: 'national' })).toEqual(no('phone_needs_country'));

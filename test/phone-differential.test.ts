@@ -28,7 +28,8 @@ function mismatches(cases: readonly PhoneCase[]): string[] {
     // `national`: the library's own reading, which the fast path must reproduce exactly.
     const opts = { format: 'digits', countryCode: 'national' } as const;
     const digits = normalizePhone(value, country === undefined ? opts : { country, ...opts });
-    const expectedClean = library(cleanValue(value), country);
+    // Full-width characters are read as their ASCII forms (NFKC): the library takes `＋` for no `+`.
+    const expectedClean = library(cleanValue(value).normalize('NFKC'), country);
     const actualDigits = digits.ok ? digits.value : undefined;
     if (
       actualDigits !== expectedClean?.slice(1) &&

@@ -39,8 +39,39 @@ const MIN_DIGITS_CODE_WITHOUT_COUNTRY = 11;
 const PLAIN_PHONE_RE = /^\+?[0-9 ().\-/]+$/;
 const NON_DIGITS_RE = /[^0-9]/g;
 
+/** A label before the number (`Mobile:`, `Tel.:`, the `tel:` URI scheme), with the spaces after it. */
+const LABEL_RE = /^[A-Za-z][A-Za-z .\-_]*:\s*/;
+const NON_ASCII_RE = /[^\t -~]/;
+/** Separators before the first digit or `+` (`(0055) 64…`, `(27) 831…`). */
+const LEADING_SEPARATORS_RE = /^[ ().\-/]+/;
+
 /** The E.164 number `value` stands for with `country` as the row's country (undefined: none). */
 export function phoneReading(
+  value: string,
+  country: string | undefined,
+  mode: PhoneCountryCode,
+  notes: PhoneNotes,
+): PhoneReading {
+  const first = value.charCodeAt(0);
+  if ((first >= 0x30 && first <= 0x39) || first === 0x2b) return plainReading(value, country, mode, notes);
+  // Not plain: the same rules on the number as the library would extract it from the value.
+  const plain = plainForm(value);
+  const c = plain.charCodeAt(0);
+  if ((c >= 0x30 && c <= 0x39) || c === 0x2b) return plainReading(plain, country, mode, notes);
+  return phoneToE164(value, country);
+}
+
+/**
+ * `value` from its first digit or `+`: full-width digits and signs made ASCII (NFKC), a leading label
+ * or `tel:` and the separators before the number removed. The library skips all of these itself.
+ */
+function plainForm(value: string): string {
+  const ascii = NON_ASCII_RE.test(value) ? value.normalize('NFKC') : value;
+  return ascii.replace(LABEL_RE, '').replace(LEADING_SEPARATORS_RE, '');
+}
+
+/** phoneReading of a value starting with an ASCII digit or `+`. */
+function plainReading(
   value: string,
   country: string | undefined,
   mode: PhoneCountryCode,
