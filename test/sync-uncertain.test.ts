@@ -161,6 +161,39 @@ describe('a damaged snapshot is refused before anything is sent', { timeout: 60_
   });
 });
 
+/** A target synced with A whose sync of B stopped (disk full) after its first batch: a `pending` is left. */
+async function leftPending(): Promise<{ t: SyncSetup; pending: string }> {
+  const t = await setup();
+  expect((await syncOf(t, A, small)).status).toBe('completed');
+  const sent = userPosts(t.sandbox, t.audienceId);
+  stateFs.writeSync = (...args) => {
+    if (userPosts(t.sandbox, t.audienceId) > sent) throw Object.assign(new Error('no space'), { code: 'ENOSPC' });
+    return realWrite(...args);
+  };
+  await syncOf(t, B, small).catch((error: unknown) => error);
+  stateFs.writeSync = realWrite;
+  const pending = join(dirOf(t), 'pending');
+  expect(statSync(pending).size).toBeGreaterThan(24 + 8);
+  return { t, pending };
+}
+
+describe('a damaged write-ahead record is refused before anything is sent', { timeout: 60_000 }, () => {
+  it.each([
+    ['a byte flipped inside its first record', (buf: Buffer) => 24 + 8 + Math.floor(buf.readUInt32BE(24) / 2)],
+    ['a wrong magic number', () => 0],
+  ])('%s (snapshot_corrupt)', async (_, at) => {
+    const { t, pending } = await leftPending();
+    flip(pending, at(readFileSync(pending)));
+    const posts = userPosts(t.sandbox, t.audienceId);
+    await expect(syncOf(t, C, small)).rejects.toMatchObject({ code: 'snapshot_corrupt' });
+    expect(userPosts(t.sandbox, t.audienceId)).toBe(posts);
+    // The documented fix leads to the file.
+    const r = await syncOf(t, C, { ...small, recover: true, maxRemovals: '100%' });
+    expect(r.status).toBe('completed');
+    expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, C));
+  });
+});
+
 describe('recovery', { timeout: 60_000 }, () => {
   it('a deleted index: every user is salvaged from the data file; removals included, the audience equals the file', async () => {
     const { t, dir } = await synced();
