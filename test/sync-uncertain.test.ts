@@ -37,6 +37,19 @@ async function convergesOn(t: SyncSetup, rows = C): Promise<SyncReport> {
   return next;
 }
 
+/** A target synced with A, then a sync of B during which the disk is full once its first batch reached the platform. */
+async function diskFullAfterFirstBatch(): Promise<{ t: SyncSetup; sent: number; b: unknown }> {
+  const t = await setup();
+  expect((await syncOf(t, A, small)).status).toBe('completed');
+  const sent = userPosts(t.sandbox, t.audienceId);
+  stateFs.writeSync = (...args) => {
+    if (userPosts(t.sandbox, t.audienceId) > sent) throw Object.assign(new Error('no space'), { code: 'ENOSPC' });
+    return realWrite(...args);
+  };
+  const b = await syncOf(t, B, small).catch((error: unknown) => error);
+  return { t, sent, b };
+}
+
 describe('sync after a batch whose outcome is unknown', { timeout: 60_000 }, () => {
   it.each([
     ['a Delete', 'mismatch@1+2'],
@@ -71,15 +84,7 @@ describe('sync after a batch whose outcome is unknown', { timeout: 60_000 }, () 
   });
 
   it('a snapshot write that fails after a batch was sent: the next sync of another file converges', async () => {
-    const t = await setup();
-    expect((await syncOf(t, A, small)).status).toBe('completed');
-    const sent = userPosts(t.sandbox, t.audienceId);
-    // Once the first batch of the sync has reached the platform, the disk is full.
-    stateFs.writeSync = (...args) => {
-      if (userPosts(t.sandbox, t.audienceId) > sent) throw Object.assign(new Error('no space'), { code: 'ENOSPC' });
-      return realWrite(...args);
-    };
-    const b = await syncOf(t, B, small).catch((error: unknown) => error);
+    const { t, sent, b } = await diskFullAfterFirstBatch();
     if (b instanceof Error) expect(b).toMatchObject({ code: 'disk_full' });
     else expect((b as SyncReport).status).not.toBe('completed');
     expect(userPosts(t.sandbox, t.audienceId)).toBe(sent + 1);
@@ -163,14 +168,7 @@ describe('a damaged snapshot is refused before anything is sent', { timeout: 60_
 
 /** A target synced with A whose sync of B stopped (disk full) after its first batch: a `pending` is left. */
 async function leftPending(): Promise<{ t: SyncSetup; pending: string }> {
-  const t = await setup();
-  expect((await syncOf(t, A, small)).status).toBe('completed');
-  const sent = userPosts(t.sandbox, t.audienceId);
-  stateFs.writeSync = (...args) => {
-    if (userPosts(t.sandbox, t.audienceId) > sent) throw Object.assign(new Error('no space'), { code: 'ENOSPC' });
-    return realWrite(...args);
-  };
-  await syncOf(t, B, small).catch((error: unknown) => error);
+  const { t } = await diskFullAfterFirstBatch();
   stateFs.writeSync = realWrite;
   const pending = join(dirOf(t), 'pending');
   expect(statSync(pending).size).toBeGreaterThan(24 + 8);
