@@ -220,6 +220,28 @@ describe('recovery', { timeout: 60_000 }, () => {
   });
 });
 
+describe('users a recovery could not read back', { timeout: 60_000 }, () => {
+  it('every later sync ends partial (snapshot_users_unrecovered) until acceptUnrecovered acknowledges them', async () => {
+    const { t, dir } = await synced();
+    truncateSync(dataFile(dir), statSync(dataFile(dir)).size - 1000);
+    const r = await syncOf(t, C, { ...small, recover: true, maxRemovals: '100%' });
+    expect(r.error).toMatchObject({ code: 'snapshot_users_unrecovered' });
+    const lost = /^(\d+) users/.exec(r.error?.message ?? '')?.[1];
+    for (const rows of [C, B]) {
+      const next = await syncOf(t, rows, { ...small, maxRemovals: '100%' });
+      expect(next.status).toBe('partial');
+      expect(next.error).toMatchObject({
+        code: 'snapshot_users_unrecovered',
+        fix: expect.stringMatching(/acceptUnrecovered/),
+      });
+      expect(next.error?.message).toMatch(new RegExp(`^${lost} users`));
+    }
+    const accepted = await syncOf(t, C, { ...small, maxRemovals: '100%', acceptUnrecovered: true });
+    expect(accepted.status).toBe('completed');
+    expect((await syncOf(t, C, small)).status).toBe('completed');
+  });
+});
+
 describe('retention', () => {
   it("a removed user's digests leave the snapshot's files within the sync that removed it", async () => {
     const t = await setup();
