@@ -110,6 +110,19 @@ function flip(path: string, at: number): void {
 
 const dataFile = (dir: string): string => join(dir, readdirSync(dir).find((f) => f.startsWith('data.')) ?? 'data.0');
 
+/** A target synced with A then B whose snapshot was replaced by the copy taken after A. */
+async function rolledBack(): Promise<{ t: SyncSetup; dir: string; posts: number }> {
+  const t = await setup();
+  expect((await syncOf(t, A, small)).status).toBe('completed');
+  const dir = dirOf(t);
+  cpSync(dir, `${dir}.old`, { recursive: true });
+  expect((await syncOf(t, B, small)).status).toBe('completed');
+  const posts = userPosts(t.sandbox, t.audienceId);
+  rmSync(dir, { recursive: true });
+  cpSync(`${dir}.old`, dir, { recursive: true });
+  return { t, dir, posts };
+}
+
 describe('a damaged snapshot is refused before anything is sent', { timeout: 60_000 }, () => {
   it.each([
     ['the index header', 'snapshot_corrupt', (dir: string) => flip(join(dir, 'index'), 60)],
@@ -142,14 +155,7 @@ describe('a damaged snapshot is refused before anything is sent', { timeout: 60_
   });
 
   it('an older copy restored (rollback) and another target copied in are refused', async () => {
-    const t = await setup();
-    expect((await syncOf(t, A, small)).status).toBe('completed');
-    const dir = dirOf(t);
-    cpSync(dir, `${dir}.old`, { recursive: true });
-    expect((await syncOf(t, B, small)).status).toBe('completed');
-    const posts = userPosts(t.sandbox, t.audienceId);
-    rmSync(dir, { recursive: true });
-    cpSync(`${dir}.old`, dir, { recursive: true });
+    const { t, dir, posts } = await rolledBack();
     await expect(syncOf(t, C, small)).rejects.toMatchObject({ code: 'snapshot_rolled_back' });
 
     const other = t.sandbox.state.createCustomAudience(t.sandbox.accounts.primary, 'other').id;
@@ -239,6 +245,17 @@ describe('users a recovery could not read back', { timeout: 60_000 }, () => {
     const accepted = await syncOf(t, C, { ...small, maxRemovals: '100%', acceptUnrecovered: true });
     expect(accepted.status).toBe('completed');
     expect((await syncOf(t, C, small)).status).toBe('completed');
+  });
+});
+
+describe('recovery of an older copy restored (rollback)', { timeout: 60_000 }, () => {
+  it('cannot prove it has every user: partial with snapshot_users_unrecovered, not completed', async () => {
+    const { t } = await rolledBack();
+    const r = await syncOf(t, C, { ...small, recover: true, maxRemovals: '100%' });
+    expect(r.status).toBe('partial');
+    expect(r.error).toMatchObject({ code: 'snapshot_users_unrecovered' });
+    expect(r.error?.message).toMatch(/^at least 28 users/);
+    expect((await syncOf(t, C, small)).status).toBe('partial');
   });
 });
 

@@ -69,7 +69,7 @@ export function recoverSnapshot(
     exact: lost !== undefined,
   };
   // Recorded before the rebuilt index replaces the old one: every later sync reports them.
-  addUnrecovered(dir, recovery.lost, recovery.exact);
+  if (recovery.lost > 0) addUnrecovered(dir, recovery.lost, recovery.exact);
   writeRecovered(dir, gen, target, salvaged, o.now ?? Date.now);
   return recovery;
 }

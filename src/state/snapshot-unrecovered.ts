@@ -17,7 +17,7 @@ const Marker = z.object({
   format: z.literal(MARKER_FORMAT),
   /** Users not recovered, over every recovery since the last acknowledgement. */
   users: z.number().int().nonnegative(),
-  /** False when `users` is a lower bound. */
+  /** False when `users` is a lower bound (0: an unknown number). */
   exact: z.boolean(),
 });
 export type UnrecoveredUsers = z.infer<typeof Marker>;
@@ -45,9 +45,9 @@ export function readUnrecovered(dir: string): UnrecoveredUsers | undefined {
   return parsed.data;
 }
 
-/** Add `lost` users to the marker (written, fsynced and renamed into place). */
+/** Add `lost` users (0 and not exact: an unknown number) to the marker (written, fsynced, renamed into place). */
 export function addUnrecovered(dir: string, lost: number, exact: boolean): void {
-  if (lost === 0) return;
+  if (lost === 0 && exact) return;
   const before = readUnrecovered(dir);
   const marker: UnrecoveredUsers = {
     format: MARKER_FORMAT,

@@ -27,7 +27,7 @@ import { ensureDir } from '../state/fs.js';
 import { acquireFileLock } from '../state/lock.js';
 import { Snapshot, SnapshotError } from '../state/snapshot.js';
 import { recoverSnapshot, type SnapshotRecovery } from '../state/snapshot-recover.js';
-import { clearUnrecovered, readUnrecovered } from '../state/snapshot-unrecovered.js';
+import { addUnrecovered, clearUnrecovered, readUnrecovered } from '../state/snapshot-unrecovered.js';
 import { VERSION } from '../version.js';
 import { readInput, type ReadResult } from './input.js';
 import { resolveSendOptions } from './options.js';
@@ -168,6 +168,9 @@ export async function syncAudience(o: SyncAudienceOptions): Promise<SyncReport> 
         : undefined;
     // A recovered snapshot is new: the audit log's last record is of the one it replaces.
     const snapshot = Snapshot.open(dir, { target, now: settings.now, recorded: recovery ? undefined : recorded });
+    // Not the membership the audit log last recorded (an older copy restored): users may be missing.
+    if (recovery?.lost === 0 && recorded !== undefined && recorded.digest !== snapshot.digest)
+      addUnrecovered(dir, Math.abs(recorded.users - snapshot.count), false);
     try {
       return await syncWith(o, settings, snapshot, input, recovery);
     } finally {
@@ -182,7 +185,11 @@ export async function syncAudience(o: SyncAudienceOptions): Promise<SyncReport> 
 function unrecovered(report: SyncReport, dir: string, recovery: SnapshotRecovery | undefined): SyncReport {
   const marker = readUnrecovered(dir);
   if (marker === undefined) return report;
-  const howMany = marker.exact ? `${marker.users}` : `at least ${marker.users}`;
+  const howMany = marker.exact
+    ? `${marker.users}`
+    : marker.users === 0
+      ? 'an unknown number of'
+      : `at least ${marker.users}`;
   const salvaged = recovery === undefined ? '' : ` (${recovery.salvaged} users recovered)`;
   report.error ??= new SnapshotError(
     'snapshot_users_unrecovered',
