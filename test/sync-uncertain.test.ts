@@ -37,6 +37,19 @@ async function convergesOn(t: SyncSetup, rows = C): Promise<SyncReport> {
   return next;
 }
 
+/** A target synced with A, then a sync of B during which the disk is full once its first batch reached the platform. */
+async function diskFullAfterFirstBatch(): Promise<{ t: SyncSetup; sent: number; b: unknown }> {
+  const t = await setup();
+  expect((await syncOf(t, A, small)).status).toBe('completed');
+  const sent = userPosts(t.sandbox, t.audienceId);
+  stateFs.writeSync = (...args) => {
+    if (userPosts(t.sandbox, t.audienceId) > sent) throw Object.assign(new Error('no space'), { code: 'ENOSPC' });
+    return realWrite(...args);
+  };
+  const b = await syncOf(t, B, small).catch((error: unknown) => error);
+  return { t, sent, b };
+}
+
 describe('sync after a batch whose outcome is unknown', { timeout: 60_000 }, () => {
   it.each([
     ['a Delete', 'mismatch@1+2'],
@@ -71,15 +84,7 @@ describe('sync after a batch whose outcome is unknown', { timeout: 60_000 }, () 
   });
 
   it('a snapshot write that fails after a batch was sent: the next sync of another file converges', async () => {
-    const t = await setup();
-    expect((await syncOf(t, A, small)).status).toBe('completed');
-    const sent = userPosts(t.sandbox, t.audienceId);
-    // Once the first batch of the sync has reached the platform, the disk is full.
-    stateFs.writeSync = (...args) => {
-      if (userPosts(t.sandbox, t.audienceId) > sent) throw Object.assign(new Error('no space'), { code: 'ENOSPC' });
-      return realWrite(...args);
-    };
-    const b = await syncOf(t, B, small).catch((error: unknown) => error);
+    const { t, sent, b } = await diskFullAfterFirstBatch();
     if (b instanceof Error) expect(b).toMatchObject({ code: 'disk_full' });
     else expect((b as SyncReport).status).not.toBe('completed');
     expect(userPosts(t.sandbox, t.audienceId)).toBe(sent + 1);
@@ -104,6 +109,19 @@ function flip(path: string, at: number): void {
 }
 
 const dataFile = (dir: string): string => join(dir, readdirSync(dir).find((f) => f.startsWith('data.')) ?? 'data.0');
+
+/** A target synced with A then B whose snapshot was replaced by the copy taken after A. */
+async function rolledBack(): Promise<{ t: SyncSetup; dir: string; posts: number }> {
+  const t = await setup();
+  expect((await syncOf(t, A, small)).status).toBe('completed');
+  const dir = dirOf(t);
+  cpSync(dir, `${dir}.old`, { recursive: true });
+  expect((await syncOf(t, B, small)).status).toBe('completed');
+  const posts = userPosts(t.sandbox, t.audienceId);
+  rmSync(dir, { recursive: true });
+  cpSync(`${dir}.old`, dir, { recursive: true });
+  return { t, dir, posts };
+}
 
 describe('a damaged snapshot is refused before anything is sent', { timeout: 60_000 }, () => {
   it.each([
@@ -137,14 +155,7 @@ describe('a damaged snapshot is refused before anything is sent', { timeout: 60_
   });
 
   it('an older copy restored (rollback) and another target copied in are refused', async () => {
-    const t = await setup();
-    expect((await syncOf(t, A, small)).status).toBe('completed');
-    const dir = dirOf(t);
-    cpSync(dir, `${dir}.old`, { recursive: true });
-    expect((await syncOf(t, B, small)).status).toBe('completed');
-    const posts = userPosts(t.sandbox, t.audienceId);
-    rmSync(dir, { recursive: true });
-    cpSync(`${dir}.old`, dir, { recursive: true });
+    const { t, dir, posts } = await rolledBack();
     await expect(syncOf(t, C, small)).rejects.toMatchObject({ code: 'snapshot_rolled_back' });
 
     const other = t.sandbox.state.createCustomAudience(t.sandbox.accounts.primary, 'other').id;
@@ -158,6 +169,32 @@ describe('a damaged snapshot is refused before anything is sent', { timeout: 60_
       code: 'snapshot_wrong_target',
     });
     expect(userPosts(t.sandbox, t.audienceId)).toBe(posts);
+  });
+});
+
+/** A target synced with A whose sync of B stopped (disk full) after its first batch: a `pending` is left. */
+async function leftPending(): Promise<{ t: SyncSetup; pending: string }> {
+  const { t } = await diskFullAfterFirstBatch();
+  stateFs.writeSync = realWrite;
+  const pending = join(dirOf(t), 'pending');
+  expect(statSync(pending).size).toBeGreaterThan(24 + 8);
+  return { t, pending };
+}
+
+describe('a damaged write-ahead record is refused before anything is sent', { timeout: 60_000 }, () => {
+  it.each([
+    ['a byte flipped inside its first record', (buf: Buffer) => 24 + 8 + Math.floor(buf.readUInt32BE(24) / 2)],
+    ['a wrong magic number', () => 0],
+  ])('%s (snapshot_corrupt)', async (_, at) => {
+    const { t, pending } = await leftPending();
+    flip(pending, at(readFileSync(pending)));
+    const posts = userPosts(t.sandbox, t.audienceId);
+    await expect(syncOf(t, C, small)).rejects.toMatchObject({ code: 'snapshot_corrupt' });
+    expect(userPosts(t.sandbox, t.audienceId)).toBe(posts);
+    // The documented fix leads to the file.
+    const r = await syncOf(t, C, { ...small, recover: true, maxRemovals: '100%' });
+    expect(r.status).toBe('completed');
+    expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, C));
   });
 });
 
@@ -186,6 +223,39 @@ describe('recovery', { timeout: 60_000 }, () => {
     const have = members(t.sandbox, t.audienceId);
     expect(want.every((k) => have.includes(k))).toBe(true);
     expect(have.length - want.length).toBeLessThanOrEqual(lost);
+  });
+});
+
+describe('users a recovery could not read back', { timeout: 60_000 }, () => {
+  it('every later sync ends partial (snapshot_users_unrecovered) until acceptUnrecovered acknowledges them', async () => {
+    const { t, dir } = await synced();
+    truncateSync(dataFile(dir), statSync(dataFile(dir)).size - 1000);
+    const r = await syncOf(t, C, { ...small, recover: true, maxRemovals: '100%' });
+    expect(r.error).toMatchObject({ code: 'snapshot_users_unrecovered' });
+    const lost = /^(\d+) users/.exec(r.error?.message ?? '')?.[1];
+    for (const rows of [C, B]) {
+      const next = await syncOf(t, rows, { ...small, maxRemovals: '100%' });
+      expect(next.status).toBe('partial');
+      expect(next.error).toMatchObject({
+        code: 'snapshot_users_unrecovered',
+        fix: expect.stringMatching(/acceptUnrecovered/),
+      });
+      expect(next.error?.message).toMatch(new RegExp(`^${lost} users`));
+    }
+    const accepted = await syncOf(t, C, { ...small, maxRemovals: '100%', acceptUnrecovered: true });
+    expect(accepted.status).toBe('completed');
+    expect((await syncOf(t, C, small)).status).toBe('completed');
+  });
+});
+
+describe('recovery of an older copy restored (rollback)', { timeout: 60_000 }, () => {
+  it('cannot prove it has every user: partial with snapshot_users_unrecovered, not completed', async () => {
+    const { t } = await rolledBack();
+    const r = await syncOf(t, C, { ...small, recover: true, maxRemovals: '100%' });
+    expect(r.status).toBe('partial');
+    expect(r.error).toMatchObject({ code: 'snapshot_users_unrecovered' });
+    expect(r.error?.message).toMatch(/^at least 28 users/);
+    expect((await syncOf(t, C, small)).status).toBe('partial');
   });
 });
 

@@ -37,6 +37,7 @@ const FLAG_NAMES: ReadonlyArray<readonly [RegExp, string]> = [
   [/\ballowEmpty: true\b/g, '--allow-empty'],
   [/\bfull: true\b/g, '--full'],
   [/\brecover: true\b/g, '--recover'],
+  [/\bacceptUnrecovered: true\b/g, '--accept-unrecovered'],
   [/\bdryRun\b/g, '--dry-run'],
   [/\bconcurrency\b/g, '--concurrency'],
   [/\beffectiveAt\b/g, '--effective-at'],

@@ -28,6 +28,7 @@ import {
   type SnapshotTarget,
 } from './snapshot-format.js';
 import { sortKeyOrder } from './snapshot-index.js';
+import { addUnrecovered } from './snapshot-unrecovered.js';
 import { EMPTY_SNAPSHOT_DIGEST, fsyncPath } from './snapshot.js';
 
 export interface SnapshotRecovery {
@@ -62,12 +63,15 @@ export function recoverSnapshot(
   const named = salvageFromIndex(dir, target, salvaged);
   const lost = named === undefined ? undefined : named.filter((k) => !salvaged.has(k)).length;
   const gen = Math.max(-1, ...gens) + 1;
-  writeRecovered(dir, gen, target, salvaged, o.now ?? Date.now);
-  return {
+  const recovery = {
     salvaged: salvaged.size,
     lost: lost ?? Math.max(0, (o.recordedUsers ?? 0) - salvaged.size),
     exact: lost !== undefined,
   };
+  // Recorded before the rebuilt index replaces the old one: every later sync reports them.
+  if (recovery.lost > 0) addUnrecovered(dir, recovery.lost, recovery.exact);
+  writeRecovered(dir, gen, target, salvaged, o.now ?? Date.now);
+  return recovery;
 }
 
 /** Every readable frame of a data file of this target (a damaged stretch is stepped over byte by byte). */

@@ -322,7 +322,7 @@ export class Snapshot {
     this.pendingSize += record.length;
   }
 
-  /** The changes in `pending`, when it applies to the current index (a torn last record is dropped). */
+  /** The changes in `pending`, when it applies to the current index (only a torn final record is dropped). */
   private readPending(): PendingChanges | undefined {
     const path = join(this.dir, 'pending');
     if (!existsSync(path)) return undefined;
@@ -331,16 +331,20 @@ export class Snapshot {
       const size = statSync(path).size;
       const head = Buffer.alloc(PENDING_HEADER_BYTES);
       readSync(fd, head, 0, PENDING_HEADER_BYTES, 0);
-      if (size < PENDING_HEADER_BYTES || head.toString('latin1', 0, 8) !== PENDING_MAGIC) return undefined;
+      // A header torn by a kill before its fsync holds no record yet; a whole one must be ours.
+      if (size < PENDING_HEADER_BYTES) return undefined;
+      if (head.toString('latin1', 0, 8) !== PENDING_MAGIC) throw corrupt('the pending log has a wrong magic number');
       if (head.readUInt32BE(20) !== SNAPSHOT_FORMAT) throw formatError('pending log', head.readUInt32BE(20));
       // Committed before it was removed (its index was already replaced).
       if (head.readDoubleBE(8) !== (this.header?.seq ?? 0) || head.readUInt32BE(16) !== this.gen) return undefined;
       const changes: PendingChanges = { upserts: new Changes(), deletes: new Changes(), uncertain: new Changes() };
+      // Only a torn final record (a short tail) is dropped: any other damage is refused.
       for (let pos = PENDING_HEADER_BYTES; pos + 8 <= size;) {
         const len = readAt(fd, pos, 8).readUInt32BE(0);
         if (pos + 8 + len > size) break;
         const payload = readAt(fd, pos + 8, len);
-        if (crc32(payload) !== readAt(fd, pos + 4, 4).readUInt32BE(0)) break;
+        if (crc32(payload) !== readAt(fd, pos + 4, 4).readUInt32BE(0))
+          throw corrupt('a record of the pending log fails its checksum');
         parsePendingRecord(payload, changes);
         pos += 8 + len;
       }

@@ -27,6 +27,7 @@ import { ensureDir } from '../state/fs.js';
 import { acquireFileLock } from '../state/lock.js';
 import { Snapshot, SnapshotError } from '../state/snapshot.js';
 import { recoverSnapshot, type SnapshotRecovery } from '../state/snapshot-recover.js';
+import { addUnrecovered, clearUnrecovered, readUnrecovered } from '../state/snapshot-unrecovered.js';
 import { VERSION } from '../version.js';
 import { readInput, type ReadResult } from './input.js';
 import { resolveSendOptions } from './options.js';
@@ -92,6 +93,11 @@ export interface SyncAudienceOptions extends SendOptions {
    * are counted and the sync does not end `completed`.
    */
   recover?: boolean;
+  /**
+   * Acknowledge the users earlier recoveries could not read back (they may stay on the platform
+   * until their membership expires): later syncs no longer end `partial` for them.
+   */
+  acceptUnrecovered?: boolean;
   /** The audit log refused the end record (disk full): called instead of throwing, so the report comes back. */
   onAuditError?: (error: unknown) => void;
   /** `planned` once the plan is known and accepted, then `removing` and `updating` as they start. */
@@ -155,12 +161,16 @@ export async function syncAudience(o: SyncAudienceOptions): Promise<SyncReport> 
   const release = await lockTarget(dir);
   try {
     const recorded = o.auditLog === undefined ? undefined : lastRecordedSnapshot(o.auditLog, target);
+    if (o.acceptUnrecovered === true && !settings.dryRun) clearUnrecovered(dir);
     const recovery =
       o.recover === true
         ? recoverSnapshot(dir, { target, now: settings.now, recordedUsers: recorded?.users })
         : undefined;
     // A recovered snapshot is new: the audit log's last record is of the one it replaces.
     const snapshot = Snapshot.open(dir, { target, now: settings.now, recorded: recovery ? undefined : recorded });
+    // Not the membership the audit log last recorded (an older copy restored): users may be missing.
+    if (recovery?.lost === 0 && recorded !== undefined && recorded.digest !== snapshot.digest)
+      addUnrecovered(dir, Math.abs(recorded.users - snapshot.count), false);
     try {
       return await syncWith(o, settings, snapshot, input, recovery);
     } finally {
@@ -172,14 +182,20 @@ export async function syncAudience(o: SyncAudienceOptions): Promise<SyncReport> 
 }
 
 /** Users a recovery could not read back stay on the platform: the sync says so and is not `completed`. */
-function unrecovered(report: SyncReport, recovery: SnapshotRecovery | undefined): SyncReport {
-  if (recovery === undefined || recovery.lost === 0) return report;
-  const howMany = recovery.exact ? `${recovery.lost}` : `at least ${recovery.lost}`;
+function unrecovered(report: SyncReport, dir: string, recovery: SnapshotRecovery | undefined): SyncReport {
+  const marker = readUnrecovered(dir);
+  if (marker === undefined) return report;
+  const howMany = marker.exact
+    ? `${marker.users}`
+    : marker.users === 0
+      ? 'an unknown number of'
+      : `at least ${marker.users}`;
+  const salvaged = recovery === undefined ? '' : ` (${recovery.salvaged} users recovered)`;
   report.error ??= new SnapshotError(
     'snapshot_users_unrecovered',
-    `${howMany} users of the damaged sync snapshot could not be recovered: they were not removed if the file no longer holds them (${recovery.salvaged} users recovered)`,
+    `${howMany} users of a damaged sync snapshot could not be recovered: they were not removed if the file no longer holds them${salvaged}`,
     {
-      fix: 'to remove them now, create a new audience, sync the input to it (with a new stateDir), move the campaigns to it and delete this one; otherwise they leave the audience when their membership expires, 13 months after their last upload',
+      fix: 'to remove them now, create a new audience, sync the input to it (with a new stateDir), move the campaigns to it and delete this one; otherwise they leave the audience when their membership expires, 13 months after their last upload; then acknowledge them with acceptUnrecovered: true',
     },
   );
   if (report.status === 'completed') report.status = 'partial';
@@ -247,7 +263,7 @@ async function syncWith(
     o.onPhase?.('planned', plan.counts);
     return await audited(o, plan, input, snapshot, async () => {
       const sent = await send(o, s, plan, snapshot);
-      return { report: unrecovered(finish(sent), recovery), sent };
+      return { report: unrecovered(finish(sent), snapshot.dir, recovery), sent };
     });
   } finally {
     spool.remove();

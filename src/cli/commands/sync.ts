@@ -65,6 +65,7 @@ interface SyncArgs extends UploadArgs {
   full?: boolean;
   'refresh-after'?: number;
   recover?: boolean;
+  'accept-unrecovered'?: boolean;
 }
 
 /** `--sandbox` starts a sandbox per command: a fixed seed gives the same ids, hence the same snapshot. */
@@ -98,6 +99,11 @@ const SYNC_OPTIONS: Record<string, Options> = {
     type: 'boolean',
     describe:
       'Rebuild a damaged snapshot from what can be read, then remove its users the file lacks and update the rest',
+  },
+  'accept-unrecovered': {
+    type: 'boolean',
+    describe:
+      'Acknowledge the users a recovery could not read back (they stay until their membership expires): later syncs no longer end partial for them',
   },
   'refresh-after': {
     type: 'number',
@@ -197,6 +203,7 @@ async function syncFile(ctx: CliContext, args: SyncArgs, stateDir: string): Prom
       auditLog,
       full: args.full === true,
       recover: args.recover === true,
+      acceptUnrecovered: args['accept-unrecovered'] === true,
       ...(args['refresh-after'] === undefined ? {} : { refreshAfterDays: args['refresh-after'] }),
       maxRemovals: 'users' in maxRemovals ? maxRemovals.users : `${maxRemovals.percent}%`,
       allowEmpty: args['allow-empty'] === true,
