@@ -301,6 +301,14 @@ describe('phones with their calling code but no + (countryCode)', () => {
     expect(normalizePhone('+39 06 6988 4101')).toEqual(ok('390669884101'));
     expect(normalizePhone('+57 (0) 12')).toEqual(no('phone_invalid'));
   });
+  it('an extension does not count towards reading a calling code without + when the row has no country', () => {
+    // 10 digits of a US number and an extension: not 13 digits of +20 (Egypt).
+    for (const v of ['201 555 0128 x819', '(201) 555-0128 x819', '201-555-0128 ext. 819', '201 555 0128 #819']) {
+      expect(normalizePhone(v)).toEqual(no('phone_needs_country'));
+      expect(normalizePhone(v, { country: 'US' })).toEqual(ok('12015550128'));
+    }
+    expect(normalizePhone('44 20 7946 0958')).toEqual(ok('442079460958'));
+  });
   it('a value with brackets, a label, tel: or full-width digits is read by the same rules as its plain form', () => {
     const cases: [string, string, string][] = [
       ['(27) 8311266', '27 8311266', 'ZA'],

@@ -38,6 +38,7 @@ const MIN_DIGITS_CODE_WITHOUT_COUNTRY = 11;
 /** A value of digits, the usual separators and at most one leading `+`: the shapes the rules below rewrite. */
 const PLAIN_PHONE_RE = /^\+?[0-9 ().\-/]+$/;
 const NON_DIGITS_RE = /[^0-9]/g;
+const NUMBER_SEPARATORS = ' ().-/+';
 
 /** A label before the number (`Mobile:`, `Tel.:`, the `tel:` URI scheme), with the spaces after it. */
 const LABEL_RE = /^[A-Za-z][A-Za-z .\-_]*:\s*/;
@@ -185,11 +186,13 @@ function startsWithDigits(value: string, prefix: string): boolean {
   return p === prefix.length;
 }
 
+/** The digits of the number itself: counting stops at an extension (`x819`, `ext. 5`, `#12`, `;ext=`). */
 function countDigits(value: string): number {
   let n = 0;
   for (let i = 0; i < value.length; i++) {
     const c = value.charCodeAt(i);
     if (c >= 0x30 && c <= 0x39) n++;
+    else if (!NUMBER_SEPARATORS.includes(value[i] ?? '')) break;
   }
   return n;
 }
