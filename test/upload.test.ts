@@ -3,13 +3,13 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createClient, type AdsClient } from '../src/api/index.js';
 import { AuthError, ConfigError } from '../src/errors.js';
 import { hashRecords, type RawRecord } from '../src/hashing/pipeline.js';
 import { findJournal, RunJournal, type JournalKey } from '../src/state/journal.js';
 import { serializeUser, writeUserFingerprint, type AudienceUser } from '../src/identifiers/normalize.js';
-import { startSandbox, type Sandbox, type SandboxOptions } from '../src/sandbox/index.js';
+import type { Sandbox, SandboxOptions } from '../src/sandbox/index.js';
 import { sleep } from '../src/util/clock.js';
 import {
   formatUploadProgress,
@@ -19,33 +19,17 @@ import {
   uploadAudience,
   type UploadProgress,
 } from '../src/upload/index.js';
+import { openSandboxClient } from './helpers/sandbox-client.js';
 import { tempDir } from './helpers/temp.js';
 
 const USERS_PATH = /\/users$/;
 const instantClock = { now: () => Date.now(), sleep: async () => {} };
 
-let open: { sandbox: Sandbox; client: AdsClient }[] = [];
-afterEach(async () => {
-  for (const o of open) {
-    await o.client.close();
-    await o.sandbox.close();
-  }
-  open = [];
-});
-
 async function setup(
   opts: SandboxOptions = {},
   maxAttempts = 4,
 ): Promise<{ sandbox: Sandbox; client: AdsClient; audienceId: string; dnrId: string }> {
-  const sandbox = await startSandbox({ seed: 7, ...opts });
-  const client = createClient({
-    adsBaseUrl: sandbox.adsBaseUrl,
-    credentials: sandbox.credentials,
-    clock: instantClock,
-    retry: { baseMs: 1, maxMs: 2 },
-    maxAttempts,
-  });
-  open.push({ sandbox, client });
+  const { sandbox, client } = await openSandboxClient({ seed: 7, ...opts }, { clock: instantClock, maxAttempts });
   const audienceId = sandbox.state.createCustomAudience(sandbox.accounts.primary, 'test').id;
   const dnrId = sandbox.state.createDoNotReachList(sandbox.accounts.primary, 'dnr').id;
   return { sandbox, client, audienceId, dnrId };

@@ -1,32 +1,15 @@
 /** The sync tests' sandbox, client, customers and the membership they compare. */
 import { join } from 'node:path';
-import { afterEach, expect } from 'vitest';
-import { createClient, type AdsClient, type ClientOptions } from '../../src/api/index.js';
+import { expect } from 'vitest';
+import type { ClientOptions } from '../../src/api/index.js';
 import type { RawRecord } from '../../src/hashing/pipeline.js';
-import { startSandbox, type Sandbox, type SandboxOptions } from '../../src/sandbox/index.js';
+import type { Sandbox, SandboxOptions } from '../../src/sandbox/index.js';
 import { syncAudience, uploadAudience, type SyncAudienceOptions } from '../../src/upload/index.js';
+import { openSandboxClient } from './sandbox-client.js';
 import { tempDir } from './temp.js';
 
-let open: { sandbox: Sandbox; client: AdsClient }[] = [];
-afterEach(async () => {
-  for (const o of open) {
-    await o.client.close();
-    await o.sandbox.close();
-  }
-  open = [];
-});
-
 export async function setup(opts: SandboxOptions = {}, clientOptions: Partial<ClientOptions> = {}) {
-  const sandbox = await startSandbox({ seed: 11, ...opts });
-  const client = createClient({
-    adsBaseUrl: sandbox.adsBaseUrl,
-    credentials: sandbox.credentials,
-    clock: { now: () => Date.now(), sleep: async () => {} },
-    retry: { baseMs: 1, maxMs: 2 },
-    maxAttempts: 6,
-    ...clientOptions,
-  });
-  open.push({ sandbox, client });
+  const { sandbox, client } = await openSandboxClient({ seed: 11, ...opts }, { maxAttempts: 6, ...clientOptions });
   const audienceId = sandbox.state.createCustomAudience(sandbox.accounts.primary, 'sync').id;
   return { sandbox, client, audienceId, stateDir: tempDir('ak-sync-') };
 }
