@@ -340,10 +340,10 @@ describe('audience-kit hash (process)', () => {
     ]);
     expect(r.stderr).toMatch(/phone_ambiguous\s+1\s+line 2\b/);
     expect(r.stderr).toContain(
-      'mostly phone_ambiguous: they are valid both as national numbers and as starting with their country code without +, so they were not hashed; fix: write them with + and the country code',
+      'mostly phone_ambiguous: they are valid read two ways (as national numbers or as starting with their country code without +, or with or without a leading 0 or (0) that may be a trunk prefix), so they were not hashed; fix: write them with + and the country code, without (0)',
     );
     expect(r.stderr).toContain(
-      "hint: 1 phone number was valid both as national numbers and with the country code, decided by the country's number ranges",
+      "hint: 1 phone number was valid read two ways (with or without the country code, or a leading 0 that may be a trunk prefix), decided by the country's number ranges",
     );
     expect(r.stderr).not.toContain('--phone-country-code national reads');
   });
@@ -359,17 +359,17 @@ describe('audience-kit hash (process)', () => {
     };
     expect(hints(0)).toEqual(['3 phone numbers were read as starting with their country code without +']);
     expect(hints(1)[0]).toContain(
-      "; 1 number was valid both as national numbers and with the country code, decided by the country's number ranges",
+      "; 1 number was valid read two ways (with or without the country code, or a leading 0 that may be a trunk prefix), decided by the country's number ranges",
     );
-    expect(hints(2)[0]).toContain('; 2 numbers were valid both');
+    expect(hints(2)[0]).toContain('; 2 numbers were valid read two ways');
     // Never the national mode as the fix of a mixed export: it breaks the numbers written with their code.
     expect(hints(2).join('\n')).not.toContain('--phone-country-code national reads');
     const ambiguous = hints(0, 2)[1];
     expect(ambiguous).toMatch(
-      /^2 phone numbers are valid both as national numbers and as starting with their country code/,
+      /^2 phone numbers are valid read two ways \(as national numbers or as starting with their country code/,
     );
     expect(ambiguous).toContain('fix: write them with + and the country code');
-    expect(hints(0, 1)[1]).toMatch(/^1 phone number is valid both/);
+    expect(hints(0, 1)[1]).toMatch(/^1 phone number is valid read two ways/);
   });
 
   it('documents every option and the exit codes in --help', async () => {
