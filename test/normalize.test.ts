@@ -301,6 +301,38 @@ describe('phones with their calling code but no + (countryCode)', () => {
     expect(normalizePhone('+39 06 6988 4101')).toEqual(ok('390669884101'));
     expect(normalizePhone('+57 (0) 12')).toEqual(no('phone_invalid'));
   });
+  it('a leading 0 that may be a trunk prefix or the first digit of the number: the number ranges decide, or phone_ambiguous', () => {
+    // Gabon formats its old 7-digit numbers with a 0 (`0$1`) and its 8-digit ones start with 0:
+    // `02 41 42 05` is +241 2414205 or +241 02414205, both assigned.
+    for (const countryCode of ['auto', 'national'] as const) {
+      expect(normalizePhone('02 41 42 05', { country: 'GA', countryCode })).toEqual(no('phone_ambiguous'));
+      expect(normalizePhone('06318285', { country: 'Gabon', countryCode })).toEqual(no('phone_ambiguous'));
+    }
+    expect(normalizePhone('+241 02 41 42 05')).toEqual(ok('24102414205'));
+    expect(normalizePhone('+241 241 42 05', { country: 'GA' })).toEqual(ok('2412414205'));
+    // A written (0) after the calling code, where the library keeps the 0 (GA) or strips another
+    // prefix (Hungary's 06): both readings assigned.
+    expect(normalizePhone('+241 (0) 6318285')).toEqual(no('phone_ambiguous'));
+    expect(normalizePhone('+36 (0) 680233192', { country: 'HU' })).toEqual(no('phone_ambiguous'));
+    // Read after the country's international prefix (015 in Israel, 810 in Russia) by the library,
+    // yet also a national number: +32 18686328 is not in Belgium's ranges, so the Israeli one.
+    expect(normalizePhone('0153218686328', { country: 'IL' })).toEqual(ok('972153218686328'));
+    expect(normalizePhone('81082436565042', { country: 'RU' })).toEqual(no('phone_ambiguous'));
+    // Italy has no trunk prefix: its leading 0 is the number's, never a second reading.
+    expect(normalizePhone('035 123 4567', { country: 'IT' })).toEqual(ok('390351234567'));
+    expect(normalizePhone('06 6982 1234', { country: 'IT' })).toEqual(ok('390669821234'));
+    expect(normalizePhone('+39 (0)6 6982 1234')).toEqual(ok('390669821234'));
+    // Renumbered countries whose old numbers the metadata no longer accepts: rejected, never misread.
+    expect(normalizePhone('07 12 34 56', { country: 'CI' })).toEqual(no('phone_invalid'));
+    expect(normalizePhone('07 07 12 34 56', { country: 'CI' })).toEqual(ok('2250707123456'));
+    expect(normalizePhone('97 12 34 56', { country: 'BJ' })).toEqual(no('phone_invalid'));
+    expect(normalizePhone('01 97 12 34 56', { country: 'BJ' })).toEqual(ok('2290197123456'));
+    expect(normalizePhone('06 612 3456', { country: 'CG' })).toEqual(ok('242066123456'));
+    expect(normalizePhone('90 12 34 56', { country: 'TG' })).toEqual(ok('22890123456'));
+    // Where the trunk rule strips the 0, one reading: France, Germany, the UK.
+    expect(normalizePhone('01 42 68 53 00', { country: 'FR' })).toEqual(ok('33142685300'));
+    expect(normalizePhone('07400 123456', { country: 'GB' })).toEqual(ok('447400123456'));
+  });
   it('an extension does not count towards reading a calling code without + when the row has no country', () => {
     // 10 digits of a US number and an extension: not 13 digits of +20 (Egypt).
     for (const v of ['201 555 0128 x819', '(201) 555-0128 x819', '201-555-0128 ext. 819', '201 555 0128 #819']) {

@@ -135,13 +135,13 @@ function readingsHint(notes: HashSummary['notes']): string {
   const two = notes.phoneTwoReadings;
   if (two > 0)
     parts.push(
-      `${two} ${n > 0 ? '' : 'phone '}${two === 1 ? 'number was' : 'numbers were'} valid both as national numbers and with the country code, decided by the country's number ranges`,
+      `${two} ${n > 0 ? '' : 'phone '}${two === 1 ? 'number was' : 'numbers were'} valid read two ways (with or without the country code, or a leading 0 that may be a trunk prefix), decided by the country's number ranges`,
     );
   return parts.join('; ');
 }
 
 const AMBIGUOUS_FIX =
-  'valid both as national numbers and as starting with their country code without +, so they were not hashed; fix: write them with + and the country code (--phone-country-code national or included only if every number of the file is written that way)';
+  'valid read two ways (as national numbers or as starting with their country code without +, or with or without a leading 0 or (0) that may be a trunk prefix), so they were not hashed; fix: write them with + and the country code, without (0) (--phone-country-code national or included only if every number of the file is written that way)';
 
 function ambiguousHint(count: number): string {
   return `${count} phone ${count === 1 ? 'number is' : 'numbers are'} ${AMBIGUOUS_FIX} (phone_ambiguous)`;

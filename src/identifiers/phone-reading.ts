@@ -2,14 +2,15 @@
  * Which number a phone value is, given the row's country: the policy over the libphonenumber-js
  * reading of phone.ts (docs/normalization.md, "Phone readings"). A value can have two readings
  * (a national number whose digits start with the country's calling code, or the calling code
- * written without `+`); the number ranges of the `max` metadata decide, and a value that stays
+ * written without `+`; a leading trunk prefix, a written `(0)` or an international prefix that
+ * may also be the first digits of a number); the number ranges of the `max` metadata decide, and a value that stays
  * ambiguous is refused rather than hashed as a guess. `00` followed by the row country's own
  * calling code is international whatever that country's real international prefix is, and two
  * habits of writing international numbers are read as the number they stand for: a `(0)` trunk
  * prefix after the calling code, and Mexico's retired mobile `1` (`+52 1 55 …`).
  */
 import { getCountries, getCountryCallingCode, type CountryCode } from 'libphonenumber-js';
-import { phoneInNumberRanges, phoneToE164 } from './phone.js';
+import { phoneInNumberRanges, phoneToE164, phoneTrunkPrefixes } from './phone.js';
 
 /**
  * How a phone written without `+` is read. `national`: a national number of the row's country
@@ -83,11 +84,12 @@ function plainReading(
     const own = ownCodeAfter00(value, country);
     if (own !== undefined) return own;
   }
-  if (first === 0x2b) return internationalE164(value);
+  if (first === 0x2b) return plusReading(value, notes);
   // Only a value starting with 1-9 can be a calling code without its `+` (none starts with 0).
-  if (first < 0x31 || first > 0x39) return phoneToE164(value, country);
+  if (first < 0x31 || first > 0x39) return nationalReading(value, country, notes);
   if (mode === 'included') return internationalE164('+' + value);
-  const national = country === undefined ? undefined : phoneToE164(value, country);
+  const national = country === undefined ? undefined : nationalReading(value, country, notes);
+  if (national === AMBIGUOUS) return AMBIGUOUS;
   if (mode === 'national') {
     if (national === undefined && internationalE164('+' + value) !== undefined) notes.codeWithoutPlus++;
     return national;
@@ -108,13 +110,53 @@ function plainReading(
  * A value valid (under `min`) both as a national number and as carrying the calling code: the
  * reading that is in an assigned number range wins; with both or neither, nobody can tell.
  */
-function decideReadings(national: string, included: string, notes: PhoneNotes): PhoneReading {
-  const nationalReal = phoneInNumberRanges(national);
-  if (nationalReal === phoneInNumberRanges(included)) return AMBIGUOUS;
+function decideReadings(first: string, second: string, notes: PhoneNotes, codeWithoutPlus = true): PhoneReading {
+  const firstReal = phoneInNumberRanges(first);
+  if (firstReal === phoneInNumberRanges(second)) return AMBIGUOUS;
   notes.twoReadings++;
-  if (nationalReal) return national;
-  notes.codeWithoutPlus++;
-  return included;
+  if (firstReal) return first;
+  if (codeWithoutPlus) notes.codeWithoutPlus++;
+  return second;
+}
+
+/**
+ * The library's reading of `value` (no `+`) in `country`, unless it is one of two numbers: a
+ * national number kept whole whose first digits are also the country's trunk prefix, written
+ * before a number without them (Gabon's `02 41 42 05`: +241 02414205, or +241 2414205 with the
+ * `0` its national format writes, both assigned), or a value the library reads after the country's
+ * international prefix as another country's number (`015…` in Israel, `810…` in Russia) that is
+ * also a national number. Both valid under `min`: the number ranges decide. Any other value costs
+ * a comparison or two.
+ */
+function nationalReading(value: string, country: string | undefined, notes: PhoneNotes): PhoneReading {
+  const read = phoneToE164(value, country);
+  if (read === undefined || country === undefined) return read;
+  const own = plusCode(country);
+  let other: string | undefined;
+  if (!read.startsWith(own)) other = phoneToE164(own + value.replace(NON_DIGITS_RE, ''), undefined);
+  else if (keptTrunkDigit(read, own.length, value, country)) {
+    // Every digit was kept as the national number, and the first one may be a trunk prefix.
+    const digits = value.replace(NON_DIGITS_RE, '');
+    const prefix = trunkPrefixLength(country, digits);
+    if (prefix > 0) other = phoneToE164(own + digits.slice(prefix), undefined);
+  }
+  return other === undefined || other === read ? read : decideReadings(read, other, notes, false);
+}
+
+/**
+ * A `+` number, where a written `(0)` may be a trunk prefix to drop or the first digit of a
+ * number that keeps it (`+241 (0) 6318285`: +241 6318285, or +241 06318285, both assigned).
+ */
+function plusReading(value: string, notes: PhoneNotes): PhoneReading {
+  const read = internationalE164(value);
+  // Not when the library dropped exactly one digit, the `0` (most countries' trunk rule): one reading.
+  if (read === undefined || !value.includes('(0)') || read.length === countDigits(value)) return read;
+  if (!PLAIN_PHONE_RE.test(value)) return read;
+  const digits = value.replace(NON_DIGITS_RE, '');
+  const code = leadingCallingCode(digits);
+  if (code === undefined || digits.charCodeAt(code.length) !== 0x30) return read;
+  const other = phoneToE164('+' + code + digits.slice(code.length + 1), undefined);
+  return other === undefined || other === read ? read : decideReadings(read, other, notes, false);
 }
 
 /**
@@ -162,6 +204,46 @@ function leadingCallingCode(digits: string): string | undefined {
     if (callingCodeSet.has(code)) return code;
   }
   return undefined;
+}
+
+const plusCodes = new Map<string, string>();
+/** `+` and the calling code of `country`. */
+function plusCode(country: string): string {
+  let code = plusCodes.get(country);
+  if (code === undefined) {
+    code = '+' + callingCode(country);
+    plusCodes.set(country, code);
+  }
+  return code;
+}
+
+const trunkPrefixes = new Map<string, readonly string[]>();
+/** phoneTrunkPrefixes, once per country. */
+function trunks(country: string): readonly string[] {
+  let prefixes = trunkPrefixes.get(country);
+  if (prefixes === undefined) {
+    prefixes = phoneTrunkPrefixes(country);
+    trunkPrefixes.set(country, prefixes);
+  }
+  return prefixes;
+}
+
+/**
+ * Whether the national number of `read` (from `at`) is every digit of `value`, and its first digit
+ * may be a trunk prefix: cheap tests first, as this runs for every national value.
+ */
+function keptTrunkDigit(read: string, at: number, value: string, country: string): boolean {
+  const first = value.charCodeAt(0);
+  if (read.charCodeAt(at) !== first) return false;
+  if (!trunks(country).some((t) => t.charCodeAt(0) === first)) return false;
+  return read.length - at === countDigits(value);
+}
+
+/** The length of the trunk prefix of `country` that `digits` start with (the longest), 0: none. */
+function trunkPrefixLength(country: string, digits: string): number {
+  let length = 0;
+  for (const t of trunks(country)) if (t.length > length && digits.startsWith(t)) length = t.length;
+  return length;
 }
 
 const callingCodes = new Map<string, string>();

@@ -385,3 +385,26 @@ export function phoneInNumberRanges(e164: string): boolean {
   isValidUnderMax ??= (createRequire(import.meta.url)('libphonenumber-js/max') as MaxApi).isValidPhoneNumber;
   return isValidUnderMax(e164);
 }
+
+/** The digits a national-prefix formatting rule (`0$1`, `8 ($1)`, `(06 $1)`) writes before the number. */
+function ruleDigits(rule: unknown): string {
+  const at = typeof rule === 'string' ? rule.indexOf('$1') : -1;
+  return at < 0 ? '' : (rule as string).slice(0, at).replace(NON_DIGITS, '');
+}
+
+/**
+ * The trunk prefixes `country`'s national format writes before a number: its declared national
+ * prefix (`0`; `8` in Russia, `06` in Hungary) and the digits of its formatting rules (Gabon declares
+ * none, yet formats its 7-digit numbers `0$1`); none in Italy, whose `0` is part of the number. Read
+ * by position (the formats, their rule, the country's default rule), so only from the metadata
+ * layout the fast path checked; otherwise `0`, the usual one.
+ */
+export function phoneTrunkPrefixes(country: string): readonly string[] {
+  const tuple = metadata.countries[country];
+  if (!FAST_PATH || tuple === undefined) return ['0'];
+  const found = new Set<string>([str(tuple[5]) ?? '', ruleDigits(tuple[6])]);
+  for (const format of Array.isArray(tuple[4]) ? (tuple[4] as unknown[]) : [])
+    if (Array.isArray(format)) found.add(ruleDigits(format[3]));
+  found.delete('');
+  return [...found];
+}

@@ -1,0 +1,35 @@
+import { getCountries } from 'libphonenumber-js';
+import { describe, expect, it } from 'vitest';
+import { normalizeIdentifier } from '../src/identifiers/normalize.js';
+import { phoneFuzzCorpus } from './helpers/phone-fuzz.js';
+
+// The suite runs a small seeded corpus; the big run of docs/normalization.md ("Measured") is
+// PHONE_FUZZ_PER_COUNTRY=100 PHONE_FUZZ_SEED=1 (then 2, 3) npx vitest run test/phone-fuzz.test.ts
+const PER_COUNTRY = Number(process.env['PHONE_FUZZ_PER_COUNTRY'] ?? 2);
+const SEED = Number(process.env['PHONE_FUZZ_SEED'] ?? 20261126);
+
+describe('phones of every country libphonenumber-js knows, against their ground truth', () => {
+  it('0 wrong digests, at most 1% of the numbers with a country rejected', () => {
+    const rows = phoneFuzzCorpus(PER_COUNTRY, SEED);
+    expect(new Set(rows.map((r) => r.e164.slice(0, 4))).size).toBeGreaterThan(200);
+    const countries = new Set(rows.map((r) => r.country));
+    // Western Sahara's numbers are all Morocco's to the metadata (a shared calling code): no number of its own.
+    expect(getCountries().filter((c) => !countries.has(c))).toEqual(['EH']);
+    const wrong: string[] = [];
+    const reasons: Record<string, number> = {};
+    let withCountry = 0;
+    for (const row of rows) {
+      const country = row.country === undefined ? {} : { country: row.country };
+      const r = normalizeIdentifier('phone_number', row.value, { ...country, format: 'e164' });
+      if (r.ok && r.value !== row.e164)
+        wrong.push(`${row.value} (${row.country ?? '-'}) is ${row.e164}, read ${r.value}`);
+      if (row.country === undefined) continue;
+      withCountry++;
+      if (!r.ok) reasons[r.reason] = (reasons[r.reason] ?? 0) + 1;
+    }
+    expect(wrong.slice(0, 20)).toEqual([]);
+    expect(rows.length).toBeGreaterThan(5000);
+    const rejected = Object.values(reasons).reduce((a, b) => a + b, 0);
+    expect(rejected / withCountry, JSON.stringify(reasons)).toBeLessThanOrEqual(0.01);
+  });
+});
