@@ -35,8 +35,6 @@ import pg from 'pg';
 export interface EmbeddedPostgres {
   /** Admin URL (user postgres, database postgres, no password). */
   readonly url: string;
-  /** The postmaster's pid. */
-  readonly pid: number;
   stop(): Promise<void>;
 }
 
@@ -189,38 +187,70 @@ function prepareRun(as: RunAs | undefined): { dir: string; data: string; bin: st
   return { dir, data, bin };
 }
 
-/** Polls until the server answers a query; refuses when it exited or the deadline passed. */
-async function waitReady(url: string, child: ChildProcess, dir: string): Promise<void> {
+/**
+ * Polls until the server answers a query, as the server on our data directory (another run's
+ * server may have taken the port first); refuses when it exited or the deadline passed.
+ */
+async function waitReady(url: string, child: ChildProcess, data: string): Promise<void> {
   const deadline = Date.now() + READY_DEADLINE_MS;
   for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(
-        `embedded PostgreSQL exited while starting; its log:\n${readFileIfAny(join(dir, 'postgres.log'))}`,
-      );
-    }
-    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
-    try {
-      await client.connect();
-      await client.query('SELECT 1');
-      return;
-    } catch (error) {
-      if (Date.now() > deadline)
-        throw new Error(`embedded PostgreSQL did not answer within ${READY_DEADLINE_MS} ms`, { cause: error });
-    } finally {
-      await client.end().catch(() => undefined);
-    }
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error('embedded PostgreSQL exited while starting');
+    const dir = await dataDirectory(url).catch((error: unknown) => {
+      if (Date.now() < deadline) return undefined;
+      throw new Error(`embedded PostgreSQL did not answer within ${READY_DEADLINE_MS} ms`, { cause: error });
+    });
+    if (dir === data) return;
+    if (dir !== undefined) throw new Error(`port taken by another PostgreSQL server (${dir})`);
     await sleep(100);
   }
 }
 
-async function stopServer(child: ChildProcess, dir: string): Promise<void> {
-  if (child.exitCode === null && child.signalCode === null) {
-    child.kill('SIGINT'); // fast shutdown: disconnects the clients, then exits
-    const exited = await Promise.race([exitOf(child).then(() => true), sleep(15_000, false, { ref: false })]);
-    if (!exited) child.kill('SIGQUIT');
-    await exitOf(child);
+async function dataDirectory(url: string): Promise<string | undefined> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
+  try {
+    await client.connect();
+    const { rows } = await client.query<{ dir: string }>(`SELECT current_setting('data_directory') AS dir`);
+    return rows[0]?.dir;
+  } finally {
+    await client.end().catch(() => undefined);
   }
-  rmSync(dir, { recursive: true, force: true });
+}
+
+async function stopServer(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGINT'); // fast shutdown: disconnects the clients, then exits
+  const exited = await Promise.race([exitOf(child).then(() => true), sleep(15_000, false, { ref: false })]);
+  if (!exited) child.kill('SIGQUIT');
+  await exitOf(child);
+}
+
+async function initdb(bin: string, data: string, dir: string, as: RunAs | undefined): Promise<void> {
+  const args = ['-D', data, '--auth=trust', '-U', 'postgres', '-E', 'UTF8', '--locale=C', '--no-sync'];
+  const code = await exitOf(run(join(bin, 'initdb'), args, dir, as));
+  if (code !== 0) throw new Error(`initdb failed; its log:\n${readFileIfAny(join(dir, 'postgres.log'))}`);
+}
+
+const SETTINGS = ['listen_addresses=127.0.0.1', 'unix_socket_directories=', 'fsync=off', 'synchronous_commit=off'];
+
+/** Starts `postgres` on a free port; a port taken between its choice and the bind is chosen again. */
+async function serve(bin: string, data: string, dir: string, as: RunAs | undefined) {
+  for (let attempt = 1; ; attempt++) {
+    const logged = readFileIfAny(join(dir, 'postgres.log')).length;
+    const port = await freePort();
+    const args = ['-D', data, '-p', String(port), ...SETTINGS.flatMap((setting) => ['-c', setting])];
+    const server = run(join(bin, 'postgres'), args, dir, as);
+    const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+    try {
+      await waitReady(url, server, data);
+      return { url, server };
+    } catch (error) {
+      await stopServer(server);
+      const log = readFileIfAny(join(dir, 'postgres.log')).slice(logged);
+      if (attempt < 3 && /could not bind|another PostgreSQL server/.test(`${log} ${String(error)}`)) continue;
+      throw new Error(`${error instanceof Error ? error.message : String(error)}; its log:\n${log}`, { cause: error });
+    }
+  }
 }
 
 /** Starts a fresh PostgreSQL 15 server on 127.0.0.1 and resolves once it answers queries. */
@@ -228,36 +258,15 @@ export async function startEmbeddedPostgres(): Promise<EmbeddedPostgres> {
   const as = unprivilegedUser();
   const { dir, data, bin } = prepareRun(as);
   try {
-    const initdb = run(
-      join(bin, 'initdb'),
-      ['-D', data, '--auth=trust', '-U', 'postgres', '-E', 'UTF8', '--locale=C', '--no-sync'],
-      dir,
-      as,
-    );
-    if ((await exitOf(initdb)) !== 0)
-      throw new Error(`initdb failed; its log:\n${readFileIfAny(join(dir, 'postgres.log'))}`);
-    const port = await freePort();
-    const settings = [
-      'listen_addresses=127.0.0.1',
-      'unix_socket_directories=',
-      'fsync=off',
-      'synchronous_commit=off',
-      'full_page_writes=off',
-    ];
-    const server = run(
-      join(bin, 'postgres'),
-      ['-D', data, '-p', String(port), ...settings.flatMap((s) => ['-c', s])],
-      dir,
-      as,
-    );
-    const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
-    try {
-      await waitReady(url, server, dir);
-    } catch (error) {
-      await stopServer(server, dir);
-      throw error;
-    }
-    return { url, pid: server.pid ?? 0, stop: () => stopServer(server, dir) };
+    await initdb(bin, data, dir, as);
+    const { url, server } = await serve(bin, data, dir, as);
+    return {
+      url,
+      stop: async () => {
+        await stopServer(server);
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
   } catch (error) {
     rmSync(dir, { recursive: true, force: true });
     throw error;
