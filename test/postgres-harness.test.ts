@@ -1,6 +1,7 @@
 import pg from 'pg';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createTestDatabase, createTestRole } from './helpers/postgres.js';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { askBroker, createTestDatabase, createTestRole } from './helpers/postgres.js';
+import { DATABASE_PREFIX, startPostgresBroker } from './helpers/postgres-server.js';
 
 // The harness the PostgreSQL store tests stand on, checked against whichever server the run chose
 // (docs/testing.md). Advisory locks seen across connections are what a single-session server
@@ -69,5 +70,45 @@ describe('the test PostgreSQL server', () => {
     const who = await client.query<{ user: string }>('SELECT current_user AS user');
     expect(who.rows[0]?.user).toBe(new URL(role.url).username);
     await expect(client.query('CREATE TABLE t (x int)')).rejects.toMatchObject({ code: '42501' });
+  });
+});
+
+describe('choosing the server', () => {
+  async function choice(env: NodeJS.ProcessEnv): Promise<string> {
+    const broker = await startPostgresBroker(env);
+    try {
+      return await askBroker(broker.url).then(
+        () => 'chosen',
+        (error: unknown) => String(error),
+      );
+    } finally {
+      await broker.close();
+    }
+  }
+
+  it('refuses a value of AUDIENCE_KIT_TEST_PG other than "embedded"', async () => {
+    expect(await choice({ AUDIENCE_KIT_TEST_PG: 'local' })).toContain(
+      'AUDIENCE_KIT_TEST_PG is "local": its only value is "embedded"',
+    );
+  });
+
+  it('refuses an AUDIENCE_KIT_TEST_PG_URL that does not answer, without falling back or printing its password', async () => {
+    const message = await choice({ AUDIENCE_KIT_TEST_PG_URL: 'postgres://me:s3cret-pw@127.0.0.1:1/postgres' });
+    expect(message).toContain('AUDIENCE_KIT_TEST_PG_URL (postgres://me@127.0.0.1:1/postgres) does not answer');
+    expect(message).not.toContain('s3cret-pw');
+  });
+
+  it('uses AUDIENCE_KIT_TEST_PG_URL, and at the end drops and names what a run left behind', async () => {
+    const suite = await askBroker(inject('postgresBroker'));
+    const broker = await startPostgresBroker({ AUDIENCE_KIT_TEST_PG_URL: suite.url });
+    cleanups.push(() => broker.close()); // a second close finds nothing left: a no-op
+    const { url, run } = await askBroker(broker.url);
+    expect(url).toBe(suite.url);
+    const name = `${DATABASE_PREFIX}${run}_forgotten`;
+    const admin = await connect(url);
+    await admin.query(`CREATE DATABASE ${name}`);
+    await expect(broker.close()).rejects.toThrow(`left PostgreSQL databases or roles behind: ${name}`);
+    const left = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    expect(left.rowCount).toBe(0);
   });
 });

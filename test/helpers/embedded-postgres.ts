@@ -214,7 +214,8 @@ async function dataDirectory(url: string): Promise<string | undefined> {
 async function stopServer(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   child.kill('SIGINT'); // fast shutdown: disconnects the clients, then exits
-  const exited = await Promise.race([exitOf(child).then(() => true), sleep(15_000, false, { ref: false })]);
+  // Well within vitest's 10 s teardownTimeout; an immediate shutdown after that.
+  const exited = await Promise.race([exitOf(child).then(() => true), sleep(5_000, false, { ref: false })]);
   if (!exited) child.kill('SIGQUIT');
   await exitOf(child);
 }

@@ -21,9 +21,9 @@ let server: Promise<Server> | undefined;
 let counter = 0;
 
 /** Asks the main process's broker (node:http, not fetch: tests may replace the global dispatcher). */
-function askBroker(): Promise<Server> {
+export function askBroker(broker: string): Promise<Server> {
   return new Promise((resolve, reject) => {
-    get(inject('postgresBroker'), (response) => {
+    get(broker, (response) => {
       let text = '';
       response.setEncoding('utf8');
       response.on('data', (chunk: string) => (text += chunk));
@@ -38,7 +38,7 @@ function askBroker(): Promise<Server> {
 }
 
 async function suiteServer(): Promise<Server> {
-  server ??= askBroker();
+  server ??= askBroker(inject('postgresBroker'));
   return server;
 }
 
