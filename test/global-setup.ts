@@ -5,12 +5,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
+import { startPostgresBroker } from './helpers/postgres-server.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 declare module 'vitest' {
   export interface ProvidedContext {
     tmpRoot: string;
+    /** Where test/helpers/postgres.ts asks for the suite's PostgreSQL server. */
+    postgresBroker: string;
   }
 }
 
@@ -38,13 +41,21 @@ function buildIfStale(): void {
   execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
 }
 
-export default function setup(project: TestProject): () => void {
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   buildIfStale();
   const root = mkdtempSync(join(tmpdir(), 'audience-kit-tests-'));
   project.provide('tmpRoot', root);
-  return () => {
+  // The PostgreSQL server is chosen (or started) only when a test first asks for a database.
+  const postgres = await startPostgresBroker(process.env);
+  project.provide('postgresBroker', postgres.url);
+  return async () => {
+    const closed = await postgres.close().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     const left = readdirSync(root);
     rmSync(root, { recursive: true, force: true });
     if (left.length > 0) throw new Error(`test files left temporary directories behind: ${left.join(', ')}`);
+    if (closed !== undefined) throw closed;
   };
 }
