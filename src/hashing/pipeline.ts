@@ -54,7 +54,7 @@ import {
   type HashedUser,
   type PackedUsers,
 } from './chunk.js';
-import type { KeyTable } from '../state/key-table.js';
+import type { KnownUsers } from './known-users.js';
 import { HashWorkerPool } from './pool.js';
 import {
   addBadRowToSummary,
@@ -449,22 +449,22 @@ export async function hashCsv(source: CsvSource, opts: HashCsvOptions = {}): Pro
   };
   // A symbol, not a WeakMap entry: a Proxy around the run (guardInput) forwards it, and may hand
   // it out bound (which a non-configurable property would forbid).
-  Object.defineProperty(hashRun, KNOWN_USERS, { value: (table?: KeyTable) => known.set(table), configurable: true });
+  Object.defineProperty(hashRun, KNOWN_USERS, { value: (table?: KnownUsers) => known.set(table), configurable: true });
   return hashRun;
 }
 
 /** The table a sync gives a run before it starts, until the run's next iteration takes it. */
 class KnownUsersSlot {
-  private known: KeyTable | undefined;
+  private known: KnownUsers | undefined;
   constructor(private readonly accepts: () => boolean) {}
 
-  set(table: KeyTable | undefined): boolean {
+  set(table: KnownUsers | undefined): boolean {
     if (table !== undefined && !this.accepts()) return false;
     this.known = table;
     return true;
   }
 
-  take(): KeyTable | undefined {
+  take(): KnownUsers | undefined {
     const known = this.known;
     this.known = undefined;
     return known;
@@ -479,7 +479,7 @@ const KNOWN_USERS = Symbol('audience-kit.knownUsers');
  * well under 300 MB; it costs about 6% more CPU in scavenges, so smaller syncs keep the default
  * (docs/performance.md).
  */
-const youngGenerationFor = (table: KeyTable | undefined): number | undefined =>
+const youngGenerationFor = (table: KnownUsers | undefined): number | undefined =>
   table !== undefined && table.count >= 4_000_000 ? 6 : undefined;
 
 /**
@@ -489,10 +489,10 @@ const youngGenerationFor = (table: KeyTable | undefined): number | undefined =>
  * reading). False when `users` is no hashCsv run, or a table cannot be given (not packed, started,
  * closed): the sync then cuts out the text it needs itself.
  */
-export function leaveOutKnownUsers(users: unknown, table: KeyTable | undefined): boolean {
+export function leaveOutKnownUsers(users: unknown, table: KnownUsers | undefined): boolean {
   if (typeof users !== 'object' || users === null) return false;
   const set: unknown = (users as { [KNOWN_USERS]?: unknown })[KNOWN_USERS];
-  return typeof set === 'function' && (set as (t: KeyTable | undefined) => boolean)(table) === true;
+  return typeof set === 'function' && (set as (t: KnownUsers | undefined) => boolean)(table) === true;
 }
 
 /**

@@ -269,7 +269,7 @@ export class Snapshot {
   }
 
   /** Record a batch of users confirmed by an Update (their frames written by recordIntentUpdates). */
-  recordUpdates(users: readonly SnapshotUser[], atMs = this.now()): void {
+  recordUpdates(users: readonly Omit<SnapshotUser, 'json'>[], atMs = this.now()): void {
     this.guarded(() => this.appendPending(framePayload(OP_UPSERT, Math.floor(atMs / 1000), users)));
   }
 
@@ -461,7 +461,7 @@ export function fsyncPath(path: string): void {
 }
 
 /** An intent or confirmed record of Updates: fingerprints with their frames. */
-function framePayload(op: number, timeSec: number, users: readonly SnapshotUser[]): Buffer {
+function framePayload(op: number, timeSec: number, users: readonly Omit<SnapshotUser, 'json'>[]): Buffer {
   const payload = Buffer.allocUnsafe(9 + users.length * 18);
   payload[0] = op;
   payload.writeUInt32BE(timeSec, 1);

@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
-import { findKey, isStale, type KeyTable } from '../state/key-table.js';
+import { findKey, isStale, type KnownUsers } from '../hashing/known-users.js';
 import { UserDedupe } from './plan.js';
 
 /** What a sync does with an input user. */
@@ -31,18 +31,18 @@ export interface SyncPlanCounts {
 export const DEFAULT_REFRESH_AFTER_DAYS = 180;
 
 /**
- * Classifies input users against the snapshot's KeyTable (findKey: a few comparisons per user
+ * Classifies input users against the snapshot's KnownUsers (findKey: a few comparisons per user
  * however large the snapshot).
  */
 export class SyncPlanner {
-  private readonly t: KeyTable;
+  private readonly t: KnownUsers;
   private readonly full: boolean;
   /** Bit i: snapshot entry i is in the input (the others are removals). */
   readonly seen: Uint8Array;
   private readonly newUsers = new UserDedupe();
   private readonly c = { adds: 0, refreshes: 0, unchanged: 0, duplicates: 0, seen: 0 };
 
-  constructor(snapshot: KeyTable, options: { full?: boolean } = {}) {
+  constructor(snapshot: KnownUsers, options: { full?: boolean } = {}) {
     this.t = snapshot;
     this.full = options.full === true;
     this.seen = new Uint8Array(Math.ceil(snapshot.count / 8));
