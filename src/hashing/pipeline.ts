@@ -413,7 +413,7 @@ export async function hashCsv(source: CsvSource, opts: HashCsvOptions = {}): Pro
     const iterationCtx = table === undefined ? ctx : { ...ctx, knownUsers: table };
     if (workers > 0) {
       const chunkBytes = checked.chunkBytes ?? DEFAULT_CHUNK_BYTES;
-      pool = new HashWorkerPool(workers, iterationCtx, chunkBytes, youngGenerationFor(table));
+      pool = new HashWorkerPool(workers, iterationCtx, chunkBytes, youngGenerationFor(table, input.totalBytes));
     }
     const inline = (bytes: Uint8Array): Promise<HashChunkResult> =>
       Promise.resolve().then(() => hashChunk(bytes, iterationCtx));
@@ -474,13 +474,14 @@ class KnownUsersSlot {
 const KNOWN_USERS = Symbol('audience-kit.knownUsers');
 
 /**
- * A sync's table stays in memory beside the workers, 6 bytes per user. From 4M users (24 MB) on,
- * the workers' young generation shrinks from 16 to 6 MB, which keeps a 10M-user sync's peak RSS
- * well under 300 MB; it costs about 6% more CPU in scavenges, so smaller syncs keep the default
- * (docs/performance.md).
+ * A sync keeps 6 to 12 bytes per user in memory beside the workers: the snapshot's table (6 per
+ * snapshot user) and the set of the users it sends (about 10 per user added). From 4M snapshot
+ * users (a 24 MB table), or a file of 256 MB or more (about 4M rows), the workers' young
+ * generation shrinks from 16 to 6 MB, which keeps a 10M-user sync's peak RSS under 300 MB; it
+ * costs about 6% more CPU in scavenges, so smaller syncs keep the default (docs/performance.md).
  */
-const youngGenerationFor = (table: KnownUsers | undefined): number | undefined =>
-  table !== undefined && table.count >= 4_000_000 ? 6 : undefined;
+const youngGenerationFor = (table: KnownUsers | undefined, totalBytes: number | undefined): number | undefined =>
+  table !== undefined && (table.count >= 4_000_000 || (totalBytes ?? 0) >= 256 << 20) ? 6 : undefined;
 
 /**
  * Give a packed run that has not started a sync's snapshot (see HashChunkContext.knownUsers; a

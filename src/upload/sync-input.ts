@@ -20,20 +20,19 @@ export interface SpooledUser extends SnapshotUser {
   line: number;
 }
 
-/** What a spool keeps in memory before it goes to its file (and the size of its reads and writes). */
+/** What a spool keeps in memory before it goes to its file (the size of its writes and reads). */
 export const SPOOL_MEMORY_BYTES = 1 << 20;
 const CHUNK_USERS = 4096;
+/** Characters of text per packed chunk handed to the sender (below V8's large-object size). */
+const PIECE_CHARS = 48 * 1024;
 /** A record's head: input line, fingerprint (two words), byte length of the JSON text. */
 const HEAD = 16;
 
 /**
  * Users to send, in the order pushed, as records (head + UTF-8 JSON) in blocks of bytes: the
- * first `memoryBytes` in memory, everything after in `<dir>/spool-<id>`, written a block at a time.
+ * block being filled is in memory, every full one is written to `<dir>/spool-<id>`.
  */
 export class Spool {
-  /** Filled blocks not yet written to the file (in memory only while the file is not open). */
-  private sealed: Buffer[] = [];
-  private sealedBytes = 0;
   private block: Buffer;
   private used = 0;
   private fd = -1;
@@ -43,10 +42,10 @@ export class Spool {
   constructor(
     dir: string,
     id: string,
-    private readonly memoryBytes = SPOOL_MEMORY_BYTES,
+    private readonly blockBytes = SPOOL_MEMORY_BYTES,
   ) {
     this.path = join(dir, `spool-${id}`);
-    this.block = Buffer.allocUnsafe(Math.min(memoryBytes, SPOOL_MEMORY_BYTES));
+    this.block = Buffer.allocUnsafe(blockBytes);
   }
 
   /** The spools of syncs that were killed (the caller holds the target's lock: none is in use). */
@@ -70,21 +69,13 @@ export class Spool {
     this.count++;
   }
 
-  /** The current block is full: keep it (or write it), and start one with room for `need` bytes. */
+  /** The current block is full: write it, and start one with room for `need` bytes. */
   private seal(need: number): void {
-    this.sealed.push(this.block.subarray(0, this.used));
-    this.sealedBytes += this.used;
-    if (this.fd >= 0 || this.sealedBytes > this.memoryBytes) this.flush();
-    this.block = Buffer.allocUnsafe(Math.max(need, Math.min(this.memoryBytes, SPOOL_MEMORY_BYTES)));
-    this.used = 0;
-  }
-
-  private flush(): void {
     if (this.fd < 0) this.fd = openSync(this.path, 'w', 0o600);
-    for (const buf of this.sealed)
-      for (let done = 0; done < buf.length;) done += writeSync(this.fd, buf, done, buf.length - done);
-    this.sealed = [];
-    this.sealedBytes = 0;
+    const buf = this.block;
+    for (let done = 0; done < this.used;) done += writeSync(this.fd, buf, done, this.used - done);
+    if (buf.length < Math.max(need, this.blockBytes)) this.block = Buffer.allocUnsafe(Math.max(need, this.blockBytes));
+    this.used = 0;
   }
 
   /** The users in chunks, in the order pushed (the file first, then what is still in memory). */
@@ -110,7 +101,7 @@ export class Spool {
     if (chunk.length > 0) yield chunk;
   }
 
-  /** Runs of whole records: the file's, read a block at a time, then the blocks in memory. */
+  /** Runs of whole records: the file's, read a block at a time, then the block in memory. */
   private *blocks(): Generator<Buffer> {
     if (this.fd >= 0) {
       const fd = openSync(this.path, 'r');
@@ -139,14 +130,12 @@ export class Spool {
         closeSync(fd);
       }
     }
-    yield* this.sealed;
     yield this.block.subarray(0, this.used);
   }
 
   remove(): void {
     if (this.fd >= 0) closeSync(this.fd);
     this.fd = -1;
-    this.sealed = [];
     this.block = Buffer.alloc(0);
     this.used = 0;
     rmSync(this.path, { force: true });
@@ -232,28 +221,39 @@ export class InFlight {
 
   constructor(private readonly beforeSend?: (users: SpooledUser[]) => void) {}
 
-  /** The users as packed chunks for sendUsers, each registered under its sequence number. */
+  /**
+   * The users as packed chunks for sendUsers, each registered under its sequence number. A
+   * chunk's text stays under PIECE_CHARS: a longer string would go to V8's large-object space,
+   * which only a full garbage collection frees (4096 users' text took the heap to 170 MB).
+   */
   async *chunks(source: AsyncIterable<SpooledUser[]> | Iterable<SpooledUser[]>): AsyncGenerator<UploadPackedChunk> {
     for await (const users of source) {
       this.beforeSend?.(users);
-      const lines = new Uint32Array(users.length);
-      const fingerprints = new Uint32Array(2 * users.length);
-      let jsonLines = '';
-      users.forEach((u, i) => {
-        const seq = this.next++;
-        const { hi, lo, line, offset, len } = u;
-        this.users.set(
-          seq,
-          offset === undefined || len === undefined ? { hi, lo, line } : { hi, lo, line, offset, len },
-        );
-        lines[i] = seq;
-        fingerprints[2 * i] = hi;
-        fingerprints[2 * i + 1] = lo;
-        jsonLines += `${u.json}\n`;
-      });
-      const packed: PackedUsers = { jsonLines, lines, fingerprints };
-      yield { packed };
+      for (let from = 0; from < users.length;) {
+        let to = from;
+        for (let chars = 0; to < users.length && chars < PIECE_CHARS; to++)
+          chars += (users[to] as SpooledUser).json.length + 1;
+        yield { packed: this.piece(users, from, to) };
+        from = to;
+      }
     }
+  }
+
+  private piece(users: SpooledUser[], from: number, to: number): PackedUsers {
+    const lines = new Uint32Array(to - from);
+    const fingerprints = new Uint32Array(2 * (to - from));
+    let jsonLines = '';
+    for (let i = 0; i < to - from; i++) {
+      const u = users[from + i] as SpooledUser;
+      const seq = this.next++;
+      const { hi, lo, line, offset, len } = u;
+      this.users.set(seq, offset === undefined || len === undefined ? { hi, lo, line } : { hi, lo, line, offset, len });
+      lines[i] = seq;
+      fingerprints[2 * i] = hi;
+      fingerprints[2 * i + 1] = lo;
+      jsonLines += `${u.json}\n`;
+    }
+    return { jsonLines, lines, fingerprints };
   }
 
   /** The users of a confirmed batch, forgotten here. */
