@@ -212,65 +212,120 @@ export type SentUser = Omit<SpooledUser, 'json'>;
 /**
  * Users being sent, by sequence number (the `line` the engine hands back in `onConfirmed`):
  * taken out when their batch is confirmed; what remains at the end was not confirmed.
- * `beforeSend` hears of each chunk before the sender gets it (the snapshot's write-ahead record);
- * after it, a user is kept without its text (the request holds that).
+ * `beforeSend` hears of each chunk before the sender gets it (the snapshot's write-ahead record).
+ * Then a chunk's users become packed text (below V8's large-object size: 4,096 users' text in
+ * one string took the heap to 170 MB) and typed arrays in pages of 4,096: no object per user
+ * lives while its batch is in flight, so nothing per user is promoted to the old generation.
  */
 export class InFlight {
-  private readonly users = new Map<number, SentUser>();
+  private readonly pages = new Map<number, SentPage>();
   private next = 1;
 
   constructor(private readonly beforeSend?: (users: SpooledUser[]) => void) {}
 
-  /**
-   * The users as packed chunks for sendUsers, each registered under its sequence number. A
-   * chunk's text stays under PIECE_CHARS: a longer string would go to V8's large-object space,
-   * which only a full garbage collection frees (4096 users' text took the heap to 170 MB).
-   */
+  /** The users as packed chunks for sendUsers, each registered under its sequence number. */
   async *chunks(source: AsyncIterable<SpooledUser[]> | Iterable<SpooledUser[]>): AsyncGenerator<UploadPackedChunk> {
-    for await (const users of source) {
-      this.beforeSend?.(users);
-      for (let from = 0; from < users.length;) {
-        let to = from;
-        for (let chars = 0; to < users.length && chars < PIECE_CHARS; to++)
-          chars += (users[to] as SpooledUser).json.length + 1;
-        yield { packed: this.piece(users, from, to) };
-        from = to;
-      }
+    const it = Symbol.asyncIterator in source ? source[Symbol.asyncIterator]() : source[Symbol.iterator]();
+    // The users' objects are dropped before the first piece waits for the sender.
+    for (let pieces = this.pieces(await it.next()); pieces !== undefined; pieces = this.pieces(await it.next()))
+      for (const packed of pieces) yield { packed };
+  }
+
+  private pieces(next: IteratorResult<SpooledUser[]>): PackedUsers[] | undefined {
+    if (next.done === true) return undefined;
+    const users = next.value;
+    this.beforeSend?.(users);
+    const pieces: PackedUsers[] = [];
+    for (let from = 0; from < users.length;) {
+      let to = from;
+      for (let chars = 0; to < users.length && chars < PIECE_CHARS; to++)
+        chars += (users[to] as SpooledUser).json.length + 1;
+      pieces.push(this.piece(users, from, to));
+      from = to;
     }
+    return pieces;
   }
 
   private piece(users: SpooledUser[], from: number, to: number): PackedUsers {
     const lines = new Uint32Array(to - from);
     const fingerprints = new Uint32Array(2 * (to - from));
-    let jsonLines = '';
+    const texts: string[] = [];
     for (let i = 0; i < to - from; i++) {
       const u = users[from + i] as SpooledUser;
       const seq = this.next++;
-      const { hi, lo, line, offset, len } = u;
-      this.users.set(seq, offset === undefined || len === undefined ? { hi, lo, line } : { hi, lo, line, offset, len });
+      this.page(seq).set(seq & PAGE_MASK, u);
       lines[i] = seq;
-      fingerprints[2 * i] = hi;
-      fingerprints[2 * i + 1] = lo;
-      jsonLines += `${u.json}\n`;
+      fingerprints[2 * i] = u.hi;
+      fingerprints[2 * i + 1] = u.lo;
+      texts.push(u.json);
     }
-    return { jsonLines, lines, fingerprints };
+    // join, not +=: one flat string, not a tree that keeps every user's string alive.
+    return { jsonLines: `${texts.join('\n')}\n`, lines, fingerprints };
+  }
+
+  private page(seq: number): SentPage {
+    let page = this.pages.get(seq >>> PAGE_BITS);
+    if (page === undefined) this.pages.set(seq >>> PAGE_BITS, (page = new SentPage()));
+    return page;
   }
 
   /** The users of a confirmed batch, forgotten here. */
   take(seqs: Uint32Array): SentUser[] {
     const out: SentUser[] = [];
     for (const seq of seqs) {
-      const u = this.users.get(seq);
+      const page = this.pages.get(seq >>> PAGE_BITS);
+      const u = page?.take(seq & PAGE_MASK);
       if (u === undefined) continue;
       out.push(u);
-      this.users.delete(seq);
+      if (page?.left === 0) this.pages.delete(seq >>> PAGE_BITS);
     }
     return out;
   }
 
   /** The input line of a user still here (a refused user), or null. */
   lineOf(seq: number): number | null {
-    return this.users.get(seq)?.line ?? null;
+    return this.pages.get(seq >>> PAGE_BITS)?.lineOf(seq & PAGE_MASK) ?? null;
+  }
+}
+
+const PAGE_BITS = 12;
+const PAGE_MASK = (1 << PAGE_BITS) - 1;
+
+/** 4,096 sequence numbers' users in flight, as columns (offset -1: a Delete's user, no frame). */
+class SentPage {
+  private readonly hi = new Uint32Array(1 << PAGE_BITS);
+  private readonly lo = new Uint32Array(1 << PAGE_BITS);
+  private readonly line = new Uint32Array(1 << PAGE_BITS);
+  private readonly len = new Uint32Array(1 << PAGE_BITS);
+  private readonly offset = new Float64Array(1 << PAGE_BITS);
+  private readonly present = new Uint8Array(1 << PAGE_BITS);
+  left = 0;
+
+  set(i: number, u: SpooledUser): void {
+    this.hi[i] = u.hi;
+    this.lo[i] = u.lo;
+    this.line[i] = u.line;
+    this.offset[i] = u.offset ?? -1;
+    this.len[i] = u.len ?? 0;
+    this.present[i] = 1;
+    this.left++;
+  }
+
+  take(i: number): SentUser | undefined {
+    if (this.present[i] !== 1) return undefined;
+    this.present[i] = 0;
+    this.left--;
+    const [hi, lo, line, offset] = [
+      this.hi[i] as number,
+      this.lo[i] as number,
+      this.line[i] as number,
+      this.offset[i] as number,
+    ];
+    return offset < 0 ? { hi, lo, line } : { hi, lo, line, offset, len: this.len[i] as number };
+  }
+
+  lineOf(i: number): number | null {
+    return this.present[i] === 1 ? (this.line[i] as number) : null;
   }
 }
 
