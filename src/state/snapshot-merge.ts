@@ -1,11 +1,11 @@
 /**
- * Merging a `pending` log into the index. The changes it holds (users upserted, deleted, made uncertain), read back for a
- * commit and walked in key order. A first sync of 10M users logs 20M upserts (an intent and a
- * confirmation each): held in memory they took 24 bytes each, 800 MB with the arrays' doubling.
- * So they are kept in memory only up to RUN_ENTRIES; each full run is sorted and written to a
- * file beside the index (`commit-<name>.<k>`, removed by `remove()`, and by the next open if a
- * kill left it), and the walk merges the runs. Memory: one run in memory plus a small read
- * buffer per run, whatever the number of changes.
+ * Merging a `pending` log into the index. The changes the log holds (users upserted, deleted,
+ * made uncertain) are read back and walked in key order. A first sync of 10M users logs 20M
+ * upserts (an intent and a confirmation each): held in memory they took 24 bytes each, 800 MB
+ * with the arrays' doubling. So they are kept in memory only up to RUN_ENTRIES; each full run is
+ * sorted and written to a file beside the index (`commit-<name>.<k>`, removed once merged, and by
+ * the next open if a kill left it), and the walk merges the runs. Memory: one run plus a small
+ * read buffer per run, whatever the number of changes.
  */
 import { closeSync, openSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -48,10 +48,10 @@ export class Changes {
   n = 0;
   private readonly runs: string[] = [];
 
-  /** `dir`/`name`: where full runs go (none: every change stays in memory). */
+  /** Full runs go to `<dir>/commit-<name>.<k>`. */
   constructor(
-    private readonly dir?: string,
-    private readonly name = 'changes',
+    private readonly dir: string,
+    private readonly name: string,
     private readonly runEntries = RUN_ENTRIES,
   ) {}
 
@@ -68,7 +68,7 @@ export class Changes {
     this.len[this.n] = len;
     this.time[this.n] = time;
     this.n++;
-    if (this.n === this.runEntries && this.dir !== undefined) this.spill(this.dir);
+    if (this.n === this.runEntries) this.spill();
   }
 
   private grow(): void {
@@ -85,8 +85,8 @@ export class Changes {
   }
 
   /** Sort the changes in memory (stable: log order within a key) and write them as the next run. */
-  private spill(dir: string): void {
-    const path = join(dir, `${RUN_PREFIX}${this.name}.${this.runs.length}`);
+  private spill(): void {
+    const path = join(this.dir, `${RUN_PREFIX}${this.name}.${this.runs.length}`);
     const fd = openSync(path, 'w', 0o600);
     try {
       const order = sortKeyOrder(this.hi, this.lo, this.n);
