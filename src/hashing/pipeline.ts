@@ -476,12 +476,12 @@ const KNOWN_USERS = Symbol('audience-kit.knownUsers');
 /**
  * A sync keeps 6 to 12 bytes per user in memory beside the workers: the snapshot's table (6 per
  * snapshot user) and the set of the users it sends (about 10 per user added). From 4M snapshot
- * users (a 24 MB table), or a file of 256 MB or more (about 4M rows), the workers' young
- * generation shrinks from 16 to 6 MB, which keeps a 10M-user sync's peak RSS under 300 MB; it
- * costs about 6% more CPU in scavenges, so smaller syncs keep the default (docs/performance.md).
+ * users (a 24 MB table), or a file of 128 MB or more (about 2M rows), the workers' young
+ * generation shrinks from 16 to 6 MB, which keeps a large sync's peak RSS under 300 MB; it costs
+ * about 6% more CPU in scavenges, so smaller syncs keep the default (docs/performance.md).
  */
 const youngGenerationFor = (table: KnownUsers | undefined, totalBytes: number | undefined): number | undefined =>
-  table !== undefined && (table.count >= 4_000_000 || (totalBytes ?? 0) >= 256 << 20) ? 6 : undefined;
+  table !== undefined && (table.count >= 4_000_000 || (totalBytes ?? 0) >= 128 << 20) ? 6 : undefined;
 
 /**
  * Give a packed run that has not started a sync's snapshot (see HashChunkContext.knownUsers; a

@@ -39,7 +39,8 @@ export class SyncPlanner {
   private readonly full: boolean;
   /** Bit i: snapshot entry i is in the input (the others are removals). */
   readonly seen: Uint8Array;
-  private readonly newUsers = new UserDedupe();
+  /** The users added so far (about 10 bytes each: 100 MB for a 10M-user first sync), until the input ends. */
+  private newUsers: UserDedupe | undefined = new UserDedupe();
   private readonly c = { adds: 0, refreshes: 0, unchanged: 0, duplicates: 0, seen: 0 };
 
   constructor(snapshot: KnownUsers, options: { full?: boolean } = {}) {
@@ -55,6 +56,7 @@ export class SyncPlanner {
   /** classify, given the user's position in the snapshot (findKey, as the hashing workers report it). */
   classifyAt(pos: number, hi: number, lo: number): PlanAction {
     if (pos < 0) {
+      if (this.newUsers === undefined) throw new Error('internal error: a user classified after the input ended');
       if (!this.newUsers.addFingerprint(hi, lo)) {
         this.c.duplicates++;
         return PLAN_DUPLICATE;
@@ -76,6 +78,11 @@ export class SyncPlanner {
     }
     this.c.unchanged++;
     return PLAN_UNCHANGED;
+  }
+
+  /** The input has ended: the set of added users is let go before the sending starts. */
+  endInput(): void {
+    this.newUsers = undefined;
   }
 
   get counts(): SyncPlanCounts {
