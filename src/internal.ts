@@ -117,7 +117,8 @@ export { unfinishedRunError } from './state/journal.js';
 export { type AuditRun, defaultAuditLogPath, findAuditRun, readAuditRuns, verifyAuditLog } from './state/audit.js';
 export { sleep } from './util/clock.js';
 export { Snapshot, snapshotDir } from './state/snapshot.js';
-export { findKey, isKnownFresh, KeyTableBuilder } from './state/key-table.js';
+export { findKey, isKnownFresh } from './hashing/known-users.js';
+export { KeyTableBuilder } from './state/key-table.js';
 export {
   asKitError,
   DEFAULT_BATCH_LIMITS,

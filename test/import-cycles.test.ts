@@ -70,6 +70,17 @@ describe('module graph of src/', () => {
     expect(named).toEqual([]);
   });
 
+  it('hashing imports nothing of state: the workers look users up through hashing/known-users.ts', () => {
+    const hashing = sourceFiles(join(SRC, 'hashing'));
+    expect(hashing.length).toBeGreaterThan(3);
+    const crossing = hashing.flatMap((f) =>
+      importsOf(f)
+        .filter((i) => relative(SRC, i).startsWith('state'))
+        .map((i) => `${relative(SRC, f)} -> ${relative(SRC, i)}`),
+    );
+    expect(crossing).toEqual([]);
+  });
+
   it('finds a cycle when there is one (the check itself works)', () => {
     const graph = new Map([
       ['a', ['b']],

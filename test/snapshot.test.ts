@@ -1,5 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { appendFileSync, copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import {
+  appendFileSync,
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -13,6 +22,7 @@ import {
   sortKeyOrder,
   type SnapshotUser,
 } from '../src/state/snapshot.js';
+import { Changes } from '../src/state/snapshot-merge.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -72,6 +82,50 @@ describe('sortKeyOrder', () => {
           : a - b,
     );
     expect(order).toEqual(expected);
+  });
+});
+
+describe('Changes', () => {
+  it('spill sorted runs to files and walk them in key order, the latest record of a key winning', () => {
+    const dir = tempDir();
+    mkdirSync(dir, { recursive: true });
+    const n = 5_000;
+    const changes = new Changes(dir, 'test', 64);
+    const latest = new Map<string, number>();
+    for (let i = 0; i < n; i++) {
+      // Few distinct keys: each comes back in many runs and within runs.
+      const hi = i % 7 === 0 ? 0xffffffff : (i * 2654435761) % 97;
+      const lo = (i * 40503) % 13;
+      changes.push(hi, lo, i, i % 251, i);
+      latest.set(`${hi}/${lo}`, i);
+    }
+    expect(readdirSync(dir).filter((f) => f.startsWith('commit-test.')).length).toBe(Math.floor(n / 64));
+    const walk = changes.sorted();
+    const got: [number, number, number][] = [];
+    for (; !walk.done; walk.next()) got.push([walk.hi, walk.lo, walk.offset]);
+    const expected = [...latest]
+      .map(([k, i]) => [...k.split('/').map(Number), i] as [number, number, number])
+      .sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    expect(got).toEqual(expected);
+    walk.close();
+    changes.remove();
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('a commit leaves no run file behind, and the next open removes those of a killed commit', () => {
+    const dir = tempDir();
+    const s = Snapshot.open(dir, { target: T });
+    const users = Array.from({ length: 300 }, () => user());
+    confirmUpdates(s, users);
+    s.commit();
+    expect(s.count).toBe(300);
+    expect(readdirSync(dir).filter((f) => f.startsWith('commit-'))).toEqual([]);
+    s.close();
+    appendFileSync(join(dir, 'commit-upserts.0'), 'left by a kill');
+    const again = Snapshot.open(dir, { target: T });
+    expect(readdirSync(dir).filter((f) => f.startsWith('commit-'))).toEqual([]);
+    expect(all(again).sort()).toEqual(users.map((u) => u.json).sort());
+    again.close();
   });
 });
 

@@ -10,10 +10,11 @@ import {
   removalLimit,
   SyncPlanner,
 } from '../src/upload/sync-plan.js';
-import { findKey, isKnownFresh, KeyTableBuilder, type KeyTable } from '../src/state/key-table.js';
+import { findKey, isKnownFresh, type KnownUsers } from '../src/hashing/known-users.js';
+import { KeyTableBuilder } from '../src/state/key-table.js';
 
 /** A snapshot of the given keys (sorted here), with `stale` naming stale keys by value. */
-function snapshotOf(keys: [number, number][], stale: [number, number][] = []): KeyTable {
+function snapshotOf(keys: [number, number][], stale: [number, number][] = []): KnownUsers {
   const sorted = [...keys].sort((a, b) => a[0] - b[0] || a[1] - b[1]);
   const table = new KeyTableBuilder(sorted.length);
   for (const [h, l] of sorted)

@@ -25,7 +25,7 @@ import {
   type Reject,
   userBuilder,
 } from '../identifiers/normalize.js';
-import { findKey, isStale, type KeyTable } from '../state/key-table.js';
+import { findKey, isStale, type KnownUsers } from './known-users.js';
 import { addBadRowToSummary, addUserToSummary, createHashSummary, type HashSummary } from './summary.js';
 
 /**
@@ -67,7 +67,7 @@ export interface HashChunkContext {
    * 99% of a daily sync's users need only their fingerprint, and copying every user's JSON to
    * the main thread cost more than looking them up here (docs/performance.md).
    */
-  knownUsers?: KeyTable;
+  knownUsers?: KnownUsers;
 }
 
 /** A user from hashCsv: BuiltUser plus `json` = serializeUser(user), computed in the worker. */
@@ -142,7 +142,7 @@ class PackedBuilder {
   private fingerprints = new Uint32Array(2048);
   private positions: Int32Array<ArrayBuffer>;
 
-  constructor(private readonly knownUsers: KeyTable | undefined) {
+  constructor(private readonly knownUsers: KnownUsers | undefined) {
     this.positions = new Int32Array(knownUsers === undefined ? 0 : 1024);
   }
 

@@ -54,7 +54,7 @@ import {
   type HashedUser,
   type PackedUsers,
 } from './chunk.js';
-import type { KeyTable } from '../state/key-table.js';
+import type { KnownUsers } from './known-users.js';
 import { HashWorkerPool } from './pool.js';
 import {
   addBadRowToSummary,
@@ -413,7 +413,7 @@ export async function hashCsv(source: CsvSource, opts: HashCsvOptions = {}): Pro
     const iterationCtx = table === undefined ? ctx : { ...ctx, knownUsers: table };
     if (workers > 0) {
       const chunkBytes = checked.chunkBytes ?? DEFAULT_CHUNK_BYTES;
-      pool = new HashWorkerPool(workers, iterationCtx, chunkBytes, youngGenerationFor(table));
+      pool = new HashWorkerPool(workers, iterationCtx, chunkBytes, youngGenerationFor(table, input.totalBytes));
     }
     const inline = (bytes: Uint8Array): Promise<HashChunkResult> =>
       Promise.resolve().then(() => hashChunk(bytes, iterationCtx));
@@ -449,22 +449,22 @@ export async function hashCsv(source: CsvSource, opts: HashCsvOptions = {}): Pro
   };
   // A symbol, not a WeakMap entry: a Proxy around the run (guardInput) forwards it, and may hand
   // it out bound (which a non-configurable property would forbid).
-  Object.defineProperty(hashRun, KNOWN_USERS, { value: (table?: KeyTable) => known.set(table), configurable: true });
+  Object.defineProperty(hashRun, KNOWN_USERS, { value: (table?: KnownUsers) => known.set(table), configurable: true });
   return hashRun;
 }
 
 /** The table a sync gives a run before it starts, until the run's next iteration takes it. */
 class KnownUsersSlot {
-  private known: KeyTable | undefined;
+  private known: KnownUsers | undefined;
   constructor(private readonly accepts: () => boolean) {}
 
-  set(table: KeyTable | undefined): boolean {
+  set(table: KnownUsers | undefined): boolean {
     if (table !== undefined && !this.accepts()) return false;
     this.known = table;
     return true;
   }
 
-  take(): KeyTable | undefined {
+  take(): KnownUsers | undefined {
     const known = this.known;
     this.known = undefined;
     return known;
@@ -474,13 +474,14 @@ class KnownUsersSlot {
 const KNOWN_USERS = Symbol('audience-kit.knownUsers');
 
 /**
- * A sync's table stays in memory beside the workers, 6 bytes per user. From 4M users (24 MB) on,
- * the workers' young generation shrinks from 16 to 6 MB, which keeps a 10M-user sync's peak RSS
- * well under 300 MB; it costs about 6% more CPU in scavenges, so smaller syncs keep the default
- * (docs/performance.md).
+ * A sync keeps 6 to 12 bytes per user in memory beside the workers: the snapshot's table (6 per
+ * snapshot user) and the set of the users it sends (about 10 per user added). From 4M snapshot
+ * users (a 24 MB table), or a file of 128 MB or more (about 2M rows), the workers' young
+ * generation shrinks from 16 to 6 MB, which keeps a large sync's peak RSS under 300 MB; it costs
+ * about 6% more CPU in scavenges, so smaller syncs keep the default (docs/performance.md).
  */
-const youngGenerationFor = (table: KeyTable | undefined): number | undefined =>
-  table !== undefined && table.count >= 4_000_000 ? 6 : undefined;
+const youngGenerationFor = (table: KnownUsers | undefined, totalBytes: number | undefined): number | undefined =>
+  table !== undefined && (table.count >= 4_000_000 || (totalBytes ?? 0) >= 128 << 20) ? 6 : undefined;
 
 /**
  * Give a packed run that has not started a sync's snapshot (see HashChunkContext.knownUsers; a
@@ -489,10 +490,10 @@ const youngGenerationFor = (table: KeyTable | undefined): number | undefined =>
  * reading). False when `users` is no hashCsv run, or a table cannot be given (not packed, started,
  * closed): the sync then cuts out the text it needs itself.
  */
-export function leaveOutKnownUsers(users: unknown, table: KeyTable | undefined): boolean {
+export function leaveOutKnownUsers(users: unknown, table: KnownUsers | undefined): boolean {
   if (typeof users !== 'object' || users === null) return false;
   const set: unknown = (users as { [KNOWN_USERS]?: unknown })[KNOWN_USERS];
-  return typeof set === 'function' && (set as (t: KeyTable | undefined) => boolean)(table) === true;
+  return typeof set === 'function' && (set as (t: KnownUsers | undefined) => boolean)(table) === true;
 }
 
 /**

@@ -47,7 +47,7 @@ export function sortKeyOrder(hi: Uint32Array, lo: Uint32Array, n: number): Uint3
 }
 
 /** Key comparison on unsigned words. */
-const compareKeys = (ah: number, al: number, bh: number, bl: number): number =>
+export const compareKeys = (ah: number, al: number, bh: number, bl: number): number =>
   ah !== bh ? (ah < bh ? -1 : 1) : al !== bl ? (al < bl ? -1 : 1) : 0;
 
 /** Successive chunks of the index entries (`first`: position of the chunk's first entry); the buffer is reused. */
@@ -76,7 +76,7 @@ export const uint32At = (buf: Uint8Array, at: number): number =>
     (buf[at + 3] as number)) >>>
   0;
 
-function writeEntry(
+export function writeEntry(
   out: Buffer,
   at: number,
   e: { hi: number; lo: number; offset: number; len: number; time: number },
@@ -162,37 +162,6 @@ export class IndexWriter {
   }
 }
 
-/** Growable columns of the changes read back from `pending`. */
-export class Changes {
-  hi = new Uint32Array(1024);
-  lo = new Uint32Array(1024);
-  offset = new Float64Array(1024);
-  len = new Uint32Array(1024);
-  time = new Uint32Array(1024);
-  n = 0;
-
-  push(hi: number, lo: number, offset: number, len: number, time: number): void {
-    if (this.n === this.hi.length) {
-      const grow = <T extends Uint32Array | Float64Array>(a: T): T => {
-        const b = new (a.constructor as new (n: number) => T)(a.length * 2);
-        b.set(a);
-        return b;
-      };
-      this.hi = grow(this.hi);
-      this.lo = grow(this.lo);
-      this.offset = grow(this.offset);
-      this.len = grow(this.len);
-      this.time = grow(this.time);
-    }
-    this.hi[this.n] = hi;
-    this.lo[this.n] = lo;
-    this.offset[this.n] = offset;
-    this.len[this.n] = len;
-    this.time[this.n] = time;
-    this.n++;
-  }
-}
-
 /** Frames no entry points to any more (replaced or removed users), for the commit to scrub. */
 export class DeadFrames {
   static readonly LIMIT = 1 << 20;
@@ -218,100 +187,6 @@ export class DeadFrames {
     this.offset[this.n] = offset;
     this.len[this.n++] = len;
   }
-}
-
-/** Walks a set of keys in ascending order, answering "is (hi, lo) in the set" for ascending questions. */
-class SortedKeys {
-  private readonly order: Uint32Array;
-  private i = 0;
-  constructor(private readonly c: Changes) {
-    this.order = sortKeyOrder(c.hi, c.lo, c.n);
-  }
-
-  has(hi: number, lo: number): boolean {
-    const { c, order } = this;
-    while (
-      this.i < c.n &&
-      compareKeys(c.hi[order[this.i] as number] as number, c.lo[order[this.i] as number] as number, hi, lo) < 0
-    )
-      this.i++;
-    const k = order[this.i];
-    return k !== undefined && c.hi[k] === hi && c.lo[k] === lo;
-  }
-}
-
-/** What a `pending` log changes: confirmed and intended upserts (in log order), confirmed deletes, intended deletes. */
-export interface PendingChanges {
-  upserts: Changes;
-  deletes: Changes;
-  /** Users whose Delete may have been applied, unconfirmed: kept, due for a re-send (time 0). */
-  uncertain: Changes;
-}
-
-/**
- * Old index + upserts - deletes, in key order; entries of `uncertain` get time 0. A key both
- * upserted and deleted by the same pending log cannot come from one sync (removals are users the
- * input lacks, updates users it holds); the upsert wins. Of one key upserted twice, the later
- * record wins. The frames of replaced and removed entries go to `dead`.
- */
-export function mergeIndex(
-  oldPath: string,
-  oldCount: number,
-  changes: PendingChanges,
-  out: IndexWriter,
-  dead: DeadFrames,
-): void {
-  const u = changes.upserts;
-  const uOrder = sortKeyOrder(u.hi, u.lo, u.n);
-  const deletes = new SortedKeys(changes.deletes);
-  const uncertain = new SortedKeys(changes.uncertain);
-  let ui = 0;
-  /** Emit the upserts below (hi, lo), or all of them; skips earlier duplicates (the sort is stable). */
-  const emitUpsertsBefore = (hi: number, lo: number, all: boolean): void => {
-    while (ui < u.n) {
-      const k = uOrder[ui] as number;
-      if (!all && compareKeys(u.hi[k] as number, u.lo[k] as number, hi, lo) >= 0) return;
-      const nk = uOrder[ui + 1];
-      ui++;
-      if (nk !== undefined && u.hi[nk] === u.hi[k] && u.lo[nk] === u.lo[k]) continue;
-      out.add({
-        hi: u.hi[k] as number,
-        lo: u.lo[k] as number,
-        offset: u.offset[k] as number,
-        len: u.len[k] as number,
-        time: u.time[k] as number,
-      });
-    }
-  };
-  for (const { buf, n } of entryChunks(oldPath, oldCount)) {
-    // Entries kept as they are go in runs: copied together when the run ends.
-    let run = 0;
-    const end = n * SNAPSHOT_ENTRY_BYTES;
-    for (let at = 0; at < end; at += SNAPSHOT_ENTRY_BYTES) {
-      const hi = uint32At(buf, at);
-      const lo = uint32At(buf, at + 4);
-      const next = uOrder[ui];
-      if (next !== undefined && compareKeys(u.hi[next] as number, u.lo[next] as number, hi, lo) < 0) {
-        out.addRaw(buf, run, at);
-        run = at;
-        emitUpsertsBefore(hi, lo, false);
-      }
-      const k = uOrder[ui];
-      const replaced = k !== undefined && u.hi[k] === hi && u.lo[k] === lo;
-      const removed = !replaced && deletes.has(hi, lo);
-      const touched = !replaced && !removed && uncertain.has(hi, lo);
-      if (!replaced && !removed && !touched) continue;
-      out.addRaw(buf, run, at);
-      run = at + SNAPSHOT_ENTRY_BYTES;
-      const frame = { offset: entryOffset(buf, at), len: uint32At(buf, at + 16) };
-      if (touched) out.add({ hi, lo, ...frame, time: 0 });
-      else if (replaced && u.offset[k] === frame.offset)
-        continue; // the same frame, re-confirmed
-      else dead.push(frame.offset, frame.len);
-    }
-    out.addRaw(buf, run, end);
-  }
-  emitUpsertsBefore(0, 0, true);
 }
 
 export function readInto(fd: number, buf: Buffer, length: number, position: number): void {

@@ -39,20 +39,18 @@ import { crc32 } from 'node:zlib';
 import { ensureDir, writeFileNoFollow } from './fs.js';
 import { KeyTableBuilder, type KeyTable } from './key-table.js';
 import {
-  Changes,
   DeadFrames,
   IndexWriter,
   entryChunks,
   entryOffset,
-  mergeIndex,
   readAt,
   readIndexHeader,
   syncFd,
   uint32At,
   verifyIndex,
   writeAt,
-  type PendingChanges,
 } from './snapshot-index.js';
+import { Changes, mergeIndex, pendingChanges, type PendingChanges } from './snapshot-merge.js';
 import {
   checkDataHeader,
   corrupt,
@@ -138,6 +136,7 @@ export class Snapshot {
     ensureDir(dir);
     rmSync(join(dir, 'index.tmp'), { force: true });
     rmSync(join(dir, 'index.compact'), { force: true });
+    Changes.removeLeftovers(dir);
     const target = targetHash(o.target).toString('hex');
     const header = readIndexHeader(join(dir, 'index'));
     if (header !== undefined && header.target !== target) throw wrongTarget('index');
@@ -269,7 +268,7 @@ export class Snapshot {
   }
 
   /** Record a batch of users confirmed by an Update (their frames written by recordIntentUpdates). */
-  recordUpdates(users: readonly SnapshotUser[], atMs = this.now()): void {
+  recordUpdates(users: readonly Omit<SnapshotUser, 'json'>[], atMs = this.now()): void {
     this.guarded(() => this.appendPending(framePayload(OP_UPSERT, Math.floor(atMs / 1000), users)));
   }
 
@@ -337,7 +336,7 @@ export class Snapshot {
       if (head.readUInt32BE(20) !== SNAPSHOT_FORMAT) throw formatError('pending log', head.readUInt32BE(20));
       // Committed before it was removed (its index was already replaced).
       if (head.readDoubleBE(8) !== (this.header?.seq ?? 0) || head.readUInt32BE(16) !== this.gen) return undefined;
-      const changes: PendingChanges = { upserts: new Changes(), deletes: new Changes(), uncertain: new Changes() };
+      const changes = pendingChanges(this.dir);
       // Only a torn final record (a short tail) is dropped: any other damage is refused.
       for (let pos = PENDING_HEADER_BYTES; pos + 8 <= size;) {
         const len = readAt(fd, pos, 8).readUInt32BE(0);
@@ -461,7 +460,7 @@ export function fsyncPath(path: string): void {
 }
 
 /** An intent or confirmed record of Updates: fingerprints with their frames. */
-function framePayload(op: number, timeSec: number, users: readonly SnapshotUser[]): Buffer {
+function framePayload(op: number, timeSec: number, users: readonly Omit<SnapshotUser, 'json'>[]): Buffer {
   const payload = Buffer.allocUnsafe(9 + users.length * 18);
   payload[0] = op;
   payload.writeUInt32BE(timeSec, 1);

@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
-import { findKey, isStale, type KeyTable } from '../state/key-table.js';
+import { findKey, isStale, type KnownUsers } from '../hashing/known-users.js';
 import { UserDedupe } from './plan.js';
 
 /** What a sync does with an input user. */
@@ -31,18 +31,19 @@ export interface SyncPlanCounts {
 export const DEFAULT_REFRESH_AFTER_DAYS = 180;
 
 /**
- * Classifies input users against the snapshot's KeyTable (findKey: a few comparisons per user
+ * Classifies input users against the snapshot's KnownUsers (findKey: a few comparisons per user
  * however large the snapshot).
  */
 export class SyncPlanner {
-  private readonly t: KeyTable;
+  private readonly t: KnownUsers;
   private readonly full: boolean;
   /** Bit i: snapshot entry i is in the input (the others are removals). */
   readonly seen: Uint8Array;
-  private readonly newUsers = new UserDedupe();
+  /** The users added so far (about 10 bytes each: 100 MB for a 10M-user first sync), until the input ends. */
+  private newUsers: UserDedupe | undefined = new UserDedupe();
   private readonly c = { adds: 0, refreshes: 0, unchanged: 0, duplicates: 0, seen: 0 };
 
-  constructor(snapshot: KeyTable, options: { full?: boolean } = {}) {
+  constructor(snapshot: KnownUsers, options: { full?: boolean } = {}) {
     this.t = snapshot;
     this.full = options.full === true;
     this.seen = new Uint8Array(Math.ceil(snapshot.count / 8));
@@ -55,6 +56,7 @@ export class SyncPlanner {
   /** classify, given the user's position in the snapshot (findKey, as the hashing workers report it). */
   classifyAt(pos: number, hi: number, lo: number): PlanAction {
     if (pos < 0) {
+      if (this.newUsers === undefined) throw new Error('internal error: a user classified after the input ended');
       if (!this.newUsers.addFingerprint(hi, lo)) {
         this.c.duplicates++;
         return PLAN_DUPLICATE;
@@ -76,6 +78,11 @@ export class SyncPlanner {
     }
     this.c.unchanged++;
     return PLAN_UNCHANGED;
+  }
+
+  /** The input has ended: the set of added users is let go before the sending starts. */
+  endInput(): void {
+    this.newUsers = undefined;
   }
 
   get counts(): SyncPlanCounts {

@@ -303,6 +303,7 @@ async function planSync(
   } finally {
     // Stopped before the run's first read (aborted): the run must not keep the table for its next use.
     leaveOutKnownUsers(source, undefined);
+    planner.endInput();
   }
   return {
     planner,

@@ -4,10 +4,14 @@
 //      drops 1% of A's rows and adds 1% new ones. `sync B` must send exactly those users (removals
 //      as Delete, additions as Update) and take at most 1.3x as long as `hash B`, measured in the
 //      same run. Then `sync B` again: zero requests.
-//   2. A 10M-user snapshot (built from a 10M-row export with the library, as a first sync would
-//      leave it), then `sync` of that export unchanged: peak RSS <= 300 MB, snapshot on disk
-//      <= 200 bytes per user, zero requests.
-//   options: --rows N (part 1, default 1M), --big-rows N (part 2, default 10M), --skip-big, --skip-small
+//   2. Memory: the first sync of a 10M-row export (CLI, every user sent), then `sync` of that export
+//      unchanged: each within 300 MB peak RSS; snapshot on disk <= 200 bytes per user, zero requests
+//      for the unchanged one. Then `syncAudience()` in a process of its own, fed 10M raw records by an
+//      async generator (first sync of a new audience): within 300 MB too.
+//   options: --rows N (part 1, default 1M), --big-rows N (part 2, default 10M, or the environment's
+//   AK_BENCH_SYNC_ROWS), --skip-big, --skip-small, --skip-library; --state-dir-flag FLAG (default
+//   --state-dir): the CLI flag that names the state, with `--state-base X` its value for each sync
+//   (default: a new temporary directory), so part 2 can measure another store.
 //
 // The sandbox runs in its own process (a fair peer: it does not share the syncing process's cores'
 // event loop). Peak RSS is the measured process's maxRSS (worker threads included).
@@ -113,9 +117,9 @@ const env = {
 const stateDir = mkdtempSync(join(tmpdir(), 'ak-bench-sync-'));
 process.on('exit', () => rmSync(stateDir, { recursive: true, force: true }));
 
-async function sync(file, { audience = info.audience, state = stateDir } = {}) {
+async function sync(file, { audience = info.audience, state = stateDir, stateFlag = '--state-dir' } = {}) {
   const argv = [BIN, 'sync', file, '--account', info.account, '--audience', audience, '--quiet', '--json'];
-  const m = await measure([...argv, '--state-dir', state], { env, captureStdout: true });
+  const m = await measure([...argv, stateFlag, state], { env, captureStdout: true });
   return { ...m, report: JSON.parse(m.stdout) };
 }
 
@@ -164,21 +168,27 @@ async function small() {
 
 if (!flag('skip-small')) await small();
 
-// Part 2: a 10M-user snapshot.
-if (!flag('skip-big')) await big(Number(opt('big-rows', '10000000')));
+// Part 2: memory at 10M users.
+const bigRows = Number(opt('big-rows', process.env.AK_BENCH_SYNC_ROWS ?? '10000000'));
+if (!flag('skip-big')) await big(bigRows);
+if (!flag('skip-library')) await library(bigRows);
 sandbox.stop();
 
 async function big(n) {
   const file = await generated(n);
   const dir = mkdtempSync(join(tmpdir(), 'ak-bench-sync-big-'));
+  const state = { stateFlag: opt('state-dir-flag', '--state-dir'), state: opt('state-base', dir) };
   const { audience } = await sandbox.ask('new');
-  // The snapshot a first sync of the file leaves, written with the library (no 10M-user sandbox needed).
-  const script = join(dir, 'build-snapshot.mjs');
-  writeFileSync(script, buildSnapshotScript(file, dir, info.account, audience));
-  const build = await measure([script]);
-  console.log(`\n${fmt(n)}-user snapshot built in ${build.seconds.toFixed(1)} s`);
   spawnSync('cat', [file], { stdio: 'ignore' });
-  const m = await sync(file, { audience, state: dir });
+  const first = await sync(file, { audience, ...state });
+  const size = await sandbox.ask(`size ${audience}`);
+  const fr = first.report;
+  console.log(
+    `\nfirst sync of the ${fmt(n)}-row file: ${first.seconds.toFixed(1)} s, peak RSS ${first.rssMb.toFixed(0)} MB (target <= 300), ${fmt(fr.update.users_confirmed)} users sent in ${fr.requests} requests, status ${fr.status}, sandbox audience ${fmt(size.size)}`,
+  );
+  if (first.rssMb > 300) failures.push(`${fmt(n)}-user first sync peak RSS above 300 MB`);
+  if (fr.status !== 'completed' || size.size !== fr.users) failures.push(`${fmt(n)}-user first sync: audience differs`);
+  const m = await sync(file, { audience, ...state });
   const rep = m.report;
   const perUser = rep.snapshot.bytes_on_disk / rep.snapshot.after.users;
   console.log(
@@ -187,32 +197,48 @@ async function big(n) {
   console.log(
     `snapshot on disk: ${fmt(rep.snapshot.bytes_on_disk)} bytes = ${perUser.toFixed(1)} bytes/user (target <= 200)`,
   );
-  if (m.rssMb > 300) failures.push('10M sync peak RSS above 300 MB');
+  if (m.rssMb > 300) failures.push(`${fmt(n)}-user unchanged sync peak RSS above 300 MB`);
   if (perUser > 200) failures.push('snapshot above 200 bytes/user');
-  if (rep.requests !== 0 || rep.status !== 'completed') failures.push('unchanged 10M input made requests');
+  if (rep.requests !== 0 || rep.status !== 'completed') failures.push(`unchanged ${fmt(n)}-row input made requests`);
   rmSync(dir, { recursive: true, force: true });
 }
 
-function buildSnapshotScript(file, dir, account, audience) {
-  return `
-    import { hashCsv, KeyTableBuilder, Snapshot, snapshotDir, SyncPlanner, PLAN_ADD } from ${JSON.stringify(DIST)};
-    const snapshot = Snapshot.open(snapshotDir(${JSON.stringify(dir)}, { accountId: ${JSON.stringify(account)}, kind: 'custom_audience', id: ${JSON.stringify(audience)} }));
-    const planner = new SyncPlanner(new KeyTableBuilder(0).finish());
-    for await (const chunk of await hashCsv(${JSON.stringify(file)}, { emit: 'packed' })) {
-      const { jsonLines, fingerprints } = chunk.packed;
-      const users = [];
-      jsonLines.split('\\n').forEach((json, k) => {
-        if (json === '') return;
-        const hi = fingerprints[2 * k], lo = fingerprints[2 * k + 1];
-        if (planner.classify(hi, lo) === PLAN_ADD) users.push({ hi, lo, json });
-      });
-      snapshot.recordUpdates(users);
-    }
-    snapshot.commit();
-    snapshot.close();
-  `;
+/** `syncAudience()` fed by an async generator of raw records, in a process of its own (its peak RSS). */
+async function library(n) {
+  const dir = mkdtempSync(join(tmpdir(), 'ak-bench-sync-lib-'));
+  const { audience } = await sandbox.ask('new');
+  const script = join(dir, 'library-sync.mjs');
+  writeFileSync(script, librarySyncScript(n, join(dir, 'state'), audience));
+  const m = await measure([script], { env: { AK_BENCH_SANDBOX: JSON.stringify(info) }, captureStdout: true });
+  const r = JSON.parse(m.stdout);
+  const size = await sandbox.ask(`size ${audience}`);
+  console.log(
+    `syncAudience() fed ${fmt(n)} records by an async generator (first sync): ${m.seconds.toFixed(1)} s, peak RSS ${m.rssMb.toFixed(0)} MB (target <= 300), ${fmt(r.update.users_confirmed)} users sent in ${r.requests} requests, status ${r.status}, sandbox audience ${fmt(size.size)}`,
+  );
+  if (m.rssMb > 300) failures.push(`library sync of ${fmt(n)} records peak RSS above 300 MB`);
+  if (r.status !== 'completed' || size.size !== r.users) failures.push('library sync: audience differs');
+  rmSync(dir, { recursive: true, force: true });
 }
 
+function librarySyncScript(n, stateDir, audience) {
+  return `
+    import { createClient, syncAudience } from ${JSON.stringify(DIST)};
+    const info = JSON.parse(process.env.AK_BENCH_SANDBOX);
+    const client = createClient({ adsBaseUrl: info.adsBaseUrl, credentials: info.credentials });
+    // Rows as a database cursor gives them, one at a time.
+    async function* rows() {
+      for (let i = 0; i < ${n}; i++)
+        yield { email: 'Customer.' + i + '@Example.com', phone: '+1 (415) ' + String(2000000 + (i % 7000000)).replace(/(\\d{3})(\\d{4})$/, '$1-$2') };
+    }
+    const report = await syncAudience({
+      client, accountId: info.account, target: { customAudienceId: ${JSON.stringify(audience)} },
+      users: rows(), records: { defaultCountry: 'US' }, stateDir: ${JSON.stringify(stateDir)},
+    });
+    await client.close();
+    const { status, users, requests, update } = report;
+    console.log(JSON.stringify({ status, users, requests, update }));
+  `;
+}
 if (failures.length > 0) {
   console.log(`\nFAILED: ${failures.join('; ')}`);
   process.exitCode = 1;
