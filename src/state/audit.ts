@@ -224,7 +224,11 @@ export interface AuditVerification {
  * removing or editing the last records leaves an intact chain, but not that line.
  */
 export function verifyAuditLog(path: string, options: { head?: string } = {}): AuditVerification {
-  const data = readAuditFile(path);
+  return verifyAuditBytes(readAuditFile(path), options);
+}
+
+/** verifyAuditLog on the log's bytes (each line ending with a newline), wherever they are stored. */
+export function verifyAuditBytes(data: Buffer, options: { head?: string } = {}): AuditVerification {
   const wanted = options.head?.toLowerCase();
   let headLine = wanted === AUDIT_GENESIS ? 0 : undefined;
   let prev = AUDIT_GENESIS;
@@ -299,8 +303,13 @@ export interface AuditRun {
 
 /** Runs in log order (unparseable lines are skipped here; `verifyAuditLog` reports them). */
 export function readAuditRuns(path: string): AuditRun[] {
+  return auditRunsOf(readAuditFile(path).toString('utf8').split('\n'));
+}
+
+/** The runs of the log's lines, in order. */
+export function auditRunsOf(lines: Iterable<string>): AuditRun[] {
   const runs = new Map<string, AuditRun>();
-  for (const line of readAuditFile(path).toString('utf8').split('\n')) {
+  for (const line of lines) {
     if (line === '') continue;
     let rec: ChainedAuditRecord;
     try {
@@ -337,7 +346,15 @@ export function lastRecordedSnapshot(
   target: { accountId: string; kind: AuditTargetKind; id: string },
 ): AuditSnapshotState | undefined {
   if (!existsSync(path)) return undefined;
-  const runs = readAuditRuns(path).filter(
+  return lastRecordedIn(readAuditRuns(path), target);
+}
+
+/** lastRecordedSnapshot among `runs` (in log order). */
+export function lastRecordedIn(
+  all: AuditRun[],
+  target: { accountId: string; kind: AuditTargetKind; id: string },
+): AuditSnapshotState | undefined {
+  const runs = all.filter(
     (r) =>
       r.start?.operation === 'sync' &&
       r.start.account_id === target.accountId &&

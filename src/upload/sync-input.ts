@@ -150,18 +150,19 @@ export class PlanCollector {
 /**
  * Users being sent, by sequence number (the `line` the engine hands back in `onConfirmed`):
  * taken out when their batch is confirmed; what remains at the end was not confirmed.
- * `beforeSend` hears of each chunk before the sender gets it (the snapshot's write-ahead record).
+ * `beforeSend` hears of each chunk, and is awaited, before the sender gets it (the snapshot's
+ * write-ahead record, durable in the state store).
  */
 export class InFlight {
   private readonly users = new Map<number, SpooledUser>();
   private next = 1;
 
-  constructor(private readonly beforeSend?: (users: SpooledUser[]) => void) {}
+  constructor(private readonly beforeSend?: (users: SpooledUser[]) => void | Promise<void>) {}
 
   /** The users as packed chunks for sendUsers, each registered under its sequence number. */
   async *chunks(source: AsyncIterable<SpooledUser[]> | Iterable<SpooledUser[]>): AsyncGenerator<UploadPackedChunk> {
     for await (const users of source) {
-      this.beforeSend?.(users);
+      await this.beforeSend?.(users);
       const lines = new Uint32Array(users.length);
       const fingerprints = new Uint32Array(2 * users.length);
       let jsonLines = '';
