@@ -21,6 +21,13 @@ import { acquireFileLock, type LockOptions } from './lock.js';
 /** `prev` of the first record: SHA-256 of this fixed text. */
 export const AUDIT_GENESIS = sha256Hex('audience-kit audit log v1');
 
+/**
+ * Audit record format, written as each record's `v`. Records written before the field existed
+ * have none and are read as format 1. A record of a newer format is refused (by append, verify
+ * and every reader), never misread or chained onto.
+ */
+export const AUDIT_FORMAT = 1;
+
 export type AuditTargetKind = 'custom_audience' | 'do_not_reach_list';
 export type RunOutcome = 'completed' | 'partial' | 'failed' | 'interrupted';
 
@@ -113,7 +120,7 @@ export interface AuditRunEnd {
 }
 
 export type AuditRecord = AuditRunStart | AuditRunEnd;
-export type ChainedAuditRecord = AuditRecord & { prev: string };
+export type ChainedAuditRecord = AuditRecord & { v: typeof AUDIT_FORMAT; prev: string };
 
 export function defaultAuditLogPath(stateDir: string): string {
   return `${stateDir.replace(/\/+$/, '')}/audit.jsonl`;
@@ -143,8 +150,7 @@ export async function appendAuditRecord(
     const fd = openNoFollow(path, 'append');
     try {
       const { line, endsWithNewline } = lastLine(path);
-      const prev = line === undefined ? AUDIT_GENESIS : sha256Hex(line);
-      const chained: ChainedAuditRecord = { ...record, prev };
+      const chained = chainAfter(line, record, path);
       // A torn last line (crash mid-write) stays visible to verify; the new record starts a new line.
       const text = `${endsWithNewline ? '' : '\n'}${JSON.stringify(chained)}\n`;
       appendWhole(fd, Buffer.from(text, 'utf8'), path);
@@ -157,6 +163,31 @@ export async function appendAuditRecord(
   } finally {
     release();
   }
+}
+
+/** `record` chained to the log's last line (undefined: an empty log); a last record of a newer format is refused. */
+export function chainAfter(line: Buffer | string | undefined, record: AuditRecord, where: string): ChainedAuditRecord {
+  if (line !== undefined) checkAuditFormat(where, parseLine(line));
+  return { v: AUDIT_FORMAT, ...record, prev: line === undefined ? AUDIT_GENESIS : sha256Hex(line) };
+}
+
+function parseLine(bytes: Buffer | string): unknown {
+  try {
+    return JSON.parse(typeof bytes === 'string' ? bytes : bytes.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Refuses a record of a newer format (`v` above AUDIT_FORMAT); anything else is for verify to judge. */
+function checkAuditFormat(path: string, record: unknown): void {
+  const v = (record as { v?: unknown } | null | undefined)?.v;
+  if (typeof v !== 'number' || v <= AUDIT_FORMAT) return;
+  throw new ConfigError(
+    'audit_newer_format',
+    `the audit log ${path} holds records of format ${v}, written by a newer audience-kit; this version reads format ${AUDIT_FORMAT} and did not read or append to it`,
+    { fix: 'use the audience-kit version that wrote those records (or a newer one) with this state' },
+  );
 }
 
 /** The bytes of the last line (without newline), reading backwards from the end. */
@@ -199,6 +230,7 @@ const recordSchema = z.object({
   event: z.enum(['run_start', 'run_end']),
   run_id: z.string().min(1),
   at: z.string().min(1),
+  v: z.number().int().positive().optional(),
   prev: z.string().regex(/^[0-9a-f]{64}$/),
 });
 
@@ -224,11 +256,11 @@ export interface AuditVerification {
  * removing or editing the last records leaves an intact chain, but not that line.
  */
 export function verifyAuditLog(path: string, options: { head?: string } = {}): AuditVerification {
-  return verifyAuditBytes(readAuditFile(path), options);
+  return verifyAuditBytes(readAuditFile(path), path, options);
 }
 
-/** verifyAuditLog on the log's bytes (each line ending with a newline), wherever they are stored. */
-export function verifyAuditBytes(data: Buffer, options: { head?: string } = {}): AuditVerification {
+/** verifyAuditLog on the log's bytes (each line ending with a newline), wherever they are stored (`where`, for messages). */
+export function verifyAuditBytes(data: Buffer, where: string, options: { head?: string } = {}): AuditVerification {
   const wanted = options.head?.toLowerCase();
   let headLine = wanted === AUDIT_GENESIS ? 0 : undefined;
   let prev = AUDIT_GENESIS;
@@ -248,12 +280,9 @@ export function verifyAuditBytes(data: Buffer, options: { head?: string } = {}):
     });
     if (!complete)
       return fail('the last line is incomplete (no newline): a write was cut off or the file was truncated');
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(bytes.toString('utf8'));
-    } catch {
-      return fail('not a JSON record');
-    }
+    const parsed = parseLine(bytes);
+    if (parsed === undefined) return fail('not a JSON record');
+    checkAuditFormat(where, parsed);
     const r = recordSchema.safeParse(parsed);
     if (!r.success) {
       const field = r.error.issues[0]?.path.join('.') ?? 'record';
@@ -303,21 +332,17 @@ export interface AuditRun {
 
 /** Runs in log order (unparseable lines are skipped here; `verifyAuditLog` reports them). */
 export function readAuditRuns(path: string): AuditRun[] {
-  return auditRunsOf(readAuditFile(path).toString('utf8').split('\n'));
+  return auditRunsOf(readAuditFile(path).toString('utf8').split('\n'), path);
 }
 
-/** The runs of the log's lines, in order. */
-export function auditRunsOf(lines: Iterable<string>): AuditRun[] {
+/** The runs of the log's lines, in order (`where` names the log in messages). */
+export function auditRunsOf(lines: Iterable<string>, where: string): AuditRun[] {
   const runs = new Map<string, AuditRun>();
   for (const line of lines) {
     if (line === '') continue;
-    let rec: ChainedAuditRecord;
-    try {
-      rec = JSON.parse(line) as ChainedAuditRecord;
-    } catch {
-      continue;
-    }
-    if (typeof rec.run_id !== 'string') continue;
+    const rec = parseLine(line) as ChainedAuditRecord | null | undefined;
+    checkAuditFormat(where, rec);
+    if (typeof rec?.run_id !== 'string') continue;
     const run = runs.get(rec.run_id) ?? { run_id: rec.run_id };
     if (rec.event === 'run_start') run.start = rec;
     else if (rec.event === 'run_end') run.end = rec;

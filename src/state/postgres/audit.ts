@@ -6,8 +6,8 @@
  */
 import type pg from 'pg';
 import {
-  AUDIT_GENESIS,
   auditRunsOf,
+  chainAfter,
   lastRecordedIn,
   verifyAuditBytes,
   type AuditRecord,
@@ -17,7 +17,6 @@ import {
   type ChainedAuditRecord,
 } from '../audit.js';
 import type { AuditLog, SnapshotTarget } from '../store.js';
-import { sha256Hex } from '../../util/sha256.js';
 import { connectionLost } from './connection.js';
 import { advisoryKey } from './keys.js';
 
@@ -41,8 +40,7 @@ export class PostgresAuditLog implements AuditLog {
       const last = await client.query<{ line: string }>(
         'SELECT line FROM audience_kit_audit ORDER BY seq DESC LIMIT 1',
       );
-      const line = last.rows[0]?.line;
-      const chained: ChainedAuditRecord = { ...record, prev: line === undefined ? AUDIT_GENESIS : sha256Hex(line) };
+      const chained = chainAfter(last.rows[0]?.line, record, this.describe());
       const start = record.event === 'run_start' ? record : undefined;
       await client.query(
         `INSERT INTO audience_kit_audit (line, run_id, event, account_id, target_kind, target_id, operation)
@@ -75,17 +73,17 @@ export class PostgresAuditLog implements AuditLog {
        ORDER BY seq`,
       [target.accountId, target.kind, target.id],
     );
-    return lastRecordedIn(auditRunsOf(r), target);
+    return lastRecordedIn(auditRunsOf(r, this.describe()), target);
   }
 
   /** The whole log in memory, as `verifyAuditLog` reads the file. */
   async verify(options: { head?: string } = {}): Promise<AuditVerification> {
     const lines = await this.query('SELECT line FROM audience_kit_audit ORDER BY seq', []);
-    return verifyAuditBytes(Buffer.from(lines.map((l) => `${l}\n`).join(''), 'utf8'), options);
+    return verifyAuditBytes(Buffer.from(lines.map((l) => `${l}\n`).join(''), 'utf8'), this.describe(), options);
   }
 
   async runs(): Promise<AuditRun[]> {
-    return auditRunsOf(await this.query('SELECT line FROM audience_kit_audit ORDER BY seq', []));
+    return auditRunsOf(await this.query('SELECT line FROM audience_kit_audit ORDER BY seq', []), this.describe());
   }
 
   private async query(sql: string, params: unknown[]): Promise<string[]> {
