@@ -23,7 +23,8 @@ import { advisoryKey } from './keys.js';
  * - snapshot write-ahead: every write of a sync under way to `pending` or the data file, by
  *   `seq`, tagged with the `version` it applies to; deleted by the commit that includes them.
  * - audit: one row per audit record: `line` is the exact JSON text the hash chain covers (the
- *   chain runs in `seq` order); the other columns repeat fields of it for SQL queries.
+ *   chain runs in `seq` order); the other columns repeat fields of it for SQL queries (account,
+ *   target kind and id, operation: on `run_start` rows; join on run_id for the end).
  * - journals: an upload run journal's lines (`line` exact text, chained), and the bodies of its
  *   failed batches with their input line numbers (`lines`: big-endian uint32s).
  */
