@@ -189,6 +189,32 @@ describe('PostgreSQL state store', () => {
     }
   });
 
+  it('the CLI takes one store: --state with --state-dir, or both variables, is a usage error; a password is never printed', async () => {
+    const url = new URL(await postgresStateUrl());
+    url.password = 'db-secret';
+    const withPassword = url.toString();
+    const both = await runCli(['audit', 'list', '--state', withPassword, '--state-dir', 'x']);
+    expect(both).toMatchObject({ code: 2, stderr: expect.stringMatching(/--state and --state-dir/) as unknown });
+    const env = { AUDIENCE_KIT_STATE_URL: withPassword, AUDIENCE_KIT_STATE_DIR: 'x' };
+    expect(await runCli(['audit', 'list'], { env })).toMatchObject({ code: 2 });
+    const bad = await runCli(['audit', 'list', '--state', 'mysql://u:db-secret@h/d']);
+    expect(bad).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/--state must be a PostgreSQL URL/) as unknown,
+    });
+    // Trust authentication ignores the password: the log is read, and the URL shown without it.
+    const listed = await runCli(['audit', 'verify', '--json', '--debug'], {
+      env: { AUDIENCE_KIT_STATE_URL: withPassword, AUDIENCE_KIT_STATE_DIR: undefined },
+    });
+    expect(listed.code, listed.stderr).toBe(0);
+    const unreachable = await runCli(['audit', 'list', '--debug', '--state', withPassword.replace(':5432', ':1')]);
+    expect(unreachable).toMatchObject({
+      code: 8,
+      stderr: expect.stringMatching(/state_unreachable|could not connect/) as unknown,
+    });
+    for (const r of [both, bad, listed, unreachable]) expect(r.stdout + r.stderr).not.toContain('db-secret');
+  });
+
   it('refuses a schema newer than this version, and names the SQL to a user who may not create it', async () => {
     const url = await postgresStateUrl();
     await (await PostgresStore.open(url)).close();
