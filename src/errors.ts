@@ -109,6 +109,8 @@ export const ERROR_CODES = [
   'snapshot_users_unrecovered',
   // ConfigError from the CLI: the default state directory and an earlier version's both hold the target's state.
   'state_dir_ambiguous',
+  // ConfigError from a PostgreSQL state store: its schema was written by a newer version.
+  'state_schema_newer',
   // InputError: the input cannot be read as a whole.
   'input_bad_header',
   'input_header_too_large',
@@ -161,6 +163,12 @@ export const ERROR_CODES = [
   'path_not_file',
   'path_not_directory',
   'io_error',
+  // EnvironmentError from a PostgreSQL state store: unreachable, connection (and lock) lost, no
+  // right to create the schema, or another process committed the target's snapshot (fenced).
+  'state_unreachable',
+  'state_connection_lost',
+  'state_schema_denied',
+  'state_fenced',
   // AudienceKitError itself: something unexpected stopped an upload (its report carries it).
   'internal',
 ] as const;

@@ -25,6 +25,7 @@ const commands: [argv: string[], docs: string[]][] = [
   [['upload'], [section('`upload`')]],
   [['sync'], [section('`sync`'), section('`upload`')]],
   ...['verify', 'list', 'show'].map((c): [string[], string[]] => [['audit', c], [section('`audit`')]]),
+  [['state', 'schema'], [section('`state`')]],
   ...['list', 'get', 'create', 'update', 'delete', 'wait'].map((c): [string[], string[]] => [
     ['audiences', c],
     [section('`audiences`')],

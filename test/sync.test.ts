@@ -4,16 +4,32 @@ import { describe, expect, it } from 'vitest';
 import { hashCsv, type HashCsvRun, type RawRecord } from '../src/hashing/pipeline.js';
 import { acquireFileLock } from '../src/state/lock.js';
 import { snapshotDir } from '../src/state/snapshot.js';
-import { verifyAuditLog } from '../src/state/audit.js';
 import { reportJson, syncAudience, uploadAudience, type SyncAudienceOptions } from '../src/upload/index.js';
 import { runCli } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
 import { FIXTURE, rawValues, scanFor } from './helpers/upload-cli.js';
-import { customer, customers, expected, members, range, setup, syncOf, userPosts } from './helpers/sync.js';
+import {
+  auditLines,
+  customer,
+  customers,
+  expected,
+  members,
+  range,
+  setup as setupWith,
+  STORES,
+  syncOf,
+  usePostgres,
+  userPosts,
+  verifyAudit,
+  type StoreKind,
+} from './helpers/sync.js';
 
 const DAY = 86_400_000;
+usePostgres();
 
-describe('syncAudience', () => {
+describe.each(STORES)('syncAudience (%s store)', (store: StoreKind) => {
+  const setup = (...a: Parameters<typeof setupWith>) => setupWith(a[0], a[1], store);
+
   it('keeps the audience equal to the latest export through a series of syncs', async () => {
     const t = await setup();
     const first = await syncOf(t, customers(range(0, 200)));
@@ -59,12 +75,11 @@ describe('syncAudience', () => {
     expect(refreshed.update.users_confirmed).toBe(205);
     expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, next));
 
-    const audit = verifyAuditLog(join(t.stateDir, 'audit.jsonl'));
+    const audit = await verifyAudit(t);
     expect(audit).toMatchObject({ ok: true, records: 8 });
-    const ends = readFileSync(join(t.stateDir, 'audit.jsonl'), 'utf8')
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l) as { event: string; sync?: { removes_confirmed: number } });
+    const ends = (await auditLines(t)).map(
+      (l) => JSON.parse(l) as { event: string; sync?: { removes_confirmed: number } },
+    );
     expect(ends.filter((r) => r.event === 'run_end').map((r) => r.sync?.removes_confirmed)).toEqual([0, 15, 0, 0]);
   });
 
@@ -121,6 +136,27 @@ describe('syncAudience', () => {
     expect(t.sandbox.state.dnrListSize(listId)).toBe(40);
   });
 
+  it('converges through 503, 429, count mismatches and dropped connections', async () => {
+    const t = await setup({ faults: '503=1@2,429@4,mismatch@6,drop@8,503=1@12' });
+    const a = customers(range(0, 300));
+    const b = [...customers(range(30, 300)), ...customers(range(300, 340))];
+    let retries = 0;
+    for (const rows of [a, b]) {
+      const small = { limits: { maxBodyBytes: 4000 } };
+      let report = await syncOf(t, rows, small);
+      retries += report.retries;
+      // A batch the platform kept failing is left for the next run, which sends only what is missing.
+      for (let i = 0; report.status !== 'completed' && i < 3; i++) report = await syncOf(t, rows, small);
+      expect(report.status).toBe('completed');
+      expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, rows));
+    }
+    expect(retries).toBeGreaterThanOrEqual(4);
+  });
+});
+
+describe('syncAudience (directory store)', () => {
+  const setup = setupWith;
+
   it('refuses a second sync of the same target while one holds its lock', async () => {
     const t = await setup();
     const dir = snapshotDir(t.stateDir, {
@@ -138,23 +174,6 @@ describe('syncAudience', () => {
     } finally {
       release();
     }
-  });
-
-  it('converges through 503, 429, count mismatches and dropped connections', async () => {
-    const t = await setup({ faults: '503=1@2,429@4,mismatch@6,drop@8,503=1@12' });
-    const a = customers(range(0, 300));
-    const b = [...customers(range(30, 300)), ...customers(range(300, 340))];
-    let retries = 0;
-    for (const rows of [a, b]) {
-      const small = { limits: { maxBodyBytes: 4000 } };
-      let report = await syncOf(t, rows, small);
-      retries += report.retries;
-      // A batch the platform kept failing is left for the next run, which sends only what is missing.
-      for (let i = 0; report.status !== 'completed' && i < 3; i++) report = await syncOf(t, rows, small);
-      expect(report.status).toBe('completed');
-      expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, rows));
-    }
-    expect(retries).toBeGreaterThanOrEqual(4);
   });
 
   it('keeps raw identifiers out of the snapshot, the audit log and the report', async () => {
@@ -179,134 +198,138 @@ describe('syncAudience', () => {
   });
 });
 
-describe('syncAudience over a CSV file (its hashing workers leave the known users out)', () => {
-  /**
-   * A CRM export of `rows`, hashed for sending as the CLI does (several chunks, two workers), seen
-   * through a Proxy (as the CLI's reject guard wraps it) that counts the users whose text the
-   * workers left out.
-   */
-  async function csvRun(dir: string, name: string, rows: RawRecord[]) {
-    const path = join(dir, name);
-    writeFileSync(path, `email,phone\n${rows.map((r) => `${String(r.email)},"${String(r.phone)}"`).join('\n')}\n`);
-    const run = await hashCsv(path, { emit: 'packed', workers: 2, chunkBytes: 2048 });
-    const seen = { leftOut: 0 };
-    async function* counted() {
-      for await (const chunk of run) {
-        // One line per user, each ending in \n; a user left out is an empty line.
-        const lines = chunk.packed?.jsonLines.split('\n').slice(0, -1) ?? [];
-        seen.leftOut += lines.filter((line) => line === '').length;
-        yield chunk;
+describe.each(STORES)(
+  'syncAudience over a CSV file, %s store (its hashing workers leave the known users out)',
+  (store) => {
+    const setup = () => setupWith({}, {}, store);
+    /**
+     * A CRM export of `rows`, hashed for sending as the CLI does (several chunks, two workers), seen
+     * through a Proxy (as the CLI's reject guard wraps it) that counts the users whose text the
+     * workers left out.
+     */
+    async function csvRun(dir: string, name: string, rows: RawRecord[]) {
+      const path = join(dir, name);
+      writeFileSync(path, `email,phone\n${rows.map((r) => `${String(r.email)},"${String(r.phone)}"`).join('\n')}\n`);
+      const run = await hashCsv(path, { emit: 'packed', workers: 2, chunkBytes: 2048 });
+      const seen = { leftOut: 0 };
+      async function* counted() {
+        for await (const chunk of run) {
+          // One line per user, each ending in \n; a user left out is an empty line.
+          const lines = chunk.packed?.jsonLines.split('\n').slice(0, -1) ?? [];
+          seen.leftOut += lines.filter((line) => line === '').length;
+          yield chunk;
+        }
       }
+      const observed = new Proxy(run, {
+        get: (target, key) => (key === Symbol.asyncIterator ? counted : Reflect.get(target, key)),
+      });
+      return Object.assign(observed, { seen });
     }
-    const observed = new Proxy(run, {
-      get: (target, key) => (key === Symbol.asyncIterator ? counted : Reflect.get(target, key)),
+    const at = (base: number, days: number) => ({ now: () => base + days * DAY, sleep: async () => {} });
+    function syncFile(t: Awaited<ReturnType<typeof setup>>, users: HashCsvRun, extra: Partial<SyncAudienceOptions>) {
+      return syncAudience({
+        client: t.client,
+        accountId: t.sandbox.accounts.primary,
+        target: { customAudienceId: t.audienceId },
+        users,
+        ...t.state,
+        limits: { maxBodyBytes: 20_000 },
+        retryBaseMs: 1,
+        ...extra,
+      });
+    }
+    /** Remove every member on the platform, behind the snapshot's back: what a sync sends next shows. */
+    async function emptyOnPlatform(t: Awaited<ReturnType<typeof setup>>, rows: RawRecord[]) {
+      const r = await uploadAudience({
+        client: t.client,
+        accountId: t.sandbox.accounts.primary,
+        target: { customAudienceId: t.audienceId },
+        operation: 'delete',
+        users: rows,
+        records: {},
+      });
+      expect(r.status).toBe('completed');
+      expect(t.sandbox.state.audienceSize(t.audienceId)).toBe(0);
+    }
+
+    it('sends the new, changed and stale users, leaves the fresh ones out, and sends all with full', async () => {
+      const t = await setup();
+      const dir = tempDir('ak-sync-csv-');
+      const base = Date.now();
+      const a = customers(range(0, 100));
+      const firstRun = await csvRun(dir, 'a.csv', a);
+      const first = await syncFile(t, firstRun, { clock: at(base, 0) });
+      expect(first).toMatchObject({ status: 'completed', adds: 100 });
+      expect(firstRun.seen.leftOut).toBe(0);
+
+      // 100 days on: 13 left (3 of them changed phone), 30 joined, two rows repeated.
+      const kept = customers(range(0, 87));
+      const rowsB = [
+        ...kept,
+        ...range(87, 90).map((i) => customer(i, 1)),
+        ...customers(range(100, 130)),
+        ...customers([5, 6]),
+      ];
+      const secondRun = await csvRun(dir, 'b.csv', rowsB);
+      const second = await syncFile(t, secondRun, { clock: at(base, 100), maxRemovals: 13 });
+      expect(second).toMatchObject({
+        status: 'completed',
+        adds: 33,
+        removes: 13,
+        refreshes: 0,
+        unchanged: 87,
+        duplicates: 2,
+        users: 120,
+      });
+      expect(secondRun.seen.leftOut).toBe(87 + 2); // the unchanged users, and the repeats of two of them
+      expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, rowsB));
+
+      // 181 days after the first sync its users are due for a refresh; the 33 sent on day 100 are not.
+      await emptyOnPlatform(t, rowsB);
+      const thirdRun = await csvRun(dir, 'b.csv', rowsB);
+      const third = await syncFile(t, thirdRun, { clock: at(base, 181) });
+      expect(third).toMatchObject({ status: 'completed', refreshes: 87, adds: 0, removes: 0, unchanged: 33 });
+      expect(third.update.users_confirmed).toBe(87);
+      expect(thirdRun.seen.leftOut).toBe(33);
+      expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, kept));
+
+      const fullRun = await csvRun(dir, 'b.csv', rowsB);
+      const full = await syncFile(t, fullRun, { clock: at(base, 182), full: true });
+      expect(full).toMatchObject({ status: 'completed', adds: 0, removes: 0, duplicates: 2 });
+      expect(full.update.users_confirmed).toBe(120);
+      expect(fullRun.seen.leftOut).toBe(0);
+      expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, rowsB));
     });
-    return Object.assign(observed, { seen });
-  }
-  const at = (base: number, days: number) => ({ now: () => base + days * DAY, sleep: async () => {} });
-  function syncFile(t: Awaited<ReturnType<typeof setup>>, users: HashCsvRun, extra: Partial<SyncAudienceOptions>) {
-    return syncAudience({
-      client: t.client,
-      accountId: t.sandbox.accounts.primary,
-      target: { customAudienceId: t.audienceId },
-      users,
-      stateDir: t.stateDir,
-      limits: { maxBodyBytes: 20_000 },
-      retryBaseMs: 1,
-      ...extra,
+
+    it('a run whose sync stopped before reading it keeps every user for a full sync or an upload', async () => {
+      const t = await setup();
+      const dir = tempDir('ak-sync-csv-');
+      const rows = customers(range(0, 60));
+      await syncFile(t, await csvRun(dir, 'a.csv', rows), {});
+      const stopped = new AbortController();
+      stopped.abort();
+      const run = await csvRun(dir, 'a.csv', rows);
+      expect(await syncFile(t, run, { signal: stopped.signal })).toMatchObject({ status: 'interrupted' });
+      await emptyOnPlatform(t, rows);
+      const full = await syncFile(t, run, { full: true });
+      expect(full).toMatchObject({ status: 'completed', users: 60 });
+      expect(full.update.users_confirmed).toBe(60);
+      expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, rows));
+
+      const again = await csvRun(dir, 'a.csv', rows);
+      expect(await syncFile(t, again, { signal: stopped.signal })).toMatchObject({ status: 'interrupted' });
+      await emptyOnPlatform(t, rows);
+      const upload = await uploadAudience({
+        client: t.client,
+        accountId: t.sandbox.accounts.primary,
+        target: { customAudienceId: t.audienceId },
+        users: again,
+      });
+      expect(upload).toMatchObject({ status: 'completed', users_confirmed: 60 });
+      expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, rows));
     });
-  }
-  /** Remove every member on the platform, behind the snapshot's back: what a sync sends next shows. */
-  async function emptyOnPlatform(t: Awaited<ReturnType<typeof setup>>, rows: RawRecord[]) {
-    const r = await uploadAudience({
-      client: t.client,
-      accountId: t.sandbox.accounts.primary,
-      target: { customAudienceId: t.audienceId },
-      operation: 'delete',
-      users: rows,
-      records: {},
-    });
-    expect(r.status).toBe('completed');
-    expect(t.sandbox.state.audienceSize(t.audienceId)).toBe(0);
-  }
-
-  it('sends the new, changed and stale users, leaves the fresh ones out, and sends all with full', async () => {
-    const t = await setup();
-    const dir = tempDir('ak-sync-csv-');
-    const base = Date.now();
-    const a = customers(range(0, 100));
-    const firstRun = await csvRun(dir, 'a.csv', a);
-    const first = await syncFile(t, firstRun, { clock: at(base, 0) });
-    expect(first).toMatchObject({ status: 'completed', adds: 100 });
-    expect(firstRun.seen.leftOut).toBe(0);
-
-    // 100 days on: 13 left (3 of them changed phone), 30 joined, two rows repeated.
-    const kept = customers(range(0, 87));
-    const rowsB = [
-      ...kept,
-      ...range(87, 90).map((i) => customer(i, 1)),
-      ...customers(range(100, 130)),
-      ...customers([5, 6]),
-    ];
-    const secondRun = await csvRun(dir, 'b.csv', rowsB);
-    const second = await syncFile(t, secondRun, { clock: at(base, 100), maxRemovals: 13 });
-    expect(second).toMatchObject({
-      status: 'completed',
-      adds: 33,
-      removes: 13,
-      refreshes: 0,
-      unchanged: 87,
-      duplicates: 2,
-      users: 120,
-    });
-    expect(secondRun.seen.leftOut).toBe(87 + 2); // the unchanged users, and the repeats of two of them
-    expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, rowsB));
-
-    // 181 days after the first sync its users are due for a refresh; the 33 sent on day 100 are not.
-    await emptyOnPlatform(t, rowsB);
-    const thirdRun = await csvRun(dir, 'b.csv', rowsB);
-    const third = await syncFile(t, thirdRun, { clock: at(base, 181) });
-    expect(third).toMatchObject({ status: 'completed', refreshes: 87, adds: 0, removes: 0, unchanged: 33 });
-    expect(third.update.users_confirmed).toBe(87);
-    expect(thirdRun.seen.leftOut).toBe(33);
-    expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, kept));
-
-    const fullRun = await csvRun(dir, 'b.csv', rowsB);
-    const full = await syncFile(t, fullRun, { clock: at(base, 182), full: true });
-    expect(full).toMatchObject({ status: 'completed', adds: 0, removes: 0, duplicates: 2 });
-    expect(full.update.users_confirmed).toBe(120);
-    expect(fullRun.seen.leftOut).toBe(0);
-    expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, rowsB));
-  });
-
-  it('a run whose sync stopped before reading it keeps every user for a full sync or an upload', async () => {
-    const t = await setup();
-    const dir = tempDir('ak-sync-csv-');
-    const rows = customers(range(0, 60));
-    await syncFile(t, await csvRun(dir, 'a.csv', rows), {});
-    const stopped = new AbortController();
-    stopped.abort();
-    const run = await csvRun(dir, 'a.csv', rows);
-    expect(await syncFile(t, run, { signal: stopped.signal })).toMatchObject({ status: 'interrupted' });
-    await emptyOnPlatform(t, rows);
-    const full = await syncFile(t, run, { full: true });
-    expect(full).toMatchObject({ status: 'completed', users: 60 });
-    expect(full.update.users_confirmed).toBe(60);
-    expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, rows));
-
-    const again = await csvRun(dir, 'a.csv', rows);
-    expect(await syncFile(t, again, { signal: stopped.signal })).toMatchObject({ status: 'interrupted' });
-    await emptyOnPlatform(t, rows);
-    const upload = await uploadAudience({
-      client: t.client,
-      accountId: t.sandbox.accounts.primary,
-      target: { customAudienceId: t.audienceId },
-      users: again,
-    });
-    expect(upload).toMatchObject({ status: 'completed', users_confirmed: 60 });
-    expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, rows));
-  });
-});
+  },
+);
 
 describe('audience-kit sync', () => {
   const next = (cwd: string): string => {

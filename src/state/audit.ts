@@ -150,9 +150,7 @@ export async function appendAuditRecord(
     const fd = openNoFollow(path, 'append');
     try {
       const { line, endsWithNewline } = lastLine(path);
-      if (line !== undefined) checkAuditFormat(path, parseLine(line));
-      const prev = line === undefined ? AUDIT_GENESIS : sha256Hex(line);
-      const chained: ChainedAuditRecord = { v: AUDIT_FORMAT, ...record, prev };
+      const chained = chainAfter(line, record, path);
       // A torn last line (crash mid-write) stays visible to verify; the new record starts a new line.
       const text = `${endsWithNewline ? '' : '\n'}${JSON.stringify(chained)}\n`;
       appendWhole(fd, Buffer.from(text, 'utf8'), path);
@@ -165,6 +163,12 @@ export async function appendAuditRecord(
   } finally {
     release();
   }
+}
+
+/** `record` chained to the log's last line (undefined: an empty log); a last record of a newer format is refused. */
+export function chainAfter(line: Buffer | string | undefined, record: AuditRecord, where: string): ChainedAuditRecord {
+  if (line !== undefined) checkAuditFormat(where, parseLine(line));
+  return { v: AUDIT_FORMAT, ...record, prev: line === undefined ? AUDIT_GENESIS : sha256Hex(line) };
 }
 
 function parseLine(bytes: Buffer | string): unknown {
@@ -252,7 +256,11 @@ export interface AuditVerification {
  * removing or editing the last records leaves an intact chain, but not that line.
  */
 export function verifyAuditLog(path: string, options: { head?: string } = {}): AuditVerification {
-  const data = readAuditFile(path);
+  return verifyAuditBytes(readAuditFile(path), path, options);
+}
+
+/** verifyAuditLog on the log's bytes (each line ending with a newline), wherever they are stored (`where`, for messages). */
+export function verifyAuditBytes(data: Buffer, where: string, options: { head?: string } = {}): AuditVerification {
   const wanted = options.head?.toLowerCase();
   let headLine = wanted === AUDIT_GENESIS ? 0 : undefined;
   let prev = AUDIT_GENESIS;
@@ -274,7 +282,7 @@ export function verifyAuditLog(path: string, options: { head?: string } = {}): A
       return fail('the last line is incomplete (no newline): a write was cut off or the file was truncated');
     const parsed = parseLine(bytes);
     if (parsed === undefined) return fail('not a JSON record');
-    checkAuditFormat(path, parsed);
+    checkAuditFormat(where, parsed);
     const r = recordSchema.safeParse(parsed);
     if (!r.success) {
       const field = r.error.issues[0]?.path.join('.') ?? 'record';
@@ -324,11 +332,16 @@ export interface AuditRun {
 
 /** Runs in log order (unparseable lines are skipped here; `verifyAuditLog` reports them). */
 export function readAuditRuns(path: string): AuditRun[] {
+  return auditRunsOf(readAuditFile(path).toString('utf8').split('\n'), path);
+}
+
+/** The runs of the log's lines, in order (`where` names the log in messages). */
+export function auditRunsOf(lines: Iterable<string>, where: string): AuditRun[] {
   const runs = new Map<string, AuditRun>();
-  for (const line of readAuditFile(path).toString('utf8').split('\n')) {
+  for (const line of lines) {
     if (line === '') continue;
     const rec = parseLine(line) as ChainedAuditRecord | null | undefined;
-    checkAuditFormat(path, rec);
+    checkAuditFormat(where, rec);
     if (typeof rec?.run_id !== 'string') continue;
     const run = runs.get(rec.run_id) ?? { run_id: rec.run_id };
     if (rec.event === 'run_start') run.start = rec;
@@ -339,9 +352,14 @@ export function readAuditRuns(path: string): AuditRun[] {
 }
 
 export function findAuditRun(path: string, runId: string): AuditRun {
-  const run = readAuditRuns(path).find((r) => r.run_id === runId);
+  return findRunIn(readAuditRuns(path), runId, path);
+}
+
+/** The run `runId` among `runs` of the log `where` (a path, or a store's description). */
+export function findRunIn(runs: AuditRun[], runId: string, where: string): AuditRun {
+  const run = runs.find((r) => r.run_id === runId);
   if (run === undefined) {
-    throw new ConfigError('audit_run_not_found', `no run ${runId} in ${path}`, {
+    throw new ConfigError('audit_run_not_found', `no run ${runId} in ${where}`, {
       fix: 'list the runs with `audience-kit audit list`',
     });
   }
@@ -358,7 +376,15 @@ export function lastRecordedSnapshot(
   target: { accountId: string; kind: AuditTargetKind; id: string },
 ): AuditSnapshotState | undefined {
   if (!existsSync(path)) return undefined;
-  const runs = readAuditRuns(path).filter(
+  return lastRecordedIn(readAuditRuns(path), target);
+}
+
+/** lastRecordedSnapshot among `runs` (in log order). */
+export function lastRecordedIn(
+  all: AuditRun[],
+  target: { accountId: string; kind: AuditTargetKind; id: string },
+): AuditSnapshotState | undefined {
+  const runs = all.filter(
     (r) =>
       r.start?.operation === 'sync' &&
       r.start.account_id === target.accountId &&

@@ -71,15 +71,21 @@ import {
   type SnapshotTarget,
 } from './snapshot-format.js';
 import { sha256Hex } from '../util/sha256.js';
+import type { SnapshotWriteAhead } from './store.js';
 
 export type { KeyTable } from './key-table.js';
 export { decodeUserRecord, encodeUserRecord, SnapshotError, SNAPSHOT_ENTRY_BYTES } from './snapshot-format.js';
 export type { SnapshotTarget } from './snapshot-format.js';
 export { sortKeyOrder } from './snapshot-index.js';
 
-/** The snapshot directory of a target (ids are hashed into the name: they are not file-name safe). */
+/** A target's snapshot name, `<kind>-<24 hex>` (ids are hashed into it: they are not file-name safe). */
+export function snapshotName(target: SnapshotTarget): string {
+  return `${target.kind}-${targetHash(target).toString('hex').slice(0, 24)}`;
+}
+
+/** The snapshot directory of a target. */
 export function snapshotDir(stateDir: string, target: SnapshotTarget): string {
-  return join(stateDir, 'snapshots', `${target.kind}-${targetHash(target).toString('hex').slice(0, 24)}`);
+  return join(stateDir, 'snapshots', snapshotName(target));
 }
 
 const PENDING_MAGIC = 'AKPEND01';
@@ -108,6 +114,8 @@ export interface SnapshotOpenOptions {
    * committed over it (a restored or rolled-back snapshot is refused).
    */
   recorded?: { users: number; digest: string } | undefined;
+  /** Hears every write-ahead write once it is fsynced (a remote store stores it: state/store.ts). */
+  writeAhead?: SnapshotWriteAhead | undefined;
 }
 
 /**
@@ -128,6 +136,7 @@ export class Snapshot {
     private header: IndexHeader | undefined,
     private readonly target: string,
     private readonly now: () => number,
+    private readonly writeAhead: SnapshotWriteAhead | undefined,
   ) {
     this.existedAtOpen = header !== undefined;
   }
@@ -150,7 +159,7 @@ export class Snapshot {
     // Leftovers of a compaction cut short, or of one whose old file was not yet removed.
     for (const f of readdirSync(dir))
       if (/^data\.\d+$/.test(f) && f !== `data.${gen}`) rmSync(join(dir, f), { force: true });
-    const snapshot = new Snapshot(dir, header, target, o.now ?? Date.now);
+    const snapshot = new Snapshot(dir, header, target, o.now ?? Date.now, o.writeAhead);
     // What a killed sync had confirmed counts as known, what it was sending as uncertain.
     snapshot.commit();
     snapshot.existedAtOpen = snapshot.header !== undefined;
@@ -254,6 +263,7 @@ export class Snapshot {
       }
       writeAt(this.dataFd, data.subarray(0, end), this.dataSize, this.dataPath);
       syncFd(this.dataFd, this.dataPath);
+      this.writeAhead?.wrote(`data.${this.gen}`, this.dataSize, data.subarray(0, end));
       this.dataSize += end;
       this.appendPending(framePayload(OP_INTENT_UPDATE, 0, users));
     });
@@ -299,12 +309,15 @@ export class Snapshot {
     writeFileNoFollow(path, header);
     fsyncPath(path);
     fsyncPath(this.dir);
+    this.writeAhead?.wrote('pending', 0, header);
     this.pendingFd = openSync(path, 'a');
     this.pendingSize = PENDING_HEADER_BYTES;
     this.dataFd = openSync(this.dataPath, 'a', 0o600);
     this.dataSize = statSync(this.dataPath).size;
     if (this.dataSize === 0) {
-      writeAt(this.dataFd, encodeDataHeader(this.gen, this.target), 0, this.dataPath);
+      const dataHeader = encodeDataHeader(this.gen, this.target);
+      writeAt(this.dataFd, dataHeader, 0, this.dataPath);
+      this.writeAhead?.wrote(`data.${this.gen}`, 0, dataHeader);
       this.dataSize = DATA_HEADER_BYTES;
     }
   }
@@ -318,6 +331,7 @@ export class Snapshot {
     const path = join(this.dir, 'pending');
     writeAt(this.pendingFd, record, this.pendingSize, path);
     syncFd(this.pendingFd, path);
+    this.writeAhead?.wrote('pending', this.pendingSize, record);
     this.pendingSize += record.length;
   }
 

@@ -212,29 +212,34 @@ export type SentUser = Omit<SpooledUser, 'json'>;
 /**
  * Users being sent, by sequence number (the `line` the engine hands back in `onConfirmed`):
  * taken out when their batch is confirmed; what remains at the end was not confirmed.
- * `beforeSend` hears of each chunk before the sender gets it (the snapshot's write-ahead record).
- * Then a chunk's users become packed text (below V8's large-object size: 4,096 users' text in
- * one string took the heap to 170 MB) and typed arrays in pages of 4,096: no object per user
- * lives while its batch is in flight, so nothing per user is promoted to the old generation.
+ * `beforeSend` hears of each chunk, and is awaited, before the sender gets it (the snapshot's
+ * write-ahead record, durable in the state store). Then a chunk's users become packed text
+ * (below V8's large-object size: 4,096 users' text in one string took the heap to 170 MB) and
+ * typed arrays in pages of 4,096: no object per user lives while its batch is in flight, so
+ * nothing per user is promoted to the old generation.
  */
 export class InFlight {
   private readonly pages = new Map<number, SentPage>();
   private next = 1;
 
-  constructor(private readonly beforeSend?: (users: SpooledUser[]) => void) {}
+  constructor(private readonly beforeSend?: (users: SpooledUser[]) => void | Promise<void>) {}
 
   /** The users as packed chunks for sendUsers, each registered under its sequence number. */
   async *chunks(source: AsyncIterable<SpooledUser[]> | Iterable<SpooledUser[]>): AsyncGenerator<UploadPackedChunk> {
     const it = Symbol.asyncIterator in source ? source[Symbol.asyncIterator]() : source[Symbol.iterator]();
     // The users' objects are dropped before the first piece waits for the sender.
-    for (let pieces = this.pieces(await it.next()); pieces !== undefined; pieces = this.pieces(await it.next()))
+    for (let pieces = await this.nextPieces(it); pieces !== undefined; pieces = await this.nextPieces(it))
       for (const packed of pieces) yield { packed };
   }
 
-  private pieces(next: IteratorResult<SpooledUser[]>): PackedUsers[] | undefined {
+  /** The next chunk, written ahead (awaited), as packed pieces; undefined at the end. */
+  private async nextPieces(
+    it: Iterator<SpooledUser[]> | AsyncIterator<SpooledUser[]>,
+  ): Promise<PackedUsers[] | undefined> {
+    const next = await it.next();
     if (next.done === true) return undefined;
     const users = next.value;
-    this.beforeSend?.(users);
+    await this.beforeSend?.(users);
     const pieces: PackedUsers[] = [];
     for (let from = 0; from < users.length;) {
       let to = from;

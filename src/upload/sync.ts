@@ -15,17 +15,16 @@
  *    before the sender gets it, each confirmed batch recorded as it is confirmed, and the
  *    snapshot is committed at the end (or by the next open).
  */
-import { dirname } from 'node:path';
 import { z } from 'zod';
-import { ConfigError, EnvironmentError } from '../errors.js';
+import { ConfigError } from '../errors.js';
 import { createHashSummary } from '../hashing/summary.js';
 import { leaveOutKnownUsers, type HashRecordsOptions } from '../hashing/pipeline.js';
 import type { ColumnMapping } from '../identifiers/mapping.js';
 import type { NormalizeOptions } from '../identifiers/normalize.js';
-import { appendAuditRecord, lastRecordedSnapshot, newRunId, type AuditRunStart } from '../state/audit.js';
-import { ensureDir } from '../state/fs.js';
-import { acquireFileLock } from '../state/lock.js';
-import { Snapshot, SnapshotError } from '../state/snapshot.js';
+import { newRunId, type AuditRunStart, type AuditSnapshotState } from '../state/audit.js';
+import { Snapshot, SnapshotError, type SnapshotTarget } from '../state/snapshot.js';
+import type { AuditLog, TargetSession } from '../state/store.js';
+import { openSyncState, type StateOption } from './state-option.js';
 import { recoverSnapshot, type SnapshotRecovery } from '../state/snapshot-recover.js';
 import { addUnrecovered, clearUnrecovered, readUnrecovered } from '../state/snapshot-unrecovered.js';
 import { VERSION } from '../version.js';
@@ -53,7 +52,7 @@ import {
 } from './sync-report.js';
 import type { SendOptions, UploadUsers } from './types.js';
 import { hashedUsers, sendUsers } from './upload.js';
-import { describeTarget, targetSnapshot } from './target.js';
+import { describeTarget, snapshotTarget } from './target.js';
 
 export type { SyncReport, SyncOperationReport, SyncStatus } from './sync-report.js';
 
@@ -64,9 +63,15 @@ export interface SyncAudienceOptions extends SendOptions {
   /** The whole export: every form `uploadAudience` takes (with `records`, raw records). */
   users: UploadUsers;
   records?: HashRecordsOptions;
-  /** Where the target's snapshot lives (`<stateDir>/snapshots/`). */
-  stateDir: string;
-  /** Audit log (e.g. defaultAuditLogPath(stateDir)); none when omitted or on a dry run. */
+  /** Where the target's snapshot lives (`<stateDir>/snapshots/`); or give `state`. */
+  stateDir?: string;
+  /**
+   * The state store instead of `stateDir`: a PostgreSQL URL (`postgres://user@host/db`, opened
+   * and closed by the sync), or a store object (left open). Its audit log is the sync's unless
+   * `auditLog` names a file.
+   */
+  state?: StateOption;
+  /** Audit log file (e.g. defaultAuditLogPath(stateDir)); with `stateDir`, none when omitted; none on a dry run. */
   auditLog?: string;
   /** Send every user of the input as `Update`, not only the new ones. */
   full?: boolean;
@@ -152,32 +157,64 @@ function resolveSettings(o: SyncAudienceOptions): Settings {
 /** Sync a custom audience or do-not-reach list to the input; returns the report. */
 export async function syncAudience(o: SyncAudienceOptions): Promise<SyncReport> {
   const settings = resolveSettings(o);
-  if (!settings.dryRun && o.client !== undefined && o.checkTarget !== false)
-    await checkTarget(o.client, o.accountId, o.target);
-  // The input's fingerprint (for the audit record) is read beside the planning, not before it.
-  const input = identify(o.input, settings.dryRun);
-  input.catch(() => undefined);
-  const { dir, target } = targetSnapshot(o.stateDir, o.accountId, o.target);
-  const release = await lockTarget(dir);
+  const state = await openSyncState(o);
   try {
-    const recorded = o.auditLog === undefined ? undefined : lastRecordedSnapshot(o.auditLog, target);
-    if (o.acceptUnrecovered === true && !settings.dryRun) clearUnrecovered(dir);
-    const recovery =
-      o.recover === true
-        ? recoverSnapshot(dir, { target, now: settings.now, recordedUsers: recorded?.users })
-        : undefined;
-    // A recovered snapshot is new: the audit log's last record is of the one it replaces.
-    const snapshot = Snapshot.open(dir, { target, now: settings.now, recorded: recovery ? undefined : recorded });
+    if (!settings.dryRun && o.client !== undefined && o.checkTarget !== false)
+      await checkTarget(o.client, o.accountId, o.target);
+    // The input's fingerprint (for the audit record) is read beside the planning, not before it.
+    const input = identify(o.input, settings.dryRun);
+    input.catch(() => undefined);
+    const target = snapshotTarget(o.accountId, o.target);
+    const runId = o.runId ?? newRunId();
+    // One sync per target: a second one is refused at once, naming the holder.
+    const session = await state.store.lockTarget(target, { runId });
+    try {
+      return await syncLocked(o, settings, { session, audit: state.audit, target, runId }, input);
+    } finally {
+      await session.release();
+    }
+  } finally {
+    await state.close();
+  }
+}
+
+/** The locked target, its store session and the audit log the sync records in. */
+interface Locked {
+  session: TargetSession;
+  audit: AuditLog | undefined;
+  target: SnapshotTarget;
+  runId: string;
+}
+
+async function syncLocked(
+  o: SyncAudienceOptions,
+  settings: Settings,
+  l: Locked,
+  input: Promise<RunInput | undefined>,
+): Promise<SyncReport> {
+  const { dir } = l.session;
+  const recorded = await l.audit?.lastRecordedSnapshot(l.target);
+  if (o.acceptUnrecovered === true && !settings.dryRun) clearUnrecovered(dir);
+  const recovery =
+    o.recover === true
+      ? recoverSnapshot(dir, { target: l.target, now: settings.now, recordedUsers: recorded?.users })
+      : undefined;
+  // A recovered snapshot is new: the audit log's last record is of the one it replaces.
+  const snapshot = Snapshot.open(dir, {
+    target: l.target,
+    now: settings.now,
+    recorded: recovery ? undefined : recorded,
+    writeAhead: l.session.writeAhead,
+  });
+  try {
     // Not the membership the audit log last recorded (an older copy restored): users may be missing.
     if (recovery?.lost === 0 && recorded !== undefined && recorded.digest !== snapshot.digest)
       addUnrecovered(dir, Math.abs(recorded.users - snapshot.count), false);
-    try {
-      return await syncWith(o, settings, snapshot, input, recovery);
-    } finally {
-      snapshot.close();
-    }
+    // What the open committed (a killed sync's records), recovered or marked is the store's before anything is sent.
+    await l.session.persist();
+    return await syncWith(o, settings, snapshot, l, input, recovery);
   } finally {
-    release();
+    snapshot.close();
   }
 }
 
@@ -202,18 +239,6 @@ function unrecovered(report: SyncReport, dir: string, recovery: SnapshotRecovery
   return report;
 }
 
-/** One sync per target: a second one is refused at once, naming the holder. */
-async function lockTarget(dir: string): Promise<() => void> {
-  ensureDir(dirname(dir));
-  return acquireFileLock(`${dir}.lock`, { timeoutMs: 0 }).catch((error: unknown) => {
-    if (!(error instanceof EnvironmentError) || error.code !== 'file_locked') throw error;
-    throw new ConfigError('sync_in_progress', `another sync of this target is running (${error.message})`, {
-      fix: 'wait for it to finish (or stop it), then run the sync again',
-      cause: error,
-    });
-  });
-}
-
 /** What planning produced. */
 interface SyncPlan extends SyncPlanned {
   planner: SyncPlanner;
@@ -225,10 +250,11 @@ async function syncWith(
   o: SyncAudienceOptions,
   s: Settings,
   snapshot: Snapshot,
+  l: Locked,
   identified: Promise<RunInput | undefined>,
   recovery: SnapshotRecovery | undefined,
 ): Promise<SyncReport> {
-  const runId = o.runId ?? newRunId();
+  const runId = l.runId;
   Spool.removeLeftovers(snapshot.dir);
   const spool = new Spool(snapshot.dir, runId);
   try {
@@ -261,8 +287,9 @@ async function syncWith(
     if (s.dryRun) return finish({ ...(await dryRunSends(o, plan, snapshot)), error: refusal }, refusal && 'refused');
     const input = await identified;
     o.onPhase?.('planned', plan.counts);
-    return await audited(o, plan, input, snapshot, async () => {
-      const sent = await send(o, s, plan, snapshot);
+    const stored = { after: plan.before };
+    return await audited(o, l.audit, plan, input, stored, async () => {
+      const sent = await send(o, s, plan, snapshot, l.session, stored);
       return { report: unrecovered(finish(sent), snapshot.dir, recovery), sent };
     });
   } finally {
@@ -347,23 +374,36 @@ async function dryRunSends(o: SyncAudienceOptions, plan: SyncPlan, snapshot: Sna
 
 /**
  * Deletes, confirmed, then Updates; each confirmed batch recorded in the snapshot. A snapshot
- * that cannot be written (disk full) stops the sending: a confirmation must not be lost.
+ * that cannot be written (disk full, the store's connection lost) stops the sending: a
+ * confirmation must not be lost. `stored.after` becomes the committed snapshot once the store has it.
  */
-async function send(o: SyncAudienceOptions, s: Settings, plan: SyncPlan, snapshot: Snapshot): Promise<SyncSent> {
+async function send(
+  o: SyncAudienceOptions,
+  s: Settings,
+  plan: SyncPlan,
+  snapshot: Snapshot,
+  session: TargetSession,
+  stored: { after: AuditSnapshotState },
+): Promise<SyncSent> {
   const stop = new AbortController();
   const signal = o.signal === undefined ? stop.signal : AbortSignal.any([o.signal, stop.signal]);
   const sent: SyncSent = {};
-  const record = (write: () => void): void => {
+  const record = (write: () => void): boolean => {
     try {
       write();
+      return true;
     } catch (error) {
       sent.error ??= asKitError(error);
       stop.abort();
+      return false;
     }
   };
   const base = sendOptions(o, signal);
-  // The write-ahead record: each chunk's users are recorded (fsync) before the sender gets them.
-  const removed = new InFlight((users) => snapshot.recordIntentDeletes(users));
+  // The write-ahead record: each chunk's users are recorded (fsync, and stored) before the sender gets them.
+  const removed = new InFlight(async (users) => {
+    snapshot.recordIntentDeletes(users);
+    await session.durable();
+  });
   if (plan.counts.removes > 0) {
     o.onPhase?.('removing', plan.counts);
     sent.deletes = await sendUsers({
@@ -376,7 +416,10 @@ async function send(o: SyncAudienceOptions, s: Settings, plan: SyncPlan, snapsho
   const deletesDone = sent.error === undefined && (sent.deletes === undefined || sent.deletes.status === 'completed');
   if (plan.spool.count > 0 && deletesDone) {
     o.onPhase?.('updating', plan.counts);
-    const updated = new InFlight((users) => snapshot.recordIntentUpdates(users));
+    const updated = new InFlight(async (users) => {
+      snapshot.recordIntentUpdates(users);
+      await session.durable();
+    });
     sent.updates = await sendUsers({
       ...base,
       operationType: 'Update',
@@ -388,20 +431,26 @@ async function send(o: SyncAudienceOptions, s: Settings, plan: SyncPlan, snapsho
   }
   for (const e of sent.deletes?.operation_errors ?? []) e.line = null;
   sent.updatesPending = plan.spool.count > 0 && sent.updates === undefined;
-  record(() => snapshot.commit());
+  if (!record(() => snapshot.commit())) return sent;
+  try {
+    await session.persist();
+    stored.after = { users: snapshot.count, digest: snapshot.digest };
+  } catch (error) {
+    sent.error ??= asKitError(error);
+  }
   return sent;
 }
 
 /** The audit log's run_start and run_end records around the sends. */
 async function audited(
   o: SyncAudienceOptions,
+  audit: AuditLog | undefined,
   plan: SyncPlan,
   input: RunInput | undefined,
-  snapshot: Snapshot,
+  stored: { after: AuditSnapshotState },
   run: () => Promise<{ report: SyncReport; sent: SyncSent }>,
 ): Promise<SyncReport> {
-  const audit = o.auditLog;
-  if (audit !== undefined) await appendAuditRecord(audit, startRecord(o, plan, input));
+  if (audit !== undefined) await audit.append(startRecord(o, plan, input));
   let done: { report: SyncReport; sent: SyncSent } | undefined;
   let thrown: unknown;
   try {
@@ -412,8 +461,8 @@ async function audited(
     throw error;
   } finally {
     if (audit !== undefined) {
-      const after = { users: snapshot.count, digest: snapshot.digest };
-      const end = appendAuditRecord(audit, syncAuditEnd({ plan, input, ...done, thrown, after }));
+      // The snapshot the store holds: a commit it could not take is not recorded as the target's.
+      const end = audit.append(syncAuditEnd({ plan, input, ...done, thrown, after: stored.after }));
       // The sync's own error is the one to report, even when the audit log fails too.
       if (thrown !== undefined || o.onAuditError !== undefined) await end.catch(o.onAuditError ?? (() => undefined));
       else await end;

@@ -92,13 +92,18 @@ export function describeTarget(target: UploadTarget): Target {
   };
 }
 
+/** The target as the snapshot and the state stores name it. */
+export function snapshotTarget(accountId: string, target: UploadTarget): SnapshotTarget {
+  const { kind, id } = describeTarget(target);
+  return { accountId, kind, id };
+}
+
 /** Where a target's sync snapshot lives under `stateDir`, and the target as the snapshot names it. */
 export function targetSnapshot(
   stateDir: string,
   accountId: string,
   target: UploadTarget,
 ): { dir: string; target: SnapshotTarget } {
-  const { kind, id } = describeTarget(target);
-  const named: SnapshotTarget = { accountId, kind, id };
+  const named = snapshotTarget(accountId, target);
   return { dir: snapshotDir(stateDir, named), target: named };
 }

@@ -1,17 +1,90 @@
-/** The sync tests' sandbox, client, customers and the membership they compare. */
+/** The sync tests' sandbox, client, state store, customers and the membership they compare. */
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { expect } from 'vitest';
+import pg from 'pg';
+import { afterAll, beforeAll, expect } from 'vitest';
 import type { ClientOptions } from '../../src/api/index.js';
 import type { RawRecord } from '../../src/hashing/pipeline.js';
 import type { Sandbox, SandboxOptions } from '../../src/sandbox/index.js';
 import { syncAudience, uploadAudience, type SyncAudienceOptions } from '../../src/upload/index.js';
+import { verifyAuditLog, type AuditVerification } from '../../src/state/audit.js';
+import { PostgresStore } from '../../src/state/postgres/store.js';
+import { createTestDatabase } from './postgres.js';
 import { openSandboxClient } from './sandbox-client.js';
 import { tempDir } from './temp.js';
 
-export async function setup(opts: SandboxOptions = {}, clientOptions: Partial<ClientOptions> = {}) {
+export type StoreKind = 'directory' | 'postgres';
+/** The stores a sync test series runs against. */
+export const STORES: readonly StoreKind[] = ['directory', 'postgres'];
+
+let fileDatabase: { url: string; drop: () => Promise<void> } | undefined;
+
+/** One PostgreSQL database for the test file (createdb costs about a second); each test gets its own schema in it. */
+export function usePostgres(): void {
+  beforeAll(async () => {
+    fileDatabase = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await fileDatabase?.drop();
+    fileDatabase = undefined;
+  });
+}
+
+/** A state URL whose tables live in a new schema of the file's database (search_path). */
+export async function postgresStateUrl(): Promise<string> {
+  if (fileDatabase === undefined) throw new Error('call usePostgres() at the top of the test file');
+  const schema = `s_${randomBytes(6).toString('hex')}`;
+  const client = new pg.Client({ connectionString: fileDatabase.url });
+  await client.connect();
+  try {
+    await client.query(`CREATE SCHEMA ${schema}`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(fileDatabase.url);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return url.toString();
+}
+
+/** The state options of a sync: a directory with its audit log file, or a PostgreSQL URL (its audit log in the database). */
+async function stateOptions(store: StoreKind, stateDir: string) {
+  if (store === 'postgres') return { state: await postgresStateUrl() };
+  return { stateDir, auditLog: join(stateDir, 'audit.jsonl') };
+}
+
+export async function setup(
+  opts: SandboxOptions = {},
+  clientOptions: Partial<ClientOptions> = {},
+  store: StoreKind = 'directory',
+) {
   const { sandbox, client } = await openSandboxClient({ seed: 11, ...opts }, { maxAttempts: 6, ...clientOptions });
   const audienceId = sandbox.state.createCustomAudience(sandbox.accounts.primary, 'sync').id;
-  return { sandbox, client, audienceId, stateDir: tempDir('ak-sync-') };
+  const stateDir = tempDir('ak-sync-');
+  return { sandbox, client, audienceId, stateDir, store, state: await stateOptions(store, stateDir) };
+}
+
+/** The audit log's lines, from its file or its table. */
+export async function auditLines(t: SyncSetup): Promise<string[]> {
+  if (!('state' in t.state)) return readFileSync(t.state.auditLog, 'utf8').trim().split('\n');
+  const db = new pg.Client({ connectionString: t.state.state });
+  await db.connect();
+  try {
+    const r = await db.query<{ line: string }>('SELECT line FROM audience_kit_audit ORDER BY seq');
+    return r.rows.map((row) => row.line);
+  } finally {
+    await db.end();
+  }
+}
+
+export async function verifyAudit(t: SyncSetup): Promise<AuditVerification> {
+  if (!('state' in t.state)) return verifyAuditLog(t.state.auditLog);
+  const store = await PostgresStore.open(t.state.state);
+  try {
+    return await store.audit.verify();
+  } finally {
+    await store.close();
+  }
 }
 
 /** Customer i as a CRM row; `phoneVersion` changes the phone (same email). */
@@ -60,8 +133,7 @@ export function syncOf(
     target: { customAudienceId: t.audienceId },
     users: rows,
     records: { defaultCountry: 'US' },
-    stateDir: t.stateDir,
-    auditLog: join(t.stateDir, 'audit.jsonl'),
+    ...t.state,
     limits: { maxBodyBytes: 20_000 },
     retryBaseMs: 1,
     ...extra,

@@ -1,0 +1,23 @@
+/** Choosing a state store: a directory, or a PostgreSQL URL (opened on demand: `pg` loads only then). */
+import { ConfigError } from '../errors.js';
+import { DirectoryStore } from './directory-store.js';
+import type { StateStore } from './store.js';
+
+/** Where the state lives, parsed once at the entry (CLI flags, environment, library options). */
+export type StateSpec = { kind: 'directory'; dir: string } | { kind: 'postgres'; url: string };
+
+const POSTGRES_URL = /^postgres(?:ql)?:\/\/[^\s]*$/i;
+
+/** `value` as a PostgreSQL state URL; `source` names the flag, variable or option in the error (the value is never quoted: it may hold a password). */
+export function parseStateUrl(value: string, source: string): StateSpec {
+  if (POSTGRES_URL.test(value) && URL.canParse(value)) return { kind: 'postgres', url: value };
+  throw new ConfigError('invalid_option', `${source} must be a PostgreSQL URL (postgres://user@host:5432/database)`, {
+    fix: `pass a postgres:// or postgresql:// URL (a state directory is given with --state-dir / stateDir)`,
+  });
+}
+
+export async function openStateStore(spec: StateSpec): Promise<StateStore> {
+  if (spec.kind === 'directory') return new DirectoryStore(spec.dir);
+  const { PostgresStore } = await import('./postgres/store.js');
+  return PostgresStore.open(spec.url);
+}

@@ -1,0 +1,97 @@
+/**
+ * The audit log in PostgreSQL: `audience_kit_audit`, one row per record in `seq` order, `line`
+ * the exact JSON text the hash chain covers (state/audit.ts: the same records, chain and checks
+ * as the file). Appends are serialized by a transaction-level advisory lock held around
+ * read-last-line + insert, so concurrent runs never fork the chain.
+ */
+import type pg from 'pg';
+import {
+  auditRunsOf,
+  chainAfter,
+  lastRecordedIn,
+  verifyAuditBytes,
+  type AuditRecord,
+  type AuditRun,
+  type AuditSnapshotState,
+  type AuditVerification,
+  type ChainedAuditRecord,
+} from '../audit.js';
+import type { AuditLog, SnapshotTarget } from '../store.js';
+import { connectionLost } from './connection.js';
+import { advisoryKey } from './keys.js';
+
+export class PostgresAuditLog implements AuditLog {
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly where: string,
+  ) {}
+
+  describe(): string {
+    return `${this.where} (table audience_kit_audit)`;
+  }
+
+  async append(record: AuditRecord): Promise<ChainedAuditRecord> {
+    const client = await this.pool
+      .connect()
+      .catch((error: unknown) => Promise.reject(connectionLost(this.where, error)));
+    try {
+      await client.query('BEGIN');
+      await client.query('SELECT pg_advisory_xact_lock($1)', [advisoryKey('audit')]);
+      const last = await client.query<{ line: string }>(
+        'SELECT line FROM audience_kit_audit ORDER BY seq DESC LIMIT 1',
+      );
+      const chained = chainAfter(last.rows[0]?.line, record, this.describe());
+      const start = record.event === 'run_start' ? record : undefined;
+      await client.query(
+        `INSERT INTO audience_kit_audit (line, run_id, event, account_id, target_kind, target_id, operation)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+        [
+          JSON.stringify(chained),
+          record.run_id,
+          record.event,
+          start?.account_id ?? null,
+          start?.target.kind ?? null,
+          start?.target.id ?? null,
+          start?.operation ?? null,
+        ],
+      );
+      await client.query('COMMIT');
+      return chained;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw connectionLost(this.where, error);
+    } finally {
+      client.release();
+    }
+  }
+
+  async lastRecordedSnapshot(target: SnapshotTarget): Promise<AuditSnapshotState | undefined> {
+    const r = await this.query(
+      `SELECT line FROM audience_kit_audit WHERE run_id = (
+         SELECT run_id FROM audience_kit_audit WHERE event = 'run_start' AND operation = 'sync'
+           AND account_id = $1 AND target_kind = $2 AND target_id = $3 ORDER BY seq DESC LIMIT 1)
+       ORDER BY seq`,
+      [target.accountId, target.kind, target.id],
+    );
+    return lastRecordedIn(auditRunsOf(r, this.describe()), target);
+  }
+
+  /** The whole log in memory, as `verifyAuditLog` reads the file. */
+  async verify(options: { head?: string } = {}): Promise<AuditVerification> {
+    const lines = await this.query('SELECT line FROM audience_kit_audit ORDER BY seq', []);
+    return verifyAuditBytes(Buffer.from(lines.map((l) => `${l}\n`).join(''), 'utf8'), this.describe(), options);
+  }
+
+  async runs(): Promise<AuditRun[]> {
+    return auditRunsOf(await this.query('SELECT line FROM audience_kit_audit ORDER BY seq', []), this.describe());
+  }
+
+  private async query(sql: string, params: unknown[]): Promise<string[]> {
+    try {
+      const r = await this.pool.query<{ line: string }>(sql, params);
+      return r.rows.map((row) => row.line);
+    } catch (error) {
+      throw connectionLost(this.where, error);
+    }
+  }
+}

@@ -1,0 +1,164 @@
+/**
+ * The PostgreSQL store's tables, created on first use and versioned.
+ *
+ * Tables are named `audience_kit_*` and created in the first schema of the connection's
+ * `search_path` (usually `public`; pick another with `?options=-c%20search_path%3Dads` in the URL
+ * or the role's default). `audience_kit_migrations` lists the versions applied; migrations run
+ * in one transaction under an advisory lock, so two first uses cannot both apply them. A database
+ * whose schema version is newer than this code knows is refused (`state_schema_newer`), never
+ * read. A role without CREATE rights gets `state_schema_denied` with the SQL to run as an owner
+ * (`audience-kit state schema` prints it).
+ */
+import type pg from 'pg';
+import { ConfigError, EnvironmentError } from '../../errors.js';
+import { advisoryKey } from './keys.js';
+
+/**
+ * Version 1. Tables by concern:
+ * - targets: one row per sync target (`target` = the snapshot directory's name,
+ *   `<kind>-<24 hex of the target hash>`); `version` counts the commits (the fencing token),
+ *   `holder` says who holds the target's lock (host, pid, run id, since), written under it.
+ * - snapshot files: the committed files of a target's snapshot (`index`, `data.<gen>`,
+ *   `unrecovered.json`), each as `size` plus parts of at most 1 MiB in `part` order.
+ * - snapshot write-ahead: every write of a sync under way to `pending` or the data file, by
+ *   `seq`, tagged with the `version` it applies to; deleted by the commit that includes them.
+ * - audit: one row per audit record: `line` is the exact JSON text the hash chain covers (the
+ *   chain runs in `seq` order); the other columns repeat fields of it for SQL queries (account,
+ *   target kind and id, operation: on `run_start` rows; join on run_id for the end).
+ * - journals: an upload run journal's lines (`line` exact text, chained), and the bodies of its
+ *   failed batches with their input line numbers (`lines`: big-endian uint32s).
+ */
+const V1 = `
+CREATE TABLE audience_kit_targets (
+  target text PRIMARY KEY,
+  account_id text NOT NULL,
+  kind text NOT NULL,
+  target_id text NOT NULL,
+  version bigint NOT NULL DEFAULT 0,
+  committed_at timestamptz,
+  holder jsonb
+);
+CREATE TABLE audience_kit_snapshot_files (
+  target text NOT NULL REFERENCES audience_kit_targets (target) ON DELETE CASCADE,
+  name text NOT NULL,
+  size bigint NOT NULL,
+  PRIMARY KEY (target, name)
+);
+CREATE TABLE audience_kit_snapshot_parts (
+  target text NOT NULL,
+  name text NOT NULL,
+  part integer NOT NULL,
+  data bytea NOT NULL,
+  PRIMARY KEY (target, name, part),
+  FOREIGN KEY (target, name) REFERENCES audience_kit_snapshot_files (target, name) ON DELETE CASCADE
+);
+CREATE TABLE audience_kit_snapshot_wal (
+  target text NOT NULL REFERENCES audience_kit_targets (target) ON DELETE CASCADE,
+  seq integer NOT NULL,
+  version bigint NOT NULL,
+  file text NOT NULL,
+  "offset" bigint NOT NULL,
+  data bytea NOT NULL,
+  PRIMARY KEY (target, seq)
+);
+CREATE TABLE audience_kit_audit (
+  seq bigserial PRIMARY KEY,
+  line text NOT NULL,
+  run_id text NOT NULL,
+  event text NOT NULL,
+  account_id text,
+  target_kind text,
+  target_id text,
+  operation text,
+  recorded_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX audience_kit_audit_target ON audience_kit_audit (account_id, target_kind, target_id);
+CREATE TABLE audience_kit_journal_lines (
+  key text NOT NULL,
+  seq integer NOT NULL,
+  line text NOT NULL,
+  PRIMARY KEY (key, seq)
+);
+CREATE TABLE audience_kit_journal_failed (
+  key text NOT NULL,
+  batch integer NOT NULL,
+  body bytea NOT NULL,
+  lines bytea NOT NULL,
+  PRIMARY KEY (key, batch)
+);
+`;
+
+/** Each version's DDL, applied in order; version n is MIGRATIONS[n - 1]. Append only. */
+const MIGRATIONS: readonly string[] = [V1];
+
+/** The schema version this code writes and reads. */
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+const MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS audience_kit_migrations (
+  version integer PRIMARY KEY,
+  applied_at timestamptz NOT NULL DEFAULT now()
+);`;
+
+/**
+ * The SQL that creates (or brings up to date) the schema from `from` (0: nothing yet), as an
+ * owner would run it with psql: one transaction, ending with the versions recorded.
+ */
+export function schemaSql(from = 0): string {
+  const steps = MIGRATIONS.slice(from).map((ddl, i) => {
+    const version = from + i + 1;
+    return `${ddl.trim()}\nINSERT INTO audience_kit_migrations (version) VALUES (${version});`;
+  });
+  return ['BEGIN;', MIGRATIONS_TABLE, ...steps, 'COMMIT;', ''].join('\n');
+}
+
+/** The highest version applied; 0 when the migrations table does not exist. */
+async function appliedVersion(client: pg.ClientBase): Promise<number> {
+  const exists = await client.query<{ t: string | null }>(`SELECT to_regclass('audience_kit_migrations')::text AS t`);
+  if (exists.rows[0]?.t == null) return 0;
+  const r = await client.query<{ v: number | null }>('SELECT max(version) AS v FROM audience_kit_migrations');
+  return r.rows[0]?.v ?? 0;
+}
+
+function newerSchema(found: number): ConfigError {
+  return new ConfigError(
+    'state_schema_newer',
+    `the state database's schema is version ${found}, newer than this version of audience-kit knows (${SCHEMA_VERSION}): it was written by a newer audience-kit and is not read`,
+    { fix: 'upgrade audience-kit on this machine to the version that wrote it' },
+  );
+}
+
+function schemaDenied(from: number, where: string, cause: unknown): EnvironmentError {
+  return new EnvironmentError(
+    'state_schema_denied',
+    `the state database's tables ${from === 0 ? 'do not exist' : `are at version ${from} of ${SCHEMA_VERSION}`} and this database user may not create them`,
+    {
+      fix: `run \`audience-kit state schema${from === 0 ? '' : ` --from ${from}`}\` and have the output run as the schema's owner (psql -f -), or grant this user CREATE on the schema`,
+      cause,
+      path: where,
+    },
+  );
+}
+
+/** Create or update the schema when needed (no DDL at all when it is current); `where` names the database in errors. */
+export async function ensureSchema(client: pg.ClientBase, where: string): Promise<void> {
+  const found = await appliedVersion(client);
+  if (found > SCHEMA_VERSION) throw newerSchema(found);
+  if (found === SCHEMA_VERSION) return;
+  try {
+    await client.query('BEGIN');
+    await client.query('SELECT pg_advisory_xact_lock($1)', [advisoryKey('schema')]);
+    await client.query(MIGRATIONS_TABLE);
+    // Another process may have migrated while this one waited for the lock.
+    const now = await appliedVersion(client);
+    if (now > SCHEMA_VERSION) throw newerSchema(now);
+    for (let v = now + 1; v <= SCHEMA_VERSION; v++) {
+      await client.query(MIGRATIONS[v - 1] as string);
+      await client.query('INSERT INTO audience_kit_migrations (version) VALUES ($1)', [v]);
+    }
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    if ((error as { code?: unknown }).code === '42501') throw schemaDenied(found, where, error);
+    throw error;
+  }
+}

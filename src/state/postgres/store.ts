@@ -1,0 +1,74 @@
+/**
+ * The PostgreSQL state store (`--state postgres://…`): the sync snapshots, their target locks,
+ * the audit log and the upload run journals in tables `audience_kit_*` (schema.ts), so a sync
+ * can run on any machine that reaches the database. Opened with `PostgresStore.open(url)`,
+ * which creates or checks the schema.
+ */
+import pg from 'pg';
+import { ConfigError } from '../../errors.js';
+import type { RunJournals, SnapshotTarget, StateStore, TargetLockOptions, TargetSession } from '../store.js';
+import { PostgresAuditLog } from './audit.js';
+import { clientConfig, redactUrl, unreachable } from './connection.js';
+import { ensureSchema } from './schema.js';
+import { PostgresTargetSession } from './target-session.js';
+
+/** Until the journals move to the database, an upload with a PostgreSQL store is refused before anything is sent. */
+const JOURNALS_NOT_STORED: RunJournals = {
+  find: () => Promise.reject(journalsRefused()),
+  open: () => Promise.reject(journalsRefused()),
+};
+
+function journalsRefused(): ConfigError {
+  return new ConfigError('invalid_option', 'upload run journals are not kept in a PostgreSQL state store yet', {
+    fix: 'upload with --state-dir (journals and resume in a directory)',
+  });
+}
+
+export class PostgresStore implements StateStore {
+  readonly kind = 'postgres';
+  readonly audit: PostgresAuditLog;
+  readonly journals = JOURNALS_NOT_STORED;
+  private closed = false;
+
+  private constructor(
+    private readonly url: string,
+    private readonly where: string,
+    private readonly pool: pg.Pool,
+  ) {
+    this.audit = new PostgresAuditLog(pool, where);
+  }
+
+  /** Connect and create or check the schema (`state_schema_newer`, `state_schema_denied`). */
+  static async open(url: string): Promise<PostgresStore> {
+    const where = redactUrl(url);
+    const pool = new pg.Pool({ ...clientConfig(url), max: 2, idleTimeoutMillis: 10_000 });
+    // An idle client's failure: the next query reports it.
+    pool.on('error', () => undefined);
+    try {
+      const client = await pool.connect().catch((error: unknown) => Promise.reject(unreachable(where, error)));
+      try {
+        await ensureSchema(client, where);
+      } finally {
+        client.release();
+      }
+    } catch (error) {
+      await pool.end().catch(() => undefined);
+      throw error;
+    }
+    return new PostgresStore(url, where, pool);
+  }
+
+  describe(): string {
+    return this.where;
+  }
+
+  lockTarget(target: SnapshotTarget, options: TargetLockOptions = {}): Promise<TargetSession> {
+    return PostgresTargetSession.open(this.url, this.where, target, options);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.end().catch(() => undefined);
+  }
+}

@@ -1,0 +1,160 @@
+/**
+ * The state-store seam: where a sync's snapshot, its target lock, the audit log and the upload
+ * run journals live. Modelled on Terraform's state backends: one interface, a local and a remote
+ * implementation, each with its own lock. The sync engine (upload/sync.ts) talks only to this.
+ *
+ * - `DirectoryStore` (state/directory-store.ts): a state directory, today's files unchanged.
+ * - `PostgresStore` (state/postgres/store.ts): tables `audience_kit_*` (schema in
+ *   state/postgres/schema.ts).
+ *
+ * The snapshot's format stays one (format 2: `index`, `data.<gen>`, `pending`, `unrecovered.json`,
+ * state/snapshot.ts) whatever the store: a store hands the engine a local directory holding the
+ * target's committed files (`TargetSession.dir`), so every check (header CRC, target, digest,
+ * recovery, the audit log's rollback check) runs on the same bytes. A remote store also hears
+ * every write-ahead record (`SnapshotWriteAhead`) and makes it durable on its side before the
+ * engine hands the users to the sender, and `persist()` makes a commit its own.
+ *
+ * A third store (object storage) implements the same three parts: a lock with fencing (a
+ * conditional write on a generation object), the committed files as versioned objects, and the
+ * write-ahead records as small objects named by sequence number.
+ */
+import { ConfigError } from '../errors.js';
+import type { AuditRecord, AuditRun, AuditSnapshotState, AuditVerification, ChainedAuditRecord } from './audit.js';
+import type { JournalKey, JournalSummary, OpenJournalOptions, RunJournal } from './journal.js';
+import type { SnapshotTarget } from './snapshot-format.js';
+
+export type { SnapshotTarget } from './snapshot-format.js';
+
+export type StateStoreKind = 'directory' | 'postgres';
+
+/** One store of state, opened once per command or library call and closed by whoever opened it. */
+export interface StateStore {
+  readonly kind: StateStoreKind;
+  /**
+   * The store for messages and reports: the directory's absolute path, or the PostgreSQL URL
+   * without its password (`postgres://app@db.example.com:5432/ads`). Never a secret.
+   */
+  describe(): string;
+  /**
+   * Take the target's lock: one sync per target across every process and machine that uses
+   * this store. With `waitMs` 0 (the default) a held lock is refused at once with ConfigError
+   * `sync_in_progress` naming the holder when known (host, pid, since); otherwise it is tried
+   * again until `waitMs` has passed. The session holds the lock until `release()`.
+   */
+  lockTarget(target: SnapshotTarget, options?: TargetLockOptions): Promise<TargetSession>;
+  /** The audit log (hash-chained records, state/audit.ts). */
+  readonly audit: AuditLog;
+  /** The upload run journals (resume), state/journal.ts. */
+  readonly journals: RunJournals;
+  /** Close connections; sessions must have been released. Idempotent. */
+  close(): Promise<void>;
+}
+
+export interface TargetLockOptions {
+  /** How long to wait for a held lock (default 0: refuse at once). */
+  waitMs?: number;
+  /** Recorded with the lock (PostgreSQL: in `audience_kit_targets.holder`) so a refusal can name it. */
+  runId?: string;
+  /** Injectable for tests. */
+  sleep?: (ms: number) => Promise<void>;
+  now?: () => number;
+}
+
+/**
+ * A target locked by this process. `dir` is a local directory holding the target's committed
+ * snapshot files: the directory store's own `snapshots/<kind>-<hash>/`, or a private temporary
+ * copy (mode 0700) the PostgreSQL store filled from the database, with `pending` and the data
+ * file's appended frames rebuilt from the write-ahead rows of a sync that was killed (on this
+ * machine or another). Snapshot.open(dir, { writeAhead }) opens it as always.
+ */
+export interface TargetSession {
+  readonly dir: string;
+  /**
+   * Passed to Snapshot.open: hears each write-ahead write after it is fsynced locally and
+   * stores it (undefined for the directory store, whose files are the record).
+   */
+  readonly writeAhead: SnapshotWriteAhead | undefined;
+  /**
+   * Resolves once every write handed to `writeAhead` so far is durable in the store; rejects
+   * with the first failure (connection lost: the lock may be gone; fenced: another process
+   * committed). The engine awaits it before the sender gets a chunk: never send without it.
+   */
+  durable(): Promise<void>;
+  /**
+   * Make the committed files now in `dir` (after Snapshot.open committed a killed sync's
+   * `pending`, a commit, a recovery, unrecovered.json written or removed) the store's, and drop
+   * the write-ahead records they include. Atomic, and fenced: if another writer committed since
+   * this session's snapshot was read (its lock was lost), it fails with EnvironmentError
+   * `state_fenced` and changes nothing. No-op for the directory store and when nothing changed.
+   */
+  persist(): Promise<void>;
+  /** Release the lock; a remote store removes `dir`. Idempotent; never throws for a lost connection. */
+  release(): Promise<void>;
+}
+
+/**
+ * Every byte Snapshot appends to its write-ahead files (`pending`, and the frames of users
+ * about to be sent appended to `data.<gen>`), in order. Called synchronously after the local
+ * write and fsync; the store queues it and `TargetSession.durable()` says when it is stored.
+ * Replaying the writes in order over the committed files rebuilds the directory exactly.
+ */
+export interface SnapshotWriteAhead {
+  /** `bytes` were written at `offset` of `file` (`pending` or `data.<gen>`; offset 0 of `pending` starts a new log). */
+  wrote(file: string, offset: number, bytes: Buffer): void;
+}
+
+/**
+ * The hash-chained audit log (format and chain: state/audit.ts). The PostgreSQL store keeps each
+ * record's exact JSON line (the bytes the chain hashes) in `audience_kit_audit.line`, in `seq`
+ * order, with run_id, event, account and target columns for SQL queries.
+ */
+export interface AuditLog {
+  /** For messages: the file's path, or the store's description with the table. */
+  describe(): string;
+  /** Append one record chained to the last one (serialized against every other writer). */
+  append(record: AuditRecord): Promise<ChainedAuditRecord>;
+  /** The sync snapshot the log last recorded for the target (see lastRecordedSnapshot in audit.ts). */
+  lastRecordedSnapshot(target: SnapshotTarget): Promise<AuditSnapshotState | undefined>;
+  /** Check every link; with `head`, that the record it names is still there (verifyAuditLog). */
+  verify(options?: { head?: string }): Promise<AuditVerification>;
+  /** The runs in log order (readAuditRuns). */
+  runs(): Promise<AuditRun[]>;
+}
+
+/**
+ * Upload run journals (state/journal.ts): one per journal key, locked while a run writes it.
+ * The directory store returns today's RunJournal; a remote store returns an object with the same
+ * methods whose appends (`recordConfirmed`, `recordFailed`, `recordInputEnd`, `markComplete`)
+ * are durable before they return or stop the run (the failed batches' bodies kept as bytea in
+ * `audience_kit_journal_failed`, the lines in `audience_kit_journal_lines`).
+ */
+export interface RunJournals {
+  find(key: JournalKey): Promise<JournalSummary | undefined>;
+  open(key: JournalKey, options: OpenJournalOptions): Promise<UploadJournal>;
+}
+
+/** What an upload run uses of its journal (upload/run.ts, upload/ledger.ts). */
+export type UploadJournal = Pick<
+  RunJournal,
+  | 'key'
+  | 'resumed'
+  | 'confirmed'
+  | 'failed'
+  | 'totalBatches'
+  | 'complete'
+  | 'isConfirmed'
+  | 'recordConfirmed'
+  | 'recordFailed'
+  | 'readFailedBatch'
+  | 'recordInputEnd'
+  | 'markComplete'
+  | 'close'
+>;
+
+/** A second sync of a target: refused (after the wait), naming the holder when the store knows it. */
+export function syncInProgress(holder: string, cause?: unknown): ConfigError {
+  return new ConfigError('sync_in_progress', `another sync of this target is running (${holder})`, {
+    fix: 'wait for it to finish (or stop it), then run the sync again',
+    ...(cause === undefined ? {} : { cause }),
+  });
+}
