@@ -91,6 +91,7 @@ export const ERROR_CODES = [
   'journal_corrupt',
   'journal_tampered',
   'journal_old_format',
+  'journal_newer_format',
   'journal_mismatch',
   'run_in_progress',
   // ConfigError from sync: the plan is refused before anything is sent; SnapshotError (a ConfigError).
@@ -126,6 +127,7 @@ export const ERROR_CODES = [
   'input_read_failed',
   'input_unreadable',
   'audit_log_missing',
+  'audit_newer_format',
   'input_reject_rate_exceeded',
   'input_no_users',
   // HttpError, AuthError, RateLimitError: a non-2xx answer after retries.

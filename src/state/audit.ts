@@ -21,6 +21,13 @@ import { acquireFileLock, type LockOptions } from './lock.js';
 /** `prev` of the first record: SHA-256 of this fixed text. */
 export const AUDIT_GENESIS = sha256Hex('audience-kit audit log v1');
 
+/**
+ * Audit record format, written as each record's `v`. Records written before the field existed
+ * have none and are read as format 1. A record of a newer format is refused (by append, verify
+ * and every reader), never misread or chained onto.
+ */
+export const AUDIT_FORMAT = 1;
+
 export type AuditTargetKind = 'custom_audience' | 'do_not_reach_list';
 export type RunOutcome = 'completed' | 'partial' | 'failed' | 'interrupted';
 
@@ -113,7 +120,7 @@ export interface AuditRunEnd {
 }
 
 export type AuditRecord = AuditRunStart | AuditRunEnd;
-export type ChainedAuditRecord = AuditRecord & { prev: string };
+export type ChainedAuditRecord = AuditRecord & { v: typeof AUDIT_FORMAT; prev: string };
 
 export function defaultAuditLogPath(stateDir: string): string {
   return `${stateDir.replace(/\/+$/, '')}/audit.jsonl`;
@@ -143,8 +150,9 @@ export async function appendAuditRecord(
     const fd = openNoFollow(path, 'append');
     try {
       const { line, endsWithNewline } = lastLine(path);
+      if (line !== undefined) checkAuditFormat(path, parseLine(line));
       const prev = line === undefined ? AUDIT_GENESIS : sha256Hex(line);
-      const chained: ChainedAuditRecord = { ...record, prev };
+      const chained: ChainedAuditRecord = { v: AUDIT_FORMAT, ...record, prev };
       // A torn last line (crash mid-write) stays visible to verify; the new record starts a new line.
       const text = `${endsWithNewline ? '' : '\n'}${JSON.stringify(chained)}\n`;
       appendWhole(fd, Buffer.from(text, 'utf8'), path);
@@ -157,6 +165,25 @@ export async function appendAuditRecord(
   } finally {
     release();
   }
+}
+
+function parseLine(bytes: Buffer | string): unknown {
+  try {
+    return JSON.parse(typeof bytes === 'string' ? bytes : bytes.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Refuses a record of a newer format (`v` above AUDIT_FORMAT); anything else is for verify to judge. */
+function checkAuditFormat(path: string, record: unknown): void {
+  const v = (record as { v?: unknown } | null | undefined)?.v;
+  if (typeof v !== 'number' || v <= AUDIT_FORMAT) return;
+  throw new ConfigError(
+    'audit_newer_format',
+    `the audit log ${path} holds records of format ${v}, written by a newer audience-kit; this version reads format ${AUDIT_FORMAT} and did not read or append to it`,
+    { fix: 'use the audience-kit version that wrote those records (or a newer one) with this state' },
+  );
 }
 
 /** The bytes of the last line (without newline), reading backwards from the end. */
@@ -199,6 +226,7 @@ const recordSchema = z.object({
   event: z.enum(['run_start', 'run_end']),
   run_id: z.string().min(1),
   at: z.string().min(1),
+  v: z.number().int().positive().optional(),
   prev: z.string().regex(/^[0-9a-f]{64}$/),
 });
 
@@ -248,12 +276,9 @@ export function verifyAuditBytes(data: Buffer, options: { head?: string } = {}):
     });
     if (!complete)
       return fail('the last line is incomplete (no newline): a write was cut off or the file was truncated');
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(bytes.toString('utf8'));
-    } catch {
-      return fail('not a JSON record');
-    }
+    const parsed = parseLine(bytes);
+    if (parsed === undefined) return fail('not a JSON record');
+    checkAuditFormat(path, parsed);
     const r = recordSchema.safeParse(parsed);
     if (!r.success) {
       const field = r.error.issues[0]?.path.join('.') ?? 'record';
@@ -311,13 +336,9 @@ export function auditRunsOf(lines: Iterable<string>): AuditRun[] {
   const runs = new Map<string, AuditRun>();
   for (const line of lines) {
     if (line === '') continue;
-    let rec: ChainedAuditRecord;
-    try {
-      rec = JSON.parse(line) as ChainedAuditRecord;
-    } catch {
-      continue;
-    }
-    if (typeof rec.run_id !== 'string') continue;
+    const rec = parseLine(line) as ChainedAuditRecord | null | undefined;
+    checkAuditFormat(path, rec);
+    if (typeof rec?.run_id !== 'string') continue;
     const run = runs.get(rec.run_id) ?? { run_id: rec.run_id };
     if (rec.event === 'run_start') run.start = rec;
     else if (rec.event === 'run_end') run.end = rec;

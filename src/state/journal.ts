@@ -157,13 +157,7 @@ function parseJournal(path: string): { lines: JournalLine[]; validBytes: number;
         fix: RESTART_FIX,
       });
     }
-    if (lines.length === 0 && line.type === 'header' && (line.v as number) !== JOURNAL_VERSION) {
-      throw new JournalError(
-        'journal_old_format',
-        `the run journal ${path} was written by an older audience-kit (format ${String(line.v)}, not chained)`,
-        { fix: RESTART_FIX },
-      );
-    }
+    if (lines.length === 0 && line.type === 'header') checkJournalFormat(path, line);
     if (line.prev !== head || (lines.length === 0) !== (line.type === 'header')) {
       throw new JournalError(
         'journal_tampered',
@@ -177,6 +171,24 @@ function parseJournal(path: string): { lines: JournalLine[]; validBytes: number;
     validBytes = start;
   }
   return { lines, validBytes, head };
+}
+
+/** A journal in another format is refused: an older one cannot be resumed, a newer one is never misread. */
+function checkJournalFormat(path: string, header: Extract<JournalLine, { type: 'header' }>): void {
+  const v = header.v as unknown;
+  if (v === JOURNAL_VERSION) return;
+  if (typeof v === 'number' && Number.isInteger(v) && v > JOURNAL_VERSION) {
+    throw new JournalError(
+      'journal_newer_format',
+      `the run journal ${path} is format ${v}, written by a newer audience-kit (${String(header.tool_version)}); this version reads format ${JOURNAL_VERSION}; nothing was sent`,
+      { fix: `resume with the audience-kit version that wrote it (or a newer one), or ${RESTART_FIX}` },
+    );
+  }
+  throw new JournalError(
+    'journal_old_format',
+    `the run journal ${path} was written by an older audience-kit (format ${String(v)}, not chained)`,
+    { fix: RESTART_FIX },
+  );
 }
 
 interface JournalState {
