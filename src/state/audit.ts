@@ -150,7 +150,7 @@ export async function appendAuditRecord(
     const fd = openNoFollow(path, 'append');
     try {
       const { line, endsWithNewline } = lastLine(path);
-      if (line !== undefined) checkAuditFormat(path, parseLine(line));
+      if (line !== undefined) checkAuditFormat(path, parseAuditLine(line));
       const prev = line === undefined ? AUDIT_GENESIS : sha256Hex(line);
       const chained: ChainedAuditRecord = { v: AUDIT_FORMAT, ...record, prev };
       // A torn last line (crash mid-write) stays visible to verify; the new record starts a new line.
@@ -167,7 +167,7 @@ export async function appendAuditRecord(
   }
 }
 
-function parseLine(bytes: Buffer | string): unknown {
+export function parseAuditLine(bytes: Buffer | string): unknown {
   try {
     return JSON.parse(typeof bytes === 'string' ? bytes : bytes.toString('utf8'));
   } catch {
@@ -176,7 +176,7 @@ function parseLine(bytes: Buffer | string): unknown {
 }
 
 /** Refuses a record of a newer format (`v` above AUDIT_FORMAT); anything else is for verify to judge. */
-function checkAuditFormat(path: string, record: unknown): void {
+export function checkAuditFormat(path: string, record: unknown): void {
   const v = (record as { v?: unknown } | null | undefined)?.v;
   if (typeof v !== 'number' || v <= AUDIT_FORMAT) return;
   throw new ConfigError(
@@ -252,11 +252,11 @@ export interface AuditVerification {
  * removing or editing the last records leaves an intact chain, but not that line.
  */
 export function verifyAuditLog(path: string, options: { head?: string } = {}): AuditVerification {
-  return verifyAuditBytes(readAuditFile(path), options);
+  return verifyAuditBytes(readAuditFile(path), path, options);
 }
 
-/** verifyAuditLog on the log's bytes (each line ending with a newline), wherever they are stored. */
-export function verifyAuditBytes(data: Buffer, options: { head?: string } = {}): AuditVerification {
+/** verifyAuditLog on the log's bytes (each line ending with a newline), wherever they are stored; `where` names the log in errors. */
+export function verifyAuditBytes(data: Buffer, where: string, options: { head?: string } = {}): AuditVerification {
   const wanted = options.head?.toLowerCase();
   let headLine = wanted === AUDIT_GENESIS ? 0 : undefined;
   let prev = AUDIT_GENESIS;
@@ -276,9 +276,9 @@ export function verifyAuditBytes(data: Buffer, options: { head?: string } = {}):
     });
     if (!complete)
       return fail('the last line is incomplete (no newline): a write was cut off or the file was truncated');
-    const parsed = parseLine(bytes);
+    const parsed = parseAuditLine(bytes);
     if (parsed === undefined) return fail('not a JSON record');
-    checkAuditFormat(path, parsed);
+    checkAuditFormat(where, parsed);
     const r = recordSchema.safeParse(parsed);
     if (!r.success) {
       const field = r.error.issues[0]?.path.join('.') ?? 'record';
@@ -328,16 +328,16 @@ export interface AuditRun {
 
 /** Runs in log order (unparseable lines are skipped here; `verifyAuditLog` reports them). */
 export function readAuditRuns(path: string): AuditRun[] {
-  return auditRunsOf(readAuditFile(path).toString('utf8').split('\n'));
+  return auditRunsOf(readAuditFile(path).toString('utf8').split('\n'), path);
 }
 
-/** The runs of the log's lines, in order. */
-export function auditRunsOf(lines: Iterable<string>): AuditRun[] {
+/** The runs of the log's lines, in order; `where` names the log in errors. */
+export function auditRunsOf(lines: Iterable<string>, where: string): AuditRun[] {
   const runs = new Map<string, AuditRun>();
   for (const line of lines) {
     if (line === '') continue;
-    const rec = parseLine(line) as ChainedAuditRecord | null | undefined;
-    checkAuditFormat(path, rec);
+    const rec = parseAuditLine(line) as ChainedAuditRecord | null | undefined;
+    checkAuditFormat(where, rec);
     if (typeof rec?.run_id !== 'string') continue;
     const run = runs.get(rec.run_id) ?? { run_id: rec.run_id };
     if (rec.event === 'run_start') run.start = rec;

@@ -6,9 +6,12 @@
  */
 import type pg from 'pg';
 import {
+  AUDIT_FORMAT,
   AUDIT_GENESIS,
   auditRunsOf,
+  checkAuditFormat,
   lastRecordedIn,
+  parseAuditLine,
   verifyAuditBytes,
   type AuditRecord,
   type AuditRun,
@@ -42,7 +45,12 @@ export class PostgresAuditLog implements AuditLog {
         'SELECT line FROM audience_kit_audit ORDER BY seq DESC LIMIT 1',
       );
       const line = last.rows[0]?.line;
-      const chained: ChainedAuditRecord = { ...record, prev: line === undefined ? AUDIT_GENESIS : sha256Hex(line) };
+      if (line !== undefined) checkAuditFormat(this.describe(), parseAuditLine(line));
+      const chained: ChainedAuditRecord = {
+        v: AUDIT_FORMAT,
+        ...record,
+        prev: line === undefined ? AUDIT_GENESIS : sha256Hex(line),
+      };
       const start = record.event === 'run_start' ? record : undefined;
       await client.query(
         `INSERT INTO audience_kit_audit (line, run_id, event, account_id, target_kind, target_id, operation)
@@ -75,17 +83,17 @@ export class PostgresAuditLog implements AuditLog {
        ORDER BY seq`,
       [target.accountId, target.kind, target.id],
     );
-    return lastRecordedIn(auditRunsOf(r), target);
+    return lastRecordedIn(auditRunsOf(r, this.describe()), target);
   }
 
   /** The whole log in memory, as `verifyAuditLog` reads the file. */
   async verify(options: { head?: string } = {}): Promise<AuditVerification> {
     const lines = await this.query('SELECT line FROM audience_kit_audit ORDER BY seq', []);
-    return verifyAuditBytes(Buffer.from(lines.map((l) => `${l}\n`).join(''), 'utf8'), options);
+    return verifyAuditBytes(Buffer.from(lines.map((l) => `${l}\n`).join(''), 'utf8'), this.describe(), options);
   }
 
   async runs(): Promise<AuditRun[]> {
-    return auditRunsOf(await this.query('SELECT line FROM audience_kit_audit ORDER BY seq', []));
+    return auditRunsOf(await this.query('SELECT line FROM audience_kit_audit ORDER BY seq', []), this.describe());
   }
 
   private async query(sql: string, params: unknown[]): Promise<string[]> {
