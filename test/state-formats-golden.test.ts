@@ -35,16 +35,16 @@ const BODY1 = Buffer.from('[{"operation_type":"Update","params":{"users":[{"emai
 /** A run that confirmed batch 0, kept batch 1 as failed, and read the whole input (2 batches). */
 async function writeJournal(stateDir: string): Promise<void> {
   const j = await RunJournal.open(stateDir, KEY, { mode: 'new', runId: '20260101T000000Z-aaaaaa', now: () => AT });
-  j.recordConfirmed(0, batchDigest(BODY0), 1);
+  await j.recordConfirmed(0, batchDigest(BODY0), 1);
   const group = { operationType: 'Update' as const };
   const lines = Uint32Array.from([3]);
-  j.recordFailed(
+  await j.recordFailed(
     { index: 1, body: BODY1, users: 1, operationUsers: [1], group, lines },
     batchDigest(BODY1),
     'http_503',
   );
-  j.recordInputEnd(2);
-  j.close();
+  await j.recordInputEnd(2);
+  await j.close();
 }
 
 const START: AuditRunStart = {
@@ -155,9 +155,9 @@ describe('run journal format 2 (golden files)', () => {
     const j = await RunJournal.open(dir, KEY, { mode: 'resume', runId: 'r2', now: () => AT });
     try {
       expect(j.isConfirmed(0, batchDigest(BODY0))).toBe(true);
-      expect(j.readFailedBatch(1)?.body).toEqual(BODY1);
+      expect((await j.readFailedBatch(1))?.body).toEqual(BODY1);
     } finally {
-      j.close();
+      await j.close();
     }
   });
 

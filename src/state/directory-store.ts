@@ -30,7 +30,7 @@ export class DirectoryStore implements StateStore {
   constructor(readonly stateDir: string) {
     this.audit = new FileAuditLog(defaultAuditLogPath(stateDir));
     this.journals = {
-      find: (key: JournalKey) => Promise.resolve(findJournal(stateDir, key)),
+      find: async (key: JournalKey) => findJournal(stateDir, key),
       open: (key: JournalKey, o: OpenJournalOptions): Promise<UploadJournal> => RunJournal.open(stateDir, key, o),
     };
   }
