@@ -114,9 +114,13 @@ export {
   startSandbox,
 } from './sandbox/index.js';
 export { unfinishedRunError } from './state/journal.js';
-export { type AuditRun, defaultAuditLogPath, findAuditRun, readAuditRuns, verifyAuditLog } from './state/audit.js';
+export { type AuditRun, defaultAuditLogPath, findRunIn } from './state/audit.js';
 export { sleep } from './util/clock.js';
 export { Snapshot, snapshotDir } from './state/snapshot.js';
+export { FileAuditLog } from './state/audit-file.js';
+export { openStateStore, parseStateUrl, type StateSpec } from './state/open-store.js';
+export type { AuditLog, StateStore } from './state/store.js';
+export { schemaSql, SCHEMA_VERSION } from './state/postgres/schema.js';
 export { findKey, isKnownFresh, KeyTableBuilder } from './state/key-table.js';
 export {
   asKitError,

@@ -8,6 +8,7 @@ import { uploadCommand } from './commands/upload.js';
 import { syncCommand } from './commands/sync.js';
 import { sandboxCommand } from './commands/sandbox.js';
 import { auditCommand } from './commands/audit.js';
+import { stateCommand } from './commands/state.js';
 import { audiencesCommand } from './commands/audiences.js';
 import { doNotReachCommand } from './commands/do-not-reach.js';
 import { permissionsCommand } from './commands/permissions.js';
@@ -21,6 +22,7 @@ const COMMANDS: readonly CommandFactory[] = [
   uploadCommand,
   syncCommand,
   auditCommand,
+  stateCommand,
   audiencesCommand,
   doNotReachCommand,
   permissionsCommand,

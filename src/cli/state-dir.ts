@@ -11,11 +11,20 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { ConfigError, targetSnapshot, type UploadTarget } from '../internal.js';
+import type { Options } from 'yargs';
+import { ConfigError, parseStateUrl, targetSnapshot, type StateSpec, type UploadTarget } from '../internal.js';
 import type { CliContext } from './context.js';
 import { writeLine } from './output.js';
 
 export const STATE_DIR_ENV = 'AUDIENCE_KIT_STATE_DIR';
+export const STATE_URL_ENV = 'AUDIENCE_KIT_STATE_URL';
+
+/** `--state URL`: the PostgreSQL store instead of a state directory. */
+export const STATE_URL_OPTION: Options = {
+  type: 'string',
+  requiresArg: true,
+  describe: `PostgreSQL state store instead of a directory: postgres://user@host:5432/db (or $${STATE_URL_ENV}); not with --state-dir`,
+};
 /** The working-directory state of earlier versions. */
 const LEGACY_STATE_DIR = '.audience-kit';
 
@@ -98,4 +107,30 @@ export function settleStateDir(
   if (choice.notice !== undefined) writeLine(ctx.stderr, `notice: ${choice.notice}`);
   args['state-dir'] = choice.dir;
   return choice.dir;
+}
+
+/**
+ * The command's state store, chosen once at its entry: `--state URL`, else `--state-dir DIR`, else
+ * `$AUDIENCE_KIT_STATE_URL`, else the state directory settleStateDir picks. Both a URL and a
+ * directory given at the same level (two flags, two variables) is a usage error: which one holds
+ * the snapshot cannot be guessed.
+ */
+export function settleState(
+  ctx: CliContext,
+  args: { state?: string | undefined; 'state-dir'?: string | undefined },
+  sync?: StateTarget,
+): StateSpec {
+  const fix = 'pass one of them: --state for the PostgreSQL store, --state-dir for a directory';
+  if (args.state !== undefined && args['state-dir'] !== undefined)
+    throw new ConfigError('invalid_option', '--state and --state-dir both name a state store', { fix });
+  if (args.state !== undefined) return parseStateUrl(args.state, '--state');
+  const url = present(ctx.env[STATE_URL_ENV]);
+  if (args['state-dir'] === undefined && url !== undefined) {
+    if (present(ctx.env[STATE_DIR_ENV]) !== undefined)
+      throw new ConfigError('invalid_option', `${STATE_URL_ENV} and ${STATE_DIR_ENV} both name a state store`, {
+        fix: 'unset one of them, or pass --state or --state-dir',
+      });
+    return parseStateUrl(url, STATE_URL_ENV);
+  }
+  return { kind: 'directory', dir: settleStateDir(ctx, args, sync) };
 }

@@ -348,9 +348,14 @@ export function auditRunsOf(lines: Iterable<string>, where: string): AuditRun[] 
 }
 
 export function findAuditRun(path: string, runId: string): AuditRun {
-  const run = readAuditRuns(path).find((r) => r.run_id === runId);
+  return findRunIn(readAuditRuns(path), runId, path);
+}
+
+/** The run `runId` among `runs` of the log `where` (a path, or a store's description). */
+export function findRunIn(runs: AuditRun[], runId: string, where: string): AuditRun {
+  const run = runs.find((r) => r.run_id === runId);
   if (run === undefined) {
-    throw new ConfigError('audit_run_not_found', `no run ${runId} in ${path}`, {
+    throw new ConfigError('audit_run_not_found', `no run ${runId} in ${where}`, {
       fix: 'list the runs with `audience-kit audit list`',
     });
   }

@@ -6,28 +6,31 @@
 import type { AdsClient } from '../api/index.js';
 import type { AudienceUser } from '../identifiers/normalize.js';
 import { Snapshot } from '../state/snapshot.js';
-import { targetSnapshot } from './target.js';
+import type { StateStore } from '../state/store.js';
+import { snapshotTarget } from './target.js';
 import type { UploadReport, UploadTarget } from './types.js';
 import { sendUsers } from './upload.js';
 
 /**
  * Sends every user of the target's snapshot to the target as `Update`; undefined when the
- * snapshot holds no user. The snapshot is only read.
+ * snapshot holds no user. The snapshot is read under the target's lock and not changed in the store.
  */
 export async function resendSnapshot(o: {
   client: AdsClient;
   accountId: string;
   target: UploadTarget;
-  stateDir: string;
+  store: StateStore;
 }): Promise<UploadReport | undefined> {
-  const found = targetSnapshot(o.stateDir, o.accountId, o.target);
-  const snapshot = Snapshot.open(found.dir, { target: found.target });
+  const target = snapshotTarget(o.accountId, o.target);
+  const session = await o.store.lockTarget(target);
+  let snapshot: Snapshot | undefined;
   try {
+    snapshot = Snapshot.open(session.dir, { target });
     if (snapshot.count === 0) return undefined;
     const keepNone = new Uint8Array(Math.ceil(snapshot.count / 8));
+    const opened = snapshot;
     function* users(): Generator<AudienceUser> {
-      for (const chunk of snapshot.usersNotIn(keepNone))
-        for (const u of chunk) yield JSON.parse(u.json) as AudienceUser;
+      for (const chunk of opened.usersNotIn(keepNone)) for (const u of chunk) yield JSON.parse(u.json) as AudienceUser;
     }
     return await sendUsers({
       client: o.client,
@@ -37,6 +40,7 @@ export async function resendSnapshot(o: {
       users: users(),
     });
   } finally {
-    snapshot.close();
+    snapshot?.close();
+    await session.release();
   }
 }

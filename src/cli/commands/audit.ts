@@ -4,19 +4,21 @@ import {
   ConfigError,
   defaultAuditLogPath,
   EXIT_CODES,
-  findAuditRun,
-  readAuditRuns,
-  verifyAuditLog,
+  FileAuditLog,
+  findRunIn,
+  openStateStore,
+  type AuditLog,
   type AuditRun,
 } from '../../internal.js';
 import type { CliContext } from '../context.js';
-import { settleStateDir } from '../state-dir.js';
+import { settleState, STATE_URL_OPTION } from '../state-dir.js';
 import { commandGroup } from '../manage.js';
 import { handle, renderFields, renderTable, writeJson, writeLine, type Column, type GlobalArgs } from '../output.js';
 
 interface AuditArgs extends GlobalArgs {
   'audit-log'?: string;
   'state-dir'?: string;
+  state?: string;
 }
 
 interface AuditVerifyArgs extends AuditArgs {
@@ -39,12 +41,21 @@ const withLogOption = <T>(y: Argv<T>): Argv<T & AuditArgs> =>
       type: 'string',
       requiresArg: true,
       describe: 'State directory of the uploads and syncs (as given to upload --state-dir; the same default)',
-    }) as unknown as Argv<T & AuditArgs>;
+    })
+    .option('state', STATE_URL_OPTION) as unknown as Argv<T & AuditArgs>;
 
-const logPath = (ctx: CliContext, args: AuditArgs): string =>
-  args['audit-log'] !== undefined
-    ? resolve(ctx.cwd, args['audit-log'])
-    : defaultAuditLogPath(settleStateDir(ctx, args));
+/** The log: --audit-log's file, else the state store's (a directory's audit.jsonl, or the database's table). */
+async function withLog<T>(ctx: CliContext, args: AuditArgs, use: (log: AuditLog) => Promise<T>): Promise<T> {
+  if (args['audit-log'] !== undefined) return use(new FileAuditLog(resolve(ctx.cwd, args['audit-log'])));
+  const state = settleState(ctx, args);
+  if (state.kind === 'directory') return use(new FileAuditLog(defaultAuditLogPath(state.dir)));
+  const store = await openStateStore(state);
+  try {
+    return await use(store.audit);
+  } finally {
+    await store.close();
+  }
+}
 
 const RUN_COLUMNS: readonly Column<AuditRun>[] = [
   { header: 'run id', value: (r) => r.run_id },
@@ -79,7 +90,6 @@ function verifyCommand(ctx: CliContext): CommandModule<GlobalArgs, AuditVerifyAr
         describe: 'A head printed by an earlier verify (kept elsewhere): also check that its record is still there',
       }) as unknown as Argv<AuditVerifyArgs>,
     handler: handle(ctx, async (args: AuditVerifyArgs) => {
-      const path = logPath(ctx, args);
       if (args.head !== undefined && !/^[0-9a-fA-F]{64}$/.test(args.head)) {
         throw new ConfigError(
           'config_invalid_value',
@@ -89,8 +99,12 @@ function verifyCommand(ctx: CliContext): CommandModule<GlobalArgs, AuditVerifyAr
           },
         );
       }
-      const v = verifyAuditLog(path, args.head === undefined ? {} : { head: args.head });
-      if (args.json === true) writeJson(ctx, { file: path, ...v });
+      const head = args.head;
+      const { v, file } = await withLog(ctx, args, async (log) => ({
+        v: await log.verify(head === undefined ? {} : { head }),
+        file: log.describe(),
+      }));
+      if (args.json === true) writeJson(ctx, { file, ...v });
       else if (v.ok) {
         const since =
           v.headLine === undefined
@@ -113,7 +127,7 @@ function listCommand(ctx: CliContext): CommandModule<GlobalArgs, AuditArgs> {
     describe: 'Show the runs in the log as a table',
     builder: (b) => withLogOption(b),
     handler: handle(ctx, async (args: AuditArgs) => {
-      const runs = readAuditRuns(logPath(ctx, args));
+      const runs = await withLog(ctx, args, (log) => log.runs());
       if (args.json === true) writeJson(ctx, { data: runs });
       else writeLine(ctx.stdout, runs.length === 0 ? 'no runs' : renderTable(runs, RUN_COLUMNS));
       return EXIT_CODES.ok;
@@ -128,7 +142,7 @@ function showCommand(ctx: CliContext): CommandModule<GlobalArgs, AuditShowArgs> 
     builder: (b) =>
       withLogOption(b).positional('run-id', { type: 'string', demandOption: true }) as unknown as Argv<AuditShowArgs>,
     handler: handle(ctx, async (args: AuditShowArgs) => {
-      const run = findAuditRun(logPath(ctx, args), args.runId);
+      const run = await withLog(ctx, args, async (log) => findRunIn(await log.runs(), args.runId, log.describe()));
       if (args.json === true) {
         writeJson(ctx, run);
         return EXIT_CODES.ok;

@@ -11,6 +11,7 @@ import {
   ConfigError,
   defaultAuditLogPath,
   DEFAULT_REFRESH_AFTER_DAYS,
+  openStateStore,
   exitCodeFor,
   MAX_REFRESH_AFTER_DAYS,
   parseRemovalCap,
@@ -21,12 +22,14 @@ import {
   type ExitCode,
   type HashCsvRun,
   type NormalizeOptions,
+  type StateSpec,
+  type StateStore,
   type SyncPlanCounts,
   type SyncReport,
 } from '../../internal.js';
 import { withConnectionOptions } from '../connection.js';
 import type { CliContext } from '../context.js';
-import { settleStateDir } from '../state-dir.js';
+import { settleState, STATE_URL_OPTION } from '../state-dir.js';
 import { renderHashSummary } from '../hash-summary.js';
 import { summaryHints } from '../hints.js';
 import { addHashOptions, printHints, printInputMapping, rejectGuardFromArgs } from '../hash-options.js';
@@ -60,6 +63,7 @@ import {
 } from '../send-session.js';
 
 interface SyncArgs extends UploadArgs {
+  state?: string;
   'max-removals'?: string;
   'allow-empty'?: boolean;
   full?: boolean;
@@ -111,6 +115,7 @@ const SYNC_OPTIONS: Record<string, Options> = {
     describe: `Re-send users last confirmed more than DAYS ago (default ${DEFAULT_REFRESH_AFTER_DAYS}, at most ${MAX_REFRESH_AFTER_DAYS})`,
   },
   'state-dir': { ...(UPLOAD_OPTIONS['state-dir'] as Options), describe: 'Snapshots and the audit log (mode 0700)' },
+  state: STATE_URL_OPTION,
   sandbox: {
     type: 'boolean',
     describe: 'Sync to an embedded sandbox started in-process, refilled from the snapshot (fixed ids)',
@@ -121,9 +126,9 @@ const SYNC_OPTIONS: Record<string, Options> = {
  * The embedded sandbox lives for one command: its target is refilled with what the snapshot says
  * was confirmed, so a second `sync --sandbox` meets what the first left, as a real target would.
  */
-async function refillSandbox(c: Connected, stateDir: string): Promise<void> {
+async function refillSandbox(c: Connected, store: StateStore): Promise<void> {
   if (c.sandbox === undefined || c.client === undefined) return;
-  const r = await resendSnapshot({ client: c.client, accountId: c.accountId, target: c.target, stateDir });
+  const r = await resendSnapshot({ client: c.client, accountId: c.accountId, target: c.target, store });
   if (r !== undefined && r.status !== 'completed')
     throw r.error ?? new ConfigError('invalid_option', 'the sandbox could not be refilled');
 }
@@ -138,15 +143,15 @@ function syncExitCode(report: SyncReport): ExitCode {
 async function sync(ctx: CliContext, args: SyncArgs): Promise<number> {
   // A report the user cannot read later (a full disk under `> report.json`) is an exit 8 too.
   finishWhenStdoutCloses(ctx);
-  let stateDir: string | undefined;
+  let state: StateSpec | undefined;
   try {
     // The embedded sandbox's target is made later: its state is found as upload's is.
     const target = args.sandbox === true ? undefined : { accountId: args.account ?? '', target: targetOf(args) };
-    stateDir = settleStateDir(ctx, args, target);
-    return await syncFile(ctx, args, stateDir);
+    state = settleState(ctx, args, target);
+    return await syncFile(ctx, args, state);
   } catch (thrown) {
     // A raw fs error of the state (a snapshot write: EACCES, ENOSPC, EFBIG) is the machine's.
-    const error = withFlagNames(stateDir === undefined ? thrown : stateFailure(thrown, stateDir));
+    const error = withFlagNames(state?.kind === 'directory' ? stateFailure(thrown, state.dir) : thrown);
     if (args.json !== true) throw error;
     return printFailure(ctx, args, error);
   }
@@ -171,7 +176,7 @@ function printFailure(ctx: CliContext, args: SyncArgs, error: unknown): number {
 
 const inputName = (args: SyncArgs): string => (args.file === '-' || args.file === '' ? '-' : basename(args.file));
 
-async function syncFile(ctx: CliContext, args: SyncArgs, stateDir: string): Promise<number> {
+async function syncFile(ctx: CliContext, args: SyncArgs, state: StateSpec): Promise<number> {
   checkUsage(args, 'sync');
   const maxRemovals = parseRemovalCap(args['max-removals']);
   // An input without users is judged by the sync itself (refused unless --allow-empty).
@@ -181,12 +186,17 @@ async function syncFile(ctx: CliContext, args: SyncArgs, stateDir: string): Prom
   });
   const interrupt = interruptSignal(ctx);
   let c: Connected | undefined;
+  let store: StateStore | undefined;
   try {
     if (args.quiet !== true) printInputMapping(ctx, run);
-    c = await connect(ctx, args, SANDBOX_SEED, (sandboxed) => refillSandbox(sandboxed, stateDir));
+    store = await openStateStore(state);
+    const opened = store;
+    c = await connect(ctx, args, SANDBOX_SEED, (sandboxed) => refillSandbox(sandboxed, opened));
     const { limits, concurrency, maxRetries } = runShape(args);
     const dryRun = args['dry-run'] === true;
-    const auditLog = resolve(ctx.cwd, args['audit-log'] ?? defaultAuditLogPath(stateDir));
+    // The store's own audit log (the directory's audit.jsonl, or the database's), unless --audit-log names a file.
+    const named = args['audit-log'] ?? (state.kind === 'directory' ? defaultAuditLogPath(state.dir) : undefined);
+    const auditLog = named === undefined ? undefined : resolve(ctx.cwd, named);
     // The audit log refusing the end record (disk full) still lets the report be printed.
     let auditError: unknown;
     const report = await syncAudience({
@@ -199,8 +209,8 @@ async function syncFile(ctx: CliContext, args: SyncArgs, stateDir: string): Prom
       ...(maxRetries === undefined ? {} : { maxRetries }),
       normalize: hashOptions,
       input: runInput(inputPath, args.file),
-      stateDir,
-      auditLog,
+      state: store,
+      ...(auditLog === undefined ? {} : { auditLog }),
       full: args.full === true,
       recover: args.recover === true,
       acceptUnrecovered: args['accept-unrecovered'] === true,
@@ -213,7 +223,8 @@ async function syncFile(ctx: CliContext, args: SyncArgs, stateDir: string): Prom
       onAuditError: (e) => (auditError = e),
       onPhase: (phase, plan) => printPhase(ctx, args, phase, plan),
     });
-    const lostAudit = auditError === undefined ? undefined : asKitError(stateFailure(auditError, auditLog));
+    const lostAudit =
+      auditError === undefined ? undefined : asKitError(stateFailure(auditError, auditLog ?? store.describe()));
     if (report.error === undefined && lostAudit !== undefined) report.error = lostAudit;
     if (report.error !== undefined) withFlagNames(report.error);
     printOutcome(ctx, args, report, run, c, hashOptions);
@@ -224,6 +235,7 @@ async function syncFile(ctx: CliContext, args: SyncArgs, stateDir: string): Prom
   } finally {
     interrupt.release();
     await closeSend(run, c);
+    await store?.close();
   }
 }
 

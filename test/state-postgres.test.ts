@@ -1,0 +1,185 @@
+import { randomBytes } from 'node:crypto';
+import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { PostgresStore } from '../src/state/postgres/store.js';
+import { schemaSql, SCHEMA_VERSION } from '../src/state/postgres/schema.js';
+import { Snapshot } from '../src/state/snapshot.js';
+import { runCli } from './helpers/cli.js';
+import {
+  customers,
+  members,
+  expected,
+  postgresStateUrl,
+  range,
+  setup,
+  syncOf,
+  usePostgres,
+  userPosts,
+} from './helpers/sync.js';
+
+// The PostgreSQL store's own guarantees: one sync per target across stores and connections,
+// fencing of a writer whose lock is gone, the schema's version and rights, and the snapshot
+// files stored byte for byte. One database for the file, one schema per test.
+usePostgres();
+
+const GOLDEN = fileURLToPath(new URL('./golden/snapshot-v2/', import.meta.url));
+const GOLDEN_TARGET = { accountId: '18ce54d4x5t', kind: 'custom_audience', id: '1nmth' } as const;
+
+async function sql<T extends pg.QueryResultRow>(url: string, text: string): Promise<T[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<T>(text)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+/** The same database and schema through another host name: a second store, as on a second machine. */
+const otherHost = (url: string): string => url.replace('127.0.0.1', 'localhost');
+
+async function openStores(url: string) {
+  const a = await PostgresStore.open(url);
+  const b = await PostgresStore.open(otherHost(url));
+  return { a, b, close: () => Promise.all([a.close(), b.close()]) };
+}
+
+describe('PostgreSQL state store', () => {
+  it('two stores on one database never both sync a target: the second is refused naming the holder', async () => {
+    const t = await setup({}, {}, 'postgres');
+    const url = (t.state as { state: string }).state;
+    const s = await openStores(url);
+    try {
+      const target = { accountId: t.sandbox.accounts.primary, kind: 'custom_audience', id: t.audienceId } as const;
+      const held = await s.a.lockTarget(target, { runId: 'run-a' });
+      await expect(syncOf(t, customers(range(0, 20)), { state: s.b })).rejects.toMatchObject({
+        code: 'sync_in_progress',
+        message: expect.stringMatching(new RegExp(`pid ${process.pid} on host .* run run-a`)) as unknown,
+      });
+      expect(userPosts(t.sandbox, t.audienceId)).toBe(0);
+      await held.release();
+
+      // Both at once: whichever runs second finds the lock held or the target already synced.
+      const both = await Promise.allSettled([
+        syncOf(t, customers(range(0, 200)), { state: s.a }),
+        syncOf(t, customers(range(0, 200)), { state: s.b }),
+      ]);
+      const done = both.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+      for (const r of both) if (r.status === 'rejected') expect(r.reason).toMatchObject({ code: 'sync_in_progress' });
+      expect(done.map((r) => r.update.users_confirmed).sort()).toEqual(done.length === 1 ? [200] : [0, 200]);
+      expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, customers(range(0, 200))));
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('a writer whose lock is gone cannot store its records or its commit (fenced by the version)', async () => {
+    const url = await postgresStateUrl();
+    const store = await PostgresStore.open(url);
+    try {
+      const session = await store.lockTarget(GOLDEN_TARGET);
+      // Another process committed meanwhile (as after this session's connection, and lock, was lost).
+      await sql(url, 'UPDATE audience_kit_targets SET version = version + 1');
+      session.writeAhead?.wrote('pending', 0, Buffer.from('x'));
+      await expect(session.durable()).rejects.toMatchObject({ code: 'state_fenced' });
+      cpSync(join(GOLDEN, 'index'), join(session.dir, 'index'));
+      await expect(session.persist()).rejects.toMatchObject({ code: 'state_fenced' });
+      await session.release();
+      expect(await sql(url, 'SELECT * FROM audience_kit_snapshot_files')).toEqual([]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("stores the golden snapshot's files byte for byte, and a killed sync's write-ahead records rebuild its pending log", async () => {
+    const url = await postgresStateUrl();
+    const s = await openStores(url);
+    try {
+      const first = await s.a.lockTarget(GOLDEN_TARGET);
+      for (const f of ['index', 'data.0']) cpSync(join(GOLDEN, f), join(first.dir, f));
+      await first.persist();
+      // The pending log as a killed sync leaves it, in two writes.
+      const pending = readFileSync(join(GOLDEN, 'pending'));
+      first.writeAhead?.wrote('pending', 0, pending.subarray(0, 24));
+      first.writeAhead?.wrote('pending', 24, pending.subarray(24));
+      await first.durable();
+      await first.release();
+      // The private copy is removed with the session.
+      expect(existsSync(first.dir)).toBe(false);
+
+      const second = await s.b.lockTarget(GOLDEN_TARGET);
+      expect(readdirSync(second.dir).sort()).toEqual(['data.0', 'index', 'pending']);
+      for (const f of ['index', 'data.0', 'pending'])
+        expect(readFileSync(join(second.dir, f)), f).toEqual(readFileSync(join(GOLDEN, f)));
+      const snapshot = Snapshot.open(second.dir, { target: GOLDEN_TARGET });
+      expect(snapshot.count).toBe(4);
+      snapshot.close();
+      await second.release();
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('stores a file of several 1 MiB parts and reads it back whole', async () => {
+    const url = await postgresStateUrl();
+    const store = await PostgresStore.open(url);
+    try {
+      const bytes = randomBytes((5 << 20) / 2 + 7);
+      const first = await store.lockTarget(GOLDEN_TARGET);
+      writeFileSync(join(first.dir, 'data.3'), bytes);
+      await first.persist();
+      await first.release();
+      const parts = await sql<{ n: string }>(url, 'SELECT count(*) AS n FROM audience_kit_snapshot_parts');
+      expect(parts[0]?.n).toBe('3');
+      const second = await store.lockTarget(GOLDEN_TARGET);
+      expect(readFileSync(join(second.dir, 'data.3')).equals(bytes)).toBe(true);
+      await second.release();
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('refuses a schema newer than this version, and names the SQL to a user who may not create it', async () => {
+    const url = await postgresStateUrl();
+    await (await PostgresStore.open(url)).close();
+    const versions = await sql<{ version: number }>(url, 'SELECT version FROM audience_kit_migrations');
+    expect(versions.map((v) => v.version)).toEqual([SCHEMA_VERSION]);
+    await sql(url, `INSERT INTO audience_kit_migrations (version) VALUES (${SCHEMA_VERSION + 1})`);
+    await expect(PostgresStore.open(url)).rejects.toMatchObject({
+      code: 'state_schema_newer',
+      message: expect.stringMatching(`version ${SCHEMA_VERSION + 1}, newer`) as unknown,
+    });
+
+    // A login role without CREATE on a fresh schema (PostgreSQL 15: public grants none either).
+    const empty = await postgresStateUrl();
+    const role = `ak_nocreate_${Date.now().toString(36)}`;
+    await sql(empty, `CREATE ROLE ${role} LOGIN PASSWORD 'role-secret'`);
+    try {
+      const schema = new URL(empty).searchParams.get('options')?.split('=')[1] as string;
+      await sql(empty, `GRANT USAGE ON SCHEMA ${schema} TO ${role}`);
+      const asRole = new URL(empty);
+      asRole.username = role;
+      asRole.password = 'role-secret';
+      const refused = await PostgresStore.open(asRole.toString()).catch((e: unknown) => e);
+      expect(refused).toMatchObject({
+        code: 'state_schema_denied',
+        fix: expect.stringMatching(/audience-kit state schema/) as unknown,
+      });
+      expect(JSON.stringify(refused) + String((refused as Error).message)).not.toContain('role-secret');
+      // What the fix says: the owner runs the printed SQL (and grants), then the role works.
+      const printed = await runCli(['state', 'schema']);
+      expect(printed.stdout).toBe(schemaSql());
+      await sql(empty, printed.stdout);
+      await sql(
+        empty,
+        `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA ${schema} TO ${role}; GRANT USAGE ON ALL SEQUENCES IN SCHEMA ${schema} TO ${role}`,
+      );
+      await (await PostgresStore.open(asRole.toString())).close();
+    } finally {
+      await sql(empty, `DROP OWNED BY ${role}; DROP ROLE ${role}`);
+    }
+  });
+});
