@@ -119,6 +119,7 @@ export { sleep } from './util/clock.js';
 export { Snapshot, snapshotDir } from './state/snapshot.js';
 export { FileAuditLog } from './state/audit-file.js';
 export { openStateStore, parseStateUrl, type StateSpec } from './state/open-store.js';
+export { moveState, type StateMoveReport } from './state/move.js';
 export type { AuditLog, StateStore } from './state/store.js';
 export { schemaSql, SCHEMA_VERSION } from './state/postgres/schema.js';
 export { findKey, isKnownFresh, KeyTableBuilder } from './state/key-table.js';

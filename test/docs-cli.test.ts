@@ -32,6 +32,7 @@ const commands: [argv: string[], docs: string[]][] = [
   ...['list', 'create', 'delete'].map((c): [string[], string[]] => [['do-not-reach', c], [section('`do-not-reach`')]]),
   ...['list', 'grant', 'revoke'].map((c): [string[], string[]] => [['permissions', c], [section('`permissions`')]]),
   [['targeted'], [section('`targeted`')]],
+  ...['schema', 'move'].map((c): [string[], string[]] => [['state', c], [section('`state`')]]),
   ...['login', 'status', 'logout'].map((c): [string[], string[]] => [['auth', c], [section('`auth`')]]),
   [['sandbox'], [sandboxDoc]],
 ];

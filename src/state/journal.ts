@@ -14,7 +14,7 @@
  * The state dir is created with mode 0700 and its files 0600; the failed bodies are deleted
  * when the run completes.
  */
-import { closeSync, existsSync, ftruncateSync, openSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, ftruncateSync, openSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { acquireFileLock } from './lock.js';
 import type { BatchGroup } from '../upload/plan.js';
@@ -278,6 +278,18 @@ export function findJournal(stateDir: string, key: JournalKey): JournalSummary |
   const path = join(journalDir(stateDir, id), 'journal.jsonl');
   if (statRegularFile(path) === undefined) return undefined;
   return summarizeJournal(id, path, parseJournal(path).lines);
+}
+
+/** Every journal of the state directory (complete or not). */
+export function listJournals(stateDir: string): JournalSummary[] {
+  const runs = join(stateDir, 'runs');
+  if (!existsSync(runs)) return [];
+  const found: JournalSummary[] = [];
+  for (const id of readdirSync(runs).sort()) {
+    const path = join(runs, id, 'journal.jsonl');
+    if (statRegularFile(path) !== undefined) found.push(summarizeJournal(id, path, parseJournal(path).lines));
+  }
+  return found;
 }
 
 export interface OpenJournalOptions {

@@ -50,6 +50,12 @@ export interface StateStore {
    * again until `waitMs` has passed. The session holds the lock until `release()`.
    */
   lockTarget(target: SnapshotTarget, options?: TargetLockOptions): Promise<TargetSession>;
+  /**
+   * The targets this store holds a snapshot of (committed files or a sync's write-ahead records),
+   * for `state move`. The directory store names a target by the audit log's sync records (its
+   * directory name is a hash): a snapshot no record names is refused (`state_target_unknown`).
+   */
+  targets(): Promise<SnapshotTarget[]>;
   /** The audit log (hash-chained records, state/audit.ts). */
   readonly audit: AuditLog;
   /** The upload run journals (resume), state/journal.ts. */
@@ -127,6 +133,13 @@ export interface AuditLog {
   verify(options?: { head?: string }): Promise<AuditVerification>;
   /** The runs in log order (readAuditRuns). */
   runs(): Promise<AuditRun[]>;
+  /** Every record's exact line (without its newline), in order; none when the log does not exist. */
+  lines(): Promise<string[]>;
+  /**
+   * Write `lines` as they are (a log moved from another store: the same bytes, so the same chain
+   * and head) into this log, which must be empty (`state_destination_not_empty` otherwise).
+   */
+  importLines(lines: readonly string[]): Promise<void>;
 }
 
 /**
@@ -139,6 +152,8 @@ export interface AuditLog {
 export interface RunJournals {
   find(key: JournalKey): Promise<JournalSummary | undefined>;
   open(key: JournalKey, options: OpenJournalOptions): Promise<UploadJournal>;
+  /** Every journal the store holds (complete or not). */
+  list(): Promise<JournalSummary[]>;
 }
 
 /**

@@ -80,6 +80,22 @@ export class PostgresRunJournals implements RunJournals {
   open(key: JournalKey, options: OpenJournalOptions): Promise<UploadJournal> {
     return PostgresJournal.open(this.url, this.where, key, options);
   }
+
+  async list(): Promise<JournalSummary[]> {
+    try {
+      const keys = await this.pool.query<{ key: string }>(
+        'SELECT DISTINCT key FROM audience_kit_journal_lines ORDER BY key',
+      );
+      const found: JournalSummary[] = [];
+      for (const { key } of keys.rows) {
+        const where = journalWhere(this.where, key);
+        found.push(summarizeJournal(key, where, (await readLines(this.pool, key, where)).lines));
+      }
+      return found;
+    } catch (error) {
+      throw journalFailed(this.where, error);
+    }
+  }
 }
 
 const journalWhere = (where: string, id: string): string => `${where} (journal ${id})`;

@@ -7,7 +7,7 @@
 import pg from 'pg';
 import type { RunJournals, SnapshotTarget, StateStore, TargetLockOptions, TargetSession } from '../store.js';
 import { PostgresAuditLog } from './audit.js';
-import { clientConfig, redactUrl, unreachable } from './connection.js';
+import { clientConfig, connectionLost, redactUrl, unreachable } from './connection.js';
 import { PostgresRunJournals } from './journal.js';
 import { ensureSchema } from './schema.js';
 import { PostgresTargetSession } from './target-session.js';
@@ -53,6 +53,19 @@ export class PostgresStore implements StateStore {
 
   lockTarget(target: SnapshotTarget, options: TargetLockOptions = {}): Promise<TargetSession> {
     return PostgresTargetSession.open(this.url, this.where, target, options);
+  }
+
+  /** Targets with committed files or write-ahead rows. */
+  async targets(): Promise<SnapshotTarget[]> {
+    const r = await this.pool
+      .query<{ account_id: string; kind: SnapshotTarget['kind']; target_id: string }>(
+        `SELECT account_id, kind, target_id FROM audience_kit_targets t WHERE
+           EXISTS (SELECT 1 FROM audience_kit_snapshot_files f WHERE f.target = t.target) OR
+           EXISTS (SELECT 1 FROM audience_kit_snapshot_wal w WHERE w.target = t.target)
+         ORDER BY t.target`,
+      )
+      .catch((error: unknown) => Promise.reject(connectionLost(this.where, error)));
+    return r.rows.map((row) => ({ accountId: row.account_id, kind: row.kind, id: row.target_id }));
   }
 
   async close(): Promise<void> {
