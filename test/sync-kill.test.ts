@@ -2,7 +2,9 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { verifyAuditLog } from '../src/state/audit.js';
+import { PostgresStore } from '../src/state/postgres/store.js';
 import { runCli, startCliProcess } from './helpers/cli.js';
+import { postgresStateUrl, STORES, usePostgres, type StoreKind } from './helpers/sync.js';
 import { tempDir } from './helpers/temp.js';
 import {
   newAudience,
@@ -16,8 +18,10 @@ import {
 
 // `sync` as a real process killed (SIGKILL) at several points, then run again: the same end
 // state, nothing lost, nothing confirmed sent again. The slow sandbox answers each batch after
-// 120 ms, so a run lasts long enough to be killed mid-way.
+// 120 ms, so a run lasts long enough to be killed mid-way. With the PostgreSQL store, the runs
+// alternate between two URLs of one database (two host names), as two machines would.
 useSlowSandbox();
+usePostgres();
 
 const email = (i: number): string => `person.${i}@example.org`;
 function writeExport(path: string, ids: number[]): void {
@@ -32,11 +36,47 @@ function usersSent(audienceId: string): number {
     .reduce((n, r) => n + (r.users ?? 0), 0);
 }
 
-describe('audience-kit sync (process)', { timeout: 90_000 }, () => {
+/** The state flags of run `n`: none (the working directory's state), or one of two URLs of one database. */
+async function stateFlags(store: StoreKind): Promise<(n: number) => string[]> {
+  if (store === 'directory') return () => [];
+  const url = await postgresStateUrl();
+  return (n) => ['--state', n % 2 === 0 ? url : url.replace('127.0.0.1', 'localhost')];
+}
+
+/** The state's texts a privacy scan reads: the state directory's files, or the database's audit log. */
+async function stateTexts(store: StoreKind, cwd: string, url: string | undefined): Promise<Record<string, string>> {
+  const texts: Record<string, string> = {};
+  if (store === 'postgres') {
+    const db = await PostgresStore.open(url as string);
+    try {
+      expect(await db.audit.verify()).toMatchObject({ ok: true });
+      texts['audit'] = (await db.audit.runs()).map((r) => JSON.stringify(r)).join('\n');
+    } finally {
+      await db.close();
+    }
+    return texts;
+  }
+  const stateDir = join(cwd, '.audience-kit');
+  expect(verifyAuditLog(join(stateDir, 'audit.jsonl'))).toMatchObject({ ok: true });
+  const walk = (dir: string): void => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else texts[p] = readFileSync(p, 'latin1');
+    }
+  };
+  walk(stateDir);
+  return texts;
+}
+
+describe.each(STORES)('audience-kit sync (process, %s store)', { timeout: 90_000 }, (store) => {
   it('killed at several points and run again: the audience ends equal to the file, nothing confirmed re-sent', async () => {
     const cwd = tempDir('ak-sync-kill-');
     const audienceId = newAudience();
+    const flags = await stateFlags(store);
+    let runs = 0;
     const args = (file: string): string[] => [
+      ...flags(runs++),
       'sync',
       file,
       '--account',
@@ -89,17 +129,7 @@ describe('audience-kit sync (process)', { timeout: 90_000 }, () => {
     const again = await runCli([...args(b), '--json'], { cwd, env: target.env });
     expect(JSON.parse(again.stdout)).toMatchObject({ status: 'completed', requests: 0, unchanged: 552 });
 
-    const stateDir = join(cwd, '.audience-kit');
-    expect(verifyAuditLog(join(stateDir, 'audit.jsonl'))).toMatchObject({ ok: true });
-    const texts: Record<string, string> = { outputs: outputs.join('\n') };
-    const walk = (dir: string): void => {
-      for (const e of readdirSync(dir, { withFileTypes: true })) {
-        const p = join(dir, e.name);
-        if (e.isDirectory()) walk(p);
-        else texts[p] = readFileSync(p, 'latin1');
-      }
-    };
-    walk(stateDir);
+    const texts = { outputs: outputs.join('\n'), ...(await stateTexts(store, cwd, flags(0)[1])) };
     expect(scanFor(texts, range(0, 600).map(email))).toEqual([]);
   });
 });

@@ -5,13 +5,26 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { stateFs } from '../src/state/fs.js';
 import { snapshotDir } from '../src/state/snapshot.js';
 import type { SyncReport } from '../src/upload/index.js';
-import { customers, expected, members, range, setup, syncOf, userPosts, type SyncSetup } from './helpers/sync.js';
+import {
+  customers,
+  expected,
+  members,
+  range,
+  setup,
+  STORES,
+  syncOf,
+  usePostgres,
+  userPosts,
+  type StoreKind,
+  type SyncSetup,
+} from './helpers/sync.js';
 import { waitFor } from './helpers/upload-cli.js';
 
 // Every unclean end of a sync (a batch whose outcome is unknown) is followed by a sync of a
 // DIFFERENT file, which must leave the sandbox holding exactly that file's users: the
 // write-ahead record makes the users of such batches uncertain, and the next sync sends them as
-// its file dictates (Delete or Update, both idempotent).
+// its file dictates (Delete or Update, both idempotent). The first series runs against both stores.
+usePostgres();
 
 const realWrite = stateFs.writeSync;
 afterEach(() => {
@@ -38,8 +51,8 @@ async function convergesOn(t: SyncSetup, rows = C): Promise<SyncReport> {
 }
 
 /** A target synced with A, then a sync of B during which the disk is full once its first batch reached the platform. */
-async function diskFullAfterFirstBatch(): Promise<{ t: SyncSetup; sent: number; b: unknown }> {
-  const t = await setup();
+async function diskFullAfterFirstBatch(store: StoreKind): Promise<{ t: SyncSetup; sent: number; b: unknown }> {
+  const t = await setup({}, {}, store);
   expect((await syncOf(t, A, small)).status).toBe('completed');
   const sent = userPosts(t.sandbox, t.audienceId);
   stateFs.writeSync = (...args) => {
@@ -50,14 +63,14 @@ async function diskFullAfterFirstBatch(): Promise<{ t: SyncSetup; sent: number; 
   return { t, sent, b };
 }
 
-describe('sync after a batch whose outcome is unknown', { timeout: 60_000 }, () => {
+describe.each(STORES)('sync after a batch whose outcome is unknown (%s store)', { timeout: 60_000 }, (store) => {
   it.each([
     ['a Delete', 'mismatch@1+2'],
     ['an Update', 'mismatch@3+4'],
   ])(
     '%s answered with a count mismatch the platform applied: the next sync of another file converges',
     async (_, faults) => {
-      const t = await setup();
+      const t = await setup({}, {}, store);
       expect((await syncOf(t, A, small)).status).toBe('completed');
       t.sandbox.setFaults(faults);
       const b = await syncOf(t, B, small);
@@ -71,7 +84,7 @@ describe('sync after a batch whose outcome is unknown', { timeout: 60_000 }, () 
   it('a request that timed out but was applied: the next sync of another file converges', async () => {
     let release = (): void => undefined;
     const gate = new Promise<void>((r) => (release = r));
-    const t = await setup({ sleep: () => gate }, { maxAttempts: 1, headersTimeoutMs: 300 });
+    const t = await setup({ sleep: () => gate }, { maxAttempts: 1, headersTimeoutMs: 300 }, store);
     expect((await syncOf(t, A, small)).status).toBe('completed');
     const before = t.sandbox.state.requests.length;
     // The 3rd request (an Update) is held by the sandbox until the client has given up on it.
@@ -84,7 +97,7 @@ describe('sync after a batch whose outcome is unknown', { timeout: 60_000 }, () 
   });
 
   it('a snapshot write that fails after a batch was sent: the next sync of another file converges', async () => {
-    const { t, sent, b } = await diskFullAfterFirstBatch();
+    const { t, sent, b } = await diskFullAfterFirstBatch(store);
     if (b instanceof Error) expect(b).toMatchObject({ code: 'disk_full' });
     else expect((b as SyncReport).status).not.toBe('completed');
     expect(userPosts(t.sandbox, t.audienceId)).toBe(sent + 1);
@@ -174,7 +187,7 @@ describe('a damaged snapshot is refused before anything is sent', { timeout: 60_
 
 /** A target synced with A whose sync of B stopped (disk full) after its first batch: a `pending` is left. */
 async function leftPending(): Promise<{ t: SyncSetup; pending: string }> {
-  const { t } = await diskFullAfterFirstBatch();
+  const { t } = await diskFullAfterFirstBatch('directory');
   stateFs.writeSync = realWrite;
   const pending = join(dirOf(t), 'pending');
   expect(statSync(pending).size).toBeGreaterThan(24 + 8);

@@ -4,7 +4,7 @@ import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../src/sandbox/index.js';
 import { runCli, startCliProcess } from './helpers/cli.js';
-import { members, range } from './helpers/sync.js';
+import { members, postgresStateUrl, range, STORES, usePostgres } from './helpers/sync.js';
 import { tempDir } from './helpers/temp.js';
 import { sandboxEnv } from './helpers/upload-cli.js';
 
@@ -12,7 +12,9 @@ import { sandboxEnv } from './helpers/upload-cli.js';
 // fault of request N calls the sandbox's sleep, which signals the process and (for SIGKILL)
 // waits for it to be gone before the sandbox applies the request. The platform then holds a
 // batch the process never heard back about. The next sync, of a DIFFERENT file, must leave
-// the audience equal to that file.
+// the audience equal to that file. With the PostgreSQL store, that sync connects through another
+// host name (as another machine would).
+usePostgres();
 
 let sandbox: Sandbox;
 let env: NodeJS.ProcessEnv;
@@ -60,35 +62,47 @@ function killOnSlow(child: ChildProcess, signal: NodeJS.Signals, exited: Promise
   };
 }
 
-describe('sync killed while sending, then a sync of another file', { timeout: 90_000 }, () => {
-  it.each([
-    ['SIGKILL', 'in the Delete phase', 'slow@1'],
-    ['SIGKILL', 'in the Update phase', 'slow@3'],
-    ['SIGHUP', 'in the Update phase', 'slow@2'],
-  ] as const)('%s %s', async (signal, _, faults) => {
-    const cwd = tempDir('ak-sync-unclean-');
-    const audienceId = sandbox.state.createCustomAudience(sandbox.accounts.primary, 'unclean').id;
-    const a = writeExport(join(cwd, 'a.csv'), range(0, 200));
-    // b removes 0..20 and adds 200..280; c takes back 0..10 and drops 230..280.
-    const b = writeExport(join(cwd, 'b.csv'), range(20, 280));
-    const c = writeExport(join(cwd, 'c.csv'), [...range(0, 10), ...range(30, 230)]);
-    const first = await runCli(syncArgs(a, audienceId), { cwd, env });
-    expect(first.code, first.stderr).toBe(0);
+describe.each(STORES)(
+  'sync killed while sending, then a sync of another file (%s store)',
+  { timeout: 90_000 },
+  (store) => {
+    it.each([
+      ['SIGKILL', 'in the Delete phase', 'slow@1'],
+      ['SIGKILL', 'in the Update phase', 'slow@3'],
+      ['SIGHUP', 'in the Update phase', 'slow@2'],
+    ] as const)('%s %s', async (signal, _, faults) => {
+      const cwd = tempDir('ak-sync-unclean-');
+      const audienceId = sandbox.state.createCustomAudience(sandbox.accounts.primary, 'unclean').id;
+      const a = writeExport(join(cwd, 'a.csv'), range(0, 200));
+      // b removes 0..20 and adds 200..280; c takes back 0..10 and drops 230..280.
+      const b = writeExport(join(cwd, 'b.csv'), range(20, 280));
+      const c = writeExport(join(cwd, 'c.csv'), [...range(0, 10), ...range(30, 230)]);
+      const url = store === 'postgres' ? await postgresStateUrl() : undefined;
+      const state = url === undefined ? [] : ['--state', url];
+      const first = await runCli(syncArgs(a, audienceId, state), { cwd, env });
+      expect(first.code, first.stderr).toBe(0);
 
-    sandbox.setFaults(faults);
-    const { child, done } = startCliProcess(syncArgs(b, audienceId), { cwd, env, input: '' });
-    killOnSlow(child, signal, done);
-    const killed = await done;
-    expect(killed.code === 0 && killed.signal === null, killed.stderr).toBe(false);
-    sandbox.setFaults('');
-    onSlow = () => Promise.resolve();
+      sandbox.setFaults(faults);
+      const { child, done } = startCliProcess(syncArgs(b, audienceId, state), { cwd, env, input: '' });
+      killOnSlow(child, signal, done);
+      const killed = await done;
+      expect(killed.code === 0 && killed.signal === null, killed.stderr).toBe(false);
+      sandbox.setFaults('');
+      onSlow = () => Promise.resolve();
 
-    const next = await runCli([...syncArgs(c, audienceId, ['--max-removals', '100%']), '--json'], { cwd, env });
-    expect(next.code, next.stderr).toBe(0);
-    expect(JSON.parse(next.stdout)).toMatchObject({ status: 'completed' });
-    expect(members(sandbox, audienceId)).toEqual(await reference(cwd, c));
-  });
+      const other = url === undefined ? [] : ['--state', url.replace('127.0.0.1', 'localhost')];
+      const next = await runCli([...syncArgs(c, audienceId, ['--max-removals', '100%', ...other]), '--json'], {
+        cwd,
+        env,
+      });
+      expect(next.code, next.stderr).toBe(0);
+      expect(JSON.parse(next.stdout)).toMatchObject({ status: 'completed' });
+      expect(members(sandbox, audienceId)).toEqual(await reference(cwd, c));
+    });
+  },
+);
 
+describe('a damaged snapshot, by a process', { timeout: 90_000 }, () => {
   it('a damaged snapshot is refused with the recovery as its fix; --recover ends with the audience equal to the file', async () => {
     const cwd = tempDir('ak-sync-recover-');
     const audienceId = sandbox.state.createCustomAudience(sandbox.accounts.primary, 'recover').id;

@@ -5,7 +5,7 @@
  * sync stops sending. Writes are fenced by the target's `version` (the commit count read when
  * the session started), so a writer that lost its lock cannot overwrite a newer commit.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { lstatSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type pg from 'pg';
@@ -29,6 +29,33 @@ import {
   writeCommittedFile,
   type FileStamps,
 } from './snapshot-blobs.js';
+
+/** The private copies of snapshots are `<tmpdir>/audience-kit-state-<pid>-<random>`. */
+const COPY_PREFIX = 'audience-kit-state-';
+
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * The copies left by syncs that were killed (their process is gone): removed, since they hold
+ * digests of users a later sync may remove. Only this user's directories are touched.
+ */
+function removeDeadCopies(): void {
+  const root = tmpdir();
+  for (const name of readdirSync(root)) {
+    const pid = /^audience-kit-state-(\d+)-/.exec(name)?.[1];
+    if (pid === undefined || running(Number(pid))) continue;
+    const path = join(root, name);
+    const stat = lstatSync(path, { throwIfNoEntry: false });
+    if (stat?.isDirectory() === true && stat.uid === process.getuid?.()) rmSync(path, { recursive: true, force: true });
+  }
+}
 
 const holderSchema = z.object({ host: z.string(), pid: z.number(), since: z.string(), run_id: z.string().optional() });
 
@@ -97,7 +124,8 @@ export class PostgresTargetSession implements TargetSession {
          ON CONFLICT (target) DO UPDATE SET holder = EXCLUDED.holder`,
         [name, target.accountId, target.kind, target.id, JSON.stringify(holder)],
       );
-      dir = mkdtempSync(join(tmpdir(), 'audience-kit-state-'));
+      removeDeadCopies();
+      dir = mkdtempSync(join(tmpdir(), `${COPY_PREFIX}${process.pid}-`));
       const { version, stamps, lastSeq } = await materialize(client, name, dir);
       return new PostgresTargetSession(dir, client, name, where, version, stamps, lastSeq + 1);
     } catch (error) {
