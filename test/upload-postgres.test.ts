@@ -47,7 +47,7 @@ async function confirmed(url: string): Promise<number[]> {
 async function waitForConfirmed(url: string, n: number, run: ProcessRun): Promise<void> {
   const start = Date.now();
   while ((await confirmed(url)).length < n) {
-    if (Date.now() - start > 30_000) throw new Error(`timed out waiting for confirmed batches: ${run.stderr()}`);
+    if (Date.now() - start > 60_000) throw new Error(`timed out waiting for confirmed batches: ${run.stderr()}`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
