@@ -57,12 +57,12 @@ describe('moveState', () => {
     const { t, dir, name } = await synced();
     const url = await postgresStateUrl();
     const db = await pgStore(url);
-    const there = await moveState(dirStore(dir), db);
+    const there = await moveState({ from: dirStore(dir), to: db });
     expect(there.targets).toEqual([expect.objectContaining({ users: 300, files: 2 })]);
     expect(there.audit.records).toBe(2);
 
     const back = tempDir('ak-move-back-');
-    const again = await moveState(db, dirStore(back));
+    const again = await moveState({ from: db, to: dirStore(back) });
     expect(again.audit).toEqual(there.audit);
     expect(files(join(back, 'snapshots', name))).toEqual(files(join(dir, 'snapshots', name)));
     expect(readFileSync(join(back, 'audit.jsonl'))).toEqual(readFileSync(join(dir, 'audit.jsonl')));
@@ -79,17 +79,19 @@ describe('moveState', () => {
   it('refuses a destination holding state, an unfinished sync, a running sync and an unfinished upload', async () => {
     const { dir, name, t } = await synced();
     const db = await pgStore();
-    await moveState(dirStore(dir), db);
-    await expect(moveState(dirStore(dir), db)).rejects.toMatchObject({ code: 'state_destination_not_empty' });
+    await moveState({ from: dirStore(dir), to: db });
+    await expect(moveState({ from: dirStore(dir), to: db })).rejects.toMatchObject({
+      code: 'state_destination_not_empty',
+    });
 
     const target = { accountId: t.sandbox.accounts.primary, kind: 'custom_audience' as const, id: t.audienceId };
     const source = dirStore(dir);
     const held = await source.lockTarget(target);
-    await expect(moveState(source, await pgStore())).rejects.toMatchObject({ code: 'sync_in_progress' });
+    await expect(moveState({ from: source, to: await pgStore() })).rejects.toMatchObject({ code: 'sync_in_progress' });
     await held.release();
 
     writeFileSync(join(dir, 'snapshots', name, 'pending'), 'x');
-    await expect(moveState(source, await pgStore())).rejects.toMatchObject({ code: 'state_unfinished' });
+    await expect(moveState({ from: source, to: await pgStore() })).rejects.toMatchObject({ code: 'state_unfinished' });
 
     const journal = await source.journals.open(
       {
@@ -102,7 +104,7 @@ describe('moveState', () => {
     );
     await journal.close();
     const destination = await pgStore();
-    await expect(moveState(source, destination)).rejects.toMatchObject({ code: 'state_unfinished' });
+    await expect(moveState({ from: source, to: destination })).rejects.toMatchObject({ code: 'state_unfinished' });
     // Nothing was written to the refused destinations.
     expect(await destination.targets()).toEqual([]);
     expect(await destination.audit.lines()).toEqual([]);

@@ -16,10 +16,11 @@
  * Files are copied by the kernel and hashed as streams: memory stays flat whatever the snapshot size.
  */
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { ConfigError } from '../errors.js';
 import { fileSha256 } from '../util/sha256.js';
 import { destinationNotEmpty } from './audit-file.js';
+import { openStateStore, parseStateUrl } from './open-store.js';
 import { COMMITTED_FILE } from './postgres/snapshot-blobs.js';
 import { readIndexHeader } from './snapshot-index.js';
 import type { SnapshotTarget, StateStore, TargetSession } from './store.js';
@@ -151,11 +152,36 @@ async function moveAudit(from: StateStore, to: StateStore): Promise<{ records: n
   return { records: moved.records, head: moved.head };
 }
 
+export interface MoveStateOptions {
+  /** The source: a state directory, a PostgreSQL URL (`postgres://…`), or a store object (left open). */
+  from: string | StateStore;
+  /** The destination, which must hold no state: the same forms. */
+  to: string | StateStore;
+}
+
 /**
- * Copy every target's snapshot and the audit log from `from` to `to` (an empty store), verify
- * the copy, and report; `from` is left as it was. Both stores are opened and closed by the caller.
+ * Copy every target's snapshot and the audit log from `from` into `to` (an empty store), verify
+ * the copy, and report; `from` is left as it was. Stores given as strings are opened and closed here.
  */
-export async function moveState(from: StateStore, to: StateStore): Promise<StateMoveReport> {
+export async function moveState(o: MoveStateOptions): Promise<StateMoveReport> {
+  const opened: StateStore[] = [];
+  const open = async (value: string | StateStore, name: string): Promise<StateStore> => {
+    if (typeof value !== 'string') return value;
+    const spec = /^postgres(?:ql)?:/i.test(value)
+      ? parseStateUrl(value, name)
+      : { kind: 'directory' as const, dir: resolve(value) };
+    const store = await openStateStore(spec);
+    opened.push(store);
+    return store;
+  };
+  try {
+    return await moveStores(await open(o.from, 'from'), await open(o.to, 'to'));
+  } finally {
+    for (const store of opened.reverse()) await store.close();
+  }
+}
+
+async function moveStores(from: StateStore, to: StateStore): Promise<StateMoveReport> {
   if (from.kind === to.kind && from.describe() === to.describe())
     throw new ConfigError('invalid_option', 'the source and the destination are the same store', {
       fix: 'pass another store as the destination',

@@ -5,18 +5,7 @@
  */
 import { resolve } from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
-import {
-  ConfigError,
-  EXIT_CODES,
-  moveState,
-  openStateStore,
-  parseStateUrl,
-  schemaSql,
-  SCHEMA_VERSION,
-  type StateMoveReport,
-  type StateSpec,
-  type StateStore,
-} from '../../internal.js';
+import { ConfigError, EXIT_CODES, moveState, schemaSql, SCHEMA_VERSION, type StateMoveReport } from '../../internal.js';
 import type { CliContext } from '../context.js';
 import { commandGroup } from '../manage.js';
 import { handle, renderFields, renderTable, writeJson, writeLine, type GlobalArgs } from '../output.js';
@@ -54,12 +43,9 @@ interface MoveArgs extends GlobalArgs {
   to: string;
 }
 
-/** A `--from`/`--to` value: a postgres:// URL, else a directory (relative: to the working directory). */
-function storeSpec(ctx: CliContext, value: string, flag: string): StateSpec {
-  return /^postgres(?:ql)?:/i.test(value)
-    ? parseStateUrl(value, flag)
-    : { kind: 'directory', dir: resolve(ctx.cwd, value) };
-}
+/** A `--from`/`--to` value: a postgres:// URL as it is, else a directory (relative: to the working directory). */
+const storeArg = (ctx: CliContext, value: string): string =>
+  /^postgres(?:ql)?:/i.test(value) ? value : resolve(ctx.cwd, value);
 
 function printMove(ctx: CliContext, r: StateMoveReport): void {
   writeLine(
@@ -113,20 +99,10 @@ function moveCommand(ctx: CliContext): CommandModule<GlobalArgs, MoveArgs> {
           describe: 'Destination (empty): a state directory or a postgres:// URL',
         }),
     handler: handle(ctx, async (args: MoveArgs) => {
-      const [fromSpec, toSpec] = [storeSpec(ctx, args.from, '--from'), storeSpec(ctx, args.to, '--to')];
-      let from: StateStore | undefined;
-      let to: StateStore | undefined;
-      try {
-        from = await openStateStore(fromSpec);
-        to = await openStateStore(toSpec);
-        const report = await moveState(from, to);
-        if (args.json === true) writeJson(ctx, report);
-        else printMove(ctx, report);
-        return EXIT_CODES.ok;
-      } finally {
-        await to?.close();
-        await from?.close();
-      }
+      const report = await moveState({ from: storeArg(ctx, args.from), to: storeArg(ctx, args.to) });
+      if (args.json === true) writeJson(ctx, report);
+      else printMove(ctx, report);
+      return EXIT_CODES.ok;
     }),
   };
 }
