@@ -115,6 +115,7 @@ export const ERROR_CODES = [
   'state_target_unknown',
   'state_unfinished',
   'state_move_mismatch',
+  'state_source_empty',
   // ConfigError from a PostgreSQL state store: its schema was written by a newer version.
   'state_schema_newer',
   // InputError: the input cannot be read as a whole.

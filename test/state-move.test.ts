@@ -105,6 +105,9 @@ describe('moveState', () => {
     await journal.close();
     const destination = await pgStore();
     await expect(moveState({ from: source, to: destination })).rejects.toMatchObject({ code: 'state_unfinished' });
+    await expect(moveState({ from: join(dir, 'typo'), to: destination })).rejects.toMatchObject({
+      code: 'state_source_empty',
+    });
     // Nothing was written to the refused destinations.
     expect(await destination.targets()).toEqual([]);
     expect(await destination.audit.lines()).toEqual([]);

@@ -188,8 +188,15 @@ async function moveStores(from: StateStore, to: StateStore): Promise<StateMoveRe
     });
   const journals = await checkJournals(from);
   await checkEmpty(to);
+  const sources = await from.targets();
+  // A mistyped source directory holds nothing: "moved 0 targets" would read as success.
+  if (sources.length === 0 && (await from.audit.lines()).length === 0) {
+    throw new ConfigError('state_source_empty', `${from.describe()} holds no snapshot and no audit record`, {
+      fix: 'check --from: the state directory or database the syncs used',
+    });
+  }
   const targets: MovedTarget[] = [];
-  for (const target of await from.targets()) targets.push(await moveTarget(from, to, target));
+  for (const target of sources) targets.push(await moveTarget(from, to, target));
   const audit = await moveAudit(from, to);
   return { from: from.describe(), to: to.describe(), targets, audit, journalsNotMoved: journals };
 }
