@@ -109,6 +109,13 @@ export const ERROR_CODES = [
   'snapshot_users_unrecovered',
   // ConfigError from the CLI: the default state directory and an earlier version's both hold the target's state.
   'state_dir_ambiguous',
+  // ConfigError from `state move`: the destination already holds state, the source a target no
+  // audit record names, an unfinished sync or upload, or the copy did not verify.
+  'state_destination_not_empty',
+  'state_target_unknown',
+  'state_unfinished',
+  'state_move_mismatch',
+  'state_source_empty',
   // ConfigError from a PostgreSQL state store: its schema was written by a newer version.
   'state_schema_newer',
   // InputError: the input cannot be read as a whole.

@@ -25,7 +25,6 @@ const commands: [argv: string[], docs: string[]][] = [
   [['upload'], [section('`upload`')]],
   [['sync'], [section('`sync`'), section('`upload`')]],
   ...['verify', 'list', 'show'].map((c): [string[], string[]] => [['audit', c], [section('`audit`')]]),
-  [['state', 'schema'], [section('`state`')]],
   ...['list', 'get', 'create', 'update', 'delete', 'wait'].map((c): [string[], string[]] => [
     ['audiences', c],
     [section('`audiences`')],
@@ -33,6 +32,7 @@ const commands: [argv: string[], docs: string[]][] = [
   ...['list', 'create', 'delete'].map((c): [string[], string[]] => [['do-not-reach', c], [section('`do-not-reach`')]]),
   ...['list', 'grant', 'revoke'].map((c): [string[], string[]] => [['permissions', c], [section('`permissions`')]]),
   [['targeted'], [section('`targeted`')]],
+  ...['schema', 'move'].map((c): [string[], string[]] => [['state', c], [section('`state`')]]),
   ...['login', 'status', 'logout'].map((c): [string[], string[]] => [['auth', c], [section('`auth`')]]),
   [['sandbox'], [sandboxDoc]],
 ];

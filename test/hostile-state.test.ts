@@ -113,9 +113,9 @@ describe('full disk: appends are whole records or nothing', () => {
     const journal = await RunJournal.open(dir, key, { mode: 'new', runId: 'r1' });
     const before = readFileSync(journal.path);
     fillDiskFor(/journal\.jsonl$/);
-    expect(() => journal.recordConfirmed(0, 'b'.repeat(64), 3)).toThrow(EnvironmentError);
+    await expect(journal.recordConfirmed(0, 'b'.repeat(64), 3)).rejects.toBeInstanceOf(EnvironmentError);
     expect(readFileSync(journal.path)).toEqual(before);
-    journal.close();
+    await journal.close();
   });
 
   it('a state directory that is a file is an environment error (exit 8), not an internal one', async () => {
@@ -176,7 +176,7 @@ describe('full disk during an upload', () => {
       journal,
       clock: { now: () => Date.now(), sleep: async () => {} },
     });
-    journal.close();
+    await journal.close();
     expect(report.error).toBeInstanceOf(EnvironmentError);
     expect(report.error).toMatchObject({ code: 'disk_full' });
     expect(report.batches_confirmed).toBe(3);
@@ -210,7 +210,7 @@ describe('full disk during an upload', () => {
           clock: { now: () => Date.now(), sleep: async () => {} },
         });
       } finally {
-        journal.close();
+        await journal.close();
       }
     };
     const postsBefore = batchPosts();
@@ -513,7 +513,7 @@ describe('locks', () => {
     };
     const first = await RunJournal.open(dir, key, { mode: 'new', runId: 'r1' });
     const err = await RunJournal.open(dir, key, { mode: 'resume', runId: 'r2' }).catch((e: unknown) => e);
-    first.close();
+    await first.close();
     expect(err).toMatchObject({ code: 'run_in_progress' });
     expect((err as Error).message).toContain(`pid ${process.pid} on host ${hostname()}`);
   });
@@ -529,8 +529,8 @@ describe('a damaged or forged journal', () => {
   async function journalWithOneBatch(): Promise<{ dir: string; path: string }> {
     const dir = newDir();
     const j = await RunJournal.open(dir, key, { mode: 'new', runId: 'r1' });
-    j.recordConfirmed(0, 'a'.repeat(64), 5);
-    j.recordFailed(
+    await j.recordConfirmed(0, 'a'.repeat(64), 5);
+    await j.recordFailed(
       {
         index: 1,
         body: Buffer.from('[]'),
@@ -542,7 +542,7 @@ describe('a damaged or forged journal', () => {
       sha256Hex('[]'),
       'x',
     );
-    j.close();
+    await j.close();
     return { dir, path: j.path };
   }
 
@@ -573,8 +573,8 @@ describe('a damaged or forged journal', () => {
     appendFileSync(path, '{"type":"confirmed","ind');
     const j = await RunJournal.open(dir, key, { mode: 'resume', runId: 'r2' });
     expect(j.confirmed.size).toBe(1);
-    j.recordConfirmed(1, 'c'.repeat(64), 5);
-    j.close();
+    await j.recordConfirmed(1, 'c'.repeat(64), 5);
+    await j.close();
     expect(findJournal(dir, key)?.confirmed).toBe(2);
   });
 
@@ -593,7 +593,7 @@ describe('a damaged or forged journal', () => {
     expect((err as AudienceKitError).fix).toMatch(/unfinished: 'restart'/);
     // --restart (mode new) replaces it.
     const fresh = await RunJournal.open(dir, key, { mode: 'new', runId: 'r3' });
-    fresh.close();
+    await fresh.close();
     expect(findJournal(dir, key)?.confirmed).toBe(0);
   });
 });
@@ -725,7 +725,7 @@ describe('files the tool writes: no symlinks followed, 0600, formula cells escap
         options: {},
       };
       const journal = await RunJournal.open(dir, key, { mode: 'new', runId: 'r1' });
-      journal.close();
+      await journal.close();
       rmSync(journal.path);
       fifo(journal.path);
       expect(() => findJournal(dir, key)).toThrow(expect.objectContaining({ code: 'path_not_file' }));
@@ -752,12 +752,12 @@ describe('files the tool writes: no symlinks followed, 0600, formula cells escap
       options: {},
     };
     const first = await RunJournal.open(dir, key, { mode: 'new', runId: 'r1' });
-    first.close();
+    await first.close();
     rmSync(first.path);
     symlinkSync(join(dir, 'victim'), first.path);
     // A new run moves the link aside (rename does not follow it) and writes a file of its own.
     const second = await RunJournal.open(dir, key, { mode: 'new', runId: 'r2' });
-    second.close();
+    await second.close();
     expect(lstatSync(first.path).isSymbolicLink()).toBe(false);
     expect(mode(first.path)).toBe(0o600);
     expect(readFileSync(join(dir, 'victim'), 'utf8')).toBe('precious\n');

@@ -1,6 +1,7 @@
 import { appendFileSync, cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import {
   AUDIT_FORMAT,
@@ -12,12 +13,17 @@ import {
   type AuditRunStart,
 } from '../src/state/audit.js';
 import { batchDigest, findJournal, RunJournal, type JournalKey } from '../src/state/journal.js';
+import { PostgresStore } from '../src/state/postgres/store.js';
+import type { UploadJournal } from '../src/state/store.js';
+import { postgresStateUrl, usePostgres } from './helpers/sync.js';
 import { tempDir } from './helpers/temp.js';
 
 // The run journal's format 2 and the audit log's format 1, pinned like the snapshot's
 // (snapshot-golden.test.ts): files written by this version (test/golden/journal-v2/,
 // test/golden/audit-v1/, rewritten with UPDATE_GOLDEN=1 only when a format version changes)
 // are read back, a fresh write gives the same records, and a newer format is refused.
+
+usePostgres();
 
 const GOLDEN_JOURNAL = fileURLToPath(new URL('./golden/journal-v2/', import.meta.url));
 const GOLDEN_AUDIT = fileURLToPath(new URL('./golden/audit-v1/audit.jsonl', import.meta.url));
@@ -34,17 +40,22 @@ const BODY1 = Buffer.from('[{"operation_type":"Update","params":{"users":[{"emai
 
 /** A run that confirmed batch 0, kept batch 1 as failed, and read the whole input (2 batches). */
 async function writeJournal(stateDir: string): Promise<void> {
-  const j = await RunJournal.open(stateDir, KEY, { mode: 'new', runId: '20260101T000000Z-aaaaaa', now: () => AT });
-  j.recordConfirmed(0, batchDigest(BODY0), 1);
+  await fillJournal(
+    await RunJournal.open(stateDir, KEY, { mode: 'new', runId: '20260101T000000Z-aaaaaa', now: () => AT }),
+  );
+}
+
+async function fillJournal(j: UploadJournal): Promise<void> {
+  await j.recordConfirmed(0, batchDigest(BODY0), 1);
   const group = { operationType: 'Update' as const };
   const lines = Uint32Array.from([3]);
-  j.recordFailed(
+  await j.recordFailed(
     { index: 1, body: BODY1, users: 1, operationUsers: [1], group, lines },
     batchDigest(BODY1),
     'http_503',
   );
-  j.recordInputEnd(2);
-  j.close();
+  await j.recordInputEnd(2);
+  await j.close();
 }
 
 const START: AuditRunStart = {
@@ -148,6 +159,31 @@ describe('run journal format 2 (golden files)', () => {
     expect(journalRecords(journalFile(dir))).toEqual(journalRecords(journalFile(GOLDEN_JOURNAL)));
   });
 
+  it('the PostgreSQL store writes the same records, line for line, and reads them back', async () => {
+    const url = await postgresStateUrl();
+    const store = await PostgresStore.open(url);
+    try {
+      const j = await store.journals.open(KEY, { mode: 'new', runId: '20260101T000000Z-aaaaaa', now: () => AT });
+      await fillJournal(j);
+      expect(await store.journals.list()).toHaveLength(1);
+      expect(await store.journals.find(KEY)).toMatchObject({ confirmed: 1, failed: 1, totalBatches: 2 });
+      const resumed = await store.journals.open(KEY, { mode: 'resume', runId: 'r2', now: () => AT });
+      expect((await resumed.readFailedBatch(1))?.body).toEqual(BODY1);
+      await resumed.close();
+      const db = new pg.Client({ connectionString: url });
+      await db.connect();
+      const rows = await db.query<{ line: string }>('SELECT line FROM audience_kit_journal_lines ORDER BY seq');
+      await db.end();
+      const records = rows.rows.slice(0, 5).map((r) => {
+        const { prev: _prev, tool_version: _tool, ...rest } = JSON.parse(r.line) as Record<string, unknown>;
+        return rest;
+      });
+      expect(records).toEqual(journalRecords(journalFile(GOLDEN_JOURNAL)));
+    } finally {
+      await store.close();
+    }
+  });
+
   it('the golden journal is read back: confirmed batch, kept failed body, batch count', async () => {
     const dir = tempDir('ak-golden-j-');
     cpSync(GOLDEN_JOURNAL, dir, { recursive: true });
@@ -155,9 +191,9 @@ describe('run journal format 2 (golden files)', () => {
     const j = await RunJournal.open(dir, KEY, { mode: 'resume', runId: 'r2', now: () => AT });
     try {
       expect(j.isConfirmed(0, batchDigest(BODY0))).toBe(true);
-      expect(j.readFailedBatch(1)?.body).toEqual(BODY1);
+      expect((await j.readFailedBatch(1))?.body).toEqual(BODY1);
     } finally {
-      j.close();
+      await j.close();
     }
   });
 

@@ -416,7 +416,7 @@ describe('uploadAudience', () => {
       },
       signal: controller.signal,
     });
-    j1.close();
+    await j1.close();
     expect(first.status).toBe('interrupted');
     const summary = findJournal(stateDir, key);
     expect(summary).toMatchObject({ complete: false, confirmed: first.batches_confirmed });
@@ -431,7 +431,7 @@ describe('uploadAudience', () => {
       limits: SMALL,
       journal: j2,
     });
-    j2.close();
+    await j2.close();
     expect(second).toMatchObject({ status: 'completed', resumed: true, batches_skipped: first.batches_confirmed });
     expect(second.batches_confirmed + second.batches_skipped).toBe(second.batches);
     expect(userBatchRequests(sandbox).length - sentBefore).toBe(second.batches - first.batches_confirmed);
@@ -461,7 +461,7 @@ describe('uploadAudience', () => {
       journal: j1,
       clock: instantClock,
     });
-    j1.close();
+    await j1.close();
     expect(first.status).toBe('partial');
     expect(first.batches_failed).toBe(1);
     const failedDir = join(j1.dir, 'failed');
@@ -480,7 +480,7 @@ describe('uploadAudience', () => {
       journal: j2,
       clock: instantClock,
     });
-    j2.close();
+    await j2.close();
     expect(second).toMatchObject({
       status: 'completed',
       batches_confirmed: 1,
@@ -514,7 +514,7 @@ describe('uploadAudience', () => {
       },
       signal: controller.signal,
     });
-    j1.close();
+    await j1.close();
     const j2 = await RunJournal.open(stateDir, key, { mode: 'resume', runId: 'b' });
     await expect(
       uploadAudience({
@@ -526,7 +526,7 @@ describe('uploadAudience', () => {
         journal: j2,
       }),
     ).rejects.toMatchObject({ code: 'journal_mismatch' });
-    j2.close();
+    await j2.close();
   });
 
   it('maps operation_errors (one array per operation) to the operation and its input lines', async () => {

@@ -23,7 +23,7 @@ import {
 import { checkSandboxConnectionFlags, type ConnectionArgs } from './connection.js';
 import { rejectGuardFromArgs, type HashOptionArgs } from './hash-options.js';
 import type { GlobalArgs } from './output.js';
-import { STATE_DIR_ENV } from './state-dir.js';
+import { STATE_DIR_ENV, STATE_URL_OPTION } from './state-dir.js';
 
 export interface UploadArgs extends GlobalArgs, HashOptionArgs, ConnectionArgs {
   file: string;
@@ -44,6 +44,7 @@ export interface UploadArgs extends GlobalArgs, HashOptionArgs, ConnectionArgs {
   'max-users-per-operation'?: number;
   'audit-log'?: string;
   'state-dir'?: string;
+  state?: string;
   resume?: boolean;
   restart?: boolean;
   quiet?: boolean;
@@ -82,6 +83,7 @@ export const UPLOAD_OPTIONS: Record<string, Options> = {
   'state-dir': str(
     `Run journals and kept failed batches (mode 0700; default $${STATE_DIR_ENV}, else ~/.local/state/audience-kit: docs/configuration.md)`,
   ),
+  state: STATE_URL_OPTION,
   resume: {
     type: 'boolean',
     describe: 'Continue the unfinished run of this file and options (skips confirmed batches)',

@@ -1,4 +1,7 @@
 /** The audit log as a file (`audit.jsonl`): the AuditLog of the directory store, or of an explicit path. */
+import { closeSync, existsSync, readFileSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { ConfigError } from '../errors.js';
 import {
   appendAuditRecord,
   lastRecordedSnapshot,
@@ -10,6 +13,7 @@ import {
   type AuditVerification,
   type ChainedAuditRecord,
 } from './audit.js';
+import { appendWhole, ensureDir, openNoFollow } from './fs.js';
 import type { AuditLog, SnapshotTarget } from './store.js';
 
 export class FileAuditLog implements AuditLog {
@@ -34,4 +38,30 @@ export class FileAuditLog implements AuditLog {
   runs(): Promise<AuditRun[]> {
     return Promise.resolve(readAuditRuns(this.path));
   }
+
+  lines(): Promise<string[]> {
+    if (!existsSync(this.path)) return Promise.resolve([]);
+    const text = readFileSync(this.path, 'utf8');
+    return Promise.resolve(text === '' ? [] : text.replace(/\n$/, '').split('\n'));
+  }
+
+  importLines(lines: readonly string[]): Promise<void> {
+    ensureDir(dirname(this.path));
+    if (existsSync(this.path) && statSync(this.path).size > 0) throw destinationNotEmpty(this.path);
+    if (lines.length === 0) return Promise.resolve();
+    const fd = openNoFollow(this.path, 'append');
+    try {
+      appendWhole(fd, Buffer.from(`${lines.join('\n')}\n`, 'utf8'), this.path);
+    } finally {
+      closeSync(fd);
+    }
+    return Promise.resolve();
+  }
+}
+
+/** A moved audit log goes into an empty one only: appending it to another log would fork neither chain but mix two. */
+export function destinationNotEmpty(where: string): ConfigError {
+  return new ConfigError('state_destination_not_empty', `the audit log ${where} already holds records`, {
+    fix: 'move the state into an empty store (a new directory, or a database without audience_kit_* tables)',
+  });
 }

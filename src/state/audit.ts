@@ -167,11 +167,11 @@ export async function appendAuditRecord(
 
 /** `record` chained to the log's last line (undefined: an empty log); a last record of a newer format is refused. */
 export function chainAfter(line: Buffer | string | undefined, record: AuditRecord, where: string): ChainedAuditRecord {
-  if (line !== undefined) checkAuditFormat(where, parseLine(line));
+  if (line !== undefined) checkAuditFormat(where, parseAuditLine(line));
   return { v: AUDIT_FORMAT, ...record, prev: line === undefined ? AUDIT_GENESIS : sha256Hex(line) };
 }
 
-function parseLine(bytes: Buffer | string): unknown {
+export function parseAuditLine(bytes: Buffer | string): unknown {
   try {
     return JSON.parse(typeof bytes === 'string' ? bytes : bytes.toString('utf8'));
   } catch {
@@ -180,7 +180,7 @@ function parseLine(bytes: Buffer | string): unknown {
 }
 
 /** Refuses a record of a newer format (`v` above AUDIT_FORMAT); anything else is for verify to judge. */
-function checkAuditFormat(path: string, record: unknown): void {
+export function checkAuditFormat(path: string, record: unknown): void {
   const v = (record as { v?: unknown } | null | undefined)?.v;
   if (typeof v !== 'number' || v <= AUDIT_FORMAT) return;
   throw new ConfigError(
@@ -280,7 +280,7 @@ export function verifyAuditBytes(data: Buffer, where: string, options: { head?: 
     });
     if (!complete)
       return fail('the last line is incomplete (no newline): a write was cut off or the file was truncated');
-    const parsed = parseLine(bytes);
+    const parsed = parseAuditLine(bytes);
     if (parsed === undefined) return fail('not a JSON record');
     checkAuditFormat(where, parsed);
     const r = recordSchema.safeParse(parsed);
@@ -340,7 +340,7 @@ export function auditRunsOf(lines: Iterable<string>, where: string): AuditRun[] 
   const runs = new Map<string, AuditRun>();
   for (const line of lines) {
     if (line === '') continue;
-    const rec = parseLine(line) as ChainedAuditRecord | null | undefined;
+    const rec = parseAuditLine(line) as ChainedAuditRecord | null | undefined;
     checkAuditFormat(where, rec);
     if (typeof rec?.run_id !== 'string') continue;
     const run = runs.get(rec.run_id) ?? { run_id: rec.run_id };

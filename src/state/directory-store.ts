@@ -3,14 +3,15 @@
  * `snapshots/<kind>-<hash>/` with the target's lock file beside each (`<dir>.lock`), the audit
  * log in `audit.jsonl`, run journals in `runs/<key>/`: the files as they always were.
  */
-import { dirname } from 'node:path';
-import { EnvironmentError } from '../errors.js';
+import { existsSync, readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { ConfigError, EnvironmentError } from '../errors.js';
 import { defaultAuditLogPath } from './audit.js';
 import { FileAuditLog } from './audit-file.js';
 import { ensureDir } from './fs.js';
-import { findJournal, RunJournal, type JournalKey, type OpenJournalOptions } from './journal.js';
+import { findJournal, listJournals, RunJournal, type JournalKey, type OpenJournalOptions } from './journal.js';
 import { acquireFileLock } from './lock.js';
-import { snapshotDir } from './snapshot.js';
+import { snapshotDir, snapshotName } from './snapshot.js';
 import {
   syncInProgress,
   type RunJournals,
@@ -30,8 +31,9 @@ export class DirectoryStore implements StateStore {
   constructor(readonly stateDir: string) {
     this.audit = new FileAuditLog(defaultAuditLogPath(stateDir));
     this.journals = {
-      find: (key: JournalKey) => Promise.resolve(findJournal(stateDir, key)),
+      find: async (key: JournalKey) => findJournal(stateDir, key),
       open: (key: JournalKey, o: OpenJournalOptions): Promise<UploadJournal> => RunJournal.open(stateDir, key, o),
+      list: async () => listJournals(stateDir),
     };
   }
 
@@ -63,6 +65,34 @@ export class DirectoryStore implements StateStore {
         return Promise.resolve();
       },
     };
+  }
+
+  /** The snapshot directories holding files, named by the audit log's sync records (their names are hashes). */
+  async targets(): Promise<SnapshotTarget[]> {
+    const root = join(this.stateDir, 'snapshots');
+    if (!existsSync(root)) return [];
+    const held = readdirSync(root, { withFileTypes: true })
+      .filter((e) => e.isDirectory() && readdirSync(join(root, e.name)).length > 0)
+      .map((e) => e.name);
+    if (held.length === 0) return [];
+    const named = new Map<string, SnapshotTarget>();
+    for (const run of await this.audit.runs().catch(() => [])) {
+      const s = run.start;
+      if (s?.operation !== 'sync') continue;
+      const target: SnapshotTarget = { accountId: s.account_id, kind: s.target.kind, id: s.target.id };
+      named.set(snapshotName(target), target);
+    }
+    return held.map((name) => {
+      const target = named.get(name);
+      if (target !== undefined) return target;
+      throw new ConfigError(
+        'state_target_unknown',
+        `no sync record of ${this.audit.describe()} names the snapshot ${join(root, name)}: its account and target cannot be told from its hashed name`,
+        {
+          fix: 'move the state with the audit log its syncs wrote (sync --audit-log FILE: copy that file to STATE_DIR/audit.jsonl first)',
+        },
+      );
+    });
   }
 
   close(): Promise<void> {

@@ -14,7 +14,7 @@
  * The state dir is created with mode 0700 and its files 0600; the failed bodies are deleted
  * when the run completes.
  */
-import { closeSync, existsSync, ftruncateSync, openSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, ftruncateSync, openSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { acquireFileLock } from './lock.js';
 import type { BatchGroup } from '../upload/plan.js';
@@ -22,6 +22,7 @@ import { ConfigError, EnvironmentError, environmentError } from '../errors.js';
 import { appendWhole, ensureDir, openNoFollow, stateFs, statRegularFile, writeFileNoFollow } from './fs.js';
 import { VERSION } from '../version.js';
 import { sha256Hex } from '../util/sha256.js';
+import type { UploadJournal } from './store.js';
 
 export const DEFAULT_STATE_DIR = '.audience-kit';
 
@@ -74,7 +75,7 @@ export interface FailedBatch {
   reason: string;
 }
 
-type JournalLine =
+export type JournalLine =
   | {
       type: 'header';
       v: typeof JOURNAL_VERSION;
@@ -125,7 +126,7 @@ function journalDir(stateDir: string, key: string): string {
 /** Journal format: 2 chains every line to the previous one (`prev`). */
 const JOURNAL_VERSION = 2;
 /** `prev` of the header line. */
-const JOURNAL_GENESIS = sha256Hex('audience-kit run journal v2');
+export const JOURNAL_GENESIS = sha256Hex('audience-kit run journal v2');
 
 const RESTART_FIX =
   "start over with unfinished: 'restart' (confirmed users are sent again, which the platform treats as a no-op for Update)";
@@ -133,13 +134,15 @@ const RESTART_FIX =
 /**
  * Parse journal lines and check their chain: each line's `prev` is the SHA-256 of the line
  * before (the header's is JOURNAL_GENESIS), like the audit log, so an edited, inserted or
- * removed line (a forged `confirmed` that would make a resume skip users) is refused. A
- * last line cut off by a kill (no newline, or not JSON) is ignored; `head` is the hash the next
- * line links to.
+ * removed line (a forged `confirmed` that would make a resume skip users) is refused. With
+ * `tornTail` (a file), a last line cut off by a kill (no newline, or not JSON) is ignored; a
+ * store that writes whole lines (a database) refuses it. `head` is the hash the next line links to.
  */
-function parseJournal(path: string): { lines: JournalLine[]; validBytes: number; head: string } {
-  statRegularFile(path);
-  const data = readFileSync(path);
+export function parseJournalBytes(
+  data: Buffer,
+  where: string,
+  tornTail: boolean,
+): { lines: JournalLine[]; validBytes: number; head: string } {
   const lines: JournalLine[] = [];
   let start = 0;
   let validBytes = 0;
@@ -152,16 +155,16 @@ function parseJournal(path: string): { lines: JournalLine[]; validBytes: number;
     try {
       line = JSON.parse(bytes.toString('utf8')) as JournalLine & { prev?: unknown };
     } catch {
-      if (end + 1 >= data.length) break;
-      throw new JournalError('journal_corrupt', `the run journal ${path} has an unreadable line in the middle`, {
+      if (tornTail && end + 1 >= data.length) break;
+      throw new JournalError('journal_corrupt', `the run journal ${where} has an unreadable line in the middle`, {
         fix: RESTART_FIX,
       });
     }
-    if (lines.length === 0 && line.type === 'header') checkJournalFormat(path, line);
+    if (lines.length === 0 && line.type === 'header') checkJournalFormat(where, line);
     if (line.prev !== head || (lines.length === 0) !== (line.type === 'header')) {
       throw new JournalError(
         'journal_tampered',
-        `the run journal ${path} was altered: line ${lines.length + 1} does not link to the line before it (edited, inserted or removed lines)`,
+        `the run journal ${where} was altered: line ${lines.length + 1} does not link to the line before it (edited, inserted or removed lines)`,
         { fix: `${RESTART_FIX}; and find out who wrote to the state directory` },
       );
     }
@@ -170,7 +173,16 @@ function parseJournal(path: string): { lines: JournalLine[]; validBytes: number;
     start = end + 1;
     validBytes = start;
   }
+  if (!tornTail && start < data.length)
+    throw new JournalError('journal_corrupt', `the run journal ${where} has a line without its end`, {
+      fix: RESTART_FIX,
+    });
   return { lines, validBytes, head };
+}
+
+function parseJournal(path: string): { lines: JournalLine[]; validBytes: number; head: string } {
+  statRegularFile(path);
+  return parseJournalBytes(readFileSync(path), path, true);
 }
 
 /** A journal in another format is refused: an older one cannot be resumed, a newer one is never misread. */
@@ -242,17 +254,14 @@ function foldJournal(lines: JournalLine[]): JournalState {
   return s;
 }
 
-/** The journal for this key, if one exists (complete or not). */
-export function findJournal(stateDir: string, key: JournalKey): JournalSummary | undefined {
-  const id = journalKeyId(key);
-  const path = join(journalDir(stateDir, id), 'journal.jsonl');
-  if (statRegularFile(path) === undefined) return undefined;
-  const s = foldJournal(parseJournal(path).lines);
+/** What a journal's lines say, for `find` (`where` names it in messages). */
+export function summarizeJournal(key: string, where: string, lines: JournalLine[]): JournalSummary {
+  const s = foldJournal(lines);
   let confirmedUsers = 0;
   for (const c of s.confirmed.values()) confirmedUsers += c.users;
   return {
-    key: id,
-    path,
+    key,
+    path: where,
     createdAt: s.header?.created_at ?? '',
     complete: s.complete,
     confirmed: s.confirmed.size,
@@ -263,6 +272,26 @@ export function findJournal(stateDir: string, key: JournalKey): JournalSummary |
   };
 }
 
+/** The journal for this key, if one exists (complete or not). */
+export function findJournal(stateDir: string, key: JournalKey): JournalSummary | undefined {
+  const id = journalKeyId(key);
+  const path = join(journalDir(stateDir, id), 'journal.jsonl');
+  if (statRegularFile(path) === undefined) return undefined;
+  return summarizeJournal(id, path, parseJournal(path).lines);
+}
+
+/** Every journal of the state directory (complete or not). */
+export function listJournals(stateDir: string): JournalSummary[] {
+  const runs = join(stateDir, 'runs');
+  if (!existsSync(runs)) return [];
+  const found: JournalSummary[] = [];
+  for (const id of readdirSync(runs).sort()) {
+    const path = join(runs, id, 'journal.jsonl');
+    if (statRegularFile(path) !== undefined) found.push(summarizeJournal(id, path, parseJournal(path).lines));
+  }
+  return found;
+}
+
 export interface OpenJournalOptions {
   /** 'resume' continues an existing journal (or starts one if none); 'new' replaces any. */
   mode: 'new' | 'resume';
@@ -270,121 +299,86 @@ export interface OpenJournalOptions {
   now?: () => Date;
 }
 
+/** A failed batch's kept request body and the input line of each of its users. */
+export interface KeptBatch {
+  body: Buffer;
+  lines: Uint32Array;
+}
+
+/** Where an opened journal resumes from: the lines read back (none for a new journal). */
+export interface JournalStart {
+  key: string;
+  resumed: boolean;
+  lines: JournalLine[];
+  head: string;
+  now: () => Date;
+}
+
 /**
- * A journal opened for one run. Holds a lock file for the run's duration so two runs of the
- * same upload cannot interleave.
+ * A journal opened for one run, whatever stores it: the chain, the books and the record methods.
+ * Appends are serialized (each waits for the one before, so concurrent confirmations never fork
+ * the chain) and each is durable in the store before its promise resolves. A store implements
+ * the line and kept-body writes: the file (RunJournal below) or a database (state/postgres/journal.ts).
  */
-export class RunJournal {
+export abstract class ChainedJournal implements UploadJournal {
   readonly key: string;
-  readonly dir: string;
-  readonly path: string;
   /** True when this run continues an earlier one. */
   readonly resumed: boolean;
-  private fd: number;
   /** SHA-256 of the last line: the next line's `prev`. */
   private head: string;
   private readonly state: JournalState;
-  private readonly release: () => void;
   private readonly now: () => Date;
+  private writes: Promise<void> = Promise.resolve();
 
-  private constructor(init: {
-    key: string;
-    dir: string;
-    path: string;
-    fd: number;
-    head: string;
-    state: JournalState;
-    release: () => void;
-    resumed: boolean;
-    now: () => Date;
-  }) {
-    this.key = init.key;
-    this.dir = init.dir;
-    this.path = init.path;
-    this.fd = init.fd;
-    this.head = init.head;
-    this.state = init.state;
-    this.release = init.release;
-    this.resumed = init.resumed;
-    this.now = init.now;
+  protected constructor(start: JournalStart) {
+    this.key = start.key;
+    this.resumed = start.resumed;
+    this.head = start.head;
+    this.state = foldJournal(start.lines);
+    this.now = start.now;
   }
 
-  static async open(stateDir: string, key: JournalKey, options: OpenJournalOptions): Promise<RunJournal> {
-    const now = options.now ?? (() => new Date());
-    const id = journalKeyId(key);
-    const dir = journalDir(stateDir, id);
-    ensureDir(dir);
-    const release = await acquireFileLock(join(dir, 'lock'), { timeoutMs: 2000 }).catch((error: unknown) => {
-      // Held by a live run (the lock names it); anything else (not writable, a directory) as it is.
-      if (!(error instanceof EnvironmentError) || error.code !== 'file_locked') throw error;
-      throw new JournalError(
-        'run_in_progress',
-        `another audience-kit process is uploading this file with these options right now (${error.message})`,
-        {
-          fix: "wait for it to finish (or stop it), then run again with unfinished: 'resume'",
-          cause: error,
-        },
-      );
-    });
-    let fd = -1;
-    try {
-      const path = join(dir, 'journal.jsonl');
-      let state: JournalState | undefined;
-      let resumed = false;
-      let head = JOURNAL_GENESIS;
-      if (options.mode === 'resume' && existsSync(path)) {
-        const parsed = parseJournal(path);
-        const { lines, validBytes } = parsed;
-        head = parsed.head;
-        state = foldJournal(lines);
-        if (state.header !== undefined && !state.complete) {
-          resumed = true;
-          const fd = openSync(path, 'r+');
-          try {
-            ftruncateSync(fd, validBytes);
-          } finally {
-            closeSync(fd);
-          }
-        } else {
-          state = undefined;
-          head = JOURNAL_GENESIS;
-        }
-      }
-      if (state === undefined) {
-        if (existsSync(path)) renameSync(path, join(dir, `journal.${Date.now()}.old.jsonl`));
-        rmSync(join(dir, 'failed'), { recursive: true, force: true });
-        state = foldJournal([]);
-      }
-      fd = openNoFollow(path, 'append');
-      const journal = new RunJournal({ key: id, dir, path, fd, head, state, release, resumed, now });
-      if (!resumed) {
-        journal.append({
-          type: 'header',
-          v: JOURNAL_VERSION,
-          key: id,
-          created_at: now().toISOString(),
-          tool_version: VERSION,
-          input: key.input,
-          account_id: key.accountId,
-          target: key.target,
-          options: key.options,
-        });
-      }
-      journal.append({ type: 'run', run_id: options.runId, at: now().toISOString(), resumed });
-      return journal;
-    } catch (error) {
-      if (fd >= 0) closeSync(fd);
-      release();
-      throw environmentError(error, 'opening the run journal in', dir);
+  /** Where the journal is, for messages: its directory, or the database and key. */
+  abstract readonly location: string;
+  /** Store one line (without its newline) after the last one, durably. */
+  protected abstract writeLine(text: string): Promise<void>;
+  /** Store a failed batch's body and lines durably (replacing any kept under its index). */
+  protected abstract keepBatch(index: number, batch: KeptBatch): Promise<void>;
+  /** A kept batch as stored (undefined when missing or unreadable). */
+  protected abstract loadBatch(index: number): Promise<KeptBatch | undefined>;
+  /** Remove one kept batch, or all of them. */
+  protected abstract dropBatches(index?: number): Promise<void>;
+  /** Stop writing and release the journal's lock. Idempotent. */
+  abstract close(): Promise<void>;
+
+  /** The first lines of a run: the header (a new journal), then the run. */
+  protected async begin(key: JournalKey, runId: string): Promise<void> {
+    if (!this.resumed) {
+      await this.append({
+        type: 'header',
+        v: JOURNAL_VERSION,
+        key: this.key,
+        created_at: this.now().toISOString(),
+        tool_version: VERSION,
+        input: key.input,
+        account_id: key.accountId,
+        target: key.target,
+        options: key.options,
+      });
     }
+    await this.append({ type: 'run', run_id: runId, at: this.now().toISOString(), resumed: this.resumed });
   }
 
-  /** One line, fsynced, whole or not at all (EnvironmentError when the disk refuses). */
-  private append(line: JournalLine): void {
-    const text = JSON.stringify({ ...line, prev: this.head });
-    appendWhole(this.fd, Buffer.from(`${text}\n`, 'utf8'), this.path);
-    this.head = sha256Hex(text);
-    if (line.type === 'header') this.state.header = line;
+  /** One line, durable, whole or not at all; after every line appended before it. */
+  private append(line: JournalLine): Promise<void> {
+    const write = this.writes.then(async () => {
+      const text = JSON.stringify({ ...line, prev: this.head });
+      await this.writeLine(text);
+      this.head = sha256Hex(text);
+      if (line.type === 'header') this.state.header = line;
+    });
+    this.writes = write.catch(() => undefined);
+    return write;
   }
 
   /** Confirmed batches of earlier runs (index → content hash). */
@@ -400,6 +394,10 @@ export class RunJournal {
   /** Batch count of the input, once a run has read it whole. */
   get totalBatches(): number | undefined {
     return this.state.totalBatches;
+  }
+
+  get complete(): boolean {
+    return this.state.complete;
   }
 
   /**
@@ -421,18 +419,14 @@ export class RunJournal {
     return true;
   }
 
-  recordConfirmed(index: number, sha256: string, users: number): void {
-    this.append({ type: 'confirmed', index, sha256, users, at: this.now().toISOString() });
+  async recordConfirmed(index: number, sha256: string, users: number): Promise<void> {
+    await this.append({ type: 'confirmed', index, sha256, users, at: this.now().toISOString() });
     this.state.confirmed.set(index, { index, sha256, users });
-    if (this.state.failed.delete(index)) {
-      const base = this.failedBasePath(index);
-      rmSync(`${base}.body.json`, { force: true });
-      rmSync(`${base}.lines`, { force: true });
-    }
+    if (this.state.failed.delete(index)) await this.dropBatches(index);
   }
 
   /** Keep a batch that failed after every retry, for a later resume. */
-  recordFailed(
+  async recordFailed(
     batch: {
       index: number;
       body: Buffer;
@@ -443,11 +437,8 @@ export class RunJournal {
     },
     sha256: string,
     reason: string,
-  ): void {
-    ensureDir(join(this.dir, 'failed'));
-    const base = this.failedBasePath(batch.index);
-    writeDurable(`${base}.body.json`, batch.body);
-    writeDurable(`${base}.lines`, Buffer.from(batch.lines.buffer, batch.lines.byteOffset, batch.lines.byteLength));
+  ): Promise<void> {
+    await this.keepBatch(batch.index, { body: batch.body, lines: batch.lines });
     const f: FailedBatch = {
       index: batch.index,
       sha256,
@@ -456,7 +447,7 @@ export class RunJournal {
       group: batch.group,
       reason,
     };
-    this.append({
+    await this.append({
       type: 'failed',
       index: f.index,
       sha256,
@@ -470,22 +461,14 @@ export class RunJournal {
   }
 
   /** The stored body of a failed batch, verified against its hash (undefined if missing or altered). */
-  readFailedBatch(index: number): { body: Buffer; lines: Uint32Array } | undefined {
+  async readFailedBatch(index: number): Promise<KeptBatch | undefined> {
     const f = this.state.failed.get(index);
     if (f === undefined) return undefined;
-    const base = this.failedBasePath(index);
-    try {
-      const body = readFileSync(`${base}.body.json`);
-      if (batchDigest(body) !== f.sha256) return undefined;
-      const raw = readFileSync(`${base}.lines`);
-      const lines = new Uint32Array(raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength));
-      return { body, lines };
-    } catch {
-      return undefined;
-    }
+    const kept = await this.loadBatch(index);
+    return kept === undefined || batchDigest(kept.body) !== f.sha256 ? undefined : kept;
   }
 
-  recordInputEnd(batches: number): void {
+  async recordInputEnd(batches: number): Promise<void> {
     if (this.state.totalBatches === batches) return;
     if (this.state.totalBatches !== undefined) {
       throw new JournalError(
@@ -496,32 +479,152 @@ export class RunJournal {
         },
       );
     }
-    this.append({ type: 'input_end', batches, at: this.now().toISOString() });
+    await this.append({ type: 'input_end', batches, at: this.now().toISOString() });
     this.state.totalBatches = batches;
   }
 
   /** Every batch confirmed: mark complete and delete the kept bodies. */
-  markComplete(): void {
-    this.append({ type: 'complete', at: this.now().toISOString() });
+  async markComplete(): Promise<void> {
+    await this.append({ type: 'complete', at: this.now().toISOString() });
     this.state.complete = true;
-    rmSync(join(this.dir, 'failed'), { recursive: true, force: true });
+    await this.dropBatches();
+  }
+}
+
+/** Refused while another process holds the journal's lock (`holder` names it when known). */
+export function runInProgress(holder: string, cause?: unknown): JournalError {
+  return new JournalError(
+    'run_in_progress',
+    `another audience-kit process is uploading this file with these options right now (${holder})`,
+    {
+      fix: "wait for it to finish (or stop it), then run again with unfinished: 'resume'",
+      ...(cause === undefined ? {} : { cause }),
+    },
+  );
+}
+
+/**
+ * The journal file `runs/<key>/journal.jsonl`: each line appended with one write + fsync, a
+ * lock file held for the run's duration so two runs of the same upload cannot interleave.
+ */
+export class RunJournal extends ChainedJournal {
+  readonly dir: string;
+  readonly path: string;
+  private fd: number;
+  private readonly release: () => void;
+
+  private constructor(start: JournalStart, init: { dir: string; path: string; fd: number; release: () => void }) {
+    super(start);
+    this.dir = init.dir;
+    this.path = init.path;
+    this.fd = init.fd;
+    this.release = init.release;
   }
 
-  get complete(): boolean {
-    return this.state.complete;
+  get location(): string {
+    return this.dir;
   }
 
-  close(): void {
+  static async open(stateDir: string, key: JournalKey, options: OpenJournalOptions): Promise<RunJournal> {
+    const id = journalKeyId(key);
+    const dir = journalDir(stateDir, id);
+    ensureDir(dir);
+    const release = await acquireFileLock(join(dir, 'lock'), { timeoutMs: 2000 }).catch((error: unknown) => {
+      // Held by a live run (the lock names it); anything else (not writable, a directory) as it is.
+      if (!(error instanceof EnvironmentError) || error.code !== 'file_locked') throw error;
+      throw runInProgress(error.message, error);
+    });
+    let fd = -1;
+    try {
+      const path = join(dir, 'journal.jsonl');
+      const start = readForResume(path, id, options);
+      if (!start.resumed) {
+        if (existsSync(path)) renameSync(path, join(dir, `journal.${Date.now()}.old.jsonl`));
+        rmSync(join(dir, 'failed'), { recursive: true, force: true });
+      }
+      fd = openNoFollow(path, 'append');
+      const journal = new RunJournal(start, { dir, path, fd, release });
+      await journal.begin(key, options.runId);
+      return journal;
+    } catch (error) {
+      if (fd >= 0) closeSync(fd);
+      release();
+      throw environmentError(error, 'opening the run journal in', dir);
+    }
+  }
+
+  protected writeLine(text: string): Promise<void> {
+    appendWhole(this.fd, Buffer.from(`${text}\n`, 'utf8'), this.path);
+    return Promise.resolve();
+  }
+
+  protected keepBatch(index: number, batch: KeptBatch): Promise<void> {
+    ensureDir(join(this.dir, 'failed'));
+    const base = this.failedBasePath(index);
+    writeDurable(`${base}.body.json`, batch.body);
+    writeDurable(`${base}.lines`, Buffer.from(batch.lines.buffer, batch.lines.byteOffset, batch.lines.byteLength));
+    return Promise.resolve();
+  }
+
+  protected loadBatch(index: number): Promise<KeptBatch | undefined> {
+    const base = this.failedBasePath(index);
+    try {
+      const body = readFileSync(`${base}.body.json`);
+      const raw = readFileSync(`${base}.lines`);
+      const lines = new Uint32Array(raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength));
+      return Promise.resolve({ body, lines });
+    } catch {
+      return Promise.resolve(undefined);
+    }
+  }
+
+  protected dropBatches(index?: number): Promise<void> {
+    if (index === undefined) {
+      rmSync(join(this.dir, 'failed'), { recursive: true, force: true });
+    } else {
+      const base = this.failedBasePath(index);
+      rmSync(`${base}.body.json`, { force: true });
+      rmSync(`${base}.lines`, { force: true });
+    }
+    return Promise.resolve();
+  }
+
+  close(): Promise<void> {
     if (this.fd >= 0) {
       closeSync(this.fd);
       this.fd = -1;
       this.release();
     }
+    return Promise.resolve();
   }
 
   private failedBasePath(index: number): string {
     return join(this.dir, 'failed', String(index).padStart(6, '0'));
   }
+}
+
+/** An unfinished journal to resume (its torn last line cut off), or a fresh start. */
+function readForResume(path: string, key: string, options: OpenJournalOptions): JournalStart {
+  const now = options.now ?? (() => new Date());
+  if (options.mode === 'resume' && existsSync(path)) {
+    const { lines, validBytes, head } = parseJournal(path);
+    if (resumable(lines)) {
+      const fd = openSync(path, 'r+');
+      try {
+        ftruncateSync(fd, validBytes);
+      } finally {
+        closeSync(fd);
+      }
+      return { key, resumed: true, lines, head, now };
+    }
+  }
+  return { key, resumed: false, lines: [], head: JOURNAL_GENESIS, now };
+}
+
+/** A journal with its header and no completion: a run to continue. */
+export function resumable(lines: JournalLine[]): boolean {
+  const s = foldJournal(lines);
+  return s.header !== undefined && !s.complete;
 }
 
 function writeDurable(path: string, data: Buffer): void {

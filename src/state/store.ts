@@ -20,7 +20,15 @@
  */
 import { ConfigError } from '../errors.js';
 import type { AuditRecord, AuditRun, AuditSnapshotState, AuditVerification, ChainedAuditRecord } from './audit.js';
-import type { JournalKey, JournalSummary, OpenJournalOptions, RunJournal } from './journal.js';
+import type { BatchGroup } from '../upload/plan.js';
+import type {
+  ConfirmedBatch,
+  FailedBatch,
+  JournalKey,
+  JournalSummary,
+  KeptBatch,
+  OpenJournalOptions,
+} from './journal.js';
 import type { SnapshotTarget } from './snapshot-format.js';
 
 export type { SnapshotTarget } from './snapshot-format.js';
@@ -42,6 +50,12 @@ export interface StateStore {
    * again until `waitMs` has passed. The session holds the lock until `release()`.
    */
   lockTarget(target: SnapshotTarget, options?: TargetLockOptions): Promise<TargetSession>;
+  /**
+   * The targets this store holds a snapshot of (committed files or a sync's write-ahead records),
+   * for `state move`. The directory store names a target by the audit log's sync records (its
+   * directory name is a hash): a snapshot no record names is refused (`state_target_unknown`).
+   */
+  targets(): Promise<SnapshotTarget[]>;
   /** The audit log (hash-chained records, state/audit.ts). */
   readonly audit: AuditLog;
   /** The upload run journals (resume), state/journal.ts. */
@@ -119,37 +133,64 @@ export interface AuditLog {
   verify(options?: { head?: string }): Promise<AuditVerification>;
   /** The runs in log order (readAuditRuns). */
   runs(): Promise<AuditRun[]>;
+  /** Every record's exact line (without its newline), in order; none when the log does not exist. */
+  lines(): Promise<string[]>;
+  /**
+   * Write `lines` as they are (a log moved from another store: the same bytes, so the same chain
+   * and head) into this log, which must be empty (`state_destination_not_empty` otherwise).
+   */
+  importLines(lines: readonly string[]): Promise<void>;
 }
 
 /**
- * Upload run journals (state/journal.ts): one per journal key, locked while a run writes it.
- * The directory store returns today's RunJournal; a remote store returns an object with the same
- * methods whose appends (`recordConfirmed`, `recordFailed`, `recordInputEnd`, `markComplete`)
- * are durable before they return or stop the run (the failed batches' bodies kept as bytea in
- * `audience_kit_journal_failed`, the lines in `audience_kit_journal_lines`).
+ * Upload run journals (state/journal.ts): one per journal key, locked while a run writes it
+ * (`run_in_progress` when another process holds it). The directory store's are files
+ * (`runs/<key>/`); the PostgreSQL store keeps each line's exact text in
+ * `audience_kit_journal_lines` (the same chain) and the failed batches' bodies as bytea in
+ * `audience_kit_journal_failed`, under an advisory lock held on the run's own connection.
  */
 export interface RunJournals {
   find(key: JournalKey): Promise<JournalSummary | undefined>;
   open(key: JournalKey, options: OpenJournalOptions): Promise<UploadJournal>;
+  /** Every journal the store holds (complete or not). */
+  list(): Promise<JournalSummary[]>;
 }
 
-/** What an upload run uses of its journal (upload/run.ts, upload/ledger.ts). */
-export type UploadJournal = Pick<
-  RunJournal,
-  | 'key'
-  | 'resumed'
-  | 'confirmed'
-  | 'failed'
-  | 'totalBatches'
-  | 'complete'
-  | 'isConfirmed'
-  | 'recordConfirmed'
-  | 'recordFailed'
-  | 'readFailedBatch'
-  | 'recordInputEnd'
-  | 'markComplete'
-  | 'close'
->;
+/**
+ * What an upload run uses of its journal (upload/run.ts, upload/ledger.ts, upload/engine.ts):
+ * ChainedJournal in state/journal.ts, whose subclasses store it (RunJournal: the file;
+ * PostgresJournal: the database). Every record method resolves once the record is durable in
+ * the store, and records are chained in the order the methods were called.
+ */
+export interface UploadJournal {
+  readonly key: string;
+  /** Where the journal is, for messages: its directory, or the database and key (never a password). */
+  readonly location: string;
+  readonly resumed: boolean;
+  readonly confirmed: ReadonlyMap<number, ConfirmedBatch>;
+  readonly failed: ReadonlyMap<number, FailedBatch>;
+  readonly totalBatches: number | undefined;
+  readonly complete: boolean;
+  isConfirmed(index: number, sha256: string): boolean;
+  recordConfirmed(index: number, sha256: string, users: number): Promise<void>;
+  recordFailed(
+    batch: {
+      index: number;
+      body: Buffer;
+      users: number;
+      operationUsers: number[];
+      group: BatchGroup;
+      lines: Uint32Array;
+    },
+    sha256: string,
+    reason: string,
+  ): Promise<void>;
+  readFailedBatch(index: number): Promise<KeptBatch | undefined>;
+  recordInputEnd(batches: number): Promise<void>;
+  markComplete(): Promise<void>;
+  /** Release the journal's lock. Idempotent. */
+  close(): Promise<void>;
+}
 
 /** A second sync of a target: refused (after the wait), naming the holder when the store knows it. */
 export function syncInProgress(holder: string, cause?: unknown): ConfigError {

@@ -8,7 +8,8 @@
  * failing are re-sent first.
  */
 import pLimit from 'p-limit';
-import { JournalError, batchDigest, type RunJournal } from '../state/journal.js';
+import { JournalError, batchDigest } from '../state/journal.js';
+import type { UploadJournal } from '../state/store.js';
 import { isAborted } from '../util/clock.js';
 import type { Ledger } from './ledger.js';
 import type { PackedBatch } from './plan.js';
@@ -17,7 +18,7 @@ import { sendBatch, type SendableBatch, type SenderOptions } from './sender.js';
 export interface EngineOptions extends SenderOptions {
   concurrency: number;
   ledger: Ledger;
-  journal?: RunJournal | undefined;
+  journal?: UploadJournal | undefined;
   /** After each batch settles (progress). */
   onSettled?: () => void;
 }
@@ -41,7 +42,7 @@ export function createEngine(o: EngineOptions): Engine {
   const shouldStop = (): boolean => ledger.stopped || isAborted(o.signal);
 
   const send = async (batch: SendableBatch): Promise<void> => {
-    ledger.record(batch, await sendBatch(o, batch, ledger.tally, shouldStop).catch(asFailure));
+    await ledger.record(batch, await sendBatch(o, batch, ledger.tally, shouldStop).catch(asFailure));
     o.onSettled?.();
   };
 
@@ -63,7 +64,7 @@ export function createEngine(o: EngineOptions): Engine {
       if (journal === undefined) return;
       for (const f of [...journal.failed.values()]) {
         if (shouldStop()) return;
-        const kept = journal.readFailedBatch(f.index);
+        const kept = await journal.readFailedBatch(f.index);
         if (kept === undefined) continue; // recomputed from the input
         keptResent.set(f.index, f.sha256);
         await submit({ ...f, body: kept.body, bytes: kept.body.length, lines: kept.lines });

@@ -3,7 +3,8 @@
  * happens. Never identifiers: counts, batch indexes, input line numbers and error codes.
  */
 import { AudienceKitError, HttpError } from '../errors.js';
-import { batchDigest, type RunJournal } from '../state/journal.js';
+import { batchDigest } from '../state/journal.js';
+import type { UploadJournal } from '../state/store.js';
 import type { PackedBatch } from './plan.js';
 import type { SendableBatch, SendOutcome, SendTally } from './sender.js';
 import type { ConfirmedBatchInfo, FailedBatchReport, OperationErrorReport } from './types.js';
@@ -28,7 +29,7 @@ export class Ledger {
   fatal: unknown;
 
   constructor(
-    private readonly journal: RunJournal | undefined,
+    private readonly journal: UploadJournal | undefined,
     private readonly onConfirmed: ((batch: ConfirmedBatchInfo) => void) | undefined,
   ) {}
 
@@ -54,14 +55,15 @@ export class Ledger {
     });
   }
 
-  record(batch: SendableBatch, outcome: SendOutcome): void {
+  /** Resolves once the journal holds the outcome. */
+  async record(batch: SendableBatch, outcome: SendOutcome): Promise<void> {
     if (outcome.kind === 'stopped') return;
     if (outcome.kind === 'fatal') {
       this.stop(outcome.error);
       return;
     }
     if (outcome.kind === 'failed') {
-      this.recordFailure(batch, outcome.error);
+      await this.recordFailure(batch, outcome.error);
       return;
     }
     this.success += outcome.success;
@@ -69,7 +71,7 @@ export class Ledger {
     this.confirmed++;
     this.usersConfirmed += batch.users;
     try {
-      this.journal?.recordConfirmed(batch.index, batch.sha256 ?? batchDigest(batch.body), batch.users);
+      await this.journal?.recordConfirmed(batch.index, batch.sha256 ?? batchDigest(batch.body), batch.users);
     } catch (error) {
       // Confirmed but not recorded (disk full): never re-send it as if the send had failed;
       // stop, and say which batches a resumed run will send again.
@@ -85,13 +87,13 @@ export class Ledger {
     });
   }
 
-  private recordFailure(batch: SendableBatch, error: unknown): void {
+  private async recordFailure(batch: SendableBatch, error: unknown): Promise<void> {
     if (error instanceof HttpError && error.operationErrors.length > 0) this.recordOperationErrors(batch, error);
     const { code, reason } = describeFailure(error);
     this.failed.push({ index: batch.index, users: batch.users, reason, code });
     this.usersFailed += batch.users;
     try {
-      this.journal?.recordFailed(batch, batch.sha256 ?? batchDigest(batch.body), reason);
+      await this.journal?.recordFailed(batch, batch.sha256 ?? batchDigest(batch.body), reason);
     } catch (journalError) {
       this.stop(journalError);
     }

@@ -13,14 +13,14 @@ import { fileSha256 } from '../util/sha256.js';
 import type { ColumnMapping } from '../identifiers/mapping.js';
 import { DEFAULT_PHONE_FORMAT, type NormalizeOptions } from '../identifiers/normalize.js';
 import {
-  appendAuditRecord,
   newRunId,
   type AuditCounts,
   type AuditRunEnd,
   type AuditRunOptions,
   type AuditRunStart,
 } from '../state/audit.js';
-import { findJournal, RunJournal, unfinishedRunError, type JournalKey, type JournalSummary } from '../state/journal.js';
+import { unfinishedRunError, type JournalKey, type JournalSummary } from '../state/journal.js';
+import type { AuditLog, StateStore, UploadJournal } from '../state/store.js';
 import { VERSION } from '../version.js';
 import { isAborted } from '../util/clock.js';
 import { resolveSendOptions, resolveUploadGroup } from './options.js';
@@ -29,6 +29,7 @@ import { targetRef } from './report.js';
 import { describeTarget } from './target.js';
 import type { UploadAudienceOptions, UploadReport, UploadTarget } from './types.js';
 import { uploadAudience } from './upload.js';
+import { openUploadState, type StateOption } from './state-option.js';
 
 /** What to do with an unfinished run of the same input, target and options. */
 export type UnfinishedRunChoice = 'resume' | 'restart' | 'cancel';
@@ -42,13 +43,20 @@ export interface RunInput {
 }
 
 export type RunNotice =
+  /** `dir`: where the journal is (its directory, or the database and key). */
   { kind: 'journal'; dir: string; resumed: boolean; confirmed: number; failed: number } | { kind: 'nothing_to_resume' };
 
 export interface RunUploadOptions extends Omit<UploadAudienceOptions, 'journal'> {
   /** Read the target back before the input is read: it exists and this account may write to it (default true). */
   checkTarget?: boolean;
-  /** Where run journals live; without it (or without `input.sha256`) a run cannot be resumed. */
+  /** Where run journals live; without it or `state` (or without `input.sha256`) a run cannot be resumed. */
   stateDir?: string;
+  /**
+   * The state store instead of `stateDir`: a PostgreSQL URL (`postgres://user@host/db`, opened and
+   * closed by the run), or a store object (left open). The run's journal and, unless `auditLog`
+   * is given, its audit log are the store's.
+   */
+  state?: StateOption;
   /**
    * The input's identity, for the journal key and the audit record. With `path` the file is
    * measured and fingerprinted (SHA-256) here, after the target check and only when not a dry run.
@@ -56,8 +64,8 @@ export interface RunUploadOptions extends Omit<UploadAudienceOptions, 'journal'>
   input?: RunInput | { path: string; name?: string };
   /** An unfinished run of the same input, target and options: `refuse` (default: ConfigError `unfinished_run`), `resume`, `restart`, or a function that decides. */
   unfinished?: UnfinishedRunPolicy;
-  /** Audit log (e.g. defaultAuditLogPath(stateDir)); none when omitted or on a dry run. */
-  auditLog?: string;
+  /** Audit log file (e.g. defaultAuditLogPath(stateDir)) or a store's log; with `state`, the store's when omitted; none otherwise and on a dry run. */
+  auditLog?: string | AuditLog;
   /** The options the users were hashed with, recorded in the journal key and the audit record. */
   normalize?: NormalizeOptions;
   /** Recorded in the audit record. */
@@ -87,16 +95,36 @@ export async function runUpload(o: RunUploadOptions): Promise<UploadReport> {
     max_operations: limits.maxOperations,
     max_users_per_operation: limits.maxUsersPerOperation,
   };
-  const journal = dryRun ? undefined : await openJournal(o, input, runId, options);
+  const state = await openUploadState(o);
+  try {
+    return await runWithState(o, { input, runId, options, dryRun }, state.store, state.audit);
+  } finally {
+    await state.close();
+  }
+}
+
+interface RunFacts {
+  input: RunInput | undefined;
+  runId: string;
+  options: AuditRunOptions;
+  dryRun: boolean;
+}
+
+async function runWithState(
+  o: RunUploadOptions,
+  { input, runId, options, dryRun }: RunFacts,
+  store: StateStore | undefined,
+  auditLog: AuditLog | undefined,
+): Promise<UploadReport> {
+  const journal = dryRun || store === undefined ? undefined : await openJournal(o, store, input, runId, options);
   // Declined at the question, or interrupted while the input was fingerprinted: nothing sent, nothing recorded.
   if (journal === 'cancel' || isAborted(o.signal)) {
-    if (journal !== 'cancel') journal?.close();
+    if (journal !== 'cancel') await journal?.close();
     return uploadAudience({ ...o, users: [], runId, signal: AbortSignal.abort() });
   }
   try {
-    const audit = dryRun || o.auditLog === undefined ? undefined : o.auditLog;
-    if (audit !== undefined)
-      await appendAuditRecord(audit, startRecord(o, input, runId, options, journal?.resumed ?? false));
+    const audit = dryRun ? undefined : auditLog;
+    if (audit !== undefined) await audit.append(startRecord(o, input, runId, options, journal?.resumed ?? false));
     const startedAt = new Date();
     let report: UploadReport | undefined;
     let thrown: unknown;
@@ -109,14 +137,14 @@ export async function runUpload(o: RunUploadOptions): Promise<UploadReport> {
     } finally {
       // Also when uploadAudience threw (nothing sent): the record says the run failed, and why.
       if (audit !== undefined) {
-        const end = appendAuditRecord(audit, endRecord(input, runId, startedAt, report, thrown));
+        const end = audit.append(endRecord(input, runId, startedAt, report, thrown));
         // The run's own error is the one to report, even when the audit log fails too.
         if (thrown !== undefined || o.onAuditError !== undefined) await end.catch(o.onAuditError ?? (() => undefined));
         else await end;
       }
     }
   } finally {
-    journal?.close();
+    await journal?.close();
   }
 }
 
@@ -186,15 +214,16 @@ export function normalizeRecord(
 
 /**
  * The journal of this input, target and options, opened new or resumed; undefined when the run
- * cannot be journaled (no state dir, or an input that cannot be read again).
+ * cannot be journaled (an input that cannot be read again).
  */
 async function openJournal(
   o: RunUploadOptions,
+  store: StateStore,
   input: RunInput | undefined,
   runId: string,
   options: AuditRunOptions,
-): Promise<RunJournal | 'cancel' | undefined> {
-  if (o.stateDir === undefined || input?.sha256 == null || input.size === null) return undefined;
+): Promise<UploadJournal | 'cancel' | undefined> {
+  if (input?.sha256 == null || input.size === null) return undefined;
   const key: JournalKey = {
     input: { name: input.name, size: input.size, sha256: input.sha256 },
     accountId: o.accountId,
@@ -203,7 +232,7 @@ async function openJournal(
   };
   const policy = o.unfinished ?? 'refuse';
   // A restart replaces the journal unread (it may be the damaged one being replaced).
-  const existing = policy === 'restart' ? undefined : findJournal(o.stateDir, key);
+  const existing = policy === 'restart' ? undefined : await store.journals.find(key);
   // A run that stopped before any batch was confirmed or kept has nothing to resume.
   const resumable = existing !== undefined && !existing.complete && existing.confirmed + existing.failed > 0;
   let choice: UnfinishedRunChoice = 'restart';
@@ -212,9 +241,9 @@ async function openJournal(
     choice = typeof policy === 'function' ? await policy(existing) : policy;
     if (choice === 'cancel') return 'cancel';
   } else if (policy === 'resume') o.onNotice?.({ kind: 'nothing_to_resume' });
-  const journal = await RunJournal.open(o.stateDir, key, { mode: choice === 'resume' ? 'resume' : 'new', runId });
-  const { dir, resumed, confirmed, failed } = journal;
-  o.onNotice?.({ kind: 'journal', dir, resumed, confirmed: confirmed.size, failed: failed.size });
+  const journal = await store.journals.open(key, { mode: choice === 'resume' ? 'resume' : 'new', runId });
+  const { location, resumed, confirmed, failed } = journal;
+  o.onNotice?.({ kind: 'journal', dir: location, resumed, confirmed: confirmed.size, failed: failed.size });
   return journal;
 }
 

@@ -1,4 +1,4 @@
-/** The library's `stateDir` / `state` / `auditLog` options of a sync, checked once and opened as one store. */
+/** The library's `stateDir` / `state` / `auditLog` options of a sync or an upload, checked once and opened as one store. */
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import { FileAuditLog } from '../state/audit-file.js';
@@ -17,18 +17,65 @@ const storeObject = z.custom<StateStore>(
   { message: 'expected a PostgreSQL URL or a state store object' },
 );
 
+const auditObject = z.custom<AuditLog>(
+  (v) =>
+    typeof v === 'object' &&
+    v !== null &&
+    typeof (v as Partial<AuditLog>).append === 'function' &&
+    typeof (v as Partial<AuditLog>).describe === 'function',
+  { message: 'expected a file path or an audit log object' },
+);
+
 const optionsSchema = z.object({
   stateDir: z.string().min(1).optional(),
   state: z.union([z.string().min(1), storeObject]).optional(),
-  auditLog: z.string().min(1).optional(),
+  auditLog: z.union([z.string().min(1), auditObject]).optional(),
 });
+
+type StateOptions = z.infer<typeof optionsSchema>;
+
+const STATE_FIX = 'pass stateDir (a directory) or state (a postgres:// URL or a store)';
 
 export interface SyncState {
   store: StateStore;
-  /** The audit log the sync records in: `auditLog`'s file, else the store's when given as `state`, else none. */
+  /** The audit log the run records in: `auditLog`'s (a file, or a log object), else the store's when given as `state`, else none. */
   audit: AuditLog | undefined;
-  /** Closes the store when the sync opened it. */
+  /** Closes the store when the run opened it. */
   close: () => Promise<void>;
+}
+
+/** An upload's state: like a sync's, but without a store (no journal) when neither `stateDir` nor `state` is given. */
+export type UploadState = Omit<SyncState, 'store'> & { store: StateStore | undefined };
+
+function parseStateOptions(o: { stateDir?: string; state?: StateOption; auditLog?: string | AuditLog }): StateOptions {
+  const parsed = optionsSchema.safeParse({ stateDir: o.stateDir, state: o.state, auditLog: o.auditLog });
+  if (!parsed.success) {
+    const field = parsed.error.issues[0]?.path.join('.') ?? 'state';
+    throw new ConfigError('invalid_option', `${field}: ${parsed.error.issues[0]?.message ?? 'invalid'}`, {
+      fix: STATE_FIX,
+    });
+  }
+  if (parsed.data.stateDir !== undefined && parsed.data.state !== undefined)
+    throw new ConfigError('invalid_option', 'give stateDir or state, not both', { fix: STATE_FIX });
+  return parsed.data;
+}
+
+const auditOf = (log: string | AuditLog | undefined): AuditLog | undefined =>
+  typeof log === 'string' ? new FileAuditLog(log) : log;
+
+async function openParsed(p: StateOptions & ({ stateDir: string } | { state: StateOption })): Promise<SyncState> {
+  const { stateDir, state, auditLog } = p;
+  const given = auditOf(auditLog);
+  if (state !== undefined && typeof state !== 'string')
+    return { store: state, audit: given ?? state.audit, close: () => Promise.resolve() };
+  const store = await openStateStore(
+    state === undefined ? { kind: 'directory', dir: stateDir as string } : parseStateUrl(state, 'state'),
+  );
+  return {
+    store,
+    audit: given ?? (state === undefined ? undefined : store.audit),
+    close: () => store.close(),
+  };
 }
 
 export async function openSyncState(o: {
@@ -36,30 +83,21 @@ export async function openSyncState(o: {
   state?: StateOption;
   auditLog?: string;
 }): Promise<SyncState> {
-  const parsed = optionsSchema.safeParse({ stateDir: o.stateDir, state: o.state, auditLog: o.auditLog });
-  if (!parsed.success) {
-    const field = parsed.error.issues[0]?.path.join('.') ?? 'state';
-    throw new ConfigError('invalid_option', `${field}: ${parsed.error.issues[0]?.message ?? 'invalid'}`, {
-      fix: 'pass stateDir (a directory) or state (a postgres:// URL or a store)',
-    });
+  const p = parseStateOptions(o);
+  if (p.stateDir === undefined && p.state === undefined)
+    throw new ConfigError('missing_option', 'a sync needs stateDir or state', { fix: STATE_FIX });
+  return openParsed(p as StateOptions & { stateDir: string });
+}
+
+/** The journals' store and the audit log of an upload (runUpload's `stateDir`, `state`, `auditLog`). */
+export async function openUploadState(o: {
+  stateDir?: string;
+  state?: StateOption;
+  auditLog?: string | AuditLog;
+}): Promise<UploadState> {
+  const p = parseStateOptions(o);
+  if (p.stateDir === undefined && p.state === undefined) {
+    return { store: undefined, audit: auditOf(p.auditLog), close: () => Promise.resolve() };
   }
-  const { stateDir, state, auditLog } = parsed.data;
-  if ((stateDir === undefined) === (state === undefined)) {
-    throw new ConfigError(
-      state === undefined ? 'missing_option' : 'invalid_option',
-      state === undefined ? 'a sync needs stateDir or state' : 'give stateDir or state, not both',
-      { fix: 'pass stateDir (a directory) or state (a postgres:// URL or a store)' },
-    );
-  }
-  const file = auditLog === undefined ? undefined : new FileAuditLog(auditLog);
-  if (state !== undefined && typeof state !== 'string')
-    return { store: state, audit: file ?? state.audit, close: () => Promise.resolve() };
-  const store = await openStateStore(
-    state === undefined ? { kind: 'directory', dir: stateDir as string } : parseStateUrl(state, 'state'),
-  );
-  return {
-    store,
-    audit: file ?? (state === undefined ? undefined : store.audit),
-    close: () => store.close(),
-  };
+  return openParsed(p as StateOptions & { stateDir: string });
 }

@@ -8,7 +8,7 @@ import type { PackedUsers } from '../hashing/chunk.js';
 import type { HashRecordsOptions, RawRecord } from '../hashing/pipeline.js';
 import type { HashSummary, HashTypeCounts } from '../hashing/summary.js';
 import type { AudienceUser, BuiltUser, IdentifierType, RejectReason } from '../identifiers/normalize.js';
-import type { RunJournal } from '../state/journal.js';
+import type { UploadJournal } from '../state/store.js';
 import type { Clock } from '../util/clock.js';
 import type { BatchGroup, BatchLimits, OperationType, PackedBatch } from './plan.js';
 
@@ -211,7 +211,7 @@ export interface UploadAudienceOptions extends SendOptions {
   maxRejectRate?: number;
   /** An input without a single user is an error (`input_no_users`) instead of a `completed` run. */
   requireUsers?: boolean;
-  journal?: RunJournal;
+  journal?: UploadJournal;
   dryRun?: boolean;
   runId?: string;
   /** Called for each batch as it is packed (the CLI writes the first one to a preview file). */
@@ -232,7 +232,7 @@ export interface SendUsersOptions extends Omit<SendOptions, 'target'> {
   expiresAt?: string;
   /** Built users (`line` is handed back in `onConfirmed`), hashCsv chunks, or bare hashed user objects. */
   users: (AsyncIterable<UploadItem> | Iterable<UploadItem>) & PipelineExtras;
-  journal?: RunJournal;
+  journal?: UploadJournal;
   /** Pack without sending: the report's `batches` and `bytes` are what would be sent. */
   dryRun?: boolean;
 }

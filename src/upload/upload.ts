@@ -88,13 +88,13 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
     onItem: () => progress(false),
     stopped: () => ledger.stopped,
   });
-  if (read.ended && !dryRun) journalWrite(ledger, () => o.journal?.recordInputEnd(packer.stats.batches));
+  if (read.ended && !dryRun) await journalWrite(ledger, () => o.journal?.recordInputEnd(packer.stats.batches));
   await engine?.drain();
   // Once sending has started, a failure still gets a report (with the counts so far and the error).
   if (read.error !== undefined && ledger.tally.requests === 0 && ledger.skipped === 0) throw read.error;
   if (read.error !== undefined) ledger.stop(read.error);
 
-  if (!dryRun && statusOf(read, ledger) === 'completed') journalWrite(ledger, () => o.journal?.markComplete());
+  if (!dryRun && statusOf(read, ledger) === 'completed') await journalWrite(ledger, () => o.journal?.markComplete());
   const status = statusOf(read, ledger);
   const report = buildReport(books, status, clock.now());
   progress(true);
@@ -105,9 +105,9 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
  * A journal record that fails once sending may have started (disk full) stops the run, like an
  * unrecordable confirmation: batches in flight still settle and the report says why.
  */
-function journalWrite(ledger: Ledger, write: () => void): void {
+async function journalWrite(ledger: Ledger, write: () => Promise<void> | undefined): Promise<void> {
   try {
-    write();
+    await write();
   } catch (error) {
     ledger.stop(error);
   }

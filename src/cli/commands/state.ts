@@ -3,11 +3,12 @@
  * updates) the PostgreSQL store's tables, for a database user without CREATE rights: an owner
  * runs it (`audience-kit state schema | psql -f - URL`).
  */
+import { resolve } from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
-import { ConfigError, EXIT_CODES, schemaSql, SCHEMA_VERSION } from '../../internal.js';
+import { ConfigError, EXIT_CODES, moveState, schemaSql, SCHEMA_VERSION, type StateMoveReport } from '../../internal.js';
 import type { CliContext } from '../context.js';
 import { commandGroup } from '../manage.js';
-import { handle, writeLine, type GlobalArgs } from '../output.js';
+import { handle, renderFields, renderTable, writeJson, writeLine, type GlobalArgs } from '../output.js';
 
 interface SchemaArgs extends GlobalArgs {
   from?: number;
@@ -37,12 +38,87 @@ function schemaCommand(ctx: CliContext): CommandModule<GlobalArgs, SchemaArgs> {
   };
 }
 
+interface MoveArgs extends GlobalArgs {
+  from: string;
+  to: string;
+}
+
+/** A `--from`/`--to` value: a postgres:// URL as it is, else a directory (relative: to the working directory). */
+const storeArg = (ctx: CliContext, value: string): string =>
+  /^postgres(?:ql)?:/i.test(value) ? value : resolve(ctx.cwd, value);
+
+function printMove(ctx: CliContext, r: StateMoveReport): void {
+  writeLine(
+    ctx.stdout,
+    `moved from ${r.from}
+        to ${r.to}`,
+  );
+  if (r.targets.length > 0) {
+    const rows = r.targets.map((t) => ({ ...t, name: `${t.target.kind} ${t.target.id}`, account: t.target.accountId }));
+    writeLine(
+      ctx.stdout,
+      renderTable(rows, [
+        { header: 'target', value: (t) => t.name },
+        { header: 'account', value: (t) => t.account },
+        { header: 'users', value: (t) => t.users, align: 'right' },
+        { header: 'bytes', value: (t) => t.bytes, align: 'right' },
+        { header: 'membership digest', value: (t) => t.digest.slice(0, 16) },
+      ]),
+    );
+  }
+  writeLine(
+    ctx.stdout,
+    renderFields([
+      ['snapshots', `${r.targets.length} (files identical byte for byte, read back from the destination)`],
+      ['audit log', r.audit.records === 0 ? 'empty' : `${r.audit.records} records, head ${r.audit.head}`],
+      ['upload journals', `none unfinished (${r.journalsNotMoved} completed, not moved)`],
+    ]),
+  );
+  writeLine(
+    ctx.stdout,
+    `the source is left as it was: use the destination from now on, check it (audience-kit audit verify with its --state or --state-dir gives the head above), then remove the source (${r.from})`,
+  );
+}
+
+function moveCommand(ctx: CliContext): CommandModule<GlobalArgs, MoveArgs> {
+  return {
+    command: 'move',
+    describe: 'Copy every snapshot and the audit log from one state store to another (empty) one, and verify the copy',
+    builder: (b) =>
+      b
+        .option('from', {
+          type: 'string',
+          requiresArg: true,
+          demandOption: true,
+          describe: 'Source: a state directory or a postgres:// URL',
+        })
+        .option('to', {
+          type: 'string',
+          requiresArg: true,
+          demandOption: true,
+          describe: 'Destination (empty): a state directory or a postgres:// URL',
+        }),
+    handler: handle(ctx, async (args: MoveArgs) => {
+      const report = await moveState({ from: storeArg(ctx, args.from), to: storeArg(ctx, args.to) });
+      if (args.json === true) writeJson(ctx, report);
+      else printMove(ctx, report);
+      return EXIT_CODES.ok;
+    }),
+  };
+}
+
 export function stateCommand(ctx: CliContext): CommandModule<GlobalArgs, GlobalArgs> {
   return commandGroup({
     command: 'state',
-    describe: 'The state store: the SQL of the PostgreSQL store (schema)',
-    subcommands: [schemaCommand(ctx)] as unknown as Array<CommandModule<GlobalArgs, never>>,
-    examples: [['$0 state schema | psql -f - postgres://owner@db/ads', 'Create the tables as their owner']],
-    exitCodes: { ok: 'ok', usage: 'usage' },
+    describe: 'The state store: the SQL of the PostgreSQL store (schema), moving the state between stores (move)',
+    subcommands: [schemaCommand(ctx), moveCommand(ctx)] as unknown as Array<CommandModule<GlobalArgs, never>>,
+    examples: [
+      ['$0 state schema | psql -f - postgres://owner@db/ads', 'Create the tables as their owner'],
+      [
+        '$0 state move --from ~/.local/state/audience-kit --to postgres://app@db/ads',
+        'Move the snapshots and the audit log into PostgreSQL (no re-send)',
+      ],
+    ],
+    exitCodes: { ok: 'ok', usage: 'usage', environment: 'environment' },
   });
 }

@@ -1,7 +1,6 @@
 import { basename, resolve } from 'node:path';
 import type { CommandModule } from 'yargs';
 import {
-  defaultAuditLogPath,
   describeTarget,
   ProgressPrinter,
   reportJson,
@@ -9,14 +8,17 @@ import {
   unfinishedRunError,
   type HashCsvRun,
   type RunNotice,
+  openStateStore,
+  type AuditLog,
   type RunUploadOptions,
+  type StateStore,
   type UnfinishedRunPolicy,
   type UploadReport,
   writeFileNoFollow,
 } from '../../internal.js';
 import { withConnectionOptions } from '../connection.js';
 import type { CliContext } from '../context.js';
-import { settleStateDir } from '../state-dir.js';
+import { settleState } from '../state-dir.js';
 import { renderHashSummary } from '../hash-summary.js';
 import { withFlagNames } from '../flag-names.js';
 import { summaryHints } from '../hints.js';
@@ -133,13 +135,13 @@ function runOptions(
   args: UploadArgs,
   run: HashCsvRun,
   c: Connected,
+  store: StateStore,
   signal: AbortSignal,
   onNotice: (n: RunNotice) => void,
   printer: ProgressPrinter | undefined,
 ): RunUploadOptions {
   const inputPath = hashInputSource(args.file, ctx.cwd);
   const journaled = args.sandbox !== true && inputPath !== '-';
-  const stateDir = resolve(ctx.cwd, args['state-dir'] ?? '');
   let previewWritten = args.preview === undefined;
   return {
     ...runShape(args),
@@ -152,9 +154,9 @@ function runOptions(
     dedupe: args.dedupe,
     dryRun: args['dry-run'] === true,
     sandbox: args.sandbox === true,
-    ...(journaled ? { stateDir } : {}),
+    ...(journaled ? { state: store } : {}),
     unfinished: unfinishedPolicy(ctx, args),
-    auditLog: resolve(ctx.cwd, args['audit-log'] ?? defaultAuditLogPath(stateDir)),
+    auditLog: auditLogOf(ctx, args, store),
     signal,
     onNotice,
     ...(printer === undefined ? {} : { onProgress: printer.update }),
@@ -166,14 +168,20 @@ function runOptions(
   };
 }
 
+/** --audit-log's file, else the store's log (a directory's audit.jsonl, or the database's table). */
+function auditLogOf(ctx: CliContext, args: UploadArgs, store: StateStore): string | AuditLog {
+  return args['audit-log'] === undefined ? store.audit : resolve(ctx.cwd, args['audit-log']);
+}
+
 async function upload(ctx: CliContext, args: UploadArgs): Promise<number> {
   checkUsage(args);
-  settleStateDir(ctx, args);
+  const state = settleState(ctx, args);
   finishWhenStdoutCloses(ctx);
   const target = describeTarget(targetOf(args));
   const { run } = await openSendInput(ctx, args, rejectGuardFromArgs(args));
   const interrupt = interruptSignal(ctx);
   let c: Connected | undefined;
+  let store: StateStore | undefined;
   try {
     if (!args.quiet) {
       printInputMapping(ctx, run);
@@ -183,6 +191,7 @@ async function upload(ctx: CliContext, args: UploadArgs): Promise<number> {
           `  (${target.name}s take only ${target.types.join(' and ')}: other identifier columns are ignored)`,
         );
     }
+    store = await openStateStore(state);
     c = await connect(ctx, args);
     const printer =
       args.quiet === true
@@ -206,7 +215,7 @@ async function upload(ctx: CliContext, args: UploadArgs): Promise<number> {
     };
     // A failed audit append still lets the report be printed (what was sent matters most).
     let auditError: unknown;
-    const options = runOptions(ctx, args, run, c, interrupt.signal, onNotice, printer);
+    const options = runOptions(ctx, args, run, c, store, interrupt.signal, onNotice, printer);
     const report = await runUpload({ ...options, onAuditError: (e) => (auditError = e) }).finally(() =>
       printer?.finish(),
     );
@@ -217,6 +226,7 @@ async function upload(ctx: CliContext, args: UploadArgs): Promise<number> {
   } finally {
     interrupt.release();
     await closeSend(run, c);
+    await store?.close();
   }
 }
 

@@ -9,6 +9,7 @@ import {
   auditRunsOf,
   chainAfter,
   lastRecordedIn,
+  parseAuditLine,
   verifyAuditBytes,
   type AuditRecord,
   type AuditRun,
@@ -16,9 +17,28 @@ import {
   type AuditVerification,
   type ChainedAuditRecord,
 } from '../audit.js';
+import { destinationNotEmpty } from '../audit-file.js';
 import type { AuditLog, SnapshotTarget } from '../store.js';
 import { connectionLost } from './connection.js';
 import { advisoryKey } from './keys.js';
+
+/** One record's exact line, with the columns SQL queries use (from its start record). */
+async function insertLine(client: pg.PoolClient, line: string, record: AuditRecord | undefined): Promise<void> {
+  const start = record?.event === 'run_start' ? record : undefined;
+  await client.query(
+    `INSERT INTO audience_kit_audit (line, run_id, event, account_id, target_kind, target_id, operation)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    [
+      line,
+      record?.run_id ?? '',
+      record?.event ?? '',
+      start?.account_id ?? null,
+      start?.target.kind ?? null,
+      start?.target.id ?? null,
+      start?.operation ?? null,
+    ],
+  );
+}
 
 export class PostgresAuditLog implements AuditLog {
   constructor(
@@ -41,20 +61,7 @@ export class PostgresAuditLog implements AuditLog {
         'SELECT line FROM audience_kit_audit ORDER BY seq DESC LIMIT 1',
       );
       const chained = chainAfter(last.rows[0]?.line, record, this.describe());
-      const start = record.event === 'run_start' ? record : undefined;
-      await client.query(
-        `INSERT INTO audience_kit_audit (line, run_id, event, account_id, target_kind, target_id, operation)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-        [
-          JSON.stringify(chained),
-          record.run_id,
-          record.event,
-          start?.account_id ?? null,
-          start?.target.kind ?? null,
-          start?.target.id ?? null,
-          start?.operation ?? null,
-        ],
-      );
+      await insertLine(client, JSON.stringify(chained), record);
       await client.query('COMMIT');
       return chained;
     } catch (error) {
@@ -80,6 +87,30 @@ export class PostgresAuditLog implements AuditLog {
   async verify(options: { head?: string } = {}): Promise<AuditVerification> {
     const lines = await this.query('SELECT line FROM audience_kit_audit ORDER BY seq', []);
     return verifyAuditBytes(Buffer.from(lines.map((l) => `${l}\n`).join(''), 'utf8'), this.describe(), options);
+  }
+
+  lines(): Promise<string[]> {
+    return this.query('SELECT line FROM audience_kit_audit ORDER BY seq', []);
+  }
+
+  /** In one transaction under the append lock: an empty table gets every line, or nothing changes. */
+  async importLines(lines: readonly string[]): Promise<void> {
+    const client = await this.pool
+      .connect()
+      .catch((error: unknown) => Promise.reject(connectionLost(this.where, error)));
+    try {
+      await client.query('BEGIN');
+      await client.query('SELECT pg_advisory_xact_lock($1)', [advisoryKey('audit')]);
+      const any = await client.query('SELECT 1 FROM audience_kit_audit LIMIT 1');
+      if (any.rowCount !== 0) throw destinationNotEmpty(this.describe());
+      for (const line of lines) await insertLine(client, line, parseAuditLine(line) as AuditRecord | undefined);
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw connectionLost(this.where, error);
+    } finally {
+      client.release();
+    }
   }
 
   async runs(): Promise<AuditRun[]> {

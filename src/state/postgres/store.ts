@@ -5,29 +5,17 @@
  * which creates or checks the schema.
  */
 import pg from 'pg';
-import { ConfigError } from '../../errors.js';
 import type { RunJournals, SnapshotTarget, StateStore, TargetLockOptions, TargetSession } from '../store.js';
 import { PostgresAuditLog } from './audit.js';
-import { clientConfig, redactUrl, unreachable } from './connection.js';
+import { clientConfig, connectionLost, redactUrl, unreachable } from './connection.js';
+import { PostgresRunJournals } from './journal.js';
 import { ensureSchema } from './schema.js';
 import { PostgresTargetSession } from './target-session.js';
-
-/** Until the journals move to the database, an upload with a PostgreSQL store is refused before anything is sent. */
-const JOURNALS_NOT_STORED: RunJournals = {
-  find: () => Promise.reject(journalsRefused()),
-  open: () => Promise.reject(journalsRefused()),
-};
-
-function journalsRefused(): ConfigError {
-  return new ConfigError('invalid_option', 'upload run journals are not kept in a PostgreSQL state store yet', {
-    fix: 'upload with --state-dir (journals and resume in a directory)',
-  });
-}
 
 export class PostgresStore implements StateStore {
   readonly kind = 'postgres';
   readonly audit: PostgresAuditLog;
-  readonly journals = JOURNALS_NOT_STORED;
+  readonly journals: RunJournals;
   private closed = false;
 
   private constructor(
@@ -36,6 +24,7 @@ export class PostgresStore implements StateStore {
     private readonly pool: pg.Pool,
   ) {
     this.audit = new PostgresAuditLog(pool, where);
+    this.journals = new PostgresRunJournals(url, where, pool);
   }
 
   /** Connect and create or check the schema (`state_schema_newer`, `state_schema_denied`). */
@@ -64,6 +53,19 @@ export class PostgresStore implements StateStore {
 
   lockTarget(target: SnapshotTarget, options: TargetLockOptions = {}): Promise<TargetSession> {
     return PostgresTargetSession.open(this.url, this.where, target, options);
+  }
+
+  /** Targets with committed files or write-ahead rows. */
+  async targets(): Promise<SnapshotTarget[]> {
+    const r = await this.pool
+      .query<{ account_id: string; kind: SnapshotTarget['kind']; target_id: string }>(
+        `SELECT account_id, kind, target_id FROM audience_kit_targets t WHERE
+           EXISTS (SELECT 1 FROM audience_kit_snapshot_files f WHERE f.target = t.target) OR
+           EXISTS (SELECT 1 FROM audience_kit_snapshot_wal w WHERE w.target = t.target)
+         ORDER BY t.target`,
+      )
+      .catch((error: unknown) => Promise.reject(connectionLost(this.where, error)));
+    return r.rows.map((row) => ({ accountId: row.account_id, kind: row.kind, id: row.target_id }));
   }
 
   async close(): Promise<void> {
