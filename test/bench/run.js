@@ -1,10 +1,10 @@
-// `npm run bench [-- NAMES [OPTIONS]]`: runs each benchmark (default hash,upload,sync; also hostile, a few minutes)
+// `npm run bench [-- NAMES [OPTIONS]]`: runs each benchmark (default hash,upload,sync,phones; also hostile, a few minutes)
 // in its own process so peak RSS is measured per bench.
 import { spawnSync } from 'node:child_process';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
-const benches = (process.argv[2] ?? 'hash,upload,sync').split(',');
+const benches = (process.argv[2] ?? 'hash,upload,sync,phones').split(',');
 console.log(`machine: ${cpus().length} cores, node ${process.version}`);
 for (const name of benches) {
   const file = fileURLToPath(new URL(`./${name}.js`, import.meta.url));
