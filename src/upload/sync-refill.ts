@@ -6,8 +6,8 @@
 import type { AdsClient } from '../api/index.js';
 import type { AudienceUser } from '../identifiers/normalize.js';
 import { Snapshot } from '../state/snapshot.js';
-import { targetSnapshot } from './target.js';
-import type { UploadReport, UploadTarget } from './types.js';
+import { targetSnapshot, type Target } from './target.js';
+import type { UploadReport } from './types.js';
 import { sendUsers } from './upload.js';
 
 /**
@@ -17,7 +17,7 @@ import { sendUsers } from './upload.js';
 export async function resendSnapshot(o: {
   client: AdsClient;
   accountId: string;
-  target: UploadTarget;
+  target: Target;
   stateDir: string;
 }): Promise<UploadReport | undefined> {
   const found = targetSnapshot(o.stateDir, o.accountId, o.target);

@@ -10,7 +10,9 @@ import { postCustomAudienceUsers, postDoNotReachListUsers } from '../api/endpoin
 import type { UserBatchResult } from '../api/schemas.js';
 import type { IdentifierType } from '../identifiers/normalize.js';
 import { snapshotDir, type SnapshotTarget } from '../state/snapshot.js';
-import type { UploadTarget } from './types.js';
+
+/** An upload target as a caller names it. */
+export type UploadTarget = { customAudienceId: string } | { doNotReachListId: string };
 
 export type TargetKind = 'custom_audience' | 'do_not_reach_list';
 
@@ -96,9 +98,8 @@ export function describeTarget(target: UploadTarget): Target {
 export function targetSnapshot(
   stateDir: string,
   accountId: string,
-  target: UploadTarget,
+  { kind, id }: Target,
 ): { dir: string; target: SnapshotTarget } {
-  const { kind, id } = describeTarget(target);
   const named: SnapshotTarget = { accountId, kind, id };
   return { dir: snapshotDir(stateDir, named), target: named };
 }

@@ -13,23 +13,29 @@ import {
   DEFAULT_REFRESH_AFTER_DAYS,
   exitCodeFor,
   MAX_REFRESH_AFTER_DAYS,
-  parseRemovalCap,
   reportJson,
   resendSnapshot,
+  resolveSyncSettings,
   stateFailure,
-  syncAudience,
+  syncResolved,
   type ExitCode,
   type HashCsvRun,
-  type NormalizeOptions,
   type SyncPlanCounts,
   type SyncReport,
+  type SyncSettings,
 } from '../../internal.js';
 import { withConnectionOptions } from '../connection.js';
 import type { CliContext } from '../context.js';
 import { settleStateDir } from '../state-dir.js';
 import { renderHashSummary } from '../hash-summary.js';
 import { summaryHints } from '../hints.js';
-import { addHashOptions, printHints, printInputMapping, rejectGuardFromArgs } from '../hash-options.js';
+import {
+  addHashOptions,
+  hashInputSource,
+  printHints,
+  printInputMapping,
+  rejectGuardFromArgs,
+} from '../hash-options.js';
 import { withFlagNames } from '../flag-names.js';
 import {
   exitCodesEpilogue,
@@ -171,52 +177,61 @@ function printFailure(ctx: CliContext, args: SyncArgs, error: unknown): number {
 
 const inputName = (args: SyncArgs): string => (args.file === '-' || args.file === '' ? '-' : basename(args.file));
 
+/**
+ * The sync's settings from the flags, parsed once (the library's checks, in its option names):
+ * before the input is opened or the sandbox started. The session adds the users and the client.
+ */
+function syncSettings(ctx: CliContext, args: SyncArgs, stateDir: string): SyncSettings {
+  const { limits, concurrency, maxRetries } = runShape(args);
+  return resolveSyncSettings({
+    accountId: args.account ?? '',
+    target: targetOf(args),
+    limits,
+    ...(concurrency === undefined ? {} : { concurrency }),
+    ...(maxRetries === undefined ? {} : { maxRetries }),
+    input: runInput(hashInputSource(args.file, ctx.cwd), args.file),
+    stateDir,
+    auditLog: resolve(ctx.cwd, args['audit-log'] ?? defaultAuditLogPath(stateDir)),
+    full: args.full === true,
+    recover: args.recover === true,
+    acceptUnrecovered: args['accept-unrecovered'] === true,
+    ...(args['refresh-after'] === undefined ? {} : { refreshAfterDays: args['refresh-after'] }),
+    ...(args['max-removals'] === undefined ? {} : { maxRemovals: args['max-removals'] }),
+    allowEmpty: args['allow-empty'] === true,
+    dryRun: args['dry-run'] === true,
+    sandbox: args.sandbox === true,
+  });
+}
+
 async function syncFile(ctx: CliContext, args: SyncArgs, stateDir: string): Promise<number> {
   checkUsage(args, 'sync');
-  const maxRemovals = parseRemovalCap(args['max-removals']);
+  const settings = syncSettings(ctx, args, stateDir);
   // An input without users is judged by the sync itself (refused unless --allow-empty).
-  const { run, inputPath, hashOptions } = await openSendInput(ctx, args, {
-    ...rejectGuardFromArgs(args),
-    requireUsers: false,
-  });
+  const run = await openSendInput(ctx, args, settings.target, { ...rejectGuardFromArgs(args), requireUsers: false });
   const interrupt = interruptSignal(ctx);
   let c: Connected | undefined;
   try {
     if (args.quiet !== true) printInputMapping(ctx, run);
-    c = await connect(ctx, args, SANDBOX_SEED, (sandboxed) => refillSandbox(sandboxed, stateDir));
-    const { limits, concurrency, maxRetries } = runShape(args);
-    const dryRun = args['dry-run'] === true;
-    const auditLog = resolve(ctx.cwd, args['audit-log'] ?? defaultAuditLogPath(stateDir));
+    c = await connect(ctx, args, settings.target, SANDBOX_SEED, (sandboxed) => refillSandbox(sandboxed, stateDir));
     // The audit log refusing the end record (disk full) still lets the report be printed.
     let auditError: unknown;
-    const report = await syncAudience({
-      ...(c.client === undefined || dryRun ? {} : { client: c.client }),
+    const report = await syncResolved({
+      ...settings,
+      ...(c.client === undefined || settings.dryRun ? {} : { client: c.client }),
       accountId: c.accountId,
       target: c.target,
       users: run,
-      limits,
-      ...(concurrency === undefined ? {} : { concurrency }),
-      ...(maxRetries === undefined ? {} : { maxRetries }),
-      normalize: hashOptions,
-      input: runInput(inputPath, args.file),
-      stateDir,
-      auditLog,
-      full: args.full === true,
-      recover: args.recover === true,
-      acceptUnrecovered: args['accept-unrecovered'] === true,
-      ...(args['refresh-after'] === undefined ? {} : { refreshAfterDays: args['refresh-after'] }),
-      maxRemovals: 'users' in maxRemovals ? maxRemovals.users : `${maxRemovals.percent}%`,
-      allowEmpty: args['allow-empty'] === true,
-      dryRun,
-      sandbox: args.sandbox === true,
       signal: interrupt.signal,
       onAuditError: (e) => (auditError = e),
       onPhase: (phase, plan) => printPhase(ctx, args, phase, plan),
     });
-    const lostAudit = auditError === undefined ? undefined : asKitError(stateFailure(auditError, auditLog));
+    const lostAudit =
+      auditError === undefined || settings.auditLog === undefined
+        ? undefined
+        : asKitError(stateFailure(auditError, settings.auditLog));
     if (report.error === undefined && lostAudit !== undefined) report.error = lostAudit;
     if (report.error !== undefined) withFlagNames(report.error);
-    printOutcome(ctx, args, report, run, c, hashOptions);
+    printOutcome(ctx, args, report, run, c);
     // The sync's own cause is the report's; the audit log's failure is said too.
     if (lostAudit !== undefined && report.error !== lostAudit)
       writeLine(ctx.stderr, `error: the audit log did not record the end of this run: ${lostAudit.message}`);
@@ -248,14 +263,7 @@ function operationLine(r: SyncReport['delete'], dryRun: boolean): string {
   return `${r.users_confirmed} of ${count(r.users, 'user')} confirmed, ${count(r.requests, 'request')}, ${r.status}`;
 }
 
-function printOutcome(
-  ctx: CliContext,
-  args: SyncArgs,
-  report: SyncReport,
-  run: HashCsvRun,
-  c: Connected,
-  hashOptions: NormalizeOptions,
-): void {
+function printOutcome(ctx: CliContext, args: SyncArgs, report: SyncReport, run: HashCsvRun, c: Connected): void {
   const sandbox = sandboxTargetSize(c);
   const size = sandbox?.size;
   if (args.json === true) {
@@ -264,9 +272,9 @@ function printOutcome(
       exit_code: syncExitCode(report),
       input: inputName(args),
       ...(size === undefined ? {} : { sandbox: { audience_size: size } }),
-      hints: summaryHints(run.summary, run.mapping, hashOptions),
+      hints: summaryHints(run.summary, run.mapping, run.normalize),
     });
-  } else printTable(ctx, report, run, hashOptions, sandbox);
+  } else printTable(ctx, report, run, sandbox);
   printCause(ctx, report);
 }
 
@@ -274,7 +282,6 @@ function printTable(
   ctx: CliContext,
   report: SyncReport,
   run: HashCsvRun,
-  hashOptions: NormalizeOptions,
   sandbox: { label: string; size: number } | undefined,
 ): void {
   const fields: [string, unknown][] = [
@@ -303,7 +310,7 @@ function printTable(
   writeLine(ctx.stdout);
   writeLine(ctx.stdout, renderHashSummary(run.summary));
   // Why many values of a type were rejected, and the likely fix: what `hash` and `upload` say too.
-  printHints(ctx, run.summary, run.mapping, hashOptions);
+  printHints(ctx, run.summary, run.mapping, run.normalize);
 }
 
 /** Why the sync did not complete, on stderr whatever the output format: failed batches, then the error and its fix. */

@@ -2,14 +2,16 @@ import { basename, resolve } from 'node:path';
 import type { CommandModule } from 'yargs';
 import {
   defaultAuditLogPath,
-  describeTarget,
   ProgressPrinter,
   reportJson,
-  runUpload,
+  resolveRunSettings,
+  runResolved,
   unfinishedRunError,
   type HashCsvRun,
+  type PackedBatch,
   type RunNotice,
-  type RunUploadOptions,
+  type RunSettings,
+  type Target,
   type UnfinishedRunPolicy,
   type UploadReport,
   writeFileNoFollow,
@@ -24,7 +26,6 @@ import { askYesNo } from '../prompt.js';
 import {
   addHashOptions,
   hashInputSource,
-  hashOptionsFromArgs,
   printHints,
   printInputMapping,
   rejectGuardFromArgs,
@@ -128,26 +129,18 @@ function printReport(
   if (fix !== undefined) writeLine(ctx.stderr, `  fix: ${fix}`);
 }
 
-function runOptions(
-  ctx: CliContext,
-  args: UploadArgs,
-  run: HashCsvRun,
-  c: Connected,
-  signal: AbortSignal,
-  onNotice: (n: RunNotice) => void,
-  printer: ProgressPrinter | undefined,
-): RunUploadOptions {
+/**
+ * The run's settings from the flags, parsed once (the library's checks, in its option names):
+ * before the input is opened or the sandbox started. The session adds the users and the client.
+ */
+function runSettings(ctx: CliContext, args: UploadArgs): RunSettings {
   const inputPath = hashInputSource(args.file, ctx.cwd);
   const journaled = args.sandbox !== true && inputPath !== '-';
   const stateDir = resolve(ctx.cwd, args['state-dir'] ?? '');
-  let previewWritten = args.preview === undefined;
-  return {
+  return resolveRunSettings({
     ...runShape(args),
-    ...(c.client === undefined ? {} : { client: c.client }),
-    accountId: c.accountId,
-    target: c.target,
-    users: run,
-    normalize: hashOptionsFromArgs(args),
+    accountId: args.account ?? '',
+    target: targetOf(args),
     input: runInput(inputPath, args.file),
     dedupe: args.dedupe,
     dryRun: args['dry-run'] === true,
@@ -155,69 +148,96 @@ function runOptions(
     ...(journaled ? { stateDir } : {}),
     unfinished: unfinishedPolicy(ctx, args),
     auditLog: resolve(ctx.cwd, args['audit-log'] ?? defaultAuditLogPath(stateDir)),
-    signal,
-    onNotice,
-    ...(printer === undefined ? {} : { onProgress: printer.update }),
-    onBatch: (b) => {
-      if (previewWritten || args.preview === undefined) return;
-      previewWritten = true;
-      writeFileNoFollow(resolve(ctx.cwd, args.preview), b.body);
-    },
+  });
+}
+
+/** Writes the first request body to --preview's file. */
+function previewWriter(ctx: CliContext, args: UploadArgs): ((batch: PackedBatch) => void) | undefined {
+  const preview = args.preview;
+  if (preview === undefined) return undefined;
+  let written = false;
+  return (b) => {
+    if (written) return;
+    written = true;
+    writeFileNoFollow(resolve(ctx.cwd, preview), b.body);
   };
+}
+
+/** Journal notices on stderr (unless --quiet); the journal's directory for the report. */
+function noticePrinter(
+  ctx: CliContext,
+  args: UploadArgs,
+): { onNotice: (n: RunNotice) => void; dir: () => string | undefined } {
+  let journalDir: string | undefined;
+  const onNotice = (n: RunNotice): void => {
+    if (n.kind === 'journal') journalDir = n.dir;
+    if (args.quiet === true) return;
+    if (n.kind === 'nothing_to_resume')
+      writeLine(ctx.stderr, 'nothing to resume for this file and these options: starting a new run');
+    else if (n.resumed)
+      writeLine(
+        ctx.stderr,
+        `resuming: ${n.confirmed} batches confirmed earlier are skipped, ${n.failed} kept batches re-sent first`,
+      );
+  };
+  return { onNotice, dir: () => journalDir };
 }
 
 async function upload(ctx: CliContext, args: UploadArgs): Promise<number> {
   checkUsage(args);
   settleStateDir(ctx, args);
+  const settings = runSettings(ctx, args);
+  const guard = rejectGuardFromArgs(args);
   finishWhenStdoutCloses(ctx);
-  const target = describeTarget(targetOf(args));
-  const { run } = await openSendInput(ctx, args, rejectGuardFromArgs(args));
+  const run = await openSendInput(ctx, args, settings.target, guard);
   const interrupt = interruptSignal(ctx);
   let c: Connected | undefined;
   try {
-    if (!args.quiet) {
-      printInputMapping(ctx, run);
-      if (target.types !== undefined)
-        writeLine(
-          ctx.stderr,
-          `  (${target.name}s take only ${target.types.join(' and ')}: other identifier columns are ignored)`,
-        );
-    }
-    c = await connect(ctx, args);
-    const printer =
-      args.quiet === true
-        ? undefined
-        : new ProgressPrinter({
-            write: (t) => ctx.stderr.write(t),
-            tty: ctx.stderrIsTTY,
-            columns: () => stderrColumns(ctx),
-          });
-    let journalDir: string | undefined;
-    const onNotice = (n: RunNotice): void => {
-      if (n.kind === 'journal') journalDir = n.dir;
-      if (args.quiet === true) return;
-      if (n.kind === 'nothing_to_resume')
-        writeLine(ctx.stderr, 'nothing to resume for this file and these options: starting a new run');
-      else if (n.resumed)
-        writeLine(
-          ctx.stderr,
-          `resuming: ${n.confirmed} batches confirmed earlier are skipped, ${n.failed} kept batches re-sent first`,
-        );
-    };
+    if (!args.quiet) printInput(ctx, run, settings.target);
+    c = await connect(ctx, args, settings.target);
+    const printer = args.quiet === true ? undefined : progressPrinter(ctx);
+    const notices = noticePrinter(ctx, args);
+    const onBatch = previewWriter(ctx, args);
     // A failed audit append still lets the report be printed (what was sent matters most).
     let auditError: unknown;
-    const options = runOptions(ctx, args, run, c, interrupt.signal, onNotice, printer);
-    const report = await runUpload({ ...options, onAuditError: (e) => (auditError = e) }).finally(() =>
-      printer?.finish(),
-    );
+    const report = await runResolved({
+      ...settings,
+      ...(c.client === undefined ? {} : { client: c.client }),
+      accountId: c.accountId,
+      target: c.target,
+      users: run,
+      signal: interrupt.signal,
+      onNotice: notices.onNotice,
+      ...(printer === undefined ? {} : { onProgress: printer.update }),
+      ...(onBatch === undefined ? {} : { onBatch }),
+      onAuditError: (e) => (auditError = e),
+    }).finally(() => printer?.finish());
     if (report.error !== undefined) withFlagNames(report.error);
-    printOutcome(ctx, args, report, run, c, journalDir);
+    printOutcome(ctx, args, report, run, c, notices.dir());
     if (auditError !== undefined) return reportError(ctx, auditError, args.debug === true);
     return exitCodeOf(report);
   } finally {
     interrupt.release();
     await closeSend(run, c);
   }
+}
+
+/** What is read, the column mapping, and the types a do-not-reach list leaves out (stderr). */
+function printInput(ctx: CliContext, run: HashCsvRun, target: Target): void {
+  printInputMapping(ctx, run);
+  if (target.types !== undefined)
+    writeLine(
+      ctx.stderr,
+      `  (${target.name}s take only ${target.types.join(' and ')}: other identifier columns are ignored)`,
+    );
+}
+
+function progressPrinter(ctx: CliContext): ProgressPrinter {
+  return new ProgressPrinter({
+    write: (t) => ctx.stderr.write(t),
+    tty: ctx.stderrIsTTY,
+    columns: () => stderrColumns(ctx),
+  });
 }
 
 function printOutcome(
@@ -235,10 +255,9 @@ function printOutcome(
   if (journalDir !== undefined && report.status !== 'completed')
     extra.push(['state', `${journalDir} (run again with --resume to continue)`]);
   // Why many values of a type were rejected, and the likely fix: what `hash` says too.
-  const hashOptions = hashOptionsFromArgs(args);
   if (args.json !== true) {
     printReport(ctx, report, run, extra);
-    printHints(ctx, run.summary, run.mapping, hashOptions);
+    printHints(ctx, run.summary, run.mapping, run.normalize);
     return;
   }
   writeJson(ctx, {
@@ -246,7 +265,7 @@ function printOutcome(
     exit_code: exitCodeOf(report),
     input: args.file === '-' || args.file === '' ? '-' : basename(args.file),
     ...(sandboxInfo === undefined ? {} : { sandbox: sandboxInfo }),
-    hints: summaryHints(run.summary, run.mapping, hashOptions),
+    hints: summaryHints(run.summary, run.mapping, run.normalize),
   });
 }
 
