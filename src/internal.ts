@@ -7,17 +7,17 @@ export { VERSION, USER_AGENT } from './version.js';
 export {
   AudienceKitError,
   AuthError,
+  BatchesFailedError,
+  BatchVerificationError,
   ConfigError,
   ConnectionError,
   environmentError,
   EnvironmentError,
   type ErrorCode,
-  EXIT_CODES,
-  type ExitCode,
-  exitCodeFor,
   HttpError,
   type HttpErrorInit,
   InputError,
+  ResponseShapeError,
 } from './errors.js';
 export {
   type BuiltUser,

@@ -10,9 +10,6 @@ import {
   DEFAULT_MAX_RETRIES,
   DEFAULT_UPLOAD_CONCURRENCY,
   EnvironmentError,
-  EXIT_CODES,
-  exitCodeFor,
-  type ExitCode,
   type RunInput,
   type UploadReport,
   type UploadTarget,
@@ -21,6 +18,8 @@ import { checkSandboxConnectionFlags, type ConnectionArgs } from './connection.j
 import type { HashOptionArgs } from './hash-options.js';
 import type { GlobalArgs } from './output.js';
 import { STATE_DIR_ENV } from './state-dir.js';
+import { type CliErrorCode } from './exit-codes.js';
+import { EXIT_CODES, exitCodeFor, type ExitCode } from './exit-codes.js';
 
 export interface UploadArgs extends GlobalArgs, HashOptionArgs, ConnectionArgs {
   file: string;
@@ -119,13 +118,17 @@ export function checkUsage(args: UploadArgs, command: 'upload' | 'sync' = 'uploa
   const useSandbox = args.sandbox === true;
   if (!useSandbox && !dryRun) {
     if (args.account === undefined)
-      throw new ConfigError('missing_option', `${command} needs --account (or --sandbox)`, {
+      throw new ConfigError<CliErrorCode>('missing_option', `${command} needs --account (or --sandbox)`, {
         fix: 'pass --account ID',
       });
     if (args.audience === undefined && args['do-not-reach-list'] === undefined) {
-      throw new ConfigError('missing_option', `${command} needs --audience or --do-not-reach-list (or --sandbox)`, {
-        fix: 'pass --audience ID or --do-not-reach-list ID',
-      });
+      throw new ConfigError<CliErrorCode>(
+        'missing_option',
+        `${command} needs --audience or --do-not-reach-list (or --sandbox)`,
+        {
+          fix: 'pass --audience ID or --do-not-reach-list ID',
+        },
+      );
     }
   }
   if (useSandbox) checkSandboxConnectionFlags(args);

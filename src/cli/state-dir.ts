@@ -14,6 +14,7 @@ import { join, resolve } from 'node:path';
 import { ConfigError, describeTarget, targetSnapshot, type UploadTarget } from '../internal.js';
 import type { CliContext } from './context.js';
 import { writeLine } from './output.js';
+import { type CliErrorCode } from './exit-codes.js';
 
 export const STATE_DIR_ENV = 'AUDIENCE_KIT_STATE_DIR';
 /** The working-directory state of earlier versions. */
@@ -68,7 +69,7 @@ export function chooseStateDir(
   const inDefault = existsSync(targetSnapshot(dir, sync.accountId, describeTarget(sync.target)).dir);
   if (!inLegacy) return { dir };
   if (!inDefault) return { dir: legacy, notice };
-  throw new ConfigError(
+  throw new ConfigError<CliErrorCode>(
     'state_dir_ambiguous',
     `both ${legacy} (an earlier version's default) and ${dir} hold a snapshot of this target`,
     {

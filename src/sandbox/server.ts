@@ -18,6 +18,7 @@ import { AdsRoutes, matchAdsRoute, type AdsReply, type AdsRequest } from './rout
 import { SandboxStore, type SandboxRequestLog, type SandboxStateHandle } from './state.js';
 import { MAX_BODY_BYTES, TOTAL_COUNT_RATE_LIMIT, USER_BATCH_RATE_LIMIT } from './platform.js';
 import { checkUserBatch } from './users.js';
+import { type SandboxErrorCode } from './errors.js';
 
 export interface SandboxOptions {
   /** 0 (default) picks a free port. */
@@ -111,7 +112,7 @@ function checkOptions(opts: SandboxOptions): void {
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const field = issue?.path.join('.') || 'options';
-    throw new ConfigError(
+    throw new ConfigError<SandboxErrorCode>(
       'sandbox_option_invalid',
       `Sandbox option ${field} is invalid: ${issue?.message ?? 'unknown'}`,
       {
@@ -578,7 +579,7 @@ async function listen(server: Server, opts: SandboxOptions): Promise<{ origin: s
   await new Promise<void>((resolve, reject) => {
     server.once('error', (e: NodeJS.ErrnoException) =>
       reject(
-        new ConfigError(
+        new ConfigError<SandboxErrorCode>(
           'sandbox_listen_failed',
           `The sandbox could not listen on ${opts.host ?? '127.0.0.1'}:${opts.port ?? 0}: ${e.code ?? e.message}`,
           {

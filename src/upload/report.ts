@@ -131,7 +131,7 @@ export function targetRef(target: Target): UploadReport['target'] {
 
 /** Anything thrown, as an AudienceKitError (`internal` when it was not one). */
 export function asKitError(error: unknown): AudienceKitError {
-  if (error instanceof AudienceKitError) return error;
+  if (error instanceof AudienceKitError) return error as AudienceKitError;
   return new AudienceKitError('internal', error instanceof Error ? error.message : 'non-Error value thrown', {
     cause: error,
   });

@@ -319,7 +319,7 @@ function endRecord(
 }
 
 function errorCode(error: unknown): string {
-  return error instanceof AudienceKitError ? error.code : 'internal';
+  return error instanceof AudienceKitError ? (error.code as string) : 'internal';
 }
 
 /** The report's counts for the audit log (zeros when the run stopped before producing a report). */

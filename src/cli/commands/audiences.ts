@@ -4,7 +4,6 @@ import {
   ConnectionError,
   createCustomAudience,
   deleteCustomAudience,
-  EXIT_CODES,
   getCustomAudience,
   HttpError,
   isRetryableStatus,
@@ -42,6 +41,8 @@ import {
   type NameArgs,
 } from '../manage.js';
 import { handle, writeJson, writeLine, type Column, type GlobalArgs } from '../output.js';
+import { type CliErrorCode } from '../exit-codes.js';
+import { EXIT_CODES } from '../exit-codes.js';
 
 const AUDIENCE_FIELDS = [
   'id',
@@ -187,7 +188,7 @@ function getCommand(ctx: CliContext): CommandModule<GlobalArgs, GetArgs> {
         }).catch((error: unknown) => {
           // The platform answers 404 for a deleted audience unless with_deleted=true is sent.
           if (!(error instanceof HttpError && error.status === 404 && args.withDeleted !== true)) throw error;
-          throw rephrase(error, {
+          throw rephrase(error as HttpError, {
             fix: `check the account and audience ids; a deleted audience shows only with \`audience-kit audiences get --account ${args.account} --audience ${args.audience} --with-deleted\``,
           });
         }),
@@ -250,16 +251,20 @@ function deleteCommand(ctx: CliContext): CommandModule<GlobalArgs, DeleteArgs> {
         // with_deleted: without it a deleted audience is a 404, not the "already deleted" it is.
         const audience = await getCustomAudience(client, { ...ids, withDeleted: true });
         if (audience.deleted === true) {
-          throw new ConfigError('audience_already_deleted', `audience ${args.audience} is already deleted`, {
-            fix: `nothing to do; deleted audiences show with \`audience-kit audiences list --account ${args.account} --with-deleted\``,
-          });
+          throw new ConfigError<CliErrorCode>(
+            'audience_already_deleted',
+            `audience ${args.audience} is already deleted`,
+            {
+              fix: `nothing to do; deleted audiences show with \`audience-kit audiences list --account ${args.account} --with-deleted\``,
+            },
+          );
         }
         const records = await allTargetingRecords(client, args.account, args.audience, false);
         writeLine(ctx.stderr, renderTargeting(records, args.audience, false));
         const active = records.filter((r) => r.line_items.some((li) => li.servable));
         if (active.length > 0 && args.force !== true) {
           const lineItems = active.reduce((n, r) => n + r.line_items.filter((li) => li.servable).length, 0);
-          throw new ConfigError(
+          throw new ConfigError<CliErrorCode>(
             'audience_in_use',
             `audience ${args.audience} is targeted by ${lineItems} active line item(s) in ${active.length} campaign(s) (listed above); not deleted`,
             { fix: 'pause or retarget those line items, or pass --force to delete it anyway' },

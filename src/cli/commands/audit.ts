@@ -3,7 +3,6 @@ import type { Argv, CommandModule } from 'yargs';
 import {
   ConfigError,
   defaultAuditLogPath,
-  EXIT_CODES,
   findAuditRun,
   readAuditRuns,
   verifyAuditLog,
@@ -13,6 +12,7 @@ import type { CliContext } from '../context.js';
 import { settleStateDir } from '../state-dir.js';
 import { commandGroup } from '../manage.js';
 import { handle, renderFields, renderTable, writeJson, writeLine, type Column, type GlobalArgs } from '../output.js';
+import { EXIT_CODES } from '../exit-codes.js';
 
 interface AuditArgs extends GlobalArgs {
   'audit-log'?: string;

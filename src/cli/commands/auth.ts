@@ -31,6 +31,7 @@ import {
 import type { CliContext } from '../context.js';
 import { commandGroup, rephrase } from '../manage.js';
 import { handle, renderTable, writeJson, writeLine, type GlobalArgs } from '../output.js';
+import { type CliErrorCode } from '../exit-codes.js';
 
 interface LoginArgs extends ConnectionArgs {
   pin?: string;
@@ -80,7 +81,7 @@ async function tokenAndPin(
   const { profile, stored: pending } = config;
   if (pinArg !== undefined) {
     if (pending?.pendingRequestToken === undefined || pending.pendingRequestTokenSecret === undefined) {
-      throw new ConfigError(
+      throw new ConfigError<CliErrorCode>(
         'auth_no_pending_login',
         `no login is pending for profile "${profile}", so --pin has nothing to finish`,
         {
@@ -99,9 +100,13 @@ async function tokenAndPin(
   writeLine(ctx.stderr);
   if (pin === undefined) {
     await keepPending(token);
-    throw new ConfigError('auth_pin_missing', `no PIN was entered; the login stays pending for profile "${profile}"`, {
-      fix: `open the URL above, approve, then run \`audience-kit auth login${profileHint(profile)} --pin PIN\``,
-    });
+    throw new ConfigError<CliErrorCode>(
+      'auth_pin_missing',
+      `no PIN was entered; the login stays pending for profile "${profile}"`,
+      {
+        fix: `open the URL above, approve, then run \`audience-kit auth login${profileHint(profile)} --pin PIN\``,
+      },
+    );
   }
   return { token, pin };
 }

@@ -11,14 +11,12 @@ import {
   ConfigError,
   defaultAuditLogPath,
   DEFAULT_REFRESH_AFTER_DAYS,
-  exitCodeFor,
   MAX_REFRESH_AFTER_DAYS,
   reportJson,
   resendSnapshot,
   resolveSyncSettings,
   stateFailure,
   syncResolved,
-  type ExitCode,
   type HashCsvRun,
   type SyncPlanCounts,
   type SyncReport,
@@ -64,6 +62,7 @@ import {
   sandboxTargetSize,
   type Connected,
 } from '../send-session.js';
+import { exitCodeFor, type ExitCode } from '../exit-codes.js';
 
 interface SyncArgs extends UploadArgs {
   'max-removals'?: string;
@@ -167,7 +166,7 @@ function printFailure(ctx: CliContext, args: SyncArgs, error: unknown): number {
     exit_code: exitCode,
     input: inputName(args),
     error: {
-      code: known ? error.code : 'internal',
+      code: known ? (error.code as string) : 'internal',
       message: error instanceof Error ? error.message : String(error),
       ...(known && error.fix !== undefined ? { fix: error.fix } : {}),
     },
