@@ -17,7 +17,7 @@ import {
 import type { CliContext } from './context.js';
 import { createCliClient } from './proxy.js';
 import { writeLine, type GlobalArgs } from './output.js';
-import { type CliErrorCode } from './exit-codes.js';
+import type { CliErrorCode } from './exit-codes.js';
 
 export interface ConnectionArgs extends GlobalArgs {
   baseUrl?: string;

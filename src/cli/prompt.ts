@@ -3,7 +3,7 @@ import { createInterface } from 'node:readline';
 import type { Argv } from 'yargs';
 import { ConfigError } from '../internal.js';
 import type { CliContext } from './context.js';
-import { type CliErrorCode } from './exit-codes.js';
+import type { CliErrorCode } from './exit-codes.js';
 
 /**
  * Ask on the terminal; an answer starting with neither y nor n is `defaultYes`. Ctrl-C or a closed stdin answer

@@ -18,8 +18,7 @@ import { checkSandboxConnectionFlags, type ConnectionArgs } from './connection.j
 import type { HashOptionArgs } from './hash-options.js';
 import type { GlobalArgs } from './output.js';
 import { STATE_DIR_ENV } from './state-dir.js';
-import { type CliErrorCode } from './exit-codes.js';
-import { EXIT_CODES, exitCodeFor, type ExitCode } from './exit-codes.js';
+import { type CliErrorCode, EXIT_CODES, type ExitCode, exitCodeFor } from './exit-codes.js';
 
 export interface UploadArgs extends GlobalArgs, HashOptionArgs, ConnectionArgs {
   file: string;

@@ -14,7 +14,7 @@ import { join, resolve } from 'node:path';
 import { ConfigError, describeTarget, targetSnapshot, type UploadTarget } from '../internal.js';
 import type { CliContext } from './context.js';
 import { writeLine } from './output.js';
-import { type CliErrorCode } from './exit-codes.js';
+import type { CliErrorCode } from './exit-codes.js';
 
 export const STATE_DIR_ENV = 'AUDIENCE_KIT_STATE_DIR';
 /** The working-directory state of earlier versions. */

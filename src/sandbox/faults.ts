@@ -6,7 +6,7 @@
  * from a seeded PRNG.
  */
 import { ConfigError } from '../errors.js';
-import { type SandboxErrorCode } from './errors.js';
+import type { SandboxErrorCode } from './errors.js';
 
 export const SANDBOX_FAULT_KINDS = ['500', '503', '429', 'drop', 'slow', 'mismatch', 'html'] as const;
 export type SandboxFaultKind = (typeof SANDBOX_FAULT_KINDS)[number];

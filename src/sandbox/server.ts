@@ -18,7 +18,7 @@ import { AdsRoutes, matchAdsRoute, type AdsReply, type AdsRequest } from './rout
 import { SandboxStore, type SandboxRequestLog, type SandboxStateHandle } from './state.js';
 import { MAX_BODY_BYTES, TOTAL_COUNT_RATE_LIMIT, USER_BATCH_RATE_LIMIT } from './platform.js';
 import { checkUserBatch } from './users.js';
-import { type SandboxErrorCode } from './errors.js';
+import type { SandboxErrorCode } from './errors.js';
 
 export interface SandboxOptions {
   /** 0 (default) picks a free port. */

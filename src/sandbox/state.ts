@@ -5,7 +5,7 @@
  */
 import { ConfigError } from '../errors.js';
 import type { SandboxFaultKind } from './faults.js';
-import { type SandboxErrorCode } from './errors.js';
+import type { SandboxErrorCode } from './errors.js';
 
 export interface SandboxRequestLog {
   method: string;

@@ -41,8 +41,7 @@ import {
   type NameArgs,
 } from '../manage.js';
 import { handle, writeJson, writeLine, type Column, type GlobalArgs } from '../output.js';
-import { type CliErrorCode } from '../exit-codes.js';
-import { EXIT_CODES } from '../exit-codes.js';
+import { type CliErrorCode, EXIT_CODES, type ExitCode } from '../exit-codes.js';
 
 const AUDIENCE_FIELDS = [
   'id',
@@ -379,56 +378,63 @@ function waitCommand(ctx: CliContext): CommandModule<GlobalArgs, WaitArgs> {
         firstIntervalMs: parseDuration(args.pollInterval, '--poll-interval'),
       };
       const started = Date.now();
-      const { stop, audience, lastError, polls } = await withClient(ctx, args, (client) =>
-        pollUntilTargetable(ctx, client, args, timing),
-      );
+      const outcome = await withClient(ctx, args, (client) => pollUntilTargetable(ctx, client, args, timing));
       const waitedMs = Date.now() - started;
-      if (args.json === true) {
-        writeJson(ctx, {
-          audience: audience ?? null,
-          targetable: stop === 'targetable',
-          timed_out: stop === 'timeout',
-          stop_reason: stop === 'deleted' || stop === 'too_small' ? stop : null,
-          last_error: lastError ?? null,
-          waited_ms: waitedMs,
-          polls,
-        });
-      } else if (stop === 'targetable') {
-        writeLine(
-          ctx.stdout,
-          `audience ${args.audience} is targetable (size ${audience?.audience_size ?? '-'}, waited ${formatMs(waitedMs)})`,
-        );
-      }
-      if (stop === 'targetable') return EXIT_CODES.ok;
-      if (stop === 'timeout') {
-        const reasons = audience?.reasons_not_targetable ?? [];
-        const why = lastError === undefined ? describeReasons(audience) : `the last poll failed: ${lastError}`;
-        writeLine(
-          ctx.stderr,
-          `error: audience ${args.audience} is still not targetable after ${formatMs(waitedMs)}: ${why}`,
-        );
-        writeLine(
-          ctx.stderr,
-          `  fix: ${lastError === undefined ? fixForReasons(reasons) : 'check the platform status and the connection, then wait again'}`,
-        );
-        return EXIT_CODES.timeout;
-      }
-      if (stop === 'deleted') {
-        writeLine(ctx.stderr, `error: audience ${args.audience} is deleted, so it will never be targetable`);
-        writeLine(
-          ctx.stderr,
-          '  fix: create a new audience (`audience-kit audiences create`) and upload users into it',
-        );
-      } else {
-        writeLine(
-          ctx.stderr,
-          `error: audience ${args.audience} is TOO_SMALL and not PROCESSING (size ${audience?.audience_size ?? '-'}): waiting cannot make it targetable`,
-        );
-        writeLine(ctx.stderr, `  fix: ${fixForReasons(['TOO_SMALL'])}`);
-      }
-      return EXIT_CODES.usage;
+      printWaitOutcome(ctx, args, outcome, waitedMs);
+      return waitExitCode(ctx, args, outcome, waitedMs);
     }),
   };
+}
+
+/** The outcome on stdout: one JSON document, or the line of a targetable audience. */
+function printWaitOutcome(ctx: CliContext, args: WaitArgs, o: WaitOutcome, waitedMs: number): void {
+  const { stop, audience } = o;
+  if (args.json === true) {
+    writeJson(ctx, {
+      audience: audience ?? null,
+      targetable: stop === 'targetable',
+      timed_out: stop === 'timeout',
+      stop_reason: stop === 'deleted' || stop === 'too_small' ? stop : null,
+      last_error: o.lastError ?? null,
+      waited_ms: waitedMs,
+      polls: o.polls,
+    });
+  } else if (stop === 'targetable') {
+    writeLine(
+      ctx.stdout,
+      `audience ${args.audience} is targetable (size ${audience?.audience_size ?? '-'}, waited ${formatMs(waitedMs)})`,
+    );
+  }
+}
+
+/** Why the wait did not end targetable (stderr), and the exit code: timeout 7, waiting cannot help 2. */
+function waitExitCode(ctx: CliContext, args: WaitArgs, o: WaitOutcome, waitedMs: number): ExitCode {
+  const { stop, audience, lastError } = o;
+  if (stop === 'targetable') return EXIT_CODES.ok;
+  if (stop === 'timeout') {
+    const reasons = audience?.reasons_not_targetable ?? [];
+    const why = lastError === undefined ? describeReasons(audience) : `the last poll failed: ${lastError}`;
+    writeLine(
+      ctx.stderr,
+      `error: audience ${args.audience} is still not targetable after ${formatMs(waitedMs)}: ${why}`,
+    );
+    writeLine(
+      ctx.stderr,
+      `  fix: ${lastError === undefined ? fixForReasons(reasons) : 'check the platform status and the connection, then wait again'}`,
+    );
+    return EXIT_CODES.timeout;
+  }
+  if (stop === 'deleted') {
+    writeLine(ctx.stderr, `error: audience ${args.audience} is deleted, so it will never be targetable`);
+    writeLine(ctx.stderr, '  fix: create a new audience (`audience-kit audiences create`) and upload users into it');
+  } else {
+    writeLine(
+      ctx.stderr,
+      `error: audience ${args.audience} is TOO_SMALL and not PROCESSING (size ${audience?.audience_size ?? '-'}): waiting cannot make it targetable`,
+    );
+    writeLine(ctx.stderr, `  fix: ${fixForReasons(['TOO_SMALL'])}`);
+  }
+  return EXIT_CODES.usage;
 }
 
 function describeReasons(audience: CustomAudience | undefined): string {

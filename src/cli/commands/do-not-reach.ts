@@ -11,7 +11,7 @@ import type { CliContext } from '../context.js';
 import { confirmDeletion, withYesOption, type YesArgs } from '../prompt.js';
 import { commandGroup, definedOnly, printList, printObject, withAccountOption, type AccountArgs } from '../manage.js';
 import { handle, type Column, type GlobalArgs } from '../output.js';
-import { type CliErrorCode } from '../exit-codes.js';
+import type { CliErrorCode } from '../exit-codes.js';
 
 const LIST_FIELDS = [
   'id',

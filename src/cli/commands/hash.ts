@@ -37,8 +37,7 @@ import {
   type HashOptionArgs,
 } from '../hash-options.js';
 import { exitCodesEpilogue, handle, stderrColumns, writeJson, writeLine, type GlobalArgs } from '../output.js';
-import { type CliErrorCode } from '../exit-codes.js';
-import { EXIT_CODES } from '../exit-codes.js';
+import { type CliErrorCode, EXIT_CODES } from '../exit-codes.js';
 
 interface HashArgs extends GlobalArgs, HashOptionArgs {
   file: string;
