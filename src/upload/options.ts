@@ -139,20 +139,23 @@ function describeUploadTarget(target: unknown): Target {
 // ---------------------------------------------------------------------------------------------
 // Schemas.
 
-/** A field whose value `check` resolves; the ConfigError it throws is the parse's error. */
+/** `check`'s result; a ConfigError it throws becomes the parse's issue (and, by parseOptions, its error). */
+export function orIssue<T>(ctx: z.RefinementCtx, check: () => T): T {
+  try {
+    return check();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    ctx.addIssue({ code: 'custom', message: error.message, params: { error } });
+    return z.NEVER;
+  }
+}
+
+/** A field whose value `check` resolves. */
 function checked<T>(check: (value: unknown) => T) {
   return z
     .unknown()
     .optional()
-    .transform((value, ctx): T => {
-      try {
-        return check(value);
-      } catch (error) {
-        if (!(error instanceof ConfigError)) throw error;
-        ctx.addIssue({ code: 'custom', message: error.message, params: { error } });
-        return z.NEVER;
-      }
-    });
+    .transform((value, ctx): T => orIssue(ctx, () => check(value)));
 }
 
 /** A value handed through as it is (a client, a stream, a callback): nothing to check. */
@@ -208,18 +211,15 @@ type Settled<T> = Omit<T, 'operation' | 'effectiveAt' | 'expiresAt' | 'maxReject
 /** The upload's resolved value from its parsed fields: the batch group and the reject guard. */
 function settleUpload<T extends UploadCore>(o: T, ctx: z.RefinementCtx): Settled<T> {
   const { operation, effectiveAt, expiresAt, maxRejectRate, requireUsers, ...rest } = o;
-  try {
-    const group = uploadGroup(o.target, { operation, effectiveAt, expiresAt }, new Date(o.clock.now()));
-    const guard = rejectGuardOptions({
+  return orIssue(ctx, () => ({
+    ...rest,
+    operation,
+    group: uploadGroup(o.target, { operation, effectiveAt, expiresAt }, new Date(o.clock.now())),
+    guard: rejectGuardOptions({
       ...(maxRejectRate === undefined ? {} : { maxRejectRate }),
       ...(requireUsers === undefined ? {} : { requireUsers }),
-    });
-    return { ...rest, operation, group, guard };
-  } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    ctx.addIssue({ code: 'custom', message: error.message, params: { error } });
-    return z.NEVER;
-  }
+    }),
+  }));
 }
 
 /** An entry's schema over `fields`: the upload's group and guard settled, and a client required unless `dryRun`. */
@@ -242,10 +242,11 @@ export function uploadSettingsSchema<F extends Omit<typeof UPLOAD_FIELDS, 'journ
 /** No client is needed for a dry run only. */
 export function needsClient(o: { client?: unknown; dryRun: boolean }, ctx: z.RefinementCtx, entry: string): void {
   if (o.dryRun || o.client !== undefined) return;
-  const error = new ConfigError('missing_client', `${entry} needs a client unless dryRun is set`, {
-    fix: 'pass client: createClient({...})',
+  orIssue(ctx, () => {
+    throw new ConfigError('missing_client', `${entry} needs a client unless dryRun is set`, {
+      fix: 'pass client: createClient({...})',
+    });
   });
-  ctx.addIssue({ code: 'custom', message: error.message, params: { error } });
 }
 
 const UPLOAD_SCHEMA = uploadSchema(UPLOAD_FIELDS, 'uploadAudience');
@@ -274,5 +275,3 @@ export function parseOptions<S extends z.ZodType>(schema: S, o: unknown): z.outp
     fix: `correct ${option} (the options are listed in docs/library.md)`,
   });
 }
-
-export type { RejectGuardOptions };

@@ -30,7 +30,7 @@ import { addUnrecovered, clearUnrecovered, readUnrecovered } from '../state/snap
 import type { Clock } from '../util/clock.js';
 import { VERSION } from '../version.js';
 import { readInput, type ReadResult } from './input.js';
-import { needsClient, parseOptions, SEND_FIELDS, UPLOAD_FIELDS, type ResolvedSendOptions } from './options.js';
+import { needsClient, orIssue, parseOptions, SEND_FIELDS, UPLOAD_FIELDS, type ResolvedSendOptions } from './options.js';
 import { asKitError, targetRef } from './report.js';
 import { auditOptions, checkTarget, identify, type RunInput } from './run.js';
 import { InFlight, PlanCollector, snapshotUsers, Spool } from './sync-input.js';
@@ -164,7 +164,7 @@ function settleSync<
   maxRemovals: RemovalCap;
   now: () => number;
 } {
-  try {
+  return orIssue(ctx, () => {
     if (o.dryRun && o.recover) {
       throw new ConfigError('invalid_option', 'recover rebuilds the snapshot on disk: it cannot be a dry run', {
         fix: 'run the recovery without dryRun',
@@ -177,11 +177,7 @@ function settleSync<
       maxRemovals: parseRemovalCap(o.maxRemovals),
       now: () => clock.now(),
     };
-  } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    ctx.addIssue({ code: 'custom', message: error.message, params: { error } });
-    return z.NEVER;
-  }
+  });
 }
 
 const refreshSchema = z.number().positive().max(MAX_REFRESH_AFTER_DAYS);
