@@ -4,7 +4,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { hashCsv, type HashCsvRun, type RawRecord } from '../src/hashing/pipeline.js';
 import { acquireFileLock } from '../src/state/lock.js';
 import { snapshotDir } from '../src/state/snapshot.js';
-import { reportJson, syncAudience, uploadAudience, type SyncAudienceOptions } from '../src/upload/index.js';
+import { reportJson, runUpload, syncAudience, uploadAudience, type SyncAudienceOptions } from '../src/upload/index.js';
 import { PlanCollector } from '../src/upload/sync-input.js';
 import { runCli } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
@@ -196,6 +196,23 @@ describe('syncAudience (directory store)', () => {
     walk(t.stateDir);
     const raw = customers(range(0, 55)).flatMap((r) => [String(r.email), String(r.phone).replaceAll(' ', '')]);
     for (const text of texts) for (const v of raw) expect(text.includes(v)).toBe(false);
+  });
+});
+
+describe('the state store option', () => {
+  it('is one store: stateDir with state is refused in the parse (and a sync without either), before anything is opened', async () => {
+    const stateDir = tempDir('ak-sync-one-store-');
+    const base = { accountId: '1', target: { customAudienceId: '2' }, users: [], dryRun: true };
+    // An unreachable URL: a store opened anyway would fail otherwise (state_unreachable), not as refused here.
+    const state = 'postgres://nobody@127.0.0.1:1/none';
+    const both = { code: 'invalid_option', message: 'give stateDir or state, not both' };
+    await expect(syncAudience({ ...base, stateDir, state })).rejects.toMatchObject(both);
+    await expect(runUpload({ ...base, stateDir, state })).rejects.toMatchObject(both);
+    await expect(syncAudience(base)).rejects.toMatchObject({
+      code: 'invalid_option',
+      message: 'syncAudience needs stateDir or state',
+    });
+    expect(readdirSync(stateDir)).toEqual([]);
   });
 });
 
