@@ -1,43 +1,17 @@
 /**
  * One small error hierarchy for the whole toolkit. Every error has a stable `code` (for
  * scripts and library users), a one-line `message` that names the cause, and a `fix` that
- * tells the user what to do. The CLI maps classes to exit codes (see `exitCodeFor`).
+ * tells the user what to do. The CLI maps classes to exit codes (`src/cli/exit-codes.ts`).
  *
  * Messages must never contain raw identifiers, secrets or Authorization headers: callers
  * build messages from counts, column names, line numbers and platform error texts only.
  */
 
-export const EXIT_CODES = {
-  /** Every user confirmed / command succeeded. */
-  ok: 0,
-  /** A bug or an unexpected condition; run again with --debug and report it. */
-  internal: 1,
-  /** Bad command-line usage or configuration (missing credential, invalid option). */
-  usage: 2,
-  /** The input could not be read (missing file, not CSV, unsupported encoding, no header). */
-  input: 3,
-  /** The platform refused the credentials or the permission (401, 403). */
-  auth: 4,
-  /** Some users were confirmed, others were not (failed batches kept for --resume). */
-  partial: 5,
-  /** The platform or network failed and nothing more could be done (after retries). */
-  api: 6,
-  /** A wait (for example `audiences wait`) ran out of time. */
-  timeout: 7,
-  /**
-   * The machine refused: disk full, a state directory or output not writable, a planted
-   * symlink, a lock held by another process. Nothing is wrong with the input or the platform.
-   */
-  environment: 8,
-  /** Interrupted by SIGINT; the journal was saved. */
-  interrupted: 130,
-} as const;
-
-export type ExitCode = (typeof EXIT_CODES)[keyof typeof EXIT_CODES];
-
 /**
- * Every `code` an AudienceKitError can carry, grouped by the class that throws it. A new code is
- * added here (the constructor only takes an `ErrorCode`), so scripts can switch on the union.
+ * Every `code` an error of the library can carry, grouped by the class that throws it. A new code
+ * is added here (the constructor only takes an `ErrorCode`), so scripts can switch on the union.
+ * The CLI and the sandbox throw the same classes with codes of their own, listed beside them
+ * (`src/cli/exit-codes.ts`, `src/sandbox/errors.ts`): `new ConfigError<CliErrorCode>(…)`.
  */
 export const ERROR_CODES = [
   // ConfigError: a bad option, parameter or configuration, found before anything is sent.
@@ -51,12 +25,10 @@ export const ERROR_CODES = [
   'config_file_unwritable',
   'invalid_option',
   'invalid_parameter',
-  'missing_option',
   'missing_client',
   'invalid_operation',
   'invalid_batch_limit',
   'invalid_default_country',
-  'invalid_duration',
   'invalid_expiry',
   'invalid_time',
   'dnr_effective_at',
@@ -68,25 +40,10 @@ export const ERROR_CODES = [
   'mapping_unknown_type',
   'type_not_taken',
   'user_not_hashed',
-  'output_not_writable',
   'audit_run_not_found',
-  'audience_already_deleted',
-  'audience_in_use',
-  'confirmation_required',
-  'deletion_declined',
-  'do_not_reach_list_exists',
-  'auth_no_pending_login',
-  'auth_pin_missing',
-  'auth_pin_refused',
   'unfinished_run',
   'target_not_found',
   'target_read_only',
-  'sandbox_fault_spec_invalid',
-  'sandbox_listen_failed',
-  'sandbox_option_invalid',
-  'sandbox_unknown_account',
-  'sandbox_unknown_audience',
-  'sandbox_dnr_list_exists',
   // JournalError (a ConfigError): the run journal does not fit this run.
   'journal_corrupt',
   'journal_tampered',
@@ -107,8 +64,6 @@ export const ERROR_CODES = [
   'snapshot_index_missing',
   'snapshot_data_missing',
   'snapshot_users_unrecovered',
-  // ConfigError from the CLI: the default state directory and an earlier version's both hold the target's state.
-  'state_dir_ambiguous',
   // ConfigError from `state move`: the destination already holds state, the source a target no
   // audit record names, an unfinished sync or upload, or the copy did not verify.
   'state_destination_not_empty',
@@ -149,7 +104,6 @@ export const ERROR_CODES = [
   'api_http_error',
   'auth_unauthorized',
   'auth_forbidden',
-  'audience_owner_only',
   'rate_limited',
   // ConnectionError, TimeoutError.
   'connection_reset',
@@ -187,13 +141,18 @@ export interface ErrorOptions {
   cause?: unknown;
 }
 
-export class AudienceKitError extends Error {
+/**
+ * `Code` is the library's closed `ErrorCode` unless a caller names another list explicitly (the
+ * CLI's, the sandbox's); it is never inferred from the argument, so a code missing from the list
+ * does not compile.
+ */
+export class AudienceKitError<Code extends string = ErrorCode> extends Error {
   /** Stable machine-readable code, for example `config_missing_credential`. */
-  readonly code: ErrorCode;
+  readonly code: Code;
   /** What the user should do about it, one line. */
   readonly fix: string | undefined;
 
-  constructor(code: ErrorCode, message: string, options: ErrorOptions = {}) {
+  constructor(code: NoInfer<Code>, message: string, options: ErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.code = code;
@@ -202,7 +161,7 @@ export class AudienceKitError extends Error {
 }
 
 /** Invalid or missing configuration, environment variable or command-line option. */
-export class ConfigError extends AudienceKitError {}
+export class ConfigError<Code extends string = ErrorCode> extends AudienceKitError<Code> {}
 
 /** The input cannot be read or understood as a whole (a bad row is a reject, not an error). */
 export class InputError extends AudienceKitError {}
@@ -245,7 +204,7 @@ export interface HttpErrorInit extends ErrorOptions {
 }
 
 /** The platform answered with a non-2xx status. */
-export class HttpError extends AudienceKitError {
+export class HttpError<Code extends string = ErrorCode> extends AudienceKitError<Code> {
   readonly status: number;
   readonly method: string;
   readonly path: string;
@@ -262,7 +221,7 @@ export class HttpError extends AudienceKitError {
    */
   readonly attempts: number;
 
-  constructor(code: ErrorCode, message: string, init: HttpErrorInit) {
+  constructor(code: NoInfer<Code>, message: string, init: HttpErrorInit) {
     super(code, message, init);
     this.status = init.status;
     this.method = init.method;
@@ -279,7 +238,7 @@ export class HttpError extends AudienceKitError {
 }
 
 /** 401 or 403: the credentials or the account's permission were refused. */
-export class AuthError extends HttpError {}
+export class AuthError<Code extends string = ErrorCode> extends HttpError<Code> {}
 
 /** 429, or a wait for the rate-limit reset that exceeded the allowed bound. */
 export class RateLimitError extends HttpError {
@@ -378,18 +337,4 @@ export function environmentError(error: unknown, action: string, path: string): 
         fix: 'check the disk and the file system (dmesg, df), then run again',
       });
   }
-}
-
-/** Exit code for an error thrown out of a command. */
-export function exitCodeFor(error: unknown): ExitCode {
-  if (error instanceof EnvironmentError) return EXIT_CODES.environment;
-  if (error instanceof ConfigError) return EXIT_CODES.usage;
-  if (error instanceof InputError) return EXIT_CODES.input;
-  if (error instanceof AuthError) return EXIT_CODES.auth;
-  if (error instanceof BatchVerificationError) return EXIT_CODES.partial;
-  if (error instanceof BatchesFailedError) return EXIT_CODES.api;
-  if (error instanceof HttpError || error instanceof ConnectionError || error instanceof ResponseShapeError) {
-    return EXIT_CODES.api;
-  }
-  return EXIT_CODES.internal;
 }

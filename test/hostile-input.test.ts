@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { createGzip } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
-import { EXIT_CODES } from '../src/errors.js';
+import { EXIT_CODES } from '../src/cli/exit-codes.js';
 import { startSandbox } from '../src/sandbox/index.js';
 import { runCli } from './helpers/cli.js';
 import {

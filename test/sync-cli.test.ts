@@ -3,7 +3,8 @@ import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:f
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { defaultStateDir } from '../src/cli/state-dir.js';
-import { AudienceKitError, EnvironmentError, exitCodeFor } from '../src/errors.js';
+import { AudienceKitError, EnvironmentError } from '../src/errors.js';
+import { exitCodeFor } from '../src/cli/exit-codes.js';
 import { startSandbox, type Sandbox, type SandboxOptions } from '../src/sandbox/index.js';
 import { stateFailure } from '../src/state/fs.js';
 import { snapshotDir } from '../src/state/snapshot.js';

@@ -6,21 +6,14 @@ import { PostgresStore } from '../src/state/postgres/store.js';
 import { runCli, startCliProcess } from './helpers/cli.js';
 import { postgresStateUrl, STORES, usePostgres, type StoreKind } from './helpers/sync.js';
 import { tempDir } from './helpers/temp.js';
-import {
-  newAudience,
-  scanFor,
-  settledUserRequests,
-  target,
-  userRequests,
-  useSlowSandbox,
-  waitFor,
-} from './helpers/upload-cli.js';
+import { gate, newAudience, scanFor, target, userRequests, useHeldSandbox, waitFor } from './helpers/upload-cli.js';
 
 // `sync` as a real process killed (SIGKILL) at several points, then run again: the same end
-// state, nothing lost, nothing confirmed sent again. The slow sandbox answers each batch after
-// 120 ms, so a run lasts long enough to be killed mid-way. With the PostgreSQL store, the runs
-// alternate between two URLs of one database (two host names), as two machines would.
-useSlowSandbox();
+// state, nothing lost, nothing confirmed sent again. The sandbox holds each user batch until the
+// test lets it through, so each kill lands while the process waits for an answer, after the
+// batches the test let through. With the PostgreSQL store, the runs alternate between two URLs
+// of one database (two host names), as two machines would.
+useHeldSandbox();
 usePostgres();
 
 const email = (i: number): string => `person.${i}@example.org`;
@@ -100,18 +93,24 @@ describe.each(STORES)('audience-kit sync (process, %s store)', { timeout: 90_000
 
     let kills = 0;
     for (const killAfter of [1, 2, 2]) {
-      const base = userRequests(audienceId);
+      const base = { answered: userRequests(audienceId), entered: gate.entered };
+      gate.holding = true;
       const { child, done } = startCliProcess(args(b), { cwd, env: target.env, input: '' });
+      // Let `killAfter` batches through, then kill while the next one is held.
       let exited = false;
-      void done.then(() => (exited = true));
-      await waitFor(() => exited || userRequests(audienceId) >= base + killAfter);
+      for (let released = 0; released <= killAfter && !exited; released++) {
+        exited = (await Promise.race([gate.held().then(() => false), done.then(() => true)])) === true;
+        if (!exited && released < killAfter) gate.releaseOne();
+      }
       child.kill('SIGKILL');
       const r = await done;
       // A run with little left may finish before its kill point: that is fine too.
       if (r.signal === 'SIGKILL') kills++;
       else expect(r.code, r.stderr).toBe(0);
       outputs.push(r.stdout, r.stderr);
-      await settledUserRequests(audienceId);
+      // What the killed process left held reaches the platform now, as it would have.
+      gate.releaseAll();
+      await waitFor(() => userRequests(audienceId) - base.answered === gate.entered - base.entered);
     }
     expect(kills).toBeGreaterThanOrEqual(2);
     const last = await runCli([...args(b), '--json'], { cwd, env: target.env });

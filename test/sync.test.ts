@@ -1,10 +1,11 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { hashCsv, type HashCsvRun, type RawRecord } from '../src/hashing/pipeline.js';
 import { acquireFileLock } from '../src/state/lock.js';
 import { snapshotDir } from '../src/state/snapshot.js';
-import { reportJson, syncAudience, uploadAudience, type SyncAudienceOptions } from '../src/upload/index.js';
+import { reportJson, runUpload, syncAudience, uploadAudience, type SyncAudienceOptions } from '../src/upload/index.js';
+import { PlanCollector } from '../src/upload/sync-input.js';
 import { runCli } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
 import { FIXTURE, rawValues, scanFor } from './helpers/upload-cli.js';
@@ -198,45 +199,81 @@ describe('syncAudience (directory store)', () => {
   });
 });
 
+describe('the state store option', () => {
+  it('is one store: stateDir with state is refused in the parse (and a sync without either), before anything is opened', async () => {
+    const stateDir = tempDir('ak-sync-one-store-');
+    const base = { accountId: '1', target: { customAudienceId: '2' }, users: [], dryRun: true };
+    // An unreachable URL: a store opened anyway would fail otherwise (state_unreachable), not as refused here.
+    const state = 'postgres://nobody@127.0.0.1:1/none';
+    const both = { code: 'invalid_option', message: 'give stateDir or state, not both' };
+    await expect(syncAudience({ ...base, stateDir, state })).rejects.toMatchObject(both);
+    await expect(runUpload({ ...base, stateDir, state })).rejects.toMatchObject(both);
+    await expect(syncAudience(base)).rejects.toMatchObject({
+      code: 'invalid_option',
+      message: 'syncAudience needs stateDir or state',
+    });
+    expect(readdirSync(stateDir)).toEqual([]);
+  });
+});
+
 describe.each(STORES)(
   'syncAudience over a CSV file, %s store (its hashing workers leave the known users out)',
   (store) => {
     const setup = () => setupWith({}, {}, store);
     /**
-     * A CRM export of `rows`, hashed for sending as the CLI does (several chunks, two workers), seen
-     * through a Proxy (as the CLI's reject guard wraps it) that counts the users whose text the
-     * workers left out.
+     * A CRM export of `rows`, hashed for sending as the CLI does (several chunks, two workers).
+     * `seen.leftOut` counts the users whose text the workers left out: what the sync's planner
+     * received (each chunk it plans from), counted by its sync (syncFile).
      */
     async function csvRun(dir: string, name: string, rows: RawRecord[]) {
       const path = join(dir, name);
       writeFileSync(path, `email,phone\n${rows.map((r) => `${String(r.email)},"${String(r.phone)}"`).join('\n')}\n`);
       const run = await hashCsv(path, { emit: 'packed', workers: 2, chunkBytes: 2048 });
-      const seen = { leftOut: 0 };
-      async function* counted() {
-        for await (const chunk of run) {
-          // One line per user, each ending in \n; a user left out is an empty line.
-          const lines = chunk.packed?.jsonLines.split('\n').slice(0, -1) ?? [];
-          seen.leftOut += lines.filter((line) => line === '').length;
-          yield chunk;
-        }
-      }
-      const observed = new Proxy(run, {
-        get: (target, key) => (key === Symbol.asyncIterator ? counted : Reflect.get(target, key)),
+      return Object.assign(run, { seen: { leftOut: 0 } });
+    }
+    /** Users left out by the workers in the chunks the planner receives (one line per user; a left-out user's is empty). */
+    function countLeftOut(): { stop: () => number } {
+      let leftOut = 0;
+      const addPacked = PlanCollector.prototype.addPacked;
+      const spy = vi.spyOn(PlanCollector.prototype, 'addPacked').mockImplementation(function (
+        this: PlanCollector,
+        packed,
+      ) {
+        leftOut += packed.jsonLines
+          .split('\n')
+          .slice(0, -1)
+          .filter((line) => line === '').length;
+        addPacked.call(this, packed);
       });
-      return Object.assign(observed, { seen });
+      return {
+        stop: () => {
+          spy.mockRestore();
+          return leftOut;
+        },
+      };
     }
     const at = (base: number, days: number) => ({ now: () => base + days * DAY, sleep: async () => {} });
-    function syncFile(t: Awaited<ReturnType<typeof setup>>, users: HashCsvRun, extra: Partial<SyncAudienceOptions>) {
-      return syncAudience({
-        client: t.client,
-        accountId: t.sandbox.accounts.primary,
-        target: { customAudienceId: t.audienceId },
-        users,
-        ...t.state,
-        limits: { maxBodyBytes: 20_000 },
-        retryBaseMs: 1,
-        ...extra,
-      });
+    async function syncFile(
+      t: Awaited<ReturnType<typeof setup>>,
+      users: HashCsvRun & { seen?: { leftOut: number } },
+      extra: Partial<SyncAudienceOptions>,
+    ) {
+      const counting = countLeftOut();
+      try {
+        return await syncAudience({
+          client: t.client,
+          accountId: t.sandbox.accounts.primary,
+          target: { customAudienceId: t.audienceId },
+          users,
+          ...t.state,
+          limits: { maxBodyBytes: 20_000 },
+          retryBaseMs: 1,
+          ...extra,
+        });
+      } finally {
+        const leftOut = counting.stop();
+        if (users.seen !== undefined) users.seen.leftOut += leftOut;
+      }
     }
     /** Remove every member on the platform, behind the snapshot's back: what a sync sends next shows. */
     async function emptyOnPlatform(t: Awaited<ReturnType<typeof setup>>, rows: RawRecord[]) {

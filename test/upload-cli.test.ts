@@ -149,7 +149,9 @@ describe('audience-kit upload', { timeout: 90_000 }, () => {
       (_stdout, stderr) => stderr.includes('column mapping'),
       { cwd, stdin },
     );
-    await new Promise((r) => setTimeout(r, 300));
+    // Interrupted once the run has started (its audit record is written) and waits for input.
+    const audit = join(cwd, '.audience-kit', 'audit.jsonl');
+    await waitFor(() => existsSync(audit) && readFileSync(audit, 'utf8').includes('"run_start"'));
     run.interrupt();
     const r = await run.done;
     stdin.destroy();

@@ -17,6 +17,7 @@ import {
 import type { CliContext } from './context.js';
 import { createCliClient } from './proxy.js';
 import { writeLine, type GlobalArgs } from './output.js';
+import type { CliErrorCode } from './exit-codes.js';
 
 export interface ConnectionArgs extends GlobalArgs {
   baseUrl?: string;
@@ -233,7 +234,7 @@ export function parseDuration(text: string, option: string): number {
     consumed += match[0].length;
   }
   if (trimmed === '' || consumed !== trimmed.length || !Number.isFinite(total)) {
-    throw new ConfigError(
+    throw new ConfigError<CliErrorCode>(
       'invalid_duration',
       `${option} must be a duration such as 90s, 30m, 1h or 1h30m, got "${text}"`,
       {

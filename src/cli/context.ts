@@ -1,6 +1,7 @@
 import { getEventListeners } from 'node:events';
 import type { Readable, Writable } from 'node:stream';
-import { EnvironmentError, environmentError, EXIT_CODES } from '../internal.js';
+import { EnvironmentError, environmentError } from '../internal.js';
+import { EXIT_CODES } from './exit-codes.js';
 
 /**
  * What a command handler may touch of the outside world. `main()` builds it from the real

@@ -171,12 +171,12 @@ export function rejectGuardFromArgs(args: HashOptionArgs): RejectGuardOptions {
  * The input guard of `hash` and `upload` over a run (options: rejectGuardFromArgs); the error's fix is
  * the summary's first hint when there is one.
  */
-export function guardRun<R extends HashCsvRun>(run: R, guard: RejectGuardOptions, opts: NormalizeOptions): R {
+export function guardRun<R extends HashCsvRun>(run: R, guard: RejectGuardOptions): R {
   return guardInput(
     run,
     () => run.summary,
     guard,
-    (s) => summaryHints(s, run.mapping, opts)[0],
+    (s) => summaryHints(s, run.mapping, run.normalize)[0],
   );
 }
 

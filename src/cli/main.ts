@@ -1,5 +1,5 @@
 import yargs, { type Argv, type CommandModule } from 'yargs';
-import { EXIT_CODES, VERSION } from '../internal.js';
+import { VERSION } from '../internal.js';
 import { processContext, type CliContext } from './context.js';
 import { describeParseFailure, type ParseContext } from './parse-errors.js';
 import { exitCodesEpilogue, reportError, writeLine, type GlobalArgs } from './output.js';
@@ -14,6 +14,7 @@ import { doNotReachCommand } from './commands/do-not-reach.js';
 import { permissionsCommand } from './commands/permissions.js';
 import { targetedCommand } from './commands/targeted.js';
 import { authCommand } from './commands/auth.js';
+import { EXIT_CODES } from './exit-codes.js';
 
 type CommandFactory = (ctx: CliContext) => CommandModule<GlobalArgs, never>;
 

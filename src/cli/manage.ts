@@ -31,6 +31,7 @@ import {
   type ExitCodeName,
   type GlobalArgs,
 } from './output.js';
+import type { CliErrorCode } from './exit-codes.js';
 
 // ---- Command groups ----
 
@@ -316,8 +317,8 @@ export function printObject(
 /** The same platform failure under another class, code, message or fix; status, path and platform errors are kept. */
 export function rephrase(
   error: HttpError,
-  change: { as?: typeof HttpError; code?: ErrorCode; message?: string; fix: string },
-): HttpError {
+  change: { as?: typeof HttpError; code?: ErrorCode | CliErrorCode; message?: string; fix: string },
+): HttpError<ErrorCode | CliErrorCode> {
   const init: HttpErrorInit = {
     status: error.status,
     method: error.method,
@@ -336,7 +337,7 @@ export function rephrase(
     }),
   };
   const As = change.as ?? HttpError;
-  return new As(change.code ?? error.code, change.message ?? error.message, init);
+  return new As<ErrorCode | CliErrorCode>(change.code ?? error.code, change.message ?? error.message, init);
 }
 
 /**
@@ -357,8 +358,10 @@ export async function ownerOnly<T>(args: AudienceArgs, action: string, run: () =
   try {
     return await run();
   } catch (error) {
-    if (!(error instanceof HttpError && error.status === 403 && isOwnerRefusal(error))) throw error;
-    throw rephrase(error, {
+    if (!(error instanceof HttpError && error.status === 403)) throw error;
+    const refused = error as HttpError;
+    if (!isOwnerRefusal(refused)) throw error;
+    throw rephrase(refused, {
       as: AuthError,
       code: 'audience_owner_only',
       message: `only the audience's owner account can ${action}, and account ${args.account} does not own audience ${args.audience}`,

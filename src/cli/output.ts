@@ -1,6 +1,7 @@
-import { AudienceKitError, environmentError, EXIT_CODES, exitCodeFor, HttpError, stateFailure } from '../internal.js';
+import { AudienceKitError, environmentError, HttpError, stateFailure } from '../internal.js';
 import type { CliContext } from './context.js';
 import { withFlagNames } from './flag-names.js';
+import { EXIT_CODES, exitCodeFor } from './exit-codes.js';
 
 export type ExitCodeName = keyof typeof EXIT_CODES;
 

@@ -3,6 +3,7 @@ import { createInterface } from 'node:readline';
 import type { Argv } from 'yargs';
 import { ConfigError } from '../internal.js';
 import type { CliContext } from './context.js';
+import type { CliErrorCode } from './exit-codes.js';
 
 /**
  * Ask on the terminal; an answer starting with neither y nor n is `defaultYes`. Ctrl-C or a closed stdin answer
@@ -46,14 +47,22 @@ export function withYesOption<T>(yargs: Argv<T>): Argv<T & YesArgs> {
 export async function confirmDeletion(ctx: CliContext, args: YesArgs, what: string, verb = 'delete'): Promise<void> {
   if (args.yes === true) return;
   if (!(ctx.stdinIsTTY && ctx.stderrIsTTY)) {
-    throw new ConfigError('confirmation_required', `${verb} ${what}: confirmation needed, and no terminal to ask on`, {
-      fix: `pass --yes to ${verb} without asking`,
-    });
+    throw new ConfigError<CliErrorCode>(
+      'confirmation_required',
+      `${verb} ${what}: confirmation needed, and no terminal to ask on`,
+      {
+        fix: `pass --yes to ${verb} without asking`,
+      },
+    );
   }
   const answer = await askYesNo(ctx, `${verb} ${what}? [y/N] `, false);
   if (answer !== true) {
-    throw new ConfigError('deletion_declined', `not ${verb === 'delete' ? 'deleted' : `${verb}d`}: ${what}`, {
-      fix: `answer y to ${verb} it, or pass --yes`,
-    });
+    throw new ConfigError<CliErrorCode>(
+      'deletion_declined',
+      `not ${verb === 'delete' ? 'deleted' : `${verb}d`}: ${what}`,
+      {
+        fix: `answer y to ${verb} it, or pass --yes`,
+      },
+    );
   }
 }

@@ -10,20 +10,15 @@ import {
   DEFAULT_MAX_RETRIES,
   DEFAULT_UPLOAD_CONCURRENCY,
   EnvironmentError,
-  EXIT_CODES,
-  exitCodeFor,
-  resolveBatchLimits,
-  resolveSendOptions,
-  resolveUploadGroup,
-  type ExitCode,
   type RunInput,
   type UploadReport,
   type UploadTarget,
 } from '../internal.js';
 import { checkSandboxConnectionFlags, type ConnectionArgs } from './connection.js';
-import { rejectGuardFromArgs, type HashOptionArgs } from './hash-options.js';
+import type { HashOptionArgs } from './hash-options.js';
 import type { GlobalArgs } from './output.js';
 import { STATE_DIR_ENV, STATE_URL_OPTION } from './state-dir.js';
+import { type CliErrorCode, EXIT_CODES, type ExitCode, exitCodeFor } from './exit-codes.js';
 
 export interface UploadArgs extends GlobalArgs, HashOptionArgs, ConnectionArgs {
   file: string;
@@ -115,21 +110,26 @@ export function exitCodeOf(report: Pick<UploadReport, 'status' | 'error'>): Exit
 }
 
 /**
- * Refused before the input is read or anything is sent. A sync needs its target even on a dry
- * run (the plan is made against the target's snapshot).
+ * What only the CLI refuses (the library's options are parsed once, by the command's settings):
+ * before the input is read or anything is sent. A sync needs its target even on a dry run (the
+ * plan is made against the target's snapshot).
  */
 export function checkUsage(args: UploadArgs, command: 'upload' | 'sync' = 'upload'): void {
   const dryRun = args['dry-run'] === true && command === 'upload';
   const useSandbox = args.sandbox === true;
   if (!useSandbox && !dryRun) {
     if (args.account === undefined)
-      throw new ConfigError('missing_option', `${command} needs --account (or --sandbox)`, {
+      throw new ConfigError<CliErrorCode>('missing_option', `${command} needs --account (or --sandbox)`, {
         fix: 'pass --account ID',
       });
     if (args.audience === undefined && args['do-not-reach-list'] === undefined) {
-      throw new ConfigError('missing_option', `${command} needs --audience or --do-not-reach-list (or --sandbox)`, {
-        fix: 'pass --audience ID or --do-not-reach-list ID',
-      });
+      throw new ConfigError<CliErrorCode>(
+        'missing_option',
+        `${command} needs --audience or --do-not-reach-list (or --sandbox)`,
+        {
+          fix: 'pass --audience ID or --do-not-reach-list ID',
+        },
+      );
     }
   }
   if (useSandbox) checkSandboxConnectionFlags(args);
@@ -138,10 +138,6 @@ export function checkUsage(args: UploadArgs, command: 'upload' | 'sync' = 'uploa
       fix: 'add --sandbox or drop --sandbox-faults',
     });
   }
-  resolveUploadGroup({ target: targetOf(args), ...runShape(args) });
-  resolveBatchLimits(runShape(args).limits);
-  resolveSendOptions(runShape(args));
-  rejectGuardFromArgs(args);
 }
 
 export function targetOf(args: Pick<UploadArgs, 'audience' | 'do-not-reach-list'>): UploadTarget {
@@ -150,7 +146,7 @@ export function targetOf(args: Pick<UploadArgs, 'audience' | 'do-not-reach-list'
     : { customAudienceId: args.audience ?? '' };
 }
 
-/** The flags that shape the run, as runUpload options. */
+/** The flags that shape the sending, as the library's options (upload's and sync's). */
 export function runShape(args: UploadArgs) {
   const set = <K extends string, V>(key: K, value: V | undefined) =>
     (value === undefined ? {} : { [key]: value }) as Partial<Record<K, V>>;

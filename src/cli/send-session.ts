@@ -11,23 +11,22 @@ import {
   hashCsv,
   startSandbox,
   type AdsClient,
-  type HashCsvOptions,
   type HashCsvRun,
   type RejectGuardOptions,
   type Sandbox,
-  type UploadTarget,
+  type Target,
 } from '../internal.js';
 import { clientFromArgs, withDebugLines, withTransportFlags } from './connection.js';
 import type { CliContext } from './context.js';
 import { guardRun, hashInputSource, hashOptionsFromArgs } from './hash-options.js';
 import { writeLine } from './output.js';
-import { targetOf, type UploadArgs } from './send-options.js';
+import type { UploadArgs } from './send-options.js';
 
 export interface Connected {
   client: AdsClient | undefined;
   sandbox: Sandbox | undefined;
   accountId: string;
-  target: UploadTarget;
+  target: Target;
 }
 
 /**
@@ -39,10 +38,10 @@ export interface Connected {
 export async function connect(
   ctx: CliContext,
   args: UploadArgs,
+  target: Target,
   seed?: number,
   prepare?: (c: Connected) => Promise<void>,
 ): Promise<Connected> {
-  const target = targetOf(args);
   if (args.sandbox !== true) {
     const client = args['dry-run'] === true ? undefined : (await clientFromArgs(ctx, args)).client;
     return { client, sandbox: undefined, accountId: args.account ?? '', target };
@@ -57,9 +56,11 @@ export async function connect(
     sandbox.setFaults('');
     const accountId = args.account ?? sandbox.accounts.primary;
     const name = `audience-kit ${basename(args.file)}`;
-    const created = describeTarget(target).isDoNotReach
-      ? { doNotReachListId: (await createDoNotReachList(client, { accountId, description: name })).id }
-      : { customAudienceId: (await createCustomAudience(client, { accountId, name })).id };
+    const created = describeTarget(
+      target.isDoNotReach
+        ? { doNotReachListId: (await createDoNotReachList(client, { accountId, description: name })).id }
+        : { customAudienceId: (await createCustomAudience(client, { accountId, name })).id },
+    );
     const c = { client, sandbox, accountId, target: created };
     await prepare?.(c);
     if (faults !== undefined) sandbox.setFaults(faults);
@@ -78,17 +79,15 @@ export async function connect(
 export async function openSendInput(
   ctx: CliContext,
   args: UploadArgs,
+  { types }: Target,
   guard: RejectGuardOptions,
-): Promise<{ run: HashCsvRun; inputPath: string; hashOptions: HashCsvOptions }> {
-  const { types } = describeTarget(targetOf(args));
+): Promise<HashCsvRun> {
   const inputPath = hashInputSource(args.file, ctx.cwd);
   const hashOptions = hashOptionsFromArgs(args, ctx.stdin);
-  const run = guardRun(
+  return guardRun(
     await hashCsv(inputPath, { ...hashOptions, emit: 'packed', ...(types === undefined ? {} : { types }) }),
     guard,
-    hashOptions,
   );
-  return { run, inputPath, hashOptions };
 }
 
 /**
@@ -120,7 +119,7 @@ export async function closeSend(run: HashCsvRun, c: Connected | undefined): Prom
 /** With --sandbox: how many users the embedded sandbox's target holds, and the report's name for it. */
 export function sandboxTargetSize(c: Connected): { label: string; size: number } | undefined {
   if (c.sandbox === undefined) return undefined;
-  const t = describeTarget(c.target);
+  const t = c.target;
   const size = t.isDoNotReach ? c.sandbox.state.dnrListSize(t.id) : c.sandbox.state.audienceSize(t.id);
   return { label: `sandbox ${t.noun} size`, size };
 }

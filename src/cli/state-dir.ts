@@ -12,9 +12,17 @@ import { existsSync, readdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Options } from 'yargs';
-import { ConfigError, parseStateUrl, targetSnapshot, type StateSpec, type UploadTarget } from '../internal.js';
+import {
+  ConfigError,
+  describeTarget,
+  parseStateUrl,
+  targetSnapshot,
+  type StateSpec,
+  type UploadTarget,
+} from '../internal.js';
 import type { CliContext } from './context.js';
 import { writeLine } from './output.js';
+import type { CliErrorCode } from './exit-codes.js';
 
 export const STATE_DIR_ENV = 'AUDIENCE_KIT_STATE_DIR';
 export const STATE_URL_ENV = 'AUDIENCE_KIT_STATE_URL';
@@ -73,11 +81,11 @@ export function chooseStateDir(
   if (present(env[STATE_DIR_ENV]) !== undefined || legacy === dir || !holdsState(legacy)) return { dir };
   const notice = `using ${legacy} (state kept in the working directory by an earlier version); the default state directory is now ${dir}: move its contents there, or pass --state-dir`;
   if (sync === undefined) return existsSync(dir) ? { dir } : { dir: legacy, notice };
-  const inLegacy = existsSync(targetSnapshot(legacy, sync.accountId, sync.target).dir);
-  const inDefault = existsSync(targetSnapshot(dir, sync.accountId, sync.target).dir);
+  const inLegacy = existsSync(targetSnapshot(legacy, sync.accountId, describeTarget(sync.target)).dir);
+  const inDefault = existsSync(targetSnapshot(dir, sync.accountId, describeTarget(sync.target)).dir);
   if (!inLegacy) return { dir };
   if (!inDefault) return { dir: legacy, notice };
-  throw new ConfigError(
+  throw new ConfigError<CliErrorCode>(
     'state_dir_ambiguous',
     `both ${legacy} (an earlier version's default) and ${dir} hold a snapshot of this target`,
     {

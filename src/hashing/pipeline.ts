@@ -167,6 +167,8 @@ export type RawRecord = Readonly<Record<string, string | number | bigint | boole
 /** A stream of users plus the running summary (complete once iterated). */
 export interface HashRecordsRun extends AsyncIterable<BuiltUser> {
   readonly summary: HashSummary;
+  /** The normalization options the users are built with (checked; the country canonical). */
+  readonly normalize: NormalizeOptions;
   /** The mapping in use (resolved at the first row when not given; it grows as records show new keys). */
   readonly mapping: ColumnMapping | undefined;
   /** Record keys seen so far that feed nothing (neither an identifier type nor the country). */
@@ -277,7 +279,8 @@ export function hashRecords(
   opts: HashRecordsOptions = {},
 ): HashRecordsRun {
   const checked = checkNormalizeOptions(opts);
-  const buildUser = userBuilder(normalizeOptionsOf(checked));
+  const normalize = normalizeOptionsOf(checked);
+  const buildUser = userBuilder(normalize);
   const summary = createHashSummary();
   let mapping = opts.mapping;
   let objects: RecordKeys | undefined;
@@ -313,6 +316,7 @@ export function hashRecords(
     if (objects?.pending !== undefined && mapping === undefined) throw objects.pending;
   }
   return {
+    normalize,
     get summary() {
       return summary;
     },
@@ -350,6 +354,8 @@ export interface HashCsvRun extends AsyncIterable<HashedChunk> {
   readonly name: string;
   readonly header: readonly string[];
   readonly mapping: ColumnMapping;
+  /** The normalization options the users are built with (checked; the country canonical). */
+  readonly normalize: NormalizeOptions;
   readonly delimiter: CsvDelimiter;
   readonly encoding: CsvEncoding;
   readonly compressed: boolean;
@@ -437,6 +443,7 @@ export async function hashCsv(source: CsvSource, opts: HashCsvOptions = {}): Pro
     name: input.name,
     header: input.header,
     mapping,
+    normalize: ctx.normalize,
     delimiter: input.delimiter,
     encoding: input.encoding,
     compressed: input.compressed,

@@ -209,6 +209,11 @@ function startsWith(buf: Buffer, bytes: readonly number[]): boolean {
   return bytes.every((b, i) => buf[i] === b);
 }
 
+/**
+ * The input as UTF-8 bytes: counted as read, decompressed when it is gzip, its encoding found (BOM,
+ * or NUL bytes of UTF-16 without one) and converted. ZIP, binary and a `.gz` name on plain data
+ * are refused here, before any row is read.
+ */
 async function openBytes(source: CsvSource, opts: ReadCsvOptions): Promise<ByteInput> {
   const raw = await openRaw(source, opts.stdin);
   let read = 0;
@@ -225,63 +230,82 @@ async function openBytes(source: CsvSource, opts: ReadCsvOptions): Promise<ByteI
       throw typeof source === 'string' && source !== '-' ? fileError(source, error) : readError(name, error);
     }
   }
-  let it: AsyncIterator<Buffer> = counted();
-  let head = Buffer.concat(await peek(it, 4));
-  let compressed = false;
-  if (startsWith(head, [0x1f, 0x8b])) {
-    compressed = true;
-    it = gunzip(prepend([head], it), name);
-    head = Buffer.concat(await peek(it, 4));
-  } else if (raw.gzName && head.length > 0) {
+  try {
+    const { it, head, compressed } = await decompressed(counted(), raw);
+    const { bytes, encoding } = await decoded(it, head, name);
+    return {
+      name,
+      totalBytes: raw.totalBytes,
+      bytesRead: () => read,
+      bytes,
+      encoding,
+      compressed,
+      close: () => raw.close(),
+    };
+  } catch (error) {
     await raw.close();
-    throw new InputError('input_not_gzip', `${name} ends in .gz but is not gzip data`, {
+    throw error;
+  }
+}
+
+/** The bytes gunzipped when they start with gzip's magic number, and their first bytes. */
+async function decompressed(
+  counted: AsyncIterator<Buffer>,
+  raw: { name: string; gzName: boolean },
+): Promise<{ it: AsyncIterator<Buffer>; head: Buffer; compressed: boolean }> {
+  const head = Buffer.concat(await peek(counted, 4));
+  if (startsWith(head, [0x1f, 0x8b])) {
+    const it = gunzip(prepend([head], counted), raw.name);
+    return { it, head: Buffer.concat(await peek(it, 4)), compressed: true };
+  }
+  if (raw.gzName && head.length > 0) {
+    throw new InputError('input_not_gzip', `${raw.name} ends in .gz but is not gzip data`, {
       fix: 'decompress or rename the file, or pass the right file',
     });
   }
+  return { it: counted, head, compressed: false };
+}
+
+/** The encoding from the BOM (dropped), or from the NUL bytes of the first 4 KiB; the bytes as UTF-8. */
+async function decoded(
+  it: AsyncIterator<Buffer>,
+  head: Buffer,
+  name: string,
+): Promise<{ bytes: AsyncGenerator<Buffer>; encoding: CsvEncoding }> {
   let encoding: CsvEncoding = 'utf-8';
   let skip = 0;
   if (startsWith(head, [0xef, 0xbb, 0xbf])) skip = 3;
   else if (startsWith(head, [0xff, 0xfe])) [encoding, skip] = ['utf-16le', 2];
   else if (startsWith(head, [0xfe, 0xff])) [encoding, skip] = ['utf-16be', 2];
   else if (startsWith(head, [0x50, 0x4b, 0x03, 0x04])) {
-    await raw.close();
     throw new InputError('input_not_csv', `${name} is a ZIP archive (an Excel workbook?), not a CSV file`, {
       fix: 'export the sheet as "CSV UTF-8" and pass that file',
     });
   }
   let bytes = prepend(skip > 0 ? [head.subarray(skip)] : [head], it);
   if (encoding === 'utf-8') {
-    // Without a BOM, UTF-16 shows as NUL bytes in every other position; any other NUL means binary.
     const sample = Buffer.concat(await peek(bytes, 4096));
     bytes = prepend([sample], bytes);
-    const nulAt = (parity: number): number => {
-      let n = 0;
-      for (let i = parity; i < sample.length; i += 2) if (sample[i] === 0) n++;
-      return n;
-    };
-    const [even, odd] = [nulAt(0), nulAt(1)];
-    const half = Math.floor(sample.length / 2);
-    if (even + odd > 0) {
-      if (odd > half * 0.3 && even === 0) encoding = 'utf-16le';
-      else if (even > half * 0.3 && odd === 0) encoding = 'utf-16be';
-      else {
-        await raw.close();
-        throw new InputError('input_binary', `${name} contains binary data (NUL bytes), not CSV text`, {
-          fix: 'pass a CSV text file (UTF-8 or UTF-16 with a BOM)',
-        });
-      }
-    }
+    encoding = encodingWithoutBom(sample, name);
   }
-  if (encoding !== 'utf-8') bytes = utf16ToUtf8(bytes, encoding);
-  return {
-    name,
-    totalBytes: raw.totalBytes,
-    bytesRead: () => read,
-    bytes,
-    encoding,
-    compressed,
-    close: () => raw.close(),
+  return { bytes: encoding === 'utf-8' ? bytes : utf16ToUtf8(bytes, encoding), encoding };
+}
+
+/** Without a BOM, UTF-16 shows as NUL bytes in every other position; any other NUL means binary. */
+function encodingWithoutBom(sample: Buffer, name: string): CsvEncoding {
+  const nulAt = (parity: number): number => {
+    let n = 0;
+    for (let i = parity; i < sample.length; i += 2) if (sample[i] === 0) n++;
+    return n;
   };
+  const [even, odd] = [nulAt(0), nulAt(1)];
+  const half = Math.floor(sample.length / 2);
+  if (even + odd === 0) return 'utf-8';
+  if (odd > half * 0.3 && even === 0) return 'utf-16le';
+  if (even > half * 0.3 && odd === 0) return 'utf-16be';
+  throw new InputError('input_binary', `${name} contains binary data (NUL bytes), not CSV text`, {
+    fix: 'pass a CSV text file (UTF-8 or UTF-16 with a BOM)',
+  });
 }
 
 function readError(name: string, error: unknown): InputError {

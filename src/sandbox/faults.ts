@@ -6,6 +6,7 @@
  * from a seeded PRNG.
  */
 import { ConfigError } from '../errors.js';
+import type { SandboxErrorCode } from './errors.js';
 
 export const SANDBOX_FAULT_KINDS = ['500', '503', '429', 'drop', 'slow', 'mismatch', 'html'] as const;
 export type SandboxFaultKind = (typeof SANDBOX_FAULT_KINDS)[number];
@@ -38,10 +39,14 @@ const ITEM_RE = /^([a-z0-9]+)(?:=([^@%:]*))?(?:@([^%:]*)|%([^:]*))?(?::(.*))?$/;
 const UINT_RE = /^\d+$/;
 const RATE_RE = /^(?:0|1|0?\.\d+|1\.0*)$/;
 
-function specError(position: number, item: string, why: string): ConfigError {
-  return new ConfigError('sandbox_fault_spec_invalid', `Fault spec item ${position} "${item}": ${why}`, {
-    fix: SPEC_FIX,
-  });
+function specError(position: number, item: string, why: string): ConfigError<SandboxErrorCode> {
+  return new ConfigError<SandboxErrorCode>(
+    'sandbox_fault_spec_invalid',
+    `Fault spec item ${position} "${item}": ${why}`,
+    {
+      fix: SPEC_FIX,
+    },
+  );
 }
 
 function isRoute(route: string): route is SandboxFaultRoute {

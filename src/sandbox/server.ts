@@ -18,6 +18,7 @@ import { AdsRoutes, matchAdsRoute, type AdsReply, type AdsRequest } from './rout
 import { SandboxStore, type SandboxRequestLog, type SandboxStateHandle } from './state.js';
 import { MAX_BODY_BYTES, TOTAL_COUNT_RATE_LIMIT, USER_BATCH_RATE_LIMIT } from './platform.js';
 import { checkUserBatch } from './users.js';
+import type { SandboxErrorCode } from './errors.js';
 
 export interface SandboxOptions {
   /** 0 (default) picks a free port. */
@@ -111,7 +112,7 @@ function checkOptions(opts: SandboxOptions): void {
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const field = issue?.path.join('.') || 'options';
-    throw new ConfigError(
+    throw new ConfigError<SandboxErrorCode>(
       'sandbox_option_invalid',
       `Sandbox option ${field} is invalid: ${issue?.message ?? 'unknown'}`,
       {
@@ -275,6 +276,7 @@ function authFailure(res: ServerResponse, message: string): number {
   return 401;
 }
 
+/** The OAuth 1.0a PIN flow's three steps: the authorize page, a request token, an access token. */
 async function handleCore(
   w: SandboxWorld,
   req: IncomingMessage,
@@ -283,23 +285,7 @@ async function handleCore(
   fullUrl: string,
 ): Promise<number> {
   const method = req.method ?? 'GET';
-  if (url.pathname === '/oauth/authorize' && method === 'GET') {
-    const rec = w.store.tokens.get(url.searchParams.get('oauth_token') ?? '');
-    if (rec === undefined || rec.kind !== 'request') {
-      sendText(
-        res,
-        400,
-        'text/html',
-        '<html><body><p>This authorization request is invalid or expired.</p></body></html>',
-      );
-      return 400;
-    }
-    // Auto-approval: the sandbox user "clicks Authorize" at once.
-    rec.verifier = String(1_000_000 + Math.floor(w.idRandom() * 9_000_000));
-    const html = `<!doctype html><html><head><title>Authorize audience-kit (sandbox)</title></head><body><p>You authorized the app (sandbox auto-approval). Enter this PIN to complete the authorization:</p><code id="oauth_pin">${rec.verifier}</code></body></html>`;
-    sendText(res, 200, 'text/html', html);
-    return 200;
-  }
+  if (url.pathname === '/oauth/authorize' && method === 'GET') return authorizePage(w, res, url);
   if (method !== 'POST' || (url.pathname !== '/oauth/request_token' && url.pathname !== '/oauth/access_token')) {
     sendJson(res, 404, errorBody('NOT_FOUND', 'No such endpoint'));
     return 404;
@@ -315,31 +301,65 @@ async function handleCore(
     tokenKind: requestStep ? 'none' : 'request',
   });
   if (!auth.ok) return authFailure(res, auth.message);
-  const form = (values: Record<string, string>): number => {
-    sendText(res, 200, 'application/x-www-form-urlencoded', new URLSearchParams(values).toString());
-    return 200;
-  };
-  if (requestStep) {
-    if (auth.value.oauth['oauth_callback'] === undefined) {
-      sendJson(res, 400, errorBody('MISSING_PARAMETER', 'oauth_callback is required (a URL or oob)', 'oauth_callback'));
-      return 400;
-    }
-    const token = w.secret(27);
-    const tokenSecret = w.secret(32);
-    w.store.tokens.set(token, { secret: tokenSecret, userId: w.me.id, kind: 'request' });
-    return form({ oauth_token: token, oauth_token_secret: tokenSecret, oauth_callback_confirmed: 'true' });
+  return requestStep ? requestToken(w, res, auth.value) : accessToken(w, res, auth.value, pairs);
+}
+
+type VerifiedRequest = Extract<ReturnType<SandboxWorld['verifier']['verify']>, { ok: true }>['value'];
+
+function sendForm(res: ServerResponse, values: Record<string, string>): number {
+  sendText(res, 200, 'application/x-www-form-urlencoded', new URLSearchParams(values).toString());
+  return 200;
+}
+
+/** The page the user approves the app on: the sandbox approves at once and shows the PIN. */
+function authorizePage(w: SandboxWorld, res: ServerResponse, url: URL): number {
+  const rec = w.store.tokens.get(url.searchParams.get('oauth_token') ?? '');
+  if (rec === undefined || rec.kind !== 'request') {
+    sendText(
+      res,
+      400,
+      'text/html',
+      '<html><body><p>This authorization request is invalid or expired.</p></body></html>',
+    );
+    return 400;
   }
-  const rec = auth.value.tokenRec;
-  const given = auth.value.oauth['oauth_verifier'] ?? pairs.find(([k]) => k === 'oauth_verifier')?.[1];
+  // Auto-approval: the sandbox user "clicks Authorize" at once.
+  rec.verifier = String(1_000_000 + Math.floor(w.idRandom() * 9_000_000));
+  const html = `<!doctype html><html><head><title>Authorize audience-kit (sandbox)</title></head><body><p>You authorized the app (sandbox auto-approval). Enter this PIN to complete the authorization:</p><code id="oauth_pin">${rec.verifier}</code></body></html>`;
+  sendText(res, 200, 'text/html', html);
+  return 200;
+}
+
+/** A new request token, for a request signed with the consumer pair and naming its callback. */
+function requestToken(w: SandboxWorld, res: ServerResponse, auth: VerifiedRequest): number {
+  if (auth.oauth['oauth_callback'] === undefined) {
+    sendJson(res, 400, errorBody('MISSING_PARAMETER', 'oauth_callback is required (a URL or oob)', 'oauth_callback'));
+    return 400;
+  }
+  const token = w.secret(27);
+  const tokenSecret = w.secret(32);
+  w.store.tokens.set(token, { secret: tokenSecret, userId: w.me.id, kind: 'request' });
+  return sendForm(res, { oauth_token: token, oauth_token_secret: tokenSecret, oauth_callback_confirmed: 'true' });
+}
+
+/** The request token and its PIN (verifier) exchanged, once, for an access token. */
+function accessToken(
+  w: SandboxWorld,
+  res: ServerResponse,
+  auth: VerifiedRequest,
+  pairs: readonly (readonly [string, string])[],
+): number {
+  const rec = auth.tokenRec;
+  const given = auth.oauth['oauth_verifier'] ?? pairs.find(([k]) => k === 'oauth_verifier')?.[1];
   if (rec === undefined || rec.verifier === undefined || given !== rec.verifier) {
     return authFailure(res, 'Invalid or missing oauth_verifier');
   }
-  w.store.tokens.delete(auth.value.token ?? '');
+  w.store.tokens.delete(auth.token ?? '');
   const user = w.store.users.get(rec.userId) ?? w.me;
   const token = `${user.id}-${w.secret(40)}`;
   const tokenSecret = w.secret(45);
   w.store.tokens.set(token, { secret: tokenSecret, userId: user.id, kind: 'access' });
-  return form({
+  return sendForm(res, {
     oauth_token: token,
     oauth_token_secret: tokenSecret,
     user_id: user.id,
@@ -578,7 +598,7 @@ async function listen(server: Server, opts: SandboxOptions): Promise<{ origin: s
   await new Promise<void>((resolve, reject) => {
     server.once('error', (e: NodeJS.ErrnoException) =>
       reject(
-        new ConfigError(
+        new ConfigError<SandboxErrorCode>(
           'sandbox_listen_failed',
           `The sandbox could not listen on ${opts.host ?? '127.0.0.1'}:${opts.port ?? 0}: ${e.code ?? e.message}`,
           {

@@ -5,6 +5,7 @@
  */
 import { ConfigError } from '../errors.js';
 import type { SandboxFaultKind } from './faults.js';
+import type { SandboxErrorCode } from './errors.js';
 
 export interface SandboxRequestLog {
   method: string;
@@ -266,7 +267,7 @@ export class SandboxStore implements SandboxStateHandle {
   private requireAccount(accountId: string): AccountRec {
     const account = this.accounts.get(accountId);
     if (account === undefined) {
-      throw new ConfigError('sandbox_unknown_account', `The sandbox has no account ${accountId}`, {
+      throw new ConfigError<SandboxErrorCode>('sandbox_unknown_account', `The sandbox has no account ${accountId}`, {
         fix: 'Use one of sandbox.accounts (primary, secondary, foreign)',
       });
     }
@@ -402,7 +403,7 @@ export class SandboxStore implements SandboxStateHandle {
     this.requireAccount(accountId);
     const live = this.liveDnrList(accountId);
     if (live !== undefined) {
-      throw new ConfigError(
+      throw new ConfigError<SandboxErrorCode>(
         'sandbox_dnr_list_exists',
         `Account ${accountId} already has do-not-reach list ${live.id}`,
         {
@@ -417,9 +418,13 @@ export class SandboxStore implements SandboxStateHandle {
     this.requireAccount(accountId);
     const audience = this.audiences.get(audienceId);
     if (audience === undefined) {
-      throw new ConfigError('sandbox_unknown_audience', `The sandbox has no custom audience ${audienceId}`, {
-        fix: 'Create it first with state.createCustomAudience',
-      });
+      throw new ConfigError<SandboxErrorCode>(
+        'sandbox_unknown_audience',
+        `The sandbox has no custom audience ${audienceId}`,
+        {
+          fix: 'Create it first with state.createCustomAudience',
+        },
+      );
     }
     const record: SandboxTargetingRecord = {
       campaign_id: this.newId(5),

@@ -6,15 +6,18 @@ export {
   DEFAULT_MAX_RETRIES,
   DEFAULT_UPLOAD_CONCURRENCY,
   operationType,
-  resolveSendOptions,
   resolveUploadGroup,
+  type ResolvedUploadOptions,
 } from './options.js';
 export { createEngine, type Engine, type EngineOptions } from './engine.js';
 export { verify as verifyBatchResult, type SendableBatch } from './sender.js';
 export { asKitError, reportJson, rejectRate } from './report.js';
 export { sendUsers, uploadAudience } from './upload.js';
 export {
+  resolveRunSettings,
+  runResolved,
   runUpload,
+  type RunSettings,
   type RunInput,
   type RunNotice,
   type RunUploadOptions,
@@ -23,7 +26,10 @@ export {
 } from './run.js';
 export * from './progress.js';
 export {
+  resolveSyncSettings,
   syncAudience,
+  syncResolved,
+  type SyncSettings,
   MAX_REFRESH_AFTER_DAYS,
   type SyncAudienceOptions,
   type SyncOperationReport,

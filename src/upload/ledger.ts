@@ -88,7 +88,8 @@ export class Ledger {
   }
 
   private async recordFailure(batch: SendableBatch, error: unknown): Promise<void> {
-    if (error instanceof HttpError && error.operationErrors.length > 0) this.recordOperationErrors(batch, error);
+    if (error instanceof HttpError && error.operationErrors.length > 0)
+      this.recordOperationErrors(batch, error as HttpError);
     const { code, reason } = describeFailure(error);
     this.failed.push({ index: batch.index, users: batch.users, reason, code });
     this.usersFailed += batch.users;
@@ -129,6 +130,6 @@ export class Ledger {
 
 /** Why a send failed, for the report and the journal (never identifiers). */
 function describeFailure(error: unknown): { code: string; reason: string } {
-  if (error instanceof AudienceKitError) return { code: error.code, reason: error.message };
+  if (error instanceof AudienceKitError) return { code: error.code as string, reason: error.message };
   return { code: 'internal', reason: error instanceof Error ? error.message : String(error) };
 }

@@ -1,15 +1,31 @@
 /**
- * Checking upload options before anything is read or sent. Messages name the library option
- * (`maxRetries`, `expiresAt`); the CLI translates them to its flags.
+ * The options boundary. Each entry (uploadAudience, runUpload and syncAudience, and the CLI's
+ * sending commands) parses its options once with its zod schema into one resolved value:
+ * defaults filled in, limits and times checked, the target described, the batch group built.
+ * Everything below an entry takes that value and checks nothing again. Messages name the
+ * library option (`maxRetries`, `expiresAt`); the CLI translates them to its flags.
+ *
+ * A new option is one line in the fields of the entries that take it.
  */
+import { z } from 'zod';
+import type { AdsClient } from '../api/index.js';
 import { ConfigError } from '../errors.js';
-import type { BatchGroup, OperationType } from './plan.js';
+import type { HashRecordsOptions } from '../hashing/pipeline.js';
+import { rejectGuardOptions, type RejectGuardOptions } from '../hashing/reject-guard.js';
+import type { UploadJournal } from '../state/store.js';
+import { realClock, type Clock } from '../util/clock.js';
+import { resolveBatchLimits, type BatchGroup, type BatchLimits, type OperationType, type PackedBatch } from './plan.js';
 import { describeTarget, type Target } from './target.js';
-import type { UploadOperation, UploadTarget } from './types.js';
+import type { ConfirmedBatchInfo, UploadOperation, UploadProgress, UploadTarget, UploadUsers } from './types.js';
 
 /** Measured against the sandbox on 2 cores (docs/performance.md): more gains nothing, fewer leaves the link idle. */
 export const DEFAULT_UPLOAD_CONCURRENCY = 4;
 export const DEFAULT_MAX_RETRIES = 5;
+export const DEFAULT_RETRY_BASE_MS = 1000;
+export const DEFAULT_PROGRESS_INTERVAL_MS = 250;
+
+// ---------------------------------------------------------------------------------------------
+// Field checks: each throws a ConfigError naming the option.
 
 function parseIsoTime(value: string, option: string): string {
   const ok = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(value);
@@ -35,20 +51,15 @@ export function operationType(operation: UploadOperation | undefined): Operation
 }
 
 /**
- * Check the operation parameters before anything is sent; returns the batch group (times
- * normalized to UTC). Do-not-reach lists refuse effective_at and take expires_at only up to
- * 13 months ahead.
+ * The batch group of an upload (times normalized to UTC). Do-not-reach lists refuse effective_at
+ * and take expires_at only up to 13 months ahead.
  */
-export function resolveUploadGroup(o: {
-  target: UploadTarget;
-  operation?: UploadOperation;
-  effectiveAt?: string | undefined;
-  expiresAt?: string | undefined;
-  now?: Date;
-}): BatchGroup {
-  const now = o.now ?? new Date();
+function uploadGroup(
+  target: Target,
+  o: { operation?: UploadOperation | undefined; effectiveAt?: string | undefined; expiresAt?: string | undefined },
+  now: Date,
+): BatchGroup {
   const group: BatchGroup = { operationType: operationType(o.operation) };
-  const target = describeTarget(o.target);
   if (o.effectiveAt !== undefined) {
     if (!target.takesEffectiveAt) {
       throw new ConfigError(
@@ -61,6 +72,17 @@ export function resolveUploadGroup(o: {
   }
   if (o.expiresAt !== undefined) group.expiresAt = checkExpiry(o.expiresAt, group, target, now);
   return group;
+}
+
+/** The batch group of `o` alone (what the entries' schemas build): for a caller that checks one. */
+export function resolveUploadGroup(o: {
+  target: UploadTarget;
+  operation?: UploadOperation;
+  effectiveAt?: string | undefined;
+  expiresAt?: string | undefined;
+  now?: Date;
+}): BatchGroup {
+  return uploadGroup(describeTarget(o.target), o, o.now ?? new Date());
 }
 
 function checkExpiry(value: string, group: BatchGroup, target: Target, now: Date): string {
@@ -87,27 +109,169 @@ function checkExpiry(value: string, group: BatchGroup, target: Target, now: Date
   return expiresAt;
 }
 
-/** Check the sending options (ConfigError naming the option); runUpload calls it before opening the journal. */
-export function resolveSendOptions(o: { concurrency?: number | undefined; maxRetries?: number | undefined }): {
-  concurrency: number;
-  maxRetries: number;
-} {
-  return {
-    concurrency: wholeNumber(o.concurrency, DEFAULT_UPLOAD_CONCURRENCY, 'concurrency', 1, 64),
-    maxRetries: wholeNumber(o.maxRetries, DEFAULT_MAX_RETRIES, 'maxRetries', 0, 100),
-  };
-}
-
-function wholeNumber(value: number | undefined, fallback: number, option: string, min: number, max: number): number {
+function wholeNumber(value: unknown, fallback: number, option: string, min: number, max: number): number {
   const v = value ?? fallback;
-  if (!Number.isInteger(v) || v < min || v > max) {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
     throw new ConfigError(
       'invalid_option',
-      `${option} must be a whole number from ${min} to ${max}, got ${String(v)}`,
+      `${option} must be a whole number from ${min} to ${max}, got ${typeof v === 'number' ? String(v) : typeof v}`,
       {
         fix: `pass ${option} within ${min}..${max}, or omit it for the default ${fallback}`,
       },
     );
   }
   return v;
+}
+
+/** The target as `describeTarget` gives it (a Target already described is taken as it is). */
+function describeUploadTarget(target: unknown): Target {
+  if (typeof target === 'object' && target !== null && 'postUsers' in target) return target as Target;
+  const t = target as Partial<Record<'customAudienceId' | 'doNotReachListId', unknown>> | null;
+  const id = typeof t === 'object' && t !== null ? (t.doNotReachListId ?? t.customAudienceId) : undefined;
+  if (typeof id !== 'string') {
+    throw new ConfigError('invalid_option', 'target must be { customAudienceId } or { doNotReachListId }', {
+      fix: "pass target: { customAudienceId: '…' } or { doNotReachListId: '…' }",
+    });
+  }
+  return describeTarget(target as UploadTarget);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Schemas.
+
+/** `check`'s result; a ConfigError it throws becomes the parse's issue (and, by parseOptions, its error). */
+export function orIssue<T>(ctx: z.RefinementCtx, check: () => T): T {
+  try {
+    return check();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    ctx.addIssue({ code: 'custom', message: error.message, params: { error } });
+    return z.NEVER;
+  }
+}
+
+/** A field whose value `check` resolves. */
+function checked<T>(check: (value: unknown) => T) {
+  return z
+    .unknown()
+    .optional()
+    .transform((value, ctx): T => orIssue(ctx, () => check(value)));
+}
+
+/** A value handed through as it is (a client, a stream, a callback): nothing to check. */
+const given = <T>() => z.custom<T>((v) => v !== undefined).optional();
+const callback = <T extends (...args: never[]) => unknown>() =>
+  z.custom<T>((v) => typeof v === 'function', { message: 'must be a function' }).optional();
+
+/** The options of how batches are sent: every entry takes them. */
+export const SEND_FIELDS = {
+  client: given<AdsClient>(),
+  accountId: z.string(),
+  target: checked(describeUploadTarget),
+  limits: checked((v) => resolveBatchLimits(v as Partial<BatchLimits> | undefined)),
+  dedupe: z.boolean().default(true),
+  concurrency: checked((v) => wholeNumber(v, DEFAULT_UPLOAD_CONCURRENCY, 'concurrency', 1, 64)),
+  maxRetries: checked((v) => wholeNumber(v, DEFAULT_MAX_RETRIES, 'maxRetries', 0, 100)),
+  retryBaseMs: z.number().min(0).default(DEFAULT_RETRY_BASE_MS),
+  signal: given<AbortSignal>(),
+  onConfirmed: callback<(batch: ConfirmedBatchInfo) => void>(),
+  clock: z.custom<Clock>().default(realClock),
+  random: z.custom<() => number>((v) => typeof v === 'function').default(() => Math.random),
+};
+
+/** What the users are and what is done with them: uploadAudience's and runUpload's. */
+export const UPLOAD_FIELDS = {
+  ...SEND_FIELDS,
+  operation: checked((v): UploadOperation =>
+    operationType(v as UploadOperation | undefined) === 'Update' ? 'update' : 'delete',
+  ),
+  effectiveAt: z.string().optional(),
+  expiresAt: z.string().optional(),
+  users: z.custom<UploadUsers>((v) => typeof v === 'object' && v !== null, { message: 'must be iterable' }),
+  records: given<HashRecordsOptions>(),
+  maxRejectRate: z.number().optional(),
+  requireUsers: z.boolean().optional(),
+  journal: given<UploadJournal>(),
+  dryRun: z.boolean().default(false),
+  runId: z.string().optional(),
+  onBatch: callback<(batch: PackedBatch) => void>(),
+  onProgress: callback<(p: UploadProgress) => void>(),
+  progressIntervalMs: z.number().min(0).default(DEFAULT_PROGRESS_INTERVAL_MS),
+  inputProgress: callback<() => { bytesRead: number; totalBytes?: number }>(),
+};
+
+/** The fields every upload entry has (runUpload has all but `journal`). */
+type UploadCore = z.output<z.ZodObject<Omit<typeof UPLOAD_FIELDS, 'journal' | 'users' | 'client'>>>;
+type Settled<T> = Omit<T, 'operation' | 'effectiveAt' | 'expiresAt' | 'maxRejectRate' | 'requireUsers'> & {
+  operation: UploadOperation;
+  group: BatchGroup;
+  guard: RejectGuardOptions;
+};
+
+/** The upload's resolved value from its parsed fields: the batch group and the reject guard. */
+function settleUpload<T extends UploadCore>(o: T, ctx: z.RefinementCtx): Settled<T> {
+  const { operation, effectiveAt, expiresAt, maxRejectRate, requireUsers, ...rest } = o;
+  return orIssue(ctx, () => ({
+    ...rest,
+    operation,
+    group: uploadGroup(o.target, { operation, effectiveAt, expiresAt }, new Date(o.clock.now())),
+    guard: rejectGuardOptions({
+      ...(maxRejectRate === undefined ? {} : { maxRejectRate }),
+      ...(requireUsers === undefined ? {} : { requireUsers }),
+    }),
+  }));
+}
+
+/** An entry's schema over `fields`: the upload's group and guard settled, and a client required unless `dryRun`. */
+export function uploadSchema<F extends Omit<typeof UPLOAD_FIELDS, 'journal'>>(fields: F, entry: string) {
+  return z
+    .object(fields)
+    .transform((o, ctx) => settleUpload(o as z.output<z.ZodObject<F>> & UploadCore, ctx))
+    .superRefine((o, ctx) => needsClient(o, ctx, entry));
+}
+
+/**
+ * The same without the values only a session brings (`users`, `client`): what the CLI parses from
+ * its flags before the input is opened or the client made, and completes with them later.
+ */
+export function uploadSettingsSchema<F extends Omit<typeof UPLOAD_FIELDS, 'journal'>>(fields: F) {
+  const { users: _users, client: _client, ...settings } = fields;
+  return z.object(settings).transform((o, ctx) => settleUpload(o as typeof o & UploadCore, ctx));
+}
+
+/** No client is needed for a dry run only. */
+export function needsClient(o: { client?: unknown; dryRun: boolean }, ctx: z.RefinementCtx, entry: string): void {
+  if (o.dryRun || o.client !== undefined) return;
+  orIssue(ctx, () => {
+    throw new ConfigError('missing_client', `${entry} needs a client unless dryRun is set`, {
+      fix: 'pass client: createClient({...})',
+    });
+  });
+}
+
+const UPLOAD_SCHEMA = uploadSchema(UPLOAD_FIELDS, 'uploadAudience');
+
+/** uploadAudience's options, resolved: what the upload below its entry takes. */
+export type ResolvedUploadOptions = z.output<typeof UPLOAD_SCHEMA>;
+
+/** The options of uploadAudience, parsed once (ConfigError naming the first option refused). */
+export function resolveUploadOptions(o: unknown): ResolvedUploadOptions {
+  return parseOptions(UPLOAD_SCHEMA, o);
+}
+
+/** The sending part of a resolved value, for a caller that sends without the upload's extras (sync). */
+export type ResolvedSendOptions = z.output<z.ZodObject<typeof SEND_FIELDS>>;
+
+/** Parse `o` with `schema`; the first refused option is thrown as a ConfigError naming it. */
+export function parseOptions<S extends z.ZodType>(schema: S, o: unknown): z.output<S> {
+  const parsed = schema.safeParse(o);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const known: unknown =
+    issue?.code === 'custom' ? (issue.params as { error?: unknown } | undefined)?.error : undefined;
+  if (known instanceof ConfigError) throw known;
+  const option = issue === undefined || issue.path.length === 0 ? 'options' : issue.path.join('.');
+  throw new ConfigError('invalid_option', `${option}: ${issue?.message ?? 'invalid'}`, {
+    fix: `correct ${option} (the options are listed in docs/library.md)`,
+  });
 }

@@ -8,13 +8,13 @@ import { AudienceKitError } from '../errors.js';
 import type { HashSummary } from '../hashing/summary.js';
 import type { Ledger } from './ledger.js';
 import type { BatchPacker } from './plan.js';
-import { describeTarget } from './target.js';
-import type { UploadOperation, UploadProgress, UploadReport, UploadStatus, UploadTarget } from './types.js';
+import type { Target } from './target.js';
+import type { UploadOperation, UploadProgress, UploadReport, UploadStatus } from './types.js';
 
 export interface RunBooks {
   runId: string;
   accountId: string;
-  target: UploadTarget;
+  target: Target;
   operation: UploadOperation;
   dryRun: boolean;
   resumed: boolean;
@@ -125,14 +125,13 @@ export function buildReport(b: RunBooks, status: UploadStatus, endedMs: number):
   return report;
 }
 
-export function targetRef(target: UploadTarget): UploadReport['target'] {
-  const { kind, id } = describeTarget(target);
-  return { kind, id };
+export function targetRef(target: Target): UploadReport['target'] {
+  return { kind: target.kind, id: target.id };
 }
 
 /** Anything thrown, as an AudienceKitError (`internal` when it was not one). */
 export function asKitError(error: unknown): AudienceKitError {
-  if (error instanceof AudienceKitError) return error;
+  if (error instanceof AudienceKitError) return error as AudienceKitError;
   return new AudienceKitError('internal', error instanceof Error ? error.message : 'non-Error value thrown', {
     cause: error,
   });

@@ -9,6 +9,7 @@ import { findDoNotReachList, getCustomAudience, type AdsClient } from '../api/in
 import { statSync } from 'node:fs';
 import { basename } from 'node:path';
 import { AudienceKitError, ConfigError, HttpError, InputError } from '../errors.js';
+import { z } from 'zod';
 import { fileSha256 } from '../util/sha256.js';
 import type { ColumnMapping } from '../identifiers/mapping.js';
 import { DEFAULT_PHONE_FORMAT, type NormalizeOptions } from '../identifiers/normalize.js';
@@ -23,13 +24,13 @@ import { unfinishedRunError, type JournalKey, type JournalSummary } from '../sta
 import type { AuditLog, StateStore, UploadJournal } from '../state/store.js';
 import { VERSION } from '../version.js';
 import { isAborted } from '../util/clock.js';
-import { resolveSendOptions, resolveUploadGroup } from './options.js';
-import { resolveBatchLimits } from './plan.js';
+import { orIssue, parseOptions, UPLOAD_FIELDS, uploadSchema, uploadSettingsSchema } from './options.js';
+import type { BatchGroup, BatchLimits } from './plan.js';
 import { targetRef } from './report.js';
-import { describeTarget } from './target.js';
-import type { UploadAudienceOptions, UploadReport, UploadTarget } from './types.js';
-import { uploadAudience } from './upload.js';
-import { openUploadState, type StateOption } from './state-option.js';
+import type { Target } from './target.js';
+import type { UploadAudienceOptions, UploadReport, UploadUsers } from './types.js';
+import { upload } from './upload.js';
+import { AUDIT_LOG_FIELD, checkStateChoice, openUploadState, STATE_FIELDS, type StateOption } from './state-option.js';
 
 /** What to do with an unfinished run of the same input, target and options. */
 export type UnfinishedRunChoice = 'resume' | 'restart' | 'cancel';
@@ -78,26 +79,57 @@ export interface RunUploadOptions extends Omit<UploadAudienceOptions, 'journal'>
   onAuditError?: (error: unknown) => void;
 }
 
+const { journal: _journal, ...RUN_UPLOAD_FIELDS } = UPLOAD_FIELDS;
+
+/** runUpload's options: uploadAudience's (without `journal`) and the run's own. */
+const RUN_FIELDS = {
+  ...RUN_UPLOAD_FIELDS,
+  checkTarget: z.boolean().default(true),
+  ...STATE_FIELDS,
+  input: z.custom<RunUploadOptions['input']>().optional(),
+  unfinished: z.custom<UnfinishedRunPolicy>().default('refuse'),
+  auditLog: AUDIT_LOG_FIELD,
+  normalize: z.custom<NormalizeOptions>().optional(),
+  sandbox: z.boolean().default(false),
+  onNotice: z.custom<(notice: RunNotice) => void>().optional(),
+  onAuditError: z.custom<(error: unknown) => void>().optional(),
+};
+/** Not both a state directory and a store. */
+const oneStore = (o: { stateDir?: string | undefined; state?: StateOption | undefined }, ctx: z.RefinementCtx): void =>
+  orIssue(ctx, () => checkStateChoice(o));
+const RUN_SCHEMA = uploadSchema(RUN_FIELDS, 'runUpload').superRefine(oneStore);
+const RUN_SETTINGS_SCHEMA = uploadSettingsSchema(RUN_FIELDS).superRefine(oneStore);
+
+/** runUpload's options, resolved: what the CLI's `upload` builds from its flags too. */
+export type ResolvedRunOptions = z.output<typeof RUN_SCHEMA>;
+
+/** The options of runUpload, parsed once (ConfigError naming the first option refused). */
+export function resolveRunOptions(o: unknown): ResolvedRunOptions {
+  return parseOptions(RUN_SCHEMA, o);
+}
+
+/** What the CLI's `upload` parses from its flags: runUpload's options but the users and the client. */
+export type RunSettings = z.output<typeof RUN_SETTINGS_SCHEMA>;
+
+/** runUpload's options without `users` and `client`, parsed once (ConfigError naming the first option refused). */
+export function resolveRunSettings(o: unknown): RunSettings {
+  return parseOptions(RUN_SETTINGS_SCHEMA, o);
+}
+
 /** Check, journal, audit, upload; returns the report (a run cancelled by `unfinished` reports `interrupted`). */
 export async function runUpload(o: RunUploadOptions): Promise<UploadReport> {
-  const limits = resolveBatchLimits(o.limits);
-  const group = resolveUploadGroup(o);
-  resolveSendOptions(o);
-  const dryRun = o.dryRun === true;
-  if (!dryRun && o.client !== undefined && o.checkTarget !== false) await checkTarget(o.client, o.accountId, o.target);
-  const input = await identify(o.input, dryRun);
+  return runResolved(resolveRunOptions(o));
+}
+
+/** runUpload of resolved options (the CLI's `upload` calls it): nothing is checked again. */
+export async function runResolved(o: ResolvedRunOptions): Promise<UploadReport> {
+  if (!o.dryRun && o.client !== undefined && o.checkTarget) await checkTarget(o.client, o.accountId, o.target);
+  const input = await identify(o.input, o.dryRun);
   const runId = o.runId ?? newRunId();
-  const options: AuditRunOptions = {
-    ...normalizeRecord(o.normalize, (o.users as { mapping?: ColumnMapping }).mapping),
-    effective_at: group.effectiveAt ?? null,
-    expires_at: group.expiresAt ?? null,
-    max_body_bytes: limits.maxBodyBytes,
-    max_operations: limits.maxOperations,
-    max_users_per_operation: limits.maxUsersPerOperation,
-  };
+  const options = auditOptions(o, o.group);
   const state = await openUploadState(o);
   try {
-    return await runWithState(o, { input, runId, options, dryRun }, state.store, state.audit);
+    return await runWithState(o, { input, runId, options }, state.store, state.audit);
   } finally {
     await state.close();
   }
@@ -107,45 +139,73 @@ interface RunFacts {
   input: RunInput | undefined;
   runId: string;
   options: AuditRunOptions;
-  dryRun: boolean;
 }
 
 async function runWithState(
-  o: RunUploadOptions,
-  { input, runId, options, dryRun }: RunFacts,
+  o: ResolvedRunOptions,
+  { input, runId, options }: RunFacts,
   store: StateStore | undefined,
   auditLog: AuditLog | undefined,
 ): Promise<UploadReport> {
-  const journal = dryRun || store === undefined ? undefined : await openJournal(o, store, input, runId, options);
+  const journal = o.dryRun || store === undefined ? undefined : await openJournal(o, store, input, runId, options);
   // Declined at the question, or interrupted while the input was fingerprinted: nothing sent, nothing recorded.
   if (journal === 'cancel' || isAborted(o.signal)) {
     if (journal !== 'cancel') await journal?.close();
-    return uploadAudience({ ...o, users: [], runId, signal: AbortSignal.abort() });
+    return upload({ ...o, users: [], runId, signal: AbortSignal.abort() });
   }
   try {
-    const audit = dryRun ? undefined : auditLog;
-    if (audit !== undefined) await audit.append(startRecord(o, input, runId, options, journal?.resumed ?? false));
-    const startedAt = new Date();
-    let report: UploadReport | undefined;
-    let thrown: unknown;
-    try {
-      report = await uploadAudience({ ...o, runId, ...(journal === undefined ? {} : { journal }) });
-      return report;
-    } catch (error) {
-      thrown = error;
-      throw error;
-    } finally {
-      // Also when uploadAudience threw (nothing sent): the record says the run failed, and why.
-      if (audit !== undefined) {
-        const end = audit.append(endRecord(input, runId, startedAt, report, thrown));
-        // The run's own error is the one to report, even when the audit log fails too.
-        if (thrown !== undefined || o.onAuditError !== undefined) await end.catch(o.onAuditError ?? (() => undefined));
-        else await end;
-      }
-    }
+    const audit = o.dryRun ? undefined : auditLog;
+    const run = (): Promise<UploadReport> => upload({ ...o, runId, journal });
+    if (audit === undefined) return await run();
+    await audit.append(startRecord(o, input, runId, options, journal?.resumed ?? false));
+    return await audited(o, audit, input, runId, run);
   } finally {
     await journal?.close();
   }
+}
+
+/** The run's `run_end` record after the upload, also when it threw (nothing sent): the record says why. */
+async function audited(
+  o: Pick<ResolvedRunOptions, 'onAuditError'>,
+  audit: AuditLog,
+  input: RunInput | undefined,
+  runId: string,
+  run: () => Promise<UploadReport>,
+): Promise<UploadReport> {
+  const startedAt = new Date();
+  let report: UploadReport | undefined;
+  let thrown: unknown;
+  try {
+    report = await run();
+    return report;
+  } catch (error) {
+    thrown = error;
+    throw error;
+  } finally {
+    const end = audit.append(endRecord(input, runId, startedAt, report, thrown));
+    // The run's own error is the one to report, even when the audit log fails too.
+    if (thrown !== undefined || o.onAuditError !== undefined) await end.catch(o.onAuditError ?? (() => undefined));
+    else await end;
+  }
+}
+
+/**
+ * What the journal key and the audit record say the run was built with: the normalization
+ * options (`normalize`, else those the users' run exposes), the mapping, the batch group and limits.
+ */
+export function auditOptions(
+  o: { normalize?: NormalizeOptions | undefined; users: UploadUsers; limits: BatchLimits },
+  group: BatchGroup,
+): AuditRunOptions {
+  const run = o.users as { mapping?: ColumnMapping; normalize?: NormalizeOptions };
+  return {
+    ...normalizeRecord(o.normalize ?? run.normalize, run.mapping),
+    effective_at: group.effectiveAt ?? null,
+    expires_at: group.expiresAt ?? null,
+    max_body_bytes: o.limits.maxBodyBytes,
+    max_operations: o.limits.maxOperations,
+    max_users_per_operation: o.limits.maxUsersPerOperation,
+  };
 }
 
 export async function identify(input: RunUploadOptions['input'], dryRun: boolean): Promise<RunInput | undefined> {
@@ -168,8 +228,7 @@ export async function identify(input: RunUploadOptions['input'], dryRun: boolean
 }
 
 /** One GET: a mistyped id is found before the input is hashed, with a fix that can help. */
-export async function checkTarget(client: AdsClient, accountId: string, target: UploadTarget): Promise<void> {
-  const t = describeTarget(target);
+export async function checkTarget(client: AdsClient, accountId: string, t: Target): Promise<void> {
   const id = t.id;
   const what = `${t.name} ${id}`;
   const notFound = (cause?: unknown): ConfigError =>
@@ -217,7 +276,7 @@ export function normalizeRecord(
  * cannot be journaled (an input that cannot be read again).
  */
 async function openJournal(
-  o: RunUploadOptions,
+  o: ResolvedRunOptions,
   store: StateStore,
   input: RunInput | undefined,
   runId: string,
@@ -228,9 +287,9 @@ async function openJournal(
     input: { name: input.name, size: input.size, sha256: input.sha256 },
     accountId: o.accountId,
     target: targetRef(o.target),
-    options: { ...options, operation: o.operation ?? 'update', dedupe: o.dedupe !== false },
+    options: { ...options, operation: o.operation, dedupe: o.dedupe },
   };
-  const policy = o.unfinished ?? 'refuse';
+  const policy = o.unfinished;
   // A restart replaces the journal unread (it may be the damaged one being replaced).
   const existing = policy === 'restart' ? undefined : await store.journals.find(key);
   // A run that stopped before any batch was confirmed or kept has nothing to resume.
@@ -248,7 +307,7 @@ async function openJournal(
 }
 
 function startRecord(
-  o: RunUploadOptions,
+  o: ResolvedRunOptions,
   input: RunInput | undefined,
   runId: string,
   options: AuditRunOptions,
@@ -261,11 +320,11 @@ function startRecord(
     tool_version: VERSION,
     account_id: o.accountId,
     target: targetRef(o.target),
-    operation: o.operation ?? 'update',
+    operation: o.operation,
     input: input ?? { name: 'users', size: null, sha256: null },
     options,
     resumed,
-    sandbox: o.sandbox === true,
+    sandbox: o.sandbox,
   };
 }
 
@@ -292,7 +351,7 @@ function endRecord(
 }
 
 function errorCode(error: unknown): string {
-  return error instanceof AudienceKitError ? error.code : 'internal';
+  return error instanceof AudienceKitError ? (error.code as string) : 'internal';
 }
 
 /** The report's counts for the audit log (zeros when the run stopped before producing a report). */

@@ -11,8 +11,7 @@ import type { AdsClient, UserBatchResult } from '../api/index.js';
 import { AuthError, BatchVerificationError, ConfigError } from '../errors.js';
 import type { BatchGroup } from './plan.js';
 import { backoffMs, isAborted, type Clock } from '../util/clock.js';
-import { describeTarget } from './target.js';
-import type { UploadTarget } from './types.js';
+import type { Target } from './target.js';
 
 /** A packed batch on its way: `sha256` is set when a journal records it. */
 export interface SendableBatch {
@@ -29,7 +28,7 @@ export interface SendableBatch {
 export interface SenderOptions {
   client: AdsClient;
   accountId: string;
-  target: UploadTarget;
+  target: Target;
   /** Re-sends after a count mismatch. */
   maxRetries: number;
   retryBaseMs: number;
@@ -92,7 +91,7 @@ export async function sendBatch(
 }
 
 function post(o: SenderOptions, body: Buffer): Promise<UserBatchResult | UserBatchResult[]> {
-  return describeTarget(o.target).postUsers(o.client, o.accountId, body);
+  return o.target.postUsers(o.client, o.accountId, body);
 }
 
 /** Errors after which sending more is pointless: credentials, permission, configuration. */

@@ -26,13 +26,23 @@ const auditObject = z.custom<AuditLog>(
   { message: 'expected a file path or an audit log object' },
 );
 
-const optionsSchema = z.object({
+/**
+ * The state fields of syncAudience's and runUpload's schemas (src/upload/options.ts): a state
+ * directory, or `state`, a PostgreSQL URL or a store object. `checkStateChoice` refuses both.
+ */
+export const STATE_FIELDS = {
   stateDir: z.string().min(1).optional(),
   state: z.union([z.string().min(1), storeObject]).optional(),
-  auditLog: z.union([z.string().min(1), auditObject]).optional(),
-});
+};
 
-type StateOptions = z.infer<typeof optionsSchema>;
+/** runUpload's `auditLog`: a file, or a log object. */
+export const AUDIT_LOG_FIELD = z.union([z.string().min(1), auditObject]).optional();
+
+interface StateOptions {
+  stateDir?: string | undefined;
+  state?: StateOption | undefined;
+  auditLog?: string | AuditLog | undefined;
+}
 
 const STATE_FIX = 'pass stateDir (a directory) or state (a postgres:// URL or a store)';
 
@@ -47,23 +57,19 @@ export interface SyncState {
 /** An upload's state: like a sync's, but without a store (no journal) when neither `stateDir` nor `state` is given. */
 export type UploadState = Omit<SyncState, 'store'> & { store: StateStore | undefined };
 
-function parseStateOptions(o: { stateDir?: string; state?: StateOption; auditLog?: string | AuditLog }): StateOptions {
-  const parsed = optionsSchema.safeParse({ stateDir: o.stateDir, state: o.state, auditLog: o.auditLog });
-  if (!parsed.success) {
-    const field = parsed.error.issues[0]?.path.join('.') ?? 'state';
-    throw new ConfigError('invalid_option', `${field}: ${parsed.error.issues[0]?.message ?? 'invalid'}`, {
-      fix: STATE_FIX,
-    });
-  }
-  if (parsed.data.stateDir !== undefined && parsed.data.state !== undefined)
+/** The store's choice of a parse: not both; one when the entry needs a store (`entry`, a sync). */
+export function checkStateChoice(o: StateOptions, entry?: string): void {
+  if (o.stateDir !== undefined && o.state !== undefined)
     throw new ConfigError('invalid_option', 'give stateDir or state, not both', { fix: STATE_FIX });
-  return parsed.data;
+  if (entry !== undefined && o.stateDir === undefined && o.state === undefined)
+    throw new ConfigError('invalid_option', `${entry} needs stateDir or state`, { fix: STATE_FIX });
 }
 
 const auditOf = (log: string | AuditLog | undefined): AuditLog | undefined =>
   typeof log === 'string' ? new FileAuditLog(log) : log;
 
-async function openParsed(p: StateOptions & ({ stateDir: string } | { state: StateOption })): Promise<SyncState> {
+/** The store of options the entry's schema parsed (checkStateChoice): opened, with the audit log the run records in. */
+export async function openSyncState(p: StateOptions): Promise<SyncState> {
   const { stateDir, state, auditLog } = p;
   const given = auditOf(auditLog);
   if (state !== undefined && typeof state !== 'string')
@@ -78,26 +84,9 @@ async function openParsed(p: StateOptions & ({ stateDir: string } | { state: Sta
   };
 }
 
-export async function openSyncState(o: {
-  stateDir?: string;
-  state?: StateOption;
-  auditLog?: string;
-}): Promise<SyncState> {
-  const p = parseStateOptions(o);
+/** The journals' store and the audit log of an upload (runUpload's parsed `stateDir`, `state`, `auditLog`). */
+export async function openUploadState(p: StateOptions): Promise<UploadState> {
   if (p.stateDir === undefined && p.state === undefined)
-    throw new ConfigError('missing_option', 'a sync needs stateDir or state', { fix: STATE_FIX });
-  return openParsed(p as StateOptions & { stateDir: string });
-}
-
-/** The journals' store and the audit log of an upload (runUpload's `stateDir`, `state`, `auditLog`). */
-export async function openUploadState(o: {
-  stateDir?: string;
-  state?: StateOption;
-  auditLog?: string | AuditLog;
-}): Promise<UploadState> {
-  const p = parseStateOptions(o);
-  if (p.stateDir === undefined && p.state === undefined) {
     return { store: undefined, audit: auditOf(p.auditLog), close: () => Promise.resolve() };
-  }
-  return openParsed(p as StateOptions & { stateDir: string });
+  return openSyncState(p);
 }

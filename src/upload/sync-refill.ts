@@ -7,8 +7,8 @@ import type { AdsClient } from '../api/index.js';
 import type { AudienceUser } from '../identifiers/normalize.js';
 import { Snapshot } from '../state/snapshot.js';
 import type { StateStore } from '../state/store.js';
-import { snapshotTarget } from './target.js';
-import type { UploadReport, UploadTarget } from './types.js';
+import { snapshotTarget, type Target } from './target.js';
+import type { UploadReport } from './types.js';
 import { sendUsers } from './upload.js';
 
 /**
@@ -18,7 +18,7 @@ import { sendUsers } from './upload.js';
 export async function resendSnapshot(o: {
   client: AdsClient;
   accountId: string;
-  target: UploadTarget;
+  target: Target;
   store: StateStore;
 }): Promise<UploadReport | undefined> {
   const target = snapshotTarget(o.accountId, o.target);

@@ -10,7 +10,8 @@ import type { Snapshot } from '../state/snapshot.js';
 import { asKitError, rejectRate, targetRef } from './report.js';
 import { auditCounts, type RunInput } from './run.js';
 import type { SyncPlanCounts } from './sync-plan.js';
-import type { FailedBatchReport, OperationErrorReport, UploadReport, UploadStatus, UploadTarget } from './types.js';
+import type { Target } from './target.js';
+import type { FailedBatchReport, OperationErrorReport, UploadReport, UploadStatus } from './types.js';
 
 /** `refused`: a dry run of a plan that a real run refuses (too many removals, empty input). */
 export type SyncStatus = UploadStatus | 'refused';
@@ -134,7 +135,7 @@ function statusOf(sent: SyncSent): UploadStatus {
 
 export interface SyncReportParts {
   accountId: string;
-  target: UploadTarget;
+  target: Target;
   dryRun: boolean;
   full: boolean;
   refreshAfterDays: number;

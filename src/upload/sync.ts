@@ -19,20 +19,19 @@ import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import { createHashSummary } from '../hashing/summary.js';
 import { leaveOutKnownUsers, type HashRecordsOptions } from '../hashing/pipeline.js';
-import type { ColumnMapping } from '../identifiers/mapping.js';
 import type { NormalizeOptions } from '../identifiers/normalize.js';
 import { newRunId, type AuditRunStart, type AuditSnapshotState } from '../state/audit.js';
 import { Snapshot, SnapshotError, type SnapshotTarget } from '../state/snapshot.js';
 import type { AuditLog, TargetSession } from '../state/store.js';
-import { openSyncState, type StateOption } from './state-option.js';
+import { checkStateChoice, openSyncState, STATE_FIELDS, type StateOption } from './state-option.js';
 import { recoverSnapshot, type SnapshotRecovery } from '../state/snapshot-recover.js';
 import { addUnrecovered, clearUnrecovered, readUnrecovered } from '../state/snapshot-unrecovered.js';
+import type { Clock } from '../util/clock.js';
 import { VERSION } from '../version.js';
 import { readInput, type ReadResult } from './input.js';
-import { resolveSendOptions } from './options.js';
-import { resolveBatchLimits } from './plan.js';
+import { needsClient, orIssue, parseOptions, SEND_FIELDS, UPLOAD_FIELDS, type ResolvedSendOptions } from './options.js';
 import { asKitError, targetRef } from './report.js';
-import { checkTarget, identify, normalizeRecord, type RunInput } from './run.js';
+import { auditOptions, checkTarget, identify, type RunInput } from './run.js';
 import { InFlight, PlanCollector, snapshotUsers, Spool } from './sync-input.js';
 import {
   checkSyncPlan,
@@ -51,8 +50,8 @@ import {
   type SyncStatus,
 } from './sync-report.js';
 import type { SendOptions, UploadUsers } from './types.js';
-import { hashedUsers, sendUsers } from './upload.js';
-import { describeTarget, snapshotTarget } from './target.js';
+import { hashedUsers, sendResolved } from './upload.js';
+import { snapshotTarget } from './target.js';
 
 export type { SyncReport, SyncOperationReport, SyncStatus } from './sync-report.js';
 
@@ -109,67 +108,119 @@ export interface SyncAudienceOptions extends SendOptions {
   onPhase?: (phase: 'planned' | 'removing' | 'updating', plan: SyncPlanCounts) => void;
 }
 
-interface Settings {
-  dryRun: boolean;
-  full: boolean;
+/** syncAudience's options: the sending ones, and the sync's own. */
+const SYNC_FIELDS = {
+  ...SEND_FIELDS,
+  users: UPLOAD_FIELDS.users,
+  records: UPLOAD_FIELDS.records,
+  ...STATE_FIELDS,
+  auditLog: z.string().optional(),
+  full: z.boolean().default(false),
+  refreshAfterDays: z.unknown().optional(),
+  maxRemovals: z.union([z.number(), z.string()]).optional(),
+  allowEmpty: z.boolean().default(false),
+  dryRun: z.boolean().default(false),
+  checkTarget: z.boolean().default(true),
+  runId: z.string().optional(),
+  input: z.custom<SyncAudienceOptions['input']>().optional(),
+  normalize: z.custom<NormalizeOptions>().optional(),
+  sandbox: z.boolean().default(false),
+  recover: z.boolean().default(false),
+  acceptUnrecovered: z.boolean().default(false),
+  onAuditError: z.custom<(error: unknown) => void>().optional(),
+  onPhase: z.custom<NonNullable<SyncAudienceOptions['onPhase']>>().optional(),
+};
+const SYNC_SCHEMA = z
+  .object(SYNC_FIELDS)
+  .transform((o, ctx) => settleSync(o, ctx))
+  .superRefine((o, ctx) => needsClient(o, ctx, 'syncAudience'));
+const { users: _users, client: _client, ...SYNC_SETTINGS_FIELDS } = SYNC_FIELDS;
+const SYNC_SETTINGS_SCHEMA = z.object(SYNC_SETTINGS_FIELDS).transform((o, ctx) => settleSync(o, ctx));
+
+/** syncAudience's options, resolved: the removal cap parsed, the refresh window checked, the clock's `now`. */
+export type ResolvedSyncOptions = z.output<typeof SYNC_SCHEMA>;
+
+/** The options of syncAudience, parsed once (ConfigError naming the first option refused). */
+export function resolveSyncOptions(o: unknown): ResolvedSyncOptions {
+  return parseOptions(SYNC_SCHEMA, o);
+}
+
+/** What the CLI's `sync` parses from its flags: syncAudience's options but the users and the client. */
+export type SyncSettings = z.output<typeof SYNC_SETTINGS_SCHEMA>;
+
+/** syncAudience's options without `users` and `client`, parsed once. */
+export function resolveSyncSettings(o: unknown): SyncSettings {
+  return parseOptions(SYNC_SETTINGS_SCHEMA, o);
+}
+
+function settleSync<
+  T extends {
+    refreshAfterDays?: unknown;
+    maxRemovals?: number | string | undefined;
+    dryRun: boolean;
+    recover: boolean;
+    clock: Clock;
+    stateDir?: string | undefined;
+    state?: StateOption | undefined;
+  },
+>(
+  o: T,
+  ctx: z.RefinementCtx,
+): Omit<T, 'refreshAfterDays' | 'maxRemovals'> & {
   refreshAfterDays: number;
   maxRemovals: RemovalCap;
-  allowEmpty: boolean;
   now: () => number;
+} {
+  return orIssue(ctx, () => {
+    checkStateChoice(o, 'syncAudience');
+    if (o.dryRun && o.recover) {
+      throw new ConfigError('invalid_option', 'recover rebuilds the snapshot on disk: it cannot be a dry run', {
+        fix: 'run the recovery without dryRun',
+      });
+    }
+    const clock = o.clock;
+    return {
+      ...o,
+      refreshAfterDays: refreshWindow(o.refreshAfterDays ?? DEFAULT_REFRESH_AFTER_DAYS),
+      maxRemovals: parseRemovalCap(o.maxRemovals),
+      now: () => clock.now(),
+    };
+  });
 }
 
 const refreshSchema = z.number().positive().max(MAX_REFRESH_AFTER_DAYS);
 
-function resolveSettings(o: SyncAudienceOptions): Settings {
-  resolveBatchLimits(o.limits);
-  resolveSendOptions(o);
-  const dryRun = o.dryRun === true;
-  if (dryRun && o.recover === true) {
-    throw new ConfigError('invalid_option', 'recover rebuilds the snapshot on disk: it cannot be a dry run', {
-      fix: 'run the recovery without dryRun',
-    });
-  }
-  if (!dryRun && o.client === undefined) {
-    throw new ConfigError('missing_client', 'syncAudience needs a client unless dryRun is set', {
-      fix: 'pass client: createClient({...})',
-    });
-  }
-  const refreshAfterDays = o.refreshAfterDays ?? DEFAULT_REFRESH_AFTER_DAYS;
-  if (!refreshSchema.safeParse(refreshAfterDays).success) {
-    throw new ConfigError(
-      'invalid_option',
-      `refreshAfterDays must be a number of days above 0 and at most ${MAX_REFRESH_AFTER_DAYS}, got ${String(refreshAfterDays)}`,
-      {
-        fix: `memberships expire 13 months after an upload: pass at most ${MAX_REFRESH_AFTER_DAYS}, or omit it for 180`,
-      },
-    );
-  }
-  return {
-    dryRun,
-    full: o.full === true,
-    refreshAfterDays,
-    maxRemovals: parseRemovalCap(o.maxRemovals),
-    allowEmpty: o.allowEmpty === true,
-    now: o.clock === undefined ? Date.now : () => o.clock?.now() ?? Date.now(),
-  };
+function refreshWindow(refreshAfterDays: unknown): number {
+  const parsed = refreshSchema.safeParse(refreshAfterDays);
+  if (parsed.success) return parsed.data;
+  throw new ConfigError(
+    'invalid_option',
+    `refreshAfterDays must be a number of days above 0 and at most ${MAX_REFRESH_AFTER_DAYS}, got ${String(refreshAfterDays)}`,
+    {
+      fix: `memberships expire 13 months after an upload: pass at most ${MAX_REFRESH_AFTER_DAYS}, or omit it for 180`,
+    },
+  );
 }
 
 /** Sync a custom audience or do-not-reach list to the input; returns the report. */
 export async function syncAudience(o: SyncAudienceOptions): Promise<SyncReport> {
-  const settings = resolveSettings(o);
+  return syncResolved(resolveSyncOptions(o));
+}
+
+/** syncAudience of resolved options (the CLI's `sync` calls it): nothing is checked again. */
+export async function syncResolved(o: ResolvedSyncOptions): Promise<SyncReport> {
   const state = await openSyncState(o);
   try {
-    if (!settings.dryRun && o.client !== undefined && o.checkTarget !== false)
-      await checkTarget(o.client, o.accountId, o.target);
+    if (!o.dryRun && o.client !== undefined && o.checkTarget) await checkTarget(o.client, o.accountId, o.target);
     // The input's fingerprint (for the audit record) is read beside the planning, not before it.
-    const input = identify(o.input, settings.dryRun);
+    const input = identify(o.input, o.dryRun);
     input.catch(() => undefined);
     const target = snapshotTarget(o.accountId, o.target);
     const runId = o.runId ?? newRunId();
     // One sync per target: a second one is refused at once, naming the holder.
     const session = await state.store.lockTarget(target, { runId });
     try {
-      return await syncLocked(o, settings, { session, audit: state.audit, target, runId }, input);
+      return await syncLocked(o, { session, audit: state.audit, target, runId }, input);
     } finally {
       await session.release();
     }
@@ -187,22 +238,20 @@ interface Locked {
 }
 
 async function syncLocked(
-  o: SyncAudienceOptions,
-  settings: Settings,
+  o: ResolvedSyncOptions,
   l: Locked,
   input: Promise<RunInput | undefined>,
 ): Promise<SyncReport> {
   const { dir } = l.session;
   const recorded = await l.audit?.lastRecordedSnapshot(l.target);
-  if (o.acceptUnrecovered === true && !settings.dryRun) clearUnrecovered(dir);
-  const recovery =
-    o.recover === true
-      ? recoverSnapshot(dir, { target: l.target, now: settings.now, recordedUsers: recorded?.users })
-      : undefined;
+  if (o.acceptUnrecovered && !o.dryRun) clearUnrecovered(dir);
+  const recovery = o.recover
+    ? recoverSnapshot(dir, { target: l.target, now: o.now, recordedUsers: recorded?.users })
+    : undefined;
   // A recovered snapshot is new: the audit log's last record is of the one it replaces.
   const snapshot = Snapshot.open(dir, {
     target: l.target,
-    now: settings.now,
+    now: o.now,
     recorded: recovery ? undefined : recorded,
     writeAhead: l.session.writeAhead,
   });
@@ -212,7 +261,7 @@ async function syncLocked(
       addUnrecovered(dir, Math.abs(recorded.users - snapshot.count), false);
     // What the open committed (a killed sync's records), recovered or marked is the store's before anything is sent.
     await l.session.persist();
-    return await syncWith(o, settings, snapshot, l, input, recovery);
+    return await syncWith(o, snapshot, l, input, recovery);
   } finally {
     snapshot.close();
   }
@@ -247,8 +296,7 @@ interface SyncPlan extends SyncPlanned {
 }
 
 async function syncWith(
-  o: SyncAudienceOptions,
-  s: Settings,
+  o: ResolvedSyncOptions,
   snapshot: Snapshot,
   l: Locked,
   identified: Promise<RunInput | undefined>,
@@ -258,18 +306,18 @@ async function syncWith(
   Spool.removeLeftovers(snapshot.dir);
   const spool = new Spool(snapshot.dir, runId);
   try {
-    const plan = await planSync(o, s, snapshot, spool, runId);
+    const plan = await planSync(o, snapshot, spool, runId);
     const finish = (sent: SyncSent, status?: SyncStatus): SyncReport =>
       buildSyncReport({
         accountId: o.accountId,
         target: o.target,
-        dryRun: s.dryRun,
-        full: s.full,
-        refreshAfterDays: s.refreshAfterDays,
+        dryRun: o.dryRun,
+        full: o.full,
+        refreshAfterDays: o.refreshAfterDays,
         plan,
         sent,
         snapshot,
-        endedMs: s.now(),
+        endedMs: o.now(),
         ...(status === undefined ? {} : { status }),
       });
     // Nothing sent yet: a failure to read the input is thrown, an interrupt reported.
@@ -277,19 +325,19 @@ async function syncWith(
     if (plan.read.interrupted) return finish({}, 'interrupted');
     let refusal: ConfigError | undefined;
     try {
-      checkSyncPlan(plan.counts, s);
+      checkSyncPlan(plan.counts, o);
     } catch (error) {
-      if (!(error instanceof ConfigError) || !s.dryRun) throw error;
+      if (!(error instanceof ConfigError) || !o.dryRun) throw error;
       refusal = error;
     }
     // Every record a Delete will send is read and checked against its user before anything is sent.
     if (plan.counts.removes > 0) snapshot.checkUsersNotIn(plan.planner.seen);
-    if (s.dryRun) return finish({ ...(await dryRunSends(o, plan, snapshot)), error: refusal }, refusal && 'refused');
+    if (o.dryRun) return finish({ ...(await dryRunSends(o, plan, snapshot)), error: refusal }, refusal && 'refused');
     const input = await identified;
     o.onPhase?.('planned', plan.counts);
     const stored = { after: plan.before };
     return await audited(o, l.audit, plan, input, stored, async () => {
-      const sent = await send(o, s, plan, snapshot, l.session, stored);
+      const sent = await send(o, plan, snapshot, l.session, stored);
       return { report: unrecovered(finish(sent), snapshot.dir, recovery), sent };
     });
   } finally {
@@ -297,25 +345,19 @@ async function syncWith(
   }
 }
 
-async function planSync(
-  o: SyncAudienceOptions,
-  s: Settings,
-  snapshot: Snapshot,
-  spool: Spool,
-  runId: string,
-): Promise<SyncPlan> {
-  const startedMs = s.now();
-  const target = describeTarget(o.target);
-  const source = hashedUsers(o, target);
+async function planSync(o: ResolvedSyncOptions, snapshot: Snapshot, spool: Spool, runId: string): Promise<SyncPlan> {
+  const startedMs = o.now();
+  const target = o.target;
+  const source = hashedUsers(o);
   const ownSummary = source.summary === undefined ? createHashSummary() : undefined;
-  const staleBefore = Math.floor(startedMs / 1000) - Math.round(s.refreshAfterDays * 86_400);
+  const staleBefore = Math.floor(startedMs / 1000) - Math.round(o.refreshAfterDays * 86_400);
   const known = snapshot.keys(staleBefore);
-  const planner = new SyncPlanner(known, { full: s.full });
+  const planner = new SyncPlanner(known, { full: o.full });
   const collector = new PlanCollector(planner, spool);
   let read: ReadResult;
   try {
     // A file's hashing workers leave out the text of the users this sync will not send.
-    if (!s.full) leaveOutKnownUsers(source, known);
+    if (!o.full) leaveOutKnownUsers(source, known);
     read = await readInput({
       users: source,
       packer: collector,
@@ -346,25 +388,33 @@ async function planSync(
 }
 
 /** The sending options of both operations: the caller's, with what sync decides. */
-function sendOptions(o: SyncAudienceOptions, signal: AbortSignal | undefined): Omit<SendOptions, 'onConfirmed'> {
+function sendOptions(o: ResolvedSyncOptions, signal: AbortSignal | undefined): ResolvedSendOptions {
   const { client, accountId, target, limits, concurrency, maxRetries, retryBaseMs, clock, random } = o;
-  const given = { client, limits, concurrency, maxRetries, retryBaseMs, clock, random, signal };
-  const set = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined));
   // Users are sent once already (the plan deduplicates): no second set of fingerprints.
-  return { ...set, accountId, target, dedupe: false };
+  return {
+    client,
+    accountId,
+    target,
+    limits,
+    concurrency,
+    maxRetries,
+    retryBaseMs,
+    clock,
+    random,
+    signal,
+    dedupe: false,
+  };
 }
 
 /** A dry run: the requests and bytes each operation would take (packed, not sent). */
-async function dryRunSends(o: SyncAudienceOptions, plan: SyncPlan, snapshot: Snapshot): Promise<SyncSent> {
+async function dryRunSends(o: ResolvedSyncOptions, plan: SyncPlan, snapshot: Snapshot): Promise<SyncSent> {
   const { client: _client, ...base } = sendOptions(o, o.signal);
-  const deletes = await sendUsers({
-    ...base,
+  const deletes = await sendResolved(base, {
     dryRun: true,
     operationType: 'Delete',
     users: new InFlight().chunks(snapshotUsers(snapshot, plan.planner.seen)),
   });
-  const updates = await sendUsers({
-    ...base,
+  const updates = await sendResolved(base, {
     dryRun: true,
     operationType: 'Update',
     users: new InFlight().chunks(plan.spool.chunks()),
@@ -378,8 +428,7 @@ async function dryRunSends(o: SyncAudienceOptions, plan: SyncPlan, snapshot: Sna
  * confirmation must not be lost. `stored.after` becomes the committed snapshot once the store has it.
  */
 async function send(
-  o: SyncAudienceOptions,
-  s: Settings,
+  o: ResolvedSyncOptions,
   plan: SyncPlan,
   snapshot: Snapshot,
   session: TargetSession,
@@ -406,11 +455,10 @@ async function send(
   });
   if (plan.counts.removes > 0) {
     o.onPhase?.('removing', plan.counts);
-    sent.deletes = await sendUsers({
-      ...base,
+    sent.deletes = await sendResolved(base, {
       operationType: 'Delete',
       users: removed.chunks(snapshotUsers(snapshot, plan.planner.seen)),
-      onConfirmed: (b) => record(() => snapshot.recordDeletes(removed.take(b.lines), s.now())),
+      onConfirmed: (b) => record(() => snapshot.recordDeletes(removed.take(b.lines), o.now())),
     });
   }
   const deletesDone = sent.error === undefined && (sent.deletes === undefined || sent.deletes.status === 'completed');
@@ -420,11 +468,10 @@ async function send(
       snapshot.recordIntentUpdates(users);
       await session.durable();
     });
-    sent.updates = await sendUsers({
-      ...base,
+    sent.updates = await sendResolved(base, {
       operationType: 'Update',
       users: updated.chunks(plan.spool.chunks()),
-      onConfirmed: (b) => record(() => snapshot.recordUpdates(updated.take(b.lines), s.now())),
+      onConfirmed: (b) => record(() => snapshot.recordUpdates(updated.take(b.lines), o.now())),
     });
     // Refused users are reported by input line, not by their place in the send order.
     for (const e of sent.updates.operation_errors) if (e.line !== null) e.line = updated.lineOf(e.line);
@@ -443,7 +490,7 @@ async function send(
 
 /** The audit log's run_start and run_end records around the sends. */
 async function audited(
-  o: SyncAudienceOptions,
+  o: ResolvedSyncOptions,
   audit: AuditLog | undefined,
   plan: SyncPlan,
   input: RunInput | undefined,
@@ -470,8 +517,7 @@ async function audited(
   }
 }
 
-function startRecord(o: SyncAudienceOptions, plan: SyncPlan, input: RunInput | undefined): AuditRunStart {
-  const limits = resolveBatchLimits(o.limits);
+function startRecord(o: ResolvedSyncOptions, plan: SyncPlan, input: RunInput | undefined): AuditRunStart {
   return {
     event: 'run_start',
     run_id: plan.runId,
@@ -481,16 +527,9 @@ function startRecord(o: SyncAudienceOptions, plan: SyncPlan, input: RunInput | u
     target: targetRef(o.target),
     operation: 'sync',
     input: input ?? { name: 'users', size: null, sha256: null },
-    options: {
-      ...normalizeRecord(o.normalize, (o.users as { mapping?: ColumnMapping }).mapping),
-      effective_at: null,
-      expires_at: null,
-      max_body_bytes: limits.maxBodyBytes,
-      max_operations: limits.maxOperations,
-      max_users_per_operation: limits.maxUsersPerOperation,
-    },
+    options: auditOptions(o, { operationType: 'Update' }),
     resumed: false,
-    sandbox: o.sandbox === true,
+    sandbox: o.sandbox,
     snapshot_before: plan.before,
   };
 }

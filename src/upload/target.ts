@@ -10,7 +10,9 @@ import { postCustomAudienceUsers, postDoNotReachListUsers } from '../api/endpoin
 import type { UserBatchResult } from '../api/schemas.js';
 import type { IdentifierType } from '../identifiers/normalize.js';
 import { snapshotDir, type SnapshotTarget } from '../state/snapshot.js';
-import type { UploadTarget } from './types.js';
+
+/** An upload target as a caller names it. */
+export type UploadTarget = { customAudienceId: string } | { doNotReachListId: string };
 
 export type TargetKind = 'custom_audience' | 'do_not_reach_list';
 
@@ -93,8 +95,7 @@ export function describeTarget(target: UploadTarget): Target {
 }
 
 /** The target as the snapshot and the state stores name it. */
-export function snapshotTarget(accountId: string, target: UploadTarget): SnapshotTarget {
-  const { kind, id } = describeTarget(target);
+export function snapshotTarget(accountId: string, { kind, id }: Target): SnapshotTarget {
   return { accountId, kind, id };
 }
 
@@ -102,7 +103,7 @@ export function snapshotTarget(accountId: string, target: UploadTarget): Snapsho
 export function targetSnapshot(
   stateDir: string,
   accountId: string,
-  target: UploadTarget,
+  target: Target,
 ): { dir: string; target: SnapshotTarget } {
   const named = snapshotTarget(accountId, target);
   return { dir: snapshotDir(stateDir, named), target: named };

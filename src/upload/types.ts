@@ -11,8 +11,9 @@ import type { AudienceUser, BuiltUser, IdentifierType, RejectReason } from '../i
 import type { UploadJournal } from '../state/store.js';
 import type { Clock } from '../util/clock.js';
 import type { BatchGroup, BatchLimits, OperationType, PackedBatch } from './plan.js';
+import type { Target, UploadTarget } from './target.js';
 
-export type UploadTarget = { customAudienceId: string } | { doNotReachListId: string };
+export type { UploadTarget } from './target.js';
 export type UploadOperation = 'update' | 'delete';
 export type UploadStatus = 'completed' | 'partial' | 'failed' | 'interrupted';
 
@@ -224,7 +225,8 @@ export interface UploadAudienceOptions extends SendOptions {
 }
 
 export interface SendUsersOptions extends Omit<SendOptions, 'target'> {
-  target: UploadTarget;
+  /** As a caller names it, or described (`describeTarget`). */
+  target: UploadTarget | Target;
   operationType: OperationType;
   /** UTC ISO 8601 (custom audiences, Update only). */
   effectiveAt?: string;

@@ -5,100 +5,110 @@
  * the report is built from them (report.ts). `sendUsers()` is the same for a caller that has
  * users to add or remove and wants each confirmed batch back (sync).
  */
-import { ConfigError } from '../errors.js';
-import { hashRecords, type RawRecord } from '../hashing/pipeline.js';
-import { createHashSummary } from '../hashing/summary.js';
-import { guardInput, rejectGuardOptions } from '../hashing/reject-guard.js';
-import { realClock, type Clock } from '../util/clock.js';
+import { hashRecords, type HashRecordsOptions, type RawRecord } from '../hashing/pipeline.js';
+import { createHashSummary, type HashSummary } from '../hashing/summary.js';
+import { guardInput } from '../hashing/reject-guard.js';
 import { createEngine, type Engine } from './engine.js';
 import { readInput, type ReadResult } from './input.js';
 import { Ledger } from './ledger.js';
-import { resolveSendOptions, resolveUploadGroup } from './options.js';
-import { BatchPacker, resolveBatchLimits, type PackedBatch } from './plan.js';
-import { describeTarget, type Target } from './target.js';
+import {
+  DEFAULT_PROGRESS_INTERVAL_MS,
+  resolveUploadOptions,
+  type ResolvedSendOptions,
+  type ResolvedUploadOptions,
+} from './options.js';
+import { BatchPacker, type OperationType } from './plan.js';
+import type { Target } from './target.js';
 import { buildReport, progressOf, type RunBooks } from './report.js';
-import type { SendUsersOptions, UploadAudienceOptions, UploadReport, UploadStatus, UploadUsers } from './types.js';
+import type {
+  ConfirmedBatchInfo,
+  SendUsersOptions,
+  UploadAudienceOptions,
+  UploadReport,
+  UploadStatus,
+  UploadUsers,
+} from './types.js';
 
 /** Upload users to a custom audience or a do-not-reach list; returns the report. */
 export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadReport> {
-  const clock = o.clock ?? realClock;
-  const startedMs = clock.now();
-  const dryRun = o.dryRun === true;
-  const limits = resolveBatchLimits(o.limits);
-  const group = resolveUploadGroup({ ...o, now: new Date(startedMs) });
-  const { concurrency, maxRetries } = resolveSendOptions(o);
-  const client = o.client;
-  if (!dryRun && client === undefined) {
-    throw new ConfigError('missing_client', 'uploadAudience needs a client unless dryRun is set', {
-      fix: 'pass client: createClient({...})',
-    });
-  }
-  const target = describeTarget(o.target);
-  const source = hashedUsers(o, target);
-  const ownSummary = source.summary === undefined ? createHashSummary() : undefined;
-  const packer = new BatchPacker(limits, { dedupe: o.dedupe !== false });
-  const ledger = new Ledger(o.journal, o.onConfirmed);
-  const books: RunBooks = {
-    runId: o.runId ?? '',
-    accountId: o.accountId,
-    target: o.target,
-    operation: o.operation ?? 'update',
-    dryRun,
-    resumed: o.journal?.resumed ?? false,
-    summary: source.summary ?? ownSummary ?? createHashSummary(),
-    packer,
-    ledger,
-    client,
-    clientStart: client?.stats(),
-    startedMs,
-  };
-  // Throws from the stream, so an input over the limits stops before its last batch is packed.
-  const users = guardInput(source, () => books.summary, rejectGuardOptions(o));
-  const progress = progressReporter(o, books, clock, users, () => engine?.inFlight ?? 0);
-  const engine: Engine | undefined =
-    client === undefined || dryRun
-      ? undefined
-      : createEngine({
-          ...o,
-          client,
-          concurrency,
-          maxRetries,
-          retryBaseMs: o.retryBaseMs ?? 1000,
-          clock,
-          random: o.random ?? Math.random,
-          signal: o.signal,
-          ledger,
-          journal: o.journal,
-          onSettled: () => progress(false, true),
-        });
-  const onPacked = async (batch: PackedBatch): Promise<void> => {
-    o.onBatch?.(batch);
-    await engine?.offer(batch);
-  };
+  return upload(resolveUploadOptions(o));
+}
 
+/** The upload of options resolved at an entry (uploadAudience, runUpload, sync): nothing is checked again. */
+export async function upload(o: ResolvedUploadOptions): Promise<UploadReport> {
+  const startedMs = o.clock.now();
+  const source = hashedUsers(o);
+  const ownSummary = source.summary === undefined ? createHashSummary() : undefined;
+  const packer = new BatchPacker(o.limits, { dedupe: o.dedupe });
+  const ledger = new Ledger(o.journal, o.onConfirmed);
+  const books = runBooks(o, startedMs, source.summary ?? ownSummary ?? createHashSummary(), packer, ledger);
+  // Throws from the stream, so an input over the limits stops before its last batch is packed.
+  const users = guardInput(source, () => books.summary, o.guard);
+  const progress = progressReporter(o, books, users, () => engine?.inFlight ?? 0);
+  const engine = sendingEngine(o, ledger, () => progress(false, true));
   await engine?.resendKept();
   const read = await readInput({
     users,
     packer,
-    handle: packer.group(group),
-    target,
+    handle: packer.group(o.group),
+    target: o.target,
     ownSummary,
     signal: o.signal,
-    onPacked,
+    onPacked: async (batch) => {
+      o.onBatch?.(batch);
+      await engine?.offer(batch);
+    },
     onItem: () => progress(false),
     stopped: () => ledger.stopped,
   });
-  if (read.ended && !dryRun) await journalWrite(ledger, () => o.journal?.recordInputEnd(packer.stats.batches));
+  if (read.ended && !o.dryRun) await journalWrite(ledger, () => o.journal?.recordInputEnd(packer.stats.batches));
   await engine?.drain();
-  // Once sending has started, a failure still gets a report (with the counts so far and the error).
-  if (read.error !== undefined && ledger.tally.requests === 0 && ledger.skipped === 0) throw read.error;
-  if (read.error !== undefined) ledger.stop(read.error);
-
-  if (!dryRun && statusOf(read, ledger) === 'completed') await journalWrite(ledger, () => o.journal?.markComplete());
-  const status = statusOf(read, ledger);
-  const report = buildReport(books, status, clock.now());
+  const status = await settle(o, read, ledger);
+  const report = buildReport(books, status, o.clock.now());
   progress(true);
   return report;
+}
+
+/** The run's books: what the report is built from. */
+function runBooks(
+  o: ResolvedUploadOptions,
+  startedMs: number,
+  summary: HashSummary,
+  packer: BatchPacker,
+  ledger: Ledger,
+): RunBooks {
+  return {
+    runId: o.runId ?? '',
+    accountId: o.accountId,
+    target: o.target,
+    operation: o.operation,
+    dryRun: o.dryRun,
+    resumed: o.journal?.resumed ?? false,
+    summary,
+    packer,
+    ledger,
+    client: o.client,
+    clientStart: o.client?.stats(),
+    startedMs,
+  };
+}
+
+/** The engine that sends the packed batches; none on a dry run. */
+function sendingEngine(o: ResolvedUploadOptions, ledger: Ledger, onSettled: () => void): Engine | undefined {
+  if (o.client === undefined || o.dryRun) return undefined;
+  return createEngine({ ...o, client: o.client, signal: o.signal, ledger, journal: o.journal, onSettled });
+}
+
+/**
+ * The run's status once the input was read and every batch settled. A failure to read the input
+ * before anything was sent is thrown; once sending has started it stops the run and is reported
+ * (with the counts so far).
+ */
+async function settle(o: ResolvedUploadOptions, read: ReadResult, ledger: Ledger): Promise<UploadStatus> {
+  if (read.error !== undefined && ledger.tally.requests === 0 && ledger.skipped === 0) throw read.error;
+  if (read.error !== undefined) ledger.stop(read.error);
+  if (!o.dryRun && statusOf(read, ledger) === 'completed') await journalWrite(ledger, () => o.journal?.markComplete());
+  return statusOf(read, ledger);
 }
 
 /**
@@ -114,10 +124,14 @@ async function journalWrite(ledger: Ledger, write: () => Promise<void> | undefin
 }
 
 /** The users to pack: raw records (the `records` option) are hashed here first. */
-export function hashedUsers(o: Pick<UploadAudienceOptions, 'users' | 'records'>, target: Target): UploadUsers {
+export function hashedUsers(o: {
+  users: UploadUsers;
+  records?: HashRecordsOptions | undefined;
+  target: Target;
+}): UploadUsers {
   if (o.records === undefined) return o.users;
   return hashRecords(o.users as Iterable<RawRecord> | AsyncIterable<RawRecord>, {
-    ...(target.types === undefined ? {} : { types: target.types }),
+    ...(o.target.types === undefined ? {} : { types: o.target.types }),
     ...o.records,
   });
 }
@@ -130,13 +144,12 @@ function statusOf(read: ReadResult, ledger: Ledger): UploadStatus {
 
 /** Progress callbacks, at most one per `progressIntervalMs` while reading (forced ones aside). */
 function progressReporter(
-  o: UploadAudienceOptions,
+  o: ResolvedUploadOptions,
   books: RunBooks,
-  clock: Clock,
   users: UploadUsers,
   inFlight: () => number,
 ): (done: boolean, force?: boolean) => void {
-  const interval = o.progressIntervalMs ?? 250;
+  const interval = o.progressIntervalMs;
   const bytesRead = users.bytesRead;
   const inputProgress =
     o.inputProgress ??
@@ -149,11 +162,36 @@ function progressReporter(
   let last = Number.NEGATIVE_INFINITY;
   return (done, force = false) => {
     if (o.onProgress === undefined) return;
-    const now = clock.now();
+    const now = o.clock.now();
     if (!force && !done && now - last < interval) return;
     last = now;
     o.onProgress(progressOf(books, now, inFlight(), inputProgress?.(), done));
   };
+}
+
+/**
+ * One operation's users sent with options resolved already (sync's Deletes and Updates): the
+ * upload's own options at their defaults.
+ */
+export function sendResolved(
+  o: ResolvedSendOptions,
+  how: {
+    operationType: OperationType;
+    users: UploadUsers;
+    dryRun?: boolean;
+    onConfirmed?: (batch: ConfirmedBatchInfo) => void;
+  },
+): Promise<UploadReport> {
+  return upload({
+    ...o,
+    ...(how.onConfirmed === undefined ? {} : { onConfirmed: how.onConfirmed }),
+    users: how.users,
+    operation: how.operationType === 'Update' ? 'update' : 'delete',
+    group: { operationType: how.operationType },
+    guard: {},
+    dryRun: how.dryRun === true,
+    progressIntervalMs: DEFAULT_PROGRESS_INTERVAL_MS,
+  });
 }
 
 /**
@@ -162,5 +200,5 @@ function progressReporter(
  */
 export function sendUsers(o: SendUsersOptions): Promise<UploadReport> {
   const { operationType, ...rest } = o;
-  return uploadAudience({ ...rest, operation: operationType === 'Update' ? 'update' : 'delete' });
+  return upload(resolveUploadOptions({ ...rest, operation: operationType === 'Update' ? 'update' : 'delete' }));
 }

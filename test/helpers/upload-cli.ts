@@ -71,6 +71,59 @@ export function useSlowSandbox(): void {
   });
 }
 
+/**
+ * The user batches of the held sandbox wait at this gate (the `slow` fault's wait) while
+ * `holding`: a test lets them through one by one, and a process killed while one is held was
+ * certainly mid-run, whatever the machine's speed.
+ */
+export class RequestGate {
+  holding = false;
+  /** Batches that reached the gate (held or not). */
+  entered = 0;
+  private readonly waiting: (() => void)[] = [];
+  private readonly arrivals: (() => void)[] = [];
+
+  readonly wait = (): Promise<void> => {
+    this.entered++;
+    if (!this.holding) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.waiting.push(resolve);
+      for (const arrived of this.arrivals.splice(0)) arrived();
+    });
+  };
+
+  /** Resolves once a batch is held (at once when one is). */
+  held(): Promise<void> {
+    if (this.waiting.length > 0) return Promise.resolve();
+    return new Promise((resolve) => this.arrivals.push(resolve));
+  }
+
+  /** Lets the first held batch through. */
+  releaseOne(): void {
+    this.waiting.shift()?.();
+  }
+
+  /** Stops holding and lets every held batch through. */
+  releaseAll(): void {
+    this.holding = false;
+    for (const release of this.waiting.splice(0)) release();
+  }
+}
+
+export const gate = new RequestGate();
+
+/** Starts the file's held sandbox (user batches wait at `gate`) before its tests and closes it after. */
+export function useHeldSandbox(): void {
+  beforeAll(async () => {
+    target.sandbox = await startSandbox({ seed: 3, faults: 'slow%1', sleep: gate.wait });
+    target.env = sandboxEnv(target.sandbox);
+  });
+  afterAll(async () => {
+    gate.releaseAll();
+    await target.sandbox?.close();
+  });
+}
+
 export function newAudience(): string {
   return target.sandbox.state.createCustomAudience(target.sandbox.accounts.primary, `t${Date.now()}`).id;
 }

@@ -4,7 +4,6 @@ import {
   ConnectionError,
   createCustomAudience,
   deleteCustomAudience,
-  EXIT_CODES,
   getCustomAudience,
   HttpError,
   isRetryableStatus,
@@ -42,6 +41,7 @@ import {
   type NameArgs,
 } from '../manage.js';
 import { handle, writeJson, writeLine, type Column, type GlobalArgs } from '../output.js';
+import { type CliErrorCode, EXIT_CODES, type ExitCode } from '../exit-codes.js';
 
 const AUDIENCE_FIELDS = [
   'id',
@@ -187,7 +187,7 @@ function getCommand(ctx: CliContext): CommandModule<GlobalArgs, GetArgs> {
         }).catch((error: unknown) => {
           // The platform answers 404 for a deleted audience unless with_deleted=true is sent.
           if (!(error instanceof HttpError && error.status === 404 && args.withDeleted !== true)) throw error;
-          throw rephrase(error, {
+          throw rephrase(error as HttpError, {
             fix: `check the account and audience ids; a deleted audience shows only with \`audience-kit audiences get --account ${args.account} --audience ${args.audience} --with-deleted\``,
           });
         }),
@@ -250,16 +250,20 @@ function deleteCommand(ctx: CliContext): CommandModule<GlobalArgs, DeleteArgs> {
         // with_deleted: without it a deleted audience is a 404, not the "already deleted" it is.
         const audience = await getCustomAudience(client, { ...ids, withDeleted: true });
         if (audience.deleted === true) {
-          throw new ConfigError('audience_already_deleted', `audience ${args.audience} is already deleted`, {
-            fix: `nothing to do; deleted audiences show with \`audience-kit audiences list --account ${args.account} --with-deleted\``,
-          });
+          throw new ConfigError<CliErrorCode>(
+            'audience_already_deleted',
+            `audience ${args.audience} is already deleted`,
+            {
+              fix: `nothing to do; deleted audiences show with \`audience-kit audiences list --account ${args.account} --with-deleted\``,
+            },
+          );
         }
         const records = await allTargetingRecords(client, args.account, args.audience, false);
         writeLine(ctx.stderr, renderTargeting(records, args.audience, false));
         const active = records.filter((r) => r.line_items.some((li) => li.servable));
         if (active.length > 0 && args.force !== true) {
           const lineItems = active.reduce((n, r) => n + r.line_items.filter((li) => li.servable).length, 0);
-          throw new ConfigError(
+          throw new ConfigError<CliErrorCode>(
             'audience_in_use',
             `audience ${args.audience} is targeted by ${lineItems} active line item(s) in ${active.length} campaign(s) (listed above); not deleted`,
             { fix: 'pause or retarget those line items, or pass --force to delete it anyway' },
@@ -374,56 +378,63 @@ function waitCommand(ctx: CliContext): CommandModule<GlobalArgs, WaitArgs> {
         firstIntervalMs: parseDuration(args.pollInterval, '--poll-interval'),
       };
       const started = Date.now();
-      const { stop, audience, lastError, polls } = await withClient(ctx, args, (client) =>
-        pollUntilTargetable(ctx, client, args, timing),
-      );
+      const outcome = await withClient(ctx, args, (client) => pollUntilTargetable(ctx, client, args, timing));
       const waitedMs = Date.now() - started;
-      if (args.json === true) {
-        writeJson(ctx, {
-          audience: audience ?? null,
-          targetable: stop === 'targetable',
-          timed_out: stop === 'timeout',
-          stop_reason: stop === 'deleted' || stop === 'too_small' ? stop : null,
-          last_error: lastError ?? null,
-          waited_ms: waitedMs,
-          polls,
-        });
-      } else if (stop === 'targetable') {
-        writeLine(
-          ctx.stdout,
-          `audience ${args.audience} is targetable (size ${audience?.audience_size ?? '-'}, waited ${formatMs(waitedMs)})`,
-        );
-      }
-      if (stop === 'targetable') return EXIT_CODES.ok;
-      if (stop === 'timeout') {
-        const reasons = audience?.reasons_not_targetable ?? [];
-        const why = lastError === undefined ? describeReasons(audience) : `the last poll failed: ${lastError}`;
-        writeLine(
-          ctx.stderr,
-          `error: audience ${args.audience} is still not targetable after ${formatMs(waitedMs)}: ${why}`,
-        );
-        writeLine(
-          ctx.stderr,
-          `  fix: ${lastError === undefined ? fixForReasons(reasons) : 'check the platform status and the connection, then wait again'}`,
-        );
-        return EXIT_CODES.timeout;
-      }
-      if (stop === 'deleted') {
-        writeLine(ctx.stderr, `error: audience ${args.audience} is deleted, so it will never be targetable`);
-        writeLine(
-          ctx.stderr,
-          '  fix: create a new audience (`audience-kit audiences create`) and upload users into it',
-        );
-      } else {
-        writeLine(
-          ctx.stderr,
-          `error: audience ${args.audience} is TOO_SMALL and not PROCESSING (size ${audience?.audience_size ?? '-'}): waiting cannot make it targetable`,
-        );
-        writeLine(ctx.stderr, `  fix: ${fixForReasons(['TOO_SMALL'])}`);
-      }
-      return EXIT_CODES.usage;
+      printWaitOutcome(ctx, args, outcome, waitedMs);
+      return waitExitCode(ctx, args, outcome, waitedMs);
     }),
   };
+}
+
+/** The outcome on stdout: one JSON document, or the line of a targetable audience. */
+function printWaitOutcome(ctx: CliContext, args: WaitArgs, o: WaitOutcome, waitedMs: number): void {
+  const { stop, audience } = o;
+  if (args.json === true) {
+    writeJson(ctx, {
+      audience: audience ?? null,
+      targetable: stop === 'targetable',
+      timed_out: stop === 'timeout',
+      stop_reason: stop === 'deleted' || stop === 'too_small' ? stop : null,
+      last_error: o.lastError ?? null,
+      waited_ms: waitedMs,
+      polls: o.polls,
+    });
+  } else if (stop === 'targetable') {
+    writeLine(
+      ctx.stdout,
+      `audience ${args.audience} is targetable (size ${audience?.audience_size ?? '-'}, waited ${formatMs(waitedMs)})`,
+    );
+  }
+}
+
+/** Why the wait did not end targetable (stderr), and the exit code: timeout 7, waiting cannot help 2. */
+function waitExitCode(ctx: CliContext, args: WaitArgs, o: WaitOutcome, waitedMs: number): ExitCode {
+  const { stop, audience, lastError } = o;
+  if (stop === 'targetable') return EXIT_CODES.ok;
+  if (stop === 'timeout') {
+    const reasons = audience?.reasons_not_targetable ?? [];
+    const why = lastError === undefined ? describeReasons(audience) : `the last poll failed: ${lastError}`;
+    writeLine(
+      ctx.stderr,
+      `error: audience ${args.audience} is still not targetable after ${formatMs(waitedMs)}: ${why}`,
+    );
+    writeLine(
+      ctx.stderr,
+      `  fix: ${lastError === undefined ? fixForReasons(reasons) : 'check the platform status and the connection, then wait again'}`,
+    );
+    return EXIT_CODES.timeout;
+  }
+  if (stop === 'deleted') {
+    writeLine(ctx.stderr, `error: audience ${args.audience} is deleted, so it will never be targetable`);
+    writeLine(ctx.stderr, '  fix: create a new audience (`audience-kit audiences create`) and upload users into it');
+  } else {
+    writeLine(
+      ctx.stderr,
+      `error: audience ${args.audience} is TOO_SMALL and not PROCESSING (size ${audience?.audience_size ?? '-'}): waiting cannot make it targetable`,
+    );
+    writeLine(ctx.stderr, `  fix: ${fixForReasons(['TOO_SMALL'])}`);
+  }
+  return EXIT_CODES.usage;
 }
 
 function describeReasons(audience: CustomAudience | undefined): string {

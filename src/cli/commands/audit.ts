@@ -3,7 +3,6 @@ import type { Argv, CommandModule } from 'yargs';
 import {
   ConfigError,
   defaultAuditLogPath,
-  EXIT_CODES,
   FileAuditLog,
   findRunIn,
   openStateStore,
@@ -14,6 +13,7 @@ import type { CliContext } from '../context.js';
 import { settleState, STATE_URL_OPTION } from '../state-dir.js';
 import { commandGroup } from '../manage.js';
 import { handle, renderFields, renderTable, writeJson, writeLine, type Column, type GlobalArgs } from '../output.js';
+import { EXIT_CODES } from '../exit-codes.js';
 
 interface AuditArgs extends GlobalArgs {
   'audit-log'?: string;

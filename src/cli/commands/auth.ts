@@ -31,6 +31,7 @@ import {
 import type { CliContext } from '../context.js';
 import { commandGroup, rephrase } from '../manage.js';
 import { handle, renderTable, writeJson, writeLine, type GlobalArgs } from '../output.js';
+import type { CliErrorCode } from '../exit-codes.js';
 
 interface LoginArgs extends ConnectionArgs {
   pin?: string;
@@ -80,7 +81,7 @@ async function tokenAndPin(
   const { profile, stored: pending } = config;
   if (pinArg !== undefined) {
     if (pending?.pendingRequestToken === undefined || pending.pendingRequestTokenSecret === undefined) {
-      throw new ConfigError(
+      throw new ConfigError<CliErrorCode>(
         'auth_no_pending_login',
         `no login is pending for profile "${profile}", so --pin has nothing to finish`,
         {
@@ -99,9 +100,13 @@ async function tokenAndPin(
   writeLine(ctx.stderr);
   if (pin === undefined) {
     await keepPending(token);
-    throw new ConfigError('auth_pin_missing', `no PIN was entered; the login stays pending for profile "${profile}"`, {
-      fix: `open the URL above, approve, then run \`audience-kit auth login${profileHint(profile)} --pin PIN\``,
-    });
+    throw new ConfigError<CliErrorCode>(
+      'auth_pin_missing',
+      `no PIN was entered; the login stays pending for profile "${profile}"`,
+      {
+        fix: `open the URL above, approve, then run \`audience-kit auth login${profileHint(profile)} --pin PIN\``,
+      },
+    );
   }
   return { token, pin };
 }
@@ -224,6 +229,106 @@ function maskValue(field: ConnectionField, value: string | undefined): string | 
   return value.length >= 12 ? `${value.slice(0, 4)}…(${value.length} chars)` : `…(${value.length} chars)`;
 }
 
+/** One connection value's row of `auth status`: where it comes from, masked. */
+interface StatusRow {
+  field: ConnectionField;
+  source: string;
+  from: string;
+  value: string | null;
+}
+
+/** What `auth status` reports: the profile, the config file and its mode, and each value's row. */
+interface AuthStatus {
+  profile: string;
+  configFile: string;
+  fileMode: number | undefined;
+  rows: StatusRow[];
+  complete: boolean;
+  pending: boolean;
+}
+
+async function authStatus(ctx: CliContext, args: ConnectionArgs): Promise<AuthStatus> {
+  const report = await inspectConnectionConfig({
+    flags: connectionFlags(args),
+    env: ctx.env,
+    ...(args.profile === undefined ? {} : { profile: args.profile }),
+  });
+  const fileMode = await stat(report.configFile).then(
+    (s) => s.mode & 0o777,
+    () => undefined,
+  );
+  const rows = CONNECTION_FIELDS.map((field) => ({
+    field,
+    source: report.sources[field],
+    from: sourceText(field, report.sources[field], report.profile),
+    value: maskValue(field, report.values[field]),
+  }));
+  return {
+    profile: report.profile,
+    configFile: report.configFile,
+    fileMode,
+    rows,
+    complete: rows.every((r) => r.source !== 'missing'),
+    pending: report.stored?.pendingRequestToken !== undefined,
+  };
+}
+
+/** Where a value comes from, as the user would set it (or how to set a missing one). */
+function sourceText(field: ConnectionField, source: string, profile: string): string {
+  switch (source) {
+    case 'env':
+      return CONNECTION_ENV_VARS[field];
+    case 'flag':
+      return CONNECTION_FLAG_NAMES[field];
+    case 'file':
+      return `profile "${profile}"`;
+    case 'default':
+      return 'same as adsBaseUrl';
+    default:
+      return `set ${CONNECTION_ENV_VARS[field]} or ${CONNECTION_FLAG_NAMES[field]}`;
+  }
+}
+
+function printStatusJson(ctx: CliContext, st: AuthStatus): void {
+  writeJson(ctx, {
+    profile: st.profile,
+    config_file: st.configFile,
+    config_file_mode: st.fileMode === undefined ? null : `0${st.fileMode.toString(8)}`,
+    complete: st.complete,
+    pending_login: st.pending,
+    fields: Object.fromEntries(st.rows.map((r) => [r.field, { source: r.source, from: r.from, value: r.value }])),
+  });
+}
+
+function printStatus(ctx: CliContext, st: AuthStatus): void {
+  writeLine(ctx.stdout, `profile      ${st.profile}`);
+  const modeText = st.fileMode === undefined ? 'not created yet' : `mode 0${st.fileMode.toString(8)}`;
+  writeLine(ctx.stdout, `config file  ${st.configFile} (${modeText})`);
+  writeLine(ctx.stdout);
+  writeLine(
+    ctx.stdout,
+    renderTable(st.rows, [
+      { header: 'FIELD', value: (r) => r.field },
+      { header: 'SOURCE', value: (r) => r.source },
+      { header: 'FROM', value: (r) => r.from },
+      { header: 'VALUE', value: (r) => r.value },
+    ]),
+  );
+  if (st.fileMode !== undefined && (st.fileMode & 0o077) !== 0)
+    writeLine(ctx.stdout, `warning: the config file is readable by other users; run: chmod 600 ${st.configFile}`);
+  if (st.pending)
+    writeLine(
+      ctx.stdout,
+      `a login is pending: finish it with \`audience-kit auth login${profileHint(st.profile)} --pin PIN\``,
+    );
+  writeLine(
+    ctx.stdout,
+    st.complete
+      ? 'complete: ready to call the API'
+      : `incomplete: run \`audience-kit auth login${profileHint(st.profile)}\` or set the missing values`,
+  );
+}
+
 function statusCommand(ctx: CliContext): CommandModule<GlobalArgs, ConnectionArgs> {
   return {
     command: 'status',
@@ -233,73 +338,9 @@ function statusCommand(ctx: CliContext): CommandModule<GlobalArgs, ConnectionArg
         .example('$0 auth status --profile sandbox', "Where each of the sandbox profile's values comes from")
         .example('$0 auth status --json', 'The same report as JSON (secrets only as "set (hidden)")'),
     handler: handle(ctx, async (args: ConnectionArgs) => {
-      const report = await inspectConnectionConfig({
-        flags: connectionFlags(args),
-        env: ctx.env,
-        ...(args.profile === undefined ? {} : { profile: args.profile }),
-      });
-      const fileMode = await stat(report.configFile).then(
-        (s) => s.mode & 0o777,
-        () => undefined,
-      );
-      const rows = CONNECTION_FIELDS.map((field) => ({
-        field,
-        source: report.sources[field],
-        from:
-          report.sources[field] === 'env'
-            ? CONNECTION_ENV_VARS[field]
-            : report.sources[field] === 'flag'
-              ? CONNECTION_FLAG_NAMES[field]
-              : report.sources[field] === 'file'
-                ? `profile "${report.profile}"`
-                : report.sources[field] === 'default'
-                  ? 'same as adsBaseUrl'
-                  : `set ${CONNECTION_ENV_VARS[field]} or ${CONNECTION_FLAG_NAMES[field]}`,
-        value: maskValue(field, report.values[field]),
-      }));
-      const complete = rows.every((r) => r.source !== 'missing');
-      const pending = report.stored?.pendingRequestToken !== undefined;
-      if (args.json === true) {
-        writeJson(ctx, {
-          profile: report.profile,
-          config_file: report.configFile,
-          config_file_mode: fileMode === undefined ? null : `0${fileMode.toString(8)}`,
-          complete,
-          pending_login: pending,
-          fields: Object.fromEntries(rows.map((r) => [r.field, { source: r.source, from: r.from, value: r.value }])),
-        });
-        return;
-      }
-      writeLine(ctx.stdout, `profile      ${report.profile}`);
-      const modeText = fileMode === undefined ? 'not created yet' : `mode 0${fileMode.toString(8)}`;
-      writeLine(ctx.stdout, `config file  ${report.configFile} (${modeText})`);
-      writeLine(ctx.stdout);
-      writeLine(
-        ctx.stdout,
-        renderTable(rows, [
-          { header: 'FIELD', value: (r) => r.field },
-          { header: 'SOURCE', value: (r) => r.source },
-          { header: 'FROM', value: (r) => r.from },
-          { header: 'VALUE', value: (r) => r.value },
-        ]),
-      );
-      if (fileMode !== undefined && (fileMode & 0o077) !== 0) {
-        writeLine(
-          ctx.stdout,
-          `warning: the config file is readable by other users; run: chmod 600 ${report.configFile}`,
-        );
-      }
-      if (pending)
-        writeLine(
-          ctx.stdout,
-          `a login is pending: finish it with \`audience-kit auth login${profileHint(report.profile)} --pin PIN\``,
-        );
-      writeLine(
-        ctx.stdout,
-        complete
-          ? 'complete: ready to call the API'
-          : `incomplete: run \`audience-kit auth login${profileHint(report.profile)}\` or set the missing values`,
-      );
+      const st = await authStatus(ctx, args);
+      if (args.json === true) printStatusJson(ctx, st);
+      else printStatus(ctx, st);
     }),
   };
 }

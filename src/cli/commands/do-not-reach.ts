@@ -11,6 +11,7 @@ import type { CliContext } from '../context.js';
 import { confirmDeletion, withYesOption, type YesArgs } from '../prompt.js';
 import { commandGroup, definedOnly, printList, printObject, withAccountOption, type AccountArgs } from '../manage.js';
 import { handle, type Column, type GlobalArgs } from '../output.js';
+import type { CliErrorCode } from '../exit-codes.js';
 
 const LIST_FIELDS = [
   'id',
@@ -86,7 +87,7 @@ function createCommand(ctx: CliContext): CommandModule<GlobalArgs, DnrCreateArgs
       const created = await withClient(ctx, args, async (client) => {
         const existing = (await listDoNotReachLists(client, { accountId: args.account })).data[0];
         if (existing !== undefined) {
-          throw new ConfigError(
+          throw new ConfigError<CliErrorCode>(
             'do_not_reach_list_exists',
             `account ${args.account} already has do-not-reach list ${existing.id}, and an account holds at most one`,
             {

@@ -11,7 +11,6 @@ import {
   csvCell,
   EnvironmentError,
   environmentError,
-  EXIT_CODES,
   hashCsvHeader,
   hashCsv,
   mappedTypes,
@@ -38,6 +37,7 @@ import {
   type HashOptionArgs,
 } from '../hash-options.js';
 import { exitCodesEpilogue, handle, stderrColumns, writeJson, writeLine, type GlobalArgs } from '../output.js';
+import { type CliErrorCode, EXIT_CODES } from '../exit-codes.js';
 
 interface HashArgs extends GlobalArgs, HashOptionArgs {
   file: string;
@@ -120,7 +120,7 @@ async function openOutput(ctx: CliContext, path: string, option: string): Promis
     // A missing directory is a wrong option; a full, read-only or unwritable one, the machine's.
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT')
       throw environmentError(error, 'writing in', dirname(target));
-    throw new ConfigError(
+    throw new ConfigError<CliErrorCode>(
       'output_not_writable',
       `${option} ${path} cannot be written (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
       {

@@ -123,7 +123,7 @@ async function sameBusinessOnly<T>(args: GrantArgs, run: () => Promise<T>): Prom
     )) {
       throw error;
     }
-    throw rephrase(error, {
+    throw rephrase(error as HttpError, {
       fix: `check --to ${args.to}: audiences are shared only with ad accounts of the owner's business (outside it, the owner account needs the SHARE_AUDIENCE_OUTSIDE_BUSINESS feature)`,
     });
   }

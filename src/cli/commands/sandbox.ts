@@ -3,7 +3,6 @@ import type { CommandModule } from 'yargs';
 import {
   ConfigError,
   DEFAULT_SANDBOX_RATE_LIMIT,
-  EXIT_CODES,
   parseFaultSpec,
   startSandbox,
   type Sandbox,
@@ -11,6 +10,7 @@ import {
 } from '../../internal.js';
 import type { CliContext } from '../context.js';
 import { handle, writeJson, writeLine, type GlobalArgs } from '../output.js';
+import { EXIT_CODES } from '../exit-codes.js';
 
 interface SandboxArgs extends GlobalArgs {
   port: number;

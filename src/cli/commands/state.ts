@@ -5,8 +5,9 @@
  */
 import { resolve } from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
-import { ConfigError, EXIT_CODES, moveState, schemaSql, SCHEMA_VERSION, type StateMoveReport } from '../../internal.js';
+import { ConfigError, moveState, schemaSql, SCHEMA_VERSION, type StateMoveReport } from '../../internal.js';
 import type { CliContext } from '../context.js';
+import { EXIT_CODES } from '../exit-codes.js';
 import { commandGroup } from '../manage.js';
 import { handle, renderFields, renderTable, writeJson, writeLine, type GlobalArgs } from '../output.js';
 

@@ -12,27 +12,31 @@ import {
   defaultAuditLogPath,
   DEFAULT_REFRESH_AFTER_DAYS,
   openStateStore,
-  exitCodeFor,
   MAX_REFRESH_AFTER_DAYS,
-  parseRemovalCap,
   reportJson,
   resendSnapshot,
+  resolveSyncSettings,
   stateFailure,
-  syncAudience,
-  type ExitCode,
+  syncResolved,
   type HashCsvRun,
-  type NormalizeOptions,
   type StateSpec,
   type StateStore,
   type SyncPlanCounts,
   type SyncReport,
+  type SyncSettings,
 } from '../../internal.js';
 import { withConnectionOptions } from '../connection.js';
 import type { CliContext } from '../context.js';
 import { settleState, STATE_URL_OPTION } from '../state-dir.js';
 import { renderHashSummary } from '../hash-summary.js';
 import { summaryHints } from '../hints.js';
-import { addHashOptions, printHints, printInputMapping, rejectGuardFromArgs } from '../hash-options.js';
+import {
+  addHashOptions,
+  hashInputSource,
+  printHints,
+  printInputMapping,
+  rejectGuardFromArgs,
+} from '../hash-options.js';
 import { withFlagNames } from '../flag-names.js';
 import {
   exitCodesEpilogue,
@@ -61,6 +65,7 @@ import {
   sandboxTargetSize,
   type Connected,
 } from '../send-session.js';
+import { exitCodeFor, type ExitCode } from '../exit-codes.js';
 
 interface SyncArgs extends UploadArgs {
   state?: string;
@@ -166,7 +171,7 @@ function printFailure(ctx: CliContext, args: SyncArgs, error: unknown): number {
     exit_code: exitCode,
     input: inputName(args),
     error: {
-      code: known ? error.code : 'internal',
+      code: known ? (error.code as string) : 'internal',
       message: error instanceof Error ? error.message : String(error),
       ...(known && error.fix !== undefined ? { fix: error.fix } : {}),
     },
@@ -176,14 +181,39 @@ function printFailure(ctx: CliContext, args: SyncArgs, error: unknown): number {
 
 const inputName = (args: SyncArgs): string => (args.file === '-' || args.file === '' ? '-' : basename(args.file));
 
+/**
+ * The sync's settings from the flags, parsed once (the library's checks, in its option names):
+ * before the input is opened or the sandbox started. The session adds the users and the client.
+ */
+function syncSettings(ctx: CliContext, args: SyncArgs, state: StateSpec): SyncSettings {
+  const { limits, concurrency, maxRetries } = runShape(args);
+  // The store's own audit log (the directory's audit.jsonl, or the database's), unless --audit-log names a file.
+  const named = args['audit-log'] ?? (state.kind === 'directory' ? defaultAuditLogPath(state.dir) : undefined);
+  return resolveSyncSettings({
+    accountId: args.account ?? '',
+    target: targetOf(args),
+    limits,
+    ...(concurrency === undefined ? {} : { concurrency }),
+    ...(maxRetries === undefined ? {} : { maxRetries }),
+    input: runInput(hashInputSource(args.file, ctx.cwd), args.file),
+    ...(state.kind === 'directory' ? { stateDir: state.dir } : { state: state.url }),
+    ...(named === undefined ? {} : { auditLog: resolve(ctx.cwd, named) }),
+    full: args.full === true,
+    recover: args.recover === true,
+    acceptUnrecovered: args['accept-unrecovered'] === true,
+    ...(args['refresh-after'] === undefined ? {} : { refreshAfterDays: args['refresh-after'] }),
+    ...(args['max-removals'] === undefined ? {} : { maxRemovals: args['max-removals'] }),
+    allowEmpty: args['allow-empty'] === true,
+    dryRun: args['dry-run'] === true,
+    sandbox: args.sandbox === true,
+  });
+}
+
 async function syncFile(ctx: CliContext, args: SyncArgs, state: StateSpec): Promise<number> {
   checkUsage(args, 'sync');
-  const maxRemovals = parseRemovalCap(args['max-removals']);
+  const settings = syncSettings(ctx, args, state);
   // An input without users is judged by the sync itself (refused unless --allow-empty).
-  const { run, inputPath, hashOptions } = await openSendInput(ctx, args, {
-    ...rejectGuardFromArgs(args),
-    requireUsers: false,
-  });
+  const run = await openSendInput(ctx, args, settings.target, { ...rejectGuardFromArgs(args), requireUsers: false });
   const interrupt = interruptSignal(ctx);
   let c: Connected | undefined;
   let store: StateStore | undefined;
@@ -191,43 +221,29 @@ async function syncFile(ctx: CliContext, args: SyncArgs, state: StateSpec): Prom
     if (args.quiet !== true) printInputMapping(ctx, run);
     store = await openStateStore(state);
     const opened = store;
-    c = await connect(ctx, args, SANDBOX_SEED, (sandboxed) => refillSandbox(sandboxed, opened));
-    const { limits, concurrency, maxRetries } = runShape(args);
-    const dryRun = args['dry-run'] === true;
-    // The store's own audit log (the directory's audit.jsonl, or the database's), unless --audit-log names a file.
-    const named = args['audit-log'] ?? (state.kind === 'directory' ? defaultAuditLogPath(state.dir) : undefined);
-    const auditLog = named === undefined ? undefined : resolve(ctx.cwd, named);
+    c = await connect(ctx, args, settings.target, SANDBOX_SEED, (sandboxed) => refillSandbox(sandboxed, opened));
+    // The sync records in the store opened here (the sandbox refill read it too), not in a second one.
+    const { stateDir: _stateDir, ...stateless } = settings;
     // The audit log refusing the end record (disk full) still lets the report be printed.
     let auditError: unknown;
-    const report = await syncAudience({
-      ...(c.client === undefined || dryRun ? {} : { client: c.client }),
+    const report = await syncResolved({
+      ...stateless,
+      state: store,
+      ...(c.client === undefined || settings.dryRun ? {} : { client: c.client }),
       accountId: c.accountId,
       target: c.target,
       users: run,
-      limits,
-      ...(concurrency === undefined ? {} : { concurrency }),
-      ...(maxRetries === undefined ? {} : { maxRetries }),
-      normalize: hashOptions,
-      input: runInput(inputPath, args.file),
-      state: store,
-      ...(auditLog === undefined ? {} : { auditLog }),
-      full: args.full === true,
-      recover: args.recover === true,
-      acceptUnrecovered: args['accept-unrecovered'] === true,
-      ...(args['refresh-after'] === undefined ? {} : { refreshAfterDays: args['refresh-after'] }),
-      maxRemovals: 'users' in maxRemovals ? maxRemovals.users : `${maxRemovals.percent}%`,
-      allowEmpty: args['allow-empty'] === true,
-      dryRun,
-      sandbox: args.sandbox === true,
       signal: interrupt.signal,
       onAuditError: (e) => (auditError = e),
       onPhase: (phase, plan) => printPhase(ctx, args, phase, plan),
     });
     const lostAudit =
-      auditError === undefined ? undefined : asKitError(stateFailure(auditError, auditLog ?? store.describe()));
+      auditError === undefined
+        ? undefined
+        : asKitError(stateFailure(auditError, settings.auditLog ?? store.describe()));
     if (report.error === undefined && lostAudit !== undefined) report.error = lostAudit;
     if (report.error !== undefined) withFlagNames(report.error);
-    printOutcome(ctx, args, report, run, c, hashOptions);
+    printOutcome(ctx, args, report, run, c);
     // The sync's own cause is the report's; the audit log's failure is said too.
     if (lostAudit !== undefined && report.error !== lostAudit)
       writeLine(ctx.stderr, `error: the audit log did not record the end of this run: ${lostAudit.message}`);
@@ -260,14 +276,7 @@ function operationLine(r: SyncReport['delete'], dryRun: boolean): string {
   return `${r.users_confirmed} of ${count(r.users, 'user')} confirmed, ${count(r.requests, 'request')}, ${r.status}`;
 }
 
-function printOutcome(
-  ctx: CliContext,
-  args: SyncArgs,
-  report: SyncReport,
-  run: HashCsvRun,
-  c: Connected,
-  hashOptions: NormalizeOptions,
-): void {
+function printOutcome(ctx: CliContext, args: SyncArgs, report: SyncReport, run: HashCsvRun, c: Connected): void {
   const sandbox = sandboxTargetSize(c);
   const size = sandbox?.size;
   if (args.json === true) {
@@ -276,9 +285,9 @@ function printOutcome(
       exit_code: syncExitCode(report),
       input: inputName(args),
       ...(size === undefined ? {} : { sandbox: { audience_size: size } }),
-      hints: summaryHints(run.summary, run.mapping, hashOptions),
+      hints: summaryHints(run.summary, run.mapping, run.normalize),
     });
-  } else printTable(ctx, report, run, hashOptions, sandbox);
+  } else printTable(ctx, report, run, sandbox);
   printCause(ctx, report);
 }
 
@@ -286,7 +295,6 @@ function printTable(
   ctx: CliContext,
   report: SyncReport,
   run: HashCsvRun,
-  hashOptions: NormalizeOptions,
   sandbox: { label: string; size: number } | undefined,
 ): void {
   const fields: [string, unknown][] = [
@@ -315,7 +323,7 @@ function printTable(
   writeLine(ctx.stdout);
   writeLine(ctx.stdout, renderHashSummary(run.summary));
   // Why many values of a type were rejected, and the likely fix: what `hash` and `upload` say too.
-  printHints(ctx, run.summary, run.mapping, hashOptions);
+  printHints(ctx, run.summary, run.mapping, run.normalize);
 }
 
 /** Why the sync did not complete, on stderr whatever the output format: failed batches, then the error and its fix. */

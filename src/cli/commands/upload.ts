@@ -1,17 +1,19 @@
 import { basename, resolve } from 'node:path';
 import type { CommandModule } from 'yargs';
 import {
-  describeTarget,
   ProgressPrinter,
   reportJson,
-  runUpload,
+  resolveRunSettings,
+  runResolved,
   unfinishedRunError,
   type HashCsvRun,
+  type PackedBatch,
   type RunNotice,
   openStateStore,
   type AuditLog,
-  type RunUploadOptions,
+  type RunSettings,
   type StateStore,
+  type Target,
   type UnfinishedRunPolicy,
   type UploadReport,
   writeFileNoFollow,
@@ -26,7 +28,6 @@ import { askYesNo } from '../prompt.js';
 import {
   addHashOptions,
   hashInputSource,
-  hashOptionsFromArgs,
   printHints,
   printInputMapping,
   rejectGuardFromArgs,
@@ -130,97 +131,105 @@ function printReport(
   if (fix !== undefined) writeLine(ctx.stderr, `  fix: ${fix}`);
 }
 
-function runOptions(
-  ctx: CliContext,
-  args: UploadArgs,
-  run: HashCsvRun,
-  c: Connected,
-  store: StateStore,
-  signal: AbortSignal,
-  onNotice: (n: RunNotice) => void,
-  printer: ProgressPrinter | undefined,
-): RunUploadOptions {
-  const inputPath = hashInputSource(args.file, ctx.cwd);
-  const journaled = args.sandbox !== true && inputPath !== '-';
-  let previewWritten = args.preview === undefined;
-  return {
+/** A run the CLI journals: not in the sandbox, not of stdin (it cannot be read again). */
+const journaledRun = (ctx: CliContext, args: UploadArgs): boolean =>
+  args.sandbox !== true && hashInputSource(args.file, ctx.cwd) !== '-';
+
+/**
+ * The run's settings from the flags, parsed once (the library's checks, in its option names):
+ * before the input is opened or the sandbox started. The session adds the users, the client
+ * and the state store (runStore).
+ */
+function runSettings(ctx: CliContext, args: UploadArgs): RunSettings {
+  return resolveRunSettings({
     ...runShape(args),
-    ...(c.client === undefined ? {} : { client: c.client }),
-    accountId: c.accountId,
-    target: c.target,
-    users: run,
-    normalize: hashOptionsFromArgs(args),
-    input: runInput(inputPath, args.file),
+    accountId: args.account ?? '',
+    target: targetOf(args),
+    input: runInput(hashInputSource(args.file, ctx.cwd), args.file),
     dedupe: args.dedupe,
     dryRun: args['dry-run'] === true,
     sandbox: args.sandbox === true,
-    ...(journaled ? { state: store } : {}),
     unfinished: unfinishedPolicy(ctx, args),
-    auditLog: auditLogOf(ctx, args, store),
-    signal,
-    onNotice,
-    ...(printer === undefined ? {} : { onProgress: printer.update }),
-    onBatch: (b) => {
-      if (previewWritten || args.preview === undefined) return;
-      previewWritten = true;
-      writeFileNoFollow(resolve(ctx.cwd, args.preview), b.body);
-    },
+    ...(args['audit-log'] === undefined ? {} : { auditLog: resolve(ctx.cwd, args['audit-log']) }),
+  });
+}
+
+/** The store's part of the run: its journals when journaled, its audit log unless --audit-log names a file. */
+function runStore(
+  ctx: CliContext,
+  args: UploadArgs,
+  settings: RunSettings,
+  store: StateStore,
+): { state?: StateStore; auditLog: string | AuditLog } {
+  return { ...(journaledRun(ctx, args) ? { state: store } : {}), auditLog: settings.auditLog ?? store.audit };
+}
+
+/** Writes the first request body to --preview's file. */
+function previewWriter(ctx: CliContext, args: UploadArgs): ((batch: PackedBatch) => void) | undefined {
+  const preview = args.preview;
+  if (preview === undefined) return undefined;
+  let written = false;
+  return (b) => {
+    if (written) return;
+    written = true;
+    writeFileNoFollow(resolve(ctx.cwd, preview), b.body);
   };
 }
 
-/** --audit-log's file, else the store's log (a directory's audit.jsonl, or the database's table). */
-function auditLogOf(ctx: CliContext, args: UploadArgs, store: StateStore): string | AuditLog {
-  return args['audit-log'] === undefined ? store.audit : resolve(ctx.cwd, args['audit-log']);
+/** Journal notices on stderr (unless --quiet); the journal's directory for the report. */
+function noticePrinter(
+  ctx: CliContext,
+  args: UploadArgs,
+): { onNotice: (n: RunNotice) => void; dir: () => string | undefined } {
+  let journalDir: string | undefined;
+  const onNotice = (n: RunNotice): void => {
+    if (n.kind === 'journal') journalDir = n.dir;
+    if (args.quiet === true) return;
+    if (n.kind === 'nothing_to_resume')
+      writeLine(ctx.stderr, 'nothing to resume for this file and these options: starting a new run');
+    else if (n.resumed)
+      writeLine(
+        ctx.stderr,
+        `resuming: ${n.confirmed} batches confirmed earlier are skipped, ${n.failed} kept batches re-sent first`,
+      );
+  };
+  return { onNotice, dir: () => journalDir };
 }
 
 async function upload(ctx: CliContext, args: UploadArgs): Promise<number> {
   checkUsage(args);
   const state = settleState(ctx, args);
+  const settings = runSettings(ctx, args);
+  const guard = rejectGuardFromArgs(args);
   finishWhenStdoutCloses(ctx);
-  const target = describeTarget(targetOf(args));
-  const { run } = await openSendInput(ctx, args, rejectGuardFromArgs(args));
+  const run = await openSendInput(ctx, args, settings.target, guard);
   const interrupt = interruptSignal(ctx);
   let c: Connected | undefined;
   let store: StateStore | undefined;
   try {
-    if (!args.quiet) {
-      printInputMapping(ctx, run);
-      if (target.types !== undefined)
-        writeLine(
-          ctx.stderr,
-          `  (${target.name}s take only ${target.types.join(' and ')}: other identifier columns are ignored)`,
-        );
-    }
+    if (!args.quiet) printInput(ctx, run, settings.target);
     store = await openStateStore(state);
-    c = await connect(ctx, args);
-    const printer =
-      args.quiet === true
-        ? undefined
-        : new ProgressPrinter({
-            write: (t) => ctx.stderr.write(t),
-            tty: ctx.stderrIsTTY,
-            columns: () => stderrColumns(ctx),
-          });
-    let journalDir: string | undefined;
-    const onNotice = (n: RunNotice): void => {
-      if (n.kind === 'journal') journalDir = n.dir;
-      if (args.quiet === true) return;
-      if (n.kind === 'nothing_to_resume')
-        writeLine(ctx.stderr, 'nothing to resume for this file and these options: starting a new run');
-      else if (n.resumed)
-        writeLine(
-          ctx.stderr,
-          `resuming: ${n.confirmed} batches confirmed earlier are skipped, ${n.failed} kept batches re-sent first`,
-        );
-    };
+    c = await connect(ctx, args, settings.target);
+    const printer = args.quiet === true ? undefined : progressPrinter(ctx);
+    const notices = noticePrinter(ctx, args);
+    const onBatch = previewWriter(ctx, args);
     // A failed audit append still lets the report be printed (what was sent matters most).
     let auditError: unknown;
-    const options = runOptions(ctx, args, run, c, store, interrupt.signal, onNotice, printer);
-    const report = await runUpload({ ...options, onAuditError: (e) => (auditError = e) }).finally(() =>
-      printer?.finish(),
-    );
+    const report = await runResolved({
+      ...settings,
+      ...runStore(ctx, args, settings, store),
+      ...(c.client === undefined ? {} : { client: c.client }),
+      accountId: c.accountId,
+      target: c.target,
+      users: run,
+      signal: interrupt.signal,
+      onNotice: notices.onNotice,
+      ...(printer === undefined ? {} : { onProgress: printer.update }),
+      ...(onBatch === undefined ? {} : { onBatch }),
+      onAuditError: (e) => (auditError = e),
+    }).finally(() => printer?.finish());
     if (report.error !== undefined) withFlagNames(report.error);
-    printOutcome(ctx, args, report, run, c, journalDir);
+    printOutcome(ctx, args, report, run, c, notices.dir());
     if (auditError !== undefined) return reportError(ctx, auditError, args.debug === true);
     return exitCodeOf(report);
   } finally {
@@ -228,6 +237,24 @@ async function upload(ctx: CliContext, args: UploadArgs): Promise<number> {
     await closeSend(run, c);
     await store?.close();
   }
+}
+
+/** What is read, the column mapping, and the types a do-not-reach list leaves out (stderr). */
+function printInput(ctx: CliContext, run: HashCsvRun, target: Target): void {
+  printInputMapping(ctx, run);
+  if (target.types !== undefined)
+    writeLine(
+      ctx.stderr,
+      `  (${target.name}s take only ${target.types.join(' and ')}: other identifier columns are ignored)`,
+    );
+}
+
+function progressPrinter(ctx: CliContext): ProgressPrinter {
+  return new ProgressPrinter({
+    write: (t) => ctx.stderr.write(t),
+    tty: ctx.stderrIsTTY,
+    columns: () => stderrColumns(ctx),
+  });
 }
 
 function printOutcome(
@@ -245,10 +272,9 @@ function printOutcome(
   if (journalDir !== undefined && report.status !== 'completed')
     extra.push(['state', `${journalDir} (run again with --resume to continue)`]);
   // Why many values of a type were rejected, and the likely fix: what `hash` says too.
-  const hashOptions = hashOptionsFromArgs(args);
   if (args.json !== true) {
     printReport(ctx, report, run, extra);
-    printHints(ctx, run.summary, run.mapping, hashOptions);
+    printHints(ctx, run.summary, run.mapping, run.normalize);
     return;
   }
   writeJson(ctx, {
@@ -256,7 +282,7 @@ function printOutcome(
     exit_code: exitCodeOf(report),
     input: args.file === '-' || args.file === '' ? '-' : basename(args.file),
     ...(sandboxInfo === undefined ? {} : { sandbox: sandboxInfo }),
-    hints: summaryHints(run.summary, run.mapping, hashOptions),
+    hints: summaryHints(run.summary, run.mapping, run.normalize),
   });
 }
 
