@@ -22,7 +22,6 @@ import { ConfigError, EnvironmentError, environmentError } from '../errors.js';
 import { appendWhole, ensureDir, openNoFollow, stateFs, statRegularFile, writeFileNoFollow } from './fs.js';
 import { VERSION } from '../version.js';
 import { sha256Hex } from '../util/sha256.js';
-import type { UploadJournal } from './store.js';
 
 export const DEFAULT_STATE_DIR = '.audience-kit';
 
@@ -312,6 +311,42 @@ export interface JournalStart {
   lines: JournalLine[];
   head: string;
   now: () => Date;
+}
+
+/**
+ * What an upload run uses of its journal (upload/run.ts, upload/ledger.ts, upload/engine.ts):
+ * ChainedJournal in state/journal.ts, whose subclasses store it (RunJournal: the file;
+ * PostgresJournal: the database). Every record method resolves once the record is durable in
+ * the store, and records are chained in the order the methods were called.
+ */
+export interface UploadJournal {
+  readonly key: string;
+  /** Where the journal is, for messages: its directory, or the database and key (never a password). */
+  readonly location: string;
+  readonly resumed: boolean;
+  readonly confirmed: ReadonlyMap<number, ConfirmedBatch>;
+  readonly failed: ReadonlyMap<number, FailedBatch>;
+  readonly totalBatches: number | undefined;
+  readonly complete: boolean;
+  isConfirmed(index: number, sha256: string): boolean;
+  recordConfirmed(index: number, sha256: string, users: number): Promise<void>;
+  recordFailed(
+    batch: {
+      index: number;
+      body: Buffer;
+      users: number;
+      operationUsers: number[];
+      group: BatchGroup;
+      lines: Uint32Array;
+    },
+    sha256: string,
+    reason: string,
+  ): Promise<void>;
+  readFailedBatch(index: number): Promise<KeptBatch | undefined>;
+  recordInputEnd(batches: number): Promise<void>;
+  markComplete(): Promise<void>;
+  /** Release the journal's lock. Idempotent. */
+  close(): Promise<void>;
 }
 
 /**

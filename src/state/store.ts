@@ -20,16 +20,10 @@
  */
 import { ConfigError } from '../errors.js';
 import type { AuditRecord, AuditRun, AuditSnapshotState, AuditVerification, ChainedAuditRecord } from './audit.js';
-import type { BatchGroup } from '../upload/plan.js';
-import type {
-  ConfirmedBatch,
-  FailedBatch,
-  JournalKey,
-  JournalSummary,
-  KeptBatch,
-  OpenJournalOptions,
-} from './journal.js';
+import type { JournalKey, JournalSummary, OpenJournalOptions, UploadJournal } from './journal.js';
 import type { SnapshotTarget } from './snapshot-format.js';
+
+export type { UploadJournal } from './journal.js';
 
 export type { SnapshotTarget } from './snapshot-format.js';
 
@@ -154,42 +148,6 @@ export interface RunJournals {
   open(key: JournalKey, options: OpenJournalOptions): Promise<UploadJournal>;
   /** Every journal the store holds (complete or not). */
   list(): Promise<JournalSummary[]>;
-}
-
-/**
- * What an upload run uses of its journal (upload/run.ts, upload/ledger.ts, upload/engine.ts):
- * ChainedJournal in state/journal.ts, whose subclasses store it (RunJournal: the file;
- * PostgresJournal: the database). Every record method resolves once the record is durable in
- * the store, and records are chained in the order the methods were called.
- */
-export interface UploadJournal {
-  readonly key: string;
-  /** Where the journal is, for messages: its directory, or the database and key (never a password). */
-  readonly location: string;
-  readonly resumed: boolean;
-  readonly confirmed: ReadonlyMap<number, ConfirmedBatch>;
-  readonly failed: ReadonlyMap<number, FailedBatch>;
-  readonly totalBatches: number | undefined;
-  readonly complete: boolean;
-  isConfirmed(index: number, sha256: string): boolean;
-  recordConfirmed(index: number, sha256: string, users: number): Promise<void>;
-  recordFailed(
-    batch: {
-      index: number;
-      body: Buffer;
-      users: number;
-      operationUsers: number[];
-      group: BatchGroup;
-      lines: Uint32Array;
-    },
-    sha256: string,
-    reason: string,
-  ): Promise<void>;
-  readFailedBatch(index: number): Promise<KeptBatch | undefined>;
-  recordInputEnd(batches: number): Promise<void>;
-  markComplete(): Promise<void>;
-  /** Release the journal's lock. Idempotent. */
-  close(): Promise<void>;
 }
 
 /** A second sync of a target: refused (after the wait), naming the holder when the store knows it. */
