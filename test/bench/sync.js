@@ -223,7 +223,7 @@ async function unchangedSync(s, b) {
   const again = await sync(b, s);
   const postsAfter = (await sandbox.ask(`size ${s.audience}`)).posts;
   console.log(
-    `${s.label}: sync B again (unchanged): ${again.report.requests} requests (sandbox saw ${postsAfter - s.after.posts})`,
+    `${s.label}: sync B again (unchanged): ${again.seconds.toFixed(2)} s, ${again.report.requests} requests (sandbox saw ${postsAfter - s.after.posts})`,
   );
   if (again.report.requests !== 0 || postsAfter !== s.after.posts)
     failures.push(`${s.label}: unchanged input made requests`);
