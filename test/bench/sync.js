@@ -6,19 +6,21 @@
 //      same run. Then `sync B` again: zero requests. The same sequence runs against the PostgreSQL
 //      store (`--state`, a fresh database on the server of `--pg-url` or AK_BENCH_PG_URL, default
 //      postgres://postgres@127.0.0.1:5432/postgres, dropped at the end), interleaved with the
-//      directory's runs (dir A, pg A, hash B, dir B, pg B, dir B again, pg B again) so load hits both
-//      alike: its `sync B` must take at most 1.5x the directory's, send the same users and leave the
-//      same audience (sandbox membership digest); the snapshot tables' bytes per user are reported
-//      (pg_total_relation_size after the syncs, and after VACUUM FULL). No server: skipped, said so.
+//      directory's runs (dir A, pg A, hash B, dir B, pg B, dir B again, pg B again; pg first with
+//      --pg-first) so load hits both alike: its `sync B` must take at most 1.5x the directory's, send
+//      the same users and leave the same audience (sandbox membership digest); the snapshot tables'
+//      bytes per user are reported (pg_total_relation_size after the syncs, and after VACUUM FULL).
+//      No server: skipped, said so.
 //   2. Memory: the first sync of a 10M-row export (CLI, every user sent), then `sync` of that export
 //      unchanged: each within 300 MB peak RSS; snapshot on disk <= 200 bytes per user, zero requests
 //      for the unchanged one. Then `syncAudience()` in a process of its own, fed 10M raw records by an
 //      async generator (first sync of a new audience): within 300 MB too.
 //   options: --rows N (part 1, default 1M), --big-rows N (part 2, default 10M, or the environment's
-//   AK_BENCH_SYNC_ROWS), --skip-big, --skip-small, --skip-library, --skip-pg; --state-dir-flag FLAG
-//   (default --state-dir): the CLI flag that names the state, with `--state-base X` its value for each
-//   sync (default: a new temporary directory; with `--state-dir-flag --state`, a fresh database as in
-//   part 1, whose snapshot tables' bytes per user are reported), so part 2 can measure another store.
+//   AK_BENCH_SYNC_ROWS), --skip-big, --skip-small, --skip-library, --skip-pg, --pg-first;
+//   --state-dir-flag FLAG (default --state-dir): the CLI flag that names the state, with
+//   `--state-base X` its value for each sync (default: a new temporary directory; with
+//   `--state-dir-flag --state`, a fresh database as in part 1, whose snapshot tables' bytes per user
+//   are reported), so part 2 can measure another store.
 //
 // The sandbox runs in its own process (a fair peer: it does not share the syncing process's cores'
 // event loop). Peak RSS is the measured process's maxRSS (worker threads included).
@@ -155,13 +157,15 @@ async function small() {
     const stores = [{ label: 'dir', audience: info.audience, state: stateDir, stateFlag: '--state-dir' }];
     if (db)
       stores.push({ label: 'pg', audience: (await sandbox.ask('new')).audience, state: db.url, stateFlag: '--state' });
-    for (const s of stores) await firstSync(s, a);
+    // --pg-first: the database store's runs before the directory's (alternate runs to even out load).
+    const order = flag('pg-first') ? [...stores].reverse() : stores;
+    for (const s of order) await firstSync(s, a);
     // Warm the page cache so neither measured run pays the first read.
     spawnSync('cat', [b], { stdio: 'ignore' });
     const hash = await measure([BIN, 'hash', b, '--format', 'jsonl']);
     console.log(`hash B : ${hash.seconds.toFixed(2)} s, peak RSS ${hash.rssMb.toFixed(0)} MB`);
-    for (const s of stores) await changedSync(s, b, step, hash);
-    for (const s of stores) await unchangedSync(s, b);
+    for (const s of order) await changedSync(s, b, step, hash);
+    for (const s of order) await unchangedSync(s, b);
     for (const s of stores) s.digest = (await sandbox.ask(`digest ${s.audience}`)).digest;
     const [dir, pgStore] = stores;
     const r = dir.report;
