@@ -3,15 +3,24 @@
 //   1. A 1M-row export A is synced to a sandbox audience (first sync: every user sent). Export B
 //      drops 1% of A's rows and adds 1% new ones. `sync B` must send exactly those users (removals
 //      as Delete, additions as Update) and take at most 1.3x as long as `hash B`, measured in the
-//      same run. Then `sync B` again: zero requests.
+//      same run. Then `sync B` again: zero requests. The same sequence runs against the PostgreSQL
+//      store (`--state`, a fresh database on the server of `--pg-url` or AK_BENCH_PG_URL, default
+//      postgres://postgres@127.0.0.1:5432/postgres, dropped at the end), interleaved with the
+//      directory's runs (dir A, pg A, hash B, dir B, pg B, dir B again, pg B again; pg first with
+//      --pg-first) so load hits both alike: its `sync B` must take at most 1.5x the directory's, send
+//      the same users and leave the same audience (sandbox membership digest); the snapshot tables'
+//      bytes per user are reported (pg_total_relation_size after the syncs, and after VACUUM FULL).
+//      No server: skipped, said so.
 //   2. Memory: the first sync of a 10M-row export (CLI, every user sent), then `sync` of that export
 //      unchanged: each within 300 MB peak RSS; snapshot on disk <= 200 bytes per user, zero requests
 //      for the unchanged one. Then `syncAudience()` in a process of its own, fed 10M raw records by an
 //      async generator (first sync of a new audience): within 300 MB too.
 //   options: --rows N (part 1, default 1M), --big-rows N (part 2, default 10M, or the environment's
-//   AK_BENCH_SYNC_ROWS), --skip-big, --skip-small, --skip-library; --state-dir-flag FLAG (default
-//   --state-dir): the CLI flag that names the state, with `--state-base X` its value for each sync
-//   (default: a new temporary directory), so part 2 can measure another store.
+//   AK_BENCH_SYNC_ROWS), --skip-big, --skip-small, --skip-library, --skip-pg, --pg-first;
+//   --state-dir-flag FLAG (default --state-dir): the CLI flag that names the state, with
+//   `--state-base X` its value for each sync (default: a new temporary directory; with
+//   `--state-dir-flag --state`, a fresh database as in part 1, whose snapshot tables' bytes per user
+//   are reported), so part 2 can measure another store.
 //
 // The sandbox runs in its own process (a fair peer: it does not share the syncing process's cores'
 // event loop). Peak RSS is the measured process's maxRSS (worker threads included).
@@ -22,6 +31,7 @@ import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { BIN, flag, fmt, measure, opt, ROOT, rows } from './common.js';
+import { freshDatabase } from './pg.js';
 
 const DIST = `${ROOT}dist/internal.js`;
 const DATA = `${ROOT}test/bench/data/`;
@@ -56,17 +66,29 @@ async function slice(source, out, from, to) {
   return out;
 }
 
-/** The sandbox in its own process; `size <id>` answers the audience size and the POSTs it received. */
+/**
+ * The sandbox in its own process; `size <id>` answers the audience size and the POSTs it received,
+ * `digest <id>` its membership's digest, `new` a new audience.
+ */
 function startSandboxProcess() {
   const script = `
     import { startSandbox } from ${JSON.stringify(DIST)};
     import { createInterface } from 'node:readline';
+    import { createHash } from 'node:crypto';
     const s = await startSandbox({ seed: 1 });
     const newAudience = () => s.state.createCustomAudience(s.accounts.primary, 'bench').id;
     console.log(JSON.stringify({ adsBaseUrl: s.adsBaseUrl, credentials: s.credentials, account: s.accounts.primary, audience: newAudience() }));
     for await (const line of createInterface({ input: process.stdin })) {
       const [cmd, id] = line.split(' ');
       if (cmd === 'new') { console.log(JSON.stringify({ audience: newAudience() })); continue; }
+      if (cmd === 'digest') {
+        // The audience's membership: SHA-256 of its sorted user keys (compares two audiences' users;
+        // read from the key table's slots, the sandbox has no listing: the platform has none).
+        const slots = s.state.audiences.get(id)?.users.slots ?? new Float64Array(0);
+        const keys = slots.filter((k) => k >= 0).sort();
+        console.log(JSON.stringify({ digest: createHash('sha256').update(keys).digest('hex') }));
+        continue;
+      }
       const posts = s.state.requests.filter((r) => r.method === 'POST' && r.path.includes('/' + id + '/')).length;
       console.log(JSON.stringify({ size: s.state.audienceSize(id), posts }));
     }
@@ -123,26 +145,68 @@ async function sync(file, { audience = info.audience, state = stateDir, stateFla
   return { ...m, report: JSON.parse(m.stdout) };
 }
 
-// Part 1: 1M rows, 1% removed and 1% added.
+// Part 1: 1M rows, 1% removed and 1% added, through the directory store and the PostgreSQL store
+// (a fresh database), interleaved: dir A, pg A, hash B, dir B, pg B, dir B again, pg B again.
 async function small() {
   const step = Math.round(rows / 100);
   const source = await generated(rows + step);
   const a = await slice(source, `${DATA}sync-a-${rows}.csv`, 0, rows);
   const b = await slice(source, `${DATA}sync-b-${rows}.csv`, step, rows + step);
-  const first = await sync(a);
+  const db = await benchDatabase('sync');
+  try {
+    const stores = [{ label: 'dir', audience: info.audience, state: stateDir, stateFlag: '--state-dir' }];
+    if (db)
+      stores.push({ label: 'pg', audience: (await sandbox.ask('new')).audience, state: db.url, stateFlag: '--state' });
+    // --pg-first: the database store's runs before the directory's (alternate runs to even out load).
+    const order = flag('pg-first') ? [...stores].reverse() : stores;
+    for (const s of order) await firstSync(s, a);
+    // Warm the page cache so neither measured run pays the first read.
+    spawnSync('cat', [b], { stdio: 'ignore' });
+    const hash = await measure([BIN, 'hash', b, '--format', 'jsonl']);
+    console.log(`hash B : ${hash.seconds.toFixed(2)} s, peak RSS ${hash.rssMb.toFixed(0)} MB`);
+    for (const s of order) await changedSync(s, b, step, hash);
+    for (const s of order) await unchangedSync(s, b);
+    for (const s of stores) s.digest = (await sandbox.ask(`digest ${s.audience}`)).digest;
+    const [dir, pgStore] = stores;
+    const r = dir.report;
+    console.log(
+      `dir snapshot: ${fmt(r.snapshot.after.users)} users, ${fmt(r.snapshot.bytes_on_disk)} bytes on disk = ${(r.snapshot.bytes_on_disk / r.snapshot.after.users).toFixed(1)} bytes/user`,
+    );
+    if (pgStore) await comparePg(dir, pgStore, db);
+  } finally {
+    await db?.drop();
+    rmSync(stateDir, { recursive: true, force: true });
+  }
+}
+
+/** A fresh database for the PostgreSQL store's runs, or null (skipped, with a line saying why). */
+async function benchDatabase(label) {
+  if (flag('skip-pg')) {
+    console.log('PostgreSQL store: skipped (--skip-pg)');
+    return null;
+  }
+  const db = await freshDatabase(label);
+  if (!db) console.log('PostgreSQL store: SKIPPED, no server answers at --pg-url / AK_BENCH_PG_URL');
+  else console.log(`PostgreSQL store: fresh database ${db.name} (dropped at the end)`);
+  return db;
+}
+
+async function firstSync(s, a) {
+  const first = await sync(a, s);
   console.log(
-    `first sync of A (${fmt(rows)} rows): ${first.seconds.toFixed(2)} s, ${fmt(first.report.update.users_confirmed)} users sent as Update, status ${first.report.status}`,
+    `${s.label}: first sync of A (${fmt(rows)} rows): ${first.seconds.toFixed(2)} s, peak RSS ${first.rssMb.toFixed(0)} MB, ${fmt(first.report.update.users_confirmed)} users sent as Update, status ${first.report.status}`,
   );
-  // Warm the page cache so neither measured run pays the first read.
-  spawnSync('cat', [b], { stdio: 'ignore' });
-  const hash = await measure([BIN, 'hash', b, '--format', 'jsonl']);
-  const before = await sandbox.ask(`size ${info.audience}`);
-  const changed = await sync(b);
-  const after = await sandbox.ask(`size ${info.audience}`);
+  if (first.report.status !== 'completed') failures.push(`${s.label}: first sync of A did not complete`);
+}
+
+async function changedSync(s, b, step, hash) {
+  const before = await sandbox.ask(`size ${s.audience}`);
+  const changed = await sync(b, s);
+  const after = await sandbox.ask(`size ${s.audience}`);
   const r = changed.report;
-  console.log(`hash B : ${hash.seconds.toFixed(2)} s, peak RSS ${hash.rssMb.toFixed(0)} MB`);
+  Object.assign(s, { changed, report: r, after });
   console.log(
-    `sync B : ${changed.seconds.toFixed(2)} s, peak RSS ${changed.rssMb.toFixed(0)} MB, = ${(changed.seconds / hash.seconds).toFixed(2)}x hash (target <= 1.3x)`,
+    `${s.label}: sync B : ${changed.seconds.toFixed(2)} s, peak RSS ${changed.rssMb.toFixed(0)} MB, = ${(changed.seconds / hash.seconds).toFixed(2)}x hash (target <= 1.3x)`,
   );
   console.log(
     `         plan: +${fmt(r.adds)} -${fmt(r.removes)} ~${fmt(r.refreshes)} =${fmt(r.unchanged)}; sent ${fmt(r.delete.users)} Delete + ${fmt(r.update.users)} Update in ${r.requests} requests; status ${r.status}`,
@@ -151,19 +215,46 @@ async function small() {
     `         sandbox audience ${fmt(before.size)} -> ${fmt(after.size)} (B's distinct users: ${fmt(r.users)})`,
   );
   const sentUsers = r.delete.users + r.update.users;
-  if (r.status !== 'completed' || after.size !== r.users) failures.push('the audience is not the users of B');
+  if (r.status !== 'completed' || after.size !== r.users)
+    failures.push(`${s.label}: the audience is not the users of B`);
   if (r.delete.users !== r.removes || r.update.users !== r.adds || r.refreshes !== 0)
-    failures.push('sent other users than the changes');
-  if (sentUsers > 2 * step) failures.push(`sent ${sentUsers} users for ${2 * step} changed rows`);
-  if (changed.seconds / hash.seconds > 1.3) failures.push('sync above 1.3x hash');
-  const again = await sync(b);
-  const postsAfter = (await sandbox.ask(`size ${info.audience}`)).posts;
-  console.log(`sync B again (unchanged): ${again.report.requests} requests (sandbox saw ${postsAfter - after.posts})`);
-  if (again.report.requests !== 0 || postsAfter !== after.posts) failures.push('unchanged input made requests');
+    failures.push(`${s.label}: sent other users than the changes`);
+  if (sentUsers > 2 * step) failures.push(`${s.label}: sent ${sentUsers} users for ${2 * step} changed rows`);
+  if (s.label === 'dir' && changed.seconds / hash.seconds > 1.3) failures.push('sync above 1.3x hash');
+}
+
+async function unchangedSync(s, b) {
+  const again = await sync(b, s);
+  const postsAfter = (await sandbox.ask(`size ${s.audience}`)).posts;
   console.log(
-    `snapshot: ${fmt(r.snapshot.after.users)} users, ${fmt(r.snapshot.bytes_on_disk)} bytes on disk = ${(r.snapshot.bytes_on_disk / r.snapshot.after.users).toFixed(1)} bytes/user`,
+    `${s.label}: sync B again (unchanged): ${again.seconds.toFixed(2)} s, ${again.report.requests} requests (sandbox saw ${postsAfter - s.after.posts})`,
   );
-  rmSync(stateDir, { recursive: true, force: true });
+  if (again.report.requests !== 0 || postsAfter !== s.after.posts)
+    failures.push(`${s.label}: unchanged input made requests`);
+}
+
+/** The PostgreSQL store against the directory: `sync B`'s time (<= 1.5x), the same users, bytes per user. */
+async function comparePg(dir, pgStore, db) {
+  const ratio = pgStore.changed.seconds / dir.changed.seconds;
+  const load = loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
+  console.log(
+    `sync B on PostgreSQL / on directory: ${pgStore.changed.seconds.toFixed(2)} s / ${dir.changed.seconds.toFixed(2)} s = ${ratio.toFixed(2)}x (target <= 1.5x; ${availableParallelism()} cores, load average now ${load})`,
+  );
+  if (ratio > 1.5) failures.push(`sync B on PostgreSQL ${ratio.toFixed(2)}x the directory's (above 1.5x)`);
+  const counts = (s) => {
+    const r = s.report;
+    return JSON.stringify([r.users, r.adds, r.removes, r.delete.users, r.update.users, s.after.size]);
+  };
+  const same = counts(dir) === counts(pgStore) && dir.digest === pgStore.digest;
+  console.log(`same users sent and same audience in the sandbox on both stores: ${same ? 'yes' : 'NO'}`);
+  if (!same) failures.push('the two stores sent different users or left different audiences');
+  const users = pgStore.report.snapshot.after.users;
+  const bytes = await db.snapshotBytes();
+  console.log(
+    `pg snapshot: ${fmt(users)} users, audience_kit_snapshot_* tables ${fmt(bytes.before)} bytes after the syncs = ${(bytes.before / users).toFixed(1)} bytes/user; after VACUUM FULL ${fmt(bytes.afterVacuumFull)} bytes = ${(bytes.afterVacuumFull / users).toFixed(1)} bytes/user (dir: ${(dir.report.snapshot.bytes_on_disk / dir.report.snapshot.after.users).toFixed(1)} bytes/user)`,
+  );
 }
 
 if (!flag('skip-small')) await small();
@@ -177,7 +268,19 @@ sandbox.stop();
 async function big(n) {
   const file = await generated(n);
   const dir = mkdtempSync(join(tmpdir(), 'ak-bench-sync-big-'));
-  const state = { stateFlag: opt('state-dir-flag', '--state-dir'), state: opt('state-base', dir) };
+  const stateFlag = opt('state-dir-flag', '--state-dir');
+  // `--state-dir-flag --state` without `--state-base`: a fresh database, dropped at the end.
+  const db = stateFlag === '--state' && opt('state-base') === undefined ? await benchDatabase('big') : null;
+  if (stateFlag === '--state' && opt('state-base') === undefined && !db) return;
+  try {
+    await bigSyncs(n, file, { stateFlag, state: db?.url ?? opt('state-base', dir) }, db);
+  } finally {
+    await db?.drop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function bigSyncs(n, file, state, db) {
   const { audience } = await sandbox.ask('new');
   spawnSync('cat', [file], { stdio: 'ignore' });
   const first = await sync(file, { audience, ...state });
@@ -200,7 +303,13 @@ async function big(n) {
   if (m.rssMb > 300) failures.push(`${fmt(n)}-user unchanged sync peak RSS above 300 MB`);
   if (perUser > 200) failures.push('snapshot above 200 bytes/user');
   if (rep.requests !== 0 || rep.status !== 'completed') failures.push(`unchanged ${fmt(n)}-row input made requests`);
-  rmSync(dir, { recursive: true, force: true });
+  if (db) {
+    const bytes = await db.snapshotBytes();
+    const users = rep.snapshot.after.users;
+    console.log(
+      `snapshot in the database: audience_kit_snapshot_* tables ${fmt(bytes.before)} bytes = ${(bytes.before / users).toFixed(1)} bytes/user; after VACUUM FULL ${(bytes.afterVacuumFull / users).toFixed(1)} bytes/user`,
+    );
+  }
 }
 
 /** `syncAudience()` fed by an async generator of raw records, in a process of its own (its peak RSS). */
