@@ -299,6 +299,16 @@ export interface OpenJournalOptions {
 }
 
 /** A failed batch's kept request body and the input line of each of its users. */
+/** A batch that failed after every retry, as the engine hands it to `recordFailed`. */
+export interface BatchToKeep {
+  index: number;
+  body: Buffer;
+  users: number;
+  operationUsers: number[];
+  group: BatchGroup;
+  lines: Uint32Array;
+}
+
 export interface KeptBatch {
   body: Buffer;
   lines: Uint32Array;
@@ -330,18 +340,7 @@ export interface UploadJournal {
   readonly complete: boolean;
   isConfirmed(index: number, sha256: string): boolean;
   recordConfirmed(index: number, sha256: string, users: number): Promise<void>;
-  recordFailed(
-    batch: {
-      index: number;
-      body: Buffer;
-      users: number;
-      operationUsers: number[];
-      group: BatchGroup;
-      lines: Uint32Array;
-    },
-    sha256: string,
-    reason: string,
-  ): Promise<void>;
+  recordFailed(batch: BatchToKeep, sha256: string, reason: string): Promise<void>;
   readFailedBatch(index: number): Promise<KeptBatch | undefined>;
   recordInputEnd(batches: number): Promise<void>;
   markComplete(): Promise<void>;
@@ -461,18 +460,7 @@ export abstract class ChainedJournal implements UploadJournal {
   }
 
   /** Keep a batch that failed after every retry, for a later resume. */
-  async recordFailed(
-    batch: {
-      index: number;
-      body: Buffer;
-      users: number;
-      operationUsers: number[];
-      group: BatchGroup;
-      lines: Uint32Array;
-    },
-    sha256: string,
-    reason: string,
-  ): Promise<void> {
+  async recordFailed(batch: BatchToKeep, sha256: string, reason: string): Promise<void> {
     await this.keepBatch(batch.index, { body: batch.body, lines: batch.lines });
     const f: FailedBatch = {
       index: batch.index,

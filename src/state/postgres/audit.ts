@@ -51,25 +51,14 @@ export class PostgresAuditLog implements AuditLog {
   }
 
   async append(record: AuditRecord): Promise<ChainedAuditRecord> {
-    const client = await this.pool
-      .connect()
-      .catch((error: unknown) => Promise.reject(connectionLost(this.where, error)));
-    try {
-      await client.query('BEGIN');
-      await client.query('SELECT pg_advisory_xact_lock($1)', [advisoryKey('audit')]);
+    return this.underAppendLock(async (client) => {
       const last = await client.query<{ line: string }>(
         'SELECT line FROM audience_kit_audit ORDER BY seq DESC LIMIT 1',
       );
       const chained = chainAfter(last.rows[0]?.line, record, this.describe());
       await insertLine(client, JSON.stringify(chained), record);
-      await client.query('COMMIT');
       return chained;
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw connectionLost(this.where, error);
-    } finally {
-      client.release();
-    }
+    });
   }
 
   async lastRecordedSnapshot(target: SnapshotTarget): Promise<AuditSnapshotState | undefined> {
@@ -85,7 +74,7 @@ export class PostgresAuditLog implements AuditLog {
 
   /** The whole log in memory, as `verifyAuditLog` reads the file. */
   async verify(options: { head?: string } = {}): Promise<AuditVerification> {
-    const lines = await this.query('SELECT line FROM audience_kit_audit ORDER BY seq', []);
+    const lines = await this.lines();
     return verifyAuditBytes(Buffer.from(lines.map((l) => `${l}\n`).join(''), 'utf8'), this.describe(), options);
   }
 
@@ -95,26 +84,34 @@ export class PostgresAuditLog implements AuditLog {
 
   /** In one transaction under the append lock: an empty table gets every line, or nothing changes. */
   async importLines(lines: readonly string[]): Promise<void> {
+    await this.underAppendLock(async (client) => {
+      const any = await client.query('SELECT 1 FROM audience_kit_audit LIMIT 1');
+      if (any.rowCount !== 0) throw destinationNotEmpty(this.describe());
+      for (const line of lines) await insertLine(client, line, parseAuditLine(line) as AuditRecord | undefined);
+    });
+  }
+
+  async runs(): Promise<AuditRun[]> {
+    return auditRunsOf(await this.lines(), this.describe());
+  }
+
+  /** `work` in one transaction holding the log's append lock (every writer takes it): committed, or rolled back on any error. */
+  private async underAppendLock<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     const client = await this.pool
       .connect()
       .catch((error: unknown) => Promise.reject(connectionLost(this.where, error)));
     try {
       await client.query('BEGIN');
       await client.query('SELECT pg_advisory_xact_lock($1)', [advisoryKey('audit')]);
-      const any = await client.query('SELECT 1 FROM audience_kit_audit LIMIT 1');
-      if (any.rowCount !== 0) throw destinationNotEmpty(this.describe());
-      for (const line of lines) await insertLine(client, line, parseAuditLine(line) as AuditRecord | undefined);
+      const result = await work(client);
       await client.query('COMMIT');
+      return result;
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
       throw connectionLost(this.where, error);
     } finally {
       client.release();
     }
-  }
-
-  async runs(): Promise<AuditRun[]> {
-    return auditRunsOf(await this.query('SELECT line FROM audience_kit_audit ORDER BY seq', []), this.describe());
   }
 
   private async query(sql: string, params: unknown[]): Promise<string[]> {
