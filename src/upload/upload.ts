@@ -5,7 +5,8 @@
  * the report is built from them (report.ts). `sendUsers()` is the same for a caller that has
  * users to add or remove and wants each confirmed batch back (sync).
  */
-import { hashRecords, type HashRecordsOptions, type RawRecord } from '../hashing/pipeline.js';
+import { hashRows, type RawRecord } from '../hashing/pipeline.js';
+import type { RowRules } from '../identifiers/rows.js';
 import { createHashSummary, type HashSummary } from '../hashing/summary.js';
 import { guardInput } from '../hashing/reject-guard.js';
 import { createEngine, type Engine } from './engine.js';
@@ -18,7 +19,6 @@ import {
   type ResolvedUploadOptions,
 } from './options.js';
 import { BatchPacker, type OperationType } from './plan.js';
-import type { Target } from './target.js';
 import { buildReport, progressOf, type RunBooks } from './report.js';
 import type {
   ConfirmedBatchInfo,
@@ -37,13 +37,14 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
 /** The upload of options resolved at an entry (uploadAudience, runUpload, sync): nothing is checked again. */
 export async function upload(o: ResolvedUploadOptions): Promise<UploadReport> {
   const startedMs = o.clock.now();
-  const source = hashedUsers(o);
-  const ownSummary = source.summary === undefined ? createHashSummary() : undefined;
   const packer = new BatchPacker(o.limits, { dedupe: o.dedupe });
   const ledger = new Ledger(o.journal, o.onConfirmed);
-  const books = runBooks(o, startedMs, source.summary ?? ownSummary ?? createHashSummary(), packer, ledger);
+  const source = hashedUsers(o);
+  const ownSummary = source.summary === undefined ? createHashSummary() : undefined;
+  const summary = source.summary ?? ownSummary ?? createHashSummary();
   // Throws from the stream, so an input over the limits stops before its last batch is packed.
-  const users = guardInput(source, () => books.summary, o.guard);
+  const users = guardInput(source, () => summary, o.guard);
+  const books = runBooks(o, startedMs, summary, packer, ledger);
   const progress = progressReporter(o, books, users, () => engine?.inFlight ?? 0);
   const engine = sendingEngine(o, ledger, () => progress(false, true));
   await engine?.resendKept();
@@ -123,17 +124,10 @@ async function journalWrite(ledger: Ledger, write: () => Promise<void> | undefin
   }
 }
 
-/** The users to pack: raw records (the `records` option) are hashed here first. */
-export function hashedUsers(o: {
-  users: UploadUsers;
-  records?: HashRecordsOptions | undefined;
-  target: Target;
-}): UploadUsers {
+/** The users to pack: raw records (the `records` option, its rules resolved at the entry) are hashed here first. */
+export function hashedUsers(o: { users: UploadUsers; records: RowRules | undefined }): UploadUsers {
   if (o.records === undefined) return o.users;
-  return hashRecords(o.users as Iterable<RawRecord> | AsyncIterable<RawRecord>, {
-    ...(o.target.types === undefined ? {} : { types: o.target.types }),
-    ...o.records,
-  });
+  return hashRows(o.users as Iterable<RawRecord> | AsyncIterable<RawRecord>, o.records);
 }
 
 function statusOf(read: ReadResult, ledger: Ledger): UploadStatus {
@@ -186,6 +180,7 @@ export function sendResolved(
     ...o,
     ...(how.onConfirmed === undefined ? {} : { onConfirmed: how.onConfirmed }),
     users: how.users,
+    records: undefined,
     operation: how.operationType === 'Update' ? 'update' : 'delete',
     group: { operationType: how.operationType },
     guard: {},
