@@ -31,8 +31,6 @@ import { resolveMapping, type ColumnMapping, type MappingOptions } from '../iden
 import { ConfigError } from '../errors.js';
 import { normalizeCountryCode, type BuiltUser, type NormalizeOptions, type Reject } from '../identifiers/normalize.js';
 import { RowUsers, type RawRecord, type RowRules } from '../identifiers/rows.js';
-
-export type { RawRecord } from '../identifiers/rows.js';
 import {
   hashChunk,
   mappedTypes,
@@ -51,6 +49,8 @@ import {
   mergeHashSummary,
   type HashSummary,
 } from './summary.js';
+
+export type { RawRecord } from '../identifiers/rows.js';
 
 // ---------------------------------------------------------------------------------------------
 // Options.

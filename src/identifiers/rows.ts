@@ -42,15 +42,31 @@ export function isHeaderRow(r: unknown): r is HeaderRow {
   return typeof o.line === 'number' && Array.isArray(o.fields) && Array.isArray(o.header);
 }
 
+/** A row's cells in column order, and what the mapping needs when it is resolved (again). */
+interface RowCells {
+  fields: readonly string[];
+  line: number;
+  /** Set when the mapping must be resolved over these columns (first row, or a record with new keys). */
+  columns?: readonly string[];
+  sample?: SampleRows;
+  /** Records: a stream may show its first identifier key later, so no identifier key is not an error yet. */
+  tolerant?: boolean;
+  /** The first records: every key the options name must be among theirs. */
+  checkNames?: boolean;
+}
+
 /**
- * The users of one stream of rows. The mapping is resolved at the first row: from a CSV row's
- * header, or from the keys of raw records (see RecordKeys); `given` replaces both.
+ * The users of one stream of rows. A row's cells are read here (a raw record's by the keys seen
+ * so far, see RecordKeys), the mapping is resolved when it must be (mapping.ts), then the row is
+ * mapped and its user built (normalize.ts). `given` replaces the mapping's resolution.
  */
 export class RowUsers {
-  private mapped: ColumnMapping | undefined;
-  private objects: RecordKeys | undefined;
   private readonly rules: RowRules;
   private readonly buildUser: (record: MappedRecord) => BuiltUser;
+  private mapped: ColumnMapping | undefined;
+  private keys: RecordKeys | undefined;
+  /** Why no mapping resolves yet (no record key names an identifier): thrown if none ever does. */
+  private pending: unknown;
 
   constructor(rules: RowRules) {
     this.rules = rules;
@@ -65,7 +81,7 @@ export class RowUsers {
 
   /** Record keys seen so far that feed nothing (neither an identifier type nor the country). */
   get ignoredKeys(): readonly string[] {
-    if (this.objects === undefined || this.mapped === undefined) return this.objects?.keys ?? [];
+    if (this.keys === undefined || this.mapped === undefined) return this.keys?.keys ?? [];
     return this.mapped.ignored;
   }
 
@@ -74,63 +90,81 @@ export class RowUsers {
    * place in the stream (a raw record's line); `head`: the stream's first rows, the mapping's sample.
    */
   build(row: HeaderRow | RawRecord, position: number, head: readonly (HeaderRow | RawRecord)[]): BuiltUser {
-    const record = isHeaderRow(row) ? this.ofHeaderRow(row, head) : this.ofRawRecord(row, position, head);
-    return record === undefined ? { line: position, user: {}, rejects: [] } : this.buildUser(record);
+    const cells = isHeaderRow(row) ? this.headerCells(row, head) : this.recordCells(row, position, head);
+    if (cells.columns !== undefined) this.resolve(cells.columns, cells);
+    if (this.mapped === undefined) return { line: position, user: {}, rejects: [] };
+    return this.buildUser(mapRecord(cells.fields, this.mapped, cells.line));
   }
 
   /** Thrown once the rows have ended when no record key ever named an identifier. */
   finish(): void {
-    if (this.objects?.pending !== undefined && this.mapped === undefined) throw this.objects.pending;
+    if (this.pending !== undefined && this.mapped === undefined) throw this.pending;
   }
 
-  private ofHeaderRow(row: HeaderRow, head: readonly (HeaderRow | RawRecord)[]): MappedRecord {
-    const sample = head.filter(isHeaderRow).map((r) => r.fields);
-    this.mapped ??= resolveMapping(row.header, this.rules.mapping, sample);
-    return mapRecord(row.fields, this.mapped, row.line);
+  private headerCells(row: HeaderRow, head: readonly (HeaderRow | RawRecord)[]): RowCells {
+    const cells = { fields: row.fields, line: row.line };
+    if (this.mapped !== undefined) return cells;
+    return { ...cells, columns: row.header, sample: head.filter(isHeaderRow).map((r) => r.fields) };
   }
 
-  private ofRawRecord(
-    record: RawRecord,
-    position: number,
-    head: readonly (HeaderRow | RawRecord)[],
-  ): MappedRecord | undefined {
-    this.objects ??= new RecordKeys(
-      this.rules,
-      head.filter((r): r is RawRecord => !isHeaderRow(r)),
-    );
-    const fields = this.objects.fields(record);
-    this.mapped = this.objects.mapping;
-    return this.mapped === undefined ? undefined : mapRecord(fields, this.mapped, position);
+  private recordCells(record: RawRecord, position: number, head: readonly (HeaderRow | RawRecord)[]): RowCells {
+    let checkNames = false;
+    if (this.keys === undefined) {
+      const records = head.filter((r): r is RawRecord => !isHeaderRow(r));
+      this.keys = new RecordKeys(records);
+      // A key the options name that none of the first records has is a mistyped key: refused
+      // before anything is hashed, rather than every value of its type silently missing.
+      checkNames = this.rules.given === undefined && records.length > 0;
+    }
+    const grew = this.keys.take(record);
+    const cells = { fields: this.keys.cells(record), line: position };
+    if ((!grew && this.mapped !== undefined) || this.rules.given !== undefined) return cells;
+    return { ...cells, columns: this.keys.keys, sample: this.keys.sample, tolerant: true, checkNames };
+  }
+
+  private resolve(columns: readonly string[], cells: RowCells): void {
+    if (cells.checkNames === true) checkNamedKeys(columns, this.rules.mapping);
+    try {
+      this.mapped = resolveMapping(columns, this.rules.mapping, cells.sample);
+      this.pending = undefined;
+    } catch (error) {
+      // Rows without any identifier key are rows without identifiers; the stream may still show some.
+      const noKeyYet = error instanceof ConfigError && error.code === 'mapping_no_identifier_column';
+      if (cells.tolerant !== true || !noKeyYet) throw error;
+      this.pending = error;
+    }
   }
 }
 
 const cellText = (v: RawRecord[string]): string => (v === null || v === undefined ? '' : String(v));
 
 /**
- * The keys of plain-object records, in order of first appearance, and the mapping over them:
- * re-resolved whenever a record brings a key not seen before, so a key that first appears in
- * a later record (sparse rows, a column added mid-stream) is mapped like one in the first.
+ * The keys of plain-object records, in order of first appearance, so that a key that first
+ * appears in a later record (sparse rows, a column added mid-stream) is mapped like one in the
+ * first: the mapping is resolved again whenever a record brings a new key.
  */
 class RecordKeys {
   readonly keys: string[] = [];
   private readonly known = new Set<string>();
-  mapping: ColumnMapping | undefined;
-  /** Why no mapping resolves yet (no key names an identifier): thrown if none ever does. */
-  pending: unknown;
   /** The first records' cells in key order (keys added later have no sampled values). */
-  private readonly sample: SampleRows;
+  readonly sample: SampleRows;
 
-  private readonly rules: RowRules;
-
-  constructor(rules: RowRules, head: readonly RawRecord[]) {
-    this.rules = rules;
-    this.mapping = rules.given;
+  constructor(head: readonly RawRecord[]) {
+    // (A key that is not there is never added as an empty column: a map entry would match it.)
     for (const record of head) for (const key of Object.keys(record)) this.add(key);
-    // A key the options name that none of the first records has is a mistyped key: refused
-    // before anything is hashed, rather than every value of its type silently missing.
-    // (A key that is not there is never added as an empty column: the entry would match it.)
-    if (rules.given === undefined && head.length > 0) checkNamedKeys(this.keys, rules.mapping);
-    this.sample = head.map((r) => this.keys.map((k) => cellText(r[k])));
+    this.sample = head.map((r) => this.cells(r));
+  }
+
+  /** Takes in the record's new keys: whether there were any. */
+  take(record: RawRecord): boolean {
+    let grew = false;
+    for (const key of Object.keys(record)) if (this.add(key)) grew = true;
+    return grew;
+  }
+
+  /** The record's cells in key order. */
+  cells(record: RawRecord): string[] {
+    return this.keys.map((k) => cellText(record[k]));
   }
 
   private add(key: string): boolean {
@@ -138,24 +172,5 @@ class RecordKeys {
     this.known.add(key);
     this.keys.push(key);
     return true;
-  }
-
-  /** The record's cells in key order, after taking in its new keys. */
-  fields(record: RawRecord): string[] {
-    let grew = false;
-    for (const key of Object.keys(record)) if (this.add(key)) grew = true;
-    if ((grew || this.mapping === undefined) && this.rules.given === undefined) this.resolve();
-    return this.keys.map((k) => cellText(record[k]));
-  }
-
-  private resolve(): void {
-    try {
-      this.mapping = resolveMapping(this.keys, this.rules.mapping, this.sample);
-      this.pending = undefined;
-    } catch (error) {
-      // Rows without any identifier key are rows without identifiers; the stream may still show some.
-      if (!(error instanceof ConfigError && error.code === 'mapping_no_identifier_column')) throw error;
-      this.pending = error;
-    }
   }
 }
