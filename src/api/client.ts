@@ -496,16 +496,11 @@ export class AdsClient {
       }
       this.emitRequest(req.method, path, status, attempt, started);
       this.observeRateLimit(headers, family);
-      if (status >= 200 && status < 300) {
-        const warning = headerOf(headers, 'x-api-warn');
-        const apiWarn = warning === undefined ? undefined : redact(warning);
-        // Before parsing: a deprecation warning may be what explains an unexpected shape.
-        if (apiWarn !== undefined) this.onWarn?.(apiWarn, { method: req.method, path });
-        return { status, body: this.parseBody(req, path, text), apiWarn };
-      }
+      if (status >= 200 && status < 300) return this.accepted(req, path, { status, headers, text }, redact);
       if (status === 429) this.counters.rateLimited++;
       const hint = this.serverHintMs(status, headers);
       if (!isRetryableStatus(status, idempotent) || attempt >= this.maxAttempts) {
+        const resetAt = status === 429 && hint !== undefined ? { resetAt: new Date(this.clock.now() + hint.ms) } : {};
         throw buildHttpError({
           status,
           method: req.method,
@@ -514,12 +509,26 @@ export class AdsClient {
           body: text,
           redact,
           attempts: attempt,
-          ...(status === 429 && hint !== undefined ? { resetAt: new Date(this.clock.now() + hint.ms) } : {}),
+          ...resetAt,
         });
       }
       await this.wait(hint?.reason ?? 'retry', hint?.ms ?? this.backoffMs(attempt), path, req.signal);
       this.counters.retries++;
     }
+  }
+
+  /** A 2xx answer: its body parsed, after the platform's deprecation warning (redacted) is reported. */
+  private accepted<T>(
+    req: ApiRequest<T>,
+    path: string,
+    answer: { status: number; headers: Dispatcher.ResponseData['headers']; text: string },
+    redact: (text: string) => string,
+  ): ApiResponse<T> {
+    const warning = headerOf(answer.headers, 'x-api-warn');
+    const apiWarn = warning === undefined ? undefined : redact(warning);
+    // Before parsing: a deprecation warning may be what explains an unexpected shape.
+    if (apiWarn !== undefined) this.onWarn?.(apiWarn, { method: req.method, path });
+    return { status: answer.status, body: this.parseBody(req, path, answer.text), apiWarn };
   }
 
   /** One attempt: signed afresh (a new nonce and timestamp, so a retry is never a replay), sent, body read. */

@@ -277,85 +277,130 @@ export interface HashCsvRun extends AsyncIterable<HashedChunk> {
  */
 export async function hashCsv(source: CsvSource, opts: HashCsvOptions = {}): Promise<HashCsvRun> {
   const checked = checkNormalizeOptions(opts);
-  const input = await openCsv(source, checked);
-  let mapping: ColumnMapping;
-  try {
-    mapping = resolveMapping(input.header, checked, input.sample);
-  } catch (error) {
-    await input.close();
-    throw error;
-  }
+  const { input, mapping } = await openMapped(source, checked);
   const workers = checked.workers ?? availableParallelism();
-  const maxInFlight = checked.maxChunksInFlight ?? Math.max(4, workers * 4 + 2);
-  const ctx: HashChunkContext = {
-    columns: input.header.length,
-    delimiter: input.delimiter,
-    mapping,
-    normalize: normalizeOptionsOf(checked),
-    emit: checked.emit ?? 'users',
-    outputTypes: mappedTypes(mapping),
-  };
-  const summary = createHashSummary();
-  let pool: HashWorkerPool | undefined;
-  let started = false;
-  let closed = false;
-  const known = new KnownUsersSlot(() => !started && !closed && ctx.emit === 'packed');
-  const close = async (): Promise<void> => {
-    if (closed) return;
-    closed = true;
-    known.take();
-    await pool?.close();
-    await input.close();
-  };
-
-  async function* run(): AsyncGenerator<HashedChunk> {
-    // Before a pool is made: one made for a run read already would keep the process alive.
-    if (started) throw new Error('a hashCsv run can be iterated only once');
-    started = true;
-    // The table binds to this iteration only; the run lets go of it (it can be 60 MB).
-    const table = known.take();
-    const iterationCtx = table === undefined ? ctx : { ...ctx, knownUsers: table };
-    if (workers > 0) {
-      const chunkBytes = checked.chunkBytes ?? DEFAULT_CHUNK_BYTES;
-      pool = new HashWorkerPool(workers, iterationCtx, chunkBytes, youngGenerationFor(table, input.totalBytes));
-    }
-    const inline = (bytes: Uint8Array): Promise<HashChunkResult> =>
-      Promise.resolve().then(() => hashChunk(bytes, iterationCtx));
-    const hash = (chunk: CsvChunk, seq: number): Promise<HashChunkResult> => {
-      if (chunk.kind === 'bad') return Promise.resolve(badChunk(chunk.error, chunk.lines));
-      return pool === undefined ? inline(chunk.bytes) : pool.run(seq, chunk.bytes);
-    };
-    let line = input.headerLine + 1 + countHeaderLines(input.header);
-    try {
-      for await (const { seq, result } of inOrder(input, hash, maxInFlight)) {
-        mergeHashSummary(summary, result.summary, line);
-        yield absolute(seq, line, result);
-        line += result.lines;
-      }
-    } finally {
-      await close();
-    }
-  }
-
+  const chunks = new CsvChunks(input, chunkContext(input, mapping, checked), {
+    workers,
+    chunkBytes: checked.chunkBytes ?? DEFAULT_CHUNK_BYTES,
+    maxInFlight: checked.maxChunksInFlight ?? Math.max(4, workers * 4 + 2),
+  });
   const hashRun: HashCsvRun = {
     name: input.name,
     header: input.header,
     mapping,
-    normalize: ctx.normalize,
+    normalize: chunks.ctx.normalize,
     delimiter: input.delimiter,
     encoding: input.encoding,
     compressed: input.compressed,
     workers,
-    summary,
+    summary: chunks.summary,
     totalBytes: input.totalBytes,
     bytesRead: () => input.bytesRead(),
-    close,
-    [Symbol.asyncIterator]: () => run(),
+    close: () => chunks.close(),
+    [Symbol.asyncIterator]: () => chunks.run(),
   };
   // A symbol, not a WeakMap entry: a Proxy around the run (guardInput) forwards it, and may hand
   // it out bound (which a non-configurable property would forbid).
-  Object.defineProperty(hashRun, KNOWN_USERS, { value: (table?: KnownUsers) => known.set(table), configurable: true });
+  Object.defineProperty(hashRun, KNOWN_USERS, {
+    value: (table?: KnownUsers) => chunks.known.set(table),
+    configurable: true,
+  });
   return hashRun;
+}
+
+/** The opened input and the mapping of its header; the input is closed when the mapping is refused. */
+async function openMapped(
+  source: CsvSource,
+  opts: HashCsvOptions,
+): Promise<{ input: CsvInput; mapping: ColumnMapping }> {
+  const input = await openCsv(source, opts);
+  try {
+    return { input, mapping: resolveMapping(input.header, opts, input.sample) };
+  } catch (error) {
+    await input.close();
+    throw error;
+  }
+}
+
+/** What every chunk is hashed with, on the calling thread or in a worker. */
+function chunkContext(input: CsvInput, mapping: ColumnMapping, opts: HashCsvOptions): HashChunkContext {
+  return {
+    columns: input.header.length,
+    delimiter: input.delimiter,
+    mapping,
+    normalize: normalizeOptionsOf(opts),
+    emit: opts.emit ?? 'users',
+    outputTypes: mappedTypes(mapping),
+  };
+}
+
+interface ChunkLimits {
+  /** Worker threads (0: the calling thread). */
+  workers: number;
+  chunkBytes: number;
+  /** Chunks read ahead of the consumer. */
+  maxInFlight: number;
+}
+
+/**
+ * One hashCsv run's chunks: iterated once, hashed in the workers (made when the iteration
+ * starts) or inline, in input order; closing ends the workers and the input.
+ */
+class CsvChunks {
+  readonly summary = createHashSummary();
+  readonly known: KnownUsersSlot;
+  private pool: HashWorkerPool | undefined;
+  private started = false;
+  private closed = false;
+
+  constructor(
+    private readonly input: CsvInput,
+    readonly ctx: HashChunkContext,
+    private readonly limits: ChunkLimits,
+  ) {
+    this.known = new KnownUsersSlot(() => !this.started && !this.closed && ctx.emit === 'packed');
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.known.take();
+    await this.pool?.close();
+    await this.input.close();
+  }
+
+  async *run(): AsyncGenerator<HashedChunk> {
+    // Before a pool is made: one made for a run read already would keep the process alive.
+    if (this.started) throw new Error('a hashCsv run can be iterated only once');
+    this.started = true;
+    const hash = this.hasher();
+    let line = this.input.headerLine + 1 + countHeaderLines(this.input.header);
+    try {
+      for await (const { seq, result } of inOrder(this.input, hash, this.limits.maxInFlight)) {
+        mergeHashSummary(this.summary, result.summary, line);
+        yield absolute(seq, line, result);
+        line += result.lines;
+      }
+    } finally {
+      await this.close();
+    }
+  }
+
+  /** How this iteration hashes a chunk: the workers' pool, or inline when there are none. */
+  private hasher(): (chunk: CsvChunk, seq: number) => Promise<HashChunkResult> {
+    // The table binds to this iteration only; the run lets go of it (it can be 60 MB).
+    const table = this.known.take();
+    const ctx = table === undefined ? this.ctx : { ...this.ctx, knownUsers: table };
+    const { workers, chunkBytes } = this.limits;
+    if (workers > 0)
+      this.pool = new HashWorkerPool(workers, ctx, chunkBytes, youngGenerationFor(table, this.input.totalBytes));
+    const pool = this.pool;
+    const inline = (bytes: Uint8Array): Promise<HashChunkResult> => Promise.resolve().then(() => hashChunk(bytes, ctx));
+    return (chunk, seq) => {
+      if (chunk.kind === 'bad') return Promise.resolve(badChunk(chunk.error, chunk.lines));
+      return pool === undefined ? inline(chunk.bytes) : pool.run(seq, chunk.bytes);
+    };
+  }
 }
 
 /** The table a sync gives a run before it starts, until the run's next iteration takes it. */
