@@ -7,7 +7,7 @@
  */
 import { hashRows, type RawRecord } from '../hashing/pipeline.js';
 import type { RowRules } from '../identifiers/rows.js';
-import { createHashSummary, type HashSummary } from '../hashing/summary.js';
+import { createHashSummary } from '../hashing/summary.js';
 import { guardInput } from '../hashing/reject-guard.js';
 import { createEngine, type Engine } from './engine.js';
 import { readInput, type ReadResult } from './input.js';
@@ -19,7 +19,7 @@ import {
   type ResolvedUploadOptions,
 } from './options.js';
 import { BatchPacker, type OperationType } from './plan.js';
-import { buildReport, progressOf, type RunBooks } from './report.js';
+import { buildReport, progressReporter, runBooks } from './report.js';
 import type {
   ConfirmedBatchInfo,
   SendUsersOptions,
@@ -38,6 +38,7 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
 export async function upload(o: ResolvedUploadOptions): Promise<UploadReport> {
   const startedMs = o.clock.now();
   const packer = new BatchPacker(o.limits, { dedupe: o.dedupe });
+  const handle = packer.group(o.group);
   const ledger = new Ledger(o.journal, o.onConfirmed);
   const source = hashedUsers(o);
   const ownSummary = source.summary === undefined ? createHashSummary() : undefined;
@@ -51,7 +52,7 @@ export async function upload(o: ResolvedUploadOptions): Promise<UploadReport> {
   const read = await readInput({
     users,
     packer,
-    handle: packer.group(o.group),
+    handle,
     target: o.target,
     ownSummary,
     signal: o.signal,
@@ -68,30 +69,6 @@ export async function upload(o: ResolvedUploadOptions): Promise<UploadReport> {
   const report = buildReport(books, status, o.clock.now());
   progress(true);
   return report;
-}
-
-/** The run's books: what the report is built from. */
-function runBooks(
-  o: ResolvedUploadOptions,
-  startedMs: number,
-  summary: HashSummary,
-  packer: BatchPacker,
-  ledger: Ledger,
-): RunBooks {
-  return {
-    runId: o.runId ?? '',
-    accountId: o.accountId,
-    target: o.target,
-    operation: o.operation,
-    dryRun: o.dryRun,
-    resumed: o.journal?.resumed ?? false,
-    summary,
-    packer,
-    ledger,
-    client: o.client,
-    clientStart: o.client?.stats(),
-    startedMs,
-  };
 }
 
 /** The engine that sends the packed batches; none on a dry run. */
@@ -134,33 +111,6 @@ function statusOf(read: ReadResult, ledger: Ledger): UploadStatus {
   if (read.interrupted) return 'interrupted';
   if (read.ended && ledger.fatal === undefined && ledger.failed.length === 0) return 'completed';
   return ledger.confirmed + ledger.skipped > 0 ? 'partial' : 'failed';
-}
-
-/** Progress callbacks, at most one per `progressIntervalMs` while reading (forced ones aside). */
-function progressReporter(
-  o: ResolvedUploadOptions,
-  books: RunBooks,
-  users: UploadUsers,
-  inFlight: () => number,
-): (done: boolean, force?: boolean) => void {
-  const interval = o.progressIntervalMs;
-  const bytesRead = users.bytesRead;
-  const inputProgress =
-    o.inputProgress ??
-    (bytesRead === undefined
-      ? undefined
-      : () => ({
-          bytesRead: bytesRead.call(users),
-          ...(users.totalBytes === undefined ? {} : { totalBytes: users.totalBytes }),
-        }));
-  let last = Number.NEGATIVE_INFINITY;
-  return (done, force = false) => {
-    if (o.onProgress === undefined) return;
-    const now = o.clock.now();
-    if (!force && !done && now - last < interval) return;
-    last = now;
-    o.onProgress(progressOf(books, now, inFlight(), inputProgress?.(), done));
-  };
 }
 
 /**
