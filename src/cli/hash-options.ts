@@ -206,6 +206,30 @@ export function hashInputSource(file: string, cwd: string): string {
   return file === '-' || file === '' ? '-' : resolve(cwd, file);
 }
 
+/** A sending command's input (`upload`, `sync`), its flags read once: where from, its reject guard, how it is hashed. */
+export interface SendInput {
+  /** hashCsv's source (hashInputSource): `-` for stdin, else the path resolved. */
+  source: string;
+  /** The `<file>` positional as given: the run's input name. */
+  file: string;
+  guard: RejectGuardOptions;
+  hash: HashCsvOptions;
+}
+
+/** The input flags of a sending command; `guard` overrides the reject guard's defaults (sync: no user required). */
+export function sendInputFromArgs(
+  ctx: CliContext,
+  args: HashOptionArgs & { file: string },
+  guard: Partial<RejectGuardOptions> = {},
+): SendInput {
+  return {
+    source: hashInputSource(args.file, ctx.cwd),
+    file: args.file,
+    guard: { ...rejectGuardFromArgs(args), ...guard },
+    hash: hashOptionsFromArgs(args, ctx.stdin),
+  };
+}
+
 /** Print (stderr) what is being read and the chosen column mapping. Column names only, never values. */
 export function printInputMapping(ctx: CliContext, run: HashCsvRun): void {
   const traits = [
