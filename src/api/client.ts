@@ -12,6 +12,7 @@ import { Agent, request as undiciRequest, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import { ConfigError, ConnectionError, ResponseShapeError, TimeoutError } from '../errors.js';
 import { backoffMs, isAborted, realClock, type Clock } from '../util/clock.js';
+import { isLoopbackHost } from '../util/host.js';
 import { USER_AGENT } from '../version.js';
 import { oauth1Header, percentEncode } from './oauth.js';
 import { buildHttpError } from './parse-error.js';
@@ -156,11 +157,6 @@ export function isRetryableStatus(status: number, idempotent = true): boolean {
 
 /** Failures where the request cannot have reached the application (safe to repeat anything). */
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'UND_ERR_CONNECT_TIMEOUT', 'ENOTFOUND', 'EAI_AGAIN']);
-
-/** A URL hostname (`new URL(u).hostname`, IPv6 in brackets) that only this machine can reach. */
-export function isLoopbackHost(hostname: string): boolean {
-  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
-}
 
 /** zod's own wording ("expected string, received undefined") says nothing about what to set. */
 const missingOr = (what: string, expected: string) => (issue: { input: unknown }) =>

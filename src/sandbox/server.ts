@@ -8,8 +8,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
-import { isLoopbackHost } from '../api/client.js';
 import { ConfigError } from '../errors.js';
+import { isLoopbackHost } from '../util/host.js';
 import { OAuthVerifier } from './auth.js';
 import { checkFaultRules, FaultPlan, mulberry32, parseFaultSpec, type ChosenFault, type FaultRule } from './faults.js';
 import { SandboxApiFailure } from './params.js';
