@@ -9,7 +9,7 @@ import { hashRows, type RawRecord } from '../hashing/pipeline.js';
 import type { RowRules } from '../identifiers/rows.js';
 import { createHashSummary } from '../hashing/summary.js';
 import { guardInput } from '../hashing/reject-guard.js';
-import { createEngine, type Engine } from './engine.js';
+import { sendingEngine } from './engine.js';
 import { readInput, type ReadResult } from './input.js';
 import { Ledger } from './ledger.js';
 import {
@@ -69,12 +69,6 @@ export async function upload(o: ResolvedUploadOptions): Promise<UploadReport> {
   const report = buildReport(books, status, o.clock.now());
   progress(true);
   return report;
-}
-
-/** The engine that sends the packed batches; none on a dry run. */
-function sendingEngine(o: ResolvedUploadOptions, ledger: Ledger, onSettled: () => void): Engine | undefined {
-  if (o.client === undefined || o.dryRun) return undefined;
-  return createEngine({ ...o, client: o.client, signal: o.signal, ledger, journal: o.journal, onSettled });
 }
 
 /**
