@@ -3,8 +3,8 @@
  * file are laid out (schema 2, schema.ts).
  *
  * A file is stored as its size, its SHA-256 and patch rows applied in `seq` order; each row packs
- * ranges `[offset: uint64 BE][length: uint32 BE][bytes]` (at most ROW_BYTES of bytes a row). A
- * file written whole is ranges of ROW_BYTES from offset 0. A file changed in place (the data file:
+ * ranges `[offset: uint64 BE][length: uint32 BE][bytes]` (at most ROW_BYTES a row, headers
+ * included). A file written whole is one range a row, from offset 0. A file changed in place (the data file:
  * frames appended, removed users' frames scrubbed) gets one more set of rows holding only the
  * blocks whose bytes changed: the session keeps an 8-byte digest (SHA-256, truncated) of each
  * BLOCK_BYTES block of the file as the database holds it, and compares the file's blocks with
@@ -18,12 +18,12 @@ import { createHash } from 'node:crypto';
 import { closeSync, openSync, readSync } from 'node:fs';
 import { corrupt } from '../snapshot-format.js';
 
-/** The most bytes of a file one row holds. */
+/** The most bytes one row holds (ranges and their headers). */
 export const ROW_BYTES = 1 << 20;
 /** The granularity of change detection (a scrubbed frame is about 100 bytes). */
 export const BLOCK_BYTES = 1024;
 const DIGEST_BYTES = 8;
-const RANGE_HEADER_BYTES = 12;
+export const RANGE_HEADER_BYTES = 12;
 /** Rows may hold up to FOLD times the file's size before it is written whole again. */
 export const FOLD = 2;
 const READ_BYTES = 1 << 20;
@@ -92,30 +92,31 @@ export function rangeBytes(ranges: readonly number[]): number {
   return n;
 }
 
-/** Packs the ranges of the file at `path` into rows of at most ROW_BYTES bytes each, read as they are needed. */
+/**
+ * Packs the ranges of the file at `path` into rows of at most ROW_BYTES (range headers included),
+ * read as they are needed. Each row is the same buffer: use it before asking for the next.
+ */
 export function* packRows(path: string, ranges: readonly number[]): Generator<Buffer> {
   const fd = openSync(path, 'r');
+  const row = Buffer.allocUnsafe(ROW_BYTES);
+  let used = 0;
   try {
-    let row: Buffer[] = [];
-    let bytes = 0;
     for (let i = 0; i < ranges.length; i += 2) {
       for (let at = ranges[i] as number, end = ranges[i + 1] as number; at < end;) {
-        const len = Math.min(end - at, ROW_BYTES - bytes);
-        const piece = Buffer.allocUnsafe(RANGE_HEADER_BYTES + len);
-        piece.writeBigUInt64BE(BigInt(at), 0);
-        piece.writeUInt32BE(len, 8);
-        readWhole(fd, piece.subarray(RANGE_HEADER_BYTES), at, path);
-        row.push(piece);
-        bytes += len;
-        at += len;
-        if (bytes === ROW_BYTES) {
-          yield Buffer.concat(row);
-          row = [];
-          bytes = 0;
+        if (ROW_BYTES - used <= RANGE_HEADER_BYTES) {
+          yield row.subarray(0, used);
+          used = 0;
         }
+        const len = Math.min(end - at, ROW_BYTES - used - RANGE_HEADER_BYTES);
+        row.writeBigUInt64BE(BigInt(at), used);
+        row.writeUInt32BE(len, used + 8);
+        used += RANGE_HEADER_BYTES;
+        readWhole(fd, row.subarray(used, used + len), at, path);
+        used += len;
+        at += len;
       }
     }
-    if (row.length > 0) yield Buffer.concat(row);
+    if (used > 0) yield row.subarray(0, used);
   } finally {
     closeSync(fd);
   }

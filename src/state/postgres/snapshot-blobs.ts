@@ -11,8 +11,10 @@ import { z } from 'zod';
 import { corrupt } from '../snapshot-format.js';
 import { changedRanges, FOLD, packRows, rangeBytes, scanFile, unpackRow } from './file-delta.js';
 
-/** Write-ahead and patch rows read per query (rows hold at most 1 MiB each). */
-const PAGE_ROWS = 16;
+/** Write-ahead rows read per query when a killed sync's records are replayed. */
+const WAL_PAGE = 16;
+/** Patch rows read per query (1 MiB each at most: the result is held whole until parsed). */
+const PATCH_PAGE = 4;
 
 /** The snapshot's committed files (what `persist` stores); `pending` and spools are not. */
 export const COMMITTED_FILE = /^(index|data\.\d+|unrecovered\.json)$/;
@@ -83,7 +85,7 @@ async function applyRows(
     for (;;) {
       const page = await client.query(
         'SELECT seq, data FROM audience_kit_snapshot_patches WHERE target = $1 AND name = $2 AND seq > $3 ORDER BY seq LIMIT $4',
-        [target, file.name, last, PAGE_ROWS],
+        [target, file.name, last, PATCH_PAGE],
       );
       for (const raw of page.rows) {
         const row = patchRow.parse(raw);
@@ -94,7 +96,7 @@ async function applyRows(
         }
         last = row.seq;
       }
-      if (page.rows.length < PAGE_ROWS) break;
+      if (page.rows.length < PATCH_PAGE) break;
     }
     ftruncateSync(fd, file.size);
   } finally {
@@ -196,7 +198,7 @@ export async function replayWriteAhead(
   for (;;) {
     const page = await client.query(
       'SELECT seq, file, "offset", data FROM audience_kit_snapshot_wal WHERE target = $1 AND version = $2 AND seq > $3 ORDER BY seq LIMIT $4',
-      [target, version, last, PAGE_ROWS],
+      [target, version, last, WAL_PAGE],
     );
     for (const raw of page.rows) {
       const row = walRow.parse(raw);
@@ -212,7 +214,7 @@ export async function replayWriteAhead(
       }
       last = row.seq;
     }
-    if (page.rows.length < PAGE_ROWS) return last;
+    if (page.rows.length < WAL_PAGE) return last;
   }
 }
 
