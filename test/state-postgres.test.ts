@@ -179,7 +179,7 @@ describe('PostgreSQL state store', () => {
       writeFileSync(join(first.dir, 'data.3'), bytes);
       await first.persist();
       await first.release();
-      const parts = await sql<{ n: string }>(url, 'SELECT count(*) AS n FROM audience_kit_snapshot_parts');
+      const parts = await sql<{ n: string }>(url, 'SELECT count(*) AS n FROM audience_kit_snapshot_patches');
       expect(parts[0]?.n).toBe('3');
       const second = await store.lockTarget(GOLDEN_TARGET);
       expect(readFileSync(join(second.dir, 'data.3')).equals(bytes)).toBe(true);
@@ -219,7 +219,7 @@ describe('PostgreSQL state store', () => {
     const url = await postgresStateUrl();
     await (await PostgresStore.open(url)).close();
     const versions = await sql<{ version: number }>(url, 'SELECT version FROM audience_kit_migrations');
-    expect(versions.map((v) => v.version)).toEqual([SCHEMA_VERSION]);
+    expect(versions.map((v) => v.version)).toEqual(Array.from({ length: SCHEMA_VERSION }, (_, i) => i + 1));
     await sql(url, `INSERT INTO audience_kit_migrations (version) VALUES (${SCHEMA_VERSION + 1})`);
     await expect(PostgresStore.open(url)).rejects.toMatchObject({
       code: 'state_schema_newer',

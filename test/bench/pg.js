@@ -40,7 +40,11 @@ export async function freshDatabase(label) {
   return { name, url, snapshotBytes: () => snapshotBytes(url), drop };
 }
 
-/** `pg_total_relation_size` (heap, TOAST, indexes) of the snapshot tables, before and after VACUUM FULL. */
+/**
+ * `pg_total_relation_size` (heap, TOAST, indexes) of the snapshot tables, before and after VACUUM
+ * FULL, and per committed file its size and the bytes its patch rows hold (more than the size:
+ * the changed blocks the commits after its last whole write stored).
+ */
 async function snapshotBytes(url) {
   const client = await connect(url);
   if (!client) throw new Error('the bench database stopped answering');
@@ -54,8 +58,13 @@ async function snapshotBytes(url) {
       return Number(r.rows[0].bytes);
     };
     const before = await size();
+    const files = await client.query(
+      `SELECT f.name, f.size::bigint AS size, count(p.seq)::int AS rows, coalesce(sum(length(p.data)), 0)::bigint AS stored
+       FROM audience_kit_snapshot_files f LEFT JOIN audience_kit_snapshot_patches p USING (target, name)
+       GROUP BY f.target, f.name ORDER BY f.name`,
+    );
     await client.query('VACUUM FULL');
-    return { before, afterVacuumFull: await size() };
+    return { before, afterVacuumFull: await size(), files: files.rows };
   } finally {
     await client.end();
   }

@@ -255,6 +255,8 @@ async function comparePg(dir, pgStore, db) {
   console.log(
     `pg snapshot: ${fmt(users)} users, audience_kit_snapshot_* tables ${fmt(bytes.before)} bytes after the syncs = ${(bytes.before / users).toFixed(1)} bytes/user; after VACUUM FULL ${fmt(bytes.afterVacuumFull)} bytes = ${(bytes.afterVacuumFull / users).toFixed(1)} bytes/user (dir: ${(dir.report.snapshot.bytes_on_disk / dir.report.snapshot.after.users).toFixed(1)} bytes/user)`,
   );
+  for (const f of bytes.files)
+    console.log(`pg file ${f.name}: ${fmt(Number(f.size))} bytes in ${f.rows} rows holding ${fmt(Number(f.stored))}`);
 }
 
 if (!flag('skip-small')) await small();

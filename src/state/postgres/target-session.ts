@@ -23,11 +23,11 @@ import {
 import { connect, connectionLost } from './connection.js';
 import { advisoryKey } from './keys.js';
 import {
+  filesChanged,
   readCommittedFiles,
   replayWriteAhead,
-  stampFiles,
-  writeCommittedFile,
-  type FileStamps,
+  writeCommittedFiles,
+  type StoredFiles,
 } from './snapshot-blobs.js';
 
 /** The private copies of snapshots are `<tmpdir>/audience-kit-state-<pid>-<random>`. */
@@ -105,7 +105,8 @@ export class PostgresTargetSession implements TargetSession {
     private readonly where: string,
     /** The target's commit count this session read: the fencing token of its writes. */
     private version: string,
-    private stamps: FileStamps,
+    /** The committed files as the database holds them (what a commit compares with). */
+    private stored: StoredFiles,
     private nextSeq: number,
   ) {
     this.writeAhead = { wrote: (file, offset, bytes) => this.queue(file, offset, bytes) };
@@ -126,8 +127,8 @@ export class PostgresTargetSession implements TargetSession {
       );
       removeDeadCopies();
       dir = mkdtempSync(join(tmpdir(), `${COPY_PREFIX}${process.pid}-`));
-      const { version, stamps, lastSeq } = await materialize(client, name, dir);
-      return new PostgresTargetSession(dir, client, name, where, version, stamps, lastSeq + 1);
+      const { version, stored, lastSeq } = await materialize(client, name, dir);
+      return new PostgresTargetSession(dir, client, name, where, version, stored, lastSeq + 1);
     } catch (error) {
       if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
       await client.end().catch(() => undefined);
@@ -162,10 +163,8 @@ export class PostgresTargetSession implements TargetSession {
   async persist(): Promise<void> {
     // Every queued write settles first (a failed one is included in the files anyway).
     await this.chain;
-    const now = stampFiles(this.dir);
-    const changed = [...now].filter(([name, stamp]) => this.stamps.get(name) !== stamp).map(([name]) => name);
-    const removed = [...this.stamps.keys()].filter((name) => !now.has(name));
-    if (changed.length === 0 && removed.length === 0 && this.nextSeq === 1) return;
+    if (!filesChanged(this.dir, this.stored) && this.nextSeq === 1) return;
+    let stored: StoredFiles;
     try {
       await this.client.query('BEGIN');
       const r = await this.client.query(
@@ -173,12 +172,7 @@ export class PostgresTargetSession implements TargetSession {
         [this.name, this.version],
       );
       if (r.rowCount !== 1) throw fenced(this.where);
-      for (const name of removed)
-        await this.client.query('DELETE FROM audience_kit_snapshot_files WHERE target = $1 AND name = $2', [
-          this.name,
-          name,
-        ]);
-      for (const name of changed) await writeCommittedFile(this.client, this.name, this.dir, name);
+      stored = await writeCommittedFiles(this.client, this.name, this.dir, this.stored);
       await this.client.query('DELETE FROM audience_kit_snapshot_wal WHERE target = $1', [this.name]);
       await this.client.query('COMMIT');
       this.version = (r.rows[0] as { version: string }).version;
@@ -186,7 +180,7 @@ export class PostgresTargetSession implements TargetSession {
       await this.client.query('ROLLBACK').catch(() => undefined);
       throw connectionLost(this.where, error);
     }
-    this.stamps = now;
+    this.stored = stored;
     this.nextSeq = 1;
     this.failure = undefined;
   }
@@ -209,7 +203,7 @@ async function materialize(
   client: pg.Client,
   name: string,
   dir: string,
-): Promise<{ version: string; stamps: FileStamps; lastSeq: number }> {
+): Promise<{ version: string; stored: StoredFiles; lastSeq: number }> {
   await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
   try {
     const v = await client.query<{ version: string }>(
@@ -217,11 +211,10 @@ async function materialize(
       [name],
     );
     const version = v.rows[0]?.version ?? '0';
-    await readCommittedFiles(client, name, dir);
-    const stamps = stampFiles(dir);
+    const stored = await readCommittedFiles(client, name, dir);
     const lastSeq = await replayWriteAhead(client, name, version, dir);
     await client.query('COMMIT');
-    return { version, stamps, lastSeq };
+    return { version, stored, lastSeq };
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw error;

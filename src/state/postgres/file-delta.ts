@@ -1,0 +1,145 @@
+/**
+ * What a commit writes of a snapshot file that changed in place, and how the database's rows of a
+ * file are laid out (schema 2, schema.ts).
+ *
+ * A file is stored as its size, its SHA-256 and patch rows applied in `seq` order; each row packs
+ * ranges `[offset: uint64 BE][length: uint32 BE][bytes]` (at most ROW_BYTES a row, headers
+ * included). A file written whole is one range a row, from offset 0. A file changed in place (the data file:
+ * frames appended, removed users' frames scrubbed) gets one more set of rows holding only the
+ * blocks whose bytes changed: the session keeps an 8-byte digest (SHA-256, truncated) of each
+ * BLOCK_BYTES block of the file as the database holds it, and compares the file's blocks with
+ * them. When the rows would hold more than FOLD times the file's bytes, or the file shrank, it is
+ * written whole again instead.
+ *
+ * Whatever goes wrong in this bookkeeping cannot be misread: the file's SHA-256, computed from
+ * the local file at the commit, is checked against the bytes rebuilt from the rows on every open.
+ */
+import { createHash } from 'node:crypto';
+import { closeSync, openSync, readSync } from 'node:fs';
+import { corrupt } from '../snapshot-format.js';
+
+/** The most bytes one row holds (ranges and their headers). */
+export const ROW_BYTES = 1 << 20;
+/** The granularity of change detection (a scrubbed frame is about 100 bytes). */
+export const BLOCK_BYTES = 1024;
+const DIGEST_BYTES = 8;
+export const RANGE_HEADER_BYTES = 12;
+/** Rows may hold up to FOLD times the file's size before it is written whole again. */
+export const FOLD = 2;
+const READ_BYTES = 1 << 20;
+
+/** A file as read once: its size, SHA-256 and (when asked) its blocks' digests. */
+export interface FileScan {
+  size: number;
+  sha256: Buffer;
+  blocks: Buffer | undefined;
+}
+
+/** Read `path` once for its SHA-256 and, with `withBlocks`, a digest per block. */
+export function scanFile(path: string, withBlocks: boolean): FileScan {
+  const fd = openSync(path, 'r');
+  try {
+    const whole = createHash('sha256');
+    const digests: Buffer[] = [];
+    const buf = Buffer.allocUnsafe(READ_BYTES);
+    let size = 0;
+    for (let n; (n = readSync(fd, buf, 0, READ_BYTES, size)) > 0; size += n) {
+      const chunk = buf.subarray(0, n);
+      whole.update(chunk);
+      if (withBlocks) digests.push(blockDigests(chunk));
+    }
+    return { size, sha256: whole.digest(), blocks: withBlocks ? Buffer.concat(digests) : undefined };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The digests of `chunk`'s blocks (READ_BYTES is a multiple of BLOCK_BYTES: blocks never straddle chunks). */
+function blockDigests(chunk: Buffer): Buffer {
+  const out = Buffer.allocUnsafe(Math.ceil(chunk.length / BLOCK_BYTES) * DIGEST_BYTES);
+  for (let at = 0, k = 0; at < chunk.length; at += BLOCK_BYTES, k += DIGEST_BYTES)
+    createHash('sha256')
+      .update(chunk.subarray(at, at + BLOCK_BYTES))
+      .digest()
+      .copy(out, k, 0, DIGEST_BYTES);
+  return out;
+}
+
+/**
+ * The byte ranges of `now` that differ from `old` (as flat [start, end) pairs, coalesced): the
+ * blocks whose digest differs, and everything past the old size.
+ */
+export function changedRanges(old: { size: number; blocks: Buffer }, now: FileScan & { blocks: Buffer }): number[] {
+  const ranges: number[] = [];
+  const blocks = now.blocks.length / DIGEST_BYTES;
+  const oldBlocks = old.blocks.length / DIGEST_BYTES;
+  for (let b = 0; b < blocks; b++) {
+    const k = b * DIGEST_BYTES;
+    const same = b < oldBlocks && now.blocks.compare(old.blocks, k, k + DIGEST_BYTES, k, k + DIGEST_BYTES) === 0;
+    if (same) continue;
+    const start = b * BLOCK_BYTES;
+    const end = Math.min(now.size, start + BLOCK_BYTES);
+    if (ranges.length > 0 && ranges[ranges.length - 1] === start) ranges[ranges.length - 1] = end;
+    else ranges.push(start, end);
+  }
+  return ranges;
+}
+
+/** The number of bytes the ranges cover. */
+export function rangeBytes(ranges: readonly number[]): number {
+  let n = 0;
+  for (let i = 0; i < ranges.length; i += 2) n += (ranges[i + 1] as number) - (ranges[i] as number);
+  return n;
+}
+
+/**
+ * Packs the ranges of the file at `path` into rows of at most ROW_BYTES (range headers included),
+ * read as they are needed. Each row is the same buffer: use it before asking for the next.
+ */
+export function* packRows(path: string, ranges: readonly number[]): Generator<Buffer> {
+  const fd = openSync(path, 'r');
+  const row = Buffer.allocUnsafe(ROW_BYTES);
+  let used = 0;
+  try {
+    for (let i = 0; i < ranges.length; i += 2) {
+      for (let at = ranges[i] as number, end = ranges[i + 1] as number; at < end;) {
+        if (ROW_BYTES - used <= RANGE_HEADER_BYTES) {
+          yield row.subarray(0, used);
+          used = 0;
+        }
+        const len = Math.min(end - at, ROW_BYTES - used - RANGE_HEADER_BYTES);
+        row.writeBigUInt64BE(BigInt(at), used);
+        row.writeUInt32BE(len, used + 8);
+        used += RANGE_HEADER_BYTES;
+        readWhole(fd, row.subarray(used, used + len), at, path);
+        used += len;
+        at += len;
+      }
+    }
+    if (used > 0) yield row.subarray(0, used);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Each range of a row as (offset, bytes), checked to lie within a file of `size` bytes. */
+export function* unpackRow(row: Buffer, size: number, name: string): Generator<{ offset: number; bytes: Buffer }> {
+  for (let at = 0; at < row.length;) {
+    if (at + RANGE_HEADER_BYTES > row.length) throw corrupt(`a row of the snapshot's file ${name} is cut short`);
+    const offset = Number(row.readBigUInt64BE(at));
+    const len = row.readUInt32BE(at + 8);
+    at += RANGE_HEADER_BYTES;
+    if (at + len > row.length || offset + len > size)
+      throw corrupt(`a row of the snapshot's file ${name} holds bytes outside the file`);
+    yield { offset, bytes: row.subarray(at, at + len) };
+    at += len;
+  }
+}
+
+function readWhole(fd: number, into: Buffer, position: number, path: string): void {
+  for (let done = 0; done < into.length;) {
+    const n = readSync(fd, into, done, into.length - done, position + done);
+    if (n === 0) throw new Error(`internal error: ${path} shrank while it was stored`);
+    done += n;
+  }
+}

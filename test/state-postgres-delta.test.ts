@@ -1,0 +1,312 @@
+import { randomBytes } from 'node:crypto';
+import {
+  closeSync,
+  cpSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  truncateSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { BLOCK_BYTES, FOLD, RANGE_HEADER_BYTES, ROW_BYTES } from '../src/state/postgres/file-delta.js';
+import { schemaSql, SCHEMA_VERSION } from '../src/state/postgres/schema.js';
+import { readCommittedFiles, writeCommittedFiles } from '../src/state/postgres/snapshot-blobs.js';
+import { PostgresStore } from '../src/state/postgres/store.js';
+import { Snapshot, snapshotName } from '../src/state/snapshot.js';
+import { postgresStateUrl, usePostgres } from './helpers/sync.js';
+import { tempDir } from './helpers/temp.js';
+
+// How the PostgreSQL store keeps a snapshot's files (schema 2): a commit stores the blocks of the
+// data file that changed, atomically; every file read back is checked against its SHA-256; a
+// database of schema 1 is upgraded. The rows of both schemas are pinned by golden files
+// (test/golden/postgres-v1/, postgres-v2/; the latter rewritten with UPDATE_GOLDEN=1 only when
+// the schema version changes).
+usePostgres();
+
+const GOLDEN = fileURLToPath(new URL('./golden/snapshot-v2/', import.meta.url));
+const GOLDEN_V1 = fileURLToPath(new URL('./golden/postgres-v1/snapshot.json', import.meta.url));
+const GOLDEN_V2 = fileURLToPath(new URL('./golden/postgres-v2/snapshot.json', import.meta.url));
+const TARGET = { accountId: '18ce54d4x5t', kind: 'custom_audience', id: '1nmth' } as const;
+const NAME = snapshotName(TARGET);
+
+async function withClient<T>(url: string, f: (c: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    return await f(client);
+  } finally {
+    await client.end();
+  }
+}
+
+const sql = <T extends pg.QueryResultRow>(url: string, text: string, params: unknown[] = []): Promise<T[]> =>
+  withClient(url, async (c) => (await c.query<T>(text, params)).rows);
+
+/** The rows of a file: their count and the bytes of their ranges (12 bytes of header each). */
+async function rowsOf(url: string, name: string, fromSeq = 0): Promise<{ rows: number; bytes: number }> {
+  const r = await sql<{ n: number; bytes: number }>(
+    url,
+    'SELECT count(*)::int AS n, coalesce(sum(length(data)), 0)::int AS bytes FROM audience_kit_snapshot_patches WHERE name = $1 AND seq >= $2',
+    [name, fromSeq],
+  );
+  return { rows: r[0]?.n ?? 0, bytes: r[0]?.bytes ?? 0 };
+}
+
+function writeAtFile(path: string, bytes: Buffer, position: number): void {
+  const fd = openSync(path, 'r+');
+  try {
+    writeSync(fd, bytes, 0, bytes.length, position);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Lock the target, let `change` edit the session's files, persist, release. */
+async function commit(store: PostgresStore, change: (dir: string) => void): Promise<void> {
+  const session = await store.lockTarget(TARGET);
+  try {
+    change(session.dir);
+    await session.persist();
+  } finally {
+    await session.release();
+  }
+}
+
+/** The target's files as a new session reads them back. */
+async function readBack(store: PostgresStore, name: string): Promise<Buffer> {
+  const session = await store.lockTarget(TARGET);
+  try {
+    return readFileSync(join(session.dir, name));
+  } finally {
+    await session.release();
+  }
+}
+
+/** A store in a new schema, closed when `f` ends. */
+async function withStore(f: (store: PostgresStore, url: string) => Promise<void>): Promise<void> {
+  const url = await postgresStateUrl();
+  const store = await PostgresStore.open(url);
+  try {
+    await f(store, url);
+  } finally {
+    await store.close();
+  }
+}
+
+/** The rows of a file of `size` bytes written whole: one range each. */
+function whole(size: number): { rows: number; bytes: number } {
+  const rows = Math.ceil(size / (ROW_BYTES - RANGE_HEADER_BYTES));
+  return { rows, bytes: size + rows * RANGE_HEADER_BYTES };
+}
+
+interface GoldenRows {
+  files: { name: string; size: number; sha256?: string | null }[];
+  rows: { name: string; seq: number; data: string }[];
+}
+
+/** Insert golden rows (schema 1: parts, schema 2: patches) for TARGET. */
+async function insertRows(url: string, golden: GoldenRows, table: 'parts' | 'patches'): Promise<void> {
+  await withClient(url, async (c) => {
+    await c.query(
+      'INSERT INTO audience_kit_targets (target, account_id, kind, target_id, version) VALUES ($1, $2, $3, $4, 1)',
+      [NAME, TARGET.accountId, TARGET.kind, TARGET.id],
+    );
+    for (const f of golden.files)
+      await c.query(
+        `INSERT INTO audience_kit_snapshot_files (target, name, size${table === 'patches' ? ', sha256' : ''}) VALUES ($1, $2, $3${table === 'patches' ? ', $4' : ''})`,
+        [NAME, f.name, f.size, ...(table === 'patches' ? [Buffer.from(f.sha256 ?? '', 'hex')] : [])],
+      );
+    for (const r of golden.rows)
+      await c.query(
+        `INSERT INTO audience_kit_snapshot_${table} (target, name, ${table === 'parts' ? 'part' : 'seq'}, data) VALUES ($1, $2, $3, $4)`,
+        [NAME, r.name, r.seq, Buffer.from(r.data, 'hex')],
+      );
+  });
+}
+
+async function goldenRowsOf(url: string): Promise<GoldenRows> {
+  const files = await sql<{ name: string; size: string; sha256: Buffer }>(
+    url,
+    'SELECT name, size, sha256 FROM audience_kit_snapshot_files ORDER BY name',
+  );
+  const rows = await sql<{ name: string; seq: number; data: Buffer }>(
+    url,
+    'SELECT name, seq, data FROM audience_kit_snapshot_patches ORDER BY name, seq',
+  );
+  return {
+    files: files.map((f) => ({ name: f.name, size: Number(f.size), sha256: f.sha256.toString('hex') })),
+    rows: rows.map((r) => ({ name: r.name, seq: r.seq, data: r.data.toString('hex') })),
+  };
+}
+
+const expectGoldenFiles = async (store: PostgresStore): Promise<void> => {
+  for (const f of ['index', 'data.0']) expect(await readBack(store, f), f).toEqual(readFileSync(join(GOLDEN, f)));
+  const session = await store.lockTarget(TARGET);
+  try {
+    const snapshot = Snapshot.open(session.dir, { target: TARGET });
+    expect(snapshot.count).toBe(3);
+    snapshot.close();
+  } finally {
+    await session.release();
+  }
+};
+
+describe('PostgreSQL store: what a commit writes', () => {
+  it('stores only the blocks of the data file that changed (a block rewritten with the same bytes is not), and reads back the same bytes', () =>
+    withStore(async (store, url) => {
+      const data = randomBytes(3 << 20);
+      await commit(store, (dir) => writeFileSync(join(dir, 'data.0'), data));
+      expect(await rowsOf(url, 'data.0')).toEqual(whole(data.length));
+      const appended = randomBytes(100);
+      await commit(store, (dir) => {
+        const path = join(dir, 'data.0');
+        data[5000] = (data[5000] as number) ^ 0xff;
+        writeAtFile(path, data.subarray(5000, 5001), 5000);
+        // The same bytes at the same offset: a write, but nothing changed.
+        writeAtFile(path, data.subarray(2 << 20, (2 << 20) + 4096), 2 << 20);
+        writeAtFile(path, appended, data.length);
+      });
+      // One row: the block holding byte 5000, and the appended bytes (two ranges).
+      expect(await rowsOf(url, 'data.0', whole(data.length).rows)).toEqual({
+        rows: 1,
+        bytes: BLOCK_BYTES + 100 + 2 * RANGE_HEADER_BYTES,
+      });
+      expect((await readBack(store, 'data.0')).equals(Buffer.concat([data, appended]))).toBe(true);
+    }));
+
+  it('stores a file whole when it shrank, was replaced, or its rows would exceed FOLD times its size', () =>
+    withStore(async (store, url) => {
+      const size = 16 * BLOCK_BYTES;
+      let data = randomBytes(size);
+      await commit(store, (dir) => writeFileSync(join(dir, 'data.0'), data));
+      // Shrunk in place: written whole.
+      await commit(store, (dir) => truncateSync(join(dir, 'data.0'), size - 100));
+      data = data.subarray(0, size - 100);
+      expect(await rowsOf(url, 'data.0')).toEqual(whole(data.length));
+      // Replaced (a new file by the same name): written whole.
+      data = randomBytes(size);
+      await commit(store, (dir) => {
+        writeFileSync(join(dir, 'data.new'), data);
+        renameSync(join(dir, 'data.new'), join(dir, 'data.0'));
+      });
+      expect(await rowsOf(url, 'data.0')).toEqual(whole(size));
+      // One block changed per commit: rows pile up to FOLD times the file, then it is written whole.
+      const counts: number[] = [];
+      for (let k = 0; k < 20; k++) {
+        data[(k % 16) * BLOCK_BYTES] = (data[(k % 16) * BLOCK_BYTES] as number) ^ 1;
+        await commit(store, (dir) => writeAtFile(join(dir, 'data.0'), data, 0));
+        const { rows, bytes } = await rowsOf(url, 'data.0');
+        expect(bytes - rows * RANGE_HEADER_BYTES).toBeLessThanOrEqual(FOLD * size);
+        counts.push(rows);
+      }
+      expect(counts).toContain(1);
+      expect(Math.max(...counts)).toBe(FOLD * 16 - 16 + 1);
+      expect((await readBack(store, 'data.0')).equals(data)).toBe(true);
+    }));
+
+  it('a commit cut off between its row writes leaves the version before it, checked on open', () =>
+    withStore(async (store, url) => {
+      const before = randomBytes(3 << 20);
+      await commit(store, (dir) => writeFileSync(join(dir, 'data.0'), before));
+      const version = await sql<{ version: string }>(url, 'SELECT version::text AS version FROM audience_kit_targets');
+      // The commit's own statements, on a connection that dies after its second row (a kill).
+      const dir = tempDir();
+      await expect(
+        withClient(url, async (client) => {
+          await client.query('BEGIN');
+          const stored = await readCommittedFiles(client, NAME, dir);
+          writeFileSync(join(dir, 'data.0'), randomBytes(3 << 20));
+          let rows = 0;
+          const dying = new Proxy(client, {
+            get: (c, key) =>
+              key !== 'query'
+                ? Reflect.get(c, key)
+                : (text: string, values: unknown[]) => {
+                    if (text.includes('INSERT INTO audience_kit_snapshot_patches') && ++rows === 2)
+                      (c as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+                    return c.query(text, values);
+                  },
+          });
+          await writeCommittedFiles(dying, NAME, dir, stored);
+        }),
+      ).rejects.toThrow();
+      expect(await sql(url, 'SELECT version::text AS version FROM audience_kit_targets')).toEqual(version);
+      expect((await readBack(store, 'data.0')).equals(before)).toBe(true);
+    }));
+
+  it('a damaged, missing or out-of-bounds row is refused on open, never read', () =>
+    withStore(async (store, url) => {
+      const data = randomBytes(2 << 20);
+      await commit(store, (dir) => writeFileSync(join(dir, 'data.0'), data));
+      const damages = [
+        'UPDATE audience_kit_snapshot_patches SET data = set_byte(data, 100, get_byte(data, 100) # 1) WHERE seq = 1',
+        'DELETE FROM audience_kit_snapshot_patches WHERE seq = 1',
+        'UPDATE audience_kit_snapshot_files SET size = size - 1',
+        "UPDATE audience_kit_snapshot_patches SET data = overlay(data placing '\\x0000000000300000'::bytea from 1) WHERE seq = 1",
+      ];
+      for (const damage of damages) {
+        await sql(url, damage);
+        await expect(store.lockTarget(TARGET), damage).rejects.toMatchObject({ code: 'snapshot_corrupt' });
+        // Repair for the next damage: the file stored anew.
+        await sql(url, 'DELETE FROM audience_kit_snapshot_files');
+        await commit(store, (dir) => writeFileSync(join(dir, 'data.0'), data));
+      }
+    }));
+});
+
+describe('PostgreSQL store: schema versions', () => {
+  it('upgrades a database of schema 1 (golden rows) to schema 2 and reads its snapshot back byte for byte', async () => {
+    const url = await postgresStateUrl();
+    await sql(url, schemaSql(0, 1));
+    await insertRows(url, JSON.parse(readFileSync(GOLDEN_V1, 'utf8')) as GoldenRows, 'parts');
+    const store = await PostgresStore.open(url);
+    try {
+      const versions = await sql<{ version: number }>(url, 'SELECT version FROM audience_kit_migrations ORDER BY 1');
+      expect(versions.map((v) => v.version)).toEqual([1, 2]);
+      await expectGoldenFiles(store);
+      // A file of schema 1 has no SHA-256 until a commit stores it again.
+      await commit(store, (dir) => writeAtFile(join(dir, 'data.0'), Buffer.from('x'), 402));
+      const files = await sql<{ n: number }>(
+        url,
+        'SELECT count(*)::int AS n FROM audience_kit_snapshot_files WHERE sha256 IS NULL',
+      );
+      expect(files[0]?.n).toBe(1); // the index, unchanged
+    } finally {
+      await store.close();
+    }
+  });
+
+  it(`reads the golden rows of schema ${SCHEMA_VERSION}, and stores the golden snapshot as the same rows`, async () => {
+    const fresh = await postgresStateUrl();
+    const store = await PostgresStore.open(fresh);
+    try {
+      await commit(store, (dir) => {
+        for (const f of ['index', 'data.0']) cpSync(join(GOLDEN, f), join(dir, f));
+      });
+      const written = await goldenRowsOf(fresh);
+      if (process.env.UPDATE_GOLDEN === '1') {
+        mkdirSync(join(GOLDEN_V2, '..'), { recursive: true });
+        writeFileSync(GOLDEN_V2, `${JSON.stringify(written, null, 2)}\n`);
+      }
+      expect(written).toEqual(JSON.parse(readFileSync(GOLDEN_V2, 'utf8')));
+    } finally {
+      await store.close();
+    }
+    const url = await postgresStateUrl();
+    await (await PostgresStore.open(url)).close();
+    await insertRows(url, JSON.parse(readFileSync(GOLDEN_V2, 'utf8')) as GoldenRows, 'patches');
+    const reader = await PostgresStore.open(url);
+    try {
+      await expectGoldenFiles(reader);
+    } finally {
+      await reader.close();
+    }
+  });
+});
