@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { verifyAuditLog } from '../src/state/audit.js';
 import { PostgresStore } from '../src/state/postgres/store.js';
-import { runCli, startCliProcess } from './helpers/cli.js';
+import { CALLING_THREAD, runCli, startCliProcess } from './helpers/cli.js';
 import { postgresStateUrl, STORES, usePostgres, type StoreKind } from './helpers/sync.js';
 import { tempDir } from './helpers/temp.js';
 import { gate, newAudience, scanFor, target, userRequests, useHeldSandbox, waitFor } from './helpers/upload-cli.js';
@@ -80,6 +80,8 @@ describe.each(STORES)('audience-kit sync (process, %s store)', { timeout: 90_000
       '2000',
       '--concurrency',
       '2',
+      // The kills come while sending, after the hashing (a sync reads its whole input first).
+      ...CALLING_THREAD,
     ];
     const a = join(cwd, 'a.csv');
     const b = join(cwd, 'b.csv');
