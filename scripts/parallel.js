@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Runs npm scripts at once (`node scripts/parallel.js lint typecheck test:run`): each of the
+// Runs npm scripts at once (`node scripts/parallel.js check lint:prettier test:run`): each of the
 // checks is one single-threaded process, and the tests spend part of their time waiting (a
 // local server, an fsync, a gate), so on two cores running them side by side shortens the wait.
 // The last script runs in the foreground: it keeps the terminal (vitest draws its progress
