@@ -3,35 +3,38 @@ import { relative } from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
- * Seconds the slow files took in an idle `npm test` on the 2-core machine (vitest's per-file
- * durations; docs/testing.md, "What takes the time"). A stale figure only changes the order.
+ * Seconds the slow files took in `npm test` from a fresh clone on the 2-core machine, at load 11 to
+ * 14 (26 Nov; vitest's per-file durations, about 2.5 times the idle ones). A stale figure only
+ * changes the order.
  */
 const SECONDS: Readonly<Record<string, number>> = {
-  'test/sync.test.ts': 22,
-  'test/sync-unclean.test.ts': 18,
-  'test/sync-kill.test.ts': 14,
-  'test/sync-cli.test.ts': 12.5,
-  'test/upload-signals.test.ts': 12,
-  'test/upload-postgres.test.ts': 12,
-  'test/hash.test.ts': 9.6,
-  'test/upload-cli.test.ts': 9.5,
-  'test/hash-cli.test.ts': 8.9,
-  'test/journal.test.ts': 7.7,
-  'test/hostile-state.test.ts': 7.2,
-  'test/sync-uncertain.test.ts': 6.3,
-  'test/hostile-input.test.ts': 5.7,
-  'test/crm-exports.test.ts': 5.6,
-  'test/sighup.test.ts': 5.2,
-  'test/api-client.test.ts': 5.1,
-  'test/snapshot.test.ts': 4.5,
-  'test/manage.test.ts': 3.9,
-  'test/examples.test.ts': 3.5,
-  'test/plan.test.ts': 3.3,
-  'test/upload.test.ts': 3.3,
-  'test/cli-pipes.test.ts': 3.1,
+  'test/sync.test.ts': 56,
+  'test/sync-unclean.test.ts': 42,
+  'test/sync-kill.test.ts': 35,
+  'test/upload-postgres.test.ts': 31,
+  'test/upload-signals.test.ts': 31,
+  'test/hash.test.ts': 29,
+  'test/sync-uncertain.test.ts': 20,
+  'test/sync-cli.test.ts': 19,
+  'test/upload-cli.test.ts': 19,
+  'test/hash-cli.test.ts': 13,
+  'test/crm-exports.test.ts': 12,
+  'test/cli-pipes.test.ts': 12,
+  'test/hostile-state.test.ts': 12,
+  'test/plan.test.ts': 12,
+  'test/manage.test.ts': 10,
+  'test/journal.test.ts': 10,
+  'test/sighup.test.ts': 9,
+  'test/state-postgres.test.ts': 9,
+  'test/state-move.test.ts': 8,
+  'test/examples.test.ts': 6,
+  'test/hostile-input.test.ts': 6,
+  'test/api-client.test.ts': 6,
+  'test/replay.test.ts': 6,
+  'test/postgres-harness.test.ts': 6,
 };
 
-/** A file not listed: 0.05 ms per byte of source (the listed files take 0.1 to 1 ms per byte, most others less). */
+/** A file not listed: 0.05 ms per byte of source (most files not listed take less, idle). */
 const MS_PER_BYTE = 0.05;
 
 /**
