@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { verifyAuditLog } from '../src/state/audit.js';
 import { PostgresStore } from '../src/state/postgres/store.js';
-import { CALLING_THREAD, runCli, startCliProcess } from './helpers/cli.js';
+import { CALLING_THREAD, runCli, runCliProcess, startCliProcess } from './helpers/cli.js';
 import { postgresStateUrl, STORES, usePostgres, type StoreKind } from './helpers/sync.js';
 import { tempDir } from './helpers/temp.js';
 import { gate, newAudience, scanFor, target, userRequests, useHeldSandbox, waitFor } from './helpers/upload-cli.js';
@@ -138,5 +138,48 @@ describe.each(STORES)('audience-kit sync (process, %s store)', { timeout: 90_000
 
     const texts = { outputs: outputs.join('\n'), ...(await stateTexts(store, cwd, flags(0)[1])) };
     expect(scanFor(texts, range(0, 600).map(email))).toEqual([]);
+  });
+});
+
+describe('audience-kit sync (two processes, two URLs of one database)', { timeout: 90_000 }, () => {
+  it('the second sync of a target is refused while the first is sending: never both send', async () => {
+    const cwd = tempDir('ak-sync-two-');
+    const audienceId = newAudience();
+    const flags = await stateFlags('postgres');
+    const args = (n: number, file: string): string[] => [
+      ...flags(n),
+      'sync',
+      file,
+      '--account',
+      target.sandbox.accounts.primary,
+      '--audience',
+      audienceId,
+      '--max-body-bytes',
+      '2000',
+      '--json',
+    ];
+    const a = join(cwd, 'a.csv');
+    const b = join(cwd, 'b.csv');
+    writeExport(a, range(0, 100));
+    writeExport(b, range(100, 200));
+    gate.holding = true;
+    const first = startCliProcess(args(0, a), { cwd, env: target.env, input: '' });
+    // The first process holds the target's lock: one of its batches waits at the sandbox.
+    await gate.held();
+    const second = await runCliProcess(args(1, b), { cwd, env: target.env, input: '' });
+    expect(second.code, second.stderr).toBe(2);
+    expect(second.stderr).toMatch(/another sync of this target is running \(.*pid \d+.*\)/);
+    expect(second.stderr).not.toMatch(/person\.\d+@/);
+    gate.releaseAll();
+    const r = await first.done;
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'completed', users: 100 });
+    // Only the first file's users reached the platform, each once.
+    expect(usersSent(audienceId)).toBe(100);
+    expect(target.sandbox.state.audienceSize(audienceId)).toBe(100);
+    // The database's audit log verifies and holds no raw value of either file.
+    const texts = { outputs: [r.stdout, r.stderr, second.stdout, second.stderr].join('\n') };
+    Object.assign(texts, await stateTexts('postgres', cwd, flags(0)[1]));
+    expect(scanFor(texts, range(0, 200).map(email))).toEqual([]);
   });
 });

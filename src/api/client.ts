@@ -12,6 +12,7 @@ import { Agent, request as undiciRequest, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import { ConfigError, ConnectionError, ResponseShapeError, TimeoutError } from '../errors.js';
 import { backoffMs, isAborted, realClock, type Clock } from '../util/clock.js';
+import { isLoopbackHost } from '../util/host.js';
 import { USER_AGENT } from '../version.js';
 import { oauth1Header, percentEncode } from './oauth.js';
 import { buildHttpError } from './parse-error.js';
@@ -156,11 +157,6 @@ export function isRetryableStatus(status: number, idempotent = true): boolean {
 
 /** Failures where the request cannot have reached the application (safe to repeat anything). */
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'UND_ERR_CONNECT_TIMEOUT', 'ENOTFOUND', 'EAI_AGAIN']);
-
-/** A URL hostname (`new URL(u).hostname`, IPv6 in brackets) that only this machine can reach. */
-export function isLoopbackHost(hostname: string): boolean {
-  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
-}
 
 /** zod's own wording ("expected string, received undefined") says nothing about what to set. */
 const missingOr = (what: string, expected: string) => (issue: { input: unknown }) =>
@@ -496,16 +492,11 @@ export class AdsClient {
       }
       this.emitRequest(req.method, path, status, attempt, started);
       this.observeRateLimit(headers, family);
-      if (status >= 200 && status < 300) {
-        const warning = headerOf(headers, 'x-api-warn');
-        const apiWarn = warning === undefined ? undefined : redact(warning);
-        // Before parsing: a deprecation warning may be what explains an unexpected shape.
-        if (apiWarn !== undefined) this.onWarn?.(apiWarn, { method: req.method, path });
-        return { status, body: this.parseBody(req, path, text), apiWarn };
-      }
+      if (status >= 200 && status < 300) return this.accepted(req, path, { status, headers, text }, redact);
       if (status === 429) this.counters.rateLimited++;
       const hint = this.serverHintMs(status, headers);
       if (!isRetryableStatus(status, idempotent) || attempt >= this.maxAttempts) {
+        const resetAt = status === 429 && hint !== undefined ? { resetAt: new Date(this.clock.now() + hint.ms) } : {};
         throw buildHttpError({
           status,
           method: req.method,
@@ -514,12 +505,26 @@ export class AdsClient {
           body: text,
           redact,
           attempts: attempt,
-          ...(status === 429 && hint !== undefined ? { resetAt: new Date(this.clock.now() + hint.ms) } : {}),
+          ...resetAt,
         });
       }
       await this.wait(hint?.reason ?? 'retry', hint?.ms ?? this.backoffMs(attempt), path, req.signal);
       this.counters.retries++;
     }
+  }
+
+  /** A 2xx answer: its body parsed, after the platform's deprecation warning (redacted) is reported. */
+  private accepted<T>(
+    req: ApiRequest<T>,
+    path: string,
+    answer: { status: number; headers: Dispatcher.ResponseData['headers']; text: string },
+    redact: (text: string) => string,
+  ): ApiResponse<T> {
+    const warning = headerOf(answer.headers, 'x-api-warn');
+    const apiWarn = warning === undefined ? undefined : redact(warning);
+    // Before parsing: a deprecation warning may be what explains an unexpected shape.
+    if (apiWarn !== undefined) this.onWarn?.(apiWarn, { method: req.method, path });
+    return { status: answer.status, body: this.parseBody(req, path, answer.text), apiWarn };
   }
 
   /** One attempt: signed afresh (a new nonce and timestamp, so a retry is never a replay), sent, body read. */

@@ -4,7 +4,7 @@
  */
 import { resolve } from 'node:path';
 import type { Readable } from 'node:stream';
-import type { Argv } from 'yargs';
+import type { Argv, Options } from 'yargs';
 import {
   ConfigError,
   DEFAULT_PHONE_FORMAT,
@@ -35,69 +35,87 @@ export interface HashOptionArgs {
   'max-reject-rate'?: string;
 }
 
-/** Add the mapping/normalization/CSV options to a command's builder. */
+/** Which columns feed which identifier type. */
+const COLUMN_FLAGS = {
+  map: {
+    type: 'string',
+    array: true,
+    requiresArg: true,
+    describe:
+      'Map a column to an identifier type: type=Column Name (repeatable; several columns may feed one type). Types: email, phone_number, handle, device_id, service_id, partner_user_id, country. A type named here takes exactly these columns; the other types are still detected by column name and content (see --only-mapped). Generic ids (user_id, id, external_id, username) are sent only when mapped',
+  },
+  'only-mapped': {
+    type: 'boolean',
+    describe: 'Use only the --map columns (and --country-column): detect nothing by column name or content',
+  },
+} as const satisfies Record<string, Options>;
+
+/** The country of national phone numbers: the run's default, or a column. */
+const COUNTRY_FLAGS = {
+  'default-country': {
+    type: 'string',
+    requiresArg: true,
+    describe:
+      'Country (ISO code such as US, GB, USA, GBR, or country name) for national-format phone numbers of rows without their own country',
+  },
+  'country-column': {
+    type: 'string',
+    requiresArg: true,
+    describe:
+      "The column holding each row's country (ISO alpha-2 or alpha-3 code, or a country name; default: a column with a known country name such as Country, CC, Country/Region, Mailing Country)",
+  },
+} as const satisfies Record<string, Options>;
+
+/** How values are read and written before hashing. */
+const VALUE_FLAGS = {
+  'phone-format': {
+    choices: ['digits', 'e164'] as const,
+    default: DEFAULT_PHONE_FORMAT,
+    describe: "Phone form before hashing: digits (14155550123, the platform's hashing tool) or e164 (+14155550123)",
+  },
+  'phone-country-code': {
+    choices: ['auto', 'national', 'included'] as const,
+    describe:
+      "Phones written without +: auto (default) takes the reading that is a valid number (447700900123 in a US row is +44 7700 900123); when the national and the calling-code readings both are, the one in the country's number ranges, else rejects it as phone_ambiguous; national: always a national number of the row's country; included: always starts with the calling code (only for files written entirely one way)",
+  },
+  'input-hashed': {
+    choices: ['auto', 'always', 'never'] as const,
+    describe:
+      'auto (default): a 64-hex value is an existing SHA-256 digest, passed through; always: every value must be one; never: hash everything',
+  },
+  'value-separator': {
+    type: 'string',
+    requiresArg: true,
+    describe:
+      'Split cells holding several values on this string (default: a column whose first rows clearly hold lists joined by , ; or | is split, and the mapping says so; other cells are one value)',
+  },
+} as const satisfies Record<string, Options>;
+
+/** How the file is read, when the run stops, and on how many threads. */
+const READING_FLAGS = {
+  delimiter: {
+    type: 'string',
+    requiresArg: true,
+    describe: 'CSV delimiter: , ; | or tab (default: detected)',
+  },
+  'max-reject-rate': {
+    type: 'string',
+    requiresArg: true,
+    describe:
+      'Fail (exit 3) when more than this share of the values is rejected, e.g. 5% (upload: before sending what is left). A run that produces no user fails too',
+  },
+  workers: {
+    type: 'number',
+    requiresArg: true,
+    describe: 'Worker threads for hashing (default: number of cores; 0 = main thread only)',
+  },
+} as const satisfies Record<string, Options>;
+
+/** Add the mapping/normalization/CSV options to a command's builder (in this order in its help). */
 export function addHashOptions<T>(y: Argv<T>): Argv<T & HashOptionArgs> {
-  return y
-    .option('map', {
-      type: 'string',
-      array: true,
-      requiresArg: true,
-      describe:
-        'Map a column to an identifier type: type=Column Name (repeatable; several columns may feed one type). Types: email, phone_number, handle, device_id, service_id, partner_user_id, country. A type named here takes exactly these columns; the other types are still detected by column name and content (see --only-mapped). Generic ids (user_id, id, external_id, username) are sent only when mapped',
-    })
-    .option('only-mapped', {
-      type: 'boolean',
-      describe: 'Use only the --map columns (and --country-column): detect nothing by column name or content',
-    })
-    .option('default-country', {
-      type: 'string',
-      requiresArg: true,
-      describe:
-        'Country (ISO code such as US, GB, USA, GBR, or country name) for national-format phone numbers of rows without their own country',
-    })
-    .option('country-column', {
-      type: 'string',
-      requiresArg: true,
-      describe:
-        "The column holding each row's country (ISO alpha-2 or alpha-3 code, or a country name; default: a column with a known country name such as Country, CC, Country/Region, Mailing Country)",
-    })
-    .option('phone-format', {
-      choices: ['digits', 'e164'] as const,
-      default: DEFAULT_PHONE_FORMAT,
-      describe: "Phone form before hashing: digits (14155550123, the platform's hashing tool) or e164 (+14155550123)",
-    })
-    .option('phone-country-code', {
-      choices: ['auto', 'national', 'included'] as const,
-      describe:
-        "Phones written without +: auto (default) takes the reading that is a valid number (447700900123 in a US row is +44 7700 900123); when the national and the calling-code readings both are, the one in the country's number ranges, else rejects it as phone_ambiguous; national: always a national number of the row's country; included: always starts with the calling code (only for files written entirely one way)",
-    })
-    .option('input-hashed', {
-      choices: ['auto', 'always', 'never'] as const,
-      describe:
-        'auto (default): a 64-hex value is an existing SHA-256 digest, passed through; always: every value must be one; never: hash everything',
-    })
-    .option('value-separator', {
-      type: 'string',
-      requiresArg: true,
-      describe:
-        'Split cells holding several values on this string (default: a column whose first rows clearly hold lists joined by , ; or | is split, and the mapping says so; other cells are one value)',
-    })
-    .option('delimiter', {
-      type: 'string',
-      requiresArg: true,
-      describe: 'CSV delimiter: , ; | or tab (default: detected)',
-    })
-    .option('max-reject-rate', {
-      type: 'string',
-      requiresArg: true,
-      describe:
-        'Fail (exit 3) when more than this share of the values is rejected, e.g. 5% (upload: before sending what is left). A run that produces no user fails too',
-    })
-    .option('workers', {
-      type: 'number',
-      requiresArg: true,
-      describe: 'Worker threads for hashing (default: number of cores; 0 = main thread only)',
-    }) as unknown as Argv<T & HashOptionArgs>;
+  return y.options({ ...COLUMN_FLAGS, ...COUNTRY_FLAGS, ...VALUE_FLAGS, ...READING_FLAGS }) as unknown as Argv<
+    T & HashOptionArgs
+  >;
 }
 
 const DELIMITERS: Readonly<Record<string, CsvDelimiter>> = {
@@ -186,6 +204,30 @@ export function guardRun<R extends HashCsvRun>(run: R, guard: RejectGuardOptions
  */
 export function hashInputSource(file: string, cwd: string): string {
   return file === '-' || file === '' ? '-' : resolve(cwd, file);
+}
+
+/** A sending command's input (`upload`, `sync`), its flags read once: where from, its reject guard, how it is hashed. */
+export interface SendInput {
+  /** hashCsv's source (hashInputSource): `-` for stdin, else the path resolved. */
+  source: string;
+  /** The `<file>` positional as given: the run's input name. */
+  file: string;
+  guard: RejectGuardOptions;
+  hash: HashCsvOptions;
+}
+
+/** The input flags of a sending command; `guard` overrides the reject guard's defaults (sync: no user required). */
+export function sendInputFromArgs(
+  ctx: CliContext,
+  args: HashOptionArgs & { file: string },
+  guard: Partial<RejectGuardOptions> = {},
+): SendInput {
+  return {
+    source: hashInputSource(args.file, ctx.cwd),
+    file: args.file,
+    guard: { ...rejectGuardFromArgs(args), ...guard },
+    hash: hashOptionsFromArgs(args, ctx.stdin),
+  };
 }
 
 /** Print (stderr) what is being read and the chosen column mapping. Column names only, never values. */

@@ -12,13 +12,12 @@ import {
   startSandbox,
   type AdsClient,
   type HashCsvRun,
-  type RejectGuardOptions,
   type Sandbox,
   type Target,
 } from '../internal.js';
 import { clientFromArgs, withDebugLines, withTransportFlags } from './connection.js';
 import type { CliContext } from './context.js';
-import { guardRun, hashInputSource, hashOptionsFromArgs } from './hash-options.js';
+import { guardRun, type SendInput } from './hash-options.js';
 import { writeLine } from './output.js';
 import type { UploadArgs } from './send-options.js';
 
@@ -76,18 +75,9 @@ export async function connect(
  * The CSV hashed for sending (`emit: 'packed'`) behind the reject guard. Do-not-reach lists take
  * only some identifier types: other columns are left out of the mapping.
  */
-export async function openSendInput(
-  ctx: CliContext,
-  args: UploadArgs,
-  { types }: Target,
-  guard: RejectGuardOptions,
-): Promise<HashCsvRun> {
-  const inputPath = hashInputSource(args.file, ctx.cwd);
-  const hashOptions = hashOptionsFromArgs(args, ctx.stdin);
-  return guardRun(
-    await hashCsv(inputPath, { ...hashOptions, emit: 'packed', ...(types === undefined ? {} : { types }) }),
-    guard,
-  );
+export async function openSendInput(input: SendInput, { types }: Target): Promise<HashCsvRun> {
+  const run = await hashCsv(input.source, { ...input.hash, emit: 'packed', ...(types === undefined ? {} : { types }) });
+  return guardRun(run, input.guard);
 }
 
 /**

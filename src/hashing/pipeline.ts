@@ -2,7 +2,7 @@
  * The hashing pipeline: mapped CSV records -> normalized, SHA-256-hashed user objects, with a
  * summary of what was rejected and why (counts and line numbers, never values).
  *
- * Two entry points share one per-record path (`mapRecord` + `buildUser` + `addUserToSummary`):
+ * Two entry points share one per-record path (identifiers/rows.ts, then `addUserToSummary`):
  * - `hashRecords(rows)`: one row at a time, for library users with their own rows or objects;
  * - `hashCsv(source)`: the fast path used by `hash` and `upload`. The main thread only reads
  *   bytes and cuts them at record boundaries (ingest/csv.ts); worker threads (pool.ts) parse,
@@ -27,24 +27,10 @@ import {
   type ReadCsvOptions,
 } from '../ingest/csv.js';
 import { SAMPLE_ROWS } from '../identifiers/content.js';
-import {
-  checkNamedKeys,
-  fieldOf,
-  resolveMapping,
-  type ColumnMapping,
-  type MappingOptions,
-  type SampleRows,
-} from '../identifiers/mapping.js';
+import { resolveMapping, type ColumnMapping, type MappingOptions } from '../identifiers/mapping.js';
 import { ConfigError } from '../errors.js';
-import {
-  normalizeCountryCode,
-  type BuiltUser,
-  type FieldValue,
-  type MappedRecord,
-  type NormalizeOptions,
-  type Reject,
-  userBuilder,
-} from '../identifiers/normalize.js';
+import { normalizeCountryCode, type BuiltUser, type NormalizeOptions, type Reject } from '../identifiers/normalize.js';
+import { RowUsers, type RawRecord, type RowRules } from '../identifiers/rows.js';
 import {
   hashChunk,
   mappedTypes,
@@ -63,6 +49,8 @@ import {
   mergeHashSummary,
   type HashSummary,
 } from './summary.js';
+
+export type { RawRecord } from '../identifiers/rows.js';
 
 // ---------------------------------------------------------------------------------------------
 // Options.
@@ -133,36 +121,19 @@ function normalizeOptionsOf(opts: NormalizeOptions): NormalizeOptions {
   return out;
 }
 
+/** hashRecords' options, checked once (ConfigError naming the field): the rules each row is built by. */
+export function resolveRowRules(opts: HashRecordsOptions): RowRules {
+  const checked = checkNormalizeOptions(opts);
+  return { normalize: normalizeOptionsOf(checked), mapping: checked, given: opts.mapping };
+}
+
 // ---------------------------------------------------------------------------------------------
-// One record.
-
-/** The mapped fields of one row of `fields` (header order) as buildUser's input. */
-export function mapRecord(fields: readonly string[], mapping: ColumnMapping, line: number): MappedRecord {
-  const values: FieldValue[] = [];
-  for (const c of mapping.columns) values.push(fieldOf(c, fields[c.index] ?? ''));
-  const record: MappedRecord = { line, fields: values };
-  if (mapping.country !== undefined) {
-    const country = fields[mapping.country.index];
-    if (country !== undefined && country !== '') record.country = country;
-  }
-  return record;
-}
-
-function isCsvRow(r: unknown): r is CsvRow {
-  const o = r as Partial<CsvRow>;
-  return typeof o.line === 'number' && Array.isArray(o.fields) && Array.isArray(o.header);
-}
+// One row at a time.
 
 function isBadRow(r: unknown): r is CsvBadRow {
   const o = r as Partial<CsvBadRow> & { fields?: unknown };
   return typeof o.line === 'number' && typeof o.error === 'string' && o.fields === undefined;
 }
-
-/**
- * A raw record as library users hold it: a database row or an object keyed by column name.
- * `null` and `undefined` are empty cells; numbers, bigints and booleans are written as text.
- */
-export type RawRecord = Readonly<Record<string, string | number | bigint | boolean | null | undefined>>;
 
 /** A stream of users plus the running summary (complete once iterated). */
 export interface HashRecordsRun extends AsyncIterable<BuiltUser> {
@@ -174,65 +145,6 @@ export interface HashRecordsRun extends AsyncIterable<BuiltUser> {
   /** Record keys seen so far that feed nothing (neither an identifier type nor the country). */
   readonly ignoredKeys: readonly string[];
 }
-
-const cellText = (v: RawRecord[string]): string => (v === null || v === undefined ? '' : String(v));
-
-/**
- * The keys of plain-object records, in order of first appearance, and the mapping over them:
- * re-resolved whenever a record brings a key not seen before, so a key that first appears in
- * a later record (sparse rows, a column added mid-stream) is mapped like one in the first.
- */
-class RecordKeys {
-  readonly keys: string[] = [];
-  private readonly known = new Set<string>();
-  mapping: ColumnMapping | undefined;
-  /** Why no mapping resolves yet (no key names an identifier): thrown if none ever does. */
-  pending: unknown;
-  /** The first records' cells in key order (keys added later have no sampled values). */
-  private readonly sample: SampleRows;
-
-  constructor(
-    private readonly opts: HashRecordsOptions,
-    given: ColumnMapping | undefined,
-    head: readonly RawRecord[],
-  ) {
-    this.mapping = given;
-    for (const record of head) for (const key of Object.keys(record)) this.add(key);
-    // A key the options name that none of the first records has is a mistyped key: refused
-    // before anything is hashed, rather than every value of its type silently missing.
-    // (A key that is not there is never added as an empty column: the entry would match it.)
-    if (given === undefined && head.length > 0) checkNamedKeys(this.keys, opts);
-    this.sample = head.map((r) => this.keys.map((k) => cellText(r[k])));
-  }
-
-  private add(key: string): boolean {
-    if (key === '' || this.known.has(key)) return false;
-    this.known.add(key);
-    this.keys.push(key);
-    return true;
-  }
-
-  /** The record's cells in key order, after taking in its new keys. */
-  fields(record: RawRecord): string[] {
-    let grew = false;
-    for (const key of Object.keys(record)) if (this.add(key)) grew = true;
-    if ((grew || this.mapping === undefined) && this.opts.mapping === undefined) this.resolve();
-    return this.keys.map((k) => cellText(record[k]));
-  }
-
-  private resolve(): void {
-    try {
-      this.mapping = resolveMapping(this.keys, this.opts, this.sample);
-      this.pending = undefined;
-    } catch (error) {
-      // Rows without any identifier key are rows without identifiers; the stream may still show some.
-      if (!(error instanceof ConfigError && error.code === 'mapping_no_identifier_column')) throw error;
-      this.pending = error;
-    }
-  }
-}
-
-const isRawRecord = (r: CsvRow | CsvBadRow | RawRecord): r is RawRecord => !isCsvRow(r) && !isBadRow(r);
 
 /**
  * The items of `rows`, the first `n` read ahead and handed to `onHead` before any is yielded
@@ -270,65 +182,51 @@ async function* withHead<T>(
 /**
  * Hash rows one at a time. `rows` may be readCsv's output (CsvRow / bad rows, counted) or plain
  * objects keyed by column name (RawRecord; line = position, 1-based), mapped from every key
- * seen (see RecordKeys) unless `mapping` is given. Every well-formed row yields one BuiltUser
- * (`user` is `{}` when no identifier was valid). Throws ConfigError when the rows end and no
- * key ever named an identifier.
+ * seen (see identifiers/rows.ts) unless `mapping` is given. Every well-formed row yields one
+ * BuiltUser (`user` is `{}` when no identifier was valid). Throws ConfigError when the rows end
+ * and no key ever named an identifier.
  */
-export function hashRecords(
-  rows: AsyncIterable<CsvRow | CsvBadRow | RawRecord> | Iterable<CsvRow | CsvBadRow | RawRecord>,
-  opts: HashRecordsOptions = {},
-): HashRecordsRun {
-  const checked = checkNormalizeOptions(opts);
-  const normalize = normalizeOptionsOf(checked);
-  const buildUser = userBuilder(normalize);
+export function hashRecords(rows: HashedRows, opts: HashRecordsOptions = {}): HashRecordsRun {
+  return hashRows(rows, resolveRowRules(opts));
+}
+
+type HashedRows = AsyncIterable<CsvRow | CsvBadRow | RawRecord> | Iterable<CsvRow | CsvBadRow | RawRecord>;
+
+/** hashRecords with its rules resolved at the entry (uploadAudience's `records`): nothing is checked again. */
+export function hashRows(rows: HashedRows, rules: RowRules): HashRecordsRun {
   const summary = createHashSummary();
-  let mapping = opts.mapping;
-  let objects: RecordKeys | undefined;
-  let head: (CsvRow | CsvBadRow | RawRecord)[] = [];
+  const users = new RowUsers(rules);
+  let head: (CsvRow | RawRecord)[] = [];
   async function* run(): AsyncGenerator<BuiltUser> {
     let position = 0;
-    for await (const row of withHead(rows, SAMPLE_ROWS, (h) => (head = h))) {
+    for await (const row of withHead(rows, SAMPLE_ROWS, (h) => (head = h.filter(isWellFormed)))) {
       position++;
       if (isBadRow(row)) {
         addBadRowToSummary(summary, row.line, row.error);
         continue;
       }
-      let built: BuiltUser;
-      if (isCsvRow(row)) {
-        mapping ??= resolveMapping(
-          row.header,
-          checked,
-          head.filter(isCsvRow).map((r) => r.fields),
-        );
-        built = buildUser(mapRecord(row.fields, mapping, row.line));
-      } else {
-        objects ??= new RecordKeys(checked, opts.mapping, head.filter(isRawRecord));
-        const fields = objects.fields(row);
-        mapping = objects.mapping;
-        built =
-          mapping === undefined
-            ? { line: position, user: {}, rejects: [] }
-            : buildUser(mapRecord(fields, mapping, position));
-      }
+      const built = users.build(row, position, head);
       addUserToSummary(summary, built);
       yield built;
     }
-    if (objects?.pending !== undefined && mapping === undefined) throw objects.pending;
+    users.finish();
   }
   return {
-    normalize,
+    normalize: rules.normalize,
     get summary() {
       return summary;
     },
     get mapping() {
-      return mapping;
+      return users.mapping;
     },
     get ignoredKeys() {
-      return objects === undefined || mapping === undefined ? (objects?.keys ?? []) : mapping.ignored;
+      return users.ignoredKeys;
     },
     [Symbol.asyncIterator]: () => run(),
   };
 }
+
+const isWellFormed = (r: CsvRow | CsvBadRow | RawRecord): r is CsvRow | RawRecord => !isBadRow(r);
 
 // ---------------------------------------------------------------------------------------------
 // The fast path.
@@ -379,85 +277,130 @@ export interface HashCsvRun extends AsyncIterable<HashedChunk> {
  */
 export async function hashCsv(source: CsvSource, opts: HashCsvOptions = {}): Promise<HashCsvRun> {
   const checked = checkNormalizeOptions(opts);
-  const input = await openCsv(source, checked);
-  let mapping: ColumnMapping;
-  try {
-    mapping = resolveMapping(input.header, checked, input.sample);
-  } catch (error) {
-    await input.close();
-    throw error;
-  }
+  const { input, mapping } = await openMapped(source, checked);
   const workers = checked.workers ?? availableParallelism();
-  const maxInFlight = checked.maxChunksInFlight ?? Math.max(4, workers * 4 + 2);
-  const ctx: HashChunkContext = {
-    columns: input.header.length,
-    delimiter: input.delimiter,
-    mapping,
-    normalize: normalizeOptionsOf(checked),
-    emit: checked.emit ?? 'users',
-    outputTypes: mappedTypes(mapping),
-  };
-  const summary = createHashSummary();
-  let pool: HashWorkerPool | undefined;
-  let started = false;
-  let closed = false;
-  const known = new KnownUsersSlot(() => !started && !closed && ctx.emit === 'packed');
-  const close = async (): Promise<void> => {
-    if (closed) return;
-    closed = true;
-    known.take();
-    await pool?.close();
-    await input.close();
-  };
-
-  async function* run(): AsyncGenerator<HashedChunk> {
-    // Before a pool is made: one made for a run read already would keep the process alive.
-    if (started) throw new Error('a hashCsv run can be iterated only once');
-    started = true;
-    // The table binds to this iteration only; the run lets go of it (it can be 60 MB).
-    const table = known.take();
-    const iterationCtx = table === undefined ? ctx : { ...ctx, knownUsers: table };
-    if (workers > 0) {
-      const chunkBytes = checked.chunkBytes ?? DEFAULT_CHUNK_BYTES;
-      pool = new HashWorkerPool(workers, iterationCtx, chunkBytes, youngGenerationFor(table, input.totalBytes));
-    }
-    const inline = (bytes: Uint8Array): Promise<HashChunkResult> =>
-      Promise.resolve().then(() => hashChunk(bytes, iterationCtx));
-    const hash = (chunk: CsvChunk, seq: number): Promise<HashChunkResult> => {
-      if (chunk.kind === 'bad') return Promise.resolve(badChunk(chunk.error, chunk.lines));
-      return pool === undefined ? inline(chunk.bytes) : pool.run(seq, chunk.bytes);
-    };
-    let line = input.headerLine + 1 + countHeaderLines(input.header);
-    try {
-      for await (const { seq, result } of inOrder(input, hash, maxInFlight)) {
-        mergeHashSummary(summary, result.summary, line);
-        yield absolute(seq, line, result);
-        line += result.lines;
-      }
-    } finally {
-      await close();
-    }
-  }
-
+  const chunks = new CsvChunks(input, chunkContext(input, mapping, checked), {
+    workers,
+    chunkBytes: checked.chunkBytes ?? DEFAULT_CHUNK_BYTES,
+    maxInFlight: checked.maxChunksInFlight ?? Math.max(4, workers * 4 + 2),
+  });
   const hashRun: HashCsvRun = {
     name: input.name,
     header: input.header,
     mapping,
-    normalize: ctx.normalize,
+    normalize: chunks.ctx.normalize,
     delimiter: input.delimiter,
     encoding: input.encoding,
     compressed: input.compressed,
     workers,
-    summary,
+    summary: chunks.summary,
     totalBytes: input.totalBytes,
     bytesRead: () => input.bytesRead(),
-    close,
-    [Symbol.asyncIterator]: () => run(),
+    close: () => chunks.close(),
+    [Symbol.asyncIterator]: () => chunks.run(),
   };
   // A symbol, not a WeakMap entry: a Proxy around the run (guardInput) forwards it, and may hand
   // it out bound (which a non-configurable property would forbid).
-  Object.defineProperty(hashRun, KNOWN_USERS, { value: (table?: KnownUsers) => known.set(table), configurable: true });
+  Object.defineProperty(hashRun, KNOWN_USERS, {
+    value: (table?: KnownUsers) => chunks.known.set(table),
+    configurable: true,
+  });
   return hashRun;
+}
+
+/** The opened input and the mapping of its header; the input is closed when the mapping is refused. */
+async function openMapped(
+  source: CsvSource,
+  opts: HashCsvOptions,
+): Promise<{ input: CsvInput; mapping: ColumnMapping }> {
+  const input = await openCsv(source, opts);
+  try {
+    return { input, mapping: resolveMapping(input.header, opts, input.sample) };
+  } catch (error) {
+    await input.close();
+    throw error;
+  }
+}
+
+/** What every chunk is hashed with, on the calling thread or in a worker. */
+function chunkContext(input: CsvInput, mapping: ColumnMapping, opts: HashCsvOptions): HashChunkContext {
+  return {
+    columns: input.header.length,
+    delimiter: input.delimiter,
+    mapping,
+    normalize: normalizeOptionsOf(opts),
+    emit: opts.emit ?? 'users',
+    outputTypes: mappedTypes(mapping),
+  };
+}
+
+interface ChunkLimits {
+  /** Worker threads (0: the calling thread). */
+  workers: number;
+  chunkBytes: number;
+  /** Chunks read ahead of the consumer. */
+  maxInFlight: number;
+}
+
+/**
+ * One hashCsv run's chunks: iterated once, hashed in the workers (made when the iteration
+ * starts) or inline, in input order; closing ends the workers and the input.
+ */
+class CsvChunks {
+  readonly summary = createHashSummary();
+  readonly known: KnownUsersSlot;
+  private pool: HashWorkerPool | undefined;
+  private started = false;
+  private closed = false;
+
+  constructor(
+    private readonly input: CsvInput,
+    readonly ctx: HashChunkContext,
+    private readonly limits: ChunkLimits,
+  ) {
+    this.known = new KnownUsersSlot(() => !this.started && !this.closed && ctx.emit === 'packed');
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.known.take();
+    await this.pool?.close();
+    await this.input.close();
+  }
+
+  async *run(): AsyncGenerator<HashedChunk> {
+    // Before a pool is made: one made for a run read already would keep the process alive.
+    if (this.started) throw new Error('a hashCsv run can be iterated only once');
+    this.started = true;
+    const hash = this.hasher();
+    let line = this.input.headerLine + 1 + countHeaderLines(this.input.header);
+    try {
+      for await (const { seq, result } of inOrder(this.input, hash, this.limits.maxInFlight)) {
+        mergeHashSummary(this.summary, result.summary, line);
+        yield absolute(seq, line, result);
+        line += result.lines;
+      }
+    } finally {
+      await this.close();
+    }
+  }
+
+  /** How this iteration hashes a chunk: the workers' pool, or inline when there are none. */
+  private hasher(): (chunk: CsvChunk, seq: number) => Promise<HashChunkResult> {
+    // The table binds to this iteration only; the run lets go of it (it can be 60 MB).
+    const table = this.known.take();
+    const ctx = table === undefined ? this.ctx : { ...this.ctx, knownUsers: table };
+    const { workers, chunkBytes } = this.limits;
+    if (workers > 0)
+      this.pool = new HashWorkerPool(workers, ctx, chunkBytes, youngGenerationFor(table, this.input.totalBytes));
+    const pool = this.pool;
+    const inline = (bytes: Uint8Array): Promise<HashChunkResult> => Promise.resolve().then(() => hashChunk(bytes, ctx));
+    return (chunk, seq) => {
+      if (chunk.kind === 'bad') return Promise.resolve(badChunk(chunk.error, chunk.lines));
+      return pool === undefined ? inline(chunk.bytes) : pool.run(seq, chunk.bytes);
+    };
+  }
 }
 
 /** The table a sync gives a run before it starts, until the run's next iteration takes it. */

@@ -4,7 +4,14 @@
  */
 import { ConfigError, InputError } from '../errors.js';
 import { MIN_CONTENT_VALUES, contentType, listSeparator, looksLikeIds, misfit, type ColumnValues } from './content.js';
-import { IDENTIFIER_TYPES, cleanValue, normalizeDeviceId, type FieldValue, type IdentifierType } from './normalize.js';
+import {
+  IDENTIFIER_TYPES,
+  cleanValue,
+  normalizeDeviceId,
+  type FieldValue,
+  type IdentifierType,
+  type MappedRecord,
+} from './normalize.js';
 
 /**
  * Header names recognized without a `map` entry, compared on their letters and digits only (case,
@@ -212,6 +219,18 @@ export function fieldOf(c: MappedColumn, raw: string): FieldValue {
   return c.separator === undefined
     ? { column: c.column, type: c.type, raw }
     : { column: c.column, type: c.type, raw, separator: c.separator };
+}
+
+/** The mapped fields of one row of `fields` (header order) as buildUser's input. */
+export function mapRecord(fields: readonly string[], mapping: ColumnMapping, line: number): MappedRecord {
+  const values: FieldValue[] = [];
+  for (const c of mapping.columns) values.push(fieldOf(c, fields[c.index] ?? ''));
+  const record: MappedRecord = { line, fields: values };
+  if (mapping.country !== undefined) {
+    const country = fields[mapping.country.index];
+    if (country !== undefined && country !== '') record.country = country;
+  }
+  return record;
 }
 
 /** A column a name or its values suggested, left out: the reason in words (never a value). */

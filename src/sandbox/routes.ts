@@ -239,36 +239,20 @@ export class AdsRoutes {
       return { status: 200, body: { request: { params: q.echo }, data, ...extra } };
     };
     const created = (data: unknown): AdsReply => ({ ...ok(data), status: 201 });
-    const s = this.store;
     switch (req.match.route.name) {
       case 'audiences.list':
         return this.listAudiences(accountId, q, ok);
-      case 'audiences.create': {
-        const name = q.string('name', { required: true, max: NAME_MAX }) ?? '';
-        const description = q.string('description', { max: DESCRIPTION_MAX }) ?? null;
-        return created(s.audienceView(s.insertAudience(accountId, name, description), accountId));
-      }
-      case 'audiences.get': {
-        const a = this.audience(req, accountId, 'read');
-        // The platform defaults with_deleted to false: a deleted audience is not found without it.
-        const withDeleted = q.bool('with_deleted', false);
-        if (a.deleted && !withDeleted) throw notFound(`Audience ${a.id}`, 'custom_audience_id');
-        return ok(s.audienceView(a, accountId));
-      }
-      case 'audiences.update': {
-        const a = this.audience(req, accountId, 'owner');
-        const name = q.string('name', { max: NAME_MAX });
-        const description = q.string('description', { max: DESCRIPTION_MAX });
-        if (name !== undefined) a.name = name;
-        if (description !== undefined) a.description = description;
-        a.updatedAt = s.now();
-        return ok(s.audienceView(a, accountId));
-      }
+      case 'audiences.create':
+        return this.createAudience(accountId, q, created);
+      case 'audiences.get':
+        return this.getAudience(req, accountId, q, ok);
+      case 'audiences.update':
+        return this.updateAudience(req, accountId, q, ok);
       case 'audiences.delete': {
         const a = this.audience(req, accountId, 'owner');
         a.deleted = true;
-        a.updatedAt = s.now();
-        return ok(s.audienceView(a, accountId));
+        a.updatedAt = this.store.now();
+        return ok(this.store.audienceView(a, accountId));
       }
       case 'permissions.list':
         return this.listPermissions(req, accountId, q, ok);
@@ -278,27 +262,58 @@ export class AdsRoutes {
         return this.revokePermission(req, accountId, ok);
       case 'targeted':
         return this.listTargeted(req, accountId, q, ok);
-      case 'dnr.list': {
-        // The platform documents only with_deleted here (no paging: an account holds one list).
-        const withDeleted = q.bool('with_deleted', false);
-        const lists = [...s.dnrLists.values()].filter((d) => d.accountId === accountId && (withDeleted || !d.deleted));
-        return ok(
-          lists.map((d) => s.dnrView(d)),
-          { next_cursor: null },
-        );
-      }
+      case 'dnr.list':
+        return this.listDnrLists(accountId, q, ok);
       case 'dnr.create':
         return this.createDnrList(accountId, q, created);
       case 'dnr.delete': {
         const d = this.dnrList(req, accountId, 'write');
         d.deleted = true;
-        d.updatedAt = s.now();
-        return ok(s.dnrView(d));
+        d.updatedAt = this.store.now();
+        return ok(this.store.dnrView(d));
       }
       case 'audiences.users':
       case 'dnr.users':
         throw new Error('user batches are handled by applyUserBatch');
     }
+  }
+
+  /** POST audiences: a new audience of this account. */
+  private createAudience(accountId: string, q: QueryReader, created: Reply): AdsReply {
+    const name = q.string('name', { required: true, max: NAME_MAX }) ?? '';
+    const description = q.string('description', { max: DESCRIPTION_MAX }) ?? null;
+    return created(this.store.audienceView(this.store.insertAudience(accountId, name, description), accountId));
+  }
+
+  /** GET one audience: the platform defaults with_deleted to false, so a deleted one is not found without it. */
+  private getAudience(req: AdsRequest, accountId: string, q: QueryReader, ok: Reply): AdsReply {
+    const a = this.audience(req, accountId, 'read');
+    const withDeleted = q.bool('with_deleted', false);
+    if (a.deleted && !withDeleted) throw notFound(`Audience ${a.id}`, 'custom_audience_id');
+    return ok(this.store.audienceView(a, accountId));
+  }
+
+  /** PUT one audience: its name and description (the owner only). */
+  private updateAudience(req: AdsRequest, accountId: string, q: QueryReader, ok: Reply): AdsReply {
+    const a = this.audience(req, accountId, 'owner');
+    const name = q.string('name', { max: NAME_MAX });
+    const description = q.string('description', { max: DESCRIPTION_MAX });
+    if (name !== undefined) a.name = name;
+    if (description !== undefined) a.description = description;
+    a.updatedAt = this.store.now();
+    return ok(this.store.audienceView(a, accountId));
+  }
+
+  /** GET do-not-reach lists: the platform documents only with_deleted here (no paging: an account holds one list). */
+  private listDnrLists(accountId: string, q: QueryReader, ok: Reply): AdsReply {
+    const withDeleted = q.bool('with_deleted', false);
+    const lists = [...this.store.dnrLists.values()].filter(
+      (d) => d.accountId === accountId && (withDeleted || !d.deleted),
+    );
+    return ok(
+      lists.map((d) => this.store.dnrView(d)),
+      { next_cursor: null },
+    );
   }
 
   /** GET audiences: the account's own audiences, or those shared with it (permission_scope). */

@@ -8,8 +8,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
-import { isLoopbackHost } from '../api/client.js';
 import { ConfigError } from '../errors.js';
+import { isLoopbackHost } from '../util/host.js';
 import { OAuthVerifier } from './auth.js';
 import { checkFaultRules, FaultPlan, mulberry32, parseFaultSpec, type ChosenFault, type FaultRule } from './faults.js';
 import { SandboxApiFailure } from './params.js';
@@ -17,7 +17,7 @@ import { rateLimitHeaders, SlidingWindows, tightest, type SandboxRateLimit, type
 import { AdsRoutes, matchAdsRoute, type AdsReply, type AdsRequest } from './routes.js';
 import { SandboxStore, type SandboxRequestLog, type SandboxStateHandle } from './state.js';
 import { MAX_BODY_BYTES, TOTAL_COUNT_RATE_LIMIT, USER_BATCH_RATE_LIMIT } from './platform.js';
-import { checkUserBatch } from './users.js';
+import { checkUserBatch, type CheckedOperation } from './users.js';
 import type { SandboxErrorCode } from './errors.js';
 
 export interface SandboxOptions {
@@ -475,7 +475,21 @@ async function handleUserBatch(
   log: SandboxRequestLog,
 ): Promise<number> {
   const target = w.routes.batchTarget(adsReq);
-  const family = adsReq.match.route.family;
+  checkBatchHeaders(req, log);
+  takeBatchRate(w, [`${accountId}|${adsReq.match.route.family}`, `${token}|${adsReq.match.route.family}`], headers);
+  const fault = w.faults.next(true);
+  const body = await readBody(req, MAX_BODY_BYTES);
+  log.bytes = body.bytes;
+  const answered = await injectFault(w, res, fault, headers, log);
+  if (answered !== undefined) return answered;
+  const operations = batchOperations(w, adsReq, body, log);
+  const reply = w.routes.applyUserBatch(adsReq, target, operations, fault?.kind === 'mismatch');
+  sendJson(res, reply.status, reply.body, headers);
+  return reply.status;
+}
+
+/** A user batch is JSON, and a body declared too large is refused before it is read. */
+function checkBatchHeaders(req: IncomingMessage, log: SandboxRequestLog): void {
   const contentType = (req.headers['content-type'] ?? '').toLowerCase();
   if (!contentType.startsWith('application/json')) {
     throw new SandboxApiFailure(400, 'INVALID_CONTENT_TYPE', 'Content-Type must be application/json');
@@ -489,10 +503,11 @@ async function handleUserBatch(
       `The body is ${declared} bytes; at most ${MAX_BODY_BYTES} are accepted`,
     );
   }
-  const taken = w.windows.take([
-    { key: `${accountId}|${family}`, rule: w.rateLimit },
-    { key: `${token}|${family}`, rule: w.rateLimit },
-  ]);
+}
+
+/** One request from the account's and the token's windows (`keys`, in that order), with their headers; 429 when either is full. */
+function takeBatchRate(w: SandboxWorld, keys: readonly [string, string], headers: Record<string, string>): void {
+  const taken = w.windows.take(keys.map((key) => ({ key, rule: w.rateLimit })));
   const [account, perToken] = taken.windows;
   if (account !== undefined) Object.assign(headers, rateLimitHeaders('x-account-rate-limit', account));
   if (perToken !== undefined) Object.assign(headers, rateLimitHeaders('x-rate-limit', perToken));
@@ -503,11 +518,15 @@ async function handleUserBatch(
       `Rate limit exceeded: ${w.rateLimit.limit} requests per ${w.rateLimit.windowMs / 1000} s`,
     );
   }
-  const fault = w.faults.next(true);
-  const body = await readBody(req, MAX_BODY_BYTES);
-  log.bytes = body.bytes;
-  const answered = await injectFault(w, res, fault, headers, log);
-  if (answered !== undefined) return answered;
+}
+
+/** The body's operations, checked against the documented batch shape (400 naming the first fault). */
+function batchOperations(
+  w: SandboxWorld,
+  adsReq: AdsRequest,
+  body: Awaited<ReturnType<typeof readBody>>,
+  log: SandboxRequestLog,
+): CheckedOperation[] {
   if (body.tooLarge) {
     throw new SandboxApiFailure(
       400,
@@ -522,9 +541,7 @@ async function handleUserBatch(
   }
   log.operations = checked.operations.length;
   log.users = checked.users;
-  const reply = w.routes.applyUserBatch(adsReq, target, checked.operations, fault?.kind === 'mismatch');
-  sendJson(res, reply.status, reply.body, headers);
-  return reply.status;
+  return checked.operations;
 }
 
 /** Applies a fault: the status of the answer it gave, or undefined when the request proceeds (after `slow`'s wait). */

@@ -521,50 +521,10 @@ function scanUserBatch(body: Uint8Array, kind: BatchKind, now: number): BatchChe
     s.expect(0x5b);
     do {
       if (operations.length >= MAX_OPERATIONS) return undefined;
-      s.expect(0x7b);
-      let type: 'Update' | 'Delete' | undefined;
-      let keys: number[] | undefined;
-      const params: Record<string, string> = {};
-      do {
-        const ks = s.str();
-        const ke = s.p - 1;
-        s.expect(0x3a);
-        if (s.is(ks, ke, K_OPERATION_TYPE) && type === undefined) {
-          const vs = s.str();
-          const ve = s.p - 1;
-          type = s.is(vs, ve, V_UPDATE) ? 'Update' : s.is(vs, ve, V_DELETE) ? 'Delete' : undefined;
-          if (type === undefined) return undefined;
-        } else if (s.is(ks, ke, K_PARAMS) && keys === undefined) {
-          s.expect(0x7b);
-          do {
-            const ps = s.str();
-            const pe = s.p - 1;
-            s.expect(0x3a);
-            if (s.is(ps, pe, K_USERS) && keys === undefined) {
-              keys = [];
-              s.expect(0x5b);
-              do keys.push(s.user());
-              while (s.eat(0x2c));
-              s.expect(0x5d);
-            } else if (
-              (s.is(ps, pe, K_EFFECTIVE_AT) || s.is(ps, pe, K_EXPIRES_AT)) &&
-              params[s.text(ps, pe)] === undefined
-            ) {
-              const name = s.text(ps, pe);
-              const vs = s.str();
-              params[name] = s.text(vs, s.p - 1);
-            } else return undefined;
-          } while (s.eat(0x2c));
-          s.expect(0x7d);
-        } else return undefined;
-      } while (s.eat(0x2c));
-      s.expect(0x7d);
-      if (type === undefined || keys === undefined) return undefined;
-      const errors: SandboxOperationError[] = [];
-      const echo = checkParams(params, kind, now, errors, operations.length);
-      if (echo === undefined) return undefined;
-      users += keys.length;
-      operations.push({ type, keys, echo });
+      const operation = scanOperation(s, kind, now, operations.length);
+      if (operation === undefined) return undefined;
+      users += operation.keys.length;
+      operations.push(operation);
     } while (s.eat(0x2c));
     s.expect(0x5d);
     s.ws();
@@ -574,4 +534,63 @@ function scanUserBatch(body: Uint8Array, kind: BatchKind, now: number): BatchChe
     throw e;
   }
   return { ok: true, operations, users };
+}
+
+/** An operation as it is scanned: its type, its users' keys and its time params. */
+interface ScannedOperation {
+  type?: 'Update' | 'Delete' | undefined;
+  keys?: number[];
+  params: Record<string, string>;
+}
+
+/** One operation object, checked; undefined for anything the fast path leaves to the full check. */
+function scanOperation(s: Scanner, kind: BatchKind, now: number, index: number): CheckedOperation | undefined {
+  s.expect(0x7b);
+  const op: ScannedOperation = { params: {} };
+  do {
+    const ks = s.str();
+    const ke = s.p - 1;
+    s.expect(0x3a);
+    if (s.is(ks, ke, K_OPERATION_TYPE) && op.type === undefined) {
+      const vs = s.str();
+      const ve = s.p - 1;
+      op.type = s.is(vs, ve, V_UPDATE) ? 'Update' : s.is(vs, ve, V_DELETE) ? 'Delete' : undefined;
+      if (op.type === undefined) return undefined;
+    } else if (s.is(ks, ke, K_PARAMS) && op.keys === undefined) {
+      if (!scanParams(s, op)) return undefined;
+    } else return undefined;
+  } while (s.eat(0x2c));
+  s.expect(0x7d);
+  const { type, keys } = op;
+  if (type === undefined || keys === undefined) return undefined;
+  const errors: SandboxOperationError[] = [];
+  const echo = checkParams(op.params, kind, now, errors, index);
+  return echo === undefined ? undefined : { type, keys, echo };
+}
+
+/** An operation's `params` object into `op` (its users, effective_at, expires_at); false for anything else. */
+function scanParams(s: Scanner, op: ScannedOperation): boolean {
+  s.expect(0x7b);
+  do {
+    const ps = s.str();
+    const pe = s.p - 1;
+    s.expect(0x3a);
+    if (s.is(ps, pe, K_USERS) && op.keys === undefined) {
+      const keys: number[] = [];
+      op.keys = keys;
+      s.expect(0x5b);
+      do keys.push(s.user());
+      while (s.eat(0x2c));
+      s.expect(0x5d);
+    } else if (
+      (s.is(ps, pe, K_EFFECTIVE_AT) || s.is(ps, pe, K_EXPIRES_AT)) &&
+      op.params[s.text(ps, pe)] === undefined
+    ) {
+      const name = s.text(ps, pe);
+      const vs = s.str();
+      op.params[name] = s.text(vs, s.p - 1);
+    } else return false;
+  } while (s.eat(0x2c));
+  s.expect(0x7d);
+  return true;
 }

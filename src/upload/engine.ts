@@ -12,6 +12,7 @@ import { JournalError, batchDigest } from '../state/journal.js';
 import type { UploadJournal } from '../state/store.js';
 import { isAborted } from '../util/clock.js';
 import type { Ledger } from './ledger.js';
+import type { ResolvedUploadOptions } from './options.js';
 import type { PackedBatch } from './plan.js';
 import { sendBatch, type SendableBatch, type SenderOptions } from './sender.js';
 
@@ -31,6 +32,12 @@ export interface Engine {
   /** Wait until every batch offered has settled. */
   drain(): Promise<void>;
   readonly inFlight: number;
+}
+
+/** The engine that sends the packed batches; none on a dry run. */
+export function sendingEngine(o: ResolvedUploadOptions, ledger: Ledger, onSettled: () => void): Engine | undefined {
+  if (o.client === undefined || o.dryRun) return undefined;
+  return createEngine({ ...o, client: o.client, signal: o.signal, ledger, journal: o.journal, onSettled });
 }
 
 export function createEngine(o: EngineOptions): Engine {

@@ -10,7 +10,8 @@
 import { z } from 'zod';
 import type { AdsClient } from '../api/index.js';
 import { ConfigError } from '../errors.js';
-import type { HashRecordsOptions } from '../hashing/pipeline.js';
+import { resolveRowRules, type HashRecordsOptions } from '../hashing/pipeline.js';
+import type { RowRules } from '../identifiers/rows.js';
 import { rejectGuardOptions, type RejectGuardOptions } from '../hashing/reject-guard.js';
 import type { UploadJournal } from '../state/store.js';
 import { realClock, type Clock } from '../util/clock.js';
@@ -202,18 +203,29 @@ export const UPLOAD_FIELDS = {
 
 /** The fields every upload entry has (runUpload has all but `journal`). */
 type UploadCore = z.output<z.ZodObject<Omit<typeof UPLOAD_FIELDS, 'journal' | 'users' | 'client'>>>;
-type Settled<T> = Omit<T, 'operation' | 'effectiveAt' | 'expiresAt' | 'maxRejectRate' | 'requireUsers'> & {
+type Settled<T> = Omit<T, 'operation' | 'effectiveAt' | 'expiresAt' | 'maxRejectRate' | 'requireUsers' | 'records'> & {
   operation: UploadOperation;
   group: BatchGroup;
   guard: RejectGuardOptions;
+  records: RowRules | undefined;
 };
 
-/** The upload's resolved value from its parsed fields: the batch group and the reject guard. */
+/**
+ * How raw records (the `records` option) become users, resolved once: the normalization options
+ * checked and the mapping limited to the identifier types the target takes (unless `records.types` says).
+ */
+export function recordRules(records: HashRecordsOptions | undefined, target: Target): RowRules | undefined {
+  if (records === undefined) return undefined;
+  return resolveRowRules({ ...(target.types === undefined ? {} : { types: target.types }), ...records });
+}
+
+/** The upload's resolved value from its parsed fields: the batch group, the reject guard and the records' rules. */
 function settleUpload<T extends UploadCore>(o: T, ctx: z.RefinementCtx): Settled<T> {
-  const { operation, effectiveAt, expiresAt, maxRejectRate, requireUsers, ...rest } = o;
+  const { operation, effectiveAt, expiresAt, maxRejectRate, requireUsers, records, ...rest } = o;
   return orIssue(ctx, () => ({
     ...rest,
     operation,
+    records: recordRules(records, o.target),
     group: uploadGroup(o.target, { operation, effectiveAt, expiresAt }, new Date(o.clock.now())),
     guard: rejectGuardOptions({
       ...(maxRejectRate === undefined ? {} : { maxRejectRate }),

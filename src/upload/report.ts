@@ -9,7 +9,8 @@ import type { HashSummary } from '../hashing/summary.js';
 import type { Ledger } from './ledger.js';
 import type { BatchPacker } from './plan.js';
 import type { Target } from './target.js';
-import type { UploadOperation, UploadProgress, UploadReport, UploadStatus } from './types.js';
+import type { ResolvedUploadOptions } from './options.js';
+import type { UploadOperation, UploadProgress, UploadReport, UploadStatus, UploadUsers } from './types.js';
 
 export interface RunBooks {
   runId: string;
@@ -24,6 +25,57 @@ export interface RunBooks {
   client: AdsClient | undefined;
   clientStart: ClientStats | undefined;
   startedMs: number;
+}
+
+/** The run's books: what the report is built from. */
+export function runBooks(
+  o: ResolvedUploadOptions,
+  startedMs: number,
+  summary: HashSummary,
+  packer: BatchPacker,
+  ledger: Ledger,
+): RunBooks {
+  return {
+    runId: o.runId ?? '',
+    accountId: o.accountId,
+    target: o.target,
+    operation: o.operation,
+    dryRun: o.dryRun,
+    resumed: o.journal?.resumed ?? false,
+    summary,
+    packer,
+    ledger,
+    client: o.client,
+    clientStart: o.client?.stats(),
+    startedMs,
+  };
+}
+
+/** Progress callbacks, at most one per `progressIntervalMs` while reading (forced ones aside). */
+export function progressReporter(
+  o: ResolvedUploadOptions,
+  books: RunBooks,
+  users: UploadUsers,
+  inFlight: () => number,
+): (done: boolean, force?: boolean) => void {
+  const interval = o.progressIntervalMs;
+  const bytesRead = users.bytesRead;
+  const inputProgress =
+    o.inputProgress ??
+    (bytesRead === undefined
+      ? undefined
+      : () => ({
+          bytesRead: bytesRead.call(users),
+          ...(users.totalBytes === undefined ? {} : { totalBytes: users.totalBytes }),
+        }));
+  let last = Number.NEGATIVE_INFINITY;
+  return (done, force = false) => {
+    if (o.onProgress === undefined) return;
+    const now = o.clock.now();
+    if (!force && !done && now - last < interval) return;
+    last = now;
+    o.onProgress(progressOf(books, now, inFlight(), inputProgress?.(), done));
+  };
 }
 
 /** The client's waits and retries during this run (a client may serve several runs). */

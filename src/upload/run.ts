@@ -124,9 +124,9 @@ export async function runUpload(o: RunUploadOptions): Promise<UploadReport> {
 /** runUpload of resolved options (the CLI's `upload` calls it): nothing is checked again. */
 export async function runResolved(o: ResolvedRunOptions): Promise<UploadReport> {
   if (!o.dryRun && o.client !== undefined && o.checkTarget) await checkTarget(o.client, o.accountId, o.target);
-  const input = await identify(o.input, o.dryRun);
   const runId = o.runId ?? newRunId();
   const options = auditOptions(o, o.group);
+  const input = await identify(o.input, o.dryRun);
   const state = await openUploadState(o);
   try {
     return await runWithState(o, { input, runId, options }, state.store, state.audit);

@@ -29,7 +29,15 @@ import { addUnrecovered, clearUnrecovered, readUnrecovered } from '../state/snap
 import type { Clock } from '../util/clock.js';
 import { VERSION } from '../version.js';
 import { readInput, type ReadResult } from './input.js';
-import { needsClient, orIssue, parseOptions, SEND_FIELDS, UPLOAD_FIELDS, type ResolvedSendOptions } from './options.js';
+import {
+  needsClient,
+  orIssue,
+  parseOptions,
+  recordRules,
+  SEND_FIELDS,
+  UPLOAD_FIELDS,
+  type ResolvedSendOptions,
+} from './options.js';
 import { asKitError, targetRef } from './report.js';
 import { auditOptions, checkTarget, identify, type RunInput } from './run.js';
 import { InFlight, PlanCollector, snapshotUsers, Spool } from './sync-input.js';
@@ -51,7 +59,8 @@ import {
 } from './sync-report.js';
 import type { SendOptions, UploadUsers } from './types.js';
 import { hashedUsers, sendResolved } from './upload.js';
-import { snapshotTarget } from './target.js';
+import { snapshotTarget, type Target } from './target.js';
+import type { RowRules } from '../identifiers/rows.js';
 
 export type { SyncReport, SyncOperationReport, SyncStatus } from './sync-report.js';
 
@@ -162,14 +171,17 @@ function settleSync<
     clock: Clock;
     stateDir?: string | undefined;
     state?: StateOption | undefined;
+    target: Target;
+    records?: HashRecordsOptions | undefined;
   },
 >(
   o: T,
   ctx: z.RefinementCtx,
-): Omit<T, 'refreshAfterDays' | 'maxRemovals'> & {
+): Omit<T, 'refreshAfterDays' | 'maxRemovals' | 'records'> & {
   refreshAfterDays: number;
   maxRemovals: RemovalCap;
   now: () => number;
+  records: RowRules | undefined;
 } {
   return orIssue(ctx, () => {
     checkStateChoice(o, 'syncAudience');
@@ -184,6 +196,7 @@ function settleSync<
       refreshAfterDays: refreshWindow(o.refreshAfterDays ?? DEFAULT_REFRESH_AFTER_DAYS),
       maxRemovals: parseRemovalCap(o.maxRemovals),
       now: () => clock.now(),
+      records: recordRules(o.records, o.target),
     };
   });
 }

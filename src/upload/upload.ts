@@ -5,10 +5,11 @@
  * the report is built from them (report.ts). `sendUsers()` is the same for a caller that has
  * users to add or remove and wants each confirmed batch back (sync).
  */
-import { hashRecords, type HashRecordsOptions, type RawRecord } from '../hashing/pipeline.js';
-import { createHashSummary, type HashSummary } from '../hashing/summary.js';
+import { hashRows, type RawRecord } from '../hashing/pipeline.js';
+import type { RowRules } from '../identifiers/rows.js';
+import { createHashSummary } from '../hashing/summary.js';
 import { guardInput } from '../hashing/reject-guard.js';
-import { createEngine, type Engine } from './engine.js';
+import { sendingEngine } from './engine.js';
 import { readInput, type ReadResult } from './input.js';
 import { Ledger } from './ledger.js';
 import {
@@ -18,8 +19,7 @@ import {
   type ResolvedUploadOptions,
 } from './options.js';
 import { BatchPacker, type OperationType } from './plan.js';
-import type { Target } from './target.js';
-import { buildReport, progressOf, type RunBooks } from './report.js';
+import { buildReport, progressReporter, runBooks } from './report.js';
 import type {
   ConfirmedBatchInfo,
   SendUsersOptions,
@@ -37,20 +37,22 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
 /** The upload of options resolved at an entry (uploadAudience, runUpload, sync): nothing is checked again. */
 export async function upload(o: ResolvedUploadOptions): Promise<UploadReport> {
   const startedMs = o.clock.now();
+  const packer = new BatchPacker(o.limits, { dedupe: o.dedupe });
+  const handle = packer.group(o.group);
+  const ledger = new Ledger(o.journal, o.onConfirmed);
   const source = hashedUsers(o);
   const ownSummary = source.summary === undefined ? createHashSummary() : undefined;
-  const packer = new BatchPacker(o.limits, { dedupe: o.dedupe });
-  const ledger = new Ledger(o.journal, o.onConfirmed);
-  const books = runBooks(o, startedMs, source.summary ?? ownSummary ?? createHashSummary(), packer, ledger);
+  const summary = source.summary ?? ownSummary ?? createHashSummary();
   // Throws from the stream, so an input over the limits stops before its last batch is packed.
-  const users = guardInput(source, () => books.summary, o.guard);
+  const users = guardInput(source, () => summary, o.guard);
+  const books = runBooks(o, startedMs, summary, packer, ledger);
   const progress = progressReporter(o, books, users, () => engine?.inFlight ?? 0);
   const engine = sendingEngine(o, ledger, () => progress(false, true));
   await engine?.resendKept();
   const read = await readInput({
     users,
     packer,
-    handle: packer.group(o.group),
+    handle,
     target: o.target,
     ownSummary,
     signal: o.signal,
@@ -67,36 +69,6 @@ export async function upload(o: ResolvedUploadOptions): Promise<UploadReport> {
   const report = buildReport(books, status, o.clock.now());
   progress(true);
   return report;
-}
-
-/** The run's books: what the report is built from. */
-function runBooks(
-  o: ResolvedUploadOptions,
-  startedMs: number,
-  summary: HashSummary,
-  packer: BatchPacker,
-  ledger: Ledger,
-): RunBooks {
-  return {
-    runId: o.runId ?? '',
-    accountId: o.accountId,
-    target: o.target,
-    operation: o.operation,
-    dryRun: o.dryRun,
-    resumed: o.journal?.resumed ?? false,
-    summary,
-    packer,
-    ledger,
-    client: o.client,
-    clientStart: o.client?.stats(),
-    startedMs,
-  };
-}
-
-/** The engine that sends the packed batches; none on a dry run. */
-function sendingEngine(o: ResolvedUploadOptions, ledger: Ledger, onSettled: () => void): Engine | undefined {
-  if (o.client === undefined || o.dryRun) return undefined;
-  return createEngine({ ...o, client: o.client, signal: o.signal, ledger, journal: o.journal, onSettled });
 }
 
 /**
@@ -123,50 +95,16 @@ async function journalWrite(ledger: Ledger, write: () => Promise<void> | undefin
   }
 }
 
-/** The users to pack: raw records (the `records` option) are hashed here first. */
-export function hashedUsers(o: {
-  users: UploadUsers;
-  records?: HashRecordsOptions | undefined;
-  target: Target;
-}): UploadUsers {
+/** The users to pack: raw records (the `records` option, its rules resolved at the entry) are hashed here first. */
+export function hashedUsers(o: { users: UploadUsers; records: RowRules | undefined }): UploadUsers {
   if (o.records === undefined) return o.users;
-  return hashRecords(o.users as Iterable<RawRecord> | AsyncIterable<RawRecord>, {
-    ...(o.target.types === undefined ? {} : { types: o.target.types }),
-    ...o.records,
-  });
+  return hashRows(o.users as Iterable<RawRecord> | AsyncIterable<RawRecord>, o.records);
 }
 
 function statusOf(read: ReadResult, ledger: Ledger): UploadStatus {
   if (read.interrupted) return 'interrupted';
   if (read.ended && ledger.fatal === undefined && ledger.failed.length === 0) return 'completed';
   return ledger.confirmed + ledger.skipped > 0 ? 'partial' : 'failed';
-}
-
-/** Progress callbacks, at most one per `progressIntervalMs` while reading (forced ones aside). */
-function progressReporter(
-  o: ResolvedUploadOptions,
-  books: RunBooks,
-  users: UploadUsers,
-  inFlight: () => number,
-): (done: boolean, force?: boolean) => void {
-  const interval = o.progressIntervalMs;
-  const bytesRead = users.bytesRead;
-  const inputProgress =
-    o.inputProgress ??
-    (bytesRead === undefined
-      ? undefined
-      : () => ({
-          bytesRead: bytesRead.call(users),
-          ...(users.totalBytes === undefined ? {} : { totalBytes: users.totalBytes }),
-        }));
-  let last = Number.NEGATIVE_INFINITY;
-  return (done, force = false) => {
-    if (o.onProgress === undefined) return;
-    const now = o.clock.now();
-    if (!force && !done && now - last < interval) return;
-    last = now;
-    o.onProgress(progressOf(books, now, inFlight(), inputProgress?.(), done));
-  };
 }
 
 /**
@@ -186,6 +124,7 @@ export function sendResolved(
     ...o,
     ...(how.onConfirmed === undefined ? {} : { onConfirmed: how.onConfirmed }),
     users: how.users,
+    records: undefined,
     operation: how.operationType === 'Update' ? 'update' : 'delete',
     group: { operationType: how.operationType },
     guard: {},

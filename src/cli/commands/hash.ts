@@ -83,6 +83,7 @@ function output(stream: Writable, name: string, commit: () => Promise<void>, abo
   };
 }
 
+/** `-` (stdout), a device or pipe written directly, or a file replaced once the output is complete. */
 async function openOutput(ctx: CliContext, path: string, option: string): Promise<Output> {
   if (path === '-')
     return output(
@@ -111,6 +112,11 @@ async function openOutput(ctx: CliContext, path: string, option: string): Promis
       async () => void direct.destroy(),
     );
   }
+  return replacingOutput(target, `${option} ${path}`);
+}
+
+/** Written to a temporary file beside `target`, renamed over it on commit, deleted on abort. */
+function replacingOutput(target: string, name: string): Output {
   // An unpredictable name, created exclusively, never through a link, 0600 (it holds digests).
   const temp = join(dirname(target), `.${basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.partial`);
   let fd: number;
@@ -122,7 +128,7 @@ async function openOutput(ctx: CliContext, path: string, option: string): Promis
       throw environmentError(error, 'writing in', dirname(target));
     throw new ConfigError<CliErrorCode>(
       'output_not_writable',
-      `${option} ${path} cannot be written (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+      `${name} cannot be written (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
       {
         fix: 'pass a path in an existing, writable directory',
         cause: error,
@@ -132,7 +138,7 @@ async function openOutput(ctx: CliContext, path: string, option: string): Promis
   const stream: WriteStream = createWriteStream(temp, { fd });
   return output(
     stream,
-    `${option} ${path}`,
+    name,
     async () => {
       await finished(stream.end());
       await rename(temp, target);

@@ -30,13 +30,7 @@ import type { CliContext } from '../context.js';
 import { settleState, STATE_URL_OPTION } from '../state-dir.js';
 import { renderHashSummary } from '../hash-summary.js';
 import { summaryHints } from '../hints.js';
-import {
-  addHashOptions,
-  hashInputSource,
-  printHints,
-  printInputMapping,
-  rejectGuardFromArgs,
-} from '../hash-options.js';
+import { addHashOptions, printHints, printInputMapping, sendInputFromArgs, type SendInput } from '../hash-options.js';
 import { withFlagNames } from '../flag-names.js';
 import {
   exitCodesEpilogue,
@@ -185,7 +179,7 @@ const inputName = (args: SyncArgs): string => (args.file === '-' || args.file ==
  * The sync's settings from the flags, parsed once (the library's checks, in its option names):
  * before the input is opened or the sandbox started. The session adds the users and the client.
  */
-function syncSettings(ctx: CliContext, args: SyncArgs, state: StateSpec): SyncSettings {
+function syncSettings(ctx: CliContext, args: SyncArgs, state: StateSpec, input: SendInput): SyncSettings {
   const { limits, concurrency, maxRetries } = runShape(args);
   // The store's own audit log (the directory's audit.jsonl, or the database's), unless --audit-log names a file.
   const named = args['audit-log'] ?? (state.kind === 'directory' ? defaultAuditLogPath(state.dir) : undefined);
@@ -195,7 +189,7 @@ function syncSettings(ctx: CliContext, args: SyncArgs, state: StateSpec): SyncSe
     limits,
     ...(concurrency === undefined ? {} : { concurrency }),
     ...(maxRetries === undefined ? {} : { maxRetries }),
-    input: runInput(hashInputSource(args.file, ctx.cwd), args.file),
+    input: runInput(input.source, input.file),
     ...(state.kind === 'directory' ? { stateDir: state.dir } : { state: state.url }),
     ...(named === undefined ? {} : { auditLog: resolve(ctx.cwd, named) }),
     full: args.full === true,
@@ -211,9 +205,10 @@ function syncSettings(ctx: CliContext, args: SyncArgs, state: StateSpec): SyncSe
 
 async function syncFile(ctx: CliContext, args: SyncArgs, state: StateSpec): Promise<number> {
   checkUsage(args, 'sync');
-  const settings = syncSettings(ctx, args, state);
   // An input without users is judged by the sync itself (refused unless --allow-empty).
-  const run = await openSendInput(ctx, args, settings.target, { ...rejectGuardFromArgs(args), requireUsers: false });
+  const input = sendInputFromArgs(ctx, args, { requireUsers: false });
+  const settings = syncSettings(ctx, args, state, input);
+  const run = await openSendInput(input, settings.target);
   const interrupt = interruptSignal(ctx);
   let c: Connected | undefined;
   let store: StateStore | undefined;

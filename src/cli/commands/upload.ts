@@ -25,13 +25,7 @@ import { renderHashSummary } from '../hash-summary.js';
 import { withFlagNames } from '../flag-names.js';
 import { summaryHints } from '../hints.js';
 import { askYesNo } from '../prompt.js';
-import {
-  addHashOptions,
-  hashInputSource,
-  printHints,
-  printInputMapping,
-  rejectGuardFromArgs,
-} from '../hash-options.js';
+import { addHashOptions, printHints, printInputMapping, sendInputFromArgs, type SendInput } from '../hash-options.js';
 import {
   exitCodesEpilogue,
   handle,
@@ -132,20 +126,19 @@ function printReport(
 }
 
 /** A run the CLI journals: not in the sandbox, not of stdin (it cannot be read again). */
-const journaledRun = (ctx: CliContext, args: UploadArgs): boolean =>
-  args.sandbox !== true && hashInputSource(args.file, ctx.cwd) !== '-';
+const journaledRun = (args: UploadArgs, input: SendInput): boolean => args.sandbox !== true && input.source !== '-';
 
 /**
  * The run's settings from the flags, parsed once (the library's checks, in its option names):
  * before the input is opened or the sandbox started. The session adds the users, the client
  * and the state store (runStore).
  */
-function runSettings(ctx: CliContext, args: UploadArgs): RunSettings {
+function runSettings(ctx: CliContext, args: UploadArgs, input: SendInput): RunSettings {
   return resolveRunSettings({
     ...runShape(args),
     accountId: args.account ?? '',
     target: targetOf(args),
-    input: runInput(hashInputSource(args.file, ctx.cwd), args.file),
+    input: runInput(input.source, input.file),
     dedupe: args.dedupe,
     dryRun: args['dry-run'] === true,
     sandbox: args.sandbox === true,
@@ -156,12 +149,12 @@ function runSettings(ctx: CliContext, args: UploadArgs): RunSettings {
 
 /** The store's part of the run: its journals when journaled, its audit log unless --audit-log names a file. */
 function runStore(
-  ctx: CliContext,
   args: UploadArgs,
+  input: SendInput,
   settings: RunSettings,
   store: StateStore,
 ): { state?: StateStore; auditLog: string | AuditLog } {
-  return { ...(journaledRun(ctx, args) ? { state: store } : {}), auditLog: settings.auditLog ?? store.audit };
+  return { ...(journaledRun(args, input) ? { state: store } : {}), auditLog: settings.auditLog ?? store.audit };
 }
 
 /** Writes the first request body to --preview's file. */
@@ -199,10 +192,10 @@ function noticePrinter(
 async function upload(ctx: CliContext, args: UploadArgs): Promise<number> {
   checkUsage(args);
   const state = settleState(ctx, args);
-  const settings = runSettings(ctx, args);
-  const guard = rejectGuardFromArgs(args);
+  const input = sendInputFromArgs(ctx, args);
+  const settings = runSettings(ctx, args, input);
   finishWhenStdoutCloses(ctx);
-  const run = await openSendInput(ctx, args, settings.target, guard);
+  const run = await openSendInput(input, settings.target);
   const interrupt = interruptSignal(ctx);
   let c: Connected | undefined;
   let store: StateStore | undefined;
@@ -217,7 +210,7 @@ async function upload(ctx: CliContext, args: UploadArgs): Promise<number> {
     let auditError: unknown;
     const report = await runResolved({
       ...settings,
-      ...runStore(ctx, args, settings, store),
+      ...runStore(args, input, settings, store),
       ...(c.client === undefined ? {} : { client: c.client }),
       accountId: c.accountId,
       target: c.target,
