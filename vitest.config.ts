@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { LongestFirst } from './test/sequencer.js';
 
 export default defineConfig({
   test: {
@@ -16,5 +17,8 @@ export default defineConfig({
     // A worker runs its files one after another in the same process, keeping loaded modules:
     // 15 s less CPU per run. test/setup.ts still gives each file its own TMPDIR and checks it.
     isolate: false,
+    // The longest files first (test/sequencer.ts): on a fresh clone vitest has no durations and
+    // orders by file size, so a short file with long waits could start last and end the run alone.
+    sequence: { sequencer: LongestFirst },
   },
 });

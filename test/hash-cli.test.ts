@@ -23,7 +23,7 @@ import {
   serializeUser,
 } from '../src/internal.js';
 import { summaryHints } from '../src/cli/hints.js';
-import { BIN, FIXTURES, runCli, startCli } from './helpers/cli.js';
+import { BIN, CALLING_THREAD, FIXTURES, runCli, startCli } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
 
 const CRM = join(FIXTURES, 'crm-export.csv');
@@ -70,6 +70,7 @@ describe('audience-kit hash (process)', () => {
       '--map',
       'partner_user_id=customer_id',
       '--only-mapped',
+      ...CALLING_THREAD,
     ]);
     expect(r.code).toBe(0);
     const lines = r.stdout.trimEnd().split('\n');
@@ -82,7 +83,7 @@ describe('audience-kit hash (process)', () => {
 
   it('reads stdin with -, gzip, UTF-16 and semicolons', async () => {
     const small = readFileSync(join(FIXTURES, 'semicolon.csv'));
-    const viaStdin = await runCli(['hash', '-', '--format', 'jsonl'], { input: small });
+    const viaStdin = await runCli(['hash', '-', '--format', 'jsonl', ...CALLING_THREAD], { input: small });
     expect(viaStdin.code).toBe(0);
     expect(viaStdin.stdout.split('\n')[0]).toBe(
       serializeUser({ email: [hashValue('jane.doe@example.com')], phone_number: [hashValue('12025550143')] }),
@@ -106,7 +107,7 @@ describe('audience-kit hash (process)', () => {
   it('writes --output and --rejects files; neither holds nor prints a raw value', async () => {
     const out = join(tmp, 'out.jsonl');
     const rej = join(tmp, 'rejects.csv');
-    const r = await runCli(['hash', CRM, '--format', 'jsonl', '-o', out, '--rejects', rej]);
+    const r = await runCli(['hash', CRM, '--format', 'jsonl', ...CALLING_THREAD, '-o', out, '--rejects', rej]);
     expect(r.code).toBe(0);
     expect(r.stdout).toBe('');
     expect(readFileSync(out, 'utf8')).toBe(await expectedJsonl(CRM));
@@ -124,7 +125,15 @@ describe('audience-kit hash (process)', () => {
 
   it('lists malformed rows in --rejects and the summary', async () => {
     const rej = join(tmp, 'malformed-rejects.csv');
-    const r = await runCli(['hash', join(FIXTURES, 'malformed.csv'), '--format', 'jsonl', '--rejects', rej]);
+    const r = await runCli([
+      'hash',
+      join(FIXTURES, 'malformed.csv'),
+      '--format',
+      'jsonl',
+      ...CALLING_THREAD,
+      '--rejects',
+      rej,
+    ]);
     expect(r.code).toBe(0);
     expect(r.stdout.trimEnd().split('\n')).toHaveLength(4);
     expect(r.stderr).toMatch(/malformed rows skipped\s+4 \(field_count 2, unterminated_quote 2; lines 3, 5, 7, 9\)/);
@@ -329,7 +338,7 @@ describe('audience-kit hash (process)', () => {
       '0055 64 91428 2813,BRA',
       '+39 390 187 537,IT',
     ].join('\n');
-    const r = await runCli(['hash', '-', '--format', 'jsonl'], { input });
+    const r = await runCli(['hash', '-', '--format', 'jsonl', ...CALLING_THREAD], { input });
     expect(r.code).toBe(0);
     const users = r.stdout
       .trim()

@@ -2,7 +2,7 @@
  * Damaged state and a hostile environment: full disks (an injected writer: no small tmpfs to
  * fill here), state paths that are files or links, torn appends, forged journals, stale locks.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   appendFileSync,
@@ -22,7 +22,7 @@ import {
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, cliEnv, runCli } from './helpers/cli.js';
+import { BIN, CALLING_THREAD, cliEnv, runCli } from './helpers/cli.js';
 import { createClient, type AdsClient } from '../src/api/index.js';
 import { AudienceKitError, EnvironmentError } from '../src/errors.js';
 import { EXIT_CODES } from '../src/cli/exit-codes.js';
@@ -238,7 +238,7 @@ async function cli(
   cwd: string,
   env: NodeJS.ProcessEnv,
 ): Promise<{ code: number; out: string; err: string }> {
-  const r = await runCli(args, { cwd, env });
+  const r = await runCli([...args, ...CALLING_THREAD], { cwd, env });
   return { code: r.code ?? -1, out: r.stdout, err: r.stderr };
 }
 
@@ -358,6 +358,17 @@ describe('full disk through the CLI', () => {
   });
 });
 
+/** bin/ run as a process whose stdout is `fd`. */
+function onFullStdout(args: string[], cwd: string, fd: number): Promise<{ status: number | null; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd, stdio: ['ignore', fd, 'pipe'], env: cliEnv() });
+    let stderr = '';
+    child.stderr?.on('data', (b: Buffer) => (stderr += b.toString()));
+    child.on('error', reject);
+    child.on('close', (status) => resolve({ status, stderr }));
+  });
+}
+
 describe('full disk under the outputs (/dev/full: every write fails with ENOSPC)', () => {
   const hasDevFull = process.platform === 'linux' && existsSync('/dev/full');
 
@@ -379,25 +390,24 @@ describe('full disk under the outputs (/dev/full: every write fails with ENOSPC)
 
   it.runIf(hasDevFull)(
     "stdout redirected onto a full disk: exit 8 with the fix (hash, upload's report, any other command)",
-    () => {
+    async () => {
       const dir = newDir();
       writeFileSync(join(dir, 'in.csv'), 'email\na@example.com\n');
       // upload's report is its only stdout: losing it is exit 8 too, not a silent 0.
-      const upload = ['upload', 'in.csv', '--dry-run', '--audience', 'x', '--json'];
-      for (const args of [['hash', 'in.csv'], ['--help'], upload]) {
-        const full = openSync('/dev/full', 'w');
-        try {
-          const r = spawnSync(process.execPath, [BIN, ...args], {
-            cwd: dir,
-            stdio: ['ignore', full, 'pipe'],
-            env: cliEnv(),
-          });
+      const upload = ['upload', 'in.csv', ...CALLING_THREAD, '--dry-run', '--audience', 'x', '--json'];
+      const full = openSync('/dev/full', 'w');
+      try {
+        // The three at once: each process is mostly Node starting.
+        const runs = await Promise.all(
+          [['hash', 'in.csv', ...CALLING_THREAD], ['--help'], upload].map((args) => onFullStdout(args, dir, full)),
+        );
+        for (const r of runs) {
           expect(r.status).toBe(EXIT_CODES.environment);
-          expect(r.stderr.toString()).toMatch(/error: disk full \(ENOSPC\) while writing stdout\n {2}fix: free space/);
-          expect(r.stderr.toString()).not.toMatch(/ at /);
-        } finally {
-          closeSync(full);
+          expect(r.stderr).toMatch(/error: disk full \(ENOSPC\) while writing stdout\n {2}fix: free space/);
+          expect(r.stderr).not.toMatch(/ at /);
         }
+      } finally {
+        closeSync(full);
       }
     },
   );
@@ -632,7 +642,19 @@ describe('files the tool writes: no symlinks followed, 0600, formula cells escap
     const csv = join(dir, 'in.csv');
     writeFileSync(csv, 'id,@mail\n=HYPERLINK("http://x"),a@example.com\n+1,not-an-email\n');
     const r = await runCli(
-      ['hash', csv, '--map', 'partner_user_id=id', '--map', 'email=@mail', '-o', 'out.csv', '--rejects', 'rej.csv'],
+      [
+        'hash',
+        csv,
+        ...CALLING_THREAD,
+        '--map',
+        'partner_user_id=id',
+        '--map',
+        'email=@mail',
+        '-o',
+        'out.csv',
+        '--rejects',
+        'rej.csv',
+      ],
       { cwd: dir },
     );
     expect(r.code).toBe(0);
@@ -661,7 +683,7 @@ describe('files the tool writes: no symlinks followed, 0600, formula cells escap
     writeFileSync(join(dir, 'victim'), 'precious');
     symlinkSync(join(dir, 'victim'), join(dir, 'out.csv'));
     writeFileSync(join(dir, 'in.csv'), 'email\na@example.com\n');
-    const r = await runCli(['hash', 'in.csv', '-o', 'out.csv'], { cwd: dir });
+    const r = await runCli(['hash', 'in.csv', ...CALLING_THREAD, '-o', 'out.csv'], { cwd: dir });
     expect(r.code).toBe(EXIT_CODES.environment);
     expect(r.stderr).toMatch(/symbolic link/);
     expect(readFileSync(join(dir, 'victim'), 'utf8')).toBe('precious');
@@ -672,7 +694,9 @@ describe('files the tool writes: no symlinks followed, 0600, formula cells escap
     writeFileSync(join(dir, 'victim'), 'precious');
     symlinkSync(join(dir, 'victim'), join(dir, 'rej.csv'));
     writeFileSync(join(dir, 'in.csv'), 'email\nnot-an-email\n');
-    const r = await runCli(['hash', 'in.csv', '-o', 'out.csv', '--rejects', 'rej.csv'], { cwd: dir });
+    const r = await runCli(['hash', 'in.csv', ...CALLING_THREAD, '-o', 'out.csv', '--rejects', 'rej.csv'], {
+      cwd: dir,
+    });
     expect(r.code).toBe(EXIT_CODES.environment);
     expect(r.stderr).toMatch(/rej\.csv.*symbolic link/);
     expect(readFileSync(join(dir, 'victim'), 'utf8')).toBe('precious');
@@ -684,9 +708,12 @@ describe('files the tool writes: no symlinks followed, 0600, formula cells escap
     writeFileSync(join(dir, 'victim'), 'precious');
     symlinkSync(join(dir, 'victim'), join(dir, 'preview.json'));
     writeFileSync(join(dir, 'in.csv'), 'email\na@example.com\n');
-    const r = await runCli(['upload', 'in.csv', '--dry-run', '--audience', 'x', '--preview', 'preview.json'], {
-      cwd: dir,
-    });
+    const r = await runCli(
+      ['upload', 'in.csv', ...CALLING_THREAD, '--dry-run', '--audience', 'x', '--preview', 'preview.json'],
+      {
+        cwd: dir,
+      },
+    );
     expect(r.code).toBe(EXIT_CODES.environment);
     expect(r.stderr + r.stdout).toMatch(/symbolic link/);
     expect(readFileSync(join(dir, 'victim'), 'utf8')).toBe('precious');
@@ -697,7 +724,10 @@ describe('files the tool writes: no symlinks followed, 0600, formula cells escap
     writeFileSync(join(dir, 'in.csv'), 'email\na@example.com\n');
     writeFileSync(join(dir, 'old.json'), 'x', { mode: 0o644 });
     for (const preview of ['new.json', 'old.json']) {
-      const r = await runCli(['upload', 'in.csv', '--dry-run', '--audience', 'x', '--preview', preview], { cwd: dir });
+      const r = await runCli(
+        ['upload', 'in.csv', ...CALLING_THREAD, '--dry-run', '--audience', 'x', '--preview', preview],
+        { cwd: dir },
+      );
       expect(r.code).toBe(EXIT_CODES.ok);
       expect(mode(join(dir, preview))).toBe(0o600);
     }
@@ -714,9 +744,12 @@ describe('files the tool writes: no symlinks followed, 0600, formula cells escap
       });
       fifo(join(dir, 'preview.json'));
       writeFileSync(join(dir, 'in.csv'), 'email\na@example.com\n');
-      const r = await runCli(['upload', 'in.csv', '--dry-run', '--audience', 'x', '--preview', 'preview.json'], {
-        cwd: dir,
-      });
+      const r = await runCli(
+        ['upload', 'in.csv', ...CALLING_THREAD, '--dry-run', '--audience', 'x', '--preview', 'preview.json'],
+        {
+          cwd: dir,
+        },
+      );
       expect(r.code).toBe(EXIT_CODES.environment);
       expect(r.stderr).toMatch(/preview\.json is not a regular file/);
       const key: JournalKey = {

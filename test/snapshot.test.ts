@@ -11,7 +11,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
 import { serializeUser, writeUserFingerprint } from '../src/identifiers/normalize.js';
 import {
   decodeUserRecord,
@@ -23,6 +23,7 @@ import {
   type SnapshotUser,
 } from '../src/state/snapshot.js';
 import { Changes } from '../src/state/snapshot-merge.js';
+import { setIndexChunkEntries } from '../src/state/snapshot-index.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -170,6 +171,10 @@ describe('Snapshot', () => {
     'merges random updates and deletes across index chunks exactly as a model (order, digest, objects)',
     { timeout: 60_000 },
     () => {
+      // Chunks of 256 entries instead of 65,536: the first round's 2,000 users fill 7 of them and
+      // end inside the 8th, and each merge reads and writes across every boundary.
+      const previousChunk = setIndexChunkEntries(256);
+      onTestFinished(() => void setIndexChunkEntries(previousChunk));
       const dir = tempDir();
       const model = new Map<string, SnapshotUser>();
       const keyOf = (u: SnapshotUser): string =>
@@ -177,11 +182,11 @@ describe('Snapshot', () => {
       let s = Snapshot.open(dir, { target: T });
       for (let round = 0; round < 3; round++) {
         const current = [...model.values()];
-        const fresh = Array.from({ length: round === 0 ? 66_000 : 1_500 }, () => user());
+        const fresh = Array.from({ length: round === 0 ? 2_000 : 1_500 }, () => user());
         const refreshed = current.filter((_, i) => i % 50 === 7).map((u) => ({ ...u }));
         const removed = current.filter((_, i) => i % 40 === 3);
         confirmDeletes(s, removed);
-        for (let i = 0; i < fresh.length; i += 5000) confirmUpdates(s, fresh.slice(i, i + 5000));
+        for (let i = 0; i < fresh.length; i += 500) confirmUpdates(s, fresh.slice(i, i + 500));
         confirmUpdates(s, refreshed);
         for (const u of removed) model.delete(keyOf(u));
         for (const u of [...fresh, ...refreshed]) model.set(keyOf(u), u);

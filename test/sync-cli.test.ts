@@ -8,7 +8,7 @@ import { exitCodeFor } from '../src/cli/exit-codes.js';
 import { startSandbox, type Sandbox, type SandboxOptions } from '../src/sandbox/index.js';
 import { stateFailure } from '../src/state/fs.js';
 import { snapshotDir } from '../src/state/snapshot.js';
-import { BIN, cliEnv, runCli, type CliResult } from './helpers/cli.js';
+import { BIN, CALLING_THREAD, cliEnv, runCli, type CliResult } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
 import { sandboxEnv, syncArgs } from './helpers/upload-cli.js';
 
@@ -29,7 +29,8 @@ async function setup(faults?: string, options: SandboxOptions = {}) {
   const cwd = tempDir('ak-sync-cli-');
   const stateDir = join(cwd, 'state');
   const target = { dir: cwd, account: sandbox.accounts.primary, audience: audienceId, stateDir };
-  const args = (file: string, ...extra: string[]): string[] => syncArgs(target, file, ...extra);
+  // These tests are about what follows the hashing.
+  const args = (file: string, ...extra: string[]): string[] => syncArgs(target, file, ...CALLING_THREAD, ...extra);
   const run = (argv: string[]): Promise<CliResult> => runCli(argv, { cwd, env });
   return { sandbox, env, audienceId, cwd, stateDir, args, run };
 }
@@ -182,7 +183,7 @@ describe('connection options apply with --sandbox', () => {
   it('--max-attempts: a batch answered 500 once is not retried (sync and upload exit 6)', async () => {
     const cwd = tempDir('ak-sandbox-opts-');
     const file = fixture(cwd);
-    const common = ['--sandbox', '--sandbox-faults', '500@1', '--json'];
+    const common = ['--sandbox', '--sandbox-faults', '500@1', '--json', ...CALLING_THREAD];
     const retried = await runCli(['sync', file, ...common, '--state-dir', join(cwd, 'a')], { cwd });
     expect(retried.code, retried.stderr).toBe(0);
     const sync = await runCli(['sync', file, ...common, '--state-dir', join(cwd, 'b'), '--max-attempts', '1'], { cwd });
@@ -198,7 +199,15 @@ describe('connection options apply with --sandbox', () => {
   it('--request-timeout: a batch answered late times out', async () => {
     const cwd = tempDir('ak-sandbox-opts-');
     const file = fixture(cwd);
-    const late = ['--sandbox-faults', 'slow=5000@1', '--request-timeout', '100ms', '--max-attempts', '1'];
+    const late = [
+      '--sandbox-faults',
+      'slow=5000@1',
+      '--request-timeout',
+      '100ms',
+      '--max-attempts',
+      '1',
+      ...CALLING_THREAD,
+    ];
     const r = await runCli(['sync', file, '--sandbox', ...late, '--state-dir', join(cwd, 'state'), '--json'], { cwd });
     expect(r.code, r.stderr).toBe(6);
     expect(JSON.parse(r.stdout)).toMatchObject({ error: { code: 'timeout_headers' } });

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../src/sandbox/index.js';
-import { runCli, startCliProcess } from './helpers/cli.js';
+import { CALLING_THREAD, runCli, startCliProcess } from './helpers/cli.js';
 import { members, postgresStateUrl, range, STORES, usePostgres } from './helpers/sync.js';
 import { tempDir } from './helpers/temp.js';
 import { sandboxEnv } from './helpers/upload-cli.js';
@@ -37,7 +37,8 @@ function writeExport(path: string, ids: number[]): string {
 
 function syncArgs(file: string, audienceId: string, extra: string[] = []): string[] {
   const target = ['--account', sandbox.accounts.primary, '--audience', audienceId];
-  return ['sync', file, ...target, '--max-body-bytes', '2000', '--concurrency', '1', ...extra];
+  // On the calling thread: the signal comes while sending, after the hashing (a sync reads its input first).
+  return ['sync', file, ...target, '--max-body-bytes', '2000', '--concurrency', '1', ...CALLING_THREAD, ...extra];
 }
 
 const references = new Map<string, number[]>();
@@ -48,7 +49,7 @@ async function reference(cwd: string, file: string): Promise<number[]> {
   if (known !== undefined) return known;
   const id = sandbox.state.createCustomAudience(sandbox.accounts.primary, 'reference').id;
   const target = ['--account', sandbox.accounts.primary, '--audience', id];
-  const r = await runCli(['upload', file, ...target, '--state-dir', join(cwd, 'ref')], { cwd, env });
+  const r = await runCli(['upload', file, ...target, ...CALLING_THREAD, '--state-dir', join(cwd, 'ref')], { cwd, env });
   expect(r.code, r.stderr).toBe(0);
   references.set(key, members(sandbox, id));
   return members(sandbox, id);

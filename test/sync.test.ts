@@ -6,7 +6,7 @@ import { acquireFileLock } from '../src/state/lock.js';
 import { snapshotDir } from '../src/state/snapshot.js';
 import { reportJson, runUpload, syncAudience, uploadAudience, type SyncAudienceOptions } from '../src/upload/index.js';
 import { PlanCollector } from '../src/upload/sync-input.js';
-import { runCli } from './helpers/cli.js';
+import { CALLING_THREAD, runCli } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
 import { FIXTURE, rawValues, scanFor } from './helpers/upload-cli.js';
 import {
@@ -437,7 +437,7 @@ describe('audience-kit sync', () => {
     const missing = await runCli(['sync', FIXTURE, '--dry-run'], { cwd });
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/sync needs --account/);
-    const state = ['--state-dir', join(cwd, 'state')];
+    const state = ['--state-dir', join(cwd, 'state'), ...CALLING_THREAD];
     await runCli(['sync', FIXTURE, '--sandbox', ...state, '-q'], { cwd });
     const empty = join(cwd, 'empty.csv');
     writeFileSync(empty, 'customer_id,Email\n');

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { verifyAuditLog } from '../src/state/audit.js';
-import { runCli, startCli } from './helpers/cli.js';
+import { CALLING_THREAD, runCli, startCli } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
 import {
   confirmedIndices,
@@ -65,10 +65,13 @@ describe('audience-kit upload', { timeout: 90_000 }, () => {
   it('dry run sends nothing and --preview writes the first request body', async () => {
     const cwd = tempDir('ak-cli-');
     const audienceId = newAudience();
-    const r = await runCli([...uploadArgs(audienceId), '--dry-run', '--preview', 'first.json', '--json'], {
-      cwd,
-      env: target.env,
-    });
+    const r = await runCli(
+      [...uploadArgs(audienceId), ...CALLING_THREAD, '--dry-run', '--preview', 'first.json', '--json'],
+      {
+        cwd,
+        env: target.env,
+      },
+    );
     expect(r.code, r.stderr).toBe(0);
     const report = JSON.parse(r.stdout) as { dry_run: boolean; requests: number; batches: number; bytes: number };
     expect(report).toMatchObject({ dry_run: true, requests: 0 });
@@ -131,7 +134,7 @@ describe('audience-kit upload', { timeout: 90_000 }, () => {
 
   it('exits 4 on refused credentials', async () => {
     const cwd = tempDir('ak-cli-');
-    const r = await runCli([...uploadArgs(newAudience()), '--quiet'], {
+    const r = await runCli([...uploadArgs(newAudience()), ...CALLING_THREAD, '--quiet'], {
       cwd,
       env: { ...target.env, AUDIENCE_KIT_CONSUMER_SECRET: 'not-the-secret' },
     });
@@ -178,7 +181,7 @@ describe('audience-kit upload', { timeout: 90_000 }, () => {
       expect(r.stderr).toContain(bad[0]);
     }
     expect(existsSync(join(cwd, '.audience-kit'))).toBe(false);
-    const ok = await runCli([...uploadArgs(audienceId), '--json'], { cwd, env: target.env });
+    const ok = await runCli([...uploadArgs(audienceId), ...CALLING_THREAD, '--json'], { cwd, env: target.env });
     expect(ok.code, ok.stderr).toBe(0);
   });
 
@@ -190,15 +193,19 @@ describe('audience-kit upload', { timeout: 90_000 }, () => {
     await waitFor(() => confirmedIndices(stateDir).length >= 2);
     first.interrupt();
     expect((await first.done).code).toBe(130);
-    const r = await runCli([...uploadArgs(audienceId), '--restart', '--json'], { cwd, env: target.env });
+    const r = await runCli([...uploadArgs(audienceId), ...CALLING_THREAD, '--restart', '--json'], {
+      cwd,
+      env: target.env,
+    });
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ status: 'completed', batches_skipped: 0, resumed: false });
   });
 
   it('audit verify reports the first broken link after tampering (exit 3)', async () => {
     const cwd = tempDir('ak-cli-');
-    await runCli(['upload', FIXTURE, '--sandbox', '--quiet', '--default-country', 'US'], { cwd });
-    await runCli(['upload', FIXTURE, '--sandbox', '--quiet', '--default-country', 'US'], { cwd });
+    const upload = ['upload', FIXTURE, '--sandbox', '--quiet', '--default-country', 'US', ...CALLING_THREAD];
+    await runCli(upload, { cwd });
+    await runCli(upload, { cwd });
     const ok = await runCli(['audit', 'verify'], { cwd });
     expect(ok.code).toBe(0);
     expect(ok.stdout).toMatch(/ok: 4 records/);

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { verifyAuditLog } from '../src/state/audit.js';
-import { runCli, startCliProcess, type ProcessRun } from './helpers/cli.js';
+import { CALLING_THREAD, runCli, startCliProcess, type ProcessRun } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
 import {
   confirmedIndices,
@@ -32,9 +32,11 @@ describe('audience-kit upload (process)', { timeout: 90_000 }, () => {
     const audienceId = newAudience();
     const outputs: string[] = [];
     const confirmedAtKill: number[][] = [];
+    // Hashed on the calling thread: the kills are about the journal, whoever hashes.
+    const args = [...uploadArgs(audienceId), ...CALLING_THREAD];
     for (const killAfter of [2, 9, 16]) {
       const resume = confirmedAtKill.length > 0 ? ['--resume'] : [];
-      const { child, done } = spawnCli([...uploadArgs(audienceId), ...resume], cwd);
+      const { child, done } = spawnCli([...args, ...resume], cwd);
       await waitFor(() => confirmedIndices(join(cwd, '.audience-kit')).length >= killAfter);
       child.kill('SIGKILL');
       const r = await done;
@@ -43,12 +45,12 @@ describe('audience-kit upload (process)', { timeout: 90_000 }, () => {
       confirmedAtKill.push(confirmedIndices(join(cwd, '.audience-kit')));
     }
     // Without --resume a re-run refuses to start over (stdin is not a terminal).
-    const refused = await runCli(uploadArgs(audienceId), { cwd, env: target.env });
+    const refused = await runCli(args, { cwd, env: target.env });
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/--resume/);
 
     const before = await settledUserRequests(audienceId);
-    const last = await runCli([...uploadArgs(audienceId), '--resume', '--json'], { cwd, env: target.env });
+    const last = await runCli([...args, '--resume', '--json'], { cwd, env: target.env });
     expect(last.code, last.stderr).toBe(0);
     outputs.push(last.stdout, last.stderr);
     const report = JSON.parse(last.stdout) as {

@@ -29,7 +29,7 @@ async function setup(
   opts: SandboxOptions = {},
   maxAttempts = 4,
 ): Promise<{ sandbox: Sandbox; client: AdsClient; audienceId: string; dnrId: string }> {
-  const { sandbox, client } = await openSandboxClient({ seed: 7, ...opts }, { clock: instantClock, maxAttempts });
+  const { sandbox, client } = await openSandboxClient({ seed: 7, ...opts }, { maxAttempts });
   const audienceId = sandbox.state.createCustomAudience(sandbox.accounts.primary, 'test').id;
   const dnrId = sandbox.state.createDoNotReachList(sandbox.accounts.primary, 'dnr').id;
   return { sandbox, client, audienceId, dnrId };

@@ -18,7 +18,18 @@ import {
 } from './snapshot-format.js';
 
 const HEADER_BYTES = INDEX_HEADER_BYTES;
-const CHUNK_ENTRIES = 1 << 16;
+/** Entries per read or write of the index: a buffer size, not part of the format (the bytes written do not depend on it). */
+let chunkEntries = 1 << 16;
+
+/**
+ * Sets the entries per chunk and returns the previous figure: for tests, which cross chunk
+ * boundaries with a few hundred users instead of 65,536 (a writer keeps the size it was made with).
+ */
+export function setIndexChunkEntries(entries: number): number {
+  const previous = chunkEntries;
+  chunkEntries = entries;
+  return previous;
+}
 
 /**
  * The order that sorts the keys (hi, lo as unsigned 32-bit words) ascending: a stable LSD radix
@@ -55,9 +66,10 @@ export function* entryChunks(path: string, count: number): Generator<{ buf: Buff
   if (count === 0) return;
   const fd = openSync(path, 'r');
   try {
-    const buf = Buffer.allocUnsafe(CHUNK_ENTRIES * SNAPSHOT_ENTRY_BYTES);
-    for (let first = 0; first < count; first += CHUNK_ENTRIES) {
-      const n = Math.min(CHUNK_ENTRIES, count - first);
+    const chunk = chunkEntries;
+    const buf = Buffer.allocUnsafe(chunk * SNAPSHOT_ENTRY_BYTES);
+    for (let first = 0; first < count; first += chunk) {
+      const n = Math.min(chunk, count - first);
       readInto(fd, buf, n * SNAPSHOT_ENTRY_BYTES, HEADER_BYTES + first * SNAPSHOT_ENTRY_BYTES);
       yield { buf, n, first };
     }
@@ -92,8 +104,9 @@ export function writeEntry(
 /** Writes sorted entries to a new index file, hashing the membership as it goes. */
 export class IndexWriter {
   private readonly fd: number;
-  private readonly buf = Buffer.allocUnsafe(CHUNK_ENTRIES * SNAPSHOT_ENTRY_BYTES);
-  private readonly keys = Buffer.allocUnsafe(CHUNK_ENTRIES * 8);
+  private readonly chunk = chunkEntries;
+  private readonly buf = Buffer.allocUnsafe(this.chunk * SNAPSHOT_ENTRY_BYTES);
+  private readonly keys = Buffer.allocUnsafe(this.chunk * 8);
   private n = 0;
   private position = HEADER_BYTES;
   private readonly digest: Hash = createHash('sha256');
@@ -110,13 +123,13 @@ export class IndexWriter {
     writeEntry(this.buf, this.n * SNAPSHOT_ENTRY_BYTES, e);
     this.count++;
     this.liveBytes += e.len;
-    if (++this.n === CHUNK_ENTRIES) this.flush();
+    if (++this.n === this.chunk) this.flush();
   }
 
   /** Copy the entries at [from, to) of a chunk read from another index as they are. */
   addRaw(src: Buffer, from: number, to: number): void {
     for (let at = from; at < to;) {
-      const room = (CHUNK_ENTRIES - this.n) * SNAPSHOT_ENTRY_BYTES;
+      const room = (this.chunk - this.n) * SNAPSHOT_ENTRY_BYTES;
       const end = Math.min(to, at + room);
       src.copy(this.buf, this.n * SNAPSHOT_ENTRY_BYTES, at, end);
       for (let e = at + 16; e < end; e += SNAPSHOT_ENTRY_BYTES) this.liveBytes += uint32At(src, e);
@@ -124,7 +137,7 @@ export class IndexWriter {
       this.count += entries;
       this.n += entries;
       at = end;
-      if (this.n === CHUNK_ENTRIES) this.flush();
+      if (this.n === this.chunk) this.flush();
     }
   }
 
@@ -251,7 +264,7 @@ export function readIndexHeader(path: string): IndexHeader | undefined {
  */
 export function verifyIndex(path: string, header: IndexHeader, dataBytes: number, dataStart: number): void {
   const digest = createHash('sha256');
-  const keys = Buffer.allocUnsafe(CHUNK_ENTRIES * 8);
+  const keys = Buffer.allocUnsafe(chunkEntries * 8);
   let prevHi = -1;
   let prevLo = -1;
   let live = 0;

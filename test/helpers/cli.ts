@@ -7,6 +7,13 @@ import { main } from '../../src/cli/main.js';
 export const BIN = fileURLToPath(new URL('../../bin/audience-kit.js', import.meta.url));
 export const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 
+/**
+ * `--workers 0`: hash on the calling thread, for runs whose subject is what follows the hashing.
+ * A worker thread costs about 0.25 CPU-s to start (it loads the hashing modules and warms up
+ * afresh), most of a small run; hash.test.ts holds the workers' output equal to the calling thread's.
+ */
+export const CALLING_THREAD: readonly string[] = ['--workers', '0'];
+
 export interface CliResult {
   code: number | null;
   /** The signal that ended a real process; always null in-process. */

@@ -1,7 +1,8 @@
-/** A sandbox and a client signed for it with instant retries, both closed after each test. */
+/** A sandbox and a client signed for it with instant retries and waits, both closed after each test. */
 import { afterEach } from 'vitest';
 import { createClient, type AdsClient, type ClientOptions } from '../../src/api/index.js';
 import { startSandbox, type Sandbox, type SandboxOptions } from '../../src/sandbox/index.js';
+import { fastForwardClock } from './clock.js';
 
 let open: { sandbox: Sandbox; client: AdsClient }[] = [];
 afterEach(async () => {
@@ -20,7 +21,7 @@ export async function openSandboxClient(
   const client = createClient({
     adsBaseUrl: sandbox.adsBaseUrl,
     credentials: sandbox.credentials,
-    clock: { now: () => Date.now(), sleep: async () => {} },
+    clock: fastForwardClock(),
     retry: { baseMs: 1, maxMs: 2 },
     ...clientOptions,
   });
