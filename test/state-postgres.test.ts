@@ -77,51 +77,64 @@ describe('PostgreSQL state store', () => {
     }
   });
 
-  it('a sync whose connection (and lock) is lost stops before sending what it could not record, and the next one completes', async () => {
-    const t = await setup({}, {}, 'postgres');
-    const url = (t.state as { state: string }).state;
-    await syncOf(t, customers(range(0, 100)));
-    const posts = userPosts(t.sandbox, t.audienceId);
-    const store = await PostgresStore.open(url);
-    try {
-      // The session's connection is ended by the server between the removals and the additions:
-      // the writes after the first intent are held back until it is gone, so the order is certain.
-      const cut: StateStore = Object.create(store) as StateStore;
-      cut.lockTarget = async (target, o) => {
-        const inner = await store.lockTarget(target, o);
-        let durables = 0;
-        const held: [string, number, Buffer][] = [];
-        return {
-          ...inner,
-          dir: inner.dir,
-          writeAhead: { wrote: (...w) => (durables === 0 ? inner.writeAhead?.wrote(...w) : held.push(w)) },
-          durable: async () => {
-            if (durables++ === 1) {
-              await sql(
-                url,
-                `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND pid <> pg_backend_pid()
+  // The session's durable() calls: 0 the removals' intents, 1 their confirmation, 2 the additions' intents.
+  it.each([
+    ['at the removals’ confirmation', 1],
+    ['at the additions’ write-ahead record', 2],
+  ])(
+    'a sync whose connection (and lock) is lost %s stops before sending what it could not record, and the next one completes',
+    async (_, cutAt) => {
+      const t = await setup({}, {}, 'postgres');
+      const url = (t.state as { state: string }).state;
+      await syncOf(t, customers(range(0, 100)));
+      const posts = userPosts(t.sandbox, t.audienceId);
+      const store = await PostgresStore.open(url);
+      try {
+        // The session's connection is ended by the server between the removals and the additions:
+        // the writes after the first intent are held back until it is gone, so the order is certain
+        // (a held confirmation is not stored: the wrapper's durable() does not wait for it).
+        const cut: StateStore = Object.create(store) as StateStore;
+        cut.lockTarget = async (target, o) => {
+          const inner = await store.lockTarget(target, o);
+          let durables = 0;
+          const held: [string, number, Buffer][] = [];
+          return {
+            ...inner,
+            dir: inner.dir,
+            writeAhead: { wrote: (...w) => (durables === 0 ? inner.writeAhead?.wrote(...w) : held.push(w)) },
+            durable: async () => {
+              if (durables++ === cutAt) {
+                await sql(
+                  url,
+                  `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND pid <> pg_backend_pid()
                  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
-              );
-              for (const w of held) inner.writeAhead?.wrote(...w);
-            }
-            return inner.durable();
-          },
-          persist: () => inner.persist(),
-          release: () => inner.release(),
+                );
+                for (const w of held) inner.writeAhead?.wrote(...w);
+              }
+              return inner.durable();
+            },
+            persist: () => inner.persist(),
+            release: () => inner.release(),
+          };
         };
-      };
-      const rows = customers(range(10, 120));
-      await expect(syncOf(t, rows, { state: cut })).rejects.toMatchObject({ code: 'state_connection_lost' });
-      // The removals' batch only: no Update was sent without its write-ahead record.
-      expect(userPosts(t.sandbox, t.audienceId)).toBe(posts + 1);
-      // The removals' confirmations were not stored: those users are uncertain, removed again.
-      const next = await syncOf(t, rows);
-      expect(next).toMatchObject({ status: 'completed', adds: 20, removes: 10 });
-      expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, rows));
-    } finally {
-      await store.close();
-    }
-  });
+        const rows = customers(range(10, 120));
+        // Lost while recording a confirmation: the run ends `partial` with the error; lost while
+        // recording what it is about to send: it throws. Either way nothing more is sent.
+        const lost = syncOf(t, rows, { state: cut });
+        if (cutAt === 1)
+          await expect(lost).resolves.toMatchObject({ status: 'partial', error: { code: 'state_connection_lost' } });
+        else await expect(lost).rejects.toMatchObject({ code: 'state_connection_lost' });
+        // The removals' batch only: no Update was sent without its write-ahead record.
+        expect(userPosts(t.sandbox, t.audienceId)).toBe(posts + 1);
+        // The removals' confirmations were not stored: those users are uncertain, removed again.
+        const next = await syncOf(t, rows);
+        expect(next).toMatchObject({ status: 'completed', adds: 20, removes: 10 });
+        expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, rows));
+      } finally {
+        await store.close();
+      }
+    },
+  );
 
   it('a writer whose lock is gone cannot store its records or its commit (fenced by the version)', async () => {
     const url = await postgresStateUrl();

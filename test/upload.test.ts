@@ -54,6 +54,51 @@ function userBatchRequests(sandbox: Sandbox): { status: number; users?: number }
 const SMALL = { maxBodyBytes: 20_000 };
 
 describe('uploadAudience', () => {
+  it("waits for onConfirmed's promise before a batch frees its slot, and stops when it rejects", async () => {
+    // Every user batch reaching the sandbox is counted as it arrives (the 'slow' fault's sleep).
+    let arrived = 0;
+    const { sandbox, client, audienceId } = await setup({
+      faults: 'slow=1%1',
+      sleep: () => {
+        arrived++;
+        return Promise.resolve();
+      },
+    });
+    const base = {
+      client,
+      accountId: sandbox.accounts.primary,
+      target: { customAudienceId: audienceId },
+      limits: SMALL,
+      concurrency: 1,
+      clock: instantClock,
+    };
+    const seenWhileRecording: number[] = [];
+    const report = await uploadAudience({
+      ...base,
+      users: users(400),
+      onConfirmed: async (b) => {
+        // A record that takes a while: with one slot, no other batch may reach the platform meanwhile.
+        for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+        await sleep(5);
+        seenWhileRecording.push(arrived - (b.index + 1));
+      },
+    });
+    expect(report.status).toBe('completed');
+    expect(report.batches).toBeGreaterThan(2);
+    expect(seenWhileRecording).toEqual(Array.from({ length: report.batches }, () => 0));
+
+    const failing = await uploadAudience({
+      ...base,
+      users: users(400, 1000),
+      onConfirmed: () => Promise.reject(new ConfigError('state_connection_lost', 'lost', { fix: 'retry' })),
+    });
+    expect(failing).toMatchObject({
+      status: 'partial',
+      batches_confirmed: 1,
+      error: { code: 'state_connection_lost' },
+    });
+  });
+
   it('uploads every user in verified batches, deduplicating repeats', async () => {
     const { sandbox, client, audienceId } = await setup();
     const list = [...users(1000), ...users(50)];

@@ -30,7 +30,7 @@ export class Ledger {
 
   constructor(
     private readonly journal: UploadJournal | undefined,
-    private readonly onConfirmed: ((batch: ConfirmedBatchInfo) => void) | undefined,
+    private readonly onConfirmed: ((batch: ConfirmedBatchInfo) => void | Promise<void>) | undefined,
   ) {}
 
   /** True once nothing more should be sent. */
@@ -43,16 +43,25 @@ export class Ledger {
   }
 
   /** A batch an earlier run of the journal confirmed: counted, not sent. */
-  skip(batch: PackedBatch): void {
+  skip(batch: PackedBatch): Promise<void> {
     this.skipped++;
     this.usersSkipped += batch.users;
-    this.onConfirmed?.({
-      index: batch.index,
-      group: batch.group,
-      users: batch.users,
-      lines: batch.lines,
-      earlier: true,
-    });
+    return this.tell(batch, true);
+  }
+
+  /** Tells `onConfirmed` of a confirmed batch and waits for it: its record may be what it awaits. */
+  private async tell(batch: Pick<PackedBatch, 'index' | 'group' | 'users' | 'lines'>, earlier: boolean): Promise<void> {
+    try {
+      await this.onConfirmed?.({
+        index: batch.index,
+        group: batch.group,
+        users: batch.users,
+        lines: batch.lines,
+        earlier,
+      });
+    } catch (error) {
+      this.stop(error);
+    }
   }
 
   /** Resolves once the journal holds the outcome. */
@@ -78,13 +87,7 @@ export class Ledger {
       this.unrecorded.push(batch.index);
       this.stop(error);
     }
-    this.onConfirmed?.({
-      index: batch.index,
-      group: batch.group,
-      users: batch.users,
-      lines: batch.lines,
-      earlier: false,
-    });
+    await this.tell(batch, false);
   }
 
   private async recordFailure(batch: SendableBatch, error: unknown): Promise<void> {

@@ -175,7 +175,7 @@ export const SEND_FIELDS = {
   maxRetries: checked((v) => wholeNumber(v, DEFAULT_MAX_RETRIES, 'maxRetries', 0, 100)),
   retryBaseMs: z.number().min(0).default(DEFAULT_RETRY_BASE_MS),
   signal: given<AbortSignal>(),
-  onConfirmed: callback<(batch: ConfirmedBatchInfo) => void>(),
+  onConfirmed: callback<(batch: ConfirmedBatchInfo) => void | Promise<void>>(),
   clock: z.custom<Clock>().default(realClock),
   random: z.custom<() => number>((v) => typeof v === 'function').default(() => Math.random),
 };

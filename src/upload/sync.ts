@@ -460,6 +460,17 @@ async function send(
       return false;
     }
   };
+  // A confirmation is recorded, and durable in the store, before its batch frees its slot: a kill
+  // leaves at most the batches in flight confirmed but unrecorded.
+  const confirmed = async (write: () => void): Promise<void> => {
+    if (!record(write)) return;
+    try {
+      await session.durable();
+    } catch (error) {
+      sent.error ??= asKitError(error);
+      stop.abort();
+    }
+  };
   const base = sendOptions(o, signal);
   // The write-ahead record: each chunk's users are recorded (fsync, and stored) before the sender gets them.
   const removed = new InFlight(async (users) => {
@@ -471,7 +482,7 @@ async function send(
     sent.deletes = await sendResolved(base, {
       operationType: 'Delete',
       users: removed.chunks(snapshotUsers(snapshot, plan.planner.seen)),
-      onConfirmed: (b) => record(() => snapshot.recordDeletes(removed.take(b.lines), o.now())),
+      onConfirmed: (b) => confirmed(() => snapshot.recordDeletes(removed.take(b.lines), o.now())),
     });
   }
   const deletesDone = sent.error === undefined && (sent.deletes === undefined || sent.deletes.status === 'completed');
@@ -484,7 +495,7 @@ async function send(
     sent.updates = await sendResolved(base, {
       operationType: 'Update',
       users: updated.chunks(plan.spool.chunks()),
-      onConfirmed: (b) => record(() => snapshot.recordUpdates(updated.take(b.lines), o.now())),
+      onConfirmed: (b) => confirmed(() => snapshot.recordUpdates(updated.take(b.lines), o.now())),
     });
     // Refused users are reported by input line, not by their place in the send order.
     for (const e of sent.updates.operation_errors) if (e.line !== null) e.line = updated.lineOf(e.line);

@@ -179,8 +179,13 @@ export interface SendOptions {
   retryBaseMs?: number;
   /** Stop reading, let in-flight requests finish, return status `interrupted`. */
   signal?: AbortSignal;
-  /** Called once per confirmed batch (and per batch skipped as confirmed by an earlier run). */
-  onConfirmed?: (batch: ConfirmedBatchInfo) => void;
+  /**
+   * Called once per confirmed batch (and per batch skipped as confirmed by an earlier run). A
+   * promise it returns is awaited before the batch frees its place among the `concurrency` in
+   * flight (record the confirmation durably there); if it rejects, the run stops as for a journal
+   * that cannot record.
+   */
+  onConfirmed?: (batch: ConfirmedBatchInfo) => void | Promise<void>;
   /** Time and waits (the mismatch backoff); tests pass one whose sleep returns at once. */
   clock?: Clock;
   random?: () => number;

@@ -117,7 +117,7 @@ export function sendResolved(
     operationType: OperationType;
     users: UploadUsers;
     dryRun?: boolean;
-    onConfirmed?: (batch: ConfirmedBatchInfo) => void;
+    onConfirmed?: (batch: ConfirmedBatchInfo) => void | Promise<void>;
   },
 ): Promise<UploadReport> {
   return upload({
