@@ -372,21 +372,27 @@ function onFullStdout(args: string[], cwd: string, fd: number): Promise<{ status
 describe('full disk under the outputs (/dev/full: every write fails with ENOSPC)', () => {
   const hasDevFull = process.platform === 'linux' && existsSync('/dev/full');
 
-  it.runIf(hasDevFull)('hash -o and --rejects on a full device: exit 8 naming the output, no stack', async () => {
-    const dir = newDir();
-    writeFileSync(join(dir, 'in.csv'), 'email\na@example.com\nnot-an-email\n');
-    for (const args of [
-      ['-o', '/dev/full'],
-      ['-o', 'out.csv', '--rejects', '/dev/full'],
-    ]) {
-      const r = await runCli(['hash', 'in.csv', ...args], { cwd: dir });
-      expect(r.code).toBe(EXIT_CODES.environment);
-      expect(r.stderr).toMatch(
-        /error: disk full \(ENOSPC\) while writing --(output|rejects) \/dev\/full\n {2}fix: free space/,
-      );
-      expect(existsSync(join(dir, 'out.csv'))).toBe(false);
-    }
-  });
+  it.runIf(hasDevFull)(
+    'hash -o and --rejects on a full device: exit 8 naming the output, no stack, no output file',
+    async () => {
+      const dir = newDir();
+      writeFileSync(join(dir, 'in.csv'), 'email\na@example.com\nnot-an-email\n');
+      // The calling thread too: its last write fails only when the rejects are closed, after the data
+      // output is complete; the data file must not be put in place before every output has ended.
+      for (const args of [
+        ['-o', '/dev/full'],
+        ['-o', 'out.csv', '--rejects', '/dev/full'],
+        ['-o', 'out.csv', '--rejects', '/dev/full', ...CALLING_THREAD],
+      ]) {
+        const r = await runCli(['hash', 'in.csv', ...args], { cwd: dir });
+        expect(r.code).toBe(EXIT_CODES.environment);
+        expect(r.stderr).toMatch(
+          /error: disk full \(ENOSPC\) while writing --(output|rejects) \/dev\/full\n {2}fix: free space/,
+        );
+        expect(existsSync(join(dir, 'out.csv'))).toBe(false);
+      }
+    },
+  );
 
   it.runIf(hasDevFull)(
     "stdout redirected onto a full disk: exit 8 with the fix (hash, upload's report, any other command)",

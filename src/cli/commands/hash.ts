@@ -51,11 +51,21 @@ interface HashArgs extends GlobalArgs, HashOptionArgs {
 interface Output {
   /** Write with backpressure; throws the stream's error (EPIPE, ENOSPC...) instead of losing it. */
   write(data: string | Uint8Array): Promise<void>;
-  commit(): Promise<void>;
+  /** Ends the stream: every byte written, or the write's error (a full disk shows here). */
+  finish(): Promise<void>;
+  /** Puts a finished file in place (renames it); only once every output has finished. */
+  publish(): Promise<void>;
   abort(): Promise<void>;
 }
 
-function output(stream: Writable, name: string, commit: () => Promise<void>, abort: () => Promise<void>): Output {
+/** How an output ends: `finish` flushes and closes it, `publish` puts it in place. */
+interface Ending {
+  finish: () => Promise<void>;
+  publish: () => Promise<void>;
+  abort: () => Promise<void>;
+}
+
+function output(stream: Writable, name: string, ending: Ending): Output {
   let failure: unknown;
   // EPIPE stays as it is (a reader that went away); anything else (a full disk) names the output.
   const fail = (error: unknown): unknown =>
@@ -73,25 +83,31 @@ function output(stream: Writable, name: string, commit: () => Promise<void>, abo
         throw fail(error);
       }
     },
-    commit: async () => {
-      await commit().catch((error: unknown) => {
+    finish: async () => {
+      await ending.finish().catch((error: unknown) => {
         throw fail(error);
       });
       if (failure !== undefined) throw failure;
     },
-    abort,
+    publish: () =>
+      ending.publish().catch((error: unknown) => {
+        throw fail(error);
+      }),
+    abort: ending.abort,
   };
 }
 
+/** Finishes every output, then publishes them: no file is put in place while another can still fail. */
+async function commitAll(outputs: readonly Output[]): Promise<void> {
+  for (const o of outputs) await o.finish();
+  for (const o of outputs) await o.publish();
+}
+
+const nothing = async (): Promise<void> => undefined;
+
 /** `-` (stdout), a device or pipe written directly, or a file replaced once the output is complete. */
 async function openOutput(ctx: CliContext, path: string, option: string): Promise<Output> {
-  if (path === '-')
-    return output(
-      ctx.stdout,
-      'stdout',
-      async () => undefined,
-      async () => undefined,
-    );
+  if (path === '-') return output(ctx.stdout, 'stdout', { finish: nothing, publish: nothing, abort: nothing });
   const target = resolve(ctx.cwd, path);
   const existing = await stat(target).catch(() => undefined);
   if (existing?.isFile() === true && (await lstat(target)).isSymbolicLink()) {
@@ -105,12 +121,11 @@ async function openOutput(ctx: CliContext, path: string, option: string): Promis
     // A device or pipe (/dev/null, a FIFO) cannot be replaced by a rename: write to it directly.
     // Aborting does not wait for it to close: a reader that stopped reading would hold the error.
     const direct = createWriteStream(target);
-    return output(
-      direct,
-      `${option} ${path}`,
-      () => finished(direct.end()),
-      async () => void direct.destroy(),
-    );
+    return output(direct, `${option} ${path}`, {
+      finish: () => finished(direct.end()),
+      publish: nothing,
+      abort: async () => void direct.destroy(),
+    });
   }
   return replacingOutput(target, `${option} ${path}`);
 }
@@ -136,21 +151,17 @@ function replacingOutput(target: string, name: string): Output {
     );
   }
   const stream: WriteStream = createWriteStream(temp, { fd });
-  return output(
-    stream,
-    name,
-    async () => {
-      await finished(stream.end());
-      await rename(temp, target);
-    },
-    async () => {
+  return output(stream, name, {
+    finish: () => finished(stream.end()),
+    publish: () => rename(temp, target),
+    abort: async () => {
       // Deleted once closed: a write in flight completes first and could otherwise land in a
       // file that is no longer linked (or, on Windows, make the deletion fail).
       stream.destroy();
       await finished(stream).catch(() => undefined);
       await unlink(temp).catch(() => undefined);
     },
-  );
+  });
 }
 
 /** Rejected values and skipped records, in line order: line,column,type,reason (never the value). */
@@ -304,11 +315,11 @@ async function writeHashed(
     const refused = guardFailure(run.summary, guard, summaryHints(run.summary, run.mapping, opts)[0]);
     if (refused !== undefined) {
       // The data is not written, but the list of rejects is: it is what explains the failure.
-      if (rejects !== undefined) await outputs.splice(outputs.indexOf(rejects), 1)[0]?.commit();
+      if (rejects !== undefined) await commitAll(outputs.splice(outputs.indexOf(rejects), 1));
       writeLine(ctx.stderr, renderHashSummary(run.summary));
       throw refused;
     }
-    for (const o of outputs) await o.commit();
+    await commitAll(outputs);
   } catch (error) {
     await run.close();
     for (const o of outputs) await o.abort();
