@@ -206,7 +206,7 @@ async function changedSync(s, b, step, hash) {
   const r = changed.report;
   Object.assign(s, { changed, report: r, after });
   console.log(
-    `${s.label}: sync B : ${changed.seconds.toFixed(2)} s, peak RSS ${changed.rssMb.toFixed(0)} MB, = ${(changed.seconds / hash.seconds).toFixed(2)}x hash (target <= 1.3x)`,
+    `${s.label}: sync B : ${changed.seconds.toFixed(2)} s, peak RSS ${changed.rssMb.toFixed(0)} MB, = ${(changed.seconds / hash.seconds).toFixed(2)}x hash${s.label === 'dir' ? ' (target <= 1.3x)' : ''}`,
   );
   console.log(
     `         plan: +${fmt(r.adds)} -${fmt(r.removes)} ~${fmt(r.refreshes)} =${fmt(r.unchanged)}; sent ${fmt(r.delete.users)} Delete + ${fmt(r.update.users)} Update in ${r.requests} requests; status ${r.status}`,
