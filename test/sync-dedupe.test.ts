@@ -49,16 +49,16 @@ function rowsWithRepeats(): RawRecord[] {
 const DISTINCT = 300;
 const REPEATS = 11;
 
+const targetDir = (t: SyncSetup): string =>
+  snapshotDir(t.stateDir, { accountId: t.sandbox.accounts.primary, kind: 'custom_audience', id: t.audienceId });
+/** The spool and added-users files in the target's snapshot directory. */
+const spoolFiles = (t: SyncSetup): string[] => {
+  const dir = targetDir(t);
+  return existsSync(dir) ? readdirSync(dir).filter((f) => f.startsWith('spool-')) : [];
+};
+
 describe.each(STORES)('a first sync past the in-memory set of added users (%s store)', (store: StoreKind) => {
   const setup = (): Promise<SyncSetup> => setupWith({}, {}, store);
-  const spoolFiles = (t: SyncSetup): string[] => {
-    const dir = snapshotDir(t.stateDir, {
-      accountId: t.sandbox.accounts.primary,
-      kind: 'custom_audience',
-      id: t.audienceId,
-    });
-    return existsSync(dir) ? readdirSync(dir).filter((f) => f.startsWith('spool-')) : [];
-  };
 
   it('sends every distinct user once, counts the repeats, and leaves no file behind', async () => {
     const t = await setup();
@@ -112,24 +112,20 @@ describe.each(STORES)('a first sync past the in-memory set of added users (%s st
 describe('what a sync stopped or killed while planning leaves (directory store)', () => {
   it('an input that fails past the threshold leaves no file; a killed sync’s files are removed by the next sync', async () => {
     const t = await setupWith();
-    const dir = snapshotDir(t.stateDir, {
-      accountId: t.sandbox.accounts.primary,
-      kind: 'custom_audience',
-      id: t.audienceId,
-    });
+    const dir = targetDir(t);
     async function* failing(): AsyncGenerator<RawRecord> {
       for (const i of range(0, 200)) yield customer(i);
       throw new Error('the export broke off');
     }
     await expect(syncOf(t, [], { users: failing() })).rejects.toThrow(/broke off/);
-    expect(readdirSync(dir).filter((f) => f.startsWith('spool-'))).toEqual([]);
+    expect(spoolFiles(t)).toEqual([]);
     // What a sync killed while planning leaves: its spool and its added users' partitions.
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'spool-killed'), 'x');
     writeFileSync(join(dir, 'spool-killed-added'), 'x');
     const rows = rowsWithRepeats();
     expect(await syncOf(t, rows)).toMatchObject({ status: 'completed', adds: DISTINCT });
-    expect(readdirSync(dir).filter((f) => f.startsWith('spool-'))).toEqual([]);
+    expect(spoolFiles(t)).toEqual([]);
     expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, rows));
   });
 });
