@@ -101,25 +101,40 @@ export class AddedUsers {
     if (this.blocks.length === 0) return repeats;
     repeats.bySendIndex = new Uint8Array((this.lastIndex >>> 3) + 1);
     try {
-      for (let p = 0; p < this.blocks.length; p++) repeats.count += this.repeatsIn(p, repeats.bySendIndex);
+      // One array and one table, sized for the largest partition, serve them all (not 64 of each for the collector).
+      const sizes = this.blocks.map((_, p) => this.recordsIn(p));
+      const most = Math.max(...sizes);
+      const records = new Uint32Array(most * WORDS);
+      const seen = new FingerprintShard(most);
+      for (let p = 0; p < sizes.length; p++) {
+        seen.clear();
+        repeats.count += this.repeatsIn(
+          p,
+          records.subarray(0, (sizes[p] as number) * WORDS),
+          seen,
+          repeats.bySendIndex,
+        );
+      }
     } finally {
       this.remove();
     }
     return repeats;
   }
 
-  /** Partition p's records, read back in the order written: every one after a user's first is marked. */
-  private repeatsIn(p: number, bySendIndex: Uint8Array): number {
+  private recordsIn(p: number): number {
+    return (this.written[p] as number[]).length * this.blockRecords + (this.filled[p] as number);
+  }
+
+  /** Partition p's records, read back in the order written into `records`: every one after a user's first is marked. */
+  private repeatsIn(p: number, records: Uint32Array, seen: FingerprintShard, bySendIndex: Uint8Array): number {
     const offsets = this.written[p] as number[];
-    const tail = this.filled[p] as number;
-    const records = new Uint32Array((offsets.length * this.blockRecords + tail) * WORDS);
     offsets.forEach((offset, k) => {
       const at = k * this.blockBytes;
       for (let done = 0; done < this.blockBytes;)
         done += readSync(this.fd, records, at + done, this.blockBytes - done, offset + done);
     });
-    records.set((this.blocks[p] as Uint32Array).subarray(0, tail * WORDS), offsets.length * this.blockRecords * WORDS);
-    const seen = new FingerprintShard(records.length / WORDS);
+    const tail = (this.filled[p] as number) * WORDS;
+    records.set((this.blocks[p] as Uint32Array).subarray(0, tail), records.length - tail);
     let count = 0;
     for (let at = 0; at < records.length; at += WORDS) {
       if (seen.add(records[at] as number, records[at + 1] as number)) continue;

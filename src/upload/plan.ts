@@ -348,6 +348,13 @@ export class FingerprintShard {
     return true;
   }
 
+  /** Empty the table, keeping its size. */
+  clear(): void {
+    this.hi.fill(0);
+    this.lo.fill(0);
+    this.n = 0;
+  }
+
   has(hi: number, lo: number): boolean {
     const i = this.slot(hi, lo);
     return this.hi[i] !== 0 || this.lo[i] !== 0;
