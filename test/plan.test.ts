@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
   BatchPacker,
-  BodyPool,
   DEFAULT_BATCH_LIMITS,
   resolveBatchLimits,
   UserDedupe,
@@ -214,27 +213,6 @@ describe('resolveBatchLimits', () => {
     expect(() => resolveBatchLimits({ maxOperations: 2501 })).toThrow(/limits\.maxOperations.*2500/);
     expect(() => resolveBatchLimits({ maxUsersPerOperation: 0 })).toThrow(/limits\.maxUsersPerOperation/);
     expect(() => resolveBatchLimits({ maxOperations: 1.5 })).toThrow(ConfigError);
-  });
-});
-
-describe('BodyPool', () => {
-  it('lends a body given back again, and takes back only what it lent, once', () => {
-    const pool = new BodyPool(1024, 2);
-    const a = pool.take();
-    const b = pool.take();
-    expect(a.length).toBe(1024);
-    expect(a.buffer).not.toBe(b.buffer);
-    // A batch's body is a part of what was lent.
-    pool.give(a.subarray(0, 10));
-    pool.give(a);
-    pool.give(Buffer.alloc(1024));
-    const c = pool.take();
-    expect(c.buffer).toBe(a.buffer);
-    // Given twice, lent once: the next body is a new one, not a second copy of a.
-    expect(pool.take().buffer).not.toBe(a.buffer);
-    pool.give(b);
-    pool.give(c);
-    expect(new Set([pool.take().buffer, pool.take().buffer])).toEqual(new Set([b.buffer, c.buffer]));
   });
 });
 

@@ -372,36 +372,6 @@ describe('uploadAudience', () => {
     });
   });
 
-  it('reuses a request body once its batch has settled, never while a caller that sees the batches may keep it', async () => {
-    const { sandbox, client, audienceId } = await setup({ faults: 'slow=30%1' });
-    const base = {
-      client,
-      accountId: sandbox.accounts.primary,
-      target: { customAudienceId: audienceId },
-      limits: SMALL,
-      concurrency: 4,
-      clock: instantClock,
-    };
-    // Five times more batches than bodies in flight (4, and the one being filled): each body is
-    // taken again and again, and the audience is exact.
-    const reused = await uploadAudience({ ...base, users: users(5000) });
-    expect(reused).toMatchObject({ status: 'completed', users: 5000 });
-    expect(reused.batches).toBeGreaterThan(25);
-    expect(sandbox.state.audienceSize(audienceId)).toBe(5000);
-    // With onBatch, every body the caller kept still holds what was sent.
-    const kept: { body: Buffer; text: string }[] = [];
-    const seen = await uploadAudience({
-      ...base,
-      users: users(3000, 5000),
-      onBatch: (b) => kept.push({ body: b.body, text: b.body.toString('utf8') }),
-    });
-    expect(seen).toMatchObject({ status: 'completed', users: 3000 });
-    expect(kept.length).toBe(seen.batches);
-    for (const k of kept) expect(k.body.toString('utf8')).toBe(k.text);
-    expect(new Set(kept.map((k) => k.body.buffer)).size).toBe(kept.length);
-    expect(sandbox.state.audienceSize(audienceId)).toBe(8000);
-  });
-
   it('sends nothing on a dry run and still plans the batches', async () => {
     const { sandbox, audienceId } = await setup();
     const bodies: string[] = [];

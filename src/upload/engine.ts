@@ -21,8 +21,6 @@ export interface EngineOptions extends SenderOptions {
   journal?: UploadJournal | undefined;
   /** After each batch settles (progress). */
   onSettled?: () => void;
-  /** After each batch has settled and is recorded: nothing here reads its body again (it may be reused). */
-  release?: ((batch: SendableBatch) => void) | undefined;
 }
 
 export interface Engine {
@@ -45,7 +43,6 @@ export function createEngine(o: EngineOptions): Engine {
 
   const send = async (batch: SendableBatch): Promise<void> => {
     await ledger.record(batch, await sendBatch(o, batch, ledger.tally, shouldStop).catch(asFailure));
-    o.release?.(batch);
     o.onSettled?.();
   };
 

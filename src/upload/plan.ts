@@ -153,13 +153,9 @@ export class BatchPacker {
   private nextIndex = 0;
   private readonly s: PackStats = { users: 0, duplicates: 0, oversized: 0, oversizedLines: [], batches: 0, bytes: 0 };
 
-  /** Where the request bodies come from: a pool the engine gives them back to, when one is given. */
-  private readonly bodies: BodyPool;
-
-  constructor(limits: BatchLimits, options: { dedupe?: boolean; bodies?: BodyPool | undefined } = {}) {
+  constructor(limits: BatchLimits, options: { dedupe?: boolean } = {}) {
     this.limits = limits;
     this.dedupe = options.dedupe === false ? undefined : new UserDedupe();
-    this.bodies = options.bodies ?? new BodyPool(limits.maxBodyBytes);
   }
 
   get stats(): Readonly<PackStats> {
@@ -218,7 +214,7 @@ export class BatchPacker {
       const empty = g.operationUsers.length === 0 && g.opUsers === 0;
       const sameOp = g.opUsers > 0 && g.opUsers < this.limits.maxUsersPerOperation;
       if (empty) {
-        g.body = this.bodies.take();
+        g.body = Buffer.allocUnsafe(this.limits.maxBodyBytes);
         g.bytes = g.body.write(`[${g.prefix}`, 0);
         g.bytes += g.body.write(json, g.bytes);
         break;
@@ -291,36 +287,6 @@ export class BatchPacker {
     this.s.batches++;
     this.s.bytes += bytes;
     return batch;
-  }
-}
-
-/**
- * Request bodies for reuse. A body allocated per request (5 MB) waited for the garbage collector
- * once its batch had settled, and V8 collects for memory outside its heap only every 64 MB or so:
- * a sync held 50-90 MB of dead bodies while it sent. The engine gives a body back once its batch
- * has settled and is recorded, and the packer takes it for a later batch. Only a body this pool
- * lent and has not been given back yet is taken (once), so a body is never in two batches.
- */
-export class BodyPool {
-  private readonly free: ArrayBuffer[] = [];
-  private readonly lent = new WeakSet<ArrayBufferLike>();
-
-  constructor(
-    private readonly bytes: number,
-    private readonly keep = 4,
-  ) {}
-
-  take(): Buffer {
-    const buffer = this.free.pop() ?? Buffer.allocUnsafeSlow(this.bytes).buffer;
-    this.lent.add(buffer);
-    return Buffer.from(buffer, 0, this.bytes);
-  }
-
-  /** A settled batch's body (a part of one this pool lent), free for another batch. */
-  give(body: Buffer): void {
-    const buffer = body.buffer;
-    if (!this.lent.delete(buffer) || this.free.length >= this.keep) return;
-    this.free.push(buffer as ArrayBuffer);
   }
 }
 

@@ -17,7 +17,7 @@ import {
   type ResolvedSendOptions,
   type ResolvedUploadOptions,
 } from './options.js';
-import { BatchPacker, BodyPool, type OperationType } from './plan.js';
+import { BatchPacker, type OperationType } from './plan.js';
 import type { Target } from './target.js';
 import { buildReport, progressOf, type RunBooks } from './report.js';
 import type {
@@ -39,15 +39,13 @@ export async function upload(o: ResolvedUploadOptions): Promise<UploadReport> {
   const startedMs = o.clock.now();
   const source = hashedUsers(o);
   const ownSummary = source.summary === undefined ? createHashSummary() : undefined;
-  // A caller that sees each batch may keep its body: bodies are reused only when none does.
-  const bodies = o.onBatch === undefined ? new BodyPool(o.limits.maxBodyBytes) : undefined;
-  const packer = new BatchPacker(o.limits, { dedupe: o.dedupe, bodies });
+  const packer = new BatchPacker(o.limits, { dedupe: o.dedupe });
   const ledger = new Ledger(o.journal, o.onConfirmed);
   const books = runBooks(o, startedMs, source.summary ?? ownSummary ?? createHashSummary(), packer, ledger);
   // Throws from the stream, so an input over the limits stops before its last batch is packed.
   const users = guardInput(source, () => books.summary, o.guard);
   const progress = progressReporter(o, books, users, () => engine?.inFlight ?? 0);
-  const engine = sendingEngine(o, ledger, () => progress(false, true), bodies);
+  const engine = sendingEngine(o, ledger, () => progress(false, true));
   await engine?.resendKept();
   const read = await readInput({
     users,
@@ -96,15 +94,9 @@ function runBooks(
 }
 
 /** The engine that sends the packed batches; none on a dry run. */
-function sendingEngine(
-  o: ResolvedUploadOptions,
-  ledger: Ledger,
-  onSettled: () => void,
-  bodies: BodyPool | undefined,
-): Engine | undefined {
+function sendingEngine(o: ResolvedUploadOptions, ledger: Ledger, onSettled: () => void): Engine | undefined {
   if (o.client === undefined || o.dryRun) return undefined;
-  const release = bodies && ((b: { body: Buffer }) => bodies.give(b.body));
-  return createEngine({ ...o, client: o.client, signal: o.signal, ledger, journal: o.journal, onSettled, release });
+  return createEngine({ ...o, client: o.client, signal: o.signal, ledger, journal: o.journal, onSettled });
 }
 
 /**
