@@ -322,13 +322,24 @@ export class UserDedupe {
     this.count++;
     return true;
   }
+
+  has(hi: number, lo: number): boolean {
+    return (this.shards[hi >>> 24] as FingerprintShard).has(hi, lo);
+  }
 }
 
-/** One shard of UserDedupe: (0, 0) marks an empty slot. */
-class FingerprintShard {
-  private hi = new Uint32Array(64);
-  private lo = new Uint32Array(64);
+/** One shard of UserDedupe (and the table of a partition of AddedUsers): (0, 0) marks an empty slot. */
+export class FingerprintShard {
+  private hi: Uint32Array;
+  private lo: Uint32Array;
   private n = 0;
+
+  /** Room for `expected` fingerprints before the table first grows. */
+  constructor(expected = 0) {
+    const size = Math.max(64, Math.ceil(expected / 0.85) + 1);
+    this.hi = new Uint32Array(size);
+    this.lo = new Uint32Array(size);
+  }
 
   add(hi: number, lo: number): boolean {
     if (this.n >= this.hi.length * 0.85) this.grow();
@@ -337,19 +348,34 @@ class FingerprintShard {
     return true;
   }
 
+  /** Empty the table, keeping its size. */
+  clear(): void {
+    this.hi.fill(0);
+    this.lo.fill(0);
+    this.n = 0;
+  }
+
+  has(hi: number, lo: number): boolean {
+    const i = this.slot(hi, lo);
+    return this.hi[i] !== 0 || this.lo[i] !== 0;
+  }
+
   private insert(hi: number, lo: number): boolean {
+    const i = this.slot(hi, lo);
+    if (this.hi[i] !== 0 || this.lo[i] !== 0) return false;
+    this.hi[i] = hi;
+    this.lo[i] = lo;
+    return true;
+  }
+
+  /** The slot holding (hi, lo), or the empty slot where it would go. */
+  private slot(hi: number, lo: number): number {
     const size = this.hi.length;
     // The fingerprint is uniform: its low word spreads the slots.
-    let i = lo % size;
-    for (;;) {
+    for (let i = lo % size; ;) {
       const h = this.hi[i] as number;
       const l = this.lo[i] as number;
-      if (h === 0 && l === 0) {
-        this.hi[i] = hi;
-        this.lo[i] = lo;
-        return true;
-      }
-      if (h === hi && l === lo) return false;
+      if ((h === hi && l === lo) || (h === 0 && l === 0)) return i;
       if (++i === size) i = 0;
     }
   }

@@ -9,6 +9,7 @@
 import { closeSync, openSync, readdirSync, readSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PackedUsers } from '../hashing/chunk.js';
+import type { AddedRepeats } from './added-users.js';
 import { writeUserFingerprint } from '../identifiers/normalize.js';
 import type { Snapshot, SnapshotUser } from '../state/snapshot.js';
 import type { GroupHandle, PackedBatch } from './plan.js';
@@ -37,6 +38,9 @@ export class Spool {
   private used = 0;
   private fd = -1;
   private readonly path: string;
+  /** Bit i set: the i-th user pushed is left out (a repeat found once the input had ended). */
+  private repeats: Uint8Array = new Uint8Array(0);
+  /** Users to send: pushed, less the repeats. */
   count = 0;
 
   constructor(
@@ -48,7 +52,12 @@ export class Spool {
     this.block = Buffer.allocUnsafe(blockBytes);
   }
 
-  /** The spools of syncs that were killed (the caller holds the target's lock: none is in use). */
+  /** A file of this sync's beside the spool (`spool-<id>-<name>`): removeLeftovers removes it too. */
+  sidePath(name: string): string {
+    return `${this.path}-${name}`;
+  }
+
+  /** The spools of syncs that were killed, and their side files (the caller holds the target's lock: none is in use). */
   static removeLeftovers(dir: string): void {
     for (const f of readdirSync(dir)) if (f.startsWith('spool-')) rmSync(join(dir, f), { force: true });
   }
@@ -69,6 +78,12 @@ export class Spool {
     this.count++;
   }
 
+  /** Leave out the users that repeat an earlier one (AddedUsers, by the order they were pushed). */
+  skip(repeats: AddedRepeats): void {
+    this.repeats = repeats.bySendIndex;
+    this.count -= repeats.count;
+  }
+
   /** The current block is full: write it, and start one with room for `need` bytes. */
   private seal(need: number): void {
     if (this.fd < 0) this.fd = openSync(this.path, 'w', 0o600);
@@ -78,20 +93,22 @@ export class Spool {
     this.used = 0;
   }
 
-  /** The users in chunks, in the order pushed (the file first, then what is still in memory). */
+  /** The users in chunks, in the order pushed (the file first, then what is still in memory), repeats left out. */
   async *chunks(): AsyncGenerator<SpooledUser[]> {
     let chunk: SpooledUser[] = [];
+    let i = 0;
     for (const bytes of this.blocks()) {
-      for (let at = 0; at < bytes.length;) {
+      for (let at = 0; at < bytes.length; i++) {
         const len = bytes.readUInt32LE(at + 12);
-        const json = bytes.toString('utf8', at + HEAD, at + HEAD + len);
-        chunk.push({
-          line: bytes.readUInt32LE(at),
-          hi: bytes.readUInt32LE(at + 4),
-          lo: bytes.readUInt32LE(at + 8),
-          json,
-        });
+        const start = at;
         at += HEAD + len;
+        if ((((this.repeats[i >>> 3] ?? 0) >>> (i & 7)) & 1) === 1) continue;
+        chunk.push({
+          line: bytes.readUInt32LE(start),
+          hi: bytes.readUInt32LE(start + 4),
+          lo: bytes.readUInt32LE(start + 8),
+          json: bytes.toString('utf8', start + HEAD, at),
+        });
         if (chunk.length >= CHUNK_USERS) {
           yield chunk;
           chunk = [];

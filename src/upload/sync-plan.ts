@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import { findKey, isStale, type KnownUsers } from '../hashing/known-users.js';
-import { UserDedupe } from './plan.js';
+import { AddedUsers, type AddedRepeats } from './added-users.js';
 
 /** What a sync does with an input user. */
 export const PLAN_UNCHANGED = 0;
@@ -32,20 +32,24 @@ export const DEFAULT_REFRESH_AFTER_DAYS = 180;
 
 /**
  * Classifies input users against the snapshot's KnownUsers (findKey: a few comparisons per user
- * however large the snapshot).
+ * however large the snapshot). The users it tells to send (adds and refreshes) are numbered in
+ * that order, the spool's: an add found to repeat an earlier one once the input has ended
+ * (AddedUsers on disk) is named by that number.
  */
 export class SyncPlanner {
   private readonly t: KnownUsers;
   private readonly full: boolean;
   /** Bit i: snapshot entry i is in the input (the others are removals). */
   readonly seen: Uint8Array;
-  /** The users added so far (about 10 bytes each: 100 MB for a 10M-user first sync), until the input ends. */
-  private newUsers: UserDedupe | undefined = new UserDedupe();
+  /** The users added so far, until the input ends (in memory, or beyond a threshold on disk). */
+  private readonly newUsers: AddedUsers;
   private readonly c = { adds: 0, refreshes: 0, unchanged: 0, duplicates: 0, seen: 0 };
 
-  constructor(snapshot: KnownUsers, options: { full?: boolean } = {}) {
+  /** `added`: where the added users are told from repeats (default: in memory only). */
+  constructor(snapshot: KnownUsers, options: { full?: boolean; added?: AddedUsers } = {}) {
     this.t = snapshot;
     this.full = options.full === true;
+    this.newUsers = options.added ?? new AddedUsers();
     this.seen = new Uint8Array(Math.ceil(snapshot.count / 8));
   }
 
@@ -56,8 +60,7 @@ export class SyncPlanner {
   /** classify, given the user's position in the snapshot (findKey, as the hashing workers report it). */
   classifyAt(pos: number, hi: number, lo: number): PlanAction {
     if (pos < 0) {
-      if (this.newUsers === undefined) throw new Error('internal error: a user classified after the input ended');
-      if (!this.newUsers.addFingerprint(hi, lo)) {
+      if (!this.newUsers.add(hi, lo, this.c.adds + this.c.refreshes)) {
         this.c.duplicates++;
         return PLAN_DUPLICATE;
       }
@@ -80,9 +83,16 @@ export class SyncPlanner {
     return PLAN_UNCHANGED;
   }
 
-  /** The input has ended: the set of added users is let go before the sending starts. */
-  endInput(): void {
-    this.newUsers = undefined;
+  /**
+   * The input has ended: the adds found to repeat an earlier one are counted as duplicates, and
+   * returned by send index for the spool to skip; the set of added users is let go before the
+   * sending starts.
+   */
+  endInput(): AddedRepeats {
+    const repeats = this.newUsers.finish();
+    this.c.adds -= repeats.count;
+    this.c.duplicates += repeats.count;
+    return repeats;
   }
 
   get counts(): SyncPlanCounts {

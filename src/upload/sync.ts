@@ -40,6 +40,7 @@ import {
 } from './options.js';
 import { asKitError, targetRef } from './report.js';
 import { auditOptions, checkTarget, identify, type RunInput } from './run.js';
+import { AddedUsers } from './added-users.js';
 import { InFlight, PlanCollector, snapshotUsers, Spool } from './sync-input.js';
 import {
   checkSyncPlan,
@@ -365,7 +366,8 @@ async function planSync(o: ResolvedSyncOptions, snapshot: Snapshot, spool: Spool
   const ownSummary = source.summary === undefined ? createHashSummary() : undefined;
   const staleBefore = Math.floor(startedMs / 1000) - Math.round(o.refreshAfterDays * 86_400);
   const known = snapshot.keys(staleBefore);
-  const planner = new SyncPlanner(known, { full: o.full });
+  const added = new AddedUsers(spool.sidePath('added'));
+  const planner = new SyncPlanner(known, { full: o.full, added });
   const collector = new PlanCollector(planner, spool);
   let read: ReadResult;
   try {
@@ -382,10 +384,11 @@ async function planSync(o: ResolvedSyncOptions, snapshot: Snapshot, spool: Spool
       onItem: () => undefined,
       stopped: () => false,
     });
+    spool.skip(planner.endInput());
   } finally {
     // Stopped before the run's first read (aborted): the run must not keep the table for its next use.
     leaveOutKnownUsers(source, undefined);
-    planner.endInput();
+    added.remove();
   }
   return {
     planner,

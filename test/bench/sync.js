@@ -16,7 +16,8 @@
 //      for the unchanged one. Then `syncAudience()` in a process of its own, fed 10M raw records by an
 //      async generator (first sync of a new audience): within 300 MB too.
 //   options: --rows N (part 1, default 1M), --big-rows N (part 2, default 10M, or the environment's
-//   AK_BENCH_SYNC_ROWS), --skip-big, --skip-small, --skip-library, --skip-pg, --pg-first;
+//   AK_BENCH_SYNC_ROWS; a list such as 1000000,10000000 runs each size and gives each peak RSS
+//   against the first size's), --skip-big, --skip-small, --skip-library, --skip-pg, --pg-first;
 //   --state-dir-flag FLAG (default --state-dir): the CLI flag that names the state, with
 //   `--state-base X` its value for each sync (default: a new temporary directory; with
 //   `--state-dir-flag --state`, a fresh database as in part 1, whose snapshot tables' bytes per user
@@ -262,9 +263,15 @@ async function comparePg(dir, pgStore, db) {
 if (!flag('skip-small')) await small();
 
 // Part 2: memory at 10M users.
-const bigRows = Number(opt('big-rows', process.env.AK_BENCH_SYNC_ROWS ?? '10000000'));
-if (!flag('skip-big')) await big(bigRows);
-if (!flag('skip-library')) await library(bigRows);
+// `--big-rows 1000000,10000000`: each size in turn, each peak RSS then given against the first size's.
+const bigRows = String(opt('big-rows', process.env.AK_BENCH_SYNC_ROWS ?? '10000000'))
+  .split(',')
+  .map(Number);
+/** Part 2's peak RSS by run and size, for the ratios. */
+const peaks = [];
+if (!flag('skip-big')) for (const n of bigRows) await big(n);
+if (!flag('skip-library')) for (const n of bigRows) await library(n);
+printPeaks();
 sandbox.stop();
 
 async function big(n) {
@@ -291,6 +298,7 @@ async function bigSyncs(n, file, state, db) {
   console.log(
     `\nfirst sync of the ${fmt(n)}-row file: ${first.seconds.toFixed(1)} s, peak RSS ${first.rssMb.toFixed(0)} MB (target <= 300), ${fmt(fr.update.users_confirmed)} users sent in ${fr.requests} requests, status ${fr.status}, sandbox audience ${fmt(size.size)}`,
   );
+  peaks.push({ run: 'first sync (CLI)', n, rssMb: first.rssMb });
   if (first.rssMb > 300) failures.push(`${fmt(n)}-user first sync peak RSS above 300 MB`);
   if (fr.status !== 'completed' || size.size !== fr.users) failures.push(`${fmt(n)}-user first sync: audience differs`);
   const m = await sync(file, { audience, ...state });
@@ -302,6 +310,7 @@ async function bigSyncs(n, file, state, db) {
   console.log(
     `snapshot on disk: ${fmt(rep.snapshot.bytes_on_disk)} bytes = ${perUser.toFixed(1)} bytes/user (target <= 200)`,
   );
+  peaks.push({ run: 'unchanged sync (CLI)', n, rssMb: m.rssMb });
   if (m.rssMb > 300) failures.push(`${fmt(n)}-user unchanged sync peak RSS above 300 MB`);
   if (perUser > 200) failures.push('snapshot above 200 bytes/user');
   if (rep.requests !== 0 || rep.status !== 'completed') failures.push(`unchanged ${fmt(n)}-row input made requests`);
@@ -310,6 +319,24 @@ async function bigSyncs(n, file, state, db) {
     const users = rep.snapshot.after.users;
     console.log(
       `snapshot in the database: audience_kit_snapshot_* tables ${fmt(bytes.before)} bytes = ${(bytes.before / users).toFixed(1)} bytes/user; after VACUUM FULL ${(bytes.afterVacuumFull / users).toFixed(1)} bytes/user`,
+    );
+  }
+}
+
+/** Each run's peak RSS at each size against its peak at the first size of `--big-rows` (same bench run). */
+function printPeaks() {
+  if (bigRows.length < 2) return;
+  const load = loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
+  console.log(
+    `\npeak RSS against the ${fmt(bigRows[0])}-row run (${availableParallelism()} cores, load average now ${load}):`,
+  );
+  for (const p of peaks) {
+    const peer = peaks.find((q) => q.run === p.run && q.n === bigRows[0]);
+    if (peer === undefined || p === peer) continue;
+    console.log(
+      `  ${p.run}, ${fmt(p.n)}: ${p.rssMb.toFixed(0)} MB / ${peer.rssMb.toFixed(0)} MB = ${(p.rssMb / peer.rssMb).toFixed(2)}x for ${(p.n / peer.n).toFixed(0)}x the rows`,
     );
   }
 }
@@ -326,6 +353,7 @@ async function library(n) {
   console.log(
     `syncAudience() fed ${fmt(n)} records by an async generator (first sync): ${m.seconds.toFixed(1)} s, peak RSS ${m.rssMb.toFixed(0)} MB (target <= 300), ${fmt(r.update.users_confirmed)} users sent in ${r.requests} requests, status ${r.status}, sandbox audience ${fmt(size.size)}`,
   );
+  peaks.push({ run: 'syncAudience()', n, rssMb: m.rssMb });
   if (m.rssMb > 300) failures.push(`library sync of ${fmt(n)} records peak RSS above 300 MB`);
   if (r.status !== 'completed' || size.size !== r.users) failures.push('library sync: audience differs');
   rmSync(dir, { recursive: true, force: true });
