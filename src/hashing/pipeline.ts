@@ -424,8 +424,8 @@ class KnownUsersSlot {
 const KNOWN_USERS = Symbol('audience-kit.knownUsers');
 
 /**
- * A sync keeps 6 to 12 bytes per user in memory beside the workers: the snapshot's table (6 per
- * snapshot user) and the set of the users it sends (about 10 per user added). From 4M snapshot
+ * A sync keeps 6 bytes per snapshot user in memory beside the workers (the snapshot's table; the
+ * users it adds are deduplicated on disk past 262,144, upload/added-users.ts). From 4M snapshot
  * users (a 24 MB table), or a file of 128 MB or more (about 2M rows), the workers' young
  * generation shrinks from 16 to 6 MB, which keeps a large sync's peak RSS under 300 MB; it costs
  * about 6% more CPU in scavenges, so smaller syncs keep the default (docs/performance.md).
