@@ -36,6 +36,18 @@ async function stateFlags(store: StoreKind): Promise<(n: number) => string[]> {
   return (n) => ['--state', n % 2 === 0 ? url : url.replace('127.0.0.1', 'localhost')];
 }
 
+/** `sync FILE` of the file's sandbox audience in small batches (2,000 bytes: tens of requests). */
+const syncOfAudience = (audienceId: string, file: string): string[] => [
+  'sync',
+  file,
+  '--account',
+  target.sandbox.accounts.primary,
+  '--audience',
+  audienceId,
+  '--max-body-bytes',
+  '2000',
+];
+
 /** The state's texts a privacy scan reads: the state directory's files, or the database's audit log. */
 async function stateTexts(store: StoreKind, cwd: string, url: string | undefined): Promise<Record<string, string>> {
   const texts: Record<string, string> = {};
@@ -70,14 +82,7 @@ describe.each(STORES)('audience-kit sync (process, %s store)', { timeout: 90_000
     let runs = 0;
     const args = (file: string): string[] => [
       ...flags(runs++),
-      'sync',
-      file,
-      '--account',
-      target.sandbox.accounts.primary,
-      '--audience',
-      audienceId,
-      '--max-body-bytes',
-      '2000',
+      ...syncOfAudience(audienceId, file),
       '--concurrency',
       '2',
       // The kills come while sending, after the hashing (a sync reads its whole input first).
@@ -142,18 +147,7 @@ describe('audience-kit sync (two processes, two URLs of one database)', { timeou
     const cwd = tempDir('ak-sync-two-');
     const audienceId = newAudience();
     const flags = await stateFlags('postgres');
-    const args = (n: number, file: string): string[] => [
-      ...flags(n),
-      'sync',
-      file,
-      '--account',
-      target.sandbox.accounts.primary,
-      '--audience',
-      audienceId,
-      '--max-body-bytes',
-      '2000',
-      '--json',
-    ];
+    const args = (n: number, file: string): string[] => [...flags(n), ...syncOfAudience(audienceId, file), '--json'];
     const a = join(cwd, 'a.csv');
     const b = join(cwd, 'b.csv');
     writeExport(a, range(0, 100));
