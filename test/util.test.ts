@@ -3,6 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { backoffMs, isAborted, sleep } from '../src/util/clock.js';
+import { collectGarbage } from '../src/util/collect.js';
 import { fileSha256, sha256Hex } from '../src/util/sha256.js';
 import { tempDir } from './helpers/temp.js';
 
@@ -46,5 +47,15 @@ describe('sha256', () => {
     const path = join(tempDir(), 'abc.txt');
     writeFileSync(path, 'abc');
     expect(await fileSha256(path)).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+  });
+});
+
+describe('collectGarbage', () => {
+  it('runs a full collection: an object nothing refers to is gone after it', async () => {
+    const ref = ((): WeakRef<object> => new WeakRef({ big: new Array(1000).fill(0) }))();
+    // A WeakRef keeps its target until the job that made it has ended.
+    await new Promise((resolve) => setImmediate(resolve));
+    collectGarbage();
+    expect(ref.deref()).toBeUndefined();
   });
 });
