@@ -21,6 +21,7 @@ import { closeSync, constants, linkSync, lstatSync, openSync, readSync, unlinkSy
 import { hostname } from 'node:os';
 import { EnvironmentError, environmentError } from '../errors.js';
 import { sleep as realSleep } from '../util/clock.js';
+import { processRunning } from '../util/process.js';
 
 export interface LockOptions {
   /** Give up after this long (default 10 s). */
@@ -120,15 +121,7 @@ function judge(lockPath: string, emptyGraceMs: number, nowMs: number): Judgement
   if (holder === undefined)
     return nowMs - info.mtimeMs > emptyGraceMs ? { kind: 'stale', ino: info.ino } : { kind: 'held' };
   if (holder.host !== hostname()) return { kind: 'held', holder };
-  try {
-    process.kill(holder.pid, 0);
-    return { kind: 'held', holder };
-  } catch (error) {
-    // EPERM: alive, someone else's process.
-    return (error as NodeJS.ErrnoException).code === 'ESRCH'
-      ? { kind: 'stale', ino: info.ino }
-      : { kind: 'held', holder };
-  }
+  return processRunning(holder.pid) ? { kind: 'held', holder } : { kind: 'stale', ino: info.ino };
 }
 
 /**

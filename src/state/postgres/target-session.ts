@@ -12,6 +12,7 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { EnvironmentError } from '../../errors.js';
 import { sleep as realSleep } from '../../util/clock.js';
+import { processRunning } from '../../util/process.js';
 import { snapshotName } from '../snapshot.js';
 import {
   syncInProgress,
@@ -33,15 +34,6 @@ import {
 /** The private copies of snapshots are `<tmpdir>/audience-kit-state-<pid>-<random>`. */
 const COPY_PREFIX = 'audience-kit-state-';
 
-function running(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /**
  * The copies left by syncs that were killed (their process is gone): removed, since they hold
  * digests of users a later sync may remove. Only this user's directories are touched.
@@ -50,7 +42,7 @@ function removeDeadCopies(): void {
   const root = tmpdir();
   for (const name of readdirSync(root)) {
     const pid = /^audience-kit-state-(\d+)-/.exec(name)?.[1];
-    if (pid === undefined || running(Number(pid))) continue;
+    if (pid === undefined || processRunning(Number(pid))) continue;
     const path = join(root, name);
     const stat = lstatSync(path, { throwIfNoEntry: false });
     if (stat?.isDirectory() === true && stat.uid === process.getuid?.()) rmSync(path, { recursive: true, force: true });
