@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import {
   closeSync,
+  statSync,
   cpSync,
   mkdirSync,
   openSync,
@@ -16,7 +17,7 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { BLOCK_BYTES, FOLD, RANGE_HEADER_BYTES, ROW_BYTES } from '../src/state/postgres/file-delta.js';
 import { schemaSql, SCHEMA_VERSION } from '../src/state/postgres/schema.js';
-import { readCommittedFiles, writeCommittedFiles } from '../src/state/postgres/snapshot-blobs.js';
+import { readCommittedFiles, writeCommittedFiles, type StoredFile } from '../src/state/postgres/snapshot-blobs.js';
 import { PostgresStore } from '../src/state/postgres/store.js';
 import { Snapshot, snapshotName } from '../src/state/snapshot.js';
 import { postgresStateUrl, usePostgres } from './helpers/sync.js';
@@ -211,6 +212,30 @@ describe('PostgreSQL store: what a commit writes', () => {
       expect((await readBack(store, 'data.0')).equals(data)).toBe(true);
     }));
 
+  it('a file a write-ahead record wrote is stored even when its stamp (size, mtime) did not move', () =>
+    withStore(async (store, url) => {
+      const before = randomBytes(1 << 20);
+      await commit(store, (dir) => writeFileSync(join(dir, 'data.0'), before));
+      const after = Buffer.from(before);
+      after[100] = (after[100] as number) ^ 0xff;
+      // The same size, rewritten within one tick of a coarse clock: the stamp is as it was read.
+      const commitWith = (written: Set<string>): Promise<void> =>
+        withClient(url, async (client) => {
+          const dir = tempDir();
+          const stored = await readCommittedFiles(client, NAME, dir);
+          const path = join(dir, 'data.0');
+          writeAtFile(path, after.subarray(100, 101), 100);
+          const s = statSync(path, { bigint: true });
+          const stale = new Map(stored);
+          stale.set('data.0', { ...(stored.get('data.0') as StoredFile), stamp: `${s.ino}:${s.size}:${s.mtimeNs}` });
+          await writeCommittedFiles(client, NAME, dir, stale, written);
+        });
+      await commitWith(new Set());
+      expect((await readBack(store, 'data.0')).equals(before)).toBe(true);
+      await commitWith(new Set(['data.0']));
+      expect((await readBack(store, 'data.0')).equals(after)).toBe(true);
+    }));
+
   it('a commit cut off between its row writes leaves the version before it, checked on open', () =>
     withStore(async (store, url) => {
       const before = randomBytes(3 << 20);
@@ -234,7 +259,7 @@ describe('PostgreSQL store: what a commit writes', () => {
                     return c.query(text, values);
                   },
           });
-          await writeCommittedFiles(dying, NAME, dir, stored);
+          await writeCommittedFiles(dying, NAME, dir, stored, new Set());
         }),
       ).rejects.toThrow();
       expect(await sql(url, 'SELECT version::text AS version FROM audience_kit_targets')).toEqual(version);

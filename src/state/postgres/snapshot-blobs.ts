@@ -152,6 +152,7 @@ export async function writeCommittedFiles(
   target: string,
   dir: string,
   stored: StoredFiles,
+  written: ReadonlySet<string>,
 ): Promise<StoredFiles> {
   const names = committedFiles(dir);
   for (const name of stored.keys())
@@ -162,7 +163,10 @@ export async function writeCommittedFiles(
     const prev = stored.get(name);
     const path = join(dir, name);
     const stamp = stampOf(path);
-    out.set(name, prev?.stamp === stamp.stamp ? prev : await writeFile(client, target, path, name, stamp, prev));
+    // A stamp (size, mtime) can miss a rewrite of the same size within one tick of a coarse clock:
+    // a file the write-ahead records wrote to is compared block by block, whatever its stamp.
+    const same = prev?.stamp === stamp.stamp && !written.has(name);
+    out.set(name, same ? prev : await writeFile(client, target, path, name, stamp, prev));
   }
   return out;
 }
@@ -215,8 +219,9 @@ export async function replayWriteAhead(
   target: string,
   version: string,
   dir: string,
-): Promise<number> {
+): Promise<{ last: number; files: Set<string> }> {
   let last = 0;
+  const files = new Set<string>();
   for (;;) {
     const page = await client.query(
       'SELECT seq, file, "offset", data FROM audience_kit_snapshot_wal WHERE target = $1 AND version = $2 AND seq > $3 ORDER BY seq LIMIT $4',
@@ -235,8 +240,9 @@ export async function replayWriteAhead(
         closeSync(fd);
       }
       last = row.seq;
+      files.add(row.file);
     }
-    if (page.rows.length < WAL_PAGE) return last;
+    if (page.rows.length < WAL_PAGE) return { last, files };
   }
 }
 
