@@ -10,7 +10,8 @@
  * repeats, which the spool then skips. Memory: the set, the 64 blocks (3 MB) and one partition
  * at the end (10M users: 1.8 MB, and its table 1.4 MB), whatever the number of users.
  */
-import { closeSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, openSync, rmSync } from 'node:fs';
+import { readInto, writeAt } from '../state/snapshot-index.js';
 import { FingerprintShard, UserDedupe } from './plan.js';
 
 const PARTITION_BITS = 6;
@@ -80,8 +81,7 @@ export class AddedUsers {
     this.lastIndex = sendIndex;
     if (++(this.filled[p] as number) < this.blockRecords) return;
     (this.written[p] as number[]).push(this.fileBytes);
-    for (let done = 0; done < this.blockBytes;)
-      done += writeSync(this.fd, block, done, this.blockBytes - done, this.fileBytes + done);
+    writeAt(this.fd, Buffer.from(block.buffer, block.byteOffset, this.blockBytes), this.fileBytes, this.path as string);
     this.fileBytes += this.blockBytes;
     this.filled[p] = 0;
   }
@@ -128,10 +128,10 @@ export class AddedUsers {
   /** Partition p's records, read back in the order written into `records`: every one after a user's first is marked. */
   private repeatsIn(p: number, records: Uint32Array, seen: FingerprintShard, bySendIndex: Uint8Array): number {
     const offsets = this.written[p] as number[];
+    const bytes = Buffer.from(records.buffer, records.byteOffset, records.byteLength);
     offsets.forEach((offset, k) => {
       const at = k * this.blockBytes;
-      for (let done = 0; done < this.blockBytes;)
-        done += readSync(this.fd, records, at + done, this.blockBytes - done, offset + done);
+      readInto(this.fd, bytes.subarray(at, at + this.blockBytes), this.blockBytes, offset);
     });
     const tail = (this.filled[p] as number) * WORDS;
     records.set((this.blocks[p] as Uint32Array).subarray(0, tail), records.length - tail);

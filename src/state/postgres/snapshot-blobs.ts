@@ -4,11 +4,12 @@
  * the snapshot's size; a commit stores only the blocks of the data file that changed) and the
  * write-ahead rows of a sync under way.
  */
-import { closeSync, existsSync, ftruncateSync, openSync, readdirSync, statSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, ftruncateSync, openSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type pg from 'pg';
 import { z } from 'zod';
 import { corrupt } from '../snapshot-format.js';
+import { writeAt } from '../snapshot-index.js';
 import { changedRanges, FOLD, packRows, rangeBytes, ROW_BYTES, scanFile, unpackRow } from './file-delta.js';
 
 /** Write-ahead rows read per query when a killed sync's records are replayed. */
@@ -97,7 +98,7 @@ async function applyRows(
       if (len > buf.length) throw corrupt(`a row of the snapshot's file ${file.name} is larger than a row may be`);
       const row = await readRow(client, target, file.name, seq, buf.subarray(0, len));
       for (const { offset, bytes } of unpackRow(row, file.size, file.name)) {
-        writeWhole(fd, bytes, offset);
+        writeAt(fd, bytes, offset, path);
         stored += bytes.length;
         end = Math.max(end, offset + bytes.length);
       }
@@ -235,7 +236,7 @@ export async function replayWriteAhead(
       const fresh = (row.file === 'pending' && row.offset === 0) || !existsSync(path);
       const fd = openSync(path, fresh ? 'w' : 'r+', 0o600);
       try {
-        writeWhole(fd, row.data, row.offset);
+        writeAt(fd, row.data, row.offset, path);
       } finally {
         closeSync(fd);
       }
@@ -244,8 +245,4 @@ export async function replayWriteAhead(
     }
     if (page.rows.length < WAL_PAGE) return { last, files };
   }
-}
-
-function writeWhole(fd: number, data: Buffer, position: number): void {
-  for (let done = 0; done < data.length;) done += writeSync(fd, data, done, data.length - done, position + done);
 }
