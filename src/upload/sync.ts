@@ -367,8 +367,8 @@ async function syncWith(
 
 /**
  * From a million users a sync's phases each leave tens of MB for the collector (opening the
- * snapshot, planning, sending): a full collection between them (about 0.1 s) keeps their peaks
- * from adding up. Below it, a collection would cost more than it frees.
+ * snapshot, planning, sending): a full collection between them keeps their peaks from adding
+ * up. Below it the garbage is small, and each collection is a pass over the whole heap.
  */
 const LARGE_SYNC_USERS = 1_000_000;
 const large = (c: SyncPlanCounts): boolean => c.users + c.removes >= LARGE_SYNC_USERS;
