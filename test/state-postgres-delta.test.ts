@@ -212,7 +212,7 @@ describe('PostgreSQL store: what a commit writes', () => {
       expect((await readBack(store, 'data.0')).equals(data)).toBe(true);
     }));
 
-  it('a file a write-ahead record wrote is stored even when its stamp (size, mtime) did not move', () =>
+  it('a data file rewritten in place is stored once anything was written, even when its stamp (size, mtime) did not move', () =>
     withStore(async (store, url) => {
       const before = randomBytes(1 << 20);
       await commit(store, (dir) => writeFileSync(join(dir, 'data.0'), before));
@@ -232,7 +232,9 @@ describe('PostgreSQL store: what a commit writes', () => {
         });
       await commitWith(new Set());
       expect((await readBack(store, 'data.0')).equals(before)).toBe(true);
-      await commitWith(new Set(['data.0']));
+      // Only `pending` was written through the write-ahead records (a sync of removals): the data
+      // file, which its commit scrubs in place, is compared block by block all the same.
+      await commitWith(new Set(['pending']));
       expect((await readBack(store, 'data.0')).equals(after)).toBe(true);
     }));
 

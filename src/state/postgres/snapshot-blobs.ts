@@ -165,8 +165,10 @@ export async function writeCommittedFiles(
     const path = join(dir, name);
     const stamp = stampOf(path);
     // A stamp (size, mtime) can miss a rewrite of the same size within one tick of a coarse clock:
-    // a file the write-ahead records wrote to is compared block by block, whatever its stamp.
-    const same = prev?.stamp === stamp.stamp && !written.has(name);
+    // a file the write-ahead records wrote to is compared block by block, whatever its stamp, and
+    // so is a data file once anything was written (a commit scrubs removed users' frames in place).
+    const rewritten = written.has(name) || (written.size > 0 && IN_PLACE_FILE.test(name));
+    const same = prev?.stamp === stamp.stamp && !rewritten;
     out.set(name, same ? prev : await writeFile(client, target, path, name, stamp, prev));
   }
   return out;
