@@ -14,7 +14,7 @@
  * Whatever goes wrong in this bookkeeping cannot be misread: the file's SHA-256, computed from
  * the local file at the commit, is checked against the bytes rebuilt from the rows on every open.
  */
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import { closeSync, openSync, readSync } from 'node:fs';
 import { corrupt } from '../snapshot-format.js';
 
@@ -27,6 +27,9 @@ export const RANGE_HEADER_BYTES = 12;
 /** Rows may hold up to FOLD times the file's size before it is written whole again. */
 export const FOLD = 2;
 const READ_BYTES = 1 << 20;
+
+/** The bytes of the block digests of a file of `size` bytes. */
+export const blockDigestBytes = (size: number): number => Math.ceil(size / BLOCK_BYTES) * DIGEST_BYTES;
 
 /** A file as read once: its size, SHA-256 and (when asked) its blocks' digests. */
 export interface FileScan {
@@ -54,14 +57,14 @@ export function scanFile(path: string, withBlocks: boolean): FileScan {
   }
 }
 
-/** The digests of `chunk`'s blocks (READ_BYTES is a multiple of BLOCK_BYTES: blocks never straddle chunks). */
+/**
+ * The digests of `chunk`'s blocks (READ_BYTES is a multiple of BLOCK_BYTES: blocks never straddle
+ * chunks). One-shot `hash`: a `Hash` object a block took 2.4 s for a 1.1 GB file, this 1.97 s.
+ */
 function blockDigests(chunk: Buffer): Buffer {
   const out = Buffer.allocUnsafe(Math.ceil(chunk.length / BLOCK_BYTES) * DIGEST_BYTES);
   for (let at = 0, k = 0; at < chunk.length; at += BLOCK_BYTES, k += DIGEST_BYTES)
-    createHash('sha256')
-      .update(chunk.subarray(at, at + BLOCK_BYTES))
-      .digest()
-      .copy(out, k, 0, DIGEST_BYTES);
+    hash('sha256', chunk.subarray(at, at + BLOCK_BYTES), 'buffer').copy(out, k, 0, DIGEST_BYTES);
   return out;
 }
 
