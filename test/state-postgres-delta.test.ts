@@ -288,7 +288,7 @@ describe('PostgreSQL store: what a commit writes', () => {
       expect((await readBack(store, 'data.0')).equals(before)).toBe(true);
     }));
 
-  it('stores the digests of the blocks with the file, so that an open need not compute them; wrong digests are never misread', () =>
+  it('stores the digests of the blocks with the file, for the next commit to compare with; wrong digests are never misread', () =>
     withStore(async (store, url) => {
       const data = randomBytes(8 * BLOCK_BYTES);
       await commit(store, (dir) => writeFileSync(join(dir, 'data.0'), data));
@@ -305,6 +305,13 @@ describe('PostgreSQL store: what a commit writes', () => {
       ]);
       await commit(store, (d) => writeFileSync(join(d, 'data.0'), changed));
       await expect(store.lockTarget(TARGET)).rejects.toMatchObject({ code: 'snapshot_corrupt' });
+      // Digests that do not fit the file's size (a damaged row) are not used: the file is stored whole.
+      await sql(url, 'DELETE FROM audience_kit_snapshot_files');
+      await commit(store, (d) => writeFileSync(join(d, 'data.0'), data));
+      await sql(url, "UPDATE audience_kit_snapshot_files SET blocks = substring(blocks from 2) WHERE name = 'data.0'");
+      await commit(store, (d) => writeFileSync(join(d, 'data.0'), changed));
+      expect(await rowsOf(url, 'data.0')).toEqual(whole(changed.length));
+      expect((await readBack(store, 'data.0')).equals(changed)).toBe(true);
     }));
 
   it('a damaged, missing or out-of-bounds row is refused on open, never read', () =>
@@ -318,8 +325,6 @@ describe('PostgreSQL store: what a commit writes', () => {
         "UPDATE audience_kit_snapshot_patches SET data = overlay(data placing '\\x0000000000300000'::bytea from 1) WHERE seq = 1",
         // Longer than a row may be: refused before it is read into the row buffer.
         'UPDATE audience_kit_snapshot_patches SET data = data || data WHERE seq = 1',
-        // Block digests that do not fit the file's size.
-        "UPDATE audience_kit_snapshot_files SET blocks = substring(blocks from 2) WHERE name = 'data.0'",
       ];
       for (const damage of damages) {
         await sql(url, damage);
@@ -376,16 +381,17 @@ describe('PostgreSQL store: schema versions', () => {
     }
   });
 
-  it(`upgrades a database of schema 2 (golden rows, no block digests) to schema ${SCHEMA_VERSION}: the digests are computed on open, and a commit stores them`, async () => {
+  it(`upgrades a database of schema 2 (golden rows, no block digests) to schema ${SCHEMA_VERSION}: its next commit stores the data file whole with its digests, the one after only what changed`, async () => {
     const url = await postgresStateUrl();
     await sql(url, schemaSql(0, 2));
     await insertRows(url, JSON.parse(readFileSync(GOLDEN_V2, 'utf8')) as GoldenRows, 2);
     const store = await PostgresStore.open(url);
     try {
       await expectGoldenFiles(store);
-      const change = Buffer.from('x');
-      await commit(store, (dir) => writeAtFile(join(dir, 'data.0'), change, 300));
-      // The file's one block, stored as a patch row; its digest with it.
+      await commit(store, (dir) => writeAtFile(join(dir, 'data.0'), Buffer.from('x'), 300));
+      expect(await rowsOf(url, 'data.0')).toEqual(whole(402));
+      // The file's one block, stored as one more row.
+      await commit(store, (dir) => writeAtFile(join(dir, 'data.0'), Buffer.from('y'), 300));
       expect(await rowsOf(url, 'data.0', 1)).toEqual({ rows: 1, bytes: 402 + RANGE_HEADER_BYTES });
       const session = await store.lockTarget(TARGET);
       try {

@@ -14,14 +14,15 @@
 //   2. Memory: the first sync of a 10M-row export (CLI, every user sent), then `sync` of that export
 //      unchanged: each within 300 MB peak RSS; snapshot on disk <= 200 bytes per user, zero requests
 //      for the unchanged one. Then `syncAudience()` in a process of its own, fed 10M raw records by an
-//      async generator (first sync of a new audience): within 300 MB too.
+//      async generator (first sync of a new audience), and again (nothing to send): within 300 MB too.
 //   options: --rows N (part 1, default 1M), --big-rows N (part 2, default 10M, or the environment's
 //   AK_BENCH_SYNC_ROWS; a list such as 1000000,10000000 runs each size and gives each peak RSS
 //   against the first size's), --skip-big, --skip-small, --skip-library, --skip-pg, --pg-first;
 //   --state-dir-flag FLAG (default --state-dir): the CLI flag that names the state, with
 //   `--state-base X` its value for each sync (default: a new temporary directory; with
 //   `--state-dir-flag --state`, a fresh database as in part 1, whose snapshot tables' bytes per user
-//   are reported), so part 2 can measure another store.
+//   are reported), so part 2 can measure another store (the library runs then pass the database
+//   as `state`, a fresh one of their own, or `--state-base`).
 //
 // The sandbox runs in its own process (a fair peer: it does not share the syncing process's cores'
 // event loop). Peak RSS is the measured process's maxRSS (worker threads included).
@@ -341,25 +342,40 @@ function printPeaks() {
   }
 }
 
-/** `syncAudience()` fed by an async generator of raw records, in a process of its own (its peak RSS). */
+/**
+ * `syncAudience()` fed by an async generator of raw records, in a process of its own (its peak
+ * RSS): a first sync of a new audience, then the same records again (nothing to send). The state
+ * is a directory, or with `--state-dir-flag --state` the database as in part 2's CLI runs.
+ */
 async function library(n) {
   const dir = mkdtempSync(join(tmpdir(), 'ak-bench-sync-lib-'));
-  const { audience } = await sandbox.ask('new');
-  const script = join(dir, 'library-sync.mjs');
-  writeFileSync(script, librarySyncScript(n, join(dir, 'state'), audience));
-  const m = await measure([script], { env: { AK_BENCH_SANDBOX: JSON.stringify(info) }, captureStdout: true });
-  const r = JSON.parse(m.stdout);
-  const size = await sandbox.ask(`size ${audience}`);
-  console.log(
-    `syncAudience() fed ${fmt(n)} records by an async generator (first sync): ${m.seconds.toFixed(1)} s, peak RSS ${m.rssMb.toFixed(0)} MB (target <= 300), ${fmt(r.update.users_confirmed)} users sent in ${r.requests} requests, status ${r.status}, sandbox audience ${fmt(size.size)}`,
-  );
-  peaks.push({ run: 'syncAudience()', n, rssMb: m.rssMb });
-  if (m.rssMb > 300) failures.push(`library sync of ${fmt(n)} records peak RSS above 300 MB`);
-  if (r.status !== 'completed' || size.size !== r.users) failures.push('library sync: audience differs');
-  rmSync(dir, { recursive: true, force: true });
+  const onDatabase = opt('state-dir-flag', '--state-dir') === '--state';
+  const db = onDatabase && opt('state-base') === undefined ? await benchDatabase('lib') : null;
+  const state = onDatabase ? (db?.url ?? opt('state-base')) : join(dir, 'state');
+  try {
+    if (state === undefined) return;
+    const { audience } = await sandbox.ask('new');
+    const script = join(dir, 'library-sync.mjs');
+    writeFileSync(script, librarySyncScript(n, { [onDatabase ? 'state' : 'stateDir']: state }, audience));
+    for (const run of ['first sync', 'unchanged re-sync']) {
+      const m = await measure([script], { env: { AK_BENCH_SANDBOX: JSON.stringify(info) }, captureStdout: true });
+      const r = JSON.parse(m.stdout);
+      const size = await sandbox.ask(`size ${audience}`);
+      console.log(
+        `syncAudience() fed ${fmt(n)} records by an async generator (${run}, ${onDatabase ? 'database' : 'directory'}): ${m.seconds.toFixed(1)} s, peak RSS ${m.rssMb.toFixed(0)} MB (target <= 300), ${fmt(r.update.users_confirmed)} users sent in ${r.requests} requests, status ${r.status}, sandbox audience ${fmt(size.size)}`,
+      );
+      peaks.push({ run: `syncAudience() ${run}`, n, rssMb: m.rssMb });
+      if (m.rssMb > 300) failures.push(`library ${run} of ${fmt(n)} records peak RSS above 300 MB`);
+      if (r.status !== 'completed' || size.size !== r.users) failures.push(`library ${run}: audience differs`);
+      if (run === 'unchanged re-sync' && r.requests !== 0) failures.push('library unchanged re-sync made requests');
+    }
+  } finally {
+    await db?.drop();
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
-function librarySyncScript(n, stateDir, audience) {
+function librarySyncScript(n, state, audience) {
   return `
     import { createClient, syncAudience } from ${JSON.stringify(DIST)};
     const info = JSON.parse(process.env.AK_BENCH_SANDBOX);
@@ -371,7 +387,7 @@ function librarySyncScript(n, stateDir, audience) {
     }
     const report = await syncAudience({
       client, accountId: info.account, target: { customAudienceId: ${JSON.stringify(audience)} },
-      users: rows(), records: { defaultCountry: 'US' }, stateDir: ${JSON.stringify(stateDir)},
+      users: rows(), records: { defaultCountry: 'US' }, ...${JSON.stringify(state)},
     });
     await client.close();
     const { status, users, requests, update } = report;
