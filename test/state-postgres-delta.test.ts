@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import {
   closeSync,
   statSync,
@@ -16,7 +16,14 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { copyIntBytes, CopyFormatError } from '../src/state/postgres/copy-out.js';
-import { BLOCK_BYTES, FOLD, RANGE_HEADER_BYTES, ROW_BYTES, scanFile } from '../src/state/postgres/file-delta.js';
+import {
+  BLOCK_BYTES,
+  FOLD,
+  RANGE_HEADER_BYTES,
+  ROW_BYTES,
+  scanFile,
+  sealBlocks,
+} from '../src/state/postgres/file-delta.js';
 import { schemaSql, SCHEMA_VERSION } from '../src/state/postgres/schema.js';
 import { readCommittedFiles, writeCommittedFiles, type StoredFile } from '../src/state/postgres/snapshot-blobs.js';
 import { PostgresStore } from '../src/state/postgres/store.js';
@@ -51,6 +58,18 @@ async function withClient<T>(url: string, f: (c: pg.Client) => Promise<T>): Prom
 
 const sql = <T extends pg.QueryResultRow>(url: string, text: string, params: unknown[] = []): Promise<T[]> =>
   withClient(url, async (c) => (await c.query<T>(text, params)).rows);
+
+/**
+ * The stored digests of the 3000-byte file of the test that pins them: the seal, SHA-256 of
+ * "audience-kit block digests v1\n" + the file's SHA-256 + its size as uint64 BE + the digests,
+ * then the first 8 bytes of SHA-256 of each 1 KiB block (the last one 952 bytes). Computed apart
+ * with Python's hashlib from that description, and equal to what this version stores.
+ */
+const PINNED_BLOCKS =
+  '6814ebeee617f306a53f61d0ac79576fed42e7c274c97a4b0acdcf9fc50da3f0' +
+  '41a8df8d7a09deed' +
+  '406049c2795e0f9e' +
+  'a2a11b053793a573';
 
 /** The block digests the database holds for `data.0`. */
 async function storedBlocks(url: string): Promise<Buffer | null | undefined> {
@@ -288,30 +307,56 @@ describe('PostgreSQL store: what a commit writes', () => {
       expect((await readBack(store, 'data.0')).equals(before)).toBe(true);
     }));
 
-  it('stores the digests of the blocks with the file, for the next commit to compare with; wrong digests are never misread', () =>
+  it('stores the digests of the blocks with the file, sealed to it (pinned bytes), for the next commit to compare with', () =>
+    withStore(async (store, url) => {
+      // 3000 bytes: three blocks, the last one short.
+      const data = Buffer.from(Array.from({ length: 3000 }, (_, i) => (i * 7 + (i >> 10) * 85) & 0xff));
+      await commit(store, (dir) => writeFileSync(join(dir, 'data.0'), data));
+      expect((await storedBlocks(url))?.toString('hex')).toBe(PINNED_BLOCKS);
+      const changed = Buffer.from(data);
+      changed[1500] = (changed[1500] as number) ^ 1;
+      await commit(store, (dir) => writeFileSync(join(dir, 'data.0'), changed));
+      expect(await rowsOf(url, 'data.0', 1)).toEqual({ rows: 1, bytes: BLOCK_BYTES + RANGE_HEADER_BYTES });
+      expect((await readBack(store, 'data.0')).equals(changed)).toBe(true);
+    }));
+
+  it('digests that are damaged, or of another length, are not used: the file is stored whole, and read back right', () =>
+    withStore(async (store, url) => {
+      const data = randomBytes(8 * BLOCK_BYTES);
+      const changed = Buffer.from(data);
+      changed[3 * BLOCK_BYTES] = (changed[3 * BLOCK_BYTES] as number) ^ 1;
+      const damages = [
+        // One digest byte flipped: the seal no longer matches.
+        "UPDATE audience_kit_snapshot_files SET blocks = set_byte(blocks, 40, get_byte(blocks, 40) # 1) WHERE name = 'data.0'",
+        "UPDATE audience_kit_snapshot_files SET blocks = substring(blocks from 2) WHERE name = 'data.0'",
+        "UPDATE audience_kit_snapshot_files SET blocks = blocks || '\\x00'::bytea WHERE name = 'data.0'",
+      ];
+      for (const damage of damages) {
+        await sql(url, 'DELETE FROM audience_kit_snapshot_files');
+        await commit(store, (dir) => writeFileSync(join(dir, 'data.0'), data));
+        await sql(url, damage);
+        await commit(store, (dir) => writeFileSync(join(dir, 'data.0'), changed));
+        expect(await rowsOf(url, 'data.0'), damage).toEqual(whole(changed.length));
+        expect((await readBack(store, 'data.0')).equals(changed), damage).toBe(true);
+      }
+    }));
+
+  it('digests forged with a valid seal make a commit miss a block: the next open refuses the file, never misreads it', () =>
     withStore(async (store, url) => {
       const data = randomBytes(8 * BLOCK_BYTES);
       await commit(store, (dir) => writeFileSync(join(dir, 'data.0'), data));
-      const dir = tempDir();
-      writeFileSync(join(dir, 'data.0'), data);
-      expect(await storedBlocks(url)).toEqual(scanFile(join(dir, 'data.0'), true).blocks);
-      // Digests that claim block 3 already holds what the next commit writes there: the commit
-      // misses it, and the next open's SHA-256 check refuses the file.
+      // Digests that claim block 3 already holds what the next commit writes there.
       const changed = Buffer.from(data);
       changed[3 * BLOCK_BYTES] = (changed[3 * BLOCK_BYTES] as number) ^ 1;
+      const dir = tempDir();
       writeFileSync(join(dir, 'data.0'), changed);
+      const forged = scanFile(join(dir, 'data.0'), true).blocks as Buffer;
+      const sha256 = createHash('sha256').update(data).digest();
       await sql(url, "UPDATE audience_kit_snapshot_files SET blocks = $1 WHERE name = 'data.0'", [
-        scanFile(join(dir, 'data.0'), true).blocks,
+        sealBlocks(sha256, data.length, forged),
       ]);
       await commit(store, (d) => writeFileSync(join(d, 'data.0'), changed));
       await expect(store.lockTarget(TARGET)).rejects.toMatchObject({ code: 'snapshot_corrupt' });
-      // Digests that do not fit the file's size (a damaged row) are not used: the file is stored whole.
-      await sql(url, 'DELETE FROM audience_kit_snapshot_files');
-      await commit(store, (d) => writeFileSync(join(d, 'data.0'), data));
-      await sql(url, "UPDATE audience_kit_snapshot_files SET blocks = substring(blocks from 2) WHERE name = 'data.0'");
-      await commit(store, (d) => writeFileSync(join(d, 'data.0'), changed));
-      expect(await rowsOf(url, 'data.0')).toEqual(whole(changed.length));
-      expect((await readBack(store, 'data.0')).equals(changed)).toBe(true);
     }));
 
   it('a damaged, missing or out-of-bounds row is refused on open, never read', () =>
@@ -349,9 +394,38 @@ describe('PostgreSQL store: reading rows by binary COPY', () => {
       await expect(drain(copyIntBytes(c, select("(1, 'a1b2c3d4e5')"), into))).rejects.toThrow(CopyFormatError);
       await expect(drain(copyIntBytes(c, 'SELECT 1::int4, NULL::bytea', into))).rejects.toThrow(CopyFormatError);
       await expect(drain(copyIntBytes(c, 'SELECT 1::int4', into))).rejects.toThrow(CopyFormatError);
-      // Stopped after the first tuple: the rest is read and dropped.
-      for await (const t of copyIntBytes(c, select("(1, '01'), (2, '02')"), into)) if (t.int === 1) break;
-      expect((await c.query<{ n: number }>('SELECT 5 AS n')).rows[0]?.n).toBe(5);
+    }));
+
+  it('leaves the connection usable when the caller stops, throws, or the value is too long, mid-stream; passes on a server error', async () =>
+    withClient(await postgresStateUrl(), async (c) => {
+      const into = Buffer.alloc(1 << 20);
+      // Eight values of 512 KiB (4 MiB: more than pg-copy-streams has read when the first arrives).
+      const rows = "SELECT n::int4, decode(repeat('ab', 1 << 19), 'hex') FROM generate_series(1, 8) AS n";
+      const usable = async (): Promise<void> => {
+        let timer: NodeJS.Timeout | undefined;
+        const timeout = new Promise((resolve) => (timer = setTimeout(resolve, 10_000, 'the connection was left busy')));
+        const answered = c.query<{ n: number }>('SELECT 5 AS n').then((r) => r.rows[0]?.n);
+        expect(await Promise.race([answered, timeout])).toBe(5);
+        clearTimeout(timer);
+      };
+      for await (const t of copyIntBytes(c, rows, into)) if (t.int === 1) break;
+      await usable();
+      await expect(
+        (async () => {
+          for await (const t of copyIntBytes(c, rows, into)) if (t.int === 2) throw new Error('the caller stopped');
+        })(),
+      ).rejects.toThrow('the caller stopped');
+      await usable();
+      const tooLong = "SELECT n::int4, decode(repeat('ab', 1 << 21), 'hex') FROM generate_series(1, 2) AS n";
+      await expect(drain(copyIntBytes(c, tooLong, into))).rejects.toThrow(CopyFormatError);
+      await usable();
+      const failing =
+        "SELECT n::int4, decode(repeat('ab', (1 << 19) / (6 - n)), 'hex') FROM generate_series(1, 8) AS n";
+      const error: unknown = await drain(copyIntBytes(c, failing, into)).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(Error);
+      expect(error).not.toBeInstanceOf(CopyFormatError);
+      expect(String(error)).toMatch(/division by zero/);
+      await usable();
     }));
 });
 
@@ -395,7 +469,8 @@ describe('PostgreSQL store: schema versions', () => {
       expect(await rowsOf(url, 'data.0', 1)).toEqual({ rows: 1, bytes: 402 + RANGE_HEADER_BYTES });
       const session = await store.lockTarget(TARGET);
       try {
-        expect(await storedBlocks(url)).toEqual(scanFile(join(session.dir, 'data.0'), true).blocks);
+        const scan = scanFile(join(session.dir, 'data.0'), true);
+        expect(await storedBlocks(url)).toEqual(sealBlocks(scan.sha256, scan.size, scan.blocks as Buffer));
       } finally {
         await session.release();
       }
@@ -426,6 +501,9 @@ describe('PostgreSQL store: schema versions', () => {
     const reader = await PostgresStore.open(url);
     try {
       await expectGoldenFiles(reader);
+      // The golden digests are used: a change stores one more row, the changed block.
+      await commit(reader, (dir) => writeAtFile(join(dir, 'data.0'), Buffer.from('x'), 300));
+      expect(await rowsOf(url, 'data.0', 1)).toEqual({ rows: 1, bytes: 402 + RANGE_HEADER_BYTES });
     } finally {
       await reader.close();
     }

@@ -42,11 +42,16 @@ class ChunkReader {
   }
 }
 
+/** A header extension is never sent by PostgreSQL 15; anything this long is not its COPY. */
+const MAX_EXTENSION_BYTES = 1 << 16;
+
 /**
  * Each tuple of `SELECT <int4>, <bytea>` read by a binary COPY, in order: the integer, and the
  * bytes in `into` (valid until the next tuple is asked for). A value longer than `into` or a NULL
  * is refused. `select` must not take parameters (COPY has none): quote values with
- * `client.escapeLiteral`.
+ * `client.escapeLiteral`. The connection is busy until the generator ends: iterate it to the end
+ * or leave the loop (`break`, `throw`: the rest is read and dropped), and send no other query on
+ * `client` meanwhile (pg would queue it behind the COPY, which then never ends).
  */
 export async function* copyIntBytes(
   client: pg.ClientBase,
@@ -64,7 +69,11 @@ export async function* copyIntBytes(
   try {
     const head = await need(word);
     if (!head.subarray(0, SIGNATURE.length).equals(SIGNATURE)) throw new CopyFormatError('not a binary COPY');
-    await need(Buffer.allocUnsafe(head.readUInt32BE(SIGNATURE.length + 4)));
+    // Flag bits 0-16 (critical, and OIDs) are never set by a COPY of a SELECT.
+    if ((head.readUInt32BE(SIGNATURE.length) & 0x1ffff) !== 0) throw new CopyFormatError('unknown header flags');
+    const extension = head.readUInt32BE(SIGNATURE.length + 4);
+    if (extension > MAX_EXTENSION_BYTES) throw new CopyFormatError(`a header extension of ${extension} bytes`);
+    await need(Buffer.allocUnsafe(extension));
     for (;;) {
       const count = (await need(word.subarray(0, 2))).readInt16BE(0);
       if (count === -1) break;

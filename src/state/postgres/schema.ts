@@ -113,11 +113,11 @@ UPDATE audience_kit_snapshot_patches p SET data = int8send(s.start) || int4send(
 
 /**
  * Version 3: `blocks` holds the digests of a data file's blocks (file-delta.ts) as the commit that
- * stored it computed them, so an open need not compute them again from the whole file (at 10M
- * users 2 s and about 30 MB of resident memory). NULL (a file of version 2, or a file not changed
- * in place): computed at the open, as before. Never trusted for the file's content, which is
- * checked against `sha256`; wrong digests could only make a commit store blocks it need not, or
- * miss one, which the next open's SHA-256 check refuses (`snapshot_corrupt`).
+ * stored it computed them, sealed to that version of the file (its SHA-256 and size), for the
+ * next commit to compare with: version 2 computed them from the whole file at every open (at 10M
+ * users 2 s, and about 30 MB of resident memory kept through the sync). NULL (a file of version 2,
+ * or a file not changed in place) or a seal that does not match: the next commit stores the file
+ * whole. Never trusted for the file's content, which is checked against `sha256` on every open.
  */
 const V3 = `
 ALTER TABLE audience_kit_snapshot_files ADD COLUMN blocks bytea;

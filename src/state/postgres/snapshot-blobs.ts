@@ -12,7 +12,6 @@ import { corrupt } from '../snapshot-format.js';
 import { writeAt } from '../snapshot-index.js';
 import { copyIntBytes, CopyFormatError } from './copy-out.js';
 import {
-  blockDigestBytes,
   changedRanges,
   type FileScan,
   FOLD,
@@ -20,6 +19,9 @@ import {
   rangeBytes,
   ROW_BYTES,
   scanFile,
+  sealBlocks,
+  sealedBlocksBytes,
+  unsealBlocks,
   unpackRow,
 } from './file-delta.js';
 
@@ -56,6 +58,11 @@ export interface StoredFile {
 
 export type StoredFiles = Map<string, StoredFile>;
 
+const blocksMeta = z.object({
+  size: z.coerce.number(),
+  sha256: z.instanceof(Buffer),
+  len: z.number().int(),
+});
 const fileRow = z.object({
   name: z.string().regex(COMMITTED_FILE),
   size: z.coerce.number().int().nonnegative(),
@@ -92,8 +99,9 @@ export async function readCommittedFiles(client: pg.ClientBase, target: string, 
 }
 
 /**
- * The block digests the commit that stored the file computed (schema 3), when they fit its size.
- * Digests that do not (a damaged row) are not used: the file is then stored whole, which needs none.
+ * The block digests the commit that stored the file computed (schema 3), when their seal is that
+ * of the file as the database holds it (`size`, and its SHA-256); undefined otherwise (none, or a
+ * damaged value): the file is then stored whole, which needs none.
  */
 async function readBlocks(
   client: pg.ClientBase,
@@ -101,15 +109,27 @@ async function readBlocks(
   name: string,
   size: number,
 ): Promise<Buffer | undefined> {
-  const into = Buffer.allocUnsafe(blockDigestBytes(size));
-  const select = `SELECT 0::int4, blocks FROM audience_kit_snapshot_files WHERE target = ${client.escapeLiteral(target)} AND name = ${client.escapeLiteral(name)} AND blocks IS NOT NULL`;
-  let length = -1;
+  const r = await client.query(
+    'SELECT size, sha256, length(blocks) AS len FROM audience_kit_snapshot_files WHERE target = $1 AND name = $2',
+    [target, name],
+  );
+  const meta = blocksMeta.safeParse(r.rows[0]);
+  if (!meta.success || meta.data.size !== size || meta.data.len !== sealedBlocksBytes(size)) return undefined;
+  const into = Buffer.allocUnsafe(meta.data.len);
+  let stored: Buffer | undefined;
   try {
-    for await (const { bytes } of copyIntBytes(client, select, into)) length = bytes.length;
+    for await (const { bytes } of copyIntBytes(
+      client,
+      `SELECT 0::int4, blocks FROM audience_kit_snapshot_files WHERE target = ${client.escapeLiteral(target)} AND name = ${client.escapeLiteral(name)}`,
+      into,
+    ))
+      stored = bytes;
   } catch (error) {
-    if (!(error instanceof CopyFormatError)) throw error;
+    if (error instanceof CopyFormatError)
+      throw corrupt(`the block digests of the snapshot's file ${name} could not be read: ${error.message}`);
+    throw error;
   }
-  return length === into.length ? into : undefined;
+  return stored && unsealBlocks(stored, meta.data.sha256, size);
 }
 
 /** Apply the file's patch rows in order to a new file at `path`; what they held, and how far they reached. */
@@ -225,16 +245,17 @@ async function writeFile(
   const delta = await changedSinceStored(client, target, name, prev, stamp.ino, scan);
   const patch = prev !== undefined && delta !== undefined && prev.stored + rangeBytes(delta) <= FOLD * scan.size;
   const ranges = patch ? delta : scan.size > 0 ? [0, scan.size] : [];
+  const sealed = scan.blocks === undefined ? null : sealBlocks(scan.sha256, scan.size, scan.blocks);
   if (patch) {
     await client.query(
       'UPDATE audience_kit_snapshot_files SET size = $3, sha256 = $4, blocks = $5 WHERE target = $1 AND name = $2',
-      [target, name, scan.size, scan.sha256, scan.blocks ?? null],
+      [target, name, scan.size, scan.sha256, sealed],
     );
   } else {
     await client.query('DELETE FROM audience_kit_snapshot_files WHERE target = $1 AND name = $2', [target, name]);
     await client.query(
       'INSERT INTO audience_kit_snapshot_files (target, name, size, sha256, blocks) VALUES ($1, $2, $3, $4, $5)',
-      [target, name, scan.size, scan.sha256, scan.blocks ?? null],
+      [target, name, scan.size, scan.sha256, sealed],
     );
   }
   let seq = patch ? prev.nextSeq : 0;
