@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import {
   closeSync,
   statSync,
@@ -15,7 +15,15 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { BLOCK_BYTES, FOLD, RANGE_HEADER_BYTES, ROW_BYTES } from '../src/state/postgres/file-delta.js';
+import { copyIntBytes, CopyFormatError } from '../src/state/postgres/copy-out.js';
+import {
+  BLOCK_BYTES,
+  FOLD,
+  RANGE_HEADER_BYTES,
+  ROW_BYTES,
+  scanFile,
+  sealBlocks,
+} from '../src/state/postgres/file-delta.js';
 import { schemaSql, SCHEMA_VERSION } from '../src/state/postgres/schema.js';
 import { readCommittedFiles, writeCommittedFiles, type StoredFile } from '../src/state/postgres/snapshot-blobs.js';
 import { PostgresStore } from '../src/state/postgres/store.js';
@@ -23,16 +31,17 @@ import { Snapshot, snapshotName } from '../src/state/snapshot.js';
 import { postgresStateUrl, usePostgres } from './helpers/sync.js';
 import { tempDir } from './helpers/temp.js';
 
-// How the PostgreSQL store keeps a snapshot's files (schema 2): a commit stores the blocks of the
-// data file that changed, atomically; every file read back is checked against its SHA-256; a
-// database of schema 1 is upgraded. The rows of both schemas are pinned by golden files
-// (test/golden/postgres-v1/, postgres-v2/; the latter rewritten with UPDATE_GOLDEN=1 only when
-// the schema version changes).
+// How the PostgreSQL store keeps a snapshot's files (schema 3): a commit stores the blocks of the
+// data file that changed, atomically, and their digests; every file read back is checked against
+// its SHA-256; databases of schemas 1 and 2 are upgraded. The rows of each schema are pinned by
+// golden files (test/golden/postgres-v1/, -v2/, -v3/; the newest rewritten with UPDATE_GOLDEN=1
+// only when the schema version changes).
 usePostgres();
 
 const GOLDEN = fileURLToPath(new URL('./golden/snapshot-v2/', import.meta.url));
 const GOLDEN_V1 = fileURLToPath(new URL('./golden/postgres-v1/snapshot.json', import.meta.url));
 const GOLDEN_V2 = fileURLToPath(new URL('./golden/postgres-v2/snapshot.json', import.meta.url));
+const GOLDEN_V3 = fileURLToPath(new URL('./golden/postgres-v3/snapshot.json', import.meta.url));
 const TARGET = { accountId: '18ce54d4x5t', kind: 'custom_audience', id: '1nmth' } as const;
 const NAME = snapshotName(TARGET);
 
@@ -49,6 +58,27 @@ async function withClient<T>(url: string, f: (c: pg.Client) => Promise<T>): Prom
 
 const sql = <T extends pg.QueryResultRow>(url: string, text: string, params: unknown[] = []): Promise<T[]> =>
   withClient(url, async (c) => (await c.query<T>(text, params)).rows);
+
+/**
+ * The stored digests of the 3000-byte file of the test that pins them: the seal, SHA-256 of
+ * "audience-kit block digests v1\n" + the file's SHA-256 + its size as uint64 BE + the digests,
+ * then the first 8 bytes of SHA-256 of each 1 KiB block (the last one 952 bytes). Computed apart
+ * with Python's hashlib from that description, and equal to what this version stores.
+ */
+const PINNED_BLOCKS =
+  '6814ebeee617f306a53f61d0ac79576fed42e7c274c97a4b0acdcf9fc50da3f0' +
+  '41a8df8d7a09deed' +
+  '406049c2795e0f9e' +
+  'a2a11b053793a573';
+
+/** The block digests the database holds for `data.0`. */
+async function storedBlocks(url: string): Promise<Buffer | null | undefined> {
+  const r = await sql<{ blocks: Buffer | null }>(
+    url,
+    "SELECT blocks FROM audience_kit_snapshot_files WHERE name = 'data.0'",
+  );
+  return r[0]?.blocks;
+}
 
 /** The rows of a file: their count and the bytes of their ranges (12 bytes of header each). */
 async function rowsOf(url: string, name: string, fromSeq = 0): Promise<{ rows: number; bytes: number }> {
@@ -108,12 +138,16 @@ function whole(size: number): { rows: number; bytes: number } {
 }
 
 interface GoldenRows {
-  files: { name: string; size: number; sha256?: string | null }[];
+  files: { name: string; size: number; sha256?: string | null; blocks?: string | null }[];
   rows: { name: string; seq: number; data: string }[];
 }
 
-/** Insert golden rows (schema 1: parts, schema 2: patches) for TARGET. */
-async function insertRows(url: string, golden: GoldenRows, table: 'parts' | 'patches'): Promise<void> {
+const hexOrNull = (hex: string | null | undefined): Buffer | null => (hex == null ? null : Buffer.from(hex, 'hex'));
+
+/** Insert golden rows of `schema` (1: parts; 2: patches and sha256; 3: and blocks) for TARGET. */
+async function insertRows(url: string, golden: GoldenRows, schema: 1 | 2 | 3): Promise<void> {
+  const table = schema === 1 ? 'parts' : 'patches';
+  const columns = ['target', 'name', 'size', 'sha256', 'blocks'].slice(0, schema + 2);
   await withClient(url, async (c) => {
     await c.query(
       'INSERT INTO audience_kit_targets (target, account_id, kind, target_id, version) VALUES ($1, $2, $3, $4, 1)',
@@ -121,8 +155,8 @@ async function insertRows(url: string, golden: GoldenRows, table: 'parts' | 'pat
     );
     for (const f of golden.files)
       await c.query(
-        `INSERT INTO audience_kit_snapshot_files (target, name, size${table === 'patches' ? ', sha256' : ''}) VALUES ($1, $2, $3${table === 'patches' ? ', $4' : ''})`,
-        [NAME, f.name, f.size, ...(table === 'patches' ? [Buffer.from(f.sha256 ?? '', 'hex')] : [])],
+        `INSERT INTO audience_kit_snapshot_files (${columns.join(', ')}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')})`,
+        [NAME, f.name, f.size, hexOrNull(f.sha256), hexOrNull(f.blocks)].slice(0, columns.length),
       );
     for (const r of golden.rows)
       await c.query(
@@ -133,16 +167,21 @@ async function insertRows(url: string, golden: GoldenRows, table: 'parts' | 'pat
 }
 
 async function goldenRowsOf(url: string): Promise<GoldenRows> {
-  const files = await sql<{ name: string; size: string; sha256: Buffer }>(
+  const files = await sql<{ name: string; size: string; sha256: Buffer; blocks: Buffer | null }>(
     url,
-    'SELECT name, size, sha256 FROM audience_kit_snapshot_files ORDER BY name',
+    'SELECT name, size, sha256, blocks FROM audience_kit_snapshot_files ORDER BY name',
   );
   const rows = await sql<{ name: string; seq: number; data: Buffer }>(
     url,
     'SELECT name, seq, data FROM audience_kit_snapshot_patches ORDER BY name, seq',
   );
   return {
-    files: files.map((f) => ({ name: f.name, size: Number(f.size), sha256: f.sha256.toString('hex') })),
+    files: files.map((f) => ({
+      name: f.name,
+      size: Number(f.size),
+      sha256: f.sha256.toString('hex'),
+      blocks: f.blocks?.toString('hex') ?? null,
+    })),
     rows: rows.map((r) => ({ name: r.name, seq: r.seq, data: r.data.toString('hex') })),
   };
 }
@@ -268,6 +307,58 @@ describe('PostgreSQL store: what a commit writes', () => {
       expect((await readBack(store, 'data.0')).equals(before)).toBe(true);
     }));
 
+  it('stores the digests of the blocks with the file, sealed to it (pinned bytes), for the next commit to compare with', () =>
+    withStore(async (store, url) => {
+      // 3000 bytes: three blocks, the last one short.
+      const data = Buffer.from(Array.from({ length: 3000 }, (_, i) => (i * 7 + (i >> 10) * 85) & 0xff));
+      await commit(store, (dir) => writeFileSync(join(dir, 'data.0'), data));
+      expect((await storedBlocks(url))?.toString('hex')).toBe(PINNED_BLOCKS);
+      const changed = Buffer.from(data);
+      changed[1500] = (changed[1500] as number) ^ 1;
+      await commit(store, (dir) => writeFileSync(join(dir, 'data.0'), changed));
+      expect(await rowsOf(url, 'data.0', 1)).toEqual({ rows: 1, bytes: BLOCK_BYTES + RANGE_HEADER_BYTES });
+      expect((await readBack(store, 'data.0')).equals(changed)).toBe(true);
+    }));
+
+  it('digests that are damaged, or of another length, are not used: the file is stored whole, and read back right', () =>
+    withStore(async (store, url) => {
+      const data = randomBytes(8 * BLOCK_BYTES);
+      const changed = Buffer.from(data);
+      changed[3 * BLOCK_BYTES] = (changed[3 * BLOCK_BYTES] as number) ^ 1;
+      const damages = [
+        // One digest byte flipped: the seal no longer matches.
+        "UPDATE audience_kit_snapshot_files SET blocks = set_byte(blocks, 40, get_byte(blocks, 40) # 1) WHERE name = 'data.0'",
+        "UPDATE audience_kit_snapshot_files SET blocks = substring(blocks from 2) WHERE name = 'data.0'",
+        "UPDATE audience_kit_snapshot_files SET blocks = blocks || '\\x00'::bytea WHERE name = 'data.0'",
+      ];
+      for (const damage of damages) {
+        await sql(url, 'DELETE FROM audience_kit_snapshot_files');
+        await commit(store, (dir) => writeFileSync(join(dir, 'data.0'), data));
+        await sql(url, damage);
+        await commit(store, (dir) => writeFileSync(join(dir, 'data.0'), changed));
+        expect(await rowsOf(url, 'data.0'), damage).toEqual(whole(changed.length));
+        expect((await readBack(store, 'data.0')).equals(changed), damage).toBe(true);
+      }
+    }));
+
+  it('digests forged with a valid seal make a commit miss a block: the next open refuses the file, never misreads it', () =>
+    withStore(async (store, url) => {
+      const data = randomBytes(8 * BLOCK_BYTES);
+      await commit(store, (dir) => writeFileSync(join(dir, 'data.0'), data));
+      // Digests that claim block 3 already holds what the next commit writes there.
+      const changed = Buffer.from(data);
+      changed[3 * BLOCK_BYTES] = (changed[3 * BLOCK_BYTES] as number) ^ 1;
+      const dir = tempDir();
+      writeFileSync(join(dir, 'data.0'), changed);
+      const forged = scanFile(join(dir, 'data.0'), true).blocks as Buffer;
+      const sha256 = createHash('sha256').update(data).digest();
+      await sql(url, "UPDATE audience_kit_snapshot_files SET blocks = $1 WHERE name = 'data.0'", [
+        sealBlocks(sha256, data.length, forged),
+      ]);
+      await commit(store, (d) => writeFileSync(join(d, 'data.0'), changed));
+      await expect(store.lockTarget(TARGET)).rejects.toMatchObject({ code: 'snapshot_corrupt' });
+    }));
+
   it('a damaged, missing or out-of-bounds row is refused on open, never read', () =>
     withStore(async (store, url) => {
       const data = randomBytes(2 << 20);
@@ -277,6 +368,8 @@ describe('PostgreSQL store: what a commit writes', () => {
         'DELETE FROM audience_kit_snapshot_patches WHERE seq = 1',
         'UPDATE audience_kit_snapshot_files SET size = size - 1',
         "UPDATE audience_kit_snapshot_patches SET data = overlay(data placing '\\x0000000000300000'::bytea from 1) WHERE seq = 1",
+        // Longer than a row may be: refused before it is read into the row buffer.
+        'UPDATE audience_kit_snapshot_patches SET data = data || data WHERE seq = 1',
       ];
       for (const damage of damages) {
         await sql(url, damage);
@@ -288,15 +381,67 @@ describe('PostgreSQL store: what a commit writes', () => {
     }));
 });
 
+describe('PostgreSQL store: reading rows by binary COPY', () => {
+  const select = (rows: string): string => `SELECT n::int4, decode(v, 'hex') FROM (VALUES ${rows}) AS t(n, v)`;
+
+  it('reads each (int4, bytea) tuple into the one buffer, refuses a NULL or a value longer than it, and leaves the connection usable', async () =>
+    withClient(await postgresStateUrl(), async (c) => {
+      const into = Buffer.alloc(4);
+      const got: string[] = [];
+      for await (const t of copyIntBytes(c, select("(7, 'ff00'), (-1, ''), (2147483647, 'a1b2c3d4')"), into))
+        got.push(`${t.int}:${t.bytes.toString('hex')}`);
+      expect(got).toEqual(['7:ff00', '-1:', '2147483647:a1b2c3d4']);
+      await expect(drain(copyIntBytes(c, select("(1, 'a1b2c3d4e5')"), into))).rejects.toThrow(CopyFormatError);
+      await expect(drain(copyIntBytes(c, 'SELECT 1::int4, NULL::bytea', into))).rejects.toThrow(CopyFormatError);
+      await expect(drain(copyIntBytes(c, 'SELECT 1::int4', into))).rejects.toThrow(CopyFormatError);
+    }));
+
+  it('leaves the connection usable when the caller stops, throws, or the value is too long, mid-stream; passes on a server error', async () =>
+    withClient(await postgresStateUrl(), async (c) => {
+      const into = Buffer.alloc(1 << 20);
+      // Eight values of 512 KiB (4 MiB: more than pg-copy-streams has read when the first arrives).
+      const rows = "SELECT n::int4, decode(repeat('ab', 1 << 19), 'hex') FROM generate_series(1, 8) AS n";
+      const usable = async (): Promise<void> => {
+        let timer: NodeJS.Timeout | undefined;
+        const timeout = new Promise((resolve) => (timer = setTimeout(resolve, 10_000, 'the connection was left busy')));
+        const answered = c.query<{ n: number }>('SELECT 5 AS n').then((r) => r.rows[0]?.n);
+        expect(await Promise.race([answered, timeout])).toBe(5);
+        clearTimeout(timer);
+      };
+      for await (const t of copyIntBytes(c, rows, into)) if (t.int === 1) break;
+      await usable();
+      await expect(
+        (async () => {
+          for await (const t of copyIntBytes(c, rows, into)) if (t.int === 2) throw new Error('the caller stopped');
+        })(),
+      ).rejects.toThrow('the caller stopped');
+      await usable();
+      const tooLong = "SELECT n::int4, decode(repeat('ab', 1 << 21), 'hex') FROM generate_series(1, 2) AS n";
+      await expect(drain(copyIntBytes(c, tooLong, into))).rejects.toThrow(CopyFormatError);
+      await usable();
+      const failing =
+        "SELECT n::int4, decode(repeat('ab', (1 << 19) / (6 - n)), 'hex') FROM generate_series(1, 8) AS n";
+      const error: unknown = await drain(copyIntBytes(c, failing, into)).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(Error);
+      expect(error).not.toBeInstanceOf(CopyFormatError);
+      expect(String(error)).toMatch(/division by zero/);
+      await usable();
+    }));
+});
+
+async function drain(rows: AsyncIterable<unknown>): Promise<void> {
+  for await (const _ of rows) void _;
+}
+
 describe('PostgreSQL store: schema versions', () => {
-  it('upgrades a database of schema 1 (golden rows) to schema 2 and reads its snapshot back byte for byte', async () => {
+  it(`upgrades a database of schema 1 (golden rows) to schema ${SCHEMA_VERSION} and reads its snapshot back byte for byte`, async () => {
     const url = await postgresStateUrl();
     await sql(url, schemaSql(0, 1));
-    await insertRows(url, JSON.parse(readFileSync(GOLDEN_V1, 'utf8')) as GoldenRows, 'parts');
+    await insertRows(url, JSON.parse(readFileSync(GOLDEN_V1, 'utf8')) as GoldenRows, 1);
     const store = await PostgresStore.open(url);
     try {
       const versions = await sql<{ version: number }>(url, 'SELECT version FROM audience_kit_migrations ORDER BY 1');
-      expect(versions.map((v) => v.version)).toEqual([1, 2]);
+      expect(versions.map((v) => v.version)).toEqual([1, 2, 3]);
       await expectGoldenFiles(store);
       // A file of schema 1 has no SHA-256 until a commit stores it again.
       await commit(store, (dir) => writeAtFile(join(dir, 'data.0'), Buffer.from('x'), 402));
@@ -305,6 +450,30 @@ describe('PostgreSQL store: schema versions', () => {
         'SELECT count(*)::int AS n FROM audience_kit_snapshot_files WHERE sha256 IS NULL',
       );
       expect(files[0]?.n).toBe(1); // the index, unchanged
+    } finally {
+      await store.close();
+    }
+  });
+
+  it(`upgrades a database of schema 2 (golden rows, no block digests) to schema ${SCHEMA_VERSION}: its next commit stores the data file whole with its digests, the one after only what changed`, async () => {
+    const url = await postgresStateUrl();
+    await sql(url, schemaSql(0, 2));
+    await insertRows(url, JSON.parse(readFileSync(GOLDEN_V2, 'utf8')) as GoldenRows, 2);
+    const store = await PostgresStore.open(url);
+    try {
+      await expectGoldenFiles(store);
+      await commit(store, (dir) => writeAtFile(join(dir, 'data.0'), Buffer.from('x'), 300));
+      expect(await rowsOf(url, 'data.0')).toEqual(whole(402));
+      // The file's one block, stored as one more row.
+      await commit(store, (dir) => writeAtFile(join(dir, 'data.0'), Buffer.from('y'), 300));
+      expect(await rowsOf(url, 'data.0', 1)).toEqual({ rows: 1, bytes: 402 + RANGE_HEADER_BYTES });
+      const session = await store.lockTarget(TARGET);
+      try {
+        const scan = scanFile(join(session.dir, 'data.0'), true);
+        expect(await storedBlocks(url)).toEqual(sealBlocks(scan.sha256, scan.size, scan.blocks as Buffer));
+      } finally {
+        await session.release();
+      }
     } finally {
       await store.close();
     }
@@ -319,19 +488,22 @@ describe('PostgreSQL store: schema versions', () => {
       });
       const written = await goldenRowsOf(fresh);
       if (process.env.UPDATE_GOLDEN === '1') {
-        mkdirSync(join(GOLDEN_V2, '..'), { recursive: true });
-        writeFileSync(GOLDEN_V2, `${JSON.stringify(written, null, 2)}\n`);
+        mkdirSync(join(GOLDEN_V3, '..'), { recursive: true });
+        writeFileSync(GOLDEN_V3, `${JSON.stringify(written, null, 2)}\n`);
       }
-      expect(written).toEqual(JSON.parse(readFileSync(GOLDEN_V2, 'utf8')));
+      expect(written).toEqual(JSON.parse(readFileSync(GOLDEN_V3, 'utf8')));
     } finally {
       await store.close();
     }
     const url = await postgresStateUrl();
     await (await PostgresStore.open(url)).close();
-    await insertRows(url, JSON.parse(readFileSync(GOLDEN_V2, 'utf8')) as GoldenRows, 'patches');
+    await insertRows(url, JSON.parse(readFileSync(GOLDEN_V3, 'utf8')) as GoldenRows, 3);
     const reader = await PostgresStore.open(url);
     try {
       await expectGoldenFiles(reader);
+      // The golden digests are used: a change stores one more row, the changed block.
+      await commit(reader, (dir) => writeAtFile(join(dir, 'data.0'), Buffer.from('x'), 300));
+      expect(await rowsOf(url, 'data.0', 1)).toEqual({ rows: 1, bytes: 402 + RANGE_HEADER_BYTES });
     } finally {
       await reader.close();
     }

@@ -220,7 +220,10 @@ describe('PostgreSQL state store', () => {
       env: { AUDIENCE_KIT_STATE_URL: withPassword, AUDIENCE_KIT_STATE_DIR: undefined },
     });
     expect(listed.code, listed.stderr).toBe(0);
-    const unreachable = await runCli(['audit', 'list', '--debug', '--state', withPassword.replace(':5432', ':1')]);
+    // Port 1 (whatever the server's port: the suite's own server takes a free one): nothing answers.
+    const closed = new URL(withPassword);
+    closed.port = '1';
+    const unreachable = await runCli(['audit', 'list', '--debug', '--state', closed.toString()]);
     expect(unreachable).toMatchObject({
       code: 8,
       stderr: expect.stringMatching(/state_unreachable|could not connect/) as unknown,

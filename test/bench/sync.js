@@ -11,17 +11,19 @@
 //      the same users and leave the same audience (sandbox membership digest); the snapshot tables'
 //      bytes per user are reported (pg_total_relation_size after the syncs, and after VACUUM FULL).
 //      No server: skipped, said so.
-//   2. Memory: the first sync of a 10M-row export (CLI, every user sent), then `sync` of that export
-//      unchanged: each within 300 MB peak RSS; snapshot on disk <= 200 bytes per user, zero requests
-//      for the unchanged one. Then `syncAudience()` in a process of its own, fed 10M raw records by an
-//      async generator (first sync of a new audience): within 300 MB too.
+//   2. Memory: the first sync of a 10M-row export A (CLI, every user sent), then `sync B` (B drops 1%
+//      of A's rows and adds 1% new ones: the changes sent, the audience B's users), then `sync B`
+//      again, unchanged: each within 300 MB peak RSS; snapshot on disk <= 200 bytes per user, zero
+//      requests for the unchanged one. Then `syncAudience()` in a process of its own, fed 10M raw records by an
+//      async generator (first sync of a new audience), and again (nothing to send): within 300 MB too.
 //   options: --rows N (part 1, default 1M), --big-rows N (part 2, default 10M, or the environment's
 //   AK_BENCH_SYNC_ROWS; a list such as 1000000,10000000 runs each size and gives each peak RSS
 //   against the first size's), --skip-big, --skip-small, --skip-library, --skip-pg, --pg-first;
 //   --state-dir-flag FLAG (default --state-dir): the CLI flag that names the state, with
 //   `--state-base X` its value for each sync (default: a new temporary directory; with
 //   `--state-dir-flag --state`, a fresh database as in part 1, whose snapshot tables' bytes per user
-//   are reported), so part 2 can measure another store.
+//   are reported), so part 2 can measure another store (the library runs then pass the database
+//   as `state`, a fresh one of their own, or `--state-base`).
 //
 // The sandbox runs in its own process (a fair peer: it does not share the syncing process's cores'
 // event loop). Peak RSS is the measured process's maxRSS (worker threads included).
@@ -275,24 +277,28 @@ printPeaks();
 sandbox.stop();
 
 async function big(n) {
-  const file = await generated(n);
+  // A (n rows) and B (A without its first 1%, with the next 1% of the generator's rows).
+  const step = Math.round(n / 100);
+  const source = await generated(n + step);
+  const file = await slice(source, `${DATA}sync-a-${n}.csv`, 0, n);
+  const changed = await slice(source, `${DATA}sync-b-${n}.csv`, step, n + step);
   const dir = mkdtempSync(join(tmpdir(), 'ak-bench-sync-big-'));
   const stateFlag = opt('state-dir-flag', '--state-dir');
   // `--state-dir-flag --state` without `--state-base`: a fresh database, dropped at the end.
   const db = stateFlag === '--state' && opt('state-base') === undefined ? await benchDatabase('big') : null;
   if (stateFlag === '--state' && opt('state-base') === undefined && !db) return;
   try {
-    await bigSyncs(n, file, { stateFlag, state: db?.url ?? opt('state-base', dir) }, db);
+    await bigSyncs(n, { a: file, b: changed }, { stateFlag, state: db?.url ?? opt('state-base', dir) }, db);
   } finally {
     await db?.drop();
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-async function bigSyncs(n, file, state, db) {
+async function bigSyncs(n, files, state, db) {
   const { audience } = await sandbox.ask('new');
-  spawnSync('cat', [file], { stdio: 'ignore' });
-  const first = await sync(file, { audience, ...state });
+  spawnSync('cat', [files.a], { stdio: 'ignore' });
+  const first = await sync(files.a, { audience, ...state });
   const size = await sandbox.ask(`size ${audience}`);
   const fr = first.report;
   console.log(
@@ -301,11 +307,12 @@ async function bigSyncs(n, file, state, db) {
   peaks.push({ run: 'first sync (CLI)', n, rssMb: first.rssMb });
   if (first.rssMb > 300) failures.push(`${fmt(n)}-user first sync peak RSS above 300 MB`);
   if (fr.status !== 'completed' || size.size !== fr.users) failures.push(`${fmt(n)}-user first sync: audience differs`);
-  const m = await sync(file, { audience, ...state });
+  await bigChangedSync(n, files.b, { audience, ...state });
+  const m = await sync(files.b, { audience, ...state });
   const rep = m.report;
   const perUser = rep.snapshot.bytes_on_disk / rep.snapshot.after.users;
   console.log(
-    `sync of the unchanged ${fmt(n)}-row file against the ${fmt(rep.snapshot.before.users)}-user snapshot: ${m.seconds.toFixed(1)} s, peak RSS ${m.rssMb.toFixed(0)} MB (target <= 300), ${rep.requests} requests, status ${rep.status}`,
+    `sync of the ${fmt(n)}-row file B again (unchanged) against the ${fmt(rep.snapshot.before.users)}-user snapshot: ${m.seconds.toFixed(1)} s, peak RSS ${m.rssMb.toFixed(0)} MB (target <= 300), ${rep.requests} requests, status ${rep.status}`,
   );
   console.log(
     `snapshot on disk: ${fmt(rep.snapshot.bytes_on_disk)} bytes = ${perUser.toFixed(1)} bytes/user (target <= 200)`,
@@ -321,6 +328,21 @@ async function bigSyncs(n, file, state, db) {
       `snapshot in the database: audience_kit_snapshot_* tables ${fmt(bytes.before)} bytes = ${(bytes.before / users).toFixed(1)} bytes/user; after VACUUM FULL ${(bytes.afterVacuumFull / users).toFixed(1)} bytes/user`,
     );
   }
+}
+
+/** `sync B` at `n` users, 1% removed and 1% added: within 300 MB, and the audience is B's users. */
+async function bigChangedSync(n, b, state) {
+  spawnSync('cat', [b], { stdio: 'ignore' });
+  const m = await sync(b, state);
+  const r = m.report;
+  const size = await sandbox.ask(`size ${state.audience}`);
+  console.log(
+    `sync of the ${fmt(n)}-row file B (1% of the rows removed, 1% added): ${m.seconds.toFixed(1)} s, peak RSS ${m.rssMb.toFixed(0)} MB (target <= 300), sent ${fmt(r.delete.users)} Delete + ${fmt(r.update.users)} Update in ${r.requests} requests, status ${r.status}, sandbox audience ${fmt(size.size)} (B's distinct users: ${fmt(r.users)})`,
+  );
+  peaks.push({ run: 'changed sync (CLI)', n, rssMb: m.rssMb });
+  if (m.rssMb > 300) failures.push(`${fmt(n)}-user changed sync peak RSS above 300 MB`);
+  if (r.status !== 'completed' || size.size !== r.users || r.delete.users !== r.removes || r.update.users !== r.adds)
+    failures.push(`${fmt(n)}-user changed sync: the audience is not the users of B`);
 }
 
 /** Each run's peak RSS at each size against its peak at the first size of `--big-rows` (same bench run). */
@@ -341,25 +363,40 @@ function printPeaks() {
   }
 }
 
-/** `syncAudience()` fed by an async generator of raw records, in a process of its own (its peak RSS). */
+/**
+ * `syncAudience()` fed by an async generator of raw records, in a process of its own (its peak
+ * RSS): a first sync of a new audience, then the same records again (nothing to send). The state
+ * is a directory, or with `--state-dir-flag --state` the database as in part 2's CLI runs.
+ */
 async function library(n) {
   const dir = mkdtempSync(join(tmpdir(), 'ak-bench-sync-lib-'));
-  const { audience } = await sandbox.ask('new');
-  const script = join(dir, 'library-sync.mjs');
-  writeFileSync(script, librarySyncScript(n, join(dir, 'state'), audience));
-  const m = await measure([script], { env: { AK_BENCH_SANDBOX: JSON.stringify(info) }, captureStdout: true });
-  const r = JSON.parse(m.stdout);
-  const size = await sandbox.ask(`size ${audience}`);
-  console.log(
-    `syncAudience() fed ${fmt(n)} records by an async generator (first sync): ${m.seconds.toFixed(1)} s, peak RSS ${m.rssMb.toFixed(0)} MB (target <= 300), ${fmt(r.update.users_confirmed)} users sent in ${r.requests} requests, status ${r.status}, sandbox audience ${fmt(size.size)}`,
-  );
-  peaks.push({ run: 'syncAudience()', n, rssMb: m.rssMb });
-  if (m.rssMb > 300) failures.push(`library sync of ${fmt(n)} records peak RSS above 300 MB`);
-  if (r.status !== 'completed' || size.size !== r.users) failures.push('library sync: audience differs');
-  rmSync(dir, { recursive: true, force: true });
+  const onDatabase = opt('state-dir-flag', '--state-dir') === '--state';
+  const db = onDatabase && opt('state-base') === undefined ? await benchDatabase('lib') : null;
+  const state = onDatabase ? (db?.url ?? opt('state-base')) : join(dir, 'state');
+  try {
+    if (state === undefined) return;
+    const { audience } = await sandbox.ask('new');
+    const script = join(dir, 'library-sync.mjs');
+    writeFileSync(script, librarySyncScript(n, { [onDatabase ? 'state' : 'stateDir']: state }, audience));
+    for (const run of ['first sync', 'unchanged re-sync']) {
+      const m = await measure([script], { env: { AK_BENCH_SANDBOX: JSON.stringify(info) }, captureStdout: true });
+      const r = JSON.parse(m.stdout);
+      const size = await sandbox.ask(`size ${audience}`);
+      console.log(
+        `syncAudience() fed ${fmt(n)} records by an async generator (${run}, ${onDatabase ? 'database' : 'directory'}): ${m.seconds.toFixed(1)} s, peak RSS ${m.rssMb.toFixed(0)} MB (target <= 300), ${fmt(r.update.users_confirmed)} users sent in ${r.requests} requests, status ${r.status}, sandbox audience ${fmt(size.size)}`,
+      );
+      peaks.push({ run: `syncAudience() ${run}`, n, rssMb: m.rssMb });
+      if (m.rssMb > 300) failures.push(`library ${run} of ${fmt(n)} records peak RSS above 300 MB`);
+      if (r.status !== 'completed' || size.size !== r.users) failures.push(`library ${run}: audience differs`);
+      if (run === 'unchanged re-sync' && r.requests !== 0) failures.push('library unchanged re-sync made requests');
+    }
+  } finally {
+    await db?.drop();
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
-function librarySyncScript(n, stateDir, audience) {
+function librarySyncScript(n, state, audience) {
   return `
     import { createClient, syncAudience } from ${JSON.stringify(DIST)};
     const info = JSON.parse(process.env.AK_BENCH_SANDBOX);
@@ -371,7 +408,7 @@ function librarySyncScript(n, stateDir, audience) {
     }
     const report = await syncAudience({
       client, accountId: info.account, target: { customAudienceId: ${JSON.stringify(audience)} },
-      users: rows(), records: { defaultCountry: 'US' }, stateDir: ${JSON.stringify(stateDir)},
+      users: rows(), records: { defaultCountry: 'US' }, ...${JSON.stringify(state)},
     });
     await client.close();
     const { status, users, requests, update } = report;

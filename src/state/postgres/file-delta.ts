@@ -1,20 +1,21 @@
 /**
  * What a commit writes of a snapshot file that changed in place, and how the database's rows of a
- * file are laid out (schema 2, schema.ts).
+ * file are laid out (schemas 2 and 3, schema.ts).
  *
  * A file is stored as its size, its SHA-256 and patch rows applied in `seq` order; each row packs
  * ranges `[offset: uint64 BE][length: uint32 BE][bytes]` (at most ROW_BYTES a row, headers
- * included). A file written whole is one range a row, from offset 0. A file changed in place (the data file:
- * frames appended, removed users' frames scrubbed) gets one more set of rows holding only the
- * blocks whose bytes changed: the session keeps an 8-byte digest (SHA-256, truncated) of each
- * BLOCK_BYTES block of the file as the database holds it, and compares the file's blocks with
- * them. When the rows would hold more than FOLD times the file's bytes, or the file shrank, it is
- * written whole again instead.
+ * included). A file written whole is one range a row, from offset 0. A file changed in place (the
+ * data file: frames appended, removed users' frames scrubbed) gets one more set of rows holding
+ * only the blocks whose bytes changed: the database holds an 8-byte digest (SHA-256, truncated)
+ * of each BLOCK_BYTES block of the file as it stored it, sealed to that version of the file
+ * (sealBlocks), and the commit compares the file's blocks with them. When the rows would hold
+ * more than FOLD times the file's bytes, or the file shrank, or the digests are missing or their
+ * seal is not the file's, it is written whole again instead.
  *
  * Whatever goes wrong in this bookkeeping cannot be misread: the file's SHA-256, computed from
  * the local file at the commit, is checked against the bytes rebuilt from the rows on every open.
  */
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import { closeSync, openSync, readSync } from 'node:fs';
 import { corrupt } from '../snapshot-format.js';
 
@@ -27,6 +28,37 @@ export const RANGE_HEADER_BYTES = 12;
 /** Rows may hold up to FOLD times the file's size before it is written whole again. */
 export const FOLD = 2;
 const READ_BYTES = 1 << 20;
+
+/** The bytes of the block digests of a file of `size` bytes. */
+const blockDigestBytes = (size: number): number => Math.ceil(size / BLOCK_BYTES) * DIGEST_BYTES;
+
+const SEAL_BYTES = 32;
+const SEAL_CONTEXT = Buffer.from('audience-kit block digests v1\n', 'latin1');
+
+/** SHA-256 of the digests, bound to the file they describe (its SHA-256 and size). */
+function seal(fileSha256: Buffer, size: number, blocks: Buffer): Buffer {
+  const sizeBytes = Buffer.alloc(8);
+  sizeBytes.writeBigUInt64BE(BigInt(size));
+  return createHash('sha256').update(SEAL_CONTEXT).update(fileSha256).update(sizeBytes).update(blocks).digest();
+}
+
+/** How a file's block digests are stored (schema 3, column `blocks`): a seal, then the digests. */
+export function sealBlocks(fileSha256: Buffer, size: number, blocks: Buffer): Buffer {
+  return Buffer.concat([seal(fileSha256, size, blocks), blocks]);
+}
+
+/** The stored value's length for a file of `size` bytes. */
+export const sealedBlocksBytes = (size: number): number => SEAL_BYTES + blockDigestBytes(size);
+
+/**
+ * The digests of a stored value, when its seal is that of the file of `fileSha256` and `size`;
+ * undefined otherwise (a damaged value, or digests of another version of the file).
+ */
+export function unsealBlocks(stored: Buffer, fileSha256: Buffer, size: number): Buffer | undefined {
+  if (stored.length !== sealedBlocksBytes(size)) return undefined;
+  const blocks = stored.subarray(SEAL_BYTES);
+  return seal(fileSha256, size, blocks).equals(stored.subarray(0, SEAL_BYTES)) ? blocks : undefined;
+}
 
 /** A file as read once: its size, SHA-256 and (when asked) its blocks' digests. */
 export interface FileScan {
@@ -54,14 +86,14 @@ export function scanFile(path: string, withBlocks: boolean): FileScan {
   }
 }
 
-/** The digests of `chunk`'s blocks (READ_BYTES is a multiple of BLOCK_BYTES: blocks never straddle chunks). */
+/**
+ * The digests of `chunk`'s blocks (READ_BYTES is a multiple of BLOCK_BYTES: blocks never straddle
+ * chunks). One-shot `hash`: a `Hash` object a block took 2.4 s for a 1.1 GB file, this 1.97 s.
+ */
 function blockDigests(chunk: Buffer): Buffer {
-  const out = Buffer.allocUnsafe(Math.ceil(chunk.length / BLOCK_BYTES) * DIGEST_BYTES);
+  const out = Buffer.allocUnsafe(blockDigestBytes(chunk.length));
   for (let at = 0, k = 0; at < chunk.length; at += BLOCK_BYTES, k += DIGEST_BYTES)
-    createHash('sha256')
-      .update(chunk.subarray(at, at + BLOCK_BYTES))
-      .digest()
-      .copy(out, k, 0, DIGEST_BYTES);
+    hash('sha256', chunk.subarray(at, at + BLOCK_BYTES), 'buffer').copy(out, k, 0, DIGEST_BYTES);
   return out;
 }
 

@@ -10,15 +10,27 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { corrupt } from '../snapshot-format.js';
 import { writeAt } from '../snapshot-index.js';
-import { changedRanges, FOLD, packRows, rangeBytes, ROW_BYTES, scanFile, unpackRow } from './file-delta.js';
+import { copyIntBytes, CopyFormatError } from './copy-out.js';
+import {
+  changedRanges,
+  type FileScan,
+  FOLD,
+  packRows,
+  rangeBytes,
+  ROW_BYTES,
+  scanFile,
+  sealBlocks,
+  sealedBlocksBytes,
+  unsealBlocks,
+  unpackRow,
+} from './file-delta.js';
 
 /** Write-ahead rows read per query when a killed sync's records are replayed. */
 const WAL_PAGE = 16;
 /*
- * Patch rows are read one a query, as base64 text decoded into one reused row buffer. As bytea
- * (hex text parsed into a new Buffer per row, 16 rows a query) the open of a 1M-user snapshot
- * took the process from 123 to 239 MB resident before the sync had begun; base64 is 1.33 times
- * the bytes, hex twice.
+ * Patch rows are read by one binary COPY a file (copy-out.ts), each into one reused row buffer.
+ * As bytea text (hex parsed into a new Buffer per row, 16 rows a query) the open of a 1M-user
+ * snapshot took the process from 123 to 239 MB resident before the sync had begun.
  */
 
 /** The snapshot's committed files (what `persist` stores); `pending` and spools are not. */
@@ -36,19 +48,27 @@ export interface StoredFile {
   /** Bytes the file's patch rows hold, and the next row's `seq`. */
   stored: number;
   nextSeq: number;
-  /** The digests of its blocks (file-delta.ts), for a file changed in place. */
-  blocks: Buffer | undefined;
+  /**
+   * Whether the database holds the digests of its blocks (file-delta.ts; schema 3, a file changed in
+   * place). The commit reads them there, inside its transaction: kept in memory from the open they
+   * were 8.6 MB through the whole of a 10M-user sync.
+   */
+  hasBlocks: boolean;
 }
 
 export type StoredFiles = Map<string, StoredFile>;
 
+const blocksMeta = z.object({
+  size: z.coerce.number(),
+  sha256: z.instanceof(Buffer),
+  len: z.number().int(),
+});
 const fileRow = z.object({
   name: z.string().regex(COMMITTED_FILE),
   size: z.coerce.number().int().nonnegative(),
   sha256: z.instanceof(Buffer).nullable(),
+  has_blocks: z.boolean(),
 });
-const rowList = z.array(z.object({ seq: z.number().int(), len: z.number().int().nonnegative() }));
-const rowText = z.object({ data: z.string() });
 const walRow = z.object({
   seq: z.number().int(),
   file: z.string().regex(WAL_FILE),
@@ -58,23 +78,58 @@ const walRow = z.object({
 
 /** Write the committed files of `target` into `dir`, each checked against its size and SHA-256. */
 export async function readCommittedFiles(client: pg.ClientBase, target: string, dir: string): Promise<StoredFiles> {
-  const files = await client.query('SELECT name, size, sha256 FROM audience_kit_snapshot_files WHERE target = $1', [
-    target,
-  ]);
+  const files = await client.query(
+    'SELECT name, size, sha256, blocks IS NOT NULL AS has_blocks FROM audience_kit_snapshot_files WHERE target = $1',
+    [target],
+  );
   const out: StoredFiles = new Map();
   const buf = Buffer.allocUnsafe(ROW_BYTES);
   for (const raw of files.rows) {
     const file = fileRow.parse(raw);
     const path = join(dir, file.name);
     const rows = await applyRows(client, target, file, path, buf);
-    const scan = scanFile(path, IN_PLACE_FILE.test(file.name));
+    const scan = scanFile(path, false);
     // A file of schema 1 has no SHA-256: its parts must cover it exactly, as they did there.
     const whole = file.sha256 === null ? rows.stored === file.size && rows.end === file.size : rows.end === file.size;
     if (!whole || (file.sha256 !== null && !file.sha256.equals(scan.sha256)))
       throw corrupt(`the state database's copy of the snapshot's file ${file.name} does not match its size or SHA-256`);
-    out.set(file.name, { ...stampOf(path), size: file.size, ...rows, blocks: scan.blocks });
+    out.set(file.name, { ...stampOf(path), size: file.size, ...rows, hasBlocks: file.has_blocks });
   }
   return out;
+}
+
+/**
+ * The block digests the commit that stored the file computed (schema 3), when their seal is that
+ * of the file as the database holds it (`size`, and its SHA-256); undefined otherwise (none, or a
+ * damaged value): the file is then stored whole, which needs none.
+ */
+async function readBlocks(
+  client: pg.ClientBase,
+  target: string,
+  name: string,
+  size: number,
+): Promise<Buffer | undefined> {
+  const r = await client.query(
+    'SELECT size, sha256, length(blocks) AS len FROM audience_kit_snapshot_files WHERE target = $1 AND name = $2',
+    [target, name],
+  );
+  const meta = blocksMeta.safeParse(r.rows[0]);
+  if (!meta.success || meta.data.size !== size || meta.data.len !== sealedBlocksBytes(size)) return undefined;
+  const into = Buffer.allocUnsafe(meta.data.len);
+  let stored: Buffer | undefined;
+  try {
+    for await (const { bytes } of copyIntBytes(
+      client,
+      `SELECT 0::int4, blocks FROM audience_kit_snapshot_files WHERE target = ${client.escapeLiteral(target)} AND name = ${client.escapeLiteral(name)}`,
+      into,
+    ))
+      stored = bytes;
+  } catch (error) {
+    if (error instanceof CopyFormatError)
+      throw corrupt(`the block digests of the snapshot's file ${name} could not be read: ${error.message}`);
+    throw error;
+  }
+  return stored && unsealBlocks(stored, meta.data.sha256, size);
 }
 
 /** Apply the file's patch rows in order to a new file at `path`; what they held, and how far they reached. */
@@ -85,47 +140,33 @@ async function applyRows(
   path: string,
   buf: Buffer,
 ): Promise<{ stored: number; nextSeq: number; end: number }> {
-  const list = await client.query(
-    'SELECT seq, length(data) AS len FROM audience_kit_snapshot_patches WHERE target = $1 AND name = $2 ORDER BY seq',
-    [target, file.name],
+  const rows = copyIntBytes(
+    client,
+    `SELECT seq, data FROM audience_kit_snapshot_patches WHERE target = ${client.escapeLiteral(target)} AND name = ${client.escapeLiteral(file.name)} ORDER BY seq`,
+    buf,
   );
-  const rows = rowList.parse(list.rows);
   const fd = openSync(path, 'w', 0o600);
   let stored = 0;
   let end = 0;
+  let nextSeq = 0;
   try {
-    for (const { seq, len } of rows) {
-      if (len > buf.length) throw corrupt(`a row of the snapshot's file ${file.name} is larger than a row may be`);
-      const row = await readRow(client, target, file.name, seq, buf.subarray(0, len));
+    for await (const { int: seq, bytes: row } of rows) {
       for (const { offset, bytes } of unpackRow(row, file.size, file.name)) {
         writeAt(fd, bytes, offset, path);
         stored += bytes.length;
         end = Math.max(end, offset + bytes.length);
       }
+      nextSeq = seq + 1;
     }
     ftruncateSync(fd, file.size);
+  } catch (error) {
+    if (error instanceof CopyFormatError)
+      throw corrupt(`a row of the snapshot's file ${file.name} could not be read: ${error.message}`);
+    throw error;
   } finally {
     closeSync(fd);
   }
-  return { stored, nextSeq: (rows.at(-1)?.seq ?? -1) + 1, end };
-}
-
-/** Read the row `seq` of the file `name` into `into` (its length). */
-async function readRow(
-  client: pg.ClientBase,
-  target: string,
-  name: string,
-  seq: number,
-  into: Buffer,
-): Promise<Buffer> {
-  const r = await client.query(
-    "SELECT encode(data, 'base64') AS data FROM audience_kit_snapshot_patches WHERE target = $1 AND name = $2 AND seq = $3",
-    [target, name, seq],
-  );
-  const { data } = rowText.parse(r.rows[0]);
-  if (into.write(data, 0, 'base64') !== into.length)
-    throw corrupt(`a row of the snapshot's file ${name} changed while it was read`);
-  return into;
+  return { stored, nextSeq, end };
 }
 
 function stampOf(path: string): { stamp: string; ino: bigint } {
@@ -174,6 +215,23 @@ export async function writeCommittedFiles(
   return out;
 }
 
+/**
+ * The ranges of the file that differ from the database's version, by the block digests stored
+ * with it; undefined when they cannot tell (no digests, another file by the same name, a shrunk one).
+ */
+async function changedSinceStored(
+  client: pg.ClientBase,
+  target: string,
+  name: string,
+  prev: StoredFile | undefined,
+  ino: bigint,
+  scan: FileScan,
+): Promise<number[] | undefined> {
+  if (prev?.hasBlocks !== true || scan.blocks === undefined || prev.ino !== ino || scan.size < prev.size) return;
+  const old = await readBlocks(client, target, name, prev.size);
+  return old && changedRanges({ size: prev.size, blocks: old }, { ...scan, blocks: scan.blocks });
+}
+
 /** Store one file: its changed blocks when it changed in place and the rows stay within FOLD times its size, else whole. */
 async function writeFile(
   client: pg.ClientBase,
@@ -184,25 +242,21 @@ async function writeFile(
   prev: StoredFile | undefined,
 ): Promise<StoredFile> {
   const scan = scanFile(path, IN_PLACE_FILE.test(name));
-  const delta =
-    prev?.blocks !== undefined && scan.blocks !== undefined && prev.ino === stamp.ino && scan.size >= prev.size
-      ? changedRanges({ size: prev.size, blocks: prev.blocks }, { ...scan, blocks: scan.blocks })
-      : undefined;
+  const delta = await changedSinceStored(client, target, name, prev, stamp.ino, scan);
   const patch = prev !== undefined && delta !== undefined && prev.stored + rangeBytes(delta) <= FOLD * scan.size;
   const ranges = patch ? delta : scan.size > 0 ? [0, scan.size] : [];
+  const sealed = scan.blocks === undefined ? null : sealBlocks(scan.sha256, scan.size, scan.blocks);
   if (patch) {
     await client.query(
-      'UPDATE audience_kit_snapshot_files SET size = $3, sha256 = $4 WHERE target = $1 AND name = $2',
-      [target, name, scan.size, scan.sha256],
+      'UPDATE audience_kit_snapshot_files SET size = $3, sha256 = $4, blocks = $5 WHERE target = $1 AND name = $2',
+      [target, name, scan.size, scan.sha256, sealed],
     );
   } else {
     await client.query('DELETE FROM audience_kit_snapshot_files WHERE target = $1 AND name = $2', [target, name]);
-    await client.query('INSERT INTO audience_kit_snapshot_files (target, name, size, sha256) VALUES ($1, $2, $3, $4)', [
-      target,
-      name,
-      scan.size,
-      scan.sha256,
-    ]);
+    await client.query(
+      'INSERT INTO audience_kit_snapshot_files (target, name, size, sha256, blocks) VALUES ($1, $2, $3, $4, $5)',
+      [target, name, scan.size, scan.sha256, sealed],
+    );
   }
   let seq = patch ? prev.nextSeq : 0;
   for (const row of packRows(path, ranges))
@@ -213,7 +267,7 @@ async function writeFile(
       row,
     ]);
   const stored = (patch ? prev.stored : 0) + rangeBytes(ranges);
-  return { ...stamp, size: scan.size, stored, nextSeq: seq, blocks: scan.blocks };
+  return { ...stamp, size: scan.size, stored, nextSeq: seq, hasBlocks: scan.blocks !== undefined };
 }
 
 /** Replay the write-ahead rows of `version` over the files in `dir`, in order; returns the last seq (0: none). */
