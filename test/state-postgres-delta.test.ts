@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { copyIntBytes, CopyFormatError } from '../src/state/postgres/copy-out.js';
+import { copyIntBytes, CopyFormatError, intBytesTuples } from '../src/state/postgres/copy-out.js';
 import {
   BLOCK_BYTES,
   FOLD,
@@ -341,6 +341,21 @@ describe('PostgreSQL store: what a commit writes', () => {
       }
     }));
 
+  it("digests sealed to another version of the file (an older commit's, put back) are not used: the file is stored whole", () =>
+    withStore(async (store, url) => {
+      const a = randomBytes(8 * BLOCK_BYTES);
+      const b = Buffer.from(a);
+      b[3 * BLOCK_BYTES] = (b[3 * BLOCK_BYTES] as number) ^ 1;
+      await commit(store, (dir) => writeFileSync(join(dir, 'data.0'), a));
+      const ofA = await storedBlocks(url);
+      await commit(store, (dir) => writeFileSync(join(dir, 'data.0'), b));
+      // A's digests say block 3 holds A's byte: taken for B's they would make the commit miss it.
+      await sql(url, "UPDATE audience_kit_snapshot_files SET blocks = $1 WHERE name = 'data.0'", [ofA]);
+      await commit(store, (dir) => writeFileSync(join(dir, 'data.0'), a));
+      expect(await rowsOf(url, 'data.0')).toEqual(whole(a.length));
+      expect((await readBack(store, 'data.0')).equals(a)).toBe(true);
+    }));
+
   it('digests forged with a valid seal make a commit miss a block: the next open refuses the file, never misreads it', () =>
     withStore(async (store, url) => {
       const data = randomBytes(8 * BLOCK_BYTES);
@@ -416,7 +431,8 @@ describe('PostgreSQL store: reading rows by binary COPY', () => {
         })(),
       ).rejects.toThrow('the caller stopped');
       await usable();
-      const tooLong = "SELECT n::int4, decode(repeat('ab', 1 << 21), 'hex') FROM generate_series(1, 2) AS n";
+      // The first value fits, the second (2 MiB) does not.
+      const tooLong = "SELECT n::int4, decode(repeat('ab', n << 20), 'hex') FROM generate_series(0, 3) AS n";
       await expect(drain(copyIntBytes(c, tooLong, into))).rejects.toThrow(CopyFormatError);
       await usable();
       const failing =
@@ -427,6 +443,54 @@ describe('PostgreSQL store: reading rows by binary COPY', () => {
       expect(String(error)).toMatch(/division by zero/);
       await usable();
     }));
+});
+
+describe('PostgreSQL store: the binary COPY format', () => {
+  const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
+  const u32 = (n: number): Buffer => Buffer.from([n >>> 24, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff]);
+  const u16 = (n: number): Buffer => Buffer.from([(n >>> 8) & 0xff, n & 0xff]);
+  const tuple = (int: number, value: Buffer): Buffer =>
+    Buffer.concat([u16(2), u32(4), u32(int), u32(value.length), value]);
+  const copy = (o: { flags?: number; extension?: Buffer; after?: Buffer; end?: boolean } = {}): Buffer =>
+    Buffer.concat([
+      SIGNATURE,
+      u32(o.flags ?? 0),
+      u32(o.extension?.length ?? 0),
+      o.extension ?? Buffer.alloc(0),
+      tuple(1, Buffer.from('ab')),
+      tuple(2, Buffer.from('cdef')),
+      o.end === false ? Buffer.alloc(0) : u16(0xffff),
+      o.after ?? Buffer.alloc(0),
+    ]);
+  /** The data one byte a chunk (every field split across chunks). */
+  async function* byteByByte(data: Buffer): AsyncGenerator<Buffer> {
+    for (let i = 0; i < data.length; i++) yield data.subarray(i, i + 1);
+  }
+  const read = async (data: Buffer): Promise<string[]> => {
+    const out: string[] = [];
+    for await (const t of intBytesTuples(byteByByte(data), Buffer.alloc(8))) out.push(`${t.int}:${t.bytes.toString()}`);
+    return out;
+  };
+
+  it('reads tuples split anywhere across chunks; ignores flag bits 0-15 and skips a header extension', async () => {
+    expect(await read(copy())).toEqual(['1:ab', '2:cdef']);
+    expect(await read(copy({ flags: 0xffff, extension: Buffer.from('ext') }))).toEqual(['1:ab', '2:cdef']);
+  });
+
+  it('refuses critical flags (bits 16-31), a huge header extension, data cut short and bytes after the end marker', async () => {
+    for (const [data, message] of [
+      [copy({ flags: 1 << 16 }), 'critical header flags'],
+      [copy({ flags: 1 << 31 }), 'critical header flags'],
+      [Buffer.concat([SIGNATURE, u32(0), u32(1 << 20)]), 'a header extension of 1048576 bytes'],
+      [copy({ end: false }), 'ended before its end marker'],
+      [copy({ after: Buffer.from('x') }), 'bytes after the end marker'],
+      [Buffer.from('not a copy at all, longer than a header'), 'not a binary COPY'],
+    ] as const) {
+      const error: unknown = await read(data).catch((e: unknown) => e);
+      expect(error, message).toBeInstanceOf(CopyFormatError);
+      expect(String(error), message).toContain(message);
+    }
+  });
 });
 
 async function drain(rows: AsyncIterable<unknown>): Promise<void> {

@@ -60,33 +60,8 @@ export async function* copyIntBytes(
 ): AsyncGenerator<{ int: number; bytes: Buffer }> {
   const stream = client.query(to(`COPY (${select}) TO STDOUT (FORMAT binary)`));
   const chunks = stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-  const reader = new ChunkReader(chunks);
-  const word = Buffer.allocUnsafe(SIGNATURE.length + 8);
-  const need = async (b: Buffer): Promise<Buffer> => {
-    if (!(await reader.fill(b))) throw new CopyFormatError('the COPY data ended before its end marker');
-    return b;
-  };
   try {
-    const head = await need(word);
-    if (!head.subarray(0, SIGNATURE.length).equals(SIGNATURE)) throw new CopyFormatError('not a binary COPY');
-    // Flag bits 0-16 (critical, and OIDs) are never set by a COPY of a SELECT.
-    if ((head.readUInt32BE(SIGNATURE.length) & 0x1ffff) !== 0) throw new CopyFormatError('unknown header flags');
-    const extension = head.readUInt32BE(SIGNATURE.length + 4);
-    if (extension > MAX_EXTENSION_BYTES) throw new CopyFormatError(`a header extension of ${extension} bytes`);
-    await need(Buffer.allocUnsafe(extension));
-    for (;;) {
-      const count = (await need(word.subarray(0, 2))).readInt16BE(0);
-      if (count === -1) break;
-      if (count !== 2) throw new CopyFormatError(`a tuple of ${count} fields, expected 2`);
-      const intLen = (await need(word.subarray(0, 4))).readInt32BE(0);
-      if (intLen !== 4) throw new CopyFormatError('the first field is not an int4');
-      const int = (await need(word.subarray(0, 4))).readInt32BE(0);
-      const len = (await need(word.subarray(0, 4))).readInt32BE(0);
-      if (len < 0 || len > into.length) throw new CopyFormatError(`a value of ${len} bytes (at most ${into.length})`);
-      yield { int, bytes: await need(into.subarray(0, len)) };
-    }
-    // The end marker is followed by the end of the stream.
-    if (await reader.fill(word.subarray(0, 1))) throw new CopyFormatError('bytes after the end marker');
+    yield* intBytesTuples(chunks, into);
   } finally {
     // Stopped early (the caller's error, or ours): the rest is read and dropped, so the connection stays usable.
     // (Not resume(): the iterator's 'readable' listener keeps the stream from flowing.)
@@ -96,4 +71,38 @@ export async function* copyIntBytes(
       // The COPY failed: pg has taken the connection back.
     }
   }
+}
+
+/** The (int4, bytea) tuples of the binary COPY data in `chunks` (copyIntBytes, which owns the stream). */
+export async function* intBytesTuples(
+  chunks: AsyncIterator<Buffer>,
+  into: Buffer,
+): AsyncGenerator<{ int: number; bytes: Buffer }> {
+  const reader = new ChunkReader(chunks);
+  const word = Buffer.allocUnsafe(SIGNATURE.length + 8);
+  const need = async (b: Buffer): Promise<Buffer> => {
+    if (!(await reader.fill(b))) throw new CopyFormatError('the COPY data ended before its end marker');
+    return b;
+  };
+  const head = await need(word);
+  if (!head.subarray(0, SIGNATURE.length).equals(SIGNATURE)) throw new CopyFormatError('not a binary COPY');
+  // Bits 16-31 are critical (16: OIDs, never in a COPY of a SELECT; the others unknown): refused.
+  // Bits 0-15 may be ignored.
+  if (head.readUInt32BE(SIGNATURE.length) >>> 16 !== 0) throw new CopyFormatError('critical header flags');
+  const extension = head.readUInt32BE(SIGNATURE.length + 4);
+  if (extension > MAX_EXTENSION_BYTES) throw new CopyFormatError(`a header extension of ${extension} bytes`);
+  await need(Buffer.allocUnsafe(extension));
+  for (;;) {
+    const count = (await need(word.subarray(0, 2))).readInt16BE(0);
+    if (count === -1) break;
+    if (count !== 2) throw new CopyFormatError(`a tuple of ${count} fields, expected 2`);
+    const intLen = (await need(word.subarray(0, 4))).readInt32BE(0);
+    if (intLen !== 4) throw new CopyFormatError('the first field is not an int4');
+    const int = (await need(word.subarray(0, 4))).readInt32BE(0);
+    const len = (await need(word.subarray(0, 4))).readInt32BE(0);
+    if (len < 0 || len > into.length) throw new CopyFormatError(`a value of ${len} bytes (at most ${into.length})`);
+    yield { int, bytes: await need(into.subarray(0, len)) };
+  }
+  // The end marker is followed by the end of the stream.
+  if (await reader.fill(word.subarray(0, 1))) throw new CopyFormatError('bytes after the end marker');
 }

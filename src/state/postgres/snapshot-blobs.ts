@@ -58,11 +58,7 @@ export interface StoredFile {
 
 export type StoredFiles = Map<string, StoredFile>;
 
-const blocksMeta = z.object({
-  size: z.coerce.number(),
-  sha256: z.instanceof(Buffer),
-  len: z.number().int(),
-});
+const SHA256_BYTES = 32;
 const fileRow = z.object({
   name: z.string().regex(COMMITTED_FILE),
   size: z.coerce.number().int().nonnegative(),
@@ -99,9 +95,11 @@ export async function readCommittedFiles(client: pg.ClientBase, target: string, 
 }
 
 /**
- * The block digests the commit that stored the file computed (schema 3), when their seal is that
- * of the file as the database holds it (`size`, and its SHA-256); undefined otherwise (none, or a
- * damaged value): the file is then stored whole, which needs none.
+ * The block digests the commit that stored the file computed (schema 3), when the row holds them
+ * for a file of `size` bytes and their seal is that of the file as the row holds it (its SHA-256);
+ * undefined otherwise (none, a damaged value, digests of another version): the file is then
+ * stored whole, which needs none. One statement, so the value and the row it is checked against
+ * are read together.
  */
 async function readBlocks(
   client: pg.ClientBase,
@@ -109,27 +107,22 @@ async function readBlocks(
   name: string,
   size: number,
 ): Promise<Buffer | undefined> {
-  const r = await client.query(
-    'SELECT size, sha256, length(blocks) AS len FROM audience_kit_snapshot_files WHERE target = $1 AND name = $2',
-    [target, name],
-  );
-  const meta = blocksMeta.safeParse(r.rows[0]);
-  if (!meta.success || meta.data.size !== size || meta.data.len !== sealedBlocksBytes(size)) return undefined;
-  const into = Buffer.allocUnsafe(meta.data.len);
-  let stored: Buffer | undefined;
+  const sealed = sealedBlocksBytes(size);
+  const into = Buffer.allocUnsafe(SHA256_BYTES + sealed);
+  let row: Buffer | undefined;
   try {
     for await (const { bytes } of copyIntBytes(
       client,
-      `SELECT 0::int4, blocks FROM audience_kit_snapshot_files WHERE target = ${client.escapeLiteral(target)} AND name = ${client.escapeLiteral(name)}`,
+      `SELECT 0::int4, sha256 || blocks FROM audience_kit_snapshot_files WHERE target = ${client.escapeLiteral(target)} AND name = ${client.escapeLiteral(name)} AND size = ${size} AND length(sha256) = ${SHA256_BYTES} AND length(blocks) = ${sealed}`,
       into,
     ))
-      stored = bytes;
+      row = bytes;
   } catch (error) {
-    if (error instanceof CopyFormatError)
-      throw corrupt(`the block digests of the snapshot's file ${name} could not be read: ${error.message}`);
+    // Digests choose only what a commit stores: a value that cannot be read is not used.
+    if (error instanceof CopyFormatError) return undefined;
     throw error;
   }
-  return stored && unsealBlocks(stored, meta.data.sha256, size);
+  return row && unsealBlocks(row.subarray(SHA256_BYTES), row.subarray(0, SHA256_BYTES), size);
 }
 
 /** Apply the file's patch rows in order to a new file at `path`; what they held, and how far they reached. */
