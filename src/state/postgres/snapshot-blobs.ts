@@ -8,6 +8,7 @@ import { closeSync, existsSync, ftruncateSync, openSync, readdirSync, statSync }
 import { join } from 'node:path';
 import type pg from 'pg';
 import { z } from 'zod';
+import { collectYoung } from '../../util/collect.js';
 import { corrupt } from '../snapshot-format.js';
 import { writeAt } from '../snapshot-index.js';
 import { copyIntBytes, CopyFormatError } from './copy-out.js';
@@ -24,6 +25,15 @@ import {
   unsealBlocks,
   unpackRow,
 } from './file-delta.js';
+
+/**
+ * A young-generation collection every this many rows read (4 MiB): the COPY stream's buffers are
+ * garbage as soon as their row is written, and V8 let 30 MB and more of them wait, memory the
+ * process then kept through the sync. A 2.2 GB copy out of the database, from 70 MB resident:
+ * 108-110 MB peak without, 81-83 MB with this, in the same 3.3-4.8 s; 93-96 MB with a full
+ * collection every 16 rows instead, which added 1 to 1.5 s (11 ms each).
+ */
+const COLLECT_EVERY_ROWS = 4;
 
 /** Write-ahead rows read per query when a killed sync's records are replayed. */
 const WAL_PAGE = 16;
@@ -150,6 +160,7 @@ async function applyRows(
         end = Math.max(end, offset + bytes.length);
       }
       nextSeq = seq + 1;
+      if (nextSeq % COLLECT_EVERY_ROWS === 0) collectYoung();
     }
     ftruncateSync(fd, file.size);
   } catch (error) {
