@@ -399,7 +399,7 @@ describe('PostgreSQL store: what a commit writes', () => {
 describe('PostgreSQL store: reading rows by binary COPY', () => {
   const select = (rows: string): string => `SELECT n::int4, decode(v, 'hex') FROM (VALUES ${rows}) AS t(n, v)`;
 
-  it('reads each (int4, bytea) tuple into the one buffer, refuses a NULL or a value longer than it, and leaves the connection usable', async () =>
+  it('reads each (int4, bytea) tuple into the one buffer, and refuses a NULL, a value longer than it or a tuple of other fields', async () =>
     withClient(await postgresStateUrl(), async (c) => {
       const into = Buffer.alloc(4);
       const got: string[] = [];
