@@ -41,8 +41,9 @@ export async function upload(o: ResolvedUploadOptions): Promise<UploadReport> {
   const handle = packer.group(o.group);
   const ledger = new Ledger(o.journal, o.onConfirmed);
   const source = hashedUsers(o);
-  const ownSummary = source.summary === undefined ? createHashSummary() : undefined;
-  const summary = source.summary ?? ownSummary ?? createHashSummary();
+  const summary = source.summary ?? createHashSummary();
+  // The run counts into its own summary when the source keeps none.
+  const ownSummary = source.summary === undefined ? summary : undefined;
   // Throws from the stream, so an input over the limits stops before its last batch is packed.
   const users = guardInput(source, () => summary, o.guard);
   const books = runBooks(o, startedMs, summary, packer, ledger);
