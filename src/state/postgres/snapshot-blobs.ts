@@ -191,7 +191,7 @@ export async function writeCommittedFiles(
   target: string,
   dir: string,
   stored: StoredFiles,
-  written: ReadonlySet<string>,
+  wroteAhead: boolean,
 ): Promise<StoredFiles> {
   const names = committedFiles(dir);
   for (const name of stored.keys())
@@ -203,9 +203,10 @@ export async function writeCommittedFiles(
     const path = join(dir, name);
     const stamp = stampOf(path);
     // A stamp (size, mtime) can miss a rewrite of the same size within one tick of a coarse clock:
-    // a file the write-ahead records wrote to is compared block by block, whatever its stamp, and
-    // so is a data file once anything was written (a commit scrubs removed users' frames in place).
-    const rewritten = written.has(name) || (written.size > 0 && IN_PLACE_FILE.test(name));
+    // once write-ahead records were written (queued or replayed), a data file is compared block by
+    // block whatever its stamp (the records append to it, and a commit scrubs removed users'
+    // frames in place). The other committed files are never written through the records.
+    const rewritten = wroteAhead && IN_PLACE_FILE.test(name);
     const same = prev?.stamp === stamp.stamp && !rewritten;
     out.set(name, same ? prev : await writeFile(client, target, path, name, stamp, prev));
   }
@@ -275,9 +276,8 @@ export async function replayWriteAhead(
   target: string,
   version: string,
   dir: string,
-): Promise<{ last: number; files: Set<string> }> {
+): Promise<number> {
   let last = 0;
-  const files = new Set<string>();
   for (;;) {
     const page = await client.query(
       'SELECT seq, file, "offset", data FROM audience_kit_snapshot_wal WHERE target = $1 AND version = $2 AND seq > $3 ORDER BY seq LIMIT $4',
@@ -296,8 +296,7 @@ export async function replayWriteAhead(
         closeSync(fd);
       }
       last = row.seq;
-      files.add(row.file);
     }
-    if (page.rows.length < WAL_PAGE) return { last, files };
+    if (page.rows.length < WAL_PAGE) return last;
   }
 }

@@ -100,8 +100,6 @@ export class PostgresTargetSession implements TargetSession {
     /** The committed files as the database holds them (what a commit compares with). */
     private stored: StoredFiles,
     private nextSeq: number,
-    /** Files written since the last commit by write-ahead records (replayed or queued): never skipped by their stamp. */
-    private readonly written: Set<string>,
   ) {
     this.writeAhead = { wrote: (file, offset, bytes) => this.queue(file, offset, bytes) };
   }
@@ -122,7 +120,7 @@ export class PostgresTargetSession implements TargetSession {
       removeDeadCopies();
       dir = mkdtempSync(join(tmpdir(), `${COPY_PREFIX}${process.pid}-`));
       const { version, stored, replayed } = await materialize(client, name, dir);
-      return new PostgresTargetSession(dir, client, name, where, version, stored, replayed.last + 1, replayed.files);
+      return new PostgresTargetSession(dir, client, name, where, version, stored, replayed + 1);
     } catch (error) {
       if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
       await client.end().catch(() => undefined);
@@ -132,7 +130,6 @@ export class PostgresTargetSession implements TargetSession {
 
   private queue(file: string, offset: number, bytes: Buffer): void {
     const seq = this.nextSeq++;
-    this.written.add(file);
     const data = Buffer.from(bytes);
     this.chain = this.chain.then(async () => {
       if (this.failure !== undefined) return;
@@ -167,7 +164,8 @@ export class PostgresTargetSession implements TargetSession {
         [this.name, this.version],
       );
       if (r.rowCount !== 1) throw fenced(this.where);
-      stored = await writeCommittedFiles(this.client, this.name, this.dir, this.stored, this.written);
+      // nextSeq > 1: write-ahead records were queued or replayed since the last commit.
+      stored = await writeCommittedFiles(this.client, this.name, this.dir, this.stored, this.nextSeq > 1);
       await this.client.query('DELETE FROM audience_kit_snapshot_wal WHERE target = $1', [this.name]);
       await this.client.query('COMMIT');
       this.version = (r.rows[0] as { version: string }).version;
@@ -177,7 +175,6 @@ export class PostgresTargetSession implements TargetSession {
     }
     this.stored = stored;
     this.nextSeq = 1;
-    this.written.clear();
     this.failure = undefined;
   }
 
@@ -199,7 +196,7 @@ async function materialize(
   client: pg.Client,
   name: string,
   dir: string,
-): Promise<{ version: string; stored: StoredFiles; replayed: { last: number; files: Set<string> } }> {
+): Promise<{ version: string; stored: StoredFiles; replayed: number }> {
   await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
   try {
     const v = await client.query<{ version: string }>(
