@@ -6,6 +6,7 @@ import { rejectCounts } from '../hashing/reject-guard.js';
 import type { AdsClient, ClientStats } from '../api/index.js';
 import { AudienceKitError } from '../errors.js';
 import type { HashSummary } from '../hashing/summary.js';
+import type { AuditCounts } from '../state/audit.js';
 import type { Ledger } from './ledger.js';
 import type { BatchPacker } from './plan.js';
 import type { Target } from './target.js';
@@ -140,9 +141,7 @@ export function buildReport(b: RunBooks, status: UploadStatus, endedMs: number):
     operation: b.operation,
     dry_run: b.dryRun,
     resumed: b.resumed,
-    rows: summary.rows,
-    rows_without_identifier: summary.emptyRows,
-    malformed_rows: summary.malformed.count,
+    ...inputCounts(summary),
     users: packer.stats.users,
     users_confirmed: r.usersConfirmed + r.usersSkipped,
     users_confirmed_earlier: r.usersSkipped,
@@ -150,9 +149,6 @@ export function buildReport(b: RunBooks, status: UploadStatus, endedMs: number):
     duplicates: packer.stats.duplicates,
     oversized_users: packer.stats.oversized,
     oversized_lines: [...packer.stats.oversizedLines],
-    identifiers: summary.types,
-    invalid_by_reason: summary.rejects,
-    reject_rate: rejectRate(summary),
     batches: packer.stats.batches,
     batches_confirmed: r.confirmed,
     batches_skipped: r.skipped,
@@ -175,6 +171,71 @@ export function buildReport(b: RunBooks, status: UploadStatus, endedMs: number):
   };
   if (r.fatal !== undefined) report.error = asKitError(r.fatal);
   return report;
+}
+
+/** What the input held, as every report (upload's and sync's) says it: one reading of the summary. */
+export type InputCounts = Pick<
+  UploadReport,
+  'rows' | 'rows_without_identifier' | 'malformed_rows' | 'identifiers' | 'invalid_by_reason' | 'reject_rate'
+>;
+
+export function inputCounts(summary: HashSummary): InputCounts {
+  return {
+    rows: summary.rows,
+    rows_without_identifier: summary.emptyRows,
+    malformed_rows: summary.malformed.count,
+    identifiers: summary.types,
+    invalid_by_reason: summary.rejects,
+    reject_rate: rejectRate(summary),
+  };
+}
+
+/** The sends' counts that the audit record adds up (an upload has one send, a sync two). */
+const SEND_COUNTS = {
+  users_sent: (r) => r.users,
+  oversized_users: (r) => r.oversized_users,
+  requests: (r) => r.requests,
+  batches_confirmed: (r) => r.batches_confirmed + r.batches_skipped,
+  batches_failed: (r) => r.batches_failed,
+  bytes: (r) => r.bytes,
+  retries: (r) => r.retries,
+  mismatches: (r) => r.mismatches,
+  rate_limit_waits: (r) => r.rate_limit_waits,
+  success_count: (r) => r.success_count,
+  total_count: (r) => r.total_count,
+  unrecorded_batches: (r) => r.unrecorded_batches.length,
+} satisfies Partial<Record<keyof AuditCounts, (r: UploadReport) => number>>;
+
+/**
+ * A run's counts for the audit log, the one computation for `upload` and `sync`: the input's
+ * (zeros when the run stopped before reading it) and the sends' added up (an upload's one
+ * report, a sync's Delete and Update; a send not made counts zeros).
+ */
+export function auditCounts(
+  input: (InputCounts & { duplicates: number }) | undefined,
+  sends: readonly (UploadReport | undefined)[],
+): AuditCounts {
+  const sum = (k: keyof typeof SEND_COUNTS): number =>
+    sends.reduce((n, r) => n + (r === undefined ? 0 : SEND_COUNTS[k](r)), 0);
+  return {
+    rows: input?.rows ?? 0,
+    users_sent: sum('users_sent'),
+    duplicates: input?.duplicates ?? 0,
+    rows_without_identifier: input?.rows_without_identifier ?? 0,
+    invalid_values: Object.values(input?.invalid_by_reason ?? {}).reduce((n, r) => n + (r?.count ?? 0), 0),
+    digests_passed_through: Object.values(input?.identifiers ?? {}).reduce((n, t) => n + (t?.digests ?? 0), 0),
+    oversized_users: sum('oversized_users'),
+    requests: sum('requests'),
+    batches_confirmed: sum('batches_confirmed'),
+    batches_failed: sum('batches_failed'),
+    bytes: sum('bytes'),
+    retries: sum('retries'),
+    mismatches: sum('mismatches'),
+    rate_limit_waits: sum('rate_limit_waits'),
+    success_count: sum('success_count'),
+    total_count: sum('total_count'),
+    unrecorded_batches: sum('unrecorded_batches'),
+  };
 }
 
 export function targetRef(target: Target): UploadReport['target'] {

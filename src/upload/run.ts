@@ -13,20 +13,14 @@ import { z } from 'zod';
 import { fileSha256 } from '../util/sha256.js';
 import type { ColumnMapping } from '../identifiers/mapping.js';
 import { DEFAULT_PHONE_FORMAT, type NormalizeOptions } from '../identifiers/normalize.js';
-import {
-  newRunId,
-  type AuditCounts,
-  type AuditRunEnd,
-  type AuditRunOptions,
-  type AuditRunStart,
-} from '../state/audit.js';
+import { newRunId, type AuditRunEnd, type AuditRunOptions, type AuditRunStart } from '../state/audit.js';
 import { unfinishedRunError, type JournalKey, type JournalSummary } from '../state/journal.js';
 import type { AuditLog, StateStore, UploadJournal } from '../state/store.js';
 import { VERSION } from '../version.js';
 import { isAborted } from '../util/clock.js';
 import { orIssue, parseOptions, UPLOAD_FIELDS, uploadSchema, uploadSettingsSchema } from './options.js';
 import type { BatchGroup, BatchLimits } from './plan.js';
-import { targetRef } from './report.js';
+import { auditCounts, targetRef } from './report.js';
 import type { Target } from './target.js';
 import type { UploadAudienceOptions, UploadReport, UploadUsers } from './types.js';
 import { upload } from './upload.js';
@@ -345,34 +339,11 @@ function endRecord(
     duration_ms: report?.duration_ms ?? now.getTime() - startedAt.getTime(),
     outcome: report === undefined ? 'failed' : report.status,
     input: { name: input?.name ?? 'users', rows: report?.rows ?? 0, sha256: input?.sha256 ?? null },
-    counts: auditCounts(report),
+    counts: auditCounts(report, [report]),
     ...(error === undefined ? {} : { error }),
   };
 }
 
 function errorCode(error: unknown): string {
   return error instanceof AudienceKitError ? (error.code as string) : 'internal';
-}
-
-/** The report's counts for the audit log (zeros when the run stopped before producing a report). */
-export function auditCounts(c: UploadReport | undefined): AuditCounts {
-  return {
-    rows: c?.rows ?? 0,
-    users_sent: c?.users ?? 0,
-    duplicates: c?.duplicates ?? 0,
-    rows_without_identifier: c?.rows_without_identifier ?? 0,
-    invalid_values: Object.values(c?.invalid_by_reason ?? {}).reduce((n, r) => n + (r?.count ?? 0), 0),
-    digests_passed_through: Object.values(c?.identifiers ?? {}).reduce((n, t) => n + (t?.digests ?? 0), 0),
-    oversized_users: c?.oversized_users ?? 0,
-    requests: c?.requests ?? 0,
-    batches_confirmed: (c?.batches_confirmed ?? 0) + (c?.batches_skipped ?? 0),
-    batches_failed: c?.batches_failed ?? 0,
-    bytes: c?.bytes ?? 0,
-    retries: c?.retries ?? 0,
-    mismatches: c?.mismatches ?? 0,
-    rate_limit_waits: c?.rate_limit_waits ?? 0,
-    success_count: c?.success_count ?? 0,
-    total_count: c?.total_count ?? 0,
-    unrecorded_batches: c?.unrecorded_batches.length ?? 0,
-  };
 }

@@ -4,11 +4,11 @@
  */
 import { AudienceKitError, BatchesFailedError } from '../errors.js';
 import type { HashSummary } from '../hashing/summary.js';
-import type { AuditCounts, AuditRunEnd } from '../state/audit.js';
+import type { AuditRunEnd } from '../state/audit.js';
 import { stateFailure } from '../state/fs.js';
 import type { Snapshot } from '../state/snapshot.js';
-import { asKitError, rejectRate, targetRef } from './report.js';
-import { auditCounts, type RunInput } from './run.js';
+import { asKitError, auditCounts, inputCounts, targetRef } from './report.js';
+import type { RunInput } from './run.js';
 import type { SyncPlanCounts } from './sync-plan.js';
 import type { Target } from './target.js';
 import type { FailedBatchReport, OperationErrorReport, UploadReport, UploadStatus } from './types.js';
@@ -62,6 +62,8 @@ export interface SyncReport {
   /** Distinct users of the input. */
   users: number;
   duplicates: number;
+  /** Users too large for one request: not sent (upload's `oversized_users`). */
+  oversized_users: number;
   identifiers: UploadReport['identifiers'];
   invalid_by_reason: UploadReport['invalid_by_reason'];
   reject_rate: number;
@@ -161,14 +163,10 @@ export function buildSyncReport(p: SyncReportParts): SyncReport {
     first_sync: plan.firstSync,
     full: p.full,
     refresh_after_days: p.refreshAfterDays,
-    rows: summary.rows,
-    rows_without_identifier: summary.emptyRows,
-    malformed_rows: summary.malformed.count,
+    ...inputCounts(summary),
     users: counts.users,
     duplicates: counts.duplicates,
-    identifiers: summary.types,
-    invalid_by_reason: summary.rejects,
-    reject_rate: rejectRate(summary),
+    oversized_users: sent.updates?.oversized_users ?? 0,
     adds: counts.adds,
     removes: counts.removes,
     refreshes: counts.refreshes,
@@ -217,21 +215,6 @@ function batchesFailed(r: SyncReport): AudienceKitError | undefined {
   );
 }
 
-/** The two operations' audit counts added up, with the input's counts from the plan. */
-function syncCounts(plan: SyncPlanned, sent: SyncSent | undefined): AuditCounts {
-  const d = auditCounts(sent?.deletes);
-  const u = auditCounts(sent?.updates);
-  const sum = Object.fromEntries(
-    Object.keys(d).map((k) => [k, (d[k as keyof AuditCounts] ?? 0) + (u[k as keyof AuditCounts] ?? 0)]),
-  ) as unknown as AuditCounts;
-  return {
-    ...sum,
-    rows: plan.summary.rows,
-    duplicates: plan.counts.duplicates,
-    rows_without_identifier: plan.summary.emptyRows,
-  };
-}
-
 export interface SyncAuditEnd {
   plan: SyncPlanned;
   input: RunInput | undefined;
@@ -253,7 +236,10 @@ export function syncAuditEnd(a: SyncAuditEnd): AuditRunEnd {
     duration_ms: report?.duration_ms ?? now.getTime() - plan.startedMs,
     outcome: report === undefined || report.status === 'refused' ? 'failed' : report.status,
     input: { name: a.input?.name ?? 'users', rows: plan.summary.rows, sha256: a.input?.sha256 ?? null },
-    counts: syncCounts(plan, a.sent),
+    counts: auditCounts({ ...inputCounts(plan.summary), duplicates: plan.counts.duplicates }, [
+      a.sent?.deletes,
+      a.sent?.updates,
+    ]),
     sync: {
       adds: plan.counts.adds,
       removes: plan.counts.removes,

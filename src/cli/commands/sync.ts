@@ -313,6 +313,7 @@ function printTable(
     ],
     ['duration', `${(report.duration_ms / 1000).toFixed(1)} s`],
   ];
+  if (report.oversized_users > 0) fields.push(['users too large to send', report.oversized_users]);
   if (sandbox !== undefined) fields.push([sandbox.label, sandbox.size]);
   writeLine(ctx.stdout, renderFields(fields));
   writeLine(ctx.stdout);
