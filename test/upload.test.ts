@@ -270,6 +270,27 @@ describe('uploadAudience', () => {
     expect(sandbox.state.audienceSize(audienceId)).toBe(600);
   });
 
+  it('counts every HTTP attempt in requests and bytes: the client retries (503, 500, 429, drop) and the mismatch re-sends', async () => {
+    const { sandbox, client, audienceId } = await setup({ faults: '503=0@1,500@2,429@3,drop@5,mismatch@7+8' }, 4);
+    const report = await uploadAudience({
+      client,
+      accountId: sandbox.accounts.primary,
+      target: { customAudienceId: audienceId },
+      users: users(600),
+      limits: SMALL,
+      concurrency: 1,
+      clock: instantClock,
+    });
+    const sent = userBatchRequests(sandbox) as { bytes?: number }[];
+    expect(report.status).toBe('completed');
+    expect(report.requests).toBe(sent.length);
+    expect(report.requests).toBe(report.batches + 6);
+    expect(report.retries).toBe(6);
+    expect(report.mismatches).toBe(2);
+    expect(report.bytes).toBe(sent.reduce((n, r) => n + (r.bytes ?? 0), 0));
+    expect(sandbox.state.audienceSize(audienceId)).toBe(600);
+  });
+
   it('reports a batch that never verifies as failed after maxRetries re-sends, the rest confirmed', async () => {
     const { sandbox, client, audienceId } = await setup({ faults: 'mismatch@1+2+3' });
     const report = await uploadAudience({

@@ -128,6 +128,8 @@ export interface ApiRequest<T> {
    */
   idempotent?: boolean;
   signal?: AbortSignal;
+  /** Called as each attempt goes out (the first and every retry): a caller's own count of its requests. */
+  onAttempt?: () => void;
 }
 
 export interface ApiResponse<T> {
@@ -472,6 +474,7 @@ export class AdsClient {
       const release = await this.throttle(rules, family, path, req.signal);
       const started = performance.now();
       this.counters.requests++;
+      req.onAttempt?.();
       let status: number;
       let headers: Dispatcher.ResponseData['headers'];
       let text: string;

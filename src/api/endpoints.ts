@@ -95,7 +95,7 @@ async function deleteOnce<T extends { deleted?: boolean | undefined }>(
 
 export async function postCustomAudienceUsers(
   c: AdsClient,
-  p: { accountId: string; customAudienceId: string; signal?: AbortSignal } & UserBatchBody,
+  p: { accountId: string; customAudienceId: string; signal?: AbortSignal; onAttempt?: () => void } & UserBatchBody,
 ): Promise<UserBatchResult> {
   const res = await c.request({
     method: 'POST',
@@ -103,13 +103,14 @@ export async function postCustomAudienceUsers(
     json: batchBody(p),
     schema: dataEnvelope(userBatchResultSchema),
     ...(p.signal === undefined ? {} : { signal: p.signal }),
+    ...(p.onAttempt === undefined ? {} : { onAttempt: p.onAttempt }),
   });
   return res.body.data;
 }
 
 export async function postDoNotReachListUsers(
   c: AdsClient,
-  p: { accountId: string; doNotReachListId: string; signal?: AbortSignal } & UserBatchBody,
+  p: { accountId: string; doNotReachListId: string; signal?: AbortSignal; onAttempt?: () => void } & UserBatchBody,
 ): Promise<UserBatchResult[]> {
   const res = await c.request({
     method: 'POST',
@@ -117,6 +118,7 @@ export async function postDoNotReachListUsers(
     json: batchBody(p),
     schema: dataEnvelope(z.array(userBatchResultSchema)),
     ...(p.signal === undefined ? {} : { signal: p.signal }),
+    ...(p.onAttempt === undefined ? {} : { onAttempt: p.onAttempt }),
   });
   return res.body.data;
 }

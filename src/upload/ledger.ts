@@ -12,7 +12,7 @@ import type { ConfirmedBatchInfo, FailedBatchReport, OperationErrorReport } from
 const OPERATION_ERRORS_KEPT = 100;
 
 export class Ledger {
-  readonly tally: SendTally = { requests: 0, bytes: 0, mismatches: 0, resends: 0 };
+  readonly tally: SendTally = { requests: 0, bytes: 0, mismatches: 0, resends: 0, clientRetries: 0 };
   confirmed = 0;
   usersConfirmed = 0;
   skipped = 0;

@@ -79,13 +79,12 @@ export function progressReporter(
   };
 }
 
-/** The client's waits and retries during this run (a client may serve several runs). */
-function clientDelta(b: RunBooks): { retries: number; rateLimitWaits: number; waitedMs: number } {
+/** The client's waits during this run (a client may serve several runs). */
+function clientDelta(b: RunBooks): { rateLimitWaits: number; waitedMs: number } {
   const now = b.client?.stats();
   const start = b.clientStart;
-  if (now === undefined || start === undefined) return { retries: 0, rateLimitWaits: 0, waitedMs: 0 };
+  if (now === undefined || start === undefined) return { rateLimitWaits: 0, waitedMs: 0 };
   return {
-    retries: now.retries - start.retries,
     rateLimitWaits: now.rateLimitWaits - start.rateLimitWaits,
     waitedMs: now.waitedMs - start.waitedMs,
   };
@@ -117,7 +116,7 @@ export function progressOf(
     batchesFailed: r.failed.length,
     usersConfirmed: r.usersConfirmed + r.usersSkipped,
     bytesSent: r.tally.bytes,
-    retries: client.retries + r.tally.resends,
+    retries: r.tally.clientRetries + r.tally.resends,
     mismatches: r.tally.mismatches,
     rateLimitWaits: client.rateLimitWaits,
     waitedMs: client.waitedMs,
@@ -156,7 +155,7 @@ export function buildReport(b: RunBooks, status: UploadStatus, endedMs: number):
     failed_batches: r.failed,
     requests: r.tally.requests,
     bytes: b.dryRun ? packer.stats.bytes : r.tally.bytes,
-    retries: client.retries + r.tally.resends,
+    retries: r.tally.clientRetries + r.tally.resends,
     mismatches: r.tally.mismatches,
     rate_limit_waits: client.rateLimitWaits,
     waited_ms: Math.round(client.waitedMs),

@@ -5,7 +5,7 @@
  * Retries have one owner each: the client retries failed requests (transport errors, 408/423/
  * 429/5xx) within its `maxAttempts`; this module re-sends only when a 2xx answer's counts do
  * not match, which the client cannot see. So a batch that always gets a 500 costs exactly
- * `maxAttempts` requests.
+ * `maxAttempts` requests. Every attempt of either kind is counted (`SendTally`) as it goes out.
  */
 import type { AdsClient, UserBatchResult } from '../api/index.js';
 import { AuthError, BatchVerificationError, ConfigError } from '../errors.js';
@@ -39,11 +39,15 @@ export interface SenderOptions {
 
 /** What the sender adds to the run's counts. */
 export interface SendTally {
+  /** HTTP attempts: every request the batches made (the client's retries and the re-sends included). */
   requests: number;
+  /** Body bytes of every attempt. */
   bytes: number;
   mismatches: number;
   /** Re-sends after a count mismatch. */
   resends: number;
+  /** Attempts the client made again after a failed one (5xx, 429, reset, timeout). */
+  clientRetries: number;
 }
 
 export type SendOutcome =
@@ -67,11 +71,9 @@ export async function sendBatch(
   for (let attempt = 0; ; attempt++) {
     if (shouldStop()) return { kind: 'stopped' };
     if (attempt > 0) tally.resends++;
-    tally.requests++;
-    tally.bytes += batch.bytes;
     let result: UserBatchResult | UserBatchResult[];
     try {
-      result = await post(o, batch.body);
+      result = await post(o, batch, tally);
     } catch (error) {
       return isFatal(error) ? { kind: 'fatal', error } : { kind: 'failed', error };
     }
@@ -90,8 +92,14 @@ export async function sendBatch(
   }
 }
 
-function post(o: SenderOptions, body: Buffer): Promise<UserBatchResult | UserBatchResult[]> {
-  return o.target.postUsers(o.client, o.accountId, body);
+/** One post of the batch: each of its HTTP attempts counted as it goes out. */
+function post(o: SenderOptions, batch: SendableBatch, tally: SendTally): Promise<UserBatchResult | UserBatchResult[]> {
+  let attempts = 0;
+  return o.target.postUsers(o.client, o.accountId, batch.body, () => {
+    if (attempts++ > 0) tally.clientRetries++;
+    tally.requests++;
+    tally.bytes += batch.bytes;
+  });
 }
 
 /** Errors after which sending more is pointless: credentials, permission, configuration. */

@@ -50,8 +50,16 @@ export interface Target {
   readonly takesEffectiveAt: boolean;
   /** The first expiry the platform refuses (undefined: no upper bound). */
   maxExpiry(now: Date): Date | undefined;
-  /** One user batch to the kind's endpoint; the response's shape is checked there (one count, or one per operation). */
-  postUsers(client: AdsClient, accountId: string, body: Buffer): Promise<UserBatchResult | UserBatchResult[]>;
+  /**
+   * One user batch to the kind's endpoint; the response's shape is checked there (one count, or
+   * one per operation). `onAttempt` is called as each HTTP attempt goes out (the client's retries too).
+   */
+  postUsers(
+    client: AdsClient,
+    accountId: string,
+    body: Buffer,
+    onAttempt?: () => void,
+  ): Promise<UserBatchResult | UserBatchResult[]>;
 }
 
 const CUSTOM_AUDIENCE = {
@@ -82,15 +90,26 @@ export function describeTarget(target: UploadTarget): Target {
     return {
       ...DO_NOT_REACH_LIST,
       id,
-      postUsers: (client, accountId, body) =>
-        postDoNotReachListUsers(client, { accountId, doNotReachListId: id, body }),
+      postUsers: (client, accountId, body, onAttempt) =>
+        postDoNotReachListUsers(client, {
+          accountId,
+          doNotReachListId: id,
+          body,
+          ...(onAttempt === undefined ? {} : { onAttempt }),
+        }),
     };
   }
   const id = target.customAudienceId;
   return {
     ...CUSTOM_AUDIENCE,
     id,
-    postUsers: (client, accountId, body) => postCustomAudienceUsers(client, { accountId, customAudienceId: id, body }),
+    postUsers: (client, accountId, body, onAttempt) =>
+      postCustomAudienceUsers(client, {
+        accountId,
+        customAudienceId: id,
+        body,
+        ...(onAttempt === undefined ? {} : { onAttempt }),
+      }),
   };
 }
 

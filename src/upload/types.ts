@@ -120,10 +120,14 @@ export interface UploadReport {
   batches_skipped: number;
   batches_failed: number;
   failed_batches: FailedBatchReport[];
-  /** Batch requests made by the uploader (count-mismatch re-sends included; the client's own retries are in `retries`). */
+  /**
+   * HTTP requests the batches made: every attempt, the client's own retries and the re-sends
+   * after a count mismatch included (each batch's first attempt plus `retries`).
+   */
   requests: number;
+  /** Body bytes of those requests (each attempt's), or on a dry run of the batches planned. */
   bytes: number;
-  /** The client's retries plus the uploader's re-sends after a count mismatch. */
+  /** The client's retries (5xx, 429, reset, timeout) plus the uploader's re-sends after a count mismatch. */
   retries: number;
   mismatches: number;
   rate_limit_waits: number;
