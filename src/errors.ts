@@ -71,8 +71,10 @@ export const ERROR_CODES = [
   'state_unfinished',
   'state_move_mismatch',
   'state_source_empty',
-  // ConfigError from a PostgreSQL state store: its schema was written by a newer version.
+  // ConfigError from a PostgreSQL state store: its schema was written by a newer version, or its
+  // URL names no database (the server's default one is never used).
   'state_schema_newer',
+  'state_database_unnamed',
   // InputError: the input cannot be read as a whole.
   'input_bad_header',
   'input_header_too_large',
@@ -130,6 +132,25 @@ export const ERROR_CODES = [
   'state_connection_lost',
   'state_schema_denied',
   'state_fenced',
+  // EnvironmentError from a PostgreSQL state store, each a named cause with its own fix
+  // (src/state/postgres/errors.ts): connecting and logging in, then a statement refused.
+  'state_host_unknown',
+  'state_database_missing',
+  'state_role_missing',
+  'state_access_refused',
+  'state_password_refused',
+  'state_tls_required',
+  'state_tls_refused',
+  'state_tls_untrusted',
+  'state_permission_denied',
+  'state_schema_missing',
+  'state_read_only',
+  'state_statement_timeout',
+  'state_lock_timeout',
+  'state_table_missing',
+  'state_duplicate_key',
+  'state_database_full',
+  'state_query_failed',
   // AudienceKitError itself: something unexpected stopped an upload (its report carries it).
   'internal',
 ] as const;

@@ -123,7 +123,7 @@ export { FileAuditLog } from './state/audit-file.js';
 export { openStateStore, parseStateUrl, type StateSpec } from './state/open-store.js';
 export { moveState, type StateMoveReport } from './state/move.js';
 export type { AuditLog, StateStore } from './state/store.js';
-export { schemaSql, SCHEMA_VERSION } from './state/postgres/schema.js';
+export { grantsSql, schemaSql, SCHEMA_VERSION } from './state/postgres/schema.js';
 export {
   asKitError,
   DEFAULT_BATCH_LIMITS,

@@ -10,10 +10,23 @@ const POSTGRES_URL = /^postgres(?:ql)?:\/\/[^\s]*$/i;
 
 /** `value` as a PostgreSQL state URL; `source` names the flag, variable or option in the error (the value is never quoted: it may hold a password). */
 export function parseStateUrl(value: string, source: string): StateSpec {
-  if (POSTGRES_URL.test(value) && URL.canParse(value)) return { kind: 'postgres', url: value };
-  throw new ConfigError('invalid_option', `${source} must be a PostgreSQL URL (postgres://user@host:5432/database)`, {
-    fix: `pass a postgres:// or postgresql:// URL (a state directory is given with --state-dir / stateDir)`,
-  });
+  if (!POSTGRES_URL.test(value) || !URL.canParse(value)) {
+    throw new ConfigError('invalid_option', `${source} must be a PostgreSQL URL (postgres://user@host:5432/database)`, {
+      fix: `pass a postgres:// or postgresql:// URL (a state directory is given with --state-dir / stateDir)`,
+    });
+  }
+  const url = new URL(value);
+  // Without one, the driver would connect to the server's default database and create the tables there.
+  if (url.pathname.replace(/^\//, '') === '' && (url.searchParams.get('database') ?? '') === '') {
+    throw new ConfigError(
+      'state_database_unnamed',
+      `${source} names no database: audience-kit keeps its state only in a database the URL names, never in the server's default one`,
+      {
+        fix: `add the database's name after the host and port (postgres://user@${url.host || 'host:5432'}/DATABASE); create it first if needed (CREATE DATABASE name)`,
+      },
+    );
+  }
+  return { kind: 'postgres', url: value };
 }
 
 export async function openStateStore(spec: StateSpec): Promise<StateStore> {

@@ -5,7 +5,7 @@
  */
 import { resolve } from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
-import { ConfigError, moveState, schemaSql, SCHEMA_VERSION, type StateMoveReport } from '../../internal.js';
+import { ConfigError, grantsSql, moveState, schemaSql, SCHEMA_VERSION, type StateMoveReport } from '../../internal.js';
 import type { CliContext } from '../context.js';
 import { EXIT_CODES } from '../exit-codes.js';
 import { commandGroup } from '../manage.js';
@@ -13,6 +13,7 @@ import { handle, renderFields, renderTable, writeJson, writeLine, type GlobalArg
 
 interface SchemaArgs extends GlobalArgs {
   from?: number;
+  role?: string;
 }
 
 function schemaCommand(ctx: CliContext): CommandModule<GlobalArgs, SchemaArgs> {
@@ -20,11 +21,19 @@ function schemaCommand(ctx: CliContext): CommandModule<GlobalArgs, SchemaArgs> {
     command: 'schema',
     describe: `Print the SQL that creates the PostgreSQL state store's tables (schema version ${SCHEMA_VERSION}), to run as their owner`,
     builder: (b) =>
-      b.option('from', {
-        type: 'number',
-        requiresArg: true,
-        describe: 'Only the steps after this schema version (the version the database has; default 0: everything)',
-      }) as unknown as Argv<SchemaArgs>,
+      b
+        .option('from', {
+          type: 'number',
+          requiresArg: true,
+          describe:
+            'Only the steps after this schema version (default 0: every step, each skipped when the database has it)',
+        })
+        .option('role', {
+          type: 'string',
+          requiresArg: true,
+          describe:
+            'The database user the syncs connect as: the SQL ends with the GRANTs it needs (schema USAGE, the tables, the sequence)',
+        }) as unknown as Argv<SchemaArgs>,
     handler: handle(ctx, (args: SchemaArgs) => {
       const from = args.from ?? 0;
       if (!Number.isInteger(from) || from < 0 || from > SCHEMA_VERSION) {
@@ -32,8 +41,19 @@ function schemaCommand(ctx: CliContext): CommandModule<GlobalArgs, SchemaArgs> {
           fix: 'pass the version the error named (or omit --from)',
         });
       }
-      ctx.stdout.write(schemaSql(from));
-      if (from === SCHEMA_VERSION) writeLine(ctx.stderr, 'the schema is current: nothing to run');
+      const role = args.role?.trim();
+      if (role === '') {
+        throw new ConfigError('invalid_option', '--role must name a database user', {
+          fix: 'pass the user of the URL the syncs use (postgres://USER@host/database)',
+        });
+      }
+      ctx.stdout.write(schemaSql(from, SCHEMA_VERSION, role));
+      if (role === undefined) {
+        writeLine(
+          ctx.stderr,
+          `note: no GRANTs printed; if the syncs connect as another user than the one running this SQL, add --role USER for the GRANTs it needs:\n${grantsSql('USER')}`,
+        );
+      }
       return Promise.resolve(EXIT_CODES.ok);
     }),
   };
@@ -114,7 +134,10 @@ export function stateCommand(ctx: CliContext): CommandModule<GlobalArgs, GlobalA
     describe: 'The state store: the SQL of the PostgreSQL store (schema), moving the state between stores (move)',
     subcommands: [schemaCommand(ctx), moveCommand(ctx)] as unknown as Array<CommandModule<GlobalArgs, never>>,
     examples: [
-      ['$0 state schema | psql -f - postgres://owner@db/ads', 'Create the tables as their owner'],
+      [
+        '$0 state schema --role sync | psql -f - postgres://owner@db/ads',
+        'Create the tables as their owner, and grant the user sync what it needs',
+      ],
       [
         '$0 state move --from ~/.local/state/audience-kit --to postgres://app@db/ads',
         'Move the snapshots and the audit log into PostgreSQL (no re-send)',

@@ -3,7 +3,7 @@
  * without the password (`redactUrl`); connection failures are EnvironmentErrors with a fix.
  */
 import pg from 'pg';
-import { AudienceKitError, EnvironmentError } from '../../errors.js';
+import { databaseFailure } from './errors.js';
 
 /** The URL without its password (and without a `password` query parameter): safe to print. */
 export function redactUrl(url: string): string {
@@ -18,10 +18,24 @@ export function redactUrl(url: string): string {
   return u.toString();
 }
 
+/**
+ * `sslmode` means what it means to libpq (psql and every other PostgreSQL client): `require`
+ * encrypts without checking the certificate, `verify-full` checks it and the host name. `pg` 8
+ * reads `require` as `verify-full` and prints a 9-line warning saying that will change; it reads
+ * it as libpq does when told to (`uselibpqcompat=true`), which is set unless the URL says.
+ */
+function withLibpqSslModes(url: string): string {
+  if (!URL.canParse(url)) return url;
+  const u = new URL(url);
+  if (!u.searchParams.has('sslmode') || u.searchParams.has('uselibpqcompat')) return url;
+  u.searchParams.set('uselibpqcompat', 'true');
+  return u.toString();
+}
+
 /** Settings of every connection: keepalive so a dead peer is noticed, a name in pg_stat_activity. */
 export function clientConfig(url: string): pg.ClientConfig {
   return {
-    connectionString: url,
+    connectionString: withLibpqSslModes(url),
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
     application_name: 'audience-kit',
@@ -29,47 +43,35 @@ export function clientConfig(url: string): pg.ClientConfig {
   };
 }
 
-/** A pg error's SQLSTATE or errno code, for messages (never the server's text: it may quote values). */
-function codeOf(error: unknown): string {
-  const code = (error as { code?: unknown } | undefined)?.code;
-  return typeof code === 'string' ? code : error instanceof Error ? error.message.slice(0, 120) : 'unknown error';
-}
-
+/** A failure to connect (or to log in), by its named cause (errors.ts); errors of ours unchanged. */
 export function unreachable(where: string, error: unknown): unknown {
-  if (error instanceof AudienceKitError) return error;
-  return new EnvironmentError(
-    'state_unreachable',
-    `could not connect to the state database ${where} (${codeOf(error)})`,
-    {
-      path: where,
-      fix: 'check that the server runs and the URL (host, port, database, user; the password in the URL or PGPASSWORD / ~/.pgpass) is right',
-      cause: error,
-    },
-  );
+  return databaseFailure(where, error, {
+    code: 'state_unreachable',
+    cause: 'could not be connected to',
+    fix: 'check that the server runs and the URL (host, port, database, user; the password in the URL or PGPASSWORD / ~/.pgpass) is right',
+  });
 }
 
 /** A query of a sync's session failed: the connection, hence the target's lock, may be gone. */
 export function connectionLost(where: string, error: unknown): unknown {
-  if (error instanceof AudienceKitError) return error;
-  return new EnvironmentError(
-    'state_connection_lost',
-    `the state database ${where} failed during the sync (${codeOf(error)}): its lock on the target may be gone, so nothing more is sent`,
-    {
-      path: where,
-      fix: 'run the sync again once the database is reachable: it continues from what the database recorded',
-      cause: error,
-    },
-  );
+  return databaseFailure(where, error, {
+    code: 'state_connection_lost',
+    cause: 'failed during the sync: its lock on the target may be gone, so nothing more is sent',
+    fix: 'run the sync again once the database is reachable: it continues from what the database recorded',
+    context: ': nothing more is sent',
+    again: 'run the sync again: it continues from what the database recorded',
+  });
 }
 
 /** A connected client. A connection that fails while idle emits 'error' (unhandled, it would end the process): the next query fails instead. */
 export async function connect(url: string, where: string): Promise<pg.Client> {
-  const client = new pg.Client(clientConfig(url));
-  client.on('error', () => undefined);
+  let client: pg.Client | undefined;
   try {
+    client = new pg.Client(clientConfig(url));
+    client.on('error', () => undefined);
     await client.connect();
   } catch (error) {
-    await client.end().catch(() => undefined);
+    await client?.end().catch(() => undefined);
     throw unreachable(where, error);
   }
   return client;

@@ -7,7 +7,6 @@
  * if the connection is lost, so is the lock, and the next record fails (the run stops).
  */
 import type pg from 'pg';
-import { AudienceKitError, EnvironmentError } from '../../errors.js';
 import { sleep } from '../../util/clock.js';
 import {
   ChainedJournal,
@@ -26,24 +25,21 @@ import {
 } from '../journal.js';
 import type { RunJournals, UploadJournal } from '../store.js';
 import { connect } from './connection.js';
+import { databaseFailure } from './errors.js';
 import { advisoryKey } from './keys.js';
 
 /** How long a run waits for another process's lock on its journal (the file lock's 2 s). */
 const LOCK_WAIT_MS = 2000;
 
-/** A query of a run's journal failed: EnvironmentError naming the database (never the server's text). */
+/** A query of a run's journal failed: EnvironmentError naming the database and the cause (never the server's text). */
 function journalFailed(where: string, error: unknown): unknown {
-  if (error instanceof AudienceKitError) return error;
-  const code = (error as { code?: unknown } | undefined)?.code;
-  return new EnvironmentError(
-    'state_connection_lost',
-    `the state database ${where} failed while recording the upload's journal (${typeof code === 'string' ? code : 'connection error'}): nothing more is sent`,
-    {
-      path: where,
-      fix: 'run the upload again with --resume once the database is reachable: it continues from what the database recorded',
-      cause: error,
-    },
-  );
+  return databaseFailure(where, error, {
+    code: 'state_connection_lost',
+    cause: "failed while recording the upload's journal: nothing more is sent",
+    fix: 'run the upload again with --resume once the database is reachable: it continues from what the database recorded',
+    context: " while recording the upload's journal: nothing more is sent",
+    again: 'run the upload again with --resume: it continues from what the database recorded',
+  });
 }
 
 /** A journal's lines as stored, checked like the file's (a line cut short is refused: the database stores whole lines). */

@@ -11,6 +11,7 @@
  */
 import type pg from 'pg';
 import { ConfigError, EnvironmentError } from '../../errors.js';
+import { databaseFailure, ident, urlParts } from './errors.js';
 import { advisoryKey } from './keys.js';
 
 /**
@@ -135,16 +136,60 @@ const MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS audience_kit_migrations (
   applied_at timestamptz NOT NULL DEFAULT now()
 );`;
 
+/** The tables of the current version that a sync, an upload and the audit commands read and write. */
+const DATA_TABLES = [
+  'audience_kit_targets',
+  'audience_kit_snapshot_files',
+  'audience_kit_snapshot_patches',
+  'audience_kit_snapshot_wal',
+  'audience_kit_audit',
+  'audience_kit_journal_lines',
+  'audience_kit_journal_failed',
+];
+
+/** What the role `role` needs to use the tables: the schema's USAGE, the tables' rows, the audit's sequence. */
+export function grantsSql(role: string): string {
+  const to = ident(role);
+  return [
+    `-- What the database user the syncs connect as needs (the tables' schema: this session's current one).`,
+    `DO $grant$ BEGIN EXECUTE format('GRANT USAGE ON SCHEMA %I TO %I', current_schema(), ${literal(role)}); END $grant$;`,
+    `GRANT SELECT ON TABLE audience_kit_migrations TO ${to};`,
+    `GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE ${DATA_TABLES.join(', ')} TO ${to};`,
+    `GRANT USAGE, SELECT ON SEQUENCE audience_kit_audit_seq_seq TO ${to};`,
+  ].join('\n');
+}
+
+const literal = (text: string): string => `'${text.replace(/'/g, "''")}'`;
+
+/** One migration as a step of the owner's script: skipped when the database has it already. */
+function scriptStep(version: number): string {
+  return [
+    `-- Version ${version} (skipped when the database has it)`,
+    `DO $migration$ BEGIN`,
+    `IF NOT EXISTS (SELECT 1 FROM audience_kit_migrations WHERE version = ${version}) THEN`,
+    (MIGRATIONS[version - 1] as string).trim(),
+    `INSERT INTO audience_kit_migrations (version) VALUES (${version});`,
+    `END IF;`,
+    `END $migration$;`,
+  ].join('\n');
+}
+
 /**
- * The SQL that creates (or brings up to date) the schema from `from` (0: nothing yet), as an
- * owner would run it with psql: one transaction, ending with the versions recorded.
+ * The SQL that creates or brings up to date the schema, as an owner runs it with psql: one
+ * transaction under the migrations' lock, each version's step skipped when the database has it
+ * (so it can be run whatever the database holds), refused when the database is newer than `to`,
+ * then, with `role`, the grants that user needs (grantsSql). `from` leaves out the earlier steps.
  */
-export function schemaSql(from = 0, to = SCHEMA_VERSION): string {
-  const steps = MIGRATIONS.slice(from, to).map((ddl, i) => {
-    const version = from + i + 1;
-    return `${ddl.trim()}\nINSERT INTO audience_kit_migrations (version) VALUES (${version});`;
-  });
-  return ['BEGIN;', MIGRATIONS_TABLE, ...steps, 'COMMIT;', ''].join('\n');
+export function schemaSql(from = 0, to = SCHEMA_VERSION, role?: string): string {
+  const steps = MIGRATIONS.slice(from, to).map((_, i) => scriptStep(from + i + 1));
+  const newer = `DO $check$ BEGIN
+IF (SELECT max(version) FROM audience_kit_migrations) > ${to} THEN
+  RAISE EXCEPTION 'the audience-kit schema here is newer than version ${to}: use the audience-kit that wrote it';
+END IF;
+END $check$;`;
+  const lock = `DO $lock$ BEGIN PERFORM pg_advisory_xact_lock(${advisoryKey('schema')}); END $lock$;`;
+  const grants = role === undefined ? [] : [grantsSql(role)];
+  return ['BEGIN;', lock, MIGRATIONS_TABLE, newer, ...steps, ...grants, 'COMMIT;', ''].join('\n');
 }
 
 /** The highest version applied; 0 when the migrations table does not exist. */
@@ -164,19 +209,67 @@ function newerSchema(found: number): ConfigError {
 }
 
 function schemaDenied(from: number, where: string, cause: unknown): EnvironmentError {
+  const { user } = urlParts(where);
   return new EnvironmentError(
     'state_schema_denied',
-    `the state database's tables ${from === 0 ? 'do not exist' : `are at version ${from} of ${SCHEMA_VERSION}`} and this database user may not create them`,
+    `the state database's tables ${from === 0 ? 'do not exist' : `are at version ${from} of ${SCHEMA_VERSION}`} and the database user ${user} may not create them`,
     {
-      fix: `run \`audience-kit state schema${from === 0 ? '' : ` --from ${from}`}\` and have the output run as the schema's owner (psql -f -), or grant this user CREATE on the schema`,
+      fix: `have the schema's owner run the output of \`audience-kit state schema --role ${user}\` (psql -f - with the owner's URL): it creates the tables and grants ${user} what it needs; or grant ${user} CREATE on the schema`,
       cause,
       path: where,
     },
   );
 }
 
+/**
+ * No schema to create the tables in: the search_path names none that exists and that the user
+ * may use (PostgreSQL then skips it silently, and the first CREATE would fail without a name).
+ */
+async function checkSchemaPath(client: pg.ClientBase, where: string): Promise<void> {
+  const r = await client.query<{ current: string | null; path: string }>(
+    `SELECT current_schema() AS current, current_setting('search_path') AS path`,
+  );
+  const row = r.rows[0];
+  if (row === undefined || row.current !== null) return;
+  const { user } = urlParts(where);
+  const first = row.path
+    .split(',')
+    .map((name) => name.trim().replace(/^"(.*)"$/, '$1'))
+    .find((name) => name !== '' && name !== '$user');
+  const exists =
+    first !== undefined &&
+    (await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [first])).rowCount === 1;
+  const name = first ?? 'NAME';
+  throw new EnvironmentError(
+    'state_schema_missing',
+    exists
+      ? `the state database ${where} has the schema ${name} of the search_path, but the user ${user} may not use it`
+      : `the state database ${where} has no schema ${name}: the search_path (${row.path}) names none that exists`,
+    {
+      path: where,
+      fix: exists
+        ? `as the schema's owner: GRANT USAGE, CREATE ON SCHEMA ${ident(name)} TO ${ident(user)} (or have the owner run \`audience-kit state schema --role ${user}\`)`
+        : `as the database's owner: CREATE SCHEMA ${ident(name)} AUTHORIZATION ${ident(user)}; or name an existing schema in the URL (options=-c%20search_path%3Dpublic)`,
+    },
+  );
+}
+
 /** Create or update the schema when needed (no DDL at all when it is current); `where` names the database in errors. */
 export async function ensureSchema(client: pg.ClientBase, where: string): Promise<void> {
+  try {
+    await checkSchemaPath(client, where);
+    await migrate(client, where);
+  } catch (error) {
+    throw databaseFailure(where, error, {
+      code: 'state_connection_lost',
+      cause: 'failed while its tables were checked',
+      fix: 'run again once the database is reachable',
+      again: 'run again',
+    });
+  }
+}
+
+async function migrate(client: pg.ClientBase, where: string): Promise<void> {
   const found = await appliedVersion(client);
   if (found > SCHEMA_VERSION) throw newerSchema(found);
   if (found === SCHEMA_VERSION) return;

@@ -34,7 +34,10 @@ export class PostgresStore implements StateStore {
     // An idle client's failure: the next query reports it.
     pool.on('error', () => undefined);
     try {
-      const client = await pool.connect().catch((error: unknown) => Promise.reject(unreachable(where, error)));
+      // pool.connect() throws at once (not a rejection) when the URL's TLS settings are refused.
+      const client = await Promise.resolve()
+        .then(() => pool.connect())
+        .catch((error: unknown) => Promise.reject(unreachable(where, error)));
       try {
         await ensureSchema(client, where);
       } finally {
