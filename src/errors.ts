@@ -64,6 +64,10 @@ export const ERROR_CODES = [
   'snapshot_index_missing',
   'snapshot_data_missing',
   'snapshot_users_unrecovered',
+  // A killed sync's write-ahead record is missing, has a gap or rows of another version: what it
+  // may have sent cannot be proven harmless (state/snapshot.ts `writeAheadLost`, postgres replay).
+  'snapshot_write_ahead_lost',
+  'snapshot_write_ahead_damaged',
   // ConfigError from `state move`: the destination already holds state, the source a target no
   // audit record names, an unfinished sync or upload, or the copy did not verify.
   'state_destination_not_empty',

@@ -77,10 +77,11 @@ describe('PostgreSQL state store', () => {
     }
   });
 
-  // The session's durable() calls: 0 the removals' intents, 1 their confirmation, 2 the additions' intents.
+  // The session's durable() calls: 0 the write-ahead record begun, 1 the removals' intents, 2 their
+  // confirmation, 3 the additions' intents.
   it.each([
-    ['at the removals’ confirmation', 1],
-    ['at the additions’ write-ahead record', 2],
+    ['at the removals’ confirmation', 2],
+    ['at the additions’ write-ahead record', 3],
   ])(
     'a sync whose connection (and lock) is lost %s stops before sending what it could not record, and the next one completes',
     async (_, cutAt) => {
@@ -101,7 +102,7 @@ describe('PostgreSQL state store', () => {
           return {
             ...inner,
             dir: inner.dir,
-            writeAhead: { wrote: (...w) => (durables === 0 ? inner.writeAhead?.wrote(...w) : held.push(w)) },
+            writeAhead: { wrote: (...w) => (durables <= 1 ? inner.writeAhead?.wrote(...w) : held.push(w)) },
             durable: async () => {
               if (durables++ === cutAt) {
                 await sql(
@@ -121,7 +122,7 @@ describe('PostgreSQL state store', () => {
         // Lost while recording a confirmation: the run ends `partial` with the error; lost while
         // recording what it is about to send: it throws. Either way nothing more is sent.
         const lost = syncOf(t, rows, { state: cut });
-        if (cutAt === 1)
+        if (cutAt === 2)
           await expect(lost).resolves.toMatchObject({ status: 'partial', error: { code: 'state_connection_lost' } });
         else await expect(lost).rejects.toMatchObject({ code: 'state_connection_lost' });
         // The removals' batch only: no Update was sent without its write-ahead record.

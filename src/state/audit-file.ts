@@ -9,7 +9,7 @@ import {
   verifyAuditLog,
   type AuditRecord,
   type AuditRun,
-  type AuditSnapshotState,
+  type RecordedSnapshot,
   type AuditVerification,
   type ChainedAuditRecord,
 } from './audit.js';
@@ -27,7 +27,7 @@ export class FileAuditLog implements AuditLog {
     return appendAuditRecord(this.path, record);
   }
 
-  lastRecordedSnapshot(target: SnapshotTarget): Promise<AuditSnapshotState | undefined> {
+  lastRecordedSnapshot(target: SnapshotTarget): Promise<RecordedSnapshot | undefined> {
     return Promise.resolve(lastRecordedSnapshot(this.path, target));
   }
 

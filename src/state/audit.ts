@@ -61,6 +61,12 @@ export interface AuditRunStart {
   sandbox: boolean;
   /** Syncs: the target's snapshot when the sync started. */
   snapshot_before?: AuditSnapshotState;
+  /**
+   * Syncs: the run's write-ahead record (`pending`) was begun, durable in the store, before this
+   * record, over the index of commit sequence `index_seq`. Until the run's end records its commit,
+   * that record, or a commit over that index, must be there (state/snapshot.ts `writeAheadLost`).
+   */
+  write_ahead?: { index_seq: number };
 }
 
 /** A sync snapshot: its user count and the SHA-256 of its users' fingerprints (no identifier). */
@@ -80,6 +86,8 @@ export interface AuditSyncCounts {
   first_sync: boolean;
   snapshot_before: AuditSnapshotState;
   snapshot_after: AuditSnapshotState;
+  /** With a run_start's `write_ahead`: whether the store took the run's commit. */
+  committed?: boolean;
 }
 
 /** The report's counts (all numbers). */
@@ -367,6 +375,14 @@ export function findRunIn(runs: AuditRun[], runId: string, where: string): Audit
 }
 
 /**
+ * What the audit log last recorded of a target's snapshot; with `openRun` when that run began a
+ * write-ahead record whose commit it did not record (killed, or its commit not stored).
+ */
+export interface RecordedSnapshot extends AuditSnapshotState {
+  openRun?: { runId: string; indexSeq: number };
+}
+
+/**
  * The sync snapshot the audit log last recorded for a target (read-only): the last sync run's
  * `snapshot_after`, or, for a run without an end record (killed), its `snapshot_before`.
  * Undefined when the log (or a sync of the target in it) does not exist.
@@ -374,7 +390,7 @@ export function findRunIn(runs: AuditRun[], runId: string, where: string): Audit
 export function lastRecordedSnapshot(
   path: string,
   target: { accountId: string; kind: AuditTargetKind; id: string },
-): AuditSnapshotState | undefined {
+): RecordedSnapshot | undefined {
   if (!existsSync(path)) return undefined;
   return lastRecordedIn(readAuditRuns(path), target);
 }
@@ -383,7 +399,7 @@ export function lastRecordedSnapshot(
 export function lastRecordedIn(
   all: AuditRun[],
   target: { accountId: string; kind: AuditTargetKind; id: string },
-): AuditSnapshotState | undefined {
+): RecordedSnapshot | undefined {
   const runs = all.filter(
     (r) =>
       r.start?.operation === 'sync' &&
@@ -392,5 +408,9 @@ export function lastRecordedIn(
       r.start.target.id === target.id,
   );
   const last = runs.at(-1);
-  return last?.end?.sync?.snapshot_after ?? last?.start?.snapshot_before;
+  const state = last?.end?.sync?.snapshot_after ?? last?.start?.snapshot_before;
+  const indexSeq = (last?.start?.write_ahead as { index_seq?: unknown } | undefined)?.index_seq;
+  if (state === undefined || last?.start === undefined || typeof indexSeq !== 'number') return state;
+  if (last.end?.sync?.committed === true) return state;
+  return { ...state, openRun: { runId: last.start.run_id, indexSeq } };
 }

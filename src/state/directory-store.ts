@@ -57,6 +57,7 @@ export class DirectoryStore implements StateStore {
     return {
       dir,
       writeAhead: undefined,
+      writeAheadDamage: undefined,
       durable: () => Promise.resolve(),
       persist: () => Promise.resolve(),
       release: () => {

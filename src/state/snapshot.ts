@@ -97,6 +97,14 @@ const OP_INTENT_DELETE = 4;
 /** SHA-256 of no fingerprints: the digest of an empty (or absent) snapshot. */
 export const EMPTY_SNAPSHOT_DIGEST = sha256Hex('');
 
+/** What the audit log last recorded of a snapshot (state/audit.ts RecordedSnapshot). */
+export interface RecordedState {
+  users: number;
+  digest: string;
+  /** A run that began its write-ahead record over the index of commit sequence `indexSeq` and recorded no commit. */
+  openRun?: { runId: string; indexSeq: number } | undefined;
+}
+
 /** A user of the snapshot: its fingerprint, canonical JSON and (once written) its frame. */
 export interface SnapshotUser {
   hi: number;
@@ -111,9 +119,10 @@ export interface SnapshotOpenOptions {
   now?: () => number;
   /**
    * The snapshot the audit log last recorded for this target: the index found must be it or
-   * committed over it (a restored or rolled-back snapshot is refused).
+   * committed over it (a restored or rolled-back snapshot is refused); with `openRun`, a run whose
+   * write-ahead record must still be there (see writeAheadLost).
    */
-  recorded?: { users: number; digest: string } | undefined;
+  recorded?: RecordedState | undefined;
   /** Hears every write-ahead write once it is fsynced (a remote store stores it: state/store.ts). */
   writeAhead?: SnapshotWriteAhead | undefined;
 }
@@ -177,6 +186,21 @@ export class Snapshot {
 
   get digest(): string {
     return this.header?.digest ?? EMPTY_SNAPSHOT_DIGEST;
+  }
+
+  /** The index's commit sequence (0: none yet). */
+  get seq(): number {
+    return this.header?.seq ?? 0;
+  }
+
+  /**
+   * Begin the write-ahead record (`pending`, its header fsynced and handed to the store) before
+   * the run is recorded as started: from then on, until its commit, the record must be there, or
+   * the next open refuses the target (writeAheadLost). Returns the index's commit sequence.
+   */
+  beginWriteAhead(): number {
+    this.guarded(() => this.openForWriting());
+    return this.seq;
   }
 
   /** Index and data file sizes. */
@@ -536,15 +560,54 @@ function checkNoIndexLeftovers(dir: string): void {
 
 /** True when `pending` is a first sync's (it applies to no index yet). */
 function firstSyncPending(path: string): boolean {
-  if (!existsSync(path)) return false;
+  return pendingHead(path)?.readDoubleBE(8) === 0;
+}
+
+/** `pending`'s whole header (its sequence NaN when it is not a pending log); undefined when there is none. */
+function pendingHead(path: string): Buffer | undefined {
+  if (!existsSync(path)) return undefined;
   const fd = openSync(path, 'r');
   try {
     const head = Buffer.alloc(PENDING_HEADER_BYTES);
     const n = readSync(fd, head, 0, PENDING_HEADER_BYTES, 0);
-    return n === PENDING_HEADER_BYTES && head.toString('latin1', 0, 8) === PENDING_MAGIC && head.readDoubleBE(8) === 0;
+    if (n < PENDING_HEADER_BYTES) return undefined;
+    if (head.toString('latin1', 0, 8) !== PENDING_MAGIC) head.writeDoubleBE(NaN, 8);
+    return head;
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * A run the audit log records as started over this very index (same commit sequence), whose
+ * commit it did not record, must have left its write-ahead record: it was begun before the run's
+ * start record, and only a commit (which moves the sequence on) removes it. Without it, what the
+ * run sent cannot be told (a lost `pending`, write-ahead rows a failover lost): damage, refused
+ * before anything is sent. Judged on the snapshot of `dir` as it is, before it is opened or
+ * recovered (an unreadable index is left to the open's checks).
+ */
+export function writeAheadLost(dir: string, recorded: RecordedState | undefined): SnapshotError | undefined {
+  const open = recorded?.openRun;
+  if (open === undefined) return undefined;
+  let header: IndexHeader | undefined;
+  try {
+    header = readIndexHeader(join(dir, 'index'));
+  } catch {
+    return undefined;
+  }
+  if ((header?.seq ?? 0) !== open.indexSeq) return undefined;
+  // Another membership under the same sequence is not this run's index (checkRecorded judges it).
+  if ((header?.digest ?? EMPTY_SNAPSHOT_DIGEST) !== recorded?.digest) return undefined;
+  // A log that is not one (wrong magic) is the open's to refuse as damaged.
+  const pendingSeq = pendingHead(join(dir, 'pending'))?.readDoubleBE(8);
+  if (pendingSeq === open.indexSeq || Number.isNaN(pendingSeq)) return undefined;
+  return new SnapshotError(
+    'snapshot_write_ahead_lost',
+    `the sync run ${open.runId} stopped before its end, and its write-ahead record (what it was sending) is missing from the snapshot: the users it may have added or removed cannot be told; nothing was sent`,
+    {
+      fix: `${RECOVER_FIX}; users the lost record alone named are counted as not recovered, with how to re-anchor the audience`,
+    },
+  );
 }
 
 /** The snapshot found must be the one the audit log last recorded for the target, or committed over it. */

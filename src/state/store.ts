@@ -19,9 +19,9 @@
  * write-ahead records as small objects named by sequence number.
  */
 import { ConfigError } from '../errors.js';
-import type { AuditRecord, AuditRun, AuditSnapshotState, AuditVerification, ChainedAuditRecord } from './audit.js';
+import type { AuditRecord, AuditRun, AuditVerification, ChainedAuditRecord, RecordedSnapshot } from './audit.js';
 import type { JournalKey, JournalSummary, OpenJournalOptions, UploadJournal } from './journal.js';
-import type { SnapshotTarget } from './snapshot-format.js';
+import type { SnapshotError, SnapshotTarget } from './snapshot-format.js';
 
 export type { UploadJournal } from './journal.js';
 
@@ -83,6 +83,12 @@ export interface TargetSession {
    */
   readonly writeAhead: SnapshotWriteAhead | undefined;
   /**
+   * A killed sync's write-ahead records that the store could not replay whole (PostgreSQL: a gap
+   * in the rows, rows of another version); undefined when there is none (always, for the directory).
+   * The sync refuses the target with it unless it recovers.
+   */
+  readonly writeAheadDamage: SnapshotError | undefined;
+  /**
    * Resolves once every write handed to `writeAhead` so far is durable in the store; rejects
    * with the first failure (connection lost: the lock may be gone; fenced: another process
    * committed). The engine awaits it before the sender gets a chunk: never send without it.
@@ -122,7 +128,7 @@ export interface AuditLog {
   /** Append one record chained to the last one (serialized against every other writer). */
   append(record: AuditRecord): Promise<ChainedAuditRecord>;
   /** The sync snapshot the log last recorded for the target (see lastRecordedSnapshot in audit.ts). */
-  lastRecordedSnapshot(target: SnapshotTarget): Promise<AuditSnapshotState | undefined>;
+  lastRecordedSnapshot(target: SnapshotTarget): Promise<RecordedSnapshot | undefined>;
   /** Check every link; with `head`, that the record it names is still there (verifyAuditLog). */
   verify(options?: { head?: string }): Promise<AuditVerification>;
   /** The runs in log order (readAuditRuns). */

@@ -222,6 +222,8 @@ export interface SyncAuditEnd {
   sent?: SyncSent | undefined;
   thrown: unknown;
   after: SnapshotState;
+  /** Whether the store took the commit of the write-ahead record the run began (undefined: none begun). */
+  committed?: boolean | undefined;
 }
 
 export function syncAuditEnd(a: SyncAuditEnd): AuditRunEnd {
@@ -250,6 +252,7 @@ export function syncAuditEnd(a: SyncAuditEnd): AuditRunEnd {
       first_sync: plan.firstSync,
       snapshot_before: plan.before,
       snapshot_after: a.after,
+      ...(a.committed === undefined ? {} : { committed: a.committed }),
     },
     ...(error === undefined ? {} : { error }),
   };

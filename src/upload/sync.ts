@@ -21,7 +21,7 @@ import { createHashSummary } from '../hashing/summary.js';
 import { leaveOutKnownUsers, type HashRecordsOptions } from '../hashing/pipeline.js';
 import type { NormalizeOptions } from '../identifiers/normalize.js';
 import { newRunId, type AuditRunStart, type AuditSnapshotState } from '../state/audit.js';
-import { Snapshot, SnapshotError, type SnapshotTarget } from '../state/snapshot.js';
+import { Snapshot, SnapshotError, writeAheadLost, type SnapshotTarget } from '../state/snapshot.js';
 import type { AuditLog, TargetSession } from '../state/store.js';
 import { checkStateChoice, openSyncState, STATE_FIELDS, type StateOption } from './state-option.js';
 import { recoverSnapshot, type SnapshotRecovery } from '../state/snapshot-recover.js';
@@ -260,9 +260,15 @@ async function syncLocked(
   const { dir } = l.session;
   const recorded = await l.audit?.lastRecordedSnapshot(l.target);
   if (o.acceptUnrecovered && !o.dryRun) clearUnrecovered(dir);
+  // A killed run's write-ahead record lost or damaged: what it sent cannot be told, so nothing is sent but a recovery.
+  const damage = l.session.writeAheadDamage ?? writeAheadLost(dir, recorded);
+  if (damage !== undefined && !o.recover) throw damage;
   const recovery = o.recover
     ? recoverSnapshot(dir, { target: l.target, now: o.now, recordedUsers: recorded?.users })
     : undefined;
+  // The frames of the users that run was adding were in the lost record when a store keeps them
+  // there (the directory's data file holds them, and the recovery salvaged them): they cannot be removed.
+  if (damage !== undefined && l.session.writeAhead !== undefined) addUnrecovered(dir, 0, false);
   // A recovered snapshot is new: the audit log's last record is of the one it replaces.
   const snapshot = Snapshot.open(dir, {
     target: l.target,
@@ -272,7 +278,7 @@ async function syncLocked(
   });
   try {
     // Not the membership the audit log last recorded (an older copy restored): users may be missing.
-    if (recovery?.lost === 0 && recorded !== undefined && recorded.digest !== snapshot.digest)
+    if (recovery?.lost === 0 && damage === undefined && recorded !== undefined && recorded.digest !== snapshot.digest)
       addUnrecovered(dir, Math.abs(recorded.users - snapshot.count), false);
     // What the open committed (a killed sync's records), recovered or marked is the store's before anything is sent.
     await l.session.persist();
@@ -355,7 +361,7 @@ async function syncWith(
     // The planning's garbage is collected before the sending allocates its request bodies.
     if (large(plan.counts)) collectGarbage();
     o.onPhase?.('planned', plan.counts);
-    const stored = { after: plan.before };
+    const stored = await beginWriteAhead(plan, snapshot, l.session);
     return await audited(o, l.audit, plan, input, stored, async () => {
       const sent = await send(o, plan, snapshot, l.session, stored);
       return { report: unrecovered(finish(sent), snapshot.dir, recovery), sent };
@@ -363,6 +369,24 @@ async function syncWith(
   } finally {
     spool.remove();
   }
+}
+
+/** Where a sync's sends stand in the store: the snapshot it holds, and the write-ahead record's. */
+interface Stored {
+  after: AuditSnapshotState;
+  /** The write-ahead record begun before the run's start record (over this index), and whether the store took its commit. */
+  writeAhead?: { indexSeq: number; committed: boolean };
+}
+
+/**
+ * A sync with users to send begins its write-ahead record, durable in the store, before the audit
+ * log records its start: until its commit, the next open finds that record or refuses the target.
+ */
+async function beginWriteAhead(plan: SyncPlan, snapshot: Snapshot, session: TargetSession): Promise<Stored> {
+  if (plan.counts.removes === 0 && plan.spool.count === 0) return { after: plan.before };
+  const indexSeq = snapshot.beginWriteAhead();
+  await session.durable();
+  return { after: plan.before, writeAhead: { indexSeq, committed: false } };
 }
 
 /**
@@ -463,7 +487,7 @@ async function send(
   plan: SyncPlan,
   snapshot: Snapshot,
   session: TargetSession,
-  stored: { after: AuditSnapshotState },
+  stored: Stored,
 ): Promise<SyncSent> {
   const stop = new AbortController();
   const signal = o.signal === undefined ? stop.signal : AbortSignal.any([o.signal, stop.signal]);
@@ -530,6 +554,7 @@ async function send(
   try {
     await session.persist();
     stored.after = { users: snapshot.count, digest: snapshot.digest };
+    if (stored.writeAhead !== undefined) stored.writeAhead.committed = true;
   } catch (error) {
     sent.error ??= asKitError(error);
   }
@@ -542,10 +567,10 @@ async function audited(
   audit: AuditLog | undefined,
   plan: SyncPlan,
   input: RunInput | undefined,
-  stored: { after: AuditSnapshotState },
+  stored: Stored,
   run: () => Promise<{ report: SyncReport; sent: SyncSent }>,
 ): Promise<SyncReport> {
-  if (audit !== undefined) await audit.append(startRecord(o, plan, input));
+  if (audit !== undefined) await audit.append(startRecord(o, plan, input, stored));
   let done: { report: SyncReport; sent: SyncSent } | undefined;
   let thrown: unknown;
   try {
@@ -557,7 +582,8 @@ async function audited(
   } finally {
     if (audit !== undefined) {
       // The snapshot the store holds: a commit it could not take is not recorded as the target's.
-      const end = audit.append(syncAuditEnd({ plan, input, ...done, thrown, after: stored.after }));
+      const committed = stored.writeAhead?.committed;
+      const end = audit.append(syncAuditEnd({ plan, input, ...done, thrown, after: stored.after, committed }));
       // The sync's own error is the one to report, even when the audit log fails too.
       if (thrown !== undefined || o.onAuditError !== undefined) await end.catch(o.onAuditError ?? (() => undefined));
       else await end;
@@ -565,7 +591,12 @@ async function audited(
   }
 }
 
-function startRecord(o: ResolvedSyncOptions, plan: SyncPlan, input: RunInput | undefined): AuditRunStart {
+function startRecord(
+  o: ResolvedSyncOptions,
+  plan: SyncPlan,
+  input: RunInput | undefined,
+  stored: Stored,
+): AuditRunStart {
   return {
     event: 'run_start',
     run_id: plan.runId,
@@ -579,5 +610,6 @@ function startRecord(o: ResolvedSyncOptions, plan: SyncPlan, input: RunInput | u
     resumed: false,
     sandbox: o.sandbox,
     snapshot_before: plan.before,
+    ...(stored.writeAhead === undefined ? {} : { write_ahead: { index_seq: stored.writeAhead.indexSeq } }),
   };
 }

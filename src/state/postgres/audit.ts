@@ -13,7 +13,7 @@ import {
   verifyAuditBytes,
   type AuditRecord,
   type AuditRun,
-  type AuditSnapshotState,
+  type RecordedSnapshot,
   type AuditVerification,
   type ChainedAuditRecord,
 } from '../audit.js';
@@ -61,7 +61,7 @@ export class PostgresAuditLog implements AuditLog {
     });
   }
 
-  async lastRecordedSnapshot(target: SnapshotTarget): Promise<AuditSnapshotState | undefined> {
+  async lastRecordedSnapshot(target: SnapshotTarget): Promise<RecordedSnapshot | undefined> {
     const r = await this.query(
       `SELECT line FROM audience_kit_audit WHERE run_id = (
          SELECT run_id FROM audience_kit_audit WHERE event = 'run_start' AND operation = 'sync'

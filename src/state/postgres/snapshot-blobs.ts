@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type pg from 'pg';
 import { z } from 'zod';
 import { collectYoung } from '../../util/collect.js';
-import { corrupt } from '../snapshot-format.js';
+import { corrupt, RECOVER_FIX, SnapshotError } from '../snapshot-format.js';
 import { writeAt } from '../snapshot-index.js';
 import { copyIntBytes, CopyFormatError } from './copy-out.js';
 import {
@@ -270,13 +270,29 @@ async function writeFile(
   return { ...stamp, size: scan.size, stored, nextSeq: seq };
 }
 
-/** Replay the write-ahead rows of `version` over the files in `dir`, in order; returns the last seq (0: none). */
+/** What a replay of the write-ahead rows found: the last seq replayed (0: none), and any damage. */
+export interface WriteAheadReplay {
+  last: number;
+  damage: SnapshotError | undefined;
+}
+
+/**
+ * Replay the write-ahead rows of `version` over the files in `dir`, in order. They must be
+ * 1, 2, 3… of this version: a row of another version (the committed files they were written
+ * over are gone) or a gap is damage, returned (the replay stops there), never skipped.
+ */
 export async function replayWriteAhead(
   client: pg.ClientBase,
   target: string,
   version: string,
   dir: string,
-): Promise<number> {
+): Promise<WriteAheadReplay> {
+  const other = await client.query<{ n: string }>(
+    'SELECT count(*)::text AS n FROM audience_kit_snapshot_wal WHERE target = $1 AND version <> $2',
+    [target, version],
+  );
+  if (other.rows[0]?.n !== '0')
+    return { last: 0, damage: writeAheadDamaged(`${other.rows[0]?.n ?? 'some'} of them are of another version`) };
   let last = 0;
   for (;;) {
     const page = await client.query(
@@ -285,18 +301,33 @@ export async function replayWriteAhead(
     );
     for (const raw of page.rows) {
       const row = walRow.parse(raw);
-      // Offset 0 of `pending` starts a new log (the Snapshot writes its header there).
-      const path = join(dir, row.file);
-      // Not 'a': an append-mode descriptor ignores the position.
-      const fresh = (row.file === 'pending' && row.offset === 0) || !existsSync(path);
-      const fd = openSync(path, fresh ? 'w' : 'r+', 0o600);
-      try {
-        writeAt(fd, row.data, row.offset, path);
-      } finally {
-        closeSync(fd);
-      }
+      if (row.seq !== last + 1) return { last, damage: writeAheadDamaged(`row ${last + 1} is missing`) };
+      replayRow(dir, row);
       last = row.seq;
     }
-    if (page.rows.length < WAL_PAGE) return last;
+    if (page.rows.length < WAL_PAGE) return { last, damage: undefined };
   }
+}
+
+function replayRow(dir: string, row: z.infer<typeof walRow>): void {
+  // Offset 0 of `pending` starts a new log (the Snapshot writes its header there).
+  const path = join(dir, row.file);
+  // Not 'a': an append-mode descriptor ignores the position.
+  const fresh = (row.file === 'pending' && row.offset === 0) || !existsSync(path);
+  const fd = openSync(path, fresh ? 'w' : 'r+', 0o600);
+  try {
+    writeAt(fd, row.data, row.offset, path);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function writeAheadDamaged(what: string): SnapshotError {
+  return new SnapshotError(
+    'snapshot_write_ahead_damaged',
+    `the write-ahead rows of a sync that stopped before its end are damaged (${what}): what it may have sent cannot be told; nothing was sent`,
+    {
+      fix: `${RECOVER_FIX}; users the damaged rows alone named are counted as not recovered, with how to re-anchor the audience`,
+    },
+  );
 }

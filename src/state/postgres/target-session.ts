@@ -29,7 +29,9 @@ import {
   replayWriteAhead,
   writeCommittedFiles,
   type StoredFiles,
+  type WriteAheadReplay,
 } from './snapshot-blobs.js';
+import type { SnapshotError } from '../snapshot-format.js';
 
 /** The private copies of snapshots are `<tmpdir>/audience-kit-state-<pid>-<random>`. */
 const COPY_PREFIX = 'audience-kit-state-';
@@ -100,6 +102,8 @@ export class PostgresTargetSession implements TargetSession {
     /** The committed files as the database holds them (what a commit compares with). */
     private stored: StoredFiles,
     private nextSeq: number,
+    /** The write-ahead rows could not all be replayed (a gap, rows of another version). */
+    readonly writeAheadDamage: SnapshotError | undefined,
   ) {
     this.writeAhead = { wrote: (file, offset, bytes) => this.queue(file, offset, bytes) };
   }
@@ -120,7 +124,7 @@ export class PostgresTargetSession implements TargetSession {
       removeDeadCopies();
       dir = mkdtempSync(join(tmpdir(), `${COPY_PREFIX}${process.pid}-`));
       const { version, stored, replayed } = await materialize(client, name, dir);
-      return new PostgresTargetSession(dir, client, name, where, version, stored, replayed + 1);
+      return new PostgresTargetSession(dir, client, name, where, version, stored, replayed.last + 1, replayed.damage);
     } catch (error) {
       if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
       await client.end().catch(() => undefined);
@@ -196,7 +200,7 @@ async function materialize(
   client: pg.Client,
   name: string,
   dir: string,
-): Promise<{ version: string; stored: StoredFiles; replayed: number }> {
+): Promise<{ version: string; stored: StoredFiles; replayed: WriteAheadReplay }> {
   await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
   try {
     const v = await client.query<{ version: string }>(
