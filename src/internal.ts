@@ -131,6 +131,7 @@ export {
   DEFAULT_REFRESH_AFTER_DAYS,
   DEFAULT_UPLOAD_CONCURRENCY,
   describeTarget,
+  errorJson,
   type Target,
   fitProgressLine,
   formatDuration,

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FIXTURES, runCli, runCliProcess } from './helpers/cli.js';
+import { tempDir } from './helpers/temp.js';
 
 describe('audience-kit', () => {
   it('as a process (bin/): exits with the code main() returns and writes on its own streams', async () => {
@@ -81,6 +82,10 @@ describe('audience-kit', () => {
         'did you mean `audience-kit audiences list`?',
       ],
       [['audiences', 'frob'], 'error: unknown command "frob" for audiences', 'fix: use one of: list, get, create'],
+      // The database URL's flag under the names people guess (not the nearest spelling, --base-url).
+      [['sync', 'x.csv', '--state-url', 'u'], 'error: unknown option --state-url for sync', 'did you mean --state?'],
+      [['upload', 'x.csv', '--database-url', 'u'], 'error: unknown option --database-url', 'did you mean --state?'],
+      [['sync', 'x.csv', '--account-id', '1'], 'error: unknown option --account-id', 'did you mean --account?'],
     ];
     for (const [args, message, fix] of cases) {
       const r = await runCli(args);
@@ -91,6 +96,43 @@ describe('audience-kit', () => {
     // Known options, their --no- forms and aliases are not reported; the missing one is.
     const missing = await runCli(['do-not-reach', 'create', '--name', 'x', '--no-debug']);
     expect(missing.stderr).toContain('error: Missing required argument: account');
+  });
+
+  it('--json: every command that fails before it has a result prints the same document on stdout', async () => {
+    const dir = tempDir('ak-cli-json-');
+    const cases: [string[], number, string][] = [
+      [['hash', 'missing.csv', '-o', 'out.csv'], 3, 'input_not_found'],
+      [['upload', 'missing.csv', '--sandbox'], 3, 'input_not_found'],
+      [['sync', 'missing.csv', '--sandbox', '--state-dir', 'state'], 3, 'input_not_found'],
+      [['audit', 'list', '--state-dir', 'empty'], 3, 'audit_log_missing'],
+      [['audiences', 'list', '--account', 'a'], 2, 'config_missing_base_url'],
+      [['sync', 'x.csv', '--state-url', 'u'], 2, 'invalid_option'],
+    ];
+    for (const [args, exitCode, code] of cases) {
+      const r = await runCli([...args, '--json'], { cwd: dir, env: { AUDIENCE_KIT_CONFIG_DIR: dir } });
+      const what = args.slice(0, 2).join(' ');
+      expect(r.code, `${what}: ${r.stderr}`).toBe(exitCode);
+      const doc = JSON.parse(r.stdout) as Record<string, unknown>;
+      const fileCommand = ['hash', 'upload', 'sync'].includes(args[0] ?? '') && exitCode !== 2;
+      expect(Object.keys(doc), what).toEqual(['status', 'exit_code', ...(fileCommand ? ['input'] : []), 'error']);
+      expect(doc, what).toMatchObject({ status: 'failed', exit_code: exitCode, error: { code } });
+      expect(Object.keys(doc.error as object), what).toEqual(['code', 'message', 'fix']);
+      // The same cause on stderr, for a person watching the run.
+      expect(r.stderr, what).toContain(`error: ${(doc.error as { message: string }).message}`);
+    }
+  });
+
+  it("audit's help names where the log is now (not the old .audience-kit/) and exit 8", async () => {
+    for (const args of [
+      ['audit', '--help'],
+      ['audit', 'verify', '--help'],
+    ]) {
+      const r = await runCli(args);
+      expect(r.code).toBe(0);
+      expect(r.stdout).not.toContain('.audience-kit/');
+      expect(r.stdout.replace(/\s+/g, ' ')).toMatch(/8 the state cannot be read/);
+    }
+    expect((await runCli(['audit', '--help'])).stdout.replace(/\s+/g, ' ')).toContain('~/.local/state/audience-kit');
   });
 
   it('prints the package version', async () => {

@@ -2,8 +2,12 @@
  * Library errors name library options; the CLI prints them with its flags and variables
  * (src/cli/flag-names.ts). Real errors from the library, reworded as reportError does.
  */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { withFlagNames } from '../src/cli/flag-names.js';
+import { flagNames, withFlagNames } from '../src/cli/flag-names.js';
+import { parseStateUrl } from '../src/state/open-store.js';
 import { fixForStatus } from '../src/api/parse-error.js';
 import { AudienceKitError, ConfigError } from '../src/errors.js';
 import { createClient, type ClientOptions } from '../src/api/index.js';
@@ -60,4 +64,27 @@ describe('withFlagNames', () => {
     );
     expect(journal.fix).toBe('pass --resume to continue it, or --restart');
   });
+
+  it('every message of src/ reads right reworded, once or twice: no flag next to itself (--state-dir / --state-dir)', () => {
+    const texts = sourceStrings();
+    expect(texts.length).toBeGreaterThan(1000);
+    const doubled = /(--[a-z][a-z-]*)(?: \/ | or |, | \()\1(?![\w-])/;
+    expect(texts.map(flagNames).filter((t) => doubled.test(t))).toEqual([]);
+    // reportError rewords what a command reworded already: the second pass changes nothing.
+    expect(texts.filter((t) => flagNames(flagNames(t)) !== flagNames(t))).toEqual([]);
+    expect(withFlagNames(withFlagNames(new ConfigError('invalid_option', 'concurrency must be 1..64'))).message).toBe(
+      '--concurrency must be 1..64',
+    );
+    expect(withFlagNames(thrown(() => parseStateUrl('mysql://x', '--state'))).fix).toBe(
+      'pass a postgres:// or postgresql:// URL (a state directory is given with --state-dir)',
+    );
+  });
 });
+
+/** Every one-line string literal and template text of src/ (what messages and fixes are made of). */
+function sourceStrings(): string[] {
+  const root = fileURLToPath(new URL('../src/', import.meta.url));
+  const files = readdirSync(root, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
+  const literal = /'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|`(?:[^`\\]|\\.)*`/g;
+  return files.flatMap((f) => readFileSync(join(root, f), 'utf8').match(literal) ?? []);
+}

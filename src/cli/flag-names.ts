@@ -5,7 +5,11 @@
  */
 import { AudienceKitError } from '../internal.js';
 
-/** Library option names as they appear in messages → the flags that set them. */
+/**
+ * Library option names as they appear in messages → the flags that set them. A name is matched
+ * only where no `-` or word character precedes it, never inside a flag (`--concurrency`): an
+ * error reworded twice (by a command, then by reportError) reads the same.
+ */
 const FLAG_NAMES: ReadonlyArray<readonly [RegExp, string]> = [
   // The client's fixes, then its option names: the CLI reads variables and flags, not createClient options.
   [
@@ -22,43 +26,45 @@ const FLAG_NAMES: ReadonlyArray<readonly [RegExp, string]> = [
     /\(consumerKey, consumerSecret, accessToken, accessTokenSecret\)/g,
     '(AUDIENCE_KIT_CONSUMER_KEY, AUDIENCE_KIT_CONSUMER_SECRET, AUDIENCE_KIT_ACCESS_TOKEN, AUDIENCE_KIT_ACCESS_TOKEN_SECRET)',
   ],
-  [/\bcredentials\.consumerKey\b/g, 'AUDIENCE_KIT_CONSUMER_KEY'],
-  [/\bcredentials\.consumerSecret\b/g, 'AUDIENCE_KIT_CONSUMER_SECRET'],
-  [/\bcredentials\.accessToken\b/g, 'AUDIENCE_KIT_ACCESS_TOKEN'],
-  [/\bcredentials\.accessTokenSecret\b/g, 'AUDIENCE_KIT_ACCESS_TOKEN_SECRET'],
-  [/\badsBaseUrl\b/g, 'AUDIENCE_KIT_ADS_BASE_URL (--base-url)'],
-  [/\bapiBaseUrl\b/g, 'AUDIENCE_KIT_API_BASE_URL (--api-base-url)'],
-  [/\blimits\.maxBodyBytes\b/g, '--max-body-bytes'],
-  [/\blimits\.maxOperations\b/g, '--max-operations'],
-  [/\blimits\.maxUsersPerOperation\b/g, '--max-users-per-operation'],
-  [/\bmaxRetries\b/g, '--max-retries'],
-  [/\bmaxRejectRate\b/g, '--max-reject-rate'],
-  [/\bmaxRemovals\b/g, '--max-removals'],
-  [/\ballowEmpty: true\b/g, '--allow-empty'],
-  [/\bfull: true\b/g, '--full'],
-  [/\brecover: true\b/g, '--recover'],
-  [/\bacceptUnrecovered: true\b/g, '--accept-unrecovered'],
-  [/\bdryRun\b/g, '--dry-run'],
-  [/\bconcurrency\b/g, '--concurrency'],
-  [/\beffectiveAt\b/g, '--effective-at'],
-  [/\bexpiresAt\b/g, '--expires-at'],
-  [/\baccountId\b/g, '--account'],
-  [/\bdefaultCountry\b/g, '--default-country'],
-  [/\bcountryColumn\b/g, '--country-column'],
-  [/\bonlyMapped\b/g, '--only-mapped'],
-  [/\bmap entry /g, '--map '],
-  [/\bmap entries\b/g, '--map entries'],
-  [/\bstateDir\b/g, '--state-dir'],
-  [/\bauditLog\b/g, '--audit-log'],
-  [/\boperation '(update|delete)'/g, '--operation $1'],
-  [/\bunfinished: '(resume|restart)'/g, '--$1'],
+  [/(?<![-\w])credentials\.consumerKey\b/g, 'AUDIENCE_KIT_CONSUMER_KEY'],
+  [/(?<![-\w])credentials\.consumerSecret\b/g, 'AUDIENCE_KIT_CONSUMER_SECRET'],
+  [/(?<![-\w])credentials\.accessToken\b/g, 'AUDIENCE_KIT_ACCESS_TOKEN'],
+  [/(?<![-\w])credentials\.accessTokenSecret\b/g, 'AUDIENCE_KIT_ACCESS_TOKEN_SECRET'],
+  [/(?<![-\w])adsBaseUrl\b/g, 'AUDIENCE_KIT_ADS_BASE_URL (--base-url)'],
+  [/(?<![-\w])apiBaseUrl\b/g, 'AUDIENCE_KIT_API_BASE_URL (--api-base-url)'],
+  [/(?<![-\w])limits\.maxBodyBytes\b/g, '--max-body-bytes'],
+  [/(?<![-\w])limits\.maxOperations\b/g, '--max-operations'],
+  [/(?<![-\w])limits\.maxUsersPerOperation\b/g, '--max-users-per-operation'],
+  [/(?<![-\w])maxRetries\b/g, '--max-retries'],
+  [/(?<![-\w])maxRejectRate\b/g, '--max-reject-rate'],
+  [/(?<![-\w])maxRemovals\b/g, '--max-removals'],
+  [/(?<![-\w])allowEmpty: true\b/g, '--allow-empty'],
+  [/(?<![-\w])full: true\b/g, '--full'],
+  [/(?<![-\w])recover: true\b/g, '--recover'],
+  [/(?<![-\w])acceptUnrecovered: true\b/g, '--accept-unrecovered'],
+  [/(?<![-\w])dryRun\b/g, '--dry-run'],
+  [/(?<![-\w])concurrency\b/g, '--concurrency'],
+  [/(?<![-\w])effectiveAt\b/g, '--effective-at'],
+  [/(?<![-\w])expiresAt\b/g, '--expires-at'],
+  [/(?<![-\w])accountId\b/g, '--account'],
+  [/(?<![-\w])defaultCountry\b/g, '--default-country'],
+  [/(?<![-\w])countryColumn\b/g, '--country-column'],
+  [/(?<![-\w])onlyMapped\b/g, '--only-mapped'],
+  [/(?<![-\w])map entry /g, '--map '],
+  [/(?<![-\w])map entries\b/g, '--map entries'],
+  [/(?<![-\w])stateDir\b/g, '--state-dir'],
+  [/(?<![-\w])auditLog\b/g, '--audit-log'],
+  [/(?<![-\w])operation '(update|delete)'/g, '--operation $1'],
+  [/(?<![-\w])unfinished: '(resume|restart)'/g, '--$1'],
 ];
+
+/** A library message in the CLI's words: the flags and variables, not the option names. */
+export const flagNames = (text: string): string => FLAG_NAMES.reduce((t, [re, flag]) => t.replace(re, flag), text);
 
 /** A library error as the CLI user should read it: the flags, not the option names. */
 export function withFlagNames<T>(error: T): T {
   if (!(error instanceof AudienceKitError)) return error;
-  const rename = (text: string): string => FLAG_NAMES.reduce((t, [re, flag]) => t.replace(re, flag), text);
-  error.message = rename(error.message);
-  if (error.fix !== undefined) Object.assign(error, { fix: rename(error.fix) });
+  error.message = flagNames(error.message);
+  if (error.fix !== undefined) Object.assign(error, { fix: flagNames(error.fix) });
   return error;
 }

@@ -1,8 +1,8 @@
 import yargs, { type Argv, type CommandModule } from 'yargs';
-import { VERSION } from '../internal.js';
+import { ConfigError, VERSION } from '../internal.js';
 import { processContext, type CliContext } from './context.js';
 import { describeParseFailure, type ParseContext } from './parse-errors.js';
-import { exitCodesEpilogue, reportError, writeLine, type GlobalArgs } from './output.js';
+import { exitCodesEpilogue, reportFailure, writeLine, type GlobalArgs } from './output.js';
 import { hashCommand } from './commands/hash.js';
 import { uploadCommand } from './commands/upload.js';
 import { syncCommand } from './commands/sync.js';
@@ -14,7 +14,6 @@ import { doNotReachCommand } from './commands/do-not-reach.js';
 import { permissionsCommand } from './commands/permissions.js';
 import { targetedCommand } from './commands/targeted.js';
 import { authCommand } from './commands/auth.js';
-import { EXIT_CODES } from './exit-codes.js';
 
 type CommandFactory = (ctx: CliContext) => CommandModule<GlobalArgs, never>;
 
@@ -117,11 +116,11 @@ export async function main(argv: readonly string[], ctx: CliContext = processCon
     });
     if (output !== '') writeLine(ctx.stdout, output);
   } catch (error) {
-    if (!(error instanceof ParseFailure)) return reportError(ctx, error, argv.includes('--debug'));
+    // What the parser refused, or a failure outside any command's handler: --json gets its document too.
+    const args = { debug: argv.includes('--debug'), json: argv.includes('--json') };
+    if (!(error instanceof ParseFailure)) return reportFailure(ctx, error, args);
     const problem = describeParseFailure(error.message, argv, error.at);
-    writeLine(ctx.stderr, `error: ${problem.message}`);
-    writeLine(ctx.stderr, `  fix: ${problem.fix}`);
-    return EXIT_CODES.usage;
+    return reportFailure(ctx, new ConfigError('invalid_option', problem.message, { fix: problem.fix }), args);
   }
   return ctx.exitCode;
 }

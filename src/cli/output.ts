@@ -1,4 +1,5 @@
-import { AudienceKitError, environmentError, HttpError, stateFailure } from '../internal.js';
+import { basename } from 'node:path';
+import { asKitError, AudienceKitError, environmentError, errorJson, HttpError, stateFailure } from '../internal.js';
 import type { CliContext } from './context.js';
 import { withFlagNames } from './flag-names.js';
 import { EXIT_CODES, exitCodeFor } from './exit-codes.js';
@@ -16,7 +17,12 @@ export function exitCodesEpilogue(meanings: Partial<Record<ExitCodeName, string>
 export interface GlobalArgs {
   debug?: boolean;
   json?: boolean;
+  /** The input file of the commands that read one (hash, upload, sync). */
+  file?: string;
 }
+
+/** The input as a report names it: its file name, or `-` for stdin. */
+export const inputName = (file: string): string => (file === '-' || file === '' ? '-' : basename(file));
 
 export function writeLine(stream: NodeJS.WritableStream, line = ''): void {
   stream.write(`${line}\n`);
@@ -84,7 +90,7 @@ function formatCell(value: unknown): string {
  * return the documented exit code. Never prints request headers or bodies.
  */
 export function reportError(ctx: CliContext, error: unknown, debug: boolean): number {
-  error = withFlagNames(fromFsError(error));
+  error = shownError(error);
   if (error instanceof AudienceKitError) {
     writeLine(ctx.stderr, `error: ${error.message}`);
     if (error instanceof HttpError) {
@@ -105,6 +111,27 @@ export function reportError(ctx: CliContext, error: unknown, debug: boolean): nu
     writeLine(ctx.stderr, error.stack);
   }
   return exitCodeFor(error);
+}
+
+/** An error as the CLI shows it: a raw fs failure as the environment's, library option names as flags. */
+const shownError = (error: unknown): unknown => withFlagNames(fromFsError(error));
+
+/**
+ * A command that failed before it had a result: the error on stderr (reportError) and, with
+ * --json, on stdout the one document every command prints then, `{status: "failed", exit_code,
+ * input?, error: {code, message, fix?}}` (a report that exists carries the same fields).
+ */
+export function reportFailure(ctx: CliContext, error: unknown, args: GlobalArgs): number {
+  const shown = shownError(error);
+  const exitCode = reportError(ctx, shown, args.debug === true);
+  if (args.json === true)
+    writeJson(ctx, {
+      status: 'failed',
+      exit_code: exitCode,
+      ...(args.file === undefined ? {} : { input: inputName(args.file) }),
+      error: errorJson(asKitError(shown)),
+    });
+  return exitCode;
 }
 
 const ENVIRONMENT_ERRNOS = new Set([
@@ -167,7 +194,7 @@ export function handle<Args extends GlobalArgs>(
       const lost = stdoutFailures.get(ctx);
       ctx.exitCode = lost === undefined ? (code ?? EXIT_CODES.ok) : reportError(ctx, lost, args.debug === true);
     } catch (error) {
-      ctx.exitCode = reportError(ctx, error, args.debug === true);
+      ctx.exitCode = reportFailure(ctx, error, args);
     }
   };
 }

@@ -69,6 +69,29 @@ export function unknownOptions(argv: readonly string[], known: readonly string[]
 const suggestable = (options: readonly string[]): string[] =>
   options.filter((o) => o.length > 1 && !/[A-Z]/.test(o) && o !== '$0' && o !== '_');
 
+/** Other names people give the PostgreSQL state's URL (`--state`). */
+const STATE_URL_NAMES = new Set([
+  'database-url',
+  'db-url',
+  'postgres-url',
+  'postgresql-url',
+  'pg-url',
+  'database',
+  'db',
+]);
+
+/**
+ * The option meant by an unknown `--typed`: `--state` for a database URL's usual names, a known
+ * option followed by a qualifier (`--state-url` is `--state`, `--account-id` is `--account`),
+ * else the nearest name.
+ */
+export function suggestOption(typed: string, options: readonly string[]): string | undefined {
+  const name = typed.toLowerCase();
+  if (STATE_URL_NAMES.has(name) && options.includes('state')) return 'state';
+  const stem = options.filter((o) => name.startsWith(`${o}-`)).sort((a, b) => b.length - a.length)[0];
+  return stem ?? nearest(typed, options);
+}
+
 /** The message and fix for a command line yargs refused with `message`. */
 export function describeParseFailure(message: string, argv: readonly string[], at: ParseContext): ParseProblem {
   const path = at.commands.join(' ');
@@ -76,7 +99,7 @@ export function describeParseFailure(message: string, argv: readonly string[], a
   const unknown = unknownOptions(argv, at.options);
   if (unknown.length > 0) {
     const first = unknown[0] as string;
-    const guess = first.startsWith('--') ? nearest(first.slice(2), suggestable(at.options)) : undefined;
+    const guess = first.startsWith('--') ? suggestOption(first.slice(2), suggestable(at.options)) : undefined;
     const list = unknown.join(', ');
     return {
       message: `unknown option${unknown.length === 1 ? '' : 's'} ${list}${path === '' ? '' : ` for ${path}`}`,

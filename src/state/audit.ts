@@ -325,7 +325,7 @@ export function verifyAuditBytes(data: Buffer, where: string, options: { head?: 
 function readAuditFile(path: string): Buffer {
   if (!existsSync(path)) {
     throw new InputError('audit_log_missing', `no audit log at ${path}`, {
-      fix: 'pass the stateDir the uploads used (or the auditLog path), or run from the directory whose .audience-kit/ holds the log',
+      fix: 'pass the stateDir the uploads used (or the auditLog path); the CLI keeps it in ~/.local/state/audience-kit unless AUDIENCE_KIT_STATE_DIR or XDG_STATE_HOME says otherwise',
     });
   }
   return readFileSync(path);

@@ -12,7 +12,7 @@ const POSTGRES_URL = /^postgres(?:ql)?:\/\/[^\s]*$/i;
 export function parseStateUrl(value: string, source: string): StateSpec {
   if (!POSTGRES_URL.test(value) || !URL.canParse(value)) {
     throw new ConfigError('invalid_option', `${source} must be a PostgreSQL URL (postgres://user@host:5432/database)`, {
-      fix: `pass a postgres:// or postgresql:// URL (a state directory is given with --state-dir / stateDir)`,
+      fix: 'pass a postgres:// or postgresql:// URL (a state directory is given with stateDir)',
     });
   }
   const url = new URL(value);

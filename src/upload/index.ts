@@ -11,7 +11,7 @@ export {
 } from './options.js';
 export { createEngine, type Engine, type EngineOptions } from './engine.js';
 export { verify as verifyBatchResult, type SendableBatch } from './sender.js';
-export { asKitError, reportJson, rejectRate } from './report.js';
+export { asKitError, errorJson, reportJson, rejectRate } from './report.js';
 export { sendUsers, uploadAudience } from './upload.js';
 export {
   resolveRunSettings,

@@ -257,8 +257,10 @@ export function reportJson<R extends { error?: AudienceKitError } = UploadReport
 } {
   const { error, ...rest } = report;
   if (error === undefined) return rest;
-  return {
-    ...rest,
-    error: { code: error.code, message: error.message, ...(error.fix === undefined ? {} : { fix: error.fix }) },
-  };
+  return { ...rest, error: errorJson(error) };
+}
+
+/** An error as every JSON report carries it: `{ code, message, fix? }`. */
+export function errorJson(error: AudienceKitError): { code: string; message: string; fix?: string } {
+  return { code: error.code, message: error.message, ...(error.fix === undefined ? {} : { fix: error.fix }) };
 }

@@ -185,7 +185,10 @@ export function auditCommand(ctx: CliContext): CommandModule<GlobalArgs, GlobalA
       CommandModule<GlobalArgs, never>
     >,
     examples: [
-      ['$0 audit verify', 'Check the hash chain of .audience-kit/audit.jsonl; prints the head hash to keep elsewhere'],
+      [
+        '$0 audit verify',
+        "Check the hash chain of the state directory's audit.jsonl (default ~/.local/state/audience-kit; --state-dir, --state or --audit-log name another); prints the head hash to keep elsewhere",
+      ],
       ['$0 audit list --state-dir /var/lib/audience-kit', 'The runs of uploads made with that --state-dir'],
       ['$0 audit show 20261122T060041Z-74d4a1 --json', 'One run: its start and end records'],
     ],
@@ -193,6 +196,7 @@ export function auditCommand(ctx: CliContext): CommandModule<GlobalArgs, GlobalA
       ok: 'ok',
       usage: 'usage, or an unknown run id',
       input: 'the log is missing, unreadable, or its chain is broken',
+      environment: 'the state cannot be read: permissions, disk I/O, or the database refused',
     },
   });
 }

@@ -3,11 +3,10 @@
  * only the changes (syncAudience). Input, mapping, connection and sending options are upload's
  * (the same builders); what is sync's own: --max-removals, --allow-empty, --full, --refresh-after.
  */
-import { basename, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import type { CommandModule, Options } from 'yargs';
 import {
   asKitError,
-  AudienceKitError,
   ConfigError,
   defaultAuditLogPath,
   DEFAULT_REFRESH_AFTER_DAYS,
@@ -36,8 +35,8 @@ import {
   exitCodesEpilogue,
   finishWhenStdoutCloses,
   handle,
+  inputName,
   renderFields,
-  reportError,
   writeJson,
   writeLine,
   type GlobalArgs,
@@ -150,30 +149,9 @@ async function sync(ctx: CliContext, args: SyncArgs): Promise<number> {
     return await syncFile(ctx, args, state);
   } catch (thrown) {
     // A raw fs error of the state (a snapshot write: EACCES, ENOSPC, EFBIG) is the machine's.
-    const error = withFlagNames(state?.kind === 'directory' ? stateFailure(thrown, state.dir) : thrown);
-    if (args.json !== true) throw error;
-    return printFailure(ctx, args, error);
+    throw state?.kind === 'directory' ? stateFailure(thrown, state.dir) : thrown;
   }
 }
-
-/** `--json` always prints a report: a sync that stopped before it had one says why. */
-function printFailure(ctx: CliContext, args: SyncArgs, error: unknown): number {
-  const exitCode = reportError(ctx, error, args.debug === true);
-  const known = error instanceof AudienceKitError;
-  writeJson(ctx, {
-    status: 'failed',
-    exit_code: exitCode,
-    input: inputName(args),
-    error: {
-      code: known ? (error.code as string) : 'internal',
-      message: error instanceof Error ? error.message : String(error),
-      ...(known && error.fix !== undefined ? { fix: error.fix } : {}),
-    },
-  });
-  return exitCode;
-}
-
-const inputName = (args: SyncArgs): string => (args.file === '-' || args.file === '' ? '-' : basename(args.file));
 
 /**
  * The sync's settings from the flags, parsed once (the library's checks, in its option names):
@@ -278,7 +256,7 @@ function printOutcome(ctx: CliContext, args: SyncArgs, report: SyncReport, run: 
     writeJson(ctx, {
       ...reportJson(report),
       exit_code: syncExitCode(report),
-      input: inputName(args),
+      input: inputName(args.file),
       ...(size === undefined ? {} : { sandbox: { audience_size: size } }),
       hints: summaryHints(run.summary, run.mapping, run.normalize),
     });

@@ -1,4 +1,4 @@
-import { basename, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import type { CommandModule } from 'yargs';
 import {
   ProgressPrinter,
@@ -29,6 +29,7 @@ import { addHashOptions, printHints, printInputMapping, sendInputFromArgs, type 
 import {
   exitCodesEpilogue,
   handle,
+  inputName,
   renderFields,
   reportError,
   writeJson,
@@ -273,7 +274,7 @@ function printOutcome(
   writeJson(ctx, {
     ...reportJson(report),
     exit_code: exitCodeOf(report),
-    input: args.file === '-' || args.file === '' ? '-' : basename(args.file),
+    input: inputName(args.file),
     ...(sandboxInfo === undefined ? {} : { sandbox: sandboxInfo }),
     hints: summaryHints(run.summary, run.mapping, run.normalize),
   });
