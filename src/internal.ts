@@ -46,7 +46,15 @@ export {
   type ReadCsvOptions,
   scanRecords,
 } from './ingest/csv.js';
-export { columnKey, columnLabel, type ColumnMapping, looksLikeData, resolveMapping } from './identifiers/mapping.js';
+export {
+  columnKey,
+  columnLabel,
+  isCountryLikeName,
+  isKnownColumnName,
+  type ColumnMapping,
+  looksLikeData,
+  resolveMapping,
+} from './identifiers/mapping.js';
 export { guardFailure, guardInput, type RejectGuardOptions } from './hashing/reject-guard.js';
 export { hashCsv, type HashCsvOptions, type HashCsvRun, hashRecords, leaveOutKnownUsers } from './hashing/pipeline.js';
 export { hashCsvHeader, mappedTypes } from './hashing/chunk.js';

@@ -27,9 +27,13 @@ describe('columns judged by their values as well as their names', () => {
       ['cleo@example.de', '+49 30 901820', '', '12345680', 'DE'],
       ['', '(415) 555-0104', 'vip', '12345681', 'US'],
     ];
-    // "Land" is no known country column: without it only the 2 numbers written with + are valid,
-    // too few to be clearly phone numbers; with the country named, all 4 are.
-    expect(mapped(rows)).toEqual([['Contact', 'email', 'content']]);
+    // "Land" (German, Dutch, Swedish) is a country column by its name and values: with it all 4
+    // numbers are valid; with no country only the 2 written with + are, too few to be clearly phones.
+    expect(mapped(rows)).toEqual([
+      ['Contact', 'email', 'content'],
+      ['Reach me at', 'phone_number', 'content'],
+    ]);
+    expect(mapped(rows.map((r) => r.slice(0, 4)))).toEqual([['Contact', 'email', 'content']]);
     const withCountry = resolveMapping(rows[0] as string[], { countryColumn: 'Land' }, rows.slice(1));
     expect(withCountry.columns.map((c) => [c.column, c.type, c.content])).toEqual([
       ['Contact', 'email', true],
@@ -111,7 +115,7 @@ describe('columns judged by their values as well as their names', () => {
     ]);
   });
 
-  it("content detection reads a name only when its words are identifier words or mean the person's own", () => {
+  it("a name of identifier words and words of the person's own is a known name; its values must fit", () => {
     const header = ['Mail', 'Tel', 'Mobile No', 'Work Contact Email 2', 'Personal Tel', 'Land'];
     const row = (i: number): string[] => [
       `a${i}@example.com`,
@@ -123,11 +127,11 @@ describe('columns judged by their values as well as their names', () => {
     ];
     const m = resolveMapping(header, { countryColumn: 'Land' }, [row(1), row(2), row(3)]);
     expect(m.columns.map((c) => [c.column, c.type, c.content])).toEqual([
-      ['Mail', 'email', true],
-      ['Tel', 'phone_number', true],
-      ['Mobile No', 'phone_number', true],
-      ['Work Contact Email 2', 'email', true],
-      ['Personal Tel', 'phone_number', true],
+      ['Mail', 'email', undefined],
+      ['Tel', 'phone_number', undefined],
+      ['Mobile No', 'phone_number', undefined],
+      ['Work Contact Email 2', 'email', undefined],
+      ['Personal Tel', 'phone_number', undefined],
     ]);
     expect(m.notUsed).toBeUndefined();
   });
@@ -145,7 +149,6 @@ describe('columns judged by their values as well as their names', () => {
       'Emergency Contact Phone',
       'Next of Kin Phone',
       'Doctor Phone',
-      'Employer Phone',
       'Reference Phone',
       'Father Phone',
       'Parent Email',
@@ -153,8 +156,10 @@ describe('columns judged by their values as well as their names', () => {
     ];
     const cell = (column: string, i: number): string =>
       column.endsWith('Email') ? `o${i}@example.net` : `+1 202-555-${String(1000 + i)}`;
-    const lines = [[...others, 'Email', 'Country'].join(',')];
-    for (let i = 0; i < 40; i++) lines.push([...others.map((c) => cell(c, i)), `user${i}@example.com`, 'US'].join(','));
+    // A word the vocabulary knows as someone else's (employer) says so; unknown words only may.
+    const lines = [[...others, 'Employer Phone', 'Email', 'Country'].join(',')];
+    for (let i = 0; i < 40; i++)
+      lines.push([...others.map((c) => cell(c, i)), cell('Phone', i), `user${i}@example.com`, 'US'].join(','));
     const path = join(tmp, 'others.csv');
     writeFileSync(path, `${lines.join('\n')}\n`);
     const r = await runCli(['hash', path, '--workers', '0', '--json', '-o', join(tmp, 'others.jsonl')]);
@@ -168,7 +173,8 @@ describe('columns judged by their values as well as their names', () => {
     expect(doc.mapping.columns.map((c) => c.column)).toEqual(['Email']);
     expect(doc.summary.types.email?.valid).toBe(40);
     expect(doc.summary.types.phone_number?.valid ?? 0).toBe(0);
-    expect(doc.mapping.not_used.map((c) => c.column)).toEqual(others);
+    expect(doc.mapping.not_used.map((c) => c.column)).toEqual([...others, 'Employer Phone']);
+    expect(doc.mapping.not_used.at(-1)?.reason).toBe('not the person\'s own (the name says "employer")');
     expect(doc.mapping.not_used.find((c) => c.column === 'Next of Kin Phone')?.reason).toBe(
       'not read by content: the word "next" in its name may say it is someone else\'s',
     );
@@ -182,17 +188,26 @@ describe('columns judged by their values as well as their names', () => {
     const path = join(tmp, 'two-rows.csv');
     writeFileSync(
       path,
-      'Email,Contact Email,Country\nava@example.com,ann@example.org,US\nben@example.com,bo@example.org,US\n',
+      'Email,Guest Email,Country\nava@example.com,ann@example.org,US\nben@example.com,bo@example.org,US\n',
     );
     const r = await runCli(['hash', path, '--workers', '0', '-o', join(tmp, 'two-rows.out')]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toContain(
-      '(ignored "Contact Email": not read by content: 2 values in the first rows, too few to tell)',
+      '(ignored "Guest Email": not read by content: the word "guest" in its name may say it is someone else\'s)',
     );
     expect(r.stderr).toContain(
-      '"Contact Email" was not read as email: not read by content: 2 values in the first rows, too few to tell; if it holds the person\'s own, --map email="Contact Email"',
+      '"Guest Email" was not read as email: not read by content: the word "guest" in its name may say it is someone else\'s; if it holds the person\'s own, --map email="Guest Email"',
     );
     expect(r.stderr).not.toContain('ann@example.org');
+    // A name of two identifier words is read only by content: two values are too few to tell.
+    writeFileSync(
+      path,
+      'Email,Email or Phone,Country\nava@example.com,ann@example.org,US\nben@example.com,bo@example.org,US\n',
+    );
+    const few = await runCli(['hash', path, '--workers', '0', '-o', join(tmp, 'two-rows.out')]);
+    expect(few.stderr).toContain(
+      '(ignored "Email or Phone": not read by content: 2 values in the first rows, too few to tell)',
+    );
   });
 
   it('platform account types come only from names naming the platform; generic ids are never sent', () => {
@@ -241,13 +256,14 @@ describe('columns judged by their values as well as their names', () => {
       ['Person - Email - Work', 'email', ','],
       ['Additional email addresses', 'email', 'name'],
       ['google_ad_ids', 'device_id', ','],
+      ['Phones', 'phone_number', '|'],
     ]);
     const m = resolveMapping(rows[0] as string[], { map: ['phone_number=Phones'] }, rows.slice(1));
     expect(m.columns.find((c) => c.column === 'Phones')?.separator).toBe('|');
     expect(describeMapping(m)).toContain('"google_ad_ids" (lists split on ",")');
     // A separator given for every cell replaces the guess.
     const given = resolveMapping(rows[0] as string[], { valueSeparator: ';' }, rows.slice(1));
-    expect(given.columns.map((c) => c.separator)).toEqual([undefined, undefined, undefined]);
+    expect(given.columns.map((c) => c.separator)).toEqual([undefined, undefined, undefined, undefined]);
   });
 
   it('hash reads by content through the worker threads too, splitting lists there', async () => {
@@ -280,7 +296,7 @@ describe('losses are said and mistyped keys refused', () => {
     summary.types.phone_number = { valid: 94, invalid: 6, digests: 0 };
     summary.rejects.phone_needs_country = { count: 6, lines: [2] };
     expect(summaryHints(summary, m)[0]).toBe(
-      "6 of 100 phone_number values rejected (6%), mostly phone_needs_country: they are national numbers and no country column was found; fix: --default-country CC, or --country-column naming the column that holds each row's country",
+      '6 of 100 phone_number values rejected (6%), mostly phone_needs_country: they are national numbers and no country column was found; fix: --default-country CC, or --country-column naming the column that holds each row\'s country (columns "Phone")',
     );
     summary.types.phone_number = { valid: 95, invalid: 5, digests: 0 };
     expect(summaryHints(summary, m)).toEqual([]);

@@ -394,7 +394,7 @@ describe('--phone-country-code: phones with their calling code but no +', () => 
     const national = await hashExport('google-customer-match.csv', ['--phone-country-code', 'national']);
     expect(national.doc?.summary.types.phone_number).toMatchObject({ valid: 3, invalid: 2 });
     expect(national.doc?.hints[0]).toMatch(
-      /^2 of 5 phone_number values rejected \(40%\), mostly phone_invalid: .*fix: --phone-country-code auto$/,
+      /^2 of 5 phone_number values rejected \(40%\), mostly phone_invalid: .*fix: --phone-country-code auto \(columns "Phone"\)$/,
     );
     const included = await hashExport('google-customer-match.csv', ['--phone-country-code', 'included']);
     expect(included.doc?.summary.types.phone_number).toMatchObject({ valid: 5, invalid: 0 });

@@ -6,8 +6,8 @@
  * Column names, counts and country values only: never identifiers.
  */
 import {
-  columnKey,
   columnLabel,
+  isCountryLikeName,
   IDENTIFIER_TYPES,
   looksLikeData,
   type ColumnMapping,
@@ -35,13 +35,14 @@ const REASON_TYPE: Readonly<Record<RejectReason, IdentifierType | undefined>> = 
   hash_invalid: undefined,
   value_too_long: undefined,
   too_many_values: undefined,
+  not_own_by_type: undefined,
 };
 
 const quote = (s: string): string => JSON.stringify(s);
 
 /** Ignored columns whose name says country or region: what --country-column should likely name. */
 function countryLikeColumns(mapping: ColumnMapping): string[] {
-  return mapping.ignored.filter((c) => /country|region|nation|^cc$|^land$|^pays$/.test(columnKey(c)));
+  return mapping.ignored.filter(isCountryLikeName);
 }
 
 function columnsOf(mapping: ColumnMapping, type: IdentifierType): string {
@@ -56,6 +57,7 @@ function mainReason(summary: HashSummary, type: IdentifierType): RejectReason | 
   let best: RejectReason | undefined;
   let most = 0;
   for (const [reason, count] of Object.entries(summary.rejects) as [RejectReason, { count: number }][]) {
+    if (reason === 'not_own_by_type') continue; // not counted as invalid (see notOwnHint)
     if ((REASON_TYPE[reason] ?? type) === type && count.count > most) {
       best = reason;
       most = count.count;
@@ -117,9 +119,10 @@ function rejectShareHints(summary: HashSummary, mapping: ColumnMapping, opts: No
     const reason = mainReason(summary, type);
     if (reason === undefined) continue;
     const share = Math.round((100 * counts.invalid) / total);
-    out.push(
-      `${counts.invalid} of ${total} ${type} values rejected (${share}%), mostly ${reason}: ${whyRejected(summary, mapping, opts, type, reason)}`,
-    );
+    const why = whyRejected(summary, mapping, opts, type, reason);
+    const columns = columnsOf(mapping, type);
+    const where = why.includes(columns) ? '' : ` (columns ${columns})`;
+    out.push(`${counts.invalid} of ${total} ${type} values rejected (${share}%), mostly ${reason}: ${why}${where}`);
   }
   return out;
 }
@@ -178,7 +181,27 @@ function noteHints(summary: HashSummary, opts: NormalizeOptions, already: string
  */
 export function summaryHints(summary: HashSummary, mapping: ColumnMapping, opts: NormalizeOptions = {}): string[] {
   const share = rejectShareHints(summary, mapping, opts);
-  return [...share, ...noteHints(summary, opts, share.join('\n')), ...notUsedHints(mapping)];
+  return [
+    ...share,
+    ...noteHints(summary, opts, share.join('\n')),
+    ...notOwnHint(summary, mapping),
+    ...notUsedHints(mapping),
+  ];
+}
+
+/** Values of paired columns that their type cell says are someone else's: not sent, and how to send them anyway. */
+function notOwnHint(summary: HashSummary, mapping: ColumnMapping): string[] {
+  const count = summary.rejects.not_own_by_type?.count ?? 0;
+  if (count === 0) return [];
+  const pairs = mapping.columns.filter((c) => c.typeColumn !== undefined);
+  const first = pairs[0];
+  const map =
+    first === undefined
+      ? ''
+      : `; if they are the person's own, --map ${first.type}=${quote(first.column)} reads every value of a column`;
+  return [
+    `${count} ${count === 1 ? 'value was' : 'values were'} not sent because ${count === 1 ? 'its' : 'their'} type cell (${pairs.map((c) => quote(c.typeColumn as string)).join(', ')}) says fax, pager, assistant, company or someone else's (not_own_by_type)${map}`,
+  ];
 }
 
 /** Columns whose name says a type but whose first values do not fit it: left out, and how to read them anyway. */
@@ -224,6 +247,7 @@ function columnNote(c: ColumnMapping['columns'][number], mixed: boolean): string
   if (mixed && c.mapped === true) notes.push('--map');
   if (c.content === true) notes.push('detected by content');
   if (c.separator !== undefined) notes.push(`lists split on ${quote(c.separator)}`);
+  if (c.typeColumn !== undefined) notes.push(`typed by ${quote(c.typeColumn)}`);
   return notes.length === 0 ? '' : ` (${notes.join(', ')})`;
 }
 
@@ -254,7 +278,12 @@ export function describeMapping(mapping: ColumnMapping): string {
     if (cols.length > 0) lines.push(`  ${type.padEnd(15)} <- ${cols.join(', ')}${note}`);
   }
   if (mapping.country !== undefined) {
-    const named = mapping.auto && mapping.country.mapped === true ? ' (--map)' : '';
+    const how = [
+      ...(mapping.auto && mapping.country.mapped === true ? ['--map'] : []),
+      ...(mapping.country.content === true ? ['detected by content'] : []),
+      ...(mapping.country.locale === true ? ['locales: their region'] : []),
+    ];
+    const named = how.length === 0 ? '' : ` (${how.join(', ')})`;
     lines.push(`  ${'country'.padEnd(15)} <- ${columnLabel(mapping.country.column, mapping.country.index)}${named}`);
   }
   lines.push(...ignoredLines(mapping));

@@ -12,7 +12,7 @@ import {
   type CsvDelimiter,
   type CsvRowError,
 } from '../ingest/csv.js';
-import { fieldOf, type ColumnMapping, type MappedColumn } from '../identifiers/mapping.js';
+import { countryCell, fieldOf, type ColumnMapping, type MappedColumn } from '../identifiers/mapping.js';
 import {
   IDENTIFIER_TYPES,
   serializeBuiltUser,
@@ -184,8 +184,10 @@ export function hashChunk(bytes: Uint8Array, ctx: HashChunkContext): HashChunkRe
   // One record object refilled per row: buildUser is synchronous and keeps no reference to it,
   // and this loop is the hot path (fewer allocations, less GC).
   const columns = ctx.mapping.columns;
-  const countryIndex = ctx.mapping.country?.index;
+  const country = ctx.mapping.country;
+  const countryIndex = country?.locale === true ? undefined : country?.index;
   const fieldValues: FieldValue[] = columns.map((c) => fieldOf(c, ''));
+  const paired = columns.some((c) => c.typeIndex !== undefined);
   const record: MappedRecord = { line: 0, fields: fieldValues };
   const { emit, outputTypes, normalize, knownUsers } = ctx;
   const buildUser = userBuilder(normalize);
@@ -193,10 +195,11 @@ export function hashChunk(bytes: Uint8Array, ctx: HashChunkContext): HashChunkRe
   const row = (fields: string[], offset: number): void => {
     for (let i = 0; i < columns.length; i++)
       (fieldValues[i] as FieldValue).raw = fields[(columns[i] as MappedColumn).index] ?? '';
+    if (paired) setKinds(fieldValues, columns, fields);
     record.line = offset;
     // Assigned even when absent (buildUser treats undefined and '' alike): keeps the object's shape stable.
     (record as { country?: string | undefined }).country =
-      countryIndex === undefined ? undefined : fields[countryIndex];
+      countryIndex !== undefined ? fields[countryIndex] : countryCell(country, fields);
     const built = buildUser(record);
     addUserToSummary(summary, built);
     for (const r of built.rejects) rejects.push(r);
@@ -230,6 +233,14 @@ export function hashChunk(bytes: Uint8Array, ctx: HashChunkContext): HashChunkRe
   const result: HashChunkResult = { lines, users, output: out.bytes(), rejects, malformed, summary };
   if (packed !== undefined) result.packed = packed.finish();
   return result;
+}
+
+/** The rows' type cells of paired columns (`Phone 1 - Type`) into their fields. */
+function setKinds(fieldValues: FieldValue[], columns: readonly MappedColumn[], fields: string[]): void {
+  for (let i = 0; i < columns.length; i++) {
+    const typeIndex = (columns[i] as MappedColumn).typeIndex;
+    if (typeIndex !== undefined) (fieldValues[i] as FieldValue).kind = fields[typeIndex] ?? '';
+  }
 }
 
 function grow<T extends Uint32Array<ArrayBuffer> | Int32Array<ArrayBuffer>>(array: T, length: number): T {

@@ -139,7 +139,8 @@ export function addUserToSummary(summary: HashSummary, built: BuiltUser): void {
   const rejects = built.rejects;
   for (let i = 0; i < rejects.length; i++) {
     const r = rejects[i] as Reject;
-    typeCounts(summary, r.type).invalid++;
+    // A value its type cell says is someone else's is not sent by design: counted by its reason, not as invalid.
+    if (r.reason !== 'not_own_by_type') typeCounts(summary, r.type).invalid++;
     noteLine((summary.rejects[r.reason] ??= { count: 0, lines: [] }), r.line);
   }
 }

@@ -24,7 +24,8 @@ export const FIT_SHARE = 0.5;
 
 /** Types whose cells may hold lists that are split automatically. */
 const LIST_TYPES: ReadonlySet<IdentifierType> = new Set(['email', 'phone_number', 'device_id']);
-const LIST_SEPARATORS = [',', ';', '|'] as const;
+/** ` ::: ` first: Google Contacts joins the values of one field with it, and they may hold `,`. */
+const LIST_SEPARATORS = [':::', ',', ';', '|'] as const;
 
 const HEX64 = /^[0-9a-f]{64}$/i;
 const PHONE_EXTENSION = /\s*(?:ext\.?|x|#)\s*\d{1,6}$/i;
@@ -136,6 +137,24 @@ export function contentType(
     );
     if (clear.length >= CONTENT_SHARE * filled.length) return separator === undefined ? { type } : { type, separator };
   }
+  return undefined;
+}
+
+/**
+ * The type whose values a column's sampled cells look like without being clearly ones: at least
+ * FIT_SHARE of its (at least MIN_CONTENT_VALUES) non-empty cells hold an `@`, or are written
+ * like phone numbers with a `+` or punctuation (a bare run of digits is as likely an id).
+ */
+export function looksLikeContent(
+  values: ColumnValues,
+  types: readonly IdentifierType[],
+): 'email' | 'phone_number' | undefined {
+  const filled = nonEmpty(values.cells);
+  if (filled.length < MIN_CONTENT_VALUES) return undefined;
+  const share = (test: (value: string) => boolean): boolean =>
+    filled.filter((i) => test(cleanValue(values.cells[i] as string))).length >= FIT_SHARE * filled.length;
+  if (types.includes('email') && share((v) => v.includes('@'))) return 'email';
+  if (types.includes('phone_number') && share((v) => phoneShaped(v) && !/^\d+$/.test(v))) return 'phone_number';
   return undefined;
 }
 

@@ -18,6 +18,8 @@ const LOCALES = (
   'af az br bs ca cs cy da de en es et eu fi fr ga gl ha hr hu id is it ' +
   'ku lt lv ms mt nb nl nn no pl pt ro sk sl so sq sv sw tk tr uz vi'
 ).split(' ');
+/** Locales in Japanese script, looked up by their exact text (NFKC, without spaces or dots). */
+const SCRIPT_LOCALES = ['ja'];
 
 /** Names i18n-iso-countries lacks, by alpha-2, `|`-separated. Looked up folded. */
 const KEPT_NAMES: Readonly<Record<string, string>> = {
@@ -205,9 +207,25 @@ const KEPT_NAMES: Readonly<Record<string, string>> = {
   ZW: 'Republic of Zimbabwe',
 };
 
+/**
+ * Short names in the column-name languages (vocabulary/) that i18n-iso-countries gives only in
+ * their long form (`États-Unis d'Amérique`, `Stati Uniti d'America`, `アメリカ合衆国`).
+ */
+const SHORT_NAMES: Readonly<Record<string, string>> = {
+  US: 'États-Unis|Etats Unis|EE. UU.|EEUU|EUA|Stati Uniti|Stany Zjednoczone Ameryki|アメリカ|米国|アメリカ合衆国 (米国)',
+  GB: 'Grande-Bretagne|Gran Bretaña|Gran Bretagna|Grã-Bretanha|Groot-Brittannië|英国|イギリス (英国)',
+  KR: 'Corée|Corea del Sur|韓国',
+  CN: '中国',
+  RU: 'ロシア',
+  TW: '台湾',
+  KP: '北朝鮮',
+  CZ: 'République tchèque|Tschechei',
+  NL: 'Hollande|Holanda|Olanda',
+};
+
 /** A country name as looked up: accents dropped, lowercase, punctuation and spaces reduced to single spaces. */
 export function foldCountryName(name: string): string {
-  return name
+  return transliterate(name)
     .normalize('NFD')
     .replace(/[\u0300-\u036f]/g, '')
     .toLowerCase()
@@ -218,14 +236,37 @@ export function foldCountryName(name: string): string {
 /** Letters that foldCountryName drops (`ø`, `đ`, `ł`, `ß`, other scripts): the fold of such a name loses part of it. */
 const NON_ASCII_LETTER_RE = /[^a-zA-Z\P{L}]/u;
 function foldIsLossy(name: string): boolean {
-  return NON_ASCII_LETTER_RE.test(name.normalize('NFD').replace(/[\u0300-\u036f]/g, ''));
+  return NON_ASCII_LETTER_RE.test(
+    transliterate(name)
+      .normalize('NFD')
+      .replace(/[\u0300-\u036f]/g, ''),
+  );
 }
+
+/** Latin letters that NFD does not split into a base letter and a mark (`Großbritannien`, `Włochy`). */
+const LETTERS: Readonly<Record<string, string>> = {
+  ß: 'ss',
+  ł: 'l',
+  Ł: 'L',
+  ø: 'o',
+  Ø: 'O',
+  æ: 'ae',
+  Æ: 'AE',
+  œ: 'oe',
+  Œ: 'OE',
+};
+const transliterate = (name: string): string => name.replace(/[ßłŁøØæÆœŒ]/g, (c) => LETTERS[c] ?? c);
+
+/** A name in Japanese script as looked up: NFKC, without spaces, dots and middle dots. */
+const foldScriptName = (name: string): string => name.normalize('NFKC').replace(/[\s.・･]+/g, '');
+const SCRIPT_RE = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]/u;
 
 function loadIsoCountries(): IsoCountries {
   // Required here, not imported: the package and its locale files load with the index, not with the module.
   const require = createRequire(import.meta.url);
   const iso = require('i18n-iso-countries/index.js') as IsoCountries;
-  for (const locale of LOCALES) iso.registerLocale(require(`i18n-iso-countries/langs/${locale}.json`) as never);
+  for (const locale of [...LOCALES, ...SCRIPT_LOCALES])
+    iso.registerLocale(require(`i18n-iso-countries/langs/${locale}.json`) as never);
   return iso;
 }
 
@@ -263,8 +304,13 @@ function buildCountryIndex(): Map<string, string> {
   for (const [key, code] of localeNames(iso)) {
     if (code !== null && isSupportedCountry(code)) index.set(key, code);
   }
-  for (const [code, names] of Object.entries(KEPT_NAMES)) {
-    for (const name of names.split('|')) index.set(foldCountryName(name), code);
+  for (const [code, names] of [...Object.entries(KEPT_NAMES), ...Object.entries(SHORT_NAMES)]) {
+    for (const name of names.split('|'))
+      index.set(SCRIPT_RE.test(name) ? foldScriptName(name) : foldCountryName(name), code);
+  }
+  for (const locale of SCRIPT_LOCALES) {
+    for (const [code, list] of Object.entries(iso.getNames(locale, { select: 'all' })))
+      for (const name of list) if (isSupportedCountry(code)) index.set(foldScriptName(name), code);
   }
   return index;
 }
@@ -283,8 +329,62 @@ export function normalizeCountryCode(raw: string): string | undefined {
     const code = s === 'UK' ? 'GB' : s;
     return isSupportedCountry(code) ? code : undefined;
   }
+  const locale = LOCALE_RE.exec(raw.trim());
+  if (locale !== null) return normalizeCountryCode(locale[1] as string);
   const index = (countryIndex ??= buildCountryIndex());
+  if (SCRIPT_RE.test(s)) return index.get(foldScriptName(s));
   return index.get(s) ?? index.get(foldCountryName(s));
+}
+
+/**
+ * A locale with a region (`en_GB`, `de-DE`, `pt_BR.UTF-8`): the region is the country. With `-`
+ * the language must be lower case: `US-CA` is a subdivision (ISO 3166-2), not a locale.
+ */
+const LOCALE_RE = /^(?:[A-Za-z]{2,3}_|[a-z]{2,3}-)([A-Za-z]{2})(?:[.@][\w.@-]*)?$/;
+/** A value read as a country by content: two letters only in capitals (ISO 3166 writes them so), or longer. */
+const CONTENT_CODE_RE = /^(?:[A-Z]{2}|.{3,})$/su;
+/** A language alone (`fr`, `de`, lower case as ISO 639 writes it): no country. */
+const LANGUAGE_RE = /^\s*[a-z]{2,3}\s*$/;
+
+/**
+ * A locale column's cell as a country cell: its region (`en_GB`), nothing for a language alone
+ * (`fr` is French, said in France, Belgium, Canada…: not a country), the cell itself otherwise
+ * (`US`, `Germany`: a country written in a locale column).
+ */
+export function localeCountry(cell: string): string {
+  return LANGUAGE_RE.test(cell) ? '' : cell;
+}
+
+/**
+ * How well a column's sampled cells fit a country column: the share of its non-empty cells that
+ * are countries. `name`: any country value (`normalizeCountryCode`); `locale`: those and languages
+ * alone (see localeCountry); `content` (a column of unknown name): countries, but a lower-case
+ * two-letter value is as likely a language and does not count. `locales`: most cells are
+ * locales with a region.
+ */
+export function countryColumnShare(
+  cells: readonly string[],
+  how: 'name' | 'locale' | 'content',
+): { share: number; filled: number; locales: boolean } {
+  let filled = 0;
+  let fit = 0;
+  let locales = 0;
+  const codes = new Set<string>();
+  for (const raw of cells) {
+    const cell = raw.trim();
+    if (cell === '') continue;
+    filled++;
+    if (LOCALE_RE.test(cell)) locales++;
+    const code = how === 'content' && !CONTENT_CODE_RE.test(cell) ? undefined : normalizeCountryCode(cell);
+    if (how === 'locale' && LANGUAGE_RE.test(cell)) fit++;
+    else if (code !== undefined) {
+      fit++;
+      codes.add(cell.length === 2 ? code : '');
+    }
+  }
+  // By content, two-letter codes alone must name two countries or more: a column of `NO` is as likely a no.
+  const single = how === 'content' && codes.size === 1 && !codes.has('');
+  return { share: filled === 0 || single ? 0 : fit / filled, filled, locales: locales > filled / 2 };
 }
 
 /** A country as given (record column or default) resolved for phone parsing. */

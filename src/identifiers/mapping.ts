@@ -3,7 +3,16 @@
  * country), detected by name or given explicitly.
  */
 import { ConfigError, InputError } from '../errors.js';
-import { MIN_CONTENT_VALUES, contentType, listSeparator, looksLikeIds, misfit, type ColumnValues } from './content.js';
+import {
+  MIN_CONTENT_VALUES,
+  contentType,
+  listSeparator,
+  looksLikeContent,
+  looksLikeIds,
+  misfit,
+  type ColumnValues,
+} from './content.js';
+import { countryColumnShare, localeCountry } from './countries.js';
 import {
   IDENTIFIER_TYPES,
   cleanValue,
@@ -12,169 +21,10 @@ import {
   type IdentifierType,
   type MappedRecord,
 } from './normalize.js';
+import { nameParts, splitWords, type WordClass } from './vocabulary/index.js';
+import { AUTO_COLUMN_NAMES, GENERIC_ID_KEYS, GENERIC_ID_WORDS } from './vocabulary/names.js';
 
-/**
- * Header names recognized without a `map` entry, compared on their letters and digits only (case,
- * spaces and punctuation ignored: `Country/Region`, `country_region` and `COUNTRY REGION` are one
- * name). They cover the exports of the common CRMs and shops and the customer-list templates of
- * the large ad platforms (fixtures/exports/ holds one sample of each); docs/cli.md lists them.
- * A column found here is used only when its sampled values fit the type (content.ts). Names that
- * say the value is someone else's (SOMEONE_ELSE) and generic ids (`user_id`, `id`, `username`)
- * are never used without `map`: `service_id` and `handle` come only from names that name this
- * platform, `partner_user_id` only from its own name.
- */
-export const AUTO_COLUMN_NAMES: Readonly<Record<IdentifierType | 'country', readonly string[]>> = {
-  email: [
-    'email',
-    'e-mail',
-    'email_address',
-    'e-mail address',
-    'emails',
-    'work_email',
-    'personal_email',
-    'primary email',
-    'additional email addresses',
-    'secondary email',
-    'billing email',
-    'user_email',
-    'person - email',
-    'person - email - work',
-    'person - email - home',
-    'person - email - other',
-  ],
-  phone_number: [
-    'phone',
-    'phone_number',
-    'phone numbers',
-    'telephone',
-    'telephone number',
-    'mobile',
-    'mobile_phone',
-    'mobile_number',
-    'mobile phone number',
-    'cell_phone',
-    'cell',
-    'msisdn',
-    'sms phone number',
-    'default address phone',
-    'billing phone',
-    'shipping phone',
-    'sms',
-    'whatsapp',
-    'landline_number',
-    'home phone',
-    'other phone',
-    'person - phone',
-    'person - phone - work',
-    'person - phone - home',
-    'person - phone - mobile',
-    'person - phone - other',
-  ],
-  handle: ['twitter_handle', 'twitter', 'twitter_username', 'twitter_screen_name', 'x_handle', 'x_username'],
-  device_id: [
-    'device_id',
-    'device_ids',
-    'mobile device id',
-    'madid',
-    'idfa',
-    'idfas',
-    'adid',
-    'gaid',
-    'maid',
-    'aaid',
-    'ifa',
-    'android_id',
-    'advertising_id',
-    'advertising_ids',
-    'mobile advertising id',
-    'mobile_ad_id',
-    'google_aid',
-    'google_ad_id',
-    'google_ad_ids',
-    'apple_idfa',
-  ],
-  // The platform's docs and SDKs call its user id `twitter_id`; exports name it after the platform too.
-  service_id: ['service_id', 'twitter_id', 'twitter_user_id', 'x_id', 'x_user_id'],
-  // Sent unhashed, and matches only after the platform's ID Sync with a partner: its own name only.
-  partner_user_id: ['partner_user_id', 'p_user_id'],
-  country: [
-    'country',
-    'country_code',
-    'cc',
-    'country/region',
-    'country name',
-    'mailing country',
-    'mailing country code',
-    'billing country',
-    'billing country code',
-    'default address country code',
-    'default address country',
-    'shipping country',
-    'shipping country code',
-    'address country',
-    'shipping address country',
-    'country of postal address',
-    'person - country of postal address',
-  ],
-};
-
-/**
- * Words in a column name saying its value belongs to someone other than the row's person (a
- * colleague, the company, a referrer): such a column is never used without `map`, whatever it holds.
- */
-export const SOMEONE_ELSE: readonly string[] = [
-  'owner',
-  'assistant',
-  'asst',
-  'rep',
-  'representative',
-  'salesperson',
-  'agent',
-  'manager',
-  'company',
-  'fax',
-  'referrer',
-  'referral',
-  'by',
-];
-
-/** Words naming a contact identifier: a column of someone else's with one of these is listed with its reason. */
-const CONTACT_WORDS: ReadonlySet<string> = new Set([
-  'email',
-  'mail',
-  'phone',
-  'mobile',
-  'cell',
-  'fax',
-  'sms',
-  'telephone',
-  'tel',
-]);
-
-/**
- * Content detection reads a column of unknown name only when its name says nothing of whose the
- * value is: its words are identifier words (CONTENT_ID_WORDS), words meaning the person's own
- * (OWN_WORDS), numbering, or it is one word (a header in another language). Any other word
- * (`Mother Email`, `Emergency Contact Phone`, `Recipient Email`) may name someone else: the column
- * is left out, with a hint giving the `--map` that reads it.
- */
-const CONTENT_ID_WORDS: ReadonlyMap<string, 'email' | 'phone_number'> = new Map([
-  ...['email', 'emails', 'e', 'mail', 'mails'].map((w) => [w, 'email'] as const),
-  ...['phone', 'phones', 'tel', 'telephone', 'mobile', 'cell', 'cellphone', 'sms', 'whatsapp'].map(
-    (w) => [w, 'phone_number'] as const,
-  ),
-]);
-const OWN_WORDS: ReadonlySet<string> = new Set([
-  ...['work', 'home', 'primary', 'personal', 'private', 'billing', 'main', 'business', 'contact'],
-  ...['customer', 'client', 'subscriber', 'member', 'user', 'lead', 'person', 'default', 'preferred'],
-  ...['other', 'secondary', 'alternate', 'alt', 'my', 'me', 'your', 'own', 'reach', 'at'],
-  ...['no', 'nr', 'num', 'number', 'address', 'addr'],
-]);
-
-/** Last words of a generic id column (`id`, `user_id`, `User ID`, `external_id`): never used without `map`. */
-const GENERIC_ID_WORDS: ReadonlySet<string> = new Set(['id', 'ids', 'uid', 'guid', 'uuid']);
-/** Whole names of generic account columns (keys as compared). */
-const GENERIC_ID_KEYS: ReadonlySet<string> = new Set(['username', 'userlogin', 'login', 'screenname', 'externid']);
+export { AUTO_COLUMN_NAMES };
 
 /** A header name as compared: lowercase letters and digits only (accents dropped). */
 export function columnKey(name: string): string {
@@ -190,15 +40,68 @@ const AUTO_KEYS = new Map<string, IdentifierType | 'country'>(
   ),
 );
 
-/** A header name's words: camelCase split, lowercase, accents dropped (`userId` -> user, id). */
+/**
+ * A header name's words, folded (lowercase, accents dropped): split on spaces, punctuation,
+ * camelCase, between letters and digits and between Latin and Japanese script (`userId` -> user,
+ * id; `E-Mail-Adresse` -> email, adresse). See vocabulary/index.ts.
+ */
 export function nameWords(name: string): string[] {
-  return name
-    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
-    .normalize('NFKD')
-    .replace(/\p{M}+/gu, '')
-    .toLowerCase()
-    .split(/[^\p{L}\p{N}]+/u)
-    .filter((w) => w !== '');
+  return splitWords(name);
+}
+
+/** What a header name's words say (vocabulary/index.ts: ten languages, compounds split). */
+interface NameInfo {
+  /** The identifier types its words name. */
+  ids: Set<'email' | 'phone_number'>;
+  /** The classes of its words. */
+  has: Set<WordClass | undefined>;
+  /** Its first word saying the value is someone else's (fax, assistant, company…). */
+  someoneElse?: string;
+  /**
+   * Its first word that is neither an identifier word, nor the person's own, numbering or a
+   * pair's value word (`Mother Email`: mother): it may name someone else. Unset for a name that
+   * is one unknown word (a header in a language whose words are not known).
+   */
+  qualifier?: string;
+}
+
+function nameInfo(column: string): NameInfo {
+  const parts = nameParts(column);
+  const info: NameInfo = { ids: new Set(), has: new Set() };
+  for (const { word, cls } of parts) {
+    info.has.add(cls);
+    if (cls === 'email') info.ids.add('email');
+    else if (cls === 'phone') info.ids.add('phone_number');
+    else if (cls === 'someoneElse') info.someoneElse ??= word;
+    else if (cls === 'line') {
+      info.someoneElse ??= word;
+      info.ids.add('phone_number');
+    } else if (cls !== 'own' && cls !== 'pairValue' && !(parts.length === 1 && cls === undefined))
+      info.qualifier ??= word;
+  }
+  return info;
+}
+
+/** Whether a header name says country, region or locale in one of the known languages (`Land`, `Pays`, `Locale`). */
+export function isCountryLikeName(column: string): boolean {
+  if (AUTO_KEYS.get(columnKey(column)) === 'country') return true;
+  const info = nameInfo(column);
+  return (
+    info.ids.size === 0 &&
+    (info.has.has('country') || info.has.has('locale') || /^(?:cc|region)$/.test(columnKey(column)))
+  );
+}
+
+/**
+ * Whether a header cell is a known column name: a whole name of AUTO_COLUMN_NAMES, or a name
+ * with an identifier or country word of one of the known languages (`E-Mail-Adresse`, `電話番号`,
+ * `Pays`). Used to tell a header line from the notes above it.
+ */
+export function isKnownColumnName(cell: string): boolean {
+  if (AUTO_KEYS.has(columnKey(cell))) return true;
+  if (looksLikeData(cell)) return false;
+  const info = nameInfo(cell);
+  return info.ids.size > 0 || info.has.has('country');
 }
 
 export interface MappedColumn {
@@ -212,24 +115,40 @@ export interface MappedColumn {
   content?: true;
   /** Its cells hold lists split on this separator (seen in the sample; no valueSeparator given). */
   separator?: string;
+  /**
+   * A paired layout's type column (`Phone 1 - Type` for `Phone 1 - Value`): per row, a type cell
+   * saying someone else's (fax, assistant, company…) keeps the value from being sent.
+   */
+  typeIndex?: number;
+  typeColumn?: string;
 }
 
 /** A mapped column's cell as buildUser takes it (with the column's list separator). */
 export function fieldOf(c: MappedColumn, raw: string): FieldValue {
-  return c.separator === undefined
-    ? { column: c.column, type: c.type, raw }
-    : { column: c.column, type: c.type, raw, separator: c.separator };
+  const field: FieldValue = { column: c.column, type: c.type, raw };
+  if (c.separator !== undefined) field.separator = c.separator;
+  if (c.typeIndex !== undefined) field.kind = '';
+  return field;
+}
+
+/** A row's country cell (a locale column's region; nothing for a language alone), or undefined. */
+export function countryCell(country: ColumnMapping['country'], fields: readonly string[]): string | undefined {
+  if (country === undefined) return undefined;
+  const cell = fields[country.index];
+  return cell !== undefined && country.locale === true ? localeCountry(cell) : cell;
 }
 
 /** The mapped fields of one row of `fields` (header order) as buildUser's input. */
 export function mapRecord(fields: readonly string[], mapping: ColumnMapping, line: number): MappedRecord {
   const values: FieldValue[] = [];
-  for (const c of mapping.columns) values.push(fieldOf(c, fields[c.index] ?? ''));
-  const record: MappedRecord = { line, fields: values };
-  if (mapping.country !== undefined) {
-    const country = fields[mapping.country.index];
-    if (country !== undefined && country !== '') record.country = country;
+  for (const c of mapping.columns) {
+    const field = fieldOf(c, fields[c.index] ?? '');
+    if (c.typeIndex !== undefined) field.kind = fields[c.typeIndex] ?? '';
+    values.push(field);
   }
+  const record: MappedRecord = { line, fields: values };
+  const country = countryCell(mapping.country, fields);
+  if (country !== undefined && country !== '') record.country = country;
   return record;
 }
 
@@ -252,14 +171,26 @@ export interface NotUsedColumn {
 export interface ColumnMapping {
   /** Identifier columns in header order; several may feed one type. */
   columns: MappedColumn[];
-  /** `mapped`: named by a `map` entry `country=` or `countryColumn` (otherwise detected by its name). */
-  country?: { index: number; column: string; mapped?: true };
+  /**
+   * `mapped`: named by a `map` entry `country=` or `countryColumn` (otherwise detected by its
+   * name, or with `content` by its values); `locale`: its cells are locales (`en_GB`: GB; `fr`,
+   * a language alone, gives no country).
+   */
+  country?: CountryColumn;
   /** Whether some identifier columns were detected (false: all come from `map`). */
   auto: boolean;
   /** Header columns that feed nothing (the `notUsed` ones included). */
   ignored: string[];
   /** Columns left out although a name or values suggested a type, with the reason (header order). */
   notUsed?: NotUsedColumn[];
+}
+
+export interface CountryColumn {
+  index: number;
+  column: string;
+  mapped?: true;
+  content?: true;
+  locale?: true;
 }
 
 export interface MappingOptions {
@@ -404,22 +335,33 @@ function columnValues(sample: SampleRows, index: number, countryIndex: number | 
   return { cells, countries };
 }
 
-/** What a column's name says: a known type, someone else's value, a generic id, or nothing. */
-function nameVerdict(
-  column: string,
-): { type: IdentifierType } | { someoneElse: string; type?: IdentifierType } | { id: true } | undefined {
+type NameVerdict =
+  | { type: IdentifierType }
+  | { someoneElse: string; type?: IdentifierType }
+  | { id: true }
+  | { pairType: true }
+  | undefined;
+
+/**
+ * What a column's name says: a known type (a whole known name, or identifier words with words
+ * of the person's own: `Telefon geschäftlich`, `Phone 1 - Value`), someone else's value, a
+ * generic id, a paired layout's type column, or nothing (then its values may tell).
+ */
+function nameVerdict(column: string): NameVerdict {
   const known = AUTO_KEYS.get(columnKey(column));
   const type = known === 'country' ? undefined : known;
-  const words = nameWords(column);
-  const other = words.find((w) => SOMEONE_ELSE.includes(w));
-  if (other !== undefined) {
+  const info = nameInfo(column);
+  if (info.someoneElse !== undefined) {
     // A type for the printout: the column reads as an identifier's, and is left out with the reason.
-    const named = type ?? (words.some((w) => CONTACT_WORDS.has(w)) ? 'email' : undefined);
-    return named === undefined ? { someoneElse: other } : { someoneElse: other, type: named };
+    const named = type ?? [...info.ids][0];
+    return named === undefined ? { someoneElse: info.someoneElse } : { someoneElse: info.someoneElse, type: named };
   }
   if (type !== undefined) return { type };
-  const last = words.at(-1);
+  const last = splitWords(column).at(-1);
   if ((last !== undefined && GENERIC_ID_WORDS.has(last)) || GENERIC_ID_KEYS.has(columnKey(column))) return { id: true };
+  if (info.has.has('pairType')) return { pairType: true };
+  const [only, other] = info.ids;
+  if (only !== undefined && other === undefined && info.qualifier === undefined) return { type: only };
   return undefined;
 }
 
@@ -450,8 +392,10 @@ function detectColumns(
       out.notUsed.push({ index, column, reason, ...(looksLikeIds(values) ? { idLike: true as const } : {}) });
       return;
     }
+    if (verdict !== undefined && 'pairType' in verdict) return; // paired with its value column below
     if (verdict !== undefined && 'someoneElse' in verdict) {
-      if (verdict.type !== undefined || contentType(values, types) !== undefined)
+      const typed = verdict.type ?? contentType(values, types)?.type ?? looksLikeContent(values, types);
+      if (typed !== undefined)
         out.notUsed.push({ index, column, reason: `not the person's own (the name says "${verdict.someoneElse}")` });
       return;
     }
@@ -471,13 +415,6 @@ function detectColumns(
   return out;
 }
 
-/** A word of the name other than identifier words, the person's own and numbering (undefined: none). */
-function qualifierWord(column: string): string | undefined {
-  const words = nameWords(column);
-  if (words.length === 1) return undefined;
-  return words.find((w) => !CONTENT_ID_WORDS.has(w) && !OWN_WORDS.has(w) && !/^\d+$/.test(w));
-}
-
 /**
  * A column of unknown name: read by content (its type and list separator) when its name has no
  * qualifier word that may name someone else and its values are clearly emails or phones; left out
@@ -491,12 +428,13 @@ function byContent(
 ): ReturnType<typeof contentType> | Omit<NotUsedColumn, 'index'> | undefined {
   if (contentTypes.length === 0) return undefined; // --value-separator: nothing is read by content
   const found = contentType(values, contentTypes);
-  const named = nameWords(column)
-    .flatMap((w) => CONTENT_ID_WORDS.get(w) ?? [])
-    .find((t) => types.includes(t));
-  const type = found?.type ?? named;
+  const info = nameInfo(column);
+  const named = [...info.ids].find((t) => types.includes(t));
+  // A name without identifier words whose values look like emails or phones without being clearly
+  // ones is said too: a column of phones is never dropped without a word.
+  const type = found?.type ?? named ?? looksLikeContent(values, contentTypes);
   if (type === undefined) return undefined;
-  const qualifier = qualifierWord(column);
+  const qualifier = info.qualifier;
   if (qualifier === undefined && found !== undefined) return found;
   const filled = values.cells.filter((c) => cleanValue(c) !== '').length;
   const reason =
@@ -504,25 +442,77 @@ function byContent(
       ? `not read by content: the word "${qualifier}" in its name may say it is someone else's`
       : filled < MIN_CONTENT_VALUES
         ? `not read by content: ${filled} value${filled === 1 ? '' : 's'} in the first rows, too few to tell`
-        : `not read by content: its values are not clearly ${type === 'email' ? 'email addresses' : 'phone numbers'}`;
+        : `not read by content: its values are not clearly ${type === 'email' ? 'email addresses' : "phone numbers (valid for their row's country or written with +)"}`;
   return { column, reason, unread: type };
 }
 
-/** The country column: the one named by `map` or countryColumn, otherwise detected by name. */
+/**
+ * The country column: the one named by `map` or countryColumn, otherwise detected by a whole
+ * known name, by its words (a country or locale word of a known language, no identifier,
+ * someone-else or subdivision word: `Business Country/Region`, `Pays`, `国`, `Locale`) when its
+ * sampled values fit, otherwise by its values alone (countryByContent).
+ */
 function countryColumn(
   header: readonly string[],
   opts: MappingOptions,
   explicit: MapEntries,
-): ColumnMapping['country'] | undefined {
+  sample: SampleRows,
+): CountryColumn | undefined {
   if (opts.countryColumn !== undefined) {
     const index = findColumn(header, opts.countryColumn, 'countryColumn');
     return { index, column: header[index] as string, mapped: true };
   }
   if (explicit.country !== undefined || opts.onlyMapped === true) return explicit.country;
-  const index = header.findIndex(
-    (h, i) => AUTO_KEYS.get(columnKey(h)) === 'country' && !explicit.columns.some((c) => c.index === i),
-  );
-  return index === -1 ? undefined : { index, column: header[index] as string };
+  const free = (i: number): boolean => !explicit.columns.some((c) => c.index === i);
+  const index = header.findIndex((h, i) => AUTO_KEYS.get(columnKey(h)) === 'country' && free(i));
+  if (index !== -1) return { index, column: header[index] as string };
+  return countryByWords(header, sample, free) ?? countryByContent(header, sample, free);
+}
+
+/** Whether a name's words exclude it from holding the row's country (identifiers, someone else's, a subdivision). */
+const notCountryName = (info: NameInfo): boolean =>
+  info.ids.size > 0 || info.someoneElse !== undefined || info.has.has('subdivision') || info.has.has('pairType');
+
+const cellsOf = (sample: SampleRows, index: number): string[] => sample.map((row) => row[index] ?? '');
+
+/** The named country or locale column whose sampled values fit best (at least FIT_SHARE; any with too few values). */
+function countryByWords(header: readonly string[], sample: SampleRows, free: (i: number) => boolean) {
+  let best: { column: CountryColumn; share: number } | undefined;
+  header.forEach((column, index) => {
+    const info = nameInfo(column);
+    const locale = info.has.has('locale');
+    if (!free(index) || notCountryName(info) || (!locale && !info.has.has('country'))) return;
+    const { share, filled } = countryColumnShare(cellsOf(sample, index), locale ? 'locale' : 'name');
+    const fits = filled < MIN_CONTENT_VALUES ? info.qualifier === undefined : share >= COUNTRY_FIT_SHARE;
+    if (!fits || (best !== undefined && share <= best.share)) return;
+    best = { column: { index, column, ...(locale ? { locale: true as const } : {}) }, share };
+  });
+  return best?.column;
+}
+
+/** Share of a named country column's sampled values that must be countries (or locales). */
+const COUNTRY_FIT_SHARE = 0.5;
+/** Share of a column's sampled values that must be countries for a column of unknown name. */
+const COUNTRY_CONTENT_SHARE = 0.9;
+
+/**
+ * A column of any other name whose sampled values are countries (alpha-2 codes in capitals,
+ * alpha-3 codes, names in a known language) or locales (`en_GB`, `de-DE`), at least
+ * COUNTRY_CONTENT_SHARE of at least MIN_CONTENT_VALUES: the first such column.
+ */
+function countryByContent(
+  header: readonly string[],
+  sample: SampleRows,
+  free: (i: number) => boolean,
+): CountryColumn | undefined {
+  for (let index = 0; index < header.length; index++) {
+    const column = header[index] as string;
+    if (!free(index) || looksLikeData(column) || notCountryName(nameInfo(column))) continue;
+    const { share, filled, locales } = countryColumnShare(cellsOf(sample, index), 'content');
+    if (filled < MIN_CONTENT_VALUES || share < COUNTRY_CONTENT_SHARE) continue;
+    return { index, column, content: true, ...(locales ? { locale: true as const } : {}) };
+  }
+  return undefined;
 }
 
 /** A `map` column whose sampled cells clearly hold lists gets their separator. */
@@ -557,7 +547,7 @@ export function resolveMapping(
   // Without map entries naming header cells, a first row that looks like data is no header: read
   // by content, its values would become column names and the row would silently go unsent.
   if (explicit.columns.length === 0 && explicit.country === undefined) checkHeaderRow(header);
-  const country = countryColumn(header, opts, explicit);
+  const country = countryColumn(header, opts, explicit, sample);
   const columns = explicit.columns.map((c) => withListSeparator(c, sample, opts, country?.index));
   const namedTypes = new Set(columns.map((c) => c.type));
   const types = (opts.types ?? IDENTIFIER_TYPES).filter((t) => !namedTypes.has(t));
@@ -565,12 +555,15 @@ export function resolveMapping(
   if (opts.onlyMapped !== true) {
     const taken = (i: number): boolean => columns.some((c) => c.index === i);
     const found = detectColumns(header, opts, sample, taken, country?.index, types);
-    columns.push(...found.columns);
+    columns.push(...pairTypeColumns(header, found.columns, taken));
     notUsed = found.notUsed;
   }
   columns.sort((a, b) => a.index - b.index);
   if (columns.length === 0) noIdentifierColumn(header, opts, notUsed);
-  const used = new Set([...columns.map((c) => c.index), ...(country === undefined ? [] : [country.index])]);
+  const used = new Set([
+    ...columns.flatMap((c) => (c.typeIndex === undefined ? [c.index] : [c.index, c.typeIndex])),
+    ...(country === undefined ? [] : [country.index]),
+  ]);
   const mapping: ColumnMapping = {
     columns,
     auto: columns.some((c) => c.mapped !== true),
@@ -579,6 +572,30 @@ export function resolveMapping(
   if (notUsed.length > 0) mapping.notUsed = notUsed;
   if (country !== undefined) mapping.country = country;
   return mapping;
+}
+
+/** A name's words without a paired layout's type or value words (`Phone 1 - Type` and `Phone 1 - Value`: phone 1). */
+function pairKey(column: string, drop: WordClass): string {
+  return nameParts(column)
+    .filter((p) => p.cls !== drop)
+    .map((p) => p.word)
+    .join(' ');
+}
+
+/**
+ * Detected columns of a paired layout, each with its type column: `Phone 1 - Value` (or
+ * `Phone 1`) and `Phone 1 - Type` (`E-mail 2 - Type`, `Telefon 1 - Typ`, `電話 1 種類`).
+ */
+function pairTypeColumns(header: readonly string[], found: MappedColumn[], taken: (i: number) => boolean) {
+  const types = new Map<string, number>();
+  header.forEach((column, index) => {
+    if (!taken(index) && nameInfo(column).has.has('pairType')) types.set(pairKey(column, 'pairType'), index);
+  });
+  if (types.size === 0) return found;
+  return found.map((c) => {
+    const typeIndex = types.get(pairKey(c.column, 'pairValue'));
+    return typeIndex === undefined ? c : { ...c, typeIndex, typeColumn: header[typeIndex] as string };
+  });
 }
 
 function noIdentifierColumn(header: readonly string[], opts: MappingOptions, notUsed: NotUsedColumn[]): never {

@@ -11,6 +11,7 @@
 import { resolveCountry, type PhoneCountry } from './countries.js';
 import type { PhoneCountryCode, PhoneNotes } from './phone-reading.js';
 import { cleanValue, hashValue, HEX64_RE, TYPE_RULES, type RuleContext } from './rules.js';
+import { typeSaysSomeoneElse } from './vocabulary/index.js';
 import {
   DEFAULT_PHONE_FORMAT,
   IDENTIFIER_TYPES,
@@ -19,6 +20,7 @@ import {
   type AudienceUser,
   type BuildNotes,
   type BuiltUser,
+  type FieldValue,
   type IdentifierType,
   type InputHashed,
   type MappedRecord,
@@ -99,7 +101,9 @@ class UserBuilder implements RuleContext {
       const split = sep !== undefined && sep !== '' && raw.includes(sep);
       values += split ? countParts(raw, sep) : raw === '' ? 0 : 1;
       if (values > MAX_VALUES_PER_RECORD) return this.tooManyValues(record, field);
-      if (split) {
+      if (field.kind !== undefined && field.kind !== '') {
+        rejects = this.addPaired(record.line, field, split ? sep : undefined, rejects);
+      } else if (split) {
         const parts = raw.split(sep);
         for (let p = 0; p < parts.length; p++) {
           const reason = this.addValue(parts[p]!, field.type);
@@ -117,6 +121,28 @@ class UserBuilder implements RuleContext {
     const built: BuiltUser = { line: record.line, user: {}, rejects: rejects ?? [] };
     this.finish(built);
     return built;
+  }
+
+  /**
+   * A paired layout's cell: its values, except those its type cell says are someone else's
+   * (`not_own_by_type` rejects). A type cell split like its value cell (`Work ::: Fax`) types
+   * each value; otherwise it types them all.
+   */
+  private addPaired(line: number, field: FieldValue, sep: string | undefined, rejects: Reject[] | undefined) {
+    const parts = sep === undefined ? [field.raw] : field.raw.split(sep);
+    const kinds = sep !== undefined && (field.kind as string).includes(sep) ? (field.kind as string).split(sep) : [];
+    const all = kinds.length === parts.length ? undefined : typeSaysSomeoneElse(field.kind as string);
+    for (let p = 0; p < parts.length; p++) {
+      const part = parts[p] as string;
+      const notOwn = all ?? typeSaysSomeoneElse(kinds[p] as string);
+      const reason = notOwn
+        ? cleanValue(part) === ''
+          ? undefined
+          : 'not_own_by_type'
+        : this.addValue(part, field.type);
+      if (reason !== undefined) (rejects ??= []).push({ line, column: field.column, type: field.type, reason });
+    }
+    return rejects;
   }
 
   private start(record: MappedRecord): void {

@@ -25,7 +25,8 @@ export type RejectReason =
   | 'partner_user_id_invalid'
   | 'hash_invalid'
   | 'value_too_long'
-  | 'too_many_values';
+  | 'too_many_values'
+  | 'not_own_by_type';
 export const REJECT_REASONS: readonly RejectReason[] = [
   'email_invalid',
   'phone_invalid',
@@ -40,6 +41,7 @@ export const REJECT_REASONS: readonly RejectReason[] = [
   'hash_invalid',
   'value_too_long',
   'too_many_values',
+  'not_own_by_type',
 ];
 /**
  * The longest value (after trimming) normalized: no identifier comes near it, and a longer one is
@@ -82,6 +84,11 @@ export interface FieldValue {
   raw: string;
   /** This column's cells are lists split on this (the mapping saw it in the sample); else valueSeparator. */
   separator?: string;
+  /**
+   * The row's cell of this column's paired type column (`Phone 1 - Type`): when it says someone
+   * else's (fax, assistant, company…), the values are `not_own_by_type` rejects, never sent.
+   */
+  kind?: string;
 }
 export interface MappedRecord {
   /** 1-based line number in the input file, carried into rejects. */
