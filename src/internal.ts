@@ -38,6 +38,7 @@ export {
   type CsvBadRow,
   csvCell,
   type CsvDelimiter,
+  encodingLabel,
   type CsvRow,
   MAX_HEADER_COLUMNS,
   MAX_RECORD_BYTES,

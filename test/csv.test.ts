@@ -226,18 +226,24 @@ describe('readCsv: unreadable input', () => {
     await expectInputError(openCsv(file('email\ra@example.com\r')), 'input_cr_line_endings');
   });
 
-  it('refuses text that is not UTF-8 (a Latin-1 export), naming the line and the conversion', async () => {
+  it('refuses text that is not UTF-8 and reads two ways, naming the line and both encodings', async () => {
     const error = await openCsv(join(FIXTURES, 'latin1.csv')).then(
       () => undefined,
       (e: unknown) => e,
     );
     expect(error).toBeInstanceOf(InputError);
-    expect((error as InputError).code).toBe('input_not_utf8');
+    expect((error as InputError).code).toBe('input_encoding_ambiguous');
     expect((error as InputError).message).toBe(
-      'latin1.csv is not UTF-8 text (first invalid byte on line 3; a Windows-1252 or Latin-1 export?)',
+      'latin1.csv is not UTF-8 text (first invalid byte on line 3); it reads as Windows-1252 or Windows-1257, which give different text',
     );
-    expect((error as InputError).fix).toContain('iconv -f WINDOWS-1252 -t UTF-8 in.csv > out.csv');
-    await expectInputError(openCsv(file(gzipSync(readFileSync(join(FIXTURES, 'latin1.csv'))))), 'input_not_utf8');
+    expect((error as InputError).fix).toBe(
+      'pass the one it was exported in: --encoding windows-1252 or --encoding windows-1257',
+    );
+    await expectInputError(
+      openCsv(file(gzipSync(readFileSync(join(FIXTURES, 'latin1.csv'))))),
+      'input_encoding_ambiguous',
+    );
+    await expectInputError(openCsv(join(FIXTURES, 'latin1.csv'), { encoding: 'utf-8' }), 'input_not_utf8');
   });
 
   it('accepts UTF-8 whose sample ends inside a character', async () => {

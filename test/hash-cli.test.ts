@@ -256,11 +256,15 @@ describe('audience-kit hash (process)', () => {
     }
   });
 
-  it('refuses a file that is not UTF-8 (exit 3) and says how to convert it', async () => {
+  it('refuses a file whose legacy encoding reads two ways (exit 3), naming both and no conversion', async () => {
+    // "Zoë" in Windows-1252 is "Zoė" in Windows-1257: one name, no evidence for either.
     const r = await runCli(['hash', join(FIXTURES, 'latin1.csv')]);
     expect(r.code).toBe(3);
-    expect(r.stderr).toContain('latin1.csv is not UTF-8 text (first invalid byte on line 3');
-    expect(r.stderr).toContain('iconv -f WINDOWS-1252 -t UTF-8 in.csv > out.csv');
+    expect(r.stderr).toContain(
+      'latin1.csv is not UTF-8 text (first invalid byte on line 3); it reads as Windows-1252 or Windows-1257',
+    );
+    expect(r.stderr).toContain('--encoding windows-1252 or --encoding windows-1257');
+    expect(r.stderr).not.toContain('iconv');
     expect(r.stdout).toBe('');
   });
 

@@ -209,10 +209,17 @@ describe('bytes that are not UTF-8', () => {
     expect(got.at(-1)).toMatchObject({ fields: ['b@example.com', '\ufffd'] });
   });
 
-  it('refuses the whole file when the first 64 KiB are not UTF-8 (a Latin-1 export)', async () => {
+  it('reads a Latin-1 export whose first 64 KiB are not UTF-8 as Windows-1252, unless told it is UTF-8', async () => {
     const path = join(tmp, 'latin1.csv');
     writeFileSync(path, Buffer.from('email\ncaf\xe9@example.com\n', 'latin1'));
-    await expect(openCsv(path)).rejects.toMatchObject({ code: 'input_not_utf8' });
+    const input = await openCsv(path);
+    await input.close();
+    expect(input).toMatchObject({
+      encoding: 'windows-1252',
+      encodingSource: 'detected',
+      sample: [['caf\u00e9@example.com']],
+    });
+    await expect(openCsv(path, { encoding: 'utf-8' })).rejects.toMatchObject({ code: 'input_not_utf8' });
   });
 });
 

@@ -8,6 +8,7 @@ import type { Argv, Options } from 'yargs';
 import {
   ConfigError,
   DEFAULT_PHONE_FORMAT,
+  encodingLabel,
   guardInput,
   type ColumnMapping,
   type RejectGuardOptions,
@@ -31,6 +32,7 @@ export interface HashOptionArgs {
   'input-hashed'?: 'auto' | 'always' | 'never';
   'value-separator'?: string;
   delimiter?: string;
+  encoding?: string;
   workers?: number;
   'max-reject-rate'?: string;
 }
@@ -98,6 +100,12 @@ const READING_FLAGS = {
     requiresArg: true,
     describe: 'CSV delimiter: , ; | or tab (default: detected)',
   },
+  encoding: {
+    type: 'string',
+    requiresArg: true,
+    describe:
+      'Text encoding of the file: utf-8, utf-16le, windows-1252 (latin1), windows-1250, iso-8859-2, shift_jis, euc-jp, gbk, big5, euc-kr... (default: the byte-order mark, else detected: UTF-8, or the legacy encoding whose text reads as its languages; a file that reads well in two is refused, naming both)',
+  },
   'max-reject-rate': {
     type: 'string',
     requiresArg: true,
@@ -160,6 +168,7 @@ export function hashOptionsFromArgs(args: HashOptionArgs, stdin?: Readable): Has
     }
     opts.delimiter = delimiter;
   }
+  if (args.encoding !== undefined) opts.encoding = args.encoding;
   if (args.workers !== undefined) {
     if (!Number.isInteger(args.workers) || args.workers < 0) {
       throw new ConfigError('invalid_option', '--workers must be a whole number >= 0', {
@@ -233,7 +242,7 @@ export function sendInputFromArgs(
 /** Print (stderr) what is being read and the chosen column mapping. Column names only, never values. */
 export function printInputMapping(ctx: CliContext, run: HashCsvRun): void {
   const traits = [
-    run.encoding === 'utf-8' ? 'UTF-8' : run.encoding.toUpperCase(),
+    `${encodingLabel(run.encoding)}${run.encoding !== 'utf-8' && run.encodingSource === 'detected' ? ' (detected)' : ''}`,
     ...(run.compressed ? ['gzip'] : []),
     `delimiter ${run.delimiter === '\t' ? 'tab' : JSON.stringify(run.delimiter)}`,
     `${run.workers} worker${run.workers === 1 ? '' : 's'}`,
@@ -250,6 +259,16 @@ export function printHints(
   opts: NormalizeOptions,
 ): void {
   for (const hint of summaryHints(summary, mapping, opts)) writeLine(ctx.stderr, `hint: ${hint}`);
+}
+
+/** How the input was read, in --json output. */
+export function readingJson(run: HashCsvRun): Record<string, unknown> {
+  return {
+    encoding: run.encoding,
+    encoding_source: run.encodingSource,
+    delimiter: run.delimiter,
+    compressed: run.compressed,
+  };
 }
 
 /** The column mapping in --json output: snake_case, column names only. */

@@ -20,6 +20,7 @@ import {
   type CsvChunk,
   type CsvDelimiter,
   type CsvEncoding,
+  type CsvEncodingSource,
   type CsvInput,
   type CsvRow,
   type CsvRowError,
@@ -89,6 +90,7 @@ const optionsSchema = z.object({
   valueSeparator: z.string().min(1).optional(),
   defaultCountry: z.string().optional(),
   delimiter: z.enum([',', ';', '\t', '|']).optional(),
+  encoding: z.string().min(1).optional(),
 });
 
 /** Validate the normalization options (ConfigError naming the field); returns them with the country canonical. */
@@ -256,6 +258,8 @@ export interface HashCsvRun extends AsyncIterable<HashedChunk> {
   readonly normalize: NormalizeOptions;
   readonly delimiter: CsvDelimiter;
   readonly encoding: CsvEncoding;
+  /** Whether the encoding came from a byte-order mark, was detected, or was the `encoding` option. */
+  readonly encodingSource: CsvEncodingSource;
   readonly compressed: boolean;
   /** Worker threads used (0 = calling thread). */
   readonly workers: number;
@@ -291,6 +295,7 @@ export async function hashCsv(source: CsvSource, opts: HashCsvOptions = {}): Pro
     normalize: chunks.ctx.normalize,
     delimiter: input.delimiter,
     encoding: input.encoding,
+    encodingSource: input.encodingSource,
     compressed: input.compressed,
     workers,
     summary: chunks.summary,

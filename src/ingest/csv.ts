@@ -15,19 +15,27 @@ import { basename } from 'node:path';
 import { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import Papa from 'papaparse';
-import { InputError } from '../errors.js';
+import { ConfigError, InputError } from '../errors.js';
 import { SAMPLE_ROWS } from '../identifiers/content.js';
+import {
+  canonicalEncoding,
+  detectLegacyEncoding,
+  encodingLabel,
+  legacyToUtf8,
+  utf8WithMarks,
+  type CsvEncoding,
+  type CsvEncodingSource,
+} from './encodings.js';
 import { chunkRecords, CR, LF, MAX_RECORD_BYTES, RecordScanner, type CsvChunk, type CsvRowError } from './records.js';
 
 export { MAX_RECORD_BYTES, scanRecords, type CsvChunk, type CsvRowError } from './records.js';
+export { canonicalEncoding, encodingLabel, type CsvEncoding, type CsvEncodingSource } from './encodings.js';
 
 /** A path (`-` is stdin), a Node stream, or any async iterable of bytes. */
 export type CsvSource = string | Readable | AsyncIterable<Uint8Array>;
 
 export type CsvDelimiter = ',' | ';' | '\t' | '|';
 export const CSV_DELIMITERS: readonly CsvDelimiter[] = [',', ';', '\t', '|'];
-
-export type CsvEncoding = 'utf-8' | 'utf-16le' | 'utf-16be';
 
 export interface CsvRow {
   /** Physical line (1-based) where the record starts. */
@@ -46,6 +54,11 @@ export interface CsvBadRow {
 export interface ReadCsvOptions {
   /** Field delimiter; auto-detected among `, ; tab |` when absent. */
   delimiter?: CsvDelimiter;
+  /**
+   * The text encoding (any label TextDecoder knows: `utf-8`, `windows-1252`, `latin1`, `shift_jis`…);
+   * detected when absent. A byte-order mark of another encoding is refused.
+   */
+  encoding?: string;
   /** Where `-` reads from (default: process.stdin). */
   stdin?: Readable;
   /** Target chunk size in bytes (records are never split). Default DEFAULT_CHUNK_BYTES (64 KiB). */
@@ -72,7 +85,9 @@ export interface CsvInput {
   delimiter: CsvDelimiter;
   /** The header's line ending; data records may use either (they are split on LF alone). */
   newline: '\n' | '\r\n';
+  /** The encoding the text was read in (`utf-8`, `utf-16le`, `windows-1252`, `shift_jis`…). */
   encoding: CsvEncoding;
+  encodingSource: CsvEncodingSource;
   compressed: boolean;
   /** Size of the file on disk (compressed size for .gz); undefined for streams. */
   totalBytes: number | undefined;
@@ -102,6 +117,7 @@ interface ByteInput {
   bytesRead(): number;
   bytes: AsyncIterator<Buffer>;
   encoding: CsvEncoding;
+  encodingSource: CsvEncodingSource;
   compressed: boolean;
   close(): Promise<void>;
 }
@@ -232,13 +248,14 @@ async function openBytes(source: CsvSource, opts: ReadCsvOptions): Promise<ByteI
   }
   try {
     const { it, head, compressed } = await decompressed(counted(), raw);
-    const { bytes, encoding } = await decoded(it, head, name);
+    const { bytes, encoding, source: encodingSource } = await decoded(it, head, name, forcedEncoding(opts.encoding));
     return {
       name,
       totalBytes: raw.totalBytes,
       bytesRead: () => read,
       bytes,
       encoding,
+      encodingSource,
       compressed,
       close: () => raw.close(),
     };
@@ -266,33 +283,93 @@ async function decompressed(
   return { it: counted, head, compressed: false };
 }
 
-/** The encoding from the BOM (dropped), or from the NUL bytes of the first 4 KiB; the bytes as UTF-8. */
+/** The `encoding` option's canonical name; ConfigError when no decoder knows it. */
+function forcedEncoding(label: string | undefined): CsvEncoding | undefined {
+  if (label === undefined) return undefined;
+  const encoding = canonicalEncoding(label);
+  if (encoding === undefined) {
+    throw new ConfigError('invalid_option', `encoding ${JSON.stringify(label)} is not known`, {
+      fix: 'pass an encoding name such as utf-8, windows-1252, iso-8859-2, shift_jis, gbk, big5 or euc-kr',
+    });
+  }
+  return encoding;
+}
+
+const BOMS: readonly { encoding: CsvEncoding; bytes: readonly number[] }[] = [
+  { encoding: 'utf-8', bytes: [0xef, 0xbb, 0xbf] },
+  { encoding: 'utf-16le', bytes: [0xff, 0xfe] },
+  { encoding: 'utf-16be', bytes: [0xfe, 0xff] },
+];
+
+interface Decoded {
+  bytes: AsyncGenerator<Buffer>;
+  encoding: CsvEncoding;
+  source: CsvEncodingSource;
+}
+
+/**
+ * The encoding (from the BOM, which is dropped; from `forced`; or from the first 64 KiB) and the
+ * bytes as UTF-8.
+ */
 async function decoded(
   it: AsyncIterator<Buffer>,
   head: Buffer,
   name: string,
-): Promise<{ bytes: AsyncGenerator<Buffer>; encoding: CsvEncoding }> {
-  let encoding: CsvEncoding = 'utf-8';
-  let skip = 0;
-  if (startsWith(head, [0xef, 0xbb, 0xbf])) skip = 3;
-  else if (startsWith(head, [0xff, 0xfe])) [encoding, skip] = ['utf-16le', 2];
-  else if (startsWith(head, [0xfe, 0xff])) [encoding, skip] = ['utf-16be', 2];
-  else if (startsWith(head, [0x50, 0x4b, 0x03, 0x04])) {
+  forced: CsvEncoding | undefined,
+): Promise<Decoded> {
+  if (startsWith(head, [0x50, 0x4b, 0x03, 0x04])) {
     throw new InputError('input_not_csv', `${name} is a ZIP archive (an Excel workbook?), not a CSV file`, {
       fix: 'export the sheet as "CSV UTF-8" and pass that file',
     });
   }
-  let bytes = prepend(skip > 0 ? [head.subarray(skip)] : [head], it);
-  if (encoding === 'utf-8') {
-    const sample = Buffer.concat(await peek(bytes, 4096));
-    bytes = prepend([sample], bytes);
-    encoding = encodingWithoutBom(sample, name);
+  const bom = BOMS.find((b) => startsWith(head, b.bytes));
+  if (bom !== undefined && forced !== undefined && forced !== bom.encoding)
+    throw bomMismatch(name, bom.encoding, forced);
+  if (bom !== undefined && bom.encoding !== 'utf-8') {
+    const bytes = prepend([head.subarray(bom.bytes.length)], it);
+    return { bytes: toUtf8(bytes, bom.encoding), encoding: bom.encoding, source: 'bom' };
   }
-  return { bytes: encoding === 'utf-8' ? bytes : utf16ToUtf8(bytes, encoding), encoding };
+  const rest = prepend([bom === undefined ? head : head.subarray(bom.bytes.length)], it);
+  const sample = Buffer.concat(await peek(rest, SAMPLE_BYTES));
+  const bytes = prepend([sample], rest);
+  const encoding = encodingOf(sample.subarray(0, SAMPLE_BYTES), name, forced, bom !== undefined);
+  const source = bom !== undefined ? 'bom' : forced !== undefined ? 'option' : 'detected';
+  return { bytes: toUtf8(bytes, encoding), encoding, source };
+}
+
+/**
+ * UTF-16 by its NUL bytes (any other NUL is binary data); else the `forced` encoding, or UTF-8
+ * after a UTF-8 BOM (UTF-8 is checked); else UTF-8 when the sample is; else the legacy encoding
+ * that reads best.
+ */
+function encodingOf(sample: Buffer, name: string, forced: CsvEncoding | undefined, utf8Bom: boolean): CsvEncoding {
+  const utf16 = encodingByNul(sample.subarray(0, 4096), name);
+  if (forced !== undefined) {
+    if (forced === 'utf-8') checkUtf8(sample, name, true);
+    return forced;
+  }
+  if (utf16 !== undefined) return utf16;
+  if (utf8Bom) checkUtf8(sample, name, false);
+  const invalidLine = utf8Bom ? undefined : firstInvalidUtf8Line(sample);
+  return invalidLine === undefined ? 'utf-8' : detectLegacyEncoding(sample, name, invalidLine);
+}
+
+function toUtf8(bytes: AsyncGenerator<Buffer>, encoding: CsvEncoding): AsyncGenerator<Buffer> {
+  if (encoding === 'utf-8') return bytes;
+  if (encoding === 'utf-16le' || encoding === 'utf-16be') return utf16ToUtf8(bytes, encoding);
+  return legacyToUtf8(bytes, encoding);
+}
+
+function bomMismatch(name: string, bom: CsvEncoding, forced: CsvEncoding): InputError {
+  return new InputError(
+    'input_encoding_mismatch',
+    `${name} starts with a ${encodingLabel(bom)} byte-order mark, but the encoding given is ${encodingLabel(forced)}`,
+    { fix: `drop --encoding (the mark says ${encodingLabel(bom)}), or pass the file it was meant for` },
+  );
 }
 
 /** Without a BOM, UTF-16 shows as NUL bytes in every other position; any other NUL means binary. */
-function encodingWithoutBom(sample: Buffer, name: string): CsvEncoding {
+function encodingByNul(sample: Buffer, name: string): CsvEncoding | undefined {
   const nulAt = (parity: number): number => {
     let n = 0;
     for (let i = parity; i < sample.length; i += 2) if (sample[i] === 0) n++;
@@ -300,11 +377,11 @@ function encodingWithoutBom(sample: Buffer, name: string): CsvEncoding {
   };
   const [even, odd] = [nulAt(0), nulAt(1)];
   const half = Math.floor(sample.length / 2);
-  if (even + odd === 0) return 'utf-8';
+  if (even + odd === 0) return undefined;
   if (odd > half * 0.3 && even === 0) return 'utf-16le';
   if (even > half * 0.3 && odd === 0) return 'utf-16be';
   throw new InputError('input_binary', `${name} contains binary data (NUL bytes), not CSV text`, {
-    fix: 'pass a CSV text file (UTF-8 or UTF-16 with a BOM)',
+    fix: 'pass a CSV text file',
   });
 }
 
@@ -365,16 +442,8 @@ const LONE_SURROGATE = /[\ud800-\udfff]/gu;
 function utf16Text(bytes: Buffer, encoding: 'utf-16le' | 'utf-16be'): Buffer {
   const le = encoding === 'utf-16le' ? bytes : Buffer.from(bytes.subarray(0, bytes.length & ~1)).swap16();
   const text = le.toString('utf16le', 0, bytes.length & ~1);
-  const odd = bytes.length % 2 === 1 ? [NOT_UTF8] : [];
-  if (text.search(LONE_SURROGATE) === -1) return Buffer.concat([Buffer.from(text, 'utf8'), ...odd]);
-  const parts: Buffer[] = [];
-  let last = 0;
-  for (const m of text.matchAll(LONE_SURROGATE)) {
-    parts.push(Buffer.from(text.slice(last, m.index), 'utf8'), NOT_UTF8);
-    last = m.index + 1;
-  }
-  parts.push(Buffer.from(text.slice(last), 'utf8'), ...odd);
-  return Buffer.concat(parts);
+  const utf8 = utf8WithMarks(text, LONE_SURROGATE);
+  return bytes.length % 2 === 1 ? Buffer.concat([utf8, NOT_UTF8]) : utf8;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -517,29 +586,49 @@ function detectDelimiter(sample: string): CsvDelimiter {
   return best?.d ?? ',';
 }
 
-/**
- * Refuse bytes that are not UTF-8 (typically a Windows-1252 or Latin-1 export): decoding them
- * would turn every accented letter into U+FFFD and hash that, silently. Only the first bytes
- * (the 64 KiB sample) are checked; a `stream` decode lets the sample end inside a character.
- */
-function checkUtf8(head: Buffer, name: string): void {
+/** The line of the first byte that is not UTF-8 (a sample may end inside a character), or undefined. */
+function firstInvalidUtf8Line(head: Buffer): number | undefined {
   try {
     new TextDecoder('utf-8', { fatal: true }).decode(head, { stream: true });
+    return undefined;
   } catch {
     const text = head.toString('utf8');
-    const line = 1 + countLf(text.slice(0, text.indexOf('\ufffd')));
-    throw new InputError(
-      'input_not_utf8',
-      `${name} is not UTF-8 text (first invalid byte on line ${line}; a Windows-1252 or Latin-1 export?)`,
-      {
-        fix: 'convert it to UTF-8, for example: iconv -f WINDOWS-1252 -t UTF-8 in.csv > out.csv (or export it as "CSV UTF-8")',
-      },
-    );
+    return 1 + countLf(text.slice(0, text.indexOf('\ufffd')));
   }
+}
+
+/**
+ * Refuse bytes that are not UTF-8 in a file read as UTF-8 (`forced`: the encoding option says it
+ * is): decoding them would turn every accented letter into U+FFFD and hash that, silently.
+ */
+function checkUtf8(head: Buffer, name: string, forced: boolean): void {
+  const line = firstInvalidUtf8Line(head);
+  if (line === undefined) return;
+  const where = `${name} is not UTF-8 text (first invalid byte on line ${line})`;
+  throw new InputError('input_not_utf8', forced ? `${where}, although --encoding utf-8 says it is` : where, {
+    fix: forced
+      ? 'drop --encoding to have the encoding detected, or pass the one the file was exported in'
+      : 'pass --encoding with the encoding the file was exported in, or export it as "CSV UTF-8"',
+  });
 }
 
 /** Bytes read to detect the delimiter and check the encoding before reading records. */
 const SAMPLE_BYTES = 64 * 1024;
+
+/**
+ * The header's bytes are all text in the file's encoding (past the 64 KiB checked when the file was
+ * opened, or holding a byte the encoding does not define, which became 0xFF).
+ */
+function checkHeaderBytes(header: Buffer, input: ByteInput): void {
+  if (input.encoding === 'utf-8') checkUtf8(header, input.name, input.encodingSource === 'option');
+  else if (!isUtf8(header)) {
+    throw new InputError(
+      'input_not_utf8',
+      `${input.name}: the header row holds bytes that are not ${encodingLabel(input.encoding)} text`,
+      { fix: 'pass --encoding with the encoding the file was exported in, or export it as "CSV UTF-8"' },
+    );
+  }
+}
 
 /** The most header columns read: a wider header is refused before any work per column. */
 export const MAX_HEADER_COLUMNS = 10_000;
@@ -558,14 +647,13 @@ export async function openCsv(source: CsvSource, opts: ReadCsvOptions = {}): Pro
   try {
     // Enough bytes for delimiter detection and for the header record.
     const sampled = Buffer.concat(await peek(input.bytes, SAMPLE_BYTES));
-    if (input.encoding === 'utf-8') checkUtf8(sampled.subarray(0, SAMPLE_BYTES), input.name);
     const newline = headerLineEnding(sampled, input.name);
     const delimiter = opts.delimiter ?? detectDelimiter(sampleText(sampled));
     const delimByte = delimiter.charCodeAt(0);
     const scanner = new RecordScanner(delimByte);
     const { head, boundary } = await readHeaderRecord(input, sampled, scanner, maxRecordBytes);
     const headerEnd = boundary === -1 ? head.length : boundary;
-    if (input.encoding === 'utf-8') checkUtf8(head.subarray(0, headerEnd), input.name);
+    checkHeaderBytes(head.subarray(0, headerEnd), input);
     const unbalanced = boundary === -1 && scanner.inQuote(true);
     const header = parseHeader(head.subarray(0, headerEnd).toString('utf8'), delimiter, unbalanced, input.name);
     const rest = head.subarray(headerEnd);
@@ -691,6 +779,7 @@ function csvInput(
     delimiter,
     newline,
     encoding: input.encoding,
+    encodingSource: input.encodingSource,
     compressed: input.compressed,
     totalBytes: input.totalBytes,
     bytesRead: () => input.bytesRead(),

@@ -33,6 +33,7 @@ import {
   mappingJson,
   printHints,
   printInputMapping,
+  readingJson,
   rejectGuardFromArgs,
   type HashOptionArgs,
 } from '../hash-options.js';
@@ -258,6 +259,7 @@ async function runHash(ctx: CliContext, args: HashArgs): Promise<number> {
   if (args.json === true)
     writeJson(ctx, {
       input: run.name,
+      reading: readingJson(run),
       mapping: mappingJson(run.mapping),
       summary: hashSummaryJson(run.summary),
       hints: summaryHints(run.summary, run.mapping, opts),

@@ -29,7 +29,14 @@ import type { CliContext } from '../context.js';
 import { settleState, STATE_URL_OPTION } from '../state-dir.js';
 import { renderHashSummary } from '../hash-summary.js';
 import { summaryHints } from '../hints.js';
-import { addHashOptions, printHints, printInputMapping, sendInputFromArgs, type SendInput } from '../hash-options.js';
+import {
+  addHashOptions,
+  printHints,
+  printInputMapping,
+  readingJson,
+  sendInputFromArgs,
+  type SendInput,
+} from '../hash-options.js';
 import { withFlagNames } from '../flag-names.js';
 import {
   exitCodesEpilogue,
@@ -257,6 +264,7 @@ function printOutcome(ctx: CliContext, args: SyncArgs, report: SyncReport, run: 
       ...reportJson(report),
       exit_code: syncExitCode(report),
       input: inputName(args.file),
+      reading: readingJson(run),
       ...(size === undefined ? {} : { sandbox: { audience_size: size } }),
       hints: summaryHints(run.summary, run.mapping, run.normalize),
     });

@@ -25,7 +25,14 @@ import { renderHashSummary } from '../hash-summary.js';
 import { withFlagNames } from '../flag-names.js';
 import { summaryHints } from '../hints.js';
 import { askYesNo } from '../prompt.js';
-import { addHashOptions, printHints, printInputMapping, sendInputFromArgs, type SendInput } from '../hash-options.js';
+import {
+  addHashOptions,
+  printHints,
+  printInputMapping,
+  readingJson,
+  sendInputFromArgs,
+  type SendInput,
+} from '../hash-options.js';
 import {
   exitCodesEpilogue,
   handle,
@@ -275,6 +282,7 @@ function printOutcome(
     ...reportJson(report),
     exit_code: exitCodeOf(report),
     input: inputName(args.file),
+    reading: readingJson(run),
     ...(sandboxInfo === undefined ? {} : { sandbox: sandboxInfo }),
     hints: summaryHints(run.summary, run.mapping, run.normalize),
   });
