@@ -57,5 +57,8 @@ describe('docs/cli.md sections', () => {
     expect(names.length).toBeGreaterThan(5);
     expect(names.filter((name) => !cliDoc.includes(`\n## \`${name}\``))).toEqual([]);
     expect(names.filter((name) => !commands.some(([argv]) => argv[0] === name))).toEqual([]);
+    // The synopsis at the top lists them all, in the order of --help.
+    const listed = /commands: ([^`]*?)\n```/.exec(cliDoc)?.[1]?.split(/,\s*/) ?? [];
+    expect(listed).toEqual(names);
   });
 });

@@ -8,6 +8,7 @@ import {
   readdirSync,
   readFileSync,
   readSync,
+  statSync,
   writeFileSync,
   writeSync,
 } from 'node:fs';
@@ -121,6 +122,19 @@ describe('audience-kit hash (process)', () => {
     expect(secrets.length).toBeGreaterThan(5000);
     const leaks = secrets.filter((v) => r.stderr.includes(v) || rejects.join('\n').includes(v));
     expect(leaks).toEqual([]);
+  });
+
+  it("creates an output's missing directories (0700) and says so; a file in their way is exit 2", async () => {
+    const dir = tempDir('ak-hash-dirs-');
+    const r = await runCli(['hash', CRM, ...CALLING_THREAD, '-o', 'a/b/out.csv', '--rejects', 'a/r.csv'], { cwd: dir });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain(`created directory ${join('a', 'b')} for --output`);
+    expect(r.stderr).not.toContain('for --rejects');
+    expect(statSync(join(dir, 'a', 'b')).mode & 0o777).toBe(0o700);
+    expect(readFileSync(join(dir, 'a', 'b', 'out.csv'), 'utf8')).toMatch(/^email,phone_number\n/);
+    const blocked = await runCli(['hash', CRM, ...CALLING_THREAD, '-o', 'a/r.csv/out.csv'], { cwd: dir });
+    expect(blocked.code).toBe(2);
+    expect(blocked.stderr).toMatch(/^error: --output: a file is in the way of the directory .*r\.csv$/m);
   });
 
   it('lists malformed rows in --rejects and the summary', async () => {

@@ -95,6 +95,22 @@ describe('public API as documented', () => {
     expect(diff(tableNames(section), all)).toEqual({ added: [], removed: [] });
   });
 
+  it('docs/library.md says which functions are async (await name(, → Promise<, or "async" beside the name)', async () => {
+    const guide = readFileSync(new URL('../docs/library.md', import.meta.url), 'utf8');
+    const root = (await import('../src/index.js')) as Record<string, unknown>;
+    const isAsync = (v: unknown): boolean => typeof v === 'function' && v.constructor.name === 'AsyncFunction';
+    const asyncNames = Object.keys(root).filter((name) => isAsync(root[name]));
+    expect(asyncNames).toContain('resolveConnectionConfig');
+    // The API client's endpoint table says it once for all of its functions.
+    const endpoints = docSection('../docs/library.md', '| function | request | returns |', '\n\n');
+    expect(guide).toContain('Endpoint functions are async');
+    const said = (name: string): boolean =>
+      guide.includes(`await ${name}(`) ||
+      endpoints.includes(`\`${name}`) ||
+      guide.split('\n').some((l) => l.includes(`\`${name}(`) && /Promise<|\basync\b/i.test(l));
+    expect(asyncNames.filter((name) => !said(name))).toEqual([]);
+  });
+
   it("docs/library.md's public surface table lists exactly the reviewed names", () => {
     const section = docSection('../docs/library.md', '## Public surface', '\n## ');
     expect(diff(tableNames(section), all)).toEqual({ added: [], removed: [] });

@@ -1,9 +1,9 @@
 import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import { constants, createWriteStream, openSync, type WriteStream } from 'node:fs';
-import { lstat, rename, stat, unlink } from 'node:fs/promises';
+import { lstat, mkdir, rename, stat, unlink } from 'node:fs/promises';
 import { finished } from 'node:stream/promises';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
 import type { Argv, CommandModule } from 'yargs';
 import {
@@ -128,7 +128,31 @@ async function openOutput(ctx: CliContext, path: string, option: string): Promis
       abort: async () => void direct.destroy(),
     });
   }
+  await makeParent(ctx, target, option);
   return replacingOutput(target, `${option} ${path}`);
+}
+
+/**
+ * The output's missing parent directories (`-o out/hashed.csv` in a fresh checkout) are created,
+ * 0700 as they will hold digests, and named on stderr: nothing is made without saying so.
+ */
+async function makeParent(ctx: CliContext, target: string, option: string): Promise<void> {
+  const parent = dirname(target);
+  const found = await stat(parent).catch(() => undefined);
+  if (found?.isDirectory() === true) return;
+  const inTheWay = (cause?: unknown): ConfigError<CliErrorCode> =>
+    new ConfigError<CliErrorCode>('output_not_writable', `${option}: a file is in the way of the directory ${parent}`, {
+      fix: 'pass a path whose directories exist or can be created',
+      cause,
+    });
+  if (found !== undefined) throw inTheWay();
+  const made = await mkdir(parent, { recursive: true, mode: 0o700 }).catch((error: unknown) => {
+    // A file where a directory should be is a wrong option; a read-only or full disk, the machine's.
+    const errno = (error as NodeJS.ErrnoException).code;
+    throw errno === 'ENOTDIR' || errno === 'EEXIST' ? inTheWay(error) : environmentError(error, 'creating', parent);
+  });
+  if (made !== undefined)
+    writeLine(ctx.stderr, `created directory ${relative(ctx.cwd, parent) || parent} for ${option}`);
 }
 
 /** Written to a temporary file beside `target`, renamed over it on commit, deleted on abort. */
@@ -139,7 +163,7 @@ function replacingOutput(target: string, name: string): Output {
   try {
     fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
   } catch (error) {
-    // A missing directory is a wrong option; a full, read-only or unwritable one, the machine's.
+    // A directory gone since makeParent is a wrong option; a full, read-only or unwritable one, the machine's.
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT')
       throw environmentError(error, 'writing in', dirname(target));
     throw new ConfigError<CliErrorCode>(
