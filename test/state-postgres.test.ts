@@ -273,3 +273,91 @@ describe('PostgreSQL state store', () => {
     }
   });
 });
+
+describe('PostgreSQL store: a lost table has a way out', () => {
+  it('a deleted migrations table is rebuilt from the tables (each version was applied again over tables that had it), and a dropped write-ahead table is created again', async () => {
+    const t = await setup({}, {}, 'postgres');
+    const url = (t.state as { state: string }).state;
+    await syncOf(t, customers(range(0, 40)));
+    await sql(url, 'DROP TABLE audience_kit_migrations');
+    expect((await syncOf(t, customers(range(0, 40)))).status).toBe('completed');
+    await sql(url, 'DELETE FROM audience_kit_migrations');
+    expect((await syncOf(t, customers(range(0, 40)))).status).toBe('completed');
+    expect(await sql(url, 'SELECT version AS v FROM audience_kit_migrations ORDER BY 1')).toEqual(
+      Array.from({ length: SCHEMA_VERSION }, (_, i) => ({ v: i + 1 })),
+    );
+    // The owner's script too, run over tables whose record was lost.
+    await sql(url, 'DELETE FROM audience_kit_migrations');
+    await sql(url, schemaSql());
+    expect(await sql(url, 'SELECT count(*)::int AS n FROM audience_kit_migrations')).toEqual([{ n: SCHEMA_VERSION }]);
+
+    // Dropped between syncs (a killed sync's rows with it: test/sync-unclean.test.ts).
+    await sql(url, 'DROP TABLE audience_kit_snapshot_wal');
+    const rows = customers(range(10, 50));
+    expect(await syncOf(t, rows, { maxRemovals: '100%' })).toMatchObject({
+      status: 'completed',
+      adds: 10,
+      removes: 10,
+    });
+    expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, rows));
+  });
+});
+
+describe('PostgreSQL store: a damaged snapshot has a way out', () => {
+  // Each damage of the database's copy of the committed files (60 users), and what a recovery can
+  // read back of them: every user, or the exact number it could not (a row that reaches past the
+  // file's recorded size is not applied, as a truncated data file loses its frames).
+  const DAMAGES = [
+    [
+      'a byte of the data file',
+      "UPDATE audience_kit_snapshot_patches SET data = set_byte(data, 200, get_byte(data, 200) # 1) WHERE name LIKE 'data.%'",
+      1,
+    ],
+    ['the rows of the data file', "DELETE FROM audience_kit_snapshot_patches WHERE name LIKE 'data.%'", 60],
+    [
+      'the size of the data file',
+      "UPDATE audience_kit_snapshot_files SET size = size - 1 WHERE name LIKE 'data.%'",
+      60,
+    ],
+    [
+      'the SHA-256 of the index',
+      "UPDATE audience_kit_snapshot_files SET sha256 = sha256(sha256) WHERE name = 'index'",
+      0,
+    ],
+    [
+      'a byte of the index',
+      "UPDATE audience_kit_snapshot_patches SET data = set_byte(data, 40, get_byte(data, 40) # 1) WHERE name = 'index'",
+      0,
+    ],
+  ] as const;
+
+  it.each(DAMAGES)(
+    '%s: refused with nothing sent; --recover rebuilds it and ends equal to the file, or names the users it could not read',
+    async (_, damage, unrecovered) => {
+      const t = await setup({}, {}, 'postgres');
+      const url = (t.state as { state: string }).state;
+      await syncOf(t, customers(range(0, 60)));
+      await sql(url, damage);
+      const posts = userPosts(t.sandbox, t.audienceId);
+      const rows = customers(range(10, 80));
+      await expect(syncOf(t, rows, { maxRemovals: '100%' })).rejects.toMatchObject({
+        code: 'snapshot_corrupt',
+        fix: expect.stringMatching(/recover: true/) as unknown,
+      });
+      expect(userPosts(t.sandbox, t.audienceId)).toBe(posts);
+
+      // The way out works when followed (it failed with the same error forever).
+      const recovered = await syncOf(t, rows, { recover: true, maxRemovals: '100%' });
+      if (unrecovered === 0) {
+        expect(recovered.status).toBe('completed');
+        expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, rows));
+      } else {
+        expect(recovered).toMatchObject({ status: 'partial', error: { code: 'snapshot_users_unrecovered' } });
+        expect(recovered.error?.message).toMatch(new RegExp(`^${unrecovered} users`));
+      }
+      // And it holds: the next sync of another file is not refused again.
+      const next = await syncOf(t, customers(range(20, 90)), { maxRemovals: '100%', acceptUnrecovered: true });
+      expect(next.status).toBe('completed');
+    },
+  );
+});

@@ -177,6 +177,13 @@ const DAMAGES: [string, 'directory' | 'postgres', Damage][] = [
       ).toBe(1),
   ],
   [
+    'the write-ahead table dropped',
+    'postgres',
+    async ({ url }) => {
+      await sql(url ?? '', 'DROP TABLE audience_kit_snapshot_wal');
+    },
+  ],
+  [
     'write-ahead rows of another version',
     'postgres',
     async ({ url }) =>

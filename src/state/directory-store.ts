@@ -57,7 +57,7 @@ export class DirectoryStore implements StateStore {
     return {
       dir,
       writeAhead: undefined,
-      writeAheadDamage: undefined,
+      damage: undefined,
       durable: () => Promise.resolve(),
       persist: () => Promise.resolve(),
       release: () => {

@@ -107,6 +107,8 @@ async function moveTarget(from: StateStore, to: StateStore, target: SnapshotTarg
   const name = describeTarget(target);
   const src = await from.lockTarget(target);
   try {
+    // A damaged source is not copied as if it were sound: a sync --recover against it comes first.
+    if (src.damage !== undefined) throw src.damage;
     const files = committedFiles(src.dir);
     const dst = await to.lockTarget(target);
     let expected: string[];
@@ -118,6 +120,7 @@ async function moveTarget(from: StateStore, to: StateStore, target: SnapshotTarg
     // Read back through a new session: for a database, the files as stored, not the local copy.
     const check = await to.lockTarget(target);
     try {
+      if (check.damage !== undefined) throw mismatch(`${name}: ${check.damage.code}`);
       if (committedFiles(check.dir).join() !== files.join()) throw mismatch(`${name}: other files`);
       if ((await fileDigests(check.dir, files)).join() !== expected.join()) throw mismatch(`${name}: other bytes`);
       const [a, b] = [readIndexHeader(join(src.dir, 'index')), readIndexHeader(join(check.dir, 'index'))];

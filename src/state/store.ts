@@ -83,11 +83,12 @@ export interface TargetSession {
    */
   readonly writeAhead: SnapshotWriteAhead | undefined;
   /**
-   * A killed sync's write-ahead records that the store could not replay whole (PostgreSQL: a gap
-   * in the rows, rows of another version); undefined when there is none (always, for the directory).
-   * The sync refuses the target with it unless it recovers.
+   * What the store could not copy into `dir` as it holds it (PostgreSQL: a committed file that
+   * fails its size or SHA-256, left in `dir` as its rows rebuilt it; write-ahead rows with a gap or
+   * of another version); undefined when there is none (always, for the directory, whose files are
+   * judged by Snapshot.open). The sync refuses the target with it unless it recovers.
    */
-  readonly writeAheadDamage: SnapshotError | undefined;
+  readonly damage: SnapshotError | undefined;
   /**
    * Resolves once every write handed to `writeAhead` so far is durable in the store; rejects
    * with the first failure (connection lost: the lock may be gone; fenced: another process

@@ -25,6 +25,8 @@ export async function resendSnapshot(o: {
   const session = await o.store.lockTarget(target);
   let snapshot: Snapshot | undefined;
   try {
+    // What the store could not read back whole is not re-sent as if it were.
+    if (session.damage !== undefined) throw session.damage;
     snapshot = Snapshot.open(session.dir, { target });
     if (snapshot.count === 0) return undefined;
     const keepNone = new Uint8Array(Math.ceil(snapshot.count / 8));

@@ -260,15 +260,16 @@ async function syncLocked(
   const { dir } = l.session;
   const recorded = await l.audit?.lastRecordedSnapshot(l.target);
   if (o.acceptUnrecovered && !o.dryRun) clearUnrecovered(dir);
-  // A killed run's write-ahead record lost or damaged: what it sent cannot be told, so nothing is sent but a recovery.
-  const damage = l.session.writeAheadDamage ?? writeAheadLost(dir, recorded);
+  // Damage the store found, or a killed run's write-ahead record lost: nothing is sent but a recovery.
+  const damage = l.session.damage ?? writeAheadLost(dir, recorded);
   if (damage !== undefined && !o.recover) throw damage;
+  const writeAheadGone = damage !== undefined && damage.code !== 'snapshot_corrupt';
   const recovery = o.recover
     ? recoverSnapshot(dir, { target: l.target, now: o.now, recordedUsers: recorded?.users })
     : undefined;
   // The frames of the users that run was adding were in the lost record when a store keeps them
   // there (the directory's data file holds them, and the recovery salvaged them): they cannot be removed.
-  if (damage !== undefined && l.session.writeAhead !== undefined) addUnrecovered(dir, 0, false);
+  if (writeAheadGone && l.session.writeAhead !== undefined) addUnrecovered(dir, 0, false);
   // A recovered snapshot is new: the audit log's last record is of the one it replaces.
   const snapshot = Snapshot.open(dir, {
     target: l.target,
@@ -278,7 +279,7 @@ async function syncLocked(
   });
   try {
     // Not the membership the audit log last recorded (an older copy restored): users may be missing.
-    if (recovery?.lost === 0 && damage === undefined && recorded !== undefined && recorded.digest !== snapshot.digest)
+    if (recovery?.lost === 0 && !writeAheadGone && recorded !== undefined && recorded.digest !== snapshot.digest)
       addUnrecovered(dir, Math.abs(recorded.users - snapshot.count), false);
     // What the open committed (a killed sync's records), recovered or marked is the store's before anything is sent.
     await l.session.persist();

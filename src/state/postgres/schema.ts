@@ -14,6 +14,18 @@ import { ConfigError, EnvironmentError } from '../../errors.js';
 import { databaseFailure, ident, urlParts } from './errors.js';
 import { advisoryKey } from './keys.js';
 
+/** The write-ahead table as version 1 creates it (also its re-creation: see WAL_REPAIR). */
+const WAL_TABLE = `CREATE TABLE audience_kit_snapshot_wal (
+  target text NOT NULL REFERENCES audience_kit_targets (target) ON DELETE CASCADE,
+  seq integer NOT NULL,
+  version bigint NOT NULL,
+  file text NOT NULL,
+  "offset" bigint NOT NULL,
+  data bytea NOT NULL,
+  PRIMARY KEY (target, seq)
+);`;
+const WAL_UNCOMPRESSED = 'ALTER TABLE audience_kit_snapshot_wal ALTER COLUMN data SET STORAGE EXTERNAL;';
+
 /**
  * Version 1. Tables by concern:
  * - targets: one row per sync target (`target` = the snapshot directory's name,
@@ -53,15 +65,7 @@ CREATE TABLE audience_kit_snapshot_parts (
   PRIMARY KEY (target, name, part),
   FOREIGN KEY (target, name) REFERENCES audience_kit_snapshot_files (target, name) ON DELETE CASCADE
 );
-CREATE TABLE audience_kit_snapshot_wal (
-  target text NOT NULL REFERENCES audience_kit_targets (target) ON DELETE CASCADE,
-  seq integer NOT NULL,
-  version bigint NOT NULL,
-  file text NOT NULL,
-  "offset" bigint NOT NULL,
-  data bytea NOT NULL,
-  PRIMARY KEY (target, seq)
-);
+${WAL_TABLE}
 CREATE TABLE audience_kit_audit (
   seq bigserial PRIMARY KEY,
   line text NOT NULL,
@@ -104,7 +108,7 @@ ALTER TABLE audience_kit_snapshot_files ADD COLUMN sha256 bytea;
 ALTER TABLE audience_kit_snapshot_parts RENAME TO audience_kit_snapshot_patches;
 ALTER TABLE audience_kit_snapshot_patches RENAME COLUMN part TO seq;
 ALTER TABLE audience_kit_snapshot_patches ALTER COLUMN data SET STORAGE EXTERNAL;
-ALTER TABLE audience_kit_snapshot_wal ALTER COLUMN data SET STORAGE EXTERNAL;
+${WAL_UNCOMPRESSED}
 UPDATE audience_kit_snapshot_patches p SET data = int8send(s.start) || int4send(length(p.data)) || p.data
   FROM (SELECT target, name, seq, coalesce(sum(length(data)) OVER (PARTITION BY target, name ORDER BY seq
           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)::bigint AS start
@@ -127,6 +131,29 @@ ALTER TABLE audience_kit_snapshot_files ALTER COLUMN blocks SET STORAGE EXTERNAL
 
 /** Each version's DDL, applied in order; version n is MIGRATIONS[n - 1]. Append only. */
 const MIGRATIONS: readonly string[] = [V1, V2, V3];
+
+/**
+ * Whether the tables already have each version's changes (version n is PRESENT[n - 1]), as the
+ * catalog says: a migrations table deleted or emptied (its record lost, the tables kept) is
+ * rebuilt from it, instead of applying the versions again over tables that have them.
+ */
+const PRESENT: readonly string[] = [
+  `to_regclass('audience_kit_targets') IS NOT NULL`,
+  `to_regclass('audience_kit_snapshot_patches') IS NOT NULL`,
+  `EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('audience_kit_snapshot_files') AND attname = 'blocks' AND NOT attisdropped)`,
+];
+
+/**
+ * The write-ahead table, dropped, is created again empty: what it held was a killed sync's record,
+ * whose loss the next sync finds and refuses (snapshot_write_ahead_lost) and `--recover` accounts for.
+ * Idempotent. The other tables hold what cannot be rebuilt (restore them from a backup).
+ */
+const WAL_REPAIR = `DO $repair$ BEGIN
+IF to_regclass('audience_kit_snapshot_wal') IS NULL AND to_regclass('audience_kit_targets') IS NOT NULL THEN
+${WAL_TABLE}
+${WAL_UNCOMPRESSED}
+END IF;
+END $repair$;`;
 
 /** The schema version this code writes and reads. */
 export const SCHEMA_VERSION = MIGRATIONS.length;
@@ -167,7 +194,9 @@ function scriptStep(version: number): string {
     `-- Version ${version} (skipped when the database has it)`,
     `DO $migration$ BEGIN`,
     `IF NOT EXISTS (SELECT 1 FROM audience_kit_migrations WHERE version = ${version}) THEN`,
+    `IF NOT (${PRESENT[version - 1] as string}) THEN`,
     (MIGRATIONS[version - 1] as string).trim(),
+    `END IF;`,
     `INSERT INTO audience_kit_migrations (version) VALUES (${version});`,
     `END IF;`,
     `END $migration$;`,
@@ -189,7 +218,8 @@ END IF;
 END $check$;`;
   const lock = `DO $lock$ BEGIN PERFORM pg_advisory_xact_lock(${advisoryKey('schema')}); END $lock$;`;
   const grants = role === undefined ? [] : [grantsSql(role)];
-  return ['BEGIN;', lock, MIGRATIONS_TABLE, newer, ...steps, ...grants, 'COMMIT;', ''].join('\n');
+  const repair = to === SCHEMA_VERSION ? [WAL_REPAIR] : [];
+  return ['BEGIN;', lock, MIGRATIONS_TABLE, newer, ...steps, ...repair, ...grants, 'COMMIT;', ''].join('\n');
 }
 
 /** The highest version applied; 0 when the migrations table does not exist. */
@@ -212,7 +242,7 @@ function schemaDenied(from: number, where: string, cause: unknown): EnvironmentE
   const { user } = urlParts(where);
   return new EnvironmentError(
     'state_schema_denied',
-    `the state database's tables ${from === 0 ? 'do not exist' : `are at version ${from} of ${SCHEMA_VERSION}`} and the database user ${user} may not create them`,
+    `the state database's tables ${from === 0 ? 'do not exist' : from === SCHEMA_VERSION ? 'lack the write-ahead table (dropped)' : `are at version ${from} of ${SCHEMA_VERSION}`} and the database user ${user} may not create them`,
     {
       fix: `have the schema's owner run the output of \`audience-kit state schema --role ${user}\` (psql -f - with the owner's URL): it creates the tables and grants ${user} what it needs; or grant ${user} CREATE on the schema`,
       cause,
@@ -272,7 +302,7 @@ export async function ensureSchema(client: pg.ClientBase, where: string): Promis
 async function migrate(client: pg.ClientBase, where: string): Promise<void> {
   const found = await appliedVersion(client);
   if (found > SCHEMA_VERSION) throw newerSchema(found);
-  if (found === SCHEMA_VERSION) return;
+  if (found === SCHEMA_VERSION && (await walTablePresent(client))) return;
   try {
     await client.query('BEGIN');
     await client.query('SELECT pg_advisory_xact_lock($1)', [advisoryKey('schema')]);
@@ -281,13 +311,21 @@ async function migrate(client: pg.ClientBase, where: string): Promise<void> {
     const now = await appliedVersion(client);
     if (now > SCHEMA_VERSION) throw newerSchema(now);
     for (let v = now + 1; v <= SCHEMA_VERSION; v++) {
-      await client.query(MIGRATIONS[v - 1] as string);
+      // A version whose changes the tables have (its record lost) is recorded, not applied again.
+      const present = await client.query<{ ok: boolean }>(`SELECT ${PRESENT[v - 1] as string} AS ok`);
+      if (present.rows[0]?.ok !== true) await client.query(MIGRATIONS[v - 1] as string);
       await client.query('INSERT INTO audience_kit_migrations (version) VALUES ($1)', [v]);
     }
+    await client.query(WAL_REPAIR);
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
     if ((error as { code?: unknown }).code === '42501') throw schemaDenied(found, where, error);
     throw error;
   }
+}
+
+async function walTablePresent(client: pg.ClientBase): Promise<boolean> {
+  const r = await client.query<{ ok: boolean }>(`SELECT to_regclass('audience_kit_snapshot_wal') IS NOT NULL AS ok`);
+  return r.rows[0]?.ok === true;
 }

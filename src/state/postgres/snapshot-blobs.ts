@@ -62,6 +62,12 @@ export interface StoredFile {
 
 export type StoredFiles = Map<string, StoredFile>;
 
+/** The committed files as read: what the database holds of each, and the first damage found. */
+export interface CommittedFiles {
+  files: StoredFiles;
+  damage: SnapshotError | undefined;
+}
+
 const SHA256_BYTES = 32;
 const fileRow = z.object({
   name: z.string().regex(COMMITTED_FILE),
@@ -75,25 +81,45 @@ const walRow = z.object({
   data: z.instanceof(Buffer),
 });
 
-/** Write the committed files of `target` into `dir`, each checked against its size and SHA-256. */
-export async function readCommittedFiles(client: pg.ClientBase, target: string, dir: string): Promise<StoredFiles> {
-  const files = await client.query('SELECT name, size, sha256 FROM audience_kit_snapshot_files WHERE target = $1', [
+/**
+ * Write the committed files of `target` into `dir`, each checked against its size and SHA-256. A
+ * file that fails (a damaged, missing or misplaced row, a wrong size or digest) is left in `dir`
+ * as its rows rebuilt it, for a recovery to salvage what it can, and the first such failure is
+ * returned as `damage` (the sync refuses the target with it unless it recovers); the database's
+ * copy of it is then never patched, only replaced whole.
+ */
+export async function readCommittedFiles(client: pg.ClientBase, target: string, dir: string): Promise<CommittedFiles> {
+  const rows = await client.query('SELECT name, size, sha256 FROM audience_kit_snapshot_files WHERE target = $1', [
     target,
   ]);
-  const out: StoredFiles = new Map();
+  const files: StoredFiles = new Map();
   const buf = Buffer.allocUnsafe(ROW_BYTES);
-  for (const raw of files.rows) {
+  let damage: SnapshotError | undefined;
+  for (const raw of rows.rows) {
     const file = fileRow.parse(raw);
     const path = join(dir, file.name);
-    const rows = await applyRows(client, target, file, path, buf);
-    const scan = scanFile(path, false);
-    // A file of schema 1 has no SHA-256: its parts must cover it exactly, as they did there.
-    const whole = file.sha256 === null ? rows.stored === file.size && rows.end === file.size : rows.end === file.size;
-    if (!whole || (file.sha256 !== null && !file.sha256.equals(scan.sha256)))
-      throw corrupt(`the state database's copy of the snapshot's file ${file.name} does not match its size or SHA-256`);
-    out.set(file.name, { ...stampOf(path), size: file.size, ...rows });
+    const read = await applyRows(client, target, file, path, buf);
+    const failed = read instanceof SnapshotError ? read : checkFile(file, path, read);
+    damage ??= failed;
+    // A damaged file's stamp and inode match nothing: the next commit stores it whole (or removes it).
+    if (failed !== undefined || read instanceof SnapshotError)
+      files.set(file.name, { stamp: '', ino: -1n, size: file.size, stored: 0, nextSeq: 0 });
+    else files.set(file.name, { ...stampOf(path), size: file.size, stored: read.stored, nextSeq: read.nextSeq });
   }
-  return out;
+  return { files, damage };
+}
+
+/** A file rebuilt from its rows must be its size and SHA-256. */
+function checkFile(
+  file: z.infer<typeof fileRow>,
+  path: string,
+  rows: { stored: number; end: number },
+): SnapshotError | undefined {
+  const scan = scanFile(path, false);
+  // A file of schema 1 has no SHA-256: its parts must cover it exactly, as they did there.
+  const whole = file.sha256 === null ? rows.stored === file.size && rows.end === file.size : rows.end === file.size;
+  if (whole && (file.sha256 === null || file.sha256.equals(scan.sha256))) return undefined;
+  return corrupt(`the state database's copy of the snapshot's file ${file.name} does not match its size or SHA-256`);
 }
 
 /**
@@ -127,14 +153,17 @@ async function readBlocks(
   return row && unsealBlocks(row.subarray(SHA256_BYTES), row.subarray(0, SHA256_BYTES), size);
 }
 
-/** Apply the file's patch rows in order to a new file at `path`; what they held, and how far they reached. */
+/**
+ * Apply the file's patch rows in order to a new file at `path`; what they held, and how far they
+ * reached; or the damage that stopped it (a row that cannot be read or reaches outside the file).
+ */
 async function applyRows(
   client: pg.ClientBase,
   target: string,
   file: z.infer<typeof fileRow>,
   path: string,
   buf: Buffer,
-): Promise<{ stored: number; nextSeq: number; end: number }> {
+): Promise<{ stored: number; nextSeq: number; end: number } | SnapshotError> {
   const rows = copyIntBytes(
     client,
     `SELECT seq, data FROM audience_kit_snapshot_patches WHERE target = ${client.escapeLiteral(target)} AND name = ${client.escapeLiteral(file.name)} ORDER BY seq`,
@@ -158,7 +187,8 @@ async function applyRows(
     ftruncateSync(fd, file.size);
   } catch (error) {
     if (error instanceof CopyFormatError)
-      throw corrupt(`a row of the snapshot's file ${file.name} could not be read: ${error.message}`);
+      return corrupt(`a row of the snapshot's file ${file.name} could not be read: ${error.message}`);
+    if (error instanceof SnapshotError) return error;
     throw error;
   } finally {
     closeSync(fd);

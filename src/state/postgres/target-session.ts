@@ -28,6 +28,7 @@ import {
   readCommittedFiles,
   replayWriteAhead,
   writeCommittedFiles,
+  type CommittedFiles,
   type StoredFiles,
   type WriteAheadReplay,
 } from './snapshot-blobs.js';
@@ -102,8 +103,8 @@ export class PostgresTargetSession implements TargetSession {
     /** The committed files as the database holds them (what a commit compares with). */
     private stored: StoredFiles,
     private nextSeq: number,
-    /** The write-ahead rows could not all be replayed (a gap, rows of another version). */
-    readonly writeAheadDamage: SnapshotError | undefined,
+    /** A committed file that fails its checks, or write-ahead rows that could not all be replayed (a gap, another version). */
+    readonly damage: SnapshotError | undefined,
   ) {
     this.writeAhead = { wrote: (file, offset, bytes) => this.queue(file, offset, bytes) };
   }
@@ -124,7 +125,8 @@ export class PostgresTargetSession implements TargetSession {
       removeDeadCopies();
       dir = mkdtempSync(join(tmpdir(), `${COPY_PREFIX}${process.pid}-`));
       const { version, stored, replayed } = await materialize(client, name, dir);
-      return new PostgresTargetSession(dir, client, name, where, version, stored, replayed.last + 1, replayed.damage);
+      const damage = stored.damage ?? replayed.damage;
+      return new PostgresTargetSession(dir, client, name, where, version, stored.files, replayed.last + 1, damage);
     } catch (error) {
       if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
       await client.end().catch(() => undefined);
@@ -200,7 +202,7 @@ async function materialize(
   client: pg.Client,
   name: string,
   dir: string,
-): Promise<{ version: string; stored: StoredFiles; replayed: WriteAheadReplay }> {
+): Promise<{ version: string; stored: CommittedFiles; replayed: WriteAheadReplay }> {
   await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
   try {
     const v = await client.query<{ version: string }>(
