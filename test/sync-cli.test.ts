@@ -1,14 +1,14 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { defaultStateDir } from '../src/cli/state-dir.js';
 import { AudienceKitError, EnvironmentError } from '../src/errors.js';
 import { exitCodeFor } from '../src/cli/exit-codes.js';
 import { startSandbox, type Sandbox, type SandboxOptions } from '../src/sandbox/index.js';
-import { stateFailure } from '../src/state/fs.js';
+import { ensureDir, stateFailure } from '../src/state/fs.js';
 import { snapshotDir } from '../src/state/snapshot.js';
-import { BIN, CALLING_THREAD, cliEnv, runCli, type CliResult } from './helpers/cli.js';
+import { BIN, CALLING_THREAD, cliEnv, runCli, runCliProcess, type CliResult } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
 import { sandboxEnv, syncArgs } from './helpers/upload-cli.js';
 
@@ -171,6 +171,32 @@ describe('sync: state file system errors are environment errors (process)', () =
     const report = JSON.parse(r.stdout) as Record<string, unknown>;
     expect(report).toMatchObject({ exit_code: 8, error: { code: 'io_error' } });
     expect(auditEnds(t.stateDir).at(-1)).toMatchObject({ error: 'io_error' });
+  });
+});
+
+describe('sync: a state directory that cannot be created (process)', () => {
+  // Node's recursive mkdir never returned there (ENOENT with the parent present): 100% CPU,
+  // deaf to SIGTERM. A real process, killed after 20 s, so a regression fails instead of hanging the worker.
+  it.runIf(existsSync('/proc/self'))('--state-dir /proc/nope fails in seconds: exit 8, the path named', async () => {
+    const t = await setup();
+    writeExport(join(t.cwd, 'a.csv'), range(0, 10));
+    const args = syncArgs(
+      { ...t, dir: t.cwd, account: t.sandbox.accounts.primary, audience: t.audienceId, stateDir: '/proc/nope' },
+      'a.csv',
+      ...CALLING_THREAD,
+    );
+    const r = await runCliProcess(args, { cwd: t.cwd, env: t.env, timeoutMs: 20_000 });
+    expect(r.signal, r.stderr).toBeNull();
+    expect(r.code, r.stderr).toBe(8);
+    expect(r.stderr).toMatch(/^error: cannot create the directory \/proc\/nope: its file system refuses \(ENOENT\)/m);
+    expect(r.stderr).toMatch(/^ {2}fix: pass a --state-dir/m);
+    // Deeper: the first missing directory is named.
+    expect(() => ensureDir('/proc/nope/deeper/still')).toThrow(
+      expect.objectContaining({
+        code: 'state_not_writable',
+        message: expect.stringContaining('/proc/nope:') as unknown,
+      }),
+    );
   });
 });
 

@@ -5,11 +5,12 @@
  * contains a credential value (only field names, variable names and the file path).
  */
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { chmod, open, readFile, rename, rm } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
+import { makeDirs } from '../util/make-dirs.js';
 
 export const CONNECTION_FIELDS = [
   'adsBaseUrl',
@@ -359,7 +360,7 @@ async function writeConfigAtomically(dir: string, file: string, config: Audience
   // over the old file: readers see either the old or the new file, never a partial one.
   const tmp = join(dir, `.${CONFIG_FILE_NAME}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
   try {
-    await mkdir(dir, { recursive: true, mode: 0o700 });
+    makeDirs(dir, 0o700);
     const handle = await open(tmp, 'wx', 0o600);
     try {
       await handle.writeFile(`${JSON.stringify(config, null, 2)}\n`, 'utf8');

@@ -10,12 +10,12 @@ import {
   fsyncSync,
   ftruncateSync,
   lstatSync,
-  mkdirSync,
   openSync,
   writeSync,
   type Stats,
 } from 'node:fs';
 import { AudienceKitError, EnvironmentError, environmentError } from '../errors.js';
+import { makeDirs } from '../util/make-dirs.js';
 
 /**
  * The fs calls that write state. Tests replace them to simulate a full disk or a failing device
@@ -107,9 +107,22 @@ export function appendWhole(fd: number, bytes: Uint8Array, path: string): void {
 /** Create a directory (and its parents) with mode 0700; EnvironmentError when that is impossible. */
 export function ensureDir(path: string): void {
   try {
-    mkdirSync(path, { recursive: true, mode: 0o700 });
+    makeDirs(path, 0o700);
   } catch (error) {
     const errno = (error as NodeJS.ErrnoException).code;
+    // The parent exists (makeDirs made it or found it), yet the file system says there is none.
+    if (errno === 'ENOENT') {
+      const at = (error as NodeJS.ErrnoException).path ?? path;
+      throw new EnvironmentError(
+        'state_not_writable',
+        `cannot create the directory ${at}: its file system refuses (ENOENT)`,
+        {
+          path,
+          cause: error,
+          fix: 'pass a --state-dir (stateDir) on a disk where directories can be created (not /proc, /sys or a read-only mount)',
+        },
+      );
+    }
     if (errno === 'EEXIST' || errno === 'ENOTDIR') {
       throw new EnvironmentError('path_not_directory', `${path} (or a parent of it) is not a directory`, {
         path,

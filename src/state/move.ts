@@ -15,10 +15,11 @@
  * the move reports success; the source is left as it was, for the user to remove once checked.
  * Files are copied by the kernel and hashed as streams: memory stays flat whatever the snapshot size.
  */
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ConfigError } from '../errors.js';
 import { fileSha256 } from '../util/sha256.js';
+import { ensureDir } from './fs.js';
 import { destinationNotEmpty } from './audit-file.js';
 import { openStateStore, parseStateUrl } from './open-store.js';
 import { COMMITTED_FILE } from './postgres/snapshot-blobs.js';
@@ -92,7 +93,7 @@ async function copyTarget(src: TargetSession, dst: TargetSession, name: string):
   }
   if (committedFiles(dst.dir).length > 0) throw destinationNotEmpty(`${dst.dir} (${name})`);
   const files = committedFiles(src.dir);
-  mkdirSync(dst.dir, { recursive: true, mode: 0o700 });
+  ensureDir(dst.dir);
   for (const f of files) {
     copyFileSync(join(src.dir, f), join(dst.dir, f));
     chmodSync(join(dst.dir, f), 0o600);
