@@ -200,14 +200,14 @@ function statementCause(code: string | undefined, text: string, p: UrlParts): Da
       return {
         code: 'state_read_only',
         cause: 'accepts only read-only transactions (a standby, or default_transaction_read_only is on)',
-        fix: `point the URL at the primary server, or turn the setting off for this database or user (ALTER ROLE ${ident(p.user)} SET default_transaction_read_only = off)`,
+        fix: `point the URL at the primary server, or turn the setting off for this user there (ALTER ROLE ${ident(p.user)} IN DATABASE ${ident(p.database)} SET default_transaction_read_only = off)`,
       };
     case '57014':
       return /statement timeout/i.test(text)
         ? {
             code: 'state_statement_timeout',
             cause: 'cancelled a statement that ran longer than statement_timeout',
-            fix: `raise it for this user (ALTER ROLE ${ident(p.user)} SET statement_timeout = '10min', or options=-c%20statement_timeout%3D600000 in the URL)`,
+            fix: `raise it for this user (ALTER ROLE ${ident(p.user)} IN DATABASE ${ident(p.database)} SET statement_timeout = '10min'), or in the URL (options=-c%20statement_timeout%3D600000)`,
           }
         : {
             code: 'state_connection_lost',
@@ -218,7 +218,7 @@ function statementCause(code: string | undefined, text: string, p: UrlParts): Da
       return {
         code: 'state_lock_timeout',
         cause: 'gave up waiting for a lock on its tables (lock_timeout): another session holds it',
-        fix: `find the session holding it (SELECT * FROM pg_locks JOIN pg_stat_activity USING (pid) WHERE NOT granted), or raise lock_timeout (ALTER ROLE ${ident(p.user)} SET lock_timeout = '1min')`,
+        fix: `raise lock_timeout for this user (ALTER ROLE ${ident(p.user)} IN DATABASE ${ident(p.database)} SET lock_timeout = '1min'), or end the session holding the lock (pg_locks, pg_stat_activity)`,
       };
     case '42P01':
       return {
