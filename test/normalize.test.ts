@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { phoneReading } from '../src/identifiers/phone-reading.js';
 import { describe, expect, it } from 'vitest';
 import {
   DEFAULT_PHONE_FORMAT,
@@ -317,7 +318,8 @@ describe('phones with their calling code but no + (countryCode)', () => {
     // Read after the country's international prefix (015 in Israel, 810 in Russia) by the library,
     // yet also a national number: +32 18686328 is not in Belgium's ranges, so the Israeli one.
     expect(normalizePhone('0153218686328', { country: 'IL' })).toEqual(ok('972153218686328'));
-    expect(normalizePhone('81082436565042', { country: 'RU' })).toEqual(no('phone_ambiguous'));
+    // Both in ranges, but +7 810 824… is toll free and +82 43-656-5042 a fixed line: the line wins.
+    expect(normalizePhone('81082436565042', { country: 'RU' })).toEqual(ok('82436565042'));
     // Italy has no trunk prefix: its leading 0 is the number's, never a second reading.
     expect(normalizePhone('035 123 4567', { country: 'IT' })).toEqual(ok('390351234567'));
     expect(normalizePhone('06 6982 1234', { country: 'IT' })).toEqual(ok('390669821234'));
@@ -378,6 +380,102 @@ describe('phones with their calling code but no + (countryCode)', () => {
     expect(normalizePhone('2025550143', { country: 'US', countryCode: 'included' })).toEqual(no('phone_invalid'));
     expect(normalizePhone('07400 123456', { country: 'GB', countryCode: 'included' })).toEqual(ok('447400123456'));
     expect(normalizePhone('+1 202 555 0143', { countryCode: 'included' })).toEqual(ok('12025550143'));
+  });
+});
+
+describe('phones as spreadsheets and people write them (issue 30)', () => {
+  it("a spreadsheet's number forms are read as the integer they hold; rounded ones are phone_lossy_number", () => {
+    // `.0` is not one more digit (it used to give +49 1513 41172940, another valid number).
+    expect(normalizePhone('4915134117294.0', { country: 'AT' })).toEqual(
+      normalizePhone('4915134117294', { country: 'AT' }),
+    );
+    expect(normalizePhone('33612345678.00', { country: 'US' })).toEqual(ok('33612345678'));
+    expect(normalizePhone('9.18142423991e+11', { country: 'IN' })).toEqual(ok('918142423991'));
+    expect(normalizePhone('3.3612345678E+10', { country: 'FR' })).toEqual(ok('33612345678'));
+    expect(normalizePhone('3,3612345678E+10', { country: 'FR' })).toEqual(ok('33612345678'));
+    expect(normalizePhone('3,3612345678E10', { country: 'FR' })).toEqual(ok('33612345678'));
+    // Fewer digits in the mantissa than the exponent needs: the spreadsheet rounded them away.
+    for (const value of ['4,91512E+12', '4.91512E+12', '9.1814242399e+11', '5E+12'])
+      for (const country of [{}, { country: 'DE' }])
+        expect(normalizePhone(value, country), value).toEqual(no('phone_lossy_number'));
+    // Not an integer: not a phone number.
+    expect(normalizePhone('9.181424239912e+11', { country: 'IN' })).toEqual(no('phone_invalid'));
+    // A short dotted number keeps its digits (no spreadsheet writes a phone with fewer than 6).
+    expect(normalizePhone('898.0', { country: 'TA' })).toEqual(ok('2908980'));
+  });
+  it('international prefixes people write (00, 011, 0011, 010, 001…) are read when a valid number follows', () => {
+    // `00…` begins no national number: read without a country too.
+    expect(normalizePhone('0044 7231 383321')).toEqual(ok('447231383321'));
+    expect(normalizePhone('0011 44 7231 383321')).toEqual(ok('447231383321'));
+    expect(normalizePhone('001 212 555 0123')).toEqual(ok('12125550123'));
+    // `011` and `010` begin Turin's, São Paulo's, Beijing's, Rotterdam's numbers: not without a country.
+    expect(normalizePhone('011 44 7231 383321')).toEqual(no('phone_needs_country'));
+    // With a country whose own prefix differs: the readings decide.
+    expect(normalizePhone('0044 7231 383321', { country: 'US' })).toEqual(ok('447231383321'));
+    expect(normalizePhone('0044 20 7946 0958', { country: 'JP' })).toEqual(ok('442079460958'));
+    expect(normalizePhone('011 44 20 7946 0958', { country: 'DE' })).toEqual(ok('442079460958'));
+    expect(normalizePhone('0011 44 20 7946 0958', { country: 'FR' })).toEqual(ok('442079460958'));
+    expect(normalizePhone('010 44 20 7946 0958', { country: 'GB' })).toEqual(ok('442079460958'));
+    // A national number of the row's country in its ranges is that number (Delhi's 011).
+    expect(normalizePhone('011 4955 2626', { country: 'IN' })).toEqual(ok('911149552626'));
+    expect(normalizePhone('010 1234 5678', { country: 'CN' })).toEqual(ok('861012345678'));
+    expect(normalizePhone('011 123 4567', { country: 'IT' })).toEqual(ok('390111234567'));
+  });
+  it('an extension, in any spelling, is dropped: the person is the main number', () => {
+    const values = [
+      '0081 3-1232-1715 x536',
+      '0081 3-1232-1715 X 536',
+      '0081 3-1232-1715 ext. 881',
+      '0081 3-1232-1715 ext 881',
+      '0081 3-1232-1715 #47',
+      '0081 3-1232-1715 extension 5',
+      '0081 3-1232-1715 poste 12',
+      '0081 3-1232-1715 Durchwahl 12',
+      '0081 3-1232-1715 DW 12',
+      '0081 3-1232-1715;ext=12',
+      '0081 3-1232-1715,12',
+      '0081 3-1232-1715,,12',
+      '0081 3-1232-1715 - 503#',
+      '0081 3-1232-1715 内線 12',
+      'tel:+81-3-1232-1715;ext=1234',
+      '+81 (3) 1232 1715 (mobile)',
+    ];
+    for (const value of values) {
+      // It used to give 810081312321715 in a JP row: the prefix read as digits of the number.
+      for (const country of [{}, { country: 'JP' }, { country: 'DE' }, { country: 'US' }])
+        expect(normalizePhone(value, country), value).toEqual(ok('81312321715'));
+    }
+    expect(normalizePhone('(212) 555-0123 x12', { country: 'US' })).toEqual(ok('12125550123'));
+    expect(normalizePhone('212.555.0123 ext. 881', { country: 'US' })).toEqual(ok('12125550123'));
+    expect(normalizePhone('+49 30 901820 Durchwahl 12')).toEqual(ok('4930901820'));
+    expect(normalizePhone('+33 1 42 68 53 00 poste 12')).toEqual(ok('33142685300'));
+  });
+  it('(0) after the calling code, dots and US dash forms', () => {
+    expect(normalizePhone('+44 (0)20 7946 0958')).toEqual(ok('442079460958'));
+    expect(normalizePhone('+44 (0) 20.7946.0958')).toEqual(ok('442079460958'));
+    expect(normalizePhone('212-555-0123', { country: 'US' })).toEqual(ok('12125550123'));
+    expect(normalizePhone('(212) 555-0123', { country: 'US' })).toEqual(ok('12125550123'));
+    expect(normalizePhone('1-212-555-0123', { country: 'US' })).toEqual(ok('12125550123'));
+    expect(normalizePhone('06.12.34.56.78', { country: 'FR' })).toEqual(ok('33612345678'));
+  });
+  it("between two readings, a person's line beats a toll-free, premium-rate or shared-cost number", () => {
+    // +91 18007263 is toll free, +91 91180 07263 a mobile.
+    expect(normalizePhone('9118007263', { country: 'IN' })).toEqual(ok('919118007263'));
+    // Both readings a person's line: still refused.
+    expect(normalizePhone('390 187 537', { country: 'ITA' })).toEqual(no('phone_ambiguous'));
+  });
+  it("a German mobile whose 0 a spreadsheet dropped: +49 with the row's country; without one, said in a hint", () => {
+    expect(normalizePhone('15148369370', { country: 'DE' })).toEqual(ok('4915148369370'));
+    expect(normalizePhone('15148369370', { country: 'Deutschland' })).toEqual(ok('4915148369370'));
+    // Without a country, the digits are also +1 514 836 9370 (Montreal), the form SMS tools and
+    // ad-platform templates write: read so, and counted for the summary's hint (hash-cli.test.ts).
+    const notes = { codeWithoutPlus: 0, twoReadings: 0, codeWithoutCountry: 0 };
+    expect(phoneReading('15148369370', undefined, 'auto', notes)).toBe('+15148369370');
+    expect(notes).toEqual({ codeWithoutPlus: 1, twoReadings: 0, codeWithoutCountry: 1 });
+    // A value written as a spreadsheet writes numbers has lost its `+` or its `0`: only a country tells.
+    expect(normalizePhone('15148369370.0')).toEqual(no('phone_needs_country'));
+    expect(normalizePhone('1.5148369370E+10')).toEqual(no('phone_needs_country'));
+    expect(normalizePhone('1.5148369370E+10', { country: 'DE' })).toEqual(ok('4915148369370'));
   });
 });
 

@@ -1,7 +1,7 @@
 import { getCountryCallingCode, parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js';
 import { describe, expect, it, vi } from 'vitest';
 import { cleanValue, normalizePhone } from '../src/identifiers/normalize.js';
-import { phoneToE164 } from '../src/identifiers/phone.js';
+import { phoneToE164, phoneWrittenInternationalPrefixes } from '../src/identifiers/phone.js';
 import examplesJson from 'libphonenumber-js/mobile/examples';
 import metadataJson from 'libphonenumber-js/min/metadata';
 import { mulberry32 } from '../src/sandbox/faults.js';
@@ -67,7 +67,21 @@ function policyReading(
   const own =
     country !== undefined &&
     value.replace(/[^0-9]/g, '').startsWith('00' + getCountryCallingCode(country as CountryCode));
-  return (value.startsWith('00') && own) || (value.startsWith('+') && library === undefined);
+  // After a written international prefix, as after `+` (`0049 (0)30…` is `+49 (0)30…`).
+  const abroad = afterPrefixes(value).some((p) => {
+    const read = normalizePhone(p);
+    return p === '+' + ours || (read.ok && read.value === ours);
+  });
+  return (value.startsWith('00') && own) || (value.startsWith('+') && library === undefined) || abroad;
+}
+
+/** The numbers `value` may be after an international prefix people write (phone-reading's fourth rule). */
+function afterPrefixes(value: string): string[] {
+  const digits = value.replace(/^[^0-9+]+/, '').replace(/[^0-9]/g, '');
+  if (!/^[^0-9+]*0/.test(value)) return [];
+  return phoneWrittenInternationalPrefixes()
+    .filter((p) => digits.startsWith(p) && digits.length > p.length)
+    .map((p) => '+' + digits.slice(p.length));
 }
 
 const isAmbiguous = (r: ReturnType<typeof normalizePhone>): boolean => !r.ok && r.reason === 'phone_ambiguous';
@@ -96,6 +110,7 @@ function secondReading(written: string, country: string | undefined, library: st
       if (digits.startsWith('0')) others.push(own + digits.slice(1));
     }
   }
+  others.push(...afterPrefixes(written));
   return others.some((o) => {
     const p = actual.parsePhoneNumberFromString(o);
     return p?.isValid() === true && p.number !== library;

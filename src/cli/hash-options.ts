@@ -298,6 +298,7 @@ export function hashSummaryJson(summary: HashSummary): Record<string, unknown> {
     rejects: summary.rejects,
     phone_code_without_plus: notes.phoneCodeWithoutPlus,
     phone_two_readings: notes.phoneTwoReadings,
+    phone_code_without_country: notes.phoneCodeWithoutCountry,
     unknown_countries: Object.entries(notes.unknownCountries).map(([value, rows]) => ({ value, rows })),
     unknown_countries_other: notes.unknownCountriesOther,
     several_values: notes.severalValues ?? null,

@@ -26,6 +26,7 @@ const REASON_TYPE: Readonly<Record<RejectReason, IdentifierType | undefined>> = 
   phone_invalid: 'phone_number',
   phone_needs_country: 'phone_number',
   phone_ambiguous: 'phone_number',
+  phone_lossy_number: 'phone_number',
   country_invalid: 'phone_number',
   handle_invalid: 'handle',
   device_id_invalid: 'device_id',
@@ -88,6 +89,8 @@ function whyRejected(
         : `they are national numbers and their ${quote(mapping.country.column)} cell is empty; fix: --default-country CC for those rows`;
     case 'phone_ambiguous':
       return `they are ${AMBIGUOUS_FIX}`;
+    case 'phone_lossy_number':
+      return LOSSY_FIX;
     case 'country_invalid':
       return `their country value is not recognized (listed below); fix: correct those values, or --default-country CC`;
     case 'phone_invalid':
@@ -146,6 +149,9 @@ function readingsHint(notes: HashSummary['notes']): string {
 const AMBIGUOUS_FIX =
   'valid read two ways (as national numbers or as starting with their country code without +, or with or without a leading 0 or (0) that may be a trunk prefix), so they were not hashed; fix: write them with + and the country code, without (0) (--phone-country-code national or included only if every number of the file is written that way)';
 
+const LOSSY_FIX =
+  'a spreadsheet stored them as numbers and wrote them rounded in scientific form (4,91512E+12), so their last digits are lost and they were not hashed; fix: export again from the source, or format the phone column as Text in the spreadsheet before typing or pasting the numbers, then save as CSV';
+
 function ambiguousHint(count: number): string {
   return `${count} phone ${count === 1 ? 'number is' : 'numbers are'} ${AMBIGUOUS_FIX} (phone_ambiguous)`;
 }
@@ -167,6 +173,16 @@ function noteHints(summary: HashSummary, opts: NormalizeOptions, already: string
   } else if (notes.phoneCodeWithoutPlus > 0 || notes.phoneTwoReadings > 0) out.push(readingsHint(notes));
   const ambiguous = summary.rejects.phone_ambiguous?.count ?? 0;
   if (ambiguous > 0 && !already.includes('phone_ambiguous')) out.push(ambiguousHint(ambiguous));
+  const noCountry = notes.phoneCodeWithoutCountry;
+  if (noCountry > 0 && !already.includes('--country-column'))
+    out.push(
+      `${noCountry} of them ${noCountry === 1 ? 'was' : 'were'} in rows without a country, read so because their digits are a valid number that way (as SMS tools and ad-platform templates write them); a national number whose leading 0 a spreadsheet dropped reads the same way (a German 0151… as +1 51…): if the file holds such numbers, fix: --country-column or --default-country CC`,
+    );
+  const lossy = summary.rejects.phone_lossy_number?.count ?? 0;
+  if (lossy > 0 && !already.includes('phone_lossy_number'))
+    out.push(
+      `${lossy} phone ${lossy === 1 ? 'number was' : 'numbers were'} rejected as phone_lossy_number: ${LOSSY_FIX}`,
+    );
   const unknown = Object.entries(notes.unknownCountries).sort((a, b) => b[1] - a[1]);
   if (unknown.length > 0) {
     const other = notes.unknownCountriesOther > 0 ? `, other values ${notes.unknownCountriesOther}` : '';

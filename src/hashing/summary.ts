@@ -55,6 +55,8 @@ export interface HashNotes {
   phoneCodeWithoutPlus: number;
   /** See BuildNotes.phoneTwoReadings. */
   phoneTwoReadings: number;
+  /** See BuildNotes.phoneCodeWithoutCountry. */
+  phoneCodeWithoutCountry: number;
   /**
    * Rows per unrecognized country value (a country is not personal data; a value that looks like an
    * identifier is counted under `<looks like data>`), at most UNKNOWN_COUNTRIES_KEPT values.
@@ -74,7 +76,13 @@ export function createHashSummary(): HashSummary {
     malformed: { count: 0, lines: [], reasons: {} },
     types: {},
     rejects: {},
-    notes: { phoneCodeWithoutPlus: 0, phoneTwoReadings: 0, unknownCountries: {}, unknownCountriesOther: 0 },
+    notes: {
+      phoneCodeWithoutPlus: 0,
+      phoneTwoReadings: 0,
+      phoneCodeWithoutCountry: 0,
+      unknownCountries: {},
+      unknownCountriesOther: 0,
+    },
   };
 }
 
@@ -95,6 +103,7 @@ function addSeveralValues(notes: HashNotes, from: { column: string; separator: s
 function addNotes(notes: HashNotes, from: BuildNotes): void {
   notes.phoneCodeWithoutPlus += from.phoneCodeWithoutPlus ?? 0;
   notes.phoneTwoReadings += from.phoneTwoReadings ?? 0;
+  notes.phoneCodeWithoutCountry += from.phoneCodeWithoutCountry ?? 0;
   if (from.unknownCountry !== undefined) addUnknownCountry(notes, from.unknownCountry, 1);
   if (from.severalValues !== undefined) addSeveralValues(notes, from.severalValues, 1);
 }
@@ -102,6 +111,7 @@ function addNotes(notes: HashNotes, from: BuildNotes): void {
 function mergeNotes(into: HashNotes, from: HashNotes): void {
   into.phoneCodeWithoutPlus += from.phoneCodeWithoutPlus;
   into.phoneTwoReadings += from.phoneTwoReadings;
+  into.phoneCodeWithoutCountry += from.phoneCodeWithoutCountry;
   for (const [value, rows] of Object.entries(from.unknownCountries)) addUnknownCountry(into, value, rows);
   into.unknownCountriesOther += from.unknownCountriesOther;
   if (from.severalValues !== undefined) addSeveralValues(into, from.severalValues, from.severalValues.count);

@@ -54,7 +54,7 @@ const SEPARATORS = [';', ',', '|'];
 class UserBuilder implements RuleContext {
   readonly digits: boolean;
   readonly countryCode: PhoneCountryCode;
-  readonly phoneNotes: PhoneNotes = { codeWithoutPlus: 0, twoReadings: 0 };
+  readonly phoneNotes: PhoneNotes = { codeWithoutPlus: 0, twoReadings: 0, codeWithoutCountry: 0 };
   private readonly defaultCountry: string | undefined;
   private readonly inputHashed: InputHashed;
   /** The value separator given, if any (a rejected cell holding another one gets a note). */
@@ -151,6 +151,7 @@ class UserBuilder implements RuleContext {
     this.countryResolved = false;
     this.phoneNotes.codeWithoutPlus = 0;
     this.phoneNotes.twoReadings = 0;
+    this.phoneNotes.codeWithoutCountry = 0;
     for (let t = 0; t < IDENTIFIER_TYPES.length; t++) {
       this.values[t]!.length = 0;
       this.digestCounts[t] = 0;
@@ -189,11 +190,12 @@ class UserBuilder implements RuleContext {
   private collectNotes(): BuildNotes | undefined {
     const unknownCountry = this.countryResolved && this.country.invalid;
     const phoneNotes = this.phoneNotes;
-    const phones = phoneNotes.codeWithoutPlus + phoneNotes.twoReadings;
+    const phones = phoneNotes.codeWithoutPlus + phoneNotes.twoReadings + phoneNotes.codeWithoutCountry;
     if (phones === 0 && this.severalValues === undefined && !unknownCountry) return undefined;
     const notes: BuildNotes = {};
     if (phoneNotes.codeWithoutPlus > 0) notes.phoneCodeWithoutPlus = phoneNotes.codeWithoutPlus;
     if (phoneNotes.twoReadings > 0) notes.phoneTwoReadings = phoneNotes.twoReadings;
+    if (phoneNotes.codeWithoutCountry > 0) notes.phoneCodeWithoutCountry = phoneNotes.codeWithoutCountry;
     if (this.severalValues !== undefined) notes.severalValues = this.severalValues;
     if (unknownCountry) {
       const own = this.record?.country;

@@ -10,7 +10,7 @@
  * prefix after the calling code, and Mexico's retired mobile `1` (`+52 1 55 …`).
  */
 import { getCountries, getCountryCallingCode, type CountryCode } from 'libphonenumber-js';
-import { phoneInNumberRanges, phoneToE164, phoneTrunkPrefixes } from './phone.js';
+import { phoneRangeRank, phoneToE164, phoneTrunkPrefixes, phoneWrittenInternationalPrefixes } from './phone.js';
 
 /**
  * How a phone written without `+` is read. `national`: a national number of the row's country
@@ -23,7 +23,9 @@ export type PhoneCountryCode = 'national' | 'included' | 'auto';
 
 /** phoneReading's answer when both readings are real numbers: the value is refused (`phone_ambiguous`). */
 export const AMBIGUOUS = 'ambiguous';
-/** An E.164 number (it starts with `+`), AMBIGUOUS, or `undefined` (no valid number). */
+/** phoneReading's answer for a spreadsheet number whose digits were rounded away (`phone_lossy_number`). */
+export const LOSSY = 'lossy';
+/** An E.164 number (it starts with `+`), AMBIGUOUS, LOSSY, or `undefined` (no valid number). */
 export type PhoneReading = string | undefined;
 
 /** What phoneReading noticed about the values it read (counted into the caller's, per row). */
@@ -32,20 +34,30 @@ export interface PhoneNotes {
   codeWithoutPlus: number;
   /** Valid under `min` both as national numbers and with the calling code; decided by the number ranges. */
   twoReadings: number;
+  /** Of codeWithoutPlus, those in rows without a country (a national number without its 0 reads so too). */
+  codeWithoutCountry: number;
 }
 
-/** Without a country, a number is read as carrying its calling code only from this many digits (a 10-digit NANP number would otherwise become +20/+27/+30...). */
+/**
+ * Without a country, a number is read with its calling code only from this many digits (a 10-digit
+ * NANP number would otherwise become +20/+27/+30...).
+ */
 const MIN_DIGITS_CODE_WITHOUT_COUNTRY = 11;
-/** A value of digits, the usual separators and at most one leading `+`: the shapes the rules below rewrite. */
-const PLAIN_PHONE_RE = /^\+?[0-9 ().\-/]+$/;
 const NON_DIGITS_RE = /[^0-9]/g;
-const NUMBER_SEPARATORS = ' ().-/+';
 
-/** A label before the number (`Mobile:`, `Tel.:`, the `tel:` URI scheme), with the spaces after it. */
-const LABEL_RE = /^[A-Za-z][A-Za-z .\-_]*:\s*/;
 const NON_ASCII_RE = /[^\t -~]/;
-/** Separators before the first digit or `+` (`(0055) 64…`, `(27) 831…`). */
-const LEADING_SEPARATORS_RE = /^[ ().\-/]+/;
+/** Where the number starts: its first digit or `+` (a label, `tel:`, brackets before it are not the number). */
+const NUMBER_START_RE = /[0-9+]/;
+/**
+ * A spreadsheet's integer written as a float (`4915134117294.0`): the `.0` is not a digit of the
+ * number. A spreadsheet number has no leading 0 and a phone number has 6 digits or more.
+ */
+const SPREADSHEET_FLOAT_RE = /^([1-9][0-9]{5,})\.0+$/;
+/** A spreadsheet's scientific form (`9.18142423991e+11`, `4,915134117294E+12`). */
+const SCIENTIFIC_RE = /^([1-9])(?:[.,]([0-9]+))?[eE]\+?([0-9]{1,2})$/;
+/** The digits of an extension written after the number with `#` at its end (`- 503#`), as libphonenumber-js reads it. */
+const HASH_EXTENSION_RE = /[- ]+[0-9]{1,6}$/;
+const TRAILING_SEPARATORS_RE = /[ (.\-/]+$/;
 
 /** The E.164 number `value` stands for with `country` as the row's country (undefined: none). */
 export function phoneReading(
@@ -54,25 +66,69 @@ export function phoneReading(
   mode: PhoneCountryCode,
   notes: PhoneNotes,
 ): PhoneReading {
-  const first = value.charCodeAt(0);
-  if ((first >= 0x30 && first <= 0x39) || first === 0x2b) return plainReading(value, country, mode, notes);
-  // Not plain: the same rules on the number as the library would extract it from the value.
-  const plain = plainForm(value);
-  const c = plain.charCodeAt(0);
-  if ((c >= 0x30 && c <= 0x39) || c === 0x2b) return plainReading(plain, country, mode, notes);
-  return phoneToE164(value, country);
+  const number = writtenNumber(value);
+  if (number === LOSSY || number === '') return number === LOSSY ? LOSSY : undefined;
+  // A spreadsheet stored it as a number, dropping a leading `+` or `0`: only a country tells which.
+  if (country === undefined && mode !== 'included' && number !== value && spreadsheetForm(value)) return undefined;
+  return plainReading(number, country, mode, notes);
+}
+
+/** The index of the first character of `s` that cannot be part of a plain number (digits, separators, a leading `+`). */
+function plainEnd(s: string): number {
+  let i = s.charCodeAt(0) === 0x2b ? 1 : 0;
+  for (; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if ((c < 0x30 || c > 0x39) && c !== 0x20 && c !== 0x2d && c !== 0x2e && c !== 0x28 && c !== 0x29 && c !== 0x2f)
+      break;
+  }
+  return i;
 }
 
 /**
- * `value` from its first digit or `+`: full-width digits and signs made ASCII (NFKC), a leading label
- * or `tel:` and the separators before the number removed. The library skips all of these itself.
+ * The number a phone cell holds, in its plain form (digits, separators, a leading `+`): full-width
+ * characters made ASCII (NFKC), a label, `tel:` or brackets before it removed, an extension after
+ * it (`x12`, `ext. 881`, `#47`, `;ext=12`, `,12`, `poste 12`, `Durchwahl 12`: anything after the
+ * number) dropped, and a spreadsheet's number forms read back as the integer they are. LOSSY: a
+ * spreadsheet rounded it (fewer digits than the number had); `''`: no number in it.
  */
-function plainForm(value: string): string {
+function writtenNumber(value: string): string {
+  const first = value.charCodeAt(0);
+  if ((first >= 0x30 && first <= 0x39) || first === 0x2b) {
+    const end = plainEnd(value);
+    if (end === value.length) return value.includes('.') ? (SPREADSHEET_FLOAT_RE.exec(value)?.[1] ?? value) : value;
+  }
   const ascii = NON_ASCII_RE.test(value) ? value.normalize('NFKC') : value;
-  return ascii.replace(LABEL_RE, '').replace(LEADING_SEPARATORS_RE, '');
+  const start = ascii.search(NUMBER_START_RE);
+  if (start < 0) return '';
+  const s = start === 0 ? ascii : ascii.slice(start);
+  const scientific = SCIENTIFIC_RE.exec(s);
+  if (scientific !== null) return spreadsheetInteger(scientific);
+  const end = plainEnd(s);
+  let number = s.slice(0, end);
+  if (end === s.length - 1 && s.charCodeAt(end) === 0x23) number = number.replace(HASH_EXTENSION_RE, '');
+  number = number.replace(TRAILING_SEPARATORS_RE, '');
+  return end === s.length ? (SPREADSHEET_FLOAT_RE.exec(number)?.[1] ?? number) : number;
 }
 
-/** phoneReading of a value starting with an ASCII digit or `+`. */
+/**
+ * The integer of a spreadsheet's scientific form, when its mantissa holds every digit
+ * (`9.18142423991e+11`: 12 digits, 918142423991); LOSSY when the exponent needs more digits than
+ * it holds (`4,91512E+12`: the spreadsheet rounded the number to 6 digits), `''` when it is not
+ * an integer.
+ */
+function spreadsheetInteger(m: RegExpExecArray): string {
+  const fraction = m[2] ?? '';
+  const exponent = Number(m[3]);
+  if (fraction.length > exponent) return '';
+  return fraction.length < exponent ? LOSSY : m[1]! + fraction;
+}
+
+/** Whether `value` is written as a spreadsheet writes a number (`….0`, `9.18142423991e+11`). */
+function spreadsheetForm(value: string): boolean {
+  return SPREADSHEET_FLOAT_RE.test(value) || SCIENTIFIC_RE.test(value);
+}
+
+/** phoneReading of a value in its plain form: digits, separators and a leading `+`. */
 function plainReading(
   value: string,
   country: string | undefined,
@@ -80,10 +136,7 @@ function plainReading(
   notes: PhoneNotes,
 ): PhoneReading {
   const first = value.charCodeAt(0);
-  if (first === 0x30 && country !== undefined) {
-    const own = ownCodeAfter00(value, country);
-    if (own !== undefined) return own;
-  }
+  if (first === 0x30) return zeroReading(value, country, notes);
   if (first === 0x2b) return plusReading(value, notes);
   // Only a value starting with 1-9 can be a calling code without its `+` (none starts with 0).
   if (first < 0x31 || first > 0x39) return nationalReading(value, country, notes);
@@ -101,22 +154,98 @@ function plainReading(
   if (included === undefined || national === included) return national;
   if (national === undefined) {
     notes.codeWithoutPlus++;
+    // Said in a hint: SMS tools and ad-platform templates write numbers so, but so does a
+    // spreadsheet that dropped a national number's 0 (a German 0151… reads as +1 51…).
+    if (country === undefined) notes.codeWithoutCountry++;
     return included;
   }
   return decideReadings(national, included, notes);
 }
 
 /**
+ * A value starting with `0`: `00` + the row country's own calling code; else the library's
+ * national reading and the readings after a written international prefix (`0044…`, `011 44…`,
+ * `0011 44…`). A national reading in a range of the row's country a person's line can be in wins:
+ * the row says which country's habits wrote it (Delhi's `011 4955 2626` in an IN row is not
+ * `011` + 49…). Otherwise the number ranges decide between the readings.
+ */
+function zeroReading(value: string, country: string | undefined, notes: PhoneNotes): PhoneReading {
+  if (country !== undefined) {
+    const own = ownCodeAfter00(value, country);
+    if (own !== undefined) return own;
+  }
+  const abroad = afterInternationalPrefix(value, country === undefined);
+  if (abroad === undefined) return nationalReading(value, country, notes);
+  const national = country === undefined ? undefined : nationalReading(value, country, notes);
+  if (national === AMBIGUOUS) return AMBIGUOUS;
+  if (national !== undefined && !abroad.includes(national)) {
+    if (phoneRangeRank(national) === 2) return national;
+    abroad.push(national);
+  }
+  return abroad.length === 1 ? abroad[0] : decideAmong(abroad, notes);
+}
+
+let writtenPrefixes: ReadonlySet<string> | undefined;
+let longestPrefix = 0;
+
+/**
+ * The valid numbers `value` is after an international prefix people write (from the metadata:
+ * phoneWrittenInternationalPrefixes), each followed by a calling code and a number valid under
+ * `min`; undefined when there is none. `withoutCountry`: only the prefixes starting with `00`,
+ * which begin no national number (`011` and `010` begin Turin's, São Paulo's, Beijing's and
+ * Rotterdam's, so without a row country they stay national numbers of an unknown country).
+ */
+function afterInternationalPrefix(value: string, withoutCountry: boolean): string[] | undefined {
+  if (writtenPrefixes === undefined) {
+    const all = phoneWrittenInternationalPrefixes();
+    writtenPrefixes = new Set(all);
+    longestPrefix = Math.max(...all.map((p) => p.length));
+  }
+  const digits = value.replace(NON_DIGITS_RE, '');
+  const second = digits.charCodeAt(1);
+  if (second !== 0x30 && (withoutCountry || second !== 0x31)) return undefined;
+  let found: string[] | undefined;
+  for (let n = 2; n <= longestPrefix && n < digits.length; n++) {
+    const prefix = digits.slice(0, n);
+    if (!writtenPrefixes.has(prefix) || digits.charCodeAt(n) === 0x30) continue;
+    // `00` is the `+` of most countries: the habits of `+` numbers apply after it (`0049 (0)30…`).
+    const e164 = n === 2 ? internationalE164('+' + digits.slice(n)) : phoneToE164('+' + digits.slice(n), undefined);
+    if (e164 !== undefined && !(found ??= []).includes(e164)) found.push(e164);
+  }
+  return found;
+}
+
+/**
  * A value valid (under `min`) both as a national number and as carrying the calling code: the
- * reading that is in an assigned number range wins; with both or neither, nobody can tell.
+ * reading in a range a person's line can be in wins (see decideAmong).
  */
 function decideReadings(first: string, second: string, notes: PhoneNotes, codeWithoutPlus = true): PhoneReading {
-  const firstReal = phoneInNumberRanges(first);
-  if (firstReal === phoneInNumberRanges(second)) return AMBIGUOUS;
+  const read = decideAmong([first, second], notes);
+  if (read === second && codeWithoutPlus) notes.codeWithoutPlus++;
+  return read;
+}
+
+/**
+ * Several readings valid under `min`: the one whose number ranges (`max`) rank highest wins, a
+ * person's line (mobile, fixed line, VoIP, personal) over a service (toll free, premium rate,
+ * shared cost, UAN, pager, voicemail) over no assigned range; a tie at the top, nobody can tell.
+ */
+function decideAmong(readings: readonly string[], notes: PhoneNotes): PhoneReading {
+  let best: string | undefined;
+  let bestRank = -1;
+  let tied = false;
+  for (const reading of readings) {
+    const rank = phoneRangeRank(reading);
+    if (rank === bestRank) tied = true;
+    else if (rank > bestRank) {
+      best = reading;
+      bestRank = rank;
+      tied = false;
+    }
+  }
+  if (tied || bestRank === 0) return AMBIGUOUS;
   notes.twoReadings++;
-  if (firstReal) return first;
-  if (codeWithoutPlus) notes.codeWithoutPlus++;
-  return second;
+  return best;
 }
 
 /**
@@ -151,7 +280,6 @@ function plusReading(value: string, notes: PhoneNotes): PhoneReading {
   const read = internationalE164(value);
   // Not when the library dropped exactly one digit, the `0` (most countries' trunk rule): one reading.
   if (read === undefined || !value.includes('(0)') || read.length === countDigits(value)) return read;
-  if (!PLAIN_PHONE_RE.test(value)) return read;
   const digits = value.replace(NON_DIGITS_RE, '');
   const code = leadingCallingCode(digits);
   if (code === undefined || digits.charCodeAt(code.length) !== 0x30) return read;
@@ -166,7 +294,7 @@ function plusReading(value: string, notes: PhoneNotes): PhoneReading {
  * national number or another country's prefix (`0055 64…` in Brazil: +64, New Zealand).
  */
 function ownCodeAfter00(value: string, country: string): string | undefined {
-  if (value.charCodeAt(1) !== 0x30 || !PLAIN_PHONE_RE.test(value)) return undefined;
+  if (value.charCodeAt(1) !== 0x30) return undefined;
   const digits = value.replace(NON_DIGITS_RE, '');
   if (!digits.startsWith('00' + callingCode(country), 0)) return undefined;
   return internationalE164('+' + digits.slice(2));
@@ -183,7 +311,6 @@ function internationalE164(value: string): string | undefined {
  * followed by 10 digits, the mobile prefix retired in 2019 (`+52 1 55 1234 5678`).
  */
 function rewrittenInternational(value: string): string | undefined {
-  if (!PLAIN_PHONE_RE.test(value)) return undefined;
   const digits = value.replace(NON_DIGITS_RE, '');
   const code = leadingCallingCode(digits);
   if (code === undefined) return undefined;
@@ -268,13 +395,12 @@ function startsWithDigits(value: string, prefix: string): boolean {
   return p === prefix.length;
 }
 
-/** The digits of the number itself: counting stops at an extension (`x819`, `ext. 5`, `#12`, `;ext=`). */
+/** The digits of a plain value (digits and separators). */
 function countDigits(value: string): number {
   let n = 0;
   for (let i = 0; i < value.length; i++) {
     const c = value.charCodeAt(i);
     if (c >= 0x30 && c <= 0x39) n++;
-    else if (!NUMBER_SEPARATORS.includes(value[i] ?? '')) break;
   }
   return n;
 }

@@ -16,7 +16,7 @@
  */
 import { createRequire } from 'node:module';
 import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js';
-import type { isValidPhoneNumber } from 'libphonenumber-js/max';
+import type { parsePhoneNumberFromString as parseMaxNumber } from 'libphonenumber-js/max';
 import metadataJson from 'libphonenumber-js/min/metadata';
 import libraryPackage from 'libphonenumber-js/package.json' with { type: 'json' };
 
@@ -371,19 +371,36 @@ export function phoneToE164(value: string, country: string | undefined): string 
  * Loaded on the first value with two readings (its 157 KB of metadata cost each worker thread about
  * as much start-up time again as the rest of the library; most files never need it).
  */
-let isValidUnderMax: typeof isValidPhoneNumber | undefined;
+let parseUnderMax: typeof parseMaxNumber | undefined;
 interface MaxApi {
-  isValidPhoneNumber: typeof isValidPhoneNumber;
+  parsePhoneNumberFromString: typeof parseMaxNumber;
 }
 
 /**
- * Whether the E.164 number `e164` is in a range its country actually assigns: libphonenumber-js's
- * `max` metadata (every number type's pattern and lengths), where the default `min` metadata
- * accepts almost any length. Costs a library parse (~20 µs): only for values with two readings.
+ * The number types a person's own line can be. The others (toll free, premium rate, shared cost,
+ * UAN, pager, voicemail) are services: nobody's own number, in a customer list a company's.
  */
-export function phoneInNumberRanges(e164: string): boolean {
-  isValidUnderMax ??= (createRequire(import.meta.url)('libphonenumber-js/max') as MaxApi).isValidPhoneNumber;
-  return isValidUnderMax(e164);
+const PERSONAL_TYPES: ReadonlySet<string> = new Set([
+  'MOBILE',
+  'FIXED_LINE',
+  'FIXED_LINE_OR_MOBILE',
+  'VOIP',
+  'PERSONAL_NUMBER',
+]);
+
+/**
+ * How the E.164 number `e164` stands in the ranges its country assigns, from libphonenumber-js's
+ * `max` metadata (every number type's pattern and lengths; the default `min` metadata accepts
+ * almost any length): 2, a range a person's own line can be in (mobile, fixed line, VoIP,
+ * personal); 1, a service range (toll free, premium rate, shared cost, UAN, pager, voicemail);
+ * 0, no assigned range. Costs a library parse (~20 µs): only for values with two readings.
+ */
+export function phoneRangeRank(e164: string): 0 | 1 | 2 {
+  parseUnderMax ??= (createRequire(import.meta.url)('libphonenumber-js/max') as MaxApi).parsePhoneNumberFromString;
+  const parsed = parseUnderMax(e164);
+  if (parsed === undefined || !parsed.isValid()) return 0;
+  const type = parsed.getType();
+  return type !== undefined && PERSONAL_TYPES.has(type) ? 2 : 1;
 }
 
 /** The digits a national-prefix formatting rule (`0$1`, `8 ($1)`, `(06 $1)`) writes before the number. */
@@ -406,5 +423,24 @@ export function phoneTrunkPrefixes(country: string): readonly string[] {
   for (const format of Array.isArray(tuple[4]) ? (tuple[4] as unknown[]) : [])
     if (Array.isArray(format)) found.add(ruleDigits(format[3]));
   found.delete('');
+  return [...found];
+}
+
+/**
+ * The international prefixes people write before a calling code, from the metadata: `00` (the ITU's,
+ * most countries'), each country's international prefix when its pattern is one string of digits
+ * starting with `0` (`011` of North America, `010` of Japan, `001` of Guyana and Mongolia, `000`
+ * of Kenya, `009` of Nigeria) and each preferred one starting with `00` (`0011` of Australia).
+ * The alternatives of a pattern (Korea's `002`…, Hong Kong's `0030`, Brazil's carrier forms
+ * `0021`…, Singapore's `0[0-3]\d`, Mauritius' `020`) are left out: they are also the start of
+ * `00` + a calling code (`0030…` is `00` + Greece's 30) or of national numbers elsewhere (`020` of
+ * London), so only the row's own country reads them (libphonenumber-js does).
+ */
+export function phoneWrittenInternationalPrefixes(): readonly string[] {
+  const found = new Set<string>(['00']);
+  for (const tuple of Object.values(metadata.countries)) {
+    if (typeof tuple[1] === 'string' && /^0[0-9]+$/.test(tuple[1])) found.add(tuple[1]);
+    if (typeof tuple[12] === 'string' && /^00[0-9]*$/.test(tuple[12])) found.add(tuple[12]);
+  }
   return [...found];
 }

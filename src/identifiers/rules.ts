@@ -5,7 +5,7 @@
  */
 import { sha256Hex } from '../util/sha256.js';
 import { resolveCountry, type PhoneCountry } from './countries.js';
-import { AMBIGUOUS, phoneReading, type PhoneCountryCode, type PhoneNotes } from './phone-reading.js';
+import { AMBIGUOUS, LOSSY, phoneReading, type PhoneCountryCode, type PhoneNotes } from './phone-reading.js';
 import {
   DEFAULT_PHONE_FORMAT,
   IDENTIFIER_TYPES,
@@ -252,7 +252,7 @@ function oneValueContext(opts: OneValueOptions): RuleContext {
     },
     digits: (opts.format ?? DEFAULT_PHONE_FORMAT) === 'digits',
     countryCode: opts.countryCode ?? 'auto',
-    phoneNotes: { codeWithoutPlus: 0, twoReadings: 0 },
+    phoneNotes: { codeWithoutPlus: 0, twoReadings: 0, codeWithoutCountry: 0 },
   };
 }
 
@@ -265,7 +265,9 @@ export function normalizeIdentifier(type: IdentifierType, raw: string, opts: One
 }
 
 /**
- * libphonenumber-js semantics (valid, not merely possible), E.164 digits (`format`, default DEFAULT_PHONE_FORMAT), extensions dropped. A national-format
+ * libphonenumber-js semantics (valid, not merely possible), E.164 digits (`format`, default DEFAULT_PHONE_FORMAT), extensions dropped
+ * (the person's number is the main number), a spreadsheet's `….0` and scientific forms read back (`phone_lossy_number` when it
+ * rounded digits away). A national-format
  * number needs a country: without one it is `phone_needs_country`, with an unknown one `country_invalid`
  * (a number written with `+` ignores the country, so a bad country column does not lose it).
  */
@@ -277,6 +279,7 @@ function phoneClean(value: string, ctx: RuleContext): Normalized {
   const country = ctx.phoneCountry();
   const e164 = phoneReading(value, country.code, ctx.countryCode, ctx.phoneNotes);
   if (e164 === AMBIGUOUS) return REJECTED.phone_ambiguous;
+  if (e164 === LOSSY) return REJECTED.phone_lossy_number;
   if (e164 !== undefined) return { ok: OK, value: ctx.digits ? e164.slice(1) : e164 };
   if (country.code === undefined && isNationalFormat(value)) {
     return country.invalid ? REJECTED.country_invalid : REJECTED.phone_needs_country;

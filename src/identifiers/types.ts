@@ -17,6 +17,7 @@ export type RejectReason =
   | 'phone_invalid'
   | 'phone_needs_country'
   | 'phone_ambiguous'
+  | 'phone_lossy_number'
   | 'country_invalid'
   | 'handle_invalid'
   | 'device_id_invalid'
@@ -32,6 +33,7 @@ export const REJECT_REASONS: readonly RejectReason[] = [
   'phone_invalid',
   'phone_needs_country',
   'phone_ambiguous',
+  'phone_lossy_number',
   'country_invalid',
   'handle_invalid',
   'device_id_invalid',
@@ -126,6 +128,11 @@ export interface BuildNotes {
    * the number ranges (`max`); those that stay ambiguous are `phone_ambiguous` rejects.
    */
   phoneTwoReadings?: number;
+  /**
+   * Of phoneCodeWithoutPlus, those in rows without a country: a national number whose leading 0 a
+   * spreadsheet dropped reads the same way (a German 0151… as +1 51…), so the summary says so.
+   */
+  phoneCodeWithoutCountry?: number;
   /** The row's country value when it is not a recognized country (a phone needed it). */
   unknownCountry?: string;
   /** Rejected cells that look like several values joined by this separator (no valueSeparator given). */

@@ -173,3 +173,17 @@ export function fuzzForms(n: FuzzNumber): FuzzRow[] {
 export function phoneFuzzCorpus(perCountry: number, seed: number): FuzzRow[] {
   return fuzzNumbers(perCountry, seed).flatMap(fuzzForms);
 }
+
+/** The number types a person's own line can be (phone-reading ranks them over the service types). */
+const PERSONAL_TYPES = new Set(['MOBILE', 'FIXED_LINE', 'FIXED_LINE_OR_MOBILE', 'VOIP', 'PERSONAL_NUMBER']);
+
+/**
+ * A service number (toll free, premium rate, shared cost, UAN, pager, voicemail) whose written form
+ * was read as another reading of the same digits that is a person's line: the documented policy
+ * (nobody's own number is a service), not a misreading of a person's number.
+ */
+export function serviceReadAsLine(truth: string, read: string): boolean {
+  const t = parseMax(truth)?.getType();
+  const r = parseMax(read);
+  return t !== undefined && !PERSONAL_TYPES.has(t) && r?.isValid() === true && PERSONAL_TYPES.has(r.getType() ?? '');
+}
