@@ -56,10 +56,20 @@ export {
   looksLikeData,
   resolveMapping,
 } from './identifiers/mapping.js';
+export {
+  CONSENT_POLICIES,
+  consentKindWords,
+  DEFAULT_CONSENT_POLICY,
+  type ConsentColumn,
+  type ConsentPolicy,
+} from './identifiers/consent.js';
 export { guardFailure, guardInput, type RejectGuardOptions } from './hashing/reject-guard.js';
 export { hashCsv, type HashCsvOptions, type HashCsvRun, hashRecords, leaveOutKnownUsers } from './hashing/pipeline.js';
 export { hashCsvHeader, mappedTypes } from './hashing/chunk.js';
 export {
+  type ConsentCounts,
+  consentJson,
+  type ConsentJson,
   createHashSummary,
   type HashReasonCount,
   type HashSummary,

@@ -23,6 +23,11 @@ interface Expected {
   types: Counts;
   /** A hint line expected in the summary (the cause and its fix). */
   hint?: RegExp;
+  /**
+   * Exports with consent or opt-out columns: the mapping's consent columns and the lines of the
+   * rows that say no (checked by hand against the file), left out by default.
+   */
+  consent?: { columns: string[]; leftOut: number[] };
 }
 
 const CASES: Expected[] = [
@@ -51,6 +56,8 @@ const CASES: Expected[] = [
     rows: 17,
     users: 17,
     types: { email: [17, 0], phone_number: [17, 0] },
+    // A date in OPTIN_TIME is a yes; nobody says no.
+    consent: { columns: ['OPTIN_TIME'], leftOut: [] },
   },
   {
     file: 'shopify-customers.csv',
@@ -60,15 +67,18 @@ const CASES: Expected[] = [
       '(ignored "Customer ID": a generic id column',
     ],
     rows: 6,
-    users: 6,
-    types: { email: [5, 0], phone_number: [7, 0] },
+    users: 3,
+    types: { email: [3, 0], phone_number: [5, 0] },
+    consent: { columns: ['Accepts Email Marketing', 'Accepts SMS Marketing'], leftOut: [3, 5, 7] },
   },
   {
     file: 'klaviyo-profiles.csv',
     mapping: ['phone_number    <- "Phone Number"', 'country         <- "Country"'],
     rows: 7,
-    users: 7,
-    types: { email: [6, 0], phone_number: [5, 2] },
+    users: 6,
+    types: { email: [5, 0], phone_number: [4, 2] },
+    // NEVER_SUBSCRIBED says nothing; UNSUBSCRIBED (line 5) says no.
+    consent: { columns: ['Email Marketing Consent', 'SMS Consent'], leftOut: [5] },
     hint: /country values not recognized \(rows\): "Middle Earth" 2/,
   },
   {
@@ -131,8 +141,9 @@ const CASES: Expected[] = [
       '(ignored "Record Id": a generic id column',
     ],
     rows: 6,
-    users: 6,
-    types: { email: [6, 0], phone_number: [13, 0], handle: [3, 0] },
+    users: 5,
+    types: { email: [5, 0], phone_number: [10, 0], handle: [3, 0] },
+    consent: { columns: ['Email Opt Out'], leftOut: [4] },
   },
   {
     // Read without flags: Pipedrive's "Person - …" names, and cells holding several values.
@@ -163,8 +174,9 @@ const CASES: Expected[] = [
       '(ignored "Lead Owner Email Address": not the person\'s own (the name says "owner"))',
     ],
     rows: 5,
-    users: 5,
-    types: { email: [5, 0], phone_number: [7, 0] },
+    users: 4,
+    types: { email: [4, 0], phone_number: [6, 0] },
+    consent: { columns: ['Unsubscribed'], leftOut: [4] },
   },
   {
     // user_id is the app's own id: never service_id. The device id lists are read and split.
@@ -176,8 +188,10 @@ const CASES: Expected[] = [
       '(ignored "Braze ID": a generic id column',
     ],
     rows: 6,
-    users: 6,
-    types: { email: [5, 0], phone_number: [4, 0], device_id: [9, 1] },
+    users: 4,
+    types: { email: [4, 0], phone_number: [3, 0], device_id: [6, 1] },
+    // Any no wins: line 5 is unsubscribed from push only.
+    consent: { columns: ['email_subscribe', 'push_subscribe'], leftOut: [4, 5] },
     hint: /"user_id", "Braze ID" look like your own ids and are not sent/,
   },
   {
@@ -200,8 +214,9 @@ const CASES: Expected[] = [
       '(ignored "User ID": a generic id column',
     ],
     rows: 5,
-    users: 5,
-    types: { email: [4, 0], phone_number: [4, 0] },
+    users: 4,
+    types: { email: [3, 0], phone_number: [4, 0] },
+    consent: { columns: ['Unsubscribed from Emails'], leftOut: [4] },
     // The hint never suggests service_id without saying when it would be right.
     hint: /"User ID" looks like your own ids and is not sent: .*only if it holds the platform's own user ids/,
   },
@@ -247,6 +262,8 @@ const CASES: Expected[] = [
     rows: 4,
     users: 3,
     types: { email: [3, 0], phone_number: [2, 2] },
+    // Subscribed, or Unknown (nothing said): nobody is left out.
+    consent: { columns: ['Email Subscription Status'], leftOut: [] },
     hint: /2 of 4 phone_number values rejected \(50%\), mostly phone_needs_country: .*fix: --default-country CC/,
   },
 ];
@@ -259,10 +276,18 @@ describe('real CRM exports and ad-platform templates, without flags', () => {
       expect(r.code, r.stderr).toBe(0);
       for (const line of c.mapping) expect(r.stderr).toContain(line);
       const doc = JSON.parse(r.stdout) as {
-        summary: { rows: number; users: number; types: Record<string, { valid: number; invalid: number }> };
-        mapping: { columns: { type: string }[] };
+        summary: {
+          rows: number;
+          users: number;
+          types: Record<string, { valid: number; invalid: number }>;
+          consent: { rows_left_out: { count: number; lines: number[] } } | null;
+        };
+        mapping: { columns: { type: string }[]; consent: { column: string }[] };
         hints: string[];
       };
+      expect(doc.mapping.consent.map((m) => m.column)).toEqual(c.consent?.columns ?? []);
+      if (c.consent !== undefined) expect(doc.summary.consent?.rows_left_out.lines).toEqual(c.consent.leftOut);
+      else expect(doc.summary.consent).toBeNull();
       expect(doc.summary.rows).toBe(c.rows);
       expect(doc.summary.users).toBe(c.users);
       const types = Object.fromEntries(
@@ -275,7 +300,7 @@ describe('real CRM exports and ad-platform templates, without flags', () => {
       expect(readFileSync(out, 'utf8').trimEnd().split('\n')).toHaveLength(c.rows);
     });
 
-    it(`${c.file}: upload --sandbox sends every user`, async () => {
+    it(`${c.file}: upload --sandbox sends every user whose row does not say no`, async () => {
       const r = await cli(['upload', join(EXPORTS, c.file), '--sandbox', '--workers', '0', '--json']);
       expect(r.code, r.stderr).toBe(0);
       const report = JSON.parse(r.stdout) as {
@@ -294,7 +319,8 @@ describe('real CRM exports and ad-platform templates, without flags', () => {
 
   it('Shopify ids go out without the spreadsheet apostrophe', async () => {
     const out = join(tmp, 'shopify.csv');
-    const map = ['--map', 'partner_user_id=Customer ID'];
+    // Every row, those whose consent columns say no included.
+    const map = ['--map', 'partner_user_id=Customer ID', '--consent', 'include'];
     const r = await cli(['hash', join(EXPORTS, 'shopify-customers.csv'), ...map, '--workers', '0', '-o', out]);
     expect(r.code, r.stderr).toBe(0);
     const ids = readFileSync(out, 'utf8')
@@ -472,7 +498,20 @@ describe('--max-reject-rate and runs without users: non-zero exit, saying why', 
   it('hash: above the rate, exit 3 with the cause and the hint as fix; the rejects list is still written', async () => {
     const out = join(tmp, 'guarded.csv');
     const rej = join(tmp, 'guarded-rejects.csv');
-    const r = await cli(['hash', klaviyo, '--max-reject-rate', '10%', '-o', out, '--rejects', rej, '--workers', '0']);
+    const include = ['--consent', 'include'];
+    const r = await cli([
+      'hash',
+      klaviyo,
+      ...include,
+      '--max-reject-rate',
+      '10%',
+      '-o',
+      out,
+      '--rejects',
+      rej,
+      '--workers',
+      '0',
+    ]);
     expect(r.code).toBe(3);
     expect(r.stderr).toContain('error: 15.4% of the values were rejected (2 of 13), above --max-reject-rate 10%');
     expect(r.stderr).toMatch(/fix: 2 of 7 phone_number values rejected .* country value is not recognized/);

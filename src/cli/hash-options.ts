@@ -6,7 +6,10 @@ import { resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { Argv, Options } from 'yargs';
 import {
+  CONSENT_POLICIES,
   ConfigError,
+  consentJson,
+  type ConsentPolicy,
   DEFAULT_PHONE_FORMAT,
   encodingLabel,
   guardInput,
@@ -35,6 +38,7 @@ export interface HashOptionArgs {
   encoding?: string;
   workers?: number;
   'max-reject-rate'?: string;
+  consent?: string;
 }
 
 /** Which columns feed which identifier type. */
@@ -119,11 +123,25 @@ const READING_FLAGS = {
   },
 } as const satisfies Record<string, Options>;
 
+/** What the consent and opt-out columns decide. */
+const CONSENT_FLAGS = {
+  consent: {
+    type: 'string',
+    requiresArg: true,
+    describe:
+      'What consent and opt-out columns (Email Opt Out, Unsubscribed, Marketing status, OPT_IN, Einwilligung…: the mapping lists them) decide for a custom audience: exclude (default: a row that says no is not sent), require-consent (only rows that say yes are sent), include (every row is sent; each run says so). Do-not-reach lists are never filtered. See docs/privacy.md',
+  },
+} as const satisfies Record<string, Options>;
+
 /** Add the mapping/normalization/CSV options to a command's builder (in this order in its help). */
 export function addHashOptions<T>(y: Argv<T>): Argv<T & HashOptionArgs> {
-  return y.options({ ...COLUMN_FLAGS, ...COUNTRY_FLAGS, ...VALUE_FLAGS, ...READING_FLAGS }) as unknown as Argv<
-    T & HashOptionArgs
-  >;
+  return y.options({
+    ...COLUMN_FLAGS,
+    ...COUNTRY_FLAGS,
+    ...VALUE_FLAGS,
+    ...READING_FLAGS,
+    ...CONSENT_FLAGS,
+  }) as unknown as Argv<T & HashOptionArgs>;
 }
 
 const DELIMITERS: Readonly<Record<string, CsvDelimiter>> = {
@@ -177,8 +195,18 @@ export function hashOptionsFromArgs(args: HashOptionArgs, stdin?: Readable): Has
     }
     opts.workers = args.workers;
   }
+  if (args.consent !== undefined) opts.consent = consentPolicyOf(args.consent);
   if (stdin !== undefined) opts.stdin = stdin;
   return opts;
+}
+
+/** `--consent`: one of the policies a user names (`refused` is the do-not-reach pass's, not a flag value). */
+function consentPolicyOf(text: string): ConsentPolicy {
+  const policy = CONSENT_POLICIES.find((p) => p === text.trim().toLowerCase() && p !== 'refused');
+  if (policy !== undefined) return policy;
+  throw new ConfigError('invalid_option', `--consent ${JSON.stringify(text)} is not a consent policy`, {
+    fix: 'pass exclude (the default), require-consent or include (docs/privacy.md)',
+  });
 }
 
 /** `--max-reject-rate 5%` (or `5`) as a share; every run requires at least one user. */
@@ -257,8 +285,9 @@ export function printHints(
   summary: HashSummary,
   mapping: ColumnMapping,
   opts: NormalizeOptions,
+  doNotReach = false,
 ): void {
-  for (const hint of summaryHints(summary, mapping, opts)) writeLine(ctx.stderr, `hint: ${hint}`);
+  for (const hint of summaryHints(summary, mapping, opts, doNotReach)) writeLine(ctx.stderr, `hint: ${hint}`);
 }
 
 /** How the input was read, in --json output. */
@@ -274,6 +303,11 @@ export function readingJson(run: HashCsvRun): Record<string, unknown> {
 /** The column mapping in --json output: snake_case, column names only. */
 export function mappingJson(mapping: ColumnMapping): Record<string, unknown> {
   return {
+    consent: (mapping.consent ?? []).map((c) => ({
+      column: c.column,
+      kind: c.kind,
+      from: c.content === true ? 'content' : 'name',
+    })),
     columns: mapping.columns.map((c) => ({
       column: c.column,
       type: c.type,
@@ -302,5 +336,6 @@ export function hashSummaryJson(summary: HashSummary): Record<string, unknown> {
     unknown_countries: Object.entries(notes.unknownCountries).map(([value, rows]) => ({ value, rows })),
     unknown_countries_other: notes.unknownCountriesOther,
     several_values: notes.severalValues ?? null,
+    consent: summary.consent === undefined ? null : consentJson(summary.consent),
   };
 }

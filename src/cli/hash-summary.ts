@@ -1,5 +1,6 @@
 /** The hashing summary as plain text for a terminal (`hash` and `upload` print it). */
 import {
+  type ConsentCounts,
   IDENTIFIER_TYPES,
   REJECT_REASONS,
   SUMMARY_LINES,
@@ -48,5 +49,31 @@ export function renderHashSummary(summary: HashSummary): string {
       out.push(`  ${r.padEnd(24)}${String(c.count).padStart(8)}  ${withMore(c)}`);
     }
   }
+  if (summary.consent !== undefined) out.push('', ...renderConsent(summary.consent));
   return out.join('\n');
+}
+
+const POLICY_WORDS: Readonly<Record<ConsentCounts['policy'], string>> = {
+  exclude: 'rows that say no are not sent',
+  'require-consent': 'only rows that say yes are sent',
+  include: 'every row is sent, those that say no included',
+  refused: 'only rows that say no are sent',
+};
+
+/** What the consent columns said, and what the policy left out: counts, lines, and the words read as no. */
+function renderConsent(c: ConsentCounts): string[] {
+  const out = [`consent (--consent ${c.policy}: ${POLICY_WORDS[c.policy]}):`];
+  const field = (label: string, value: string | number): void => void out.push(`  ${label.padEnd(32)} ${value}`);
+  const counted = (r: HashReasonCount): string => (r.count === 0 ? '0' : `${r.count}  ${withMore(r)}`);
+  field('rows that say no', c.no);
+  field('rows that say yes', c.yes);
+  field('rows with no value', counted(c.none));
+  field('rows with an unreadable value', counted(c.unreadable));
+  field('rows left out (not sent)', counted(c.leftOut));
+  for (const [column, n] of Object.entries(c.columns)) {
+    const values = Object.entries(n.values).map(([v, rows]) => `${JSON.stringify(v)} ${rows}`);
+    if (n.valuesOther > 0) values.push(`other values ${n.valuesOther}`);
+    out.push(`  ${JSON.stringify(column)} said no in ${n.no} rows: ${values.join(', ')}`);
+  }
+  return out;
 }

@@ -7,6 +7,7 @@
  */
 import {
   columnLabel,
+  consentKindWords,
   isCountryLikeName,
   IDENTIFIER_TYPES,
   looksLikeData,
@@ -195,13 +196,19 @@ function noteHints(summary: HashSummary, opts: NormalizeOptions, already: string
  * The hint lines for a finished summary (empty when there is nothing to say), each one sentence
  * naming the cause and, where there is one, the fix.
  */
-export function summaryHints(summary: HashSummary, mapping: ColumnMapping, opts: NormalizeOptions = {}): string[] {
+export function summaryHints(
+  summary: HashSummary,
+  mapping: ColumnMapping,
+  opts: NormalizeOptions = {},
+  doNotReach = false,
+): string[] {
   const share = rejectShareHints(summary, mapping, opts);
   return [
     ...share,
     ...noteHints(summary, opts, share.join('\n')),
     ...notOwnHint(summary, mapping),
     ...notUsedHints(mapping),
+    ...(doNotReach ? [] : consentHints(summary)),
   ];
 }
 
@@ -218,6 +225,25 @@ function notOwnHint(summary: HashSummary, mapping: ColumnMapping): string[] {
   return [
     `${count} ${count === 1 ? 'value was' : 'values were'} not sent because ${count === 1 ? 'its' : 'their'} type cell (${pairs.map((c) => quote(c.typeColumn as string)).join(', ')}) says fax, pager, assistant, company or someone else's (not_own_by_type)${map}`,
   ];
+}
+
+/**
+ * What the consent policy let through that a reader must not miss: every run with `include` says
+ * it. None for a do-not-reach list (never filtered: the people who said no belong there).
+ */
+function consentHints(summary: HashSummary): string[] {
+  const c = summary.consent;
+  if (c === undefined) return [];
+  const out: string[] = [];
+  if (c.policy === 'include')
+    out.push(
+      `--consent include: ${c.no} row${c.no === 1 ? '' : 's'} whose consent columns say no (opted out, unsubscribed, no consent) were sent too; whether that is lawful is your decision (docs/privacy.md)`,
+    );
+  if (c.unreadable.count > 0)
+    out.push(
+      `${c.unreadable.count} row${c.unreadable.count === 1 ? ' has a consent value' : 's have consent values'} read neither as yes nor as no (first lines ${c.unreadable.lines.join(', ')}): ${c.policy === 'require-consent' ? 'left out, as rows with no value' : 'treated as no value'}; --consent require-consent leaves them out`,
+    );
+  return out;
 }
 
 /** Columns whose name says a type but whose first values do not fit it: left out, and how to read them anyway. */
@@ -302,6 +328,10 @@ export function describeMapping(mapping: ColumnMapping): string {
     const named = how.length === 0 ? '' : ` (${how.join(', ')})`;
     lines.push(`  ${'country'.padEnd(15)} <- ${columnLabel(mapping.country.column, mapping.country.index)}${named}`);
   }
+  for (const c of mapping.consent ?? [])
+    lines.push(
+      `  ${'consent'.padEnd(15)} <- ${columnLabel(c.column, c.index)}${c.content === true ? ' (by its values)' : ''}: ${consentKindWords(c.kind)}`,
+    );
   lines.push(...ignoredLines(mapping));
   const source = !mapping.auto
     ? 'from --map'

@@ -75,8 +75,14 @@ export async function connect(
  * The CSV hashed for sending (`emit: 'packed'`) behind the reject guard. Do-not-reach lists take
  * only some identifier types: other columns are left out of the mapping.
  */
-export async function openSendInput(input: SendInput, { types }: Target): Promise<HashCsvRun> {
-  const run = await hashCsv(input.source, { ...input.hash, emit: 'packed', ...(types === undefined ? {} : { types }) });
+export async function openSendInput(input: SendInput, { types, isDoNotReach }: Target): Promise<HashCsvRun> {
+  const run = await hashCsv(input.source, {
+    ...input.hash,
+    emit: 'packed',
+    ...(types === undefined ? {} : { types }),
+    // Do-not-reach lists are never filtered: the people who said no belong there.
+    ...(isDoNotReach ? { consent: 'include' } : {}),
+  });
   return guardRun(run, input.guard);
 }
 

@@ -12,6 +12,7 @@ import {
   type CsvDelimiter,
   type CsvRowError,
 } from '../ingest/csv.js';
+import { ConsentReader, consentSends, type ConsentPolicy } from '../identifiers/consent.js';
 import { countryCell, fieldOf, type ColumnMapping, type MappedColumn } from '../identifiers/mapping.js';
 import {
   IDENTIFIER_TYPES,
@@ -26,7 +27,13 @@ import {
   userBuilder,
 } from '../identifiers/normalize.js';
 import { findKey, isStale, type KnownUsers } from './known-users.js';
-import { addBadRowToSummary, addUserToSummary, createHashSummary, type HashSummary } from './summary.js';
+import {
+  addBadRowToSummary,
+  addConsentToSummary,
+  addUserToSummary,
+  createHashSummary,
+  type HashSummary,
+} from './summary.js';
 
 /**
  * What hashCsv's chunks carry: user objects, output already rendered by the workers, or
@@ -59,6 +66,8 @@ export interface HashChunkContext {
   delimiter: CsvDelimiter;
   mapping: ColumnMapping;
   normalize: NormalizeOptions;
+  /** What a row's consent columns (mapping.consent) decide: a row the policy leaves out gives no user. */
+  consent: ConsentPolicy;
   emit: HashEmit;
   /** For emit csv: the output columns (identifier types). */
   outputTypes: IdentifierType[];
@@ -192,7 +201,19 @@ export function hashChunk(bytes: Uint8Array, ctx: HashChunkContext): HashChunkRe
   const { emit, outputTypes, normalize, knownUsers } = ctx;
   const buildUser = userBuilder(normalize);
   const packed = emit === 'packed' ? new PackedBuilder(knownUsers) : undefined;
+  const consent = ctx.mapping.consent === undefined ? undefined : new ConsentReader(ctx.mapping.consent);
+  const leftOut = (offset: number): void => {
+    if (emit === 'users') users.push({ line: offset, user: {}, rejects: [], withheld: true, json: '{}' });
+    else if (emit === 'jsonl') out.add('{}\n');
+    else if (emit === 'csv') out.add(`${','.repeat(Math.max(0, outputTypes.length - 1))}\n`);
+  };
   const row = (fields: string[], offset: number): void => {
+    if (consent !== undefined) {
+      const read = consent.read(fields);
+      const sent = consentSends(ctx.consent, read.verdict);
+      addConsentToSummary(summary, ctx.consent, consent.columns, read, offset, sent);
+      if (!sent) return leftOut(offset);
+    }
     for (let i = 0; i < columns.length; i++)
       (fieldValues[i] as FieldValue).raw = fields[(columns[i] as MappedColumn).index] ?? '';
     if (paired) setKinds(fieldValues, columns, fields);

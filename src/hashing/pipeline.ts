@@ -28,6 +28,7 @@ import {
   type ReadCsvOptions,
 } from '../ingest/csv.js';
 import { SAMPLE_ROWS } from '../identifiers/content.js';
+import { CONSENT_POLICIES, DEFAULT_CONSENT_POLICY, type ConsentPolicy } from '../identifiers/consent.js';
 import { resolveMapping, type ColumnMapping, type MappingOptions } from '../identifiers/mapping.js';
 import { ConfigError } from '../errors.js';
 import { normalizeCountryCode, type BuiltUser, type NormalizeOptions, type Reject } from '../identifiers/normalize.js';
@@ -45,6 +46,7 @@ import type { KnownUsers } from './known-users.js';
 import { HashWorkerPool } from './pool.js';
 import {
   addBadRowToSummary,
+  addConsentToSummary,
   addUserToSummary,
   createHashSummary,
   mergeHashSummary,
@@ -56,12 +58,22 @@ export type { RawRecord } from '../identifiers/rows.js';
 // ---------------------------------------------------------------------------------------------
 // Options.
 
-export interface HashRecordsOptions extends NormalizeOptions, MappingOptions {
+/** The consent option of hashCsv and hashRecords. */
+export interface ConsentOptions {
+  /**
+   * What a row's consent and opt-out columns decide (identifiers/consent.ts): `exclude`
+   * (default: a row that says no gives no user), `require-consent` (only a row that says yes
+   * does), `include` (every row does), `refused` (only the rows that say no).
+   */
+  consent?: ConsentPolicy;
+}
+
+export interface HashRecordsOptions extends NormalizeOptions, MappingOptions, ConsentOptions {
   /** A mapping resolved beforehand; otherwise resolved from the first row's header (or keys). */
   mapping?: ColumnMapping;
 }
 
-export interface HashCsvOptions extends NormalizeOptions, MappingOptions, ReadCsvOptions {
+export interface HashCsvOptions extends NormalizeOptions, MappingOptions, ReadCsvOptions, ConsentOptions {
   /** Worker threads; default: available cores. 0 runs everything on the calling thread. */
   workers?: number;
   /**
@@ -91,6 +103,7 @@ const optionsSchema = z.object({
   defaultCountry: z.string().optional(),
   delimiter: z.enum([',', ';', '\t', '|']).optional(),
   encoding: z.string().min(1).optional(),
+  consent: z.enum(CONSENT_POLICIES).optional(),
 });
 
 /** Validate the normalization options (ConfigError naming the field); returns them with the country canonical. */
@@ -126,7 +139,12 @@ function normalizeOptionsOf(opts: NormalizeOptions): NormalizeOptions {
 /** hashRecords' options, checked once (ConfigError naming the field): the rules each row is built by. */
 export function resolveRowRules(opts: HashRecordsOptions): RowRules {
   const checked = checkNormalizeOptions(opts);
-  return { normalize: normalizeOptionsOf(checked), mapping: checked, given: opts.mapping };
+  return {
+    normalize: normalizeOptionsOf(checked),
+    mapping: checked,
+    given: opts.mapping,
+    consent: checked.consent ?? DEFAULT_CONSENT_POLICY,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -142,6 +160,8 @@ export interface HashRecordsRun extends AsyncIterable<BuiltUser> {
   readonly summary: HashSummary;
   /** The normalization options the users are built with (checked; the country canonical). */
   readonly normalize: NormalizeOptions;
+  /** What the rows' consent columns decide. */
+  readonly consent: ConsentPolicy;
   /** The mapping in use (resolved at the first row when not given; it grows as records show new keys). */
   readonly mapping: ColumnMapping | undefined;
   /** Record keys seen so far that feed nothing (neither an identifier type nor the country). */
@@ -208,13 +228,17 @@ export function hashRows(rows: HashedRows, rules: RowRules): HashRecordsRun {
         continue;
       }
       const built = users.build(row, position, head);
-      addUserToSummary(summary, built);
+      const consent = users.consent;
+      if (consent !== undefined)
+        addConsentToSummary(summary, rules.consent, consent.columns, consent.read, built.line, !built.withheld);
+      if (built.withheld !== true) addUserToSummary(summary, built);
       yield built;
     }
     users.finish();
   }
   return {
     normalize: rules.normalize,
+    consent: rules.consent,
     get summary() {
       return summary;
     },
@@ -256,6 +280,8 @@ export interface HashCsvRun extends AsyncIterable<HashedChunk> {
   readonly mapping: ColumnMapping;
   /** The normalization options the users are built with (checked; the country canonical). */
   readonly normalize: NormalizeOptions;
+  /** What the rows' consent columns decide. */
+  readonly consent: ConsentPolicy;
   readonly delimiter: CsvDelimiter;
   readonly encoding: CsvEncoding;
   /** Whether the encoding came from a byte-order mark, was detected, or was the `encoding` option. */
@@ -293,6 +319,7 @@ export async function hashCsv(source: CsvSource, opts: HashCsvOptions = {}): Pro
     header: input.header,
     mapping,
     normalize: chunks.ctx.normalize,
+    consent: chunks.ctx.consent,
     delimiter: input.delimiter,
     encoding: input.encoding,
     encodingSource: input.encodingSource,
@@ -334,6 +361,7 @@ function chunkContext(input: CsvInput, mapping: ColumnMapping, opts: HashCsvOpti
     delimiter: input.delimiter,
     mapping,
     normalize: normalizeOptionsOf(opts),
+    consent: opts.consent ?? DEFAULT_CONSENT_POLICY,
     emit: opts.emit ?? 'users',
     outputTypes: mappedTypes(mapping),
   };

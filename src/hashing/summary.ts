@@ -4,6 +4,7 @@
  * them in input order.
  */
 import type { CsvRowError } from '../ingest/csv.js';
+import type { ConsentColumn, ConsentPolicy, ConsentRead } from '../identifiers/consent.js';
 import {
   IDENTIFIER_TYPES,
   REJECT_REASONS,
@@ -45,6 +46,36 @@ export interface HashSummary {
   rejects: Partial<Record<RejectReason, HashReasonCount>>;
   /** What explains rejects or readings (see BuildNotes); the summary's hints are made from them. */
   notes: HashNotes;
+  /** Set when the input has consent or opt-out columns (identifiers/consent.ts). */
+  consent?: ConsentCounts;
+}
+
+/** How many distinct values read as no a summary lists per consent column (the rest are counted together). */
+export const CONSENT_VALUES_KEPT = 10;
+
+/** What the rows' consent columns said and what the policy made of it (counts, lines, words: never identifiers). */
+export interface ConsentCounts {
+  policy: ConsentPolicy;
+  /** Rows that said yes (and nothing said no or was unreadable). */
+  yes: number;
+  /** Rows that said no in at least one consent column. */
+  no: number;
+  /** Rows whose consent columns said nothing (empty, false in an opt-out column, "not subscribed"…). */
+  none: HashReasonCount;
+  /** Rows with a consent value that could not be read as yes or no (and no column saying no). */
+  unreadable: HashReasonCount;
+  /** Rows left out by the policy: no user produced, nothing hashed. */
+  leftOut: HashReasonCount;
+  /** Per consent column (by name): rows where it said no, the values read as no, and unreadable values. */
+  columns: Record<string, ConsentColumnCounts>;
+}
+
+export interface ConsentColumnCounts {
+  no: number;
+  /** Values read as no (as written, dates as `<date>`) and their rows, at most CONSENT_VALUES_KEPT. */
+  values: Record<string, number>;
+  /** Rows whose value read as no is not among those kept. */
+  valuesOther: number;
 }
 
 /** How many distinct unrecognized country values a summary lists (the rest are counted together). */
@@ -155,6 +186,67 @@ export function addUserToSummary(summary: HashSummary, built: BuiltUser): void {
   }
 }
 
+function consentCounts(summary: HashSummary, policy: ConsentPolicy): ConsentCounts {
+  return (summary.consent ??= {
+    policy,
+    yes: 0,
+    no: 0,
+    none: { count: 0, lines: [] },
+    unreadable: { count: 0, lines: [] },
+    leftOut: { count: 0, lines: [] },
+    columns: {},
+  });
+}
+
+function columnCounts(c: ConsentCounts, column: string): ConsentColumnCounts {
+  return (c.columns[column] ??= { no: 0, values: {}, valuesOther: 0 });
+}
+
+function addNoValue(into: ConsentColumnCounts, value: string, rows: number): void {
+  into.no += rows;
+  if (into.values[value] !== undefined) into.values[value] += rows;
+  else if (Object.keys(into.values).length < CONSENT_VALUES_KEPT) into.values[value] = rows;
+  else into.valuesOther += rows;
+}
+
+/**
+ * Count one row's consent (`sent`: whether the policy lets its user through). A row left out
+ * is counted as read here (no user, no rejects): its identifiers are never read.
+ */
+export function addConsentToSummary(
+  summary: HashSummary,
+  policy: ConsentPolicy,
+  columns: readonly ConsentColumn[],
+  read: ConsentRead,
+  line: number,
+  sent: boolean,
+): void {
+  const c = consentCounts(summary, policy);
+  if (read.verdict === 'yes') c.yes++;
+  else if (read.verdict === 'no') c.no++;
+  else noteLine(read.verdict === 'none' ? c.none : c.unreadable, line);
+  for (const { at, value } of read.saidNo) addNoValue(columnCounts(c, (columns[at] as ConsentColumn).column), value, 1);
+  if (!sent) {
+    summary.rows++;
+    noteLine(c.leftOut, line);
+  }
+}
+
+function mergeConsent(into: HashSummary, from: ConsentCounts, lineOffset: number): void {
+  const c = consentCounts(into, from.policy);
+  c.yes += from.yes;
+  c.no += from.no;
+  mergeLines(c.none, from.none, lineOffset);
+  mergeLines(c.unreadable, from.unreadable, lineOffset);
+  mergeLines(c.leftOut, from.leftOut, lineOffset);
+  for (const [column, counts] of Object.entries(from.columns)) {
+    const to = columnCounts(c, column);
+    for (const [value, rows] of Object.entries(counts.values)) addNoValue(to, value, rows);
+    to.no += counts.valuesOther;
+    to.valuesOther += counts.valuesOther;
+  }
+}
+
 /** Count one malformed CSV record. */
 export function addBadRowToSummary(summary: HashSummary, line: number, error: CsvRowError): void {
   summary.rows++;
@@ -195,5 +287,34 @@ export function mergeHashSummary(into: HashSummary, from: HashSummary, lineOffse
     if (r !== undefined) mergeLines((into.rejects[reason] ??= { count: 0, lines: [] }), r, lineOffset);
   }
   mergeNotes(into.notes, from.notes);
+  if (from.consent !== undefined) mergeConsent(into, from.consent, lineOffset);
   return into;
+}
+
+/** Consent counts as `--json`, the upload and sync reports and the audit record give them (snake_case). */
+export interface ConsentJson {
+  policy: ConsentPolicy;
+  rows_said_no: number;
+  rows_said_yes: number;
+  rows_no_value: HashReasonCount;
+  rows_unreadable: HashReasonCount;
+  rows_left_out: HashReasonCount;
+  columns: { column: string; said_no: number; values_read_as_no: Record<string, number>; other_values: number }[];
+}
+
+export function consentJson(c: ConsentCounts): ConsentJson {
+  return {
+    policy: c.policy,
+    rows_said_no: c.no,
+    rows_said_yes: c.yes,
+    rows_no_value: c.none,
+    rows_unreadable: c.unreadable,
+    rows_left_out: c.leftOut,
+    columns: Object.entries(c.columns).map(([column, n]) => ({
+      column,
+      said_no: n.no,
+      values_read_as_no: n.values,
+      other_values: n.valuesOther,
+    })),
+  };
 }

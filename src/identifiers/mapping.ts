@@ -3,6 +3,7 @@
  * country), detected by name or given explicitly.
  */
 import { ConfigError, InputError } from '../errors.js';
+import { detectConsentColumns, type ConsentColumn } from './consent.js';
 import {
   MIN_CONTENT_VALUES,
   contentType,
@@ -183,6 +184,8 @@ export interface ColumnMapping {
   ignored: string[];
   /** Columns left out although a name or values suggested a type, with the reason (header order). */
   notUsed?: NotUsedColumn[];
+  /** Consent and opt-out columns (consent.ts), never identifier columns (header order). */
+  consent?: ConsentColumn[];
 }
 
 export interface CountryColumn {
@@ -551,9 +554,12 @@ export function resolveMapping(
   const columns = explicit.columns.map((c) => withListSeparator(c, sample, opts, country?.index));
   const namedTypes = new Set(columns.map((c) => c.type));
   const types = (opts.types ?? IDENTIFIER_TYPES).filter((t) => !namedTypes.has(t));
+  const named = (i: number): boolean => columns.some((c) => c.index === i) || i === country?.index;
+  // Consent columns are found whatever onlyMapped says: a row that says no is never sent unread.
+  const consent = detectConsentColumns(header, sample, named);
   let notUsed: NotUsedColumn[] = [];
   if (opts.onlyMapped !== true) {
-    const taken = (i: number): boolean => columns.some((c) => c.index === i);
+    const taken = (i: number): boolean => named(i) || consent.some((c) => c.index === i);
     const found = detectColumns(header, opts, sample, taken, country?.index, types);
     columns.push(...pairTypeColumns(header, found.columns, taken));
     notUsed = found.notUsed;
@@ -562,6 +568,7 @@ export function resolveMapping(
   if (columns.length === 0) noIdentifierColumn(header, opts, notUsed);
   const used = new Set([
     ...columns.flatMap((c) => (c.typeIndex === undefined ? [c.index] : [c.index, c.typeIndex])),
+    ...consent.map((c) => c.index),
     ...(country === undefined ? [] : [country.index]),
   ]);
   const mapping: ColumnMapping = {
@@ -570,6 +577,7 @@ export function resolveMapping(
     ignored: header.filter((_, i) => !used.has(i)),
   };
   if (notUsed.length > 0) mapping.notUsed = notUsed;
+  if (consent.length > 0) mapping.consent = consent;
   if (country !== undefined) mapping.country = country;
   return mapping;
 }

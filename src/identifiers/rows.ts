@@ -4,6 +4,7 @@
  * (normalize.ts). The hashing pipeline hands each well-formed row here and counts what comes back.
  */
 import { ConfigError } from '../errors.js';
+import { ConsentReader, consentSends, type ConsentPolicy, type ConsentRead } from './consent.js';
 import {
   checkNamedKeys,
   mapRecord,
@@ -35,6 +36,8 @@ export interface RowRules {
   readonly mapping: MappingOptions;
   /** A mapping resolved beforehand: used as it is, for every row. */
   readonly given: ColumnMapping | undefined;
+  /** What a row's consent columns decide (a row left out gives a `withheld` user). */
+  readonly consent: ConsentPolicy;
 }
 
 export function isHeaderRow(r: unknown): r is HeaderRow {
@@ -67,10 +70,13 @@ export class RowUsers {
   private keys: RecordKeys | undefined;
   /** Why no mapping resolves yet (no record key names an identifier): thrown if none ever does. */
   private pending: unknown;
+  private consentReader: ConsentReader | undefined;
+  private lastConsent: { columns: ConsentReader['columns']; read: ConsentRead } | undefined;
 
   constructor(rules: RowRules) {
     this.rules = rules;
     this.mapped = rules.given;
+    this.consentReader = rules.given?.consent === undefined ? undefined : new ConsentReader(rules.given.consent);
     this.buildUser = userBuilder(rules.normalize);
   }
 
@@ -92,8 +98,20 @@ export class RowUsers {
   build(row: HeaderRow | RawRecord, position: number, head: readonly (HeaderRow | RawRecord)[]): BuiltUser {
     const cells = isHeaderRow(row) ? this.headerCells(row, head) : this.recordCells(row, position, head);
     if (cells.columns !== undefined) this.resolve(cells.columns, cells);
+    this.lastConsent = undefined;
     if (this.mapped === undefined) return { line: position, user: {}, rejects: [] };
+    const reader = this.consentReader;
+    if (reader !== undefined) {
+      this.lastConsent = { columns: reader.columns, read: reader.read(cells.fields) };
+      if (!consentSends(this.rules.consent, this.lastConsent.read.verdict))
+        return { line: cells.line, user: {}, rejects: [], withheld: true };
+    }
     return this.buildUser(mapRecord(cells.fields, this.mapped, cells.line));
+  }
+
+  /** What the last row's consent columns said (undefined when the mapping has none). */
+  get consent(): { columns: ConsentReader['columns']; read: ConsentRead } | undefined {
+    return this.lastConsent;
   }
 
   /** Thrown once the rows have ended when no record key ever named an identifier. */
@@ -126,6 +144,7 @@ export class RowUsers {
     if (cells.checkNames === true) checkNamedKeys(columns, this.rules.mapping);
     try {
       this.mapped = resolveMapping(columns, this.rules.mapping, cells.sample);
+      this.consentReader = this.mapped.consent === undefined ? undefined : new ConsentReader(this.mapped.consent);
       this.pending = undefined;
     } catch (error) {
       // Rows without any identifier key are rows without identifiers; the stream may still show some.

@@ -114,6 +114,8 @@ export interface BuiltUser {
   digests?: Partial<Record<IdentifierType, number>>;
   /** What the summary's hints are made of (set only when something was noted). */
   notes?: BuildNotes;
+  /** The row was left out by the consent policy (identifiers/consent.ts): `user` is `{}`, nothing was read. */
+  withheld?: true;
 }
 
 /** Observations about one row that explain rejects or choices (never identifier values). */

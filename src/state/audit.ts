@@ -14,6 +14,7 @@ import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } fro
 import { dirname } from 'node:path';
 import { z } from 'zod';
 import { ConfigError, environmentError, InputError } from '../errors.js';
+import type { ConsentJson } from '../hashing/summary.js';
 import { sha256Hex } from '../util/sha256.js';
 import { appendWhole, ensureDir, openNoFollow } from './fs.js';
 import { acquireFileLock, type LockOptions } from './lock.js';
@@ -121,6 +122,12 @@ export interface AuditRunEnd {
   outcome: RunOutcome;
   input: { name: string; rows: number; sha256: string | null };
   counts: AuditCounts;
+  /**
+   * Inputs with consent or opt-out columns: the policy, rows that said no, yes, nothing or
+   * something unreadable, rows left out, and per column the values read as no (words and counts;
+   * never identifiers). Optional: records without it are read as before.
+   */
+  consent?: ConsentJson;
   /** Syncs only. */
   sync?: AuditSyncCounts;
   /** Error code when the run stopped on an error. */

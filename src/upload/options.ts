@@ -216,7 +216,9 @@ type Settled<T> = Omit<T, 'operation' | 'effectiveAt' | 'expiresAt' | 'maxReject
  */
 export function recordRules(records: HashRecordsOptions | undefined, target: Target): RowRules | undefined {
   if (records === undefined) return undefined;
-  return resolveRowRules({ ...(target.types === undefined ? {} : { types: target.types }), ...records });
+  const rules = resolveRowRules({ ...(target.types === undefined ? {} : { types: target.types }), ...records });
+  // Do-not-reach lists are never filtered: the people who said no belong there.
+  return target.isDoNotReach ? { ...rules, consent: 'include' } : rules;
 }
 
 /** The upload's resolved value from its parsed fields: the batch group, the reject guard and the records' rules. */

@@ -5,7 +5,7 @@
 import { rejectCounts } from '../hashing/reject-guard.js';
 import type { AdsClient, ClientStats } from '../api/index.js';
 import { AudienceKitError } from '../errors.js';
-import type { HashSummary } from '../hashing/summary.js';
+import { consentJson, type HashSummary } from '../hashing/summary.js';
 import type { AuditCounts } from '../state/audit.js';
 import type { Ledger } from './ledger.js';
 import type { BatchPacker } from './plan.js';
@@ -175,7 +175,13 @@ export function buildReport(b: RunBooks, status: UploadStatus, endedMs: number):
 /** What the input held, as every report (upload's and sync's) says it: one reading of the summary. */
 export type InputCounts = Pick<
   UploadReport,
-  'rows' | 'rows_without_identifier' | 'malformed_rows' | 'identifiers' | 'invalid_by_reason' | 'reject_rate'
+  | 'rows'
+  | 'rows_without_identifier'
+  | 'malformed_rows'
+  | 'identifiers'
+  | 'invalid_by_reason'
+  | 'reject_rate'
+  | 'consent'
 >;
 
 export function inputCounts(summary: HashSummary): InputCounts {
@@ -186,6 +192,7 @@ export function inputCounts(summary: HashSummary): InputCounts {
     identifiers: summary.types,
     invalid_by_reason: summary.rejects,
     reject_rate: rejectRate(summary),
+    ...(summary.consent === undefined ? {} : { consent: consentJson(summary.consent) }),
   };
 }
 

@@ -340,6 +340,7 @@ function endRecord(
     outcome: report === undefined ? 'failed' : report.status,
     input: { name: input?.name ?? 'users', rows: report?.rows ?? 0, sha256: input?.sha256 ?? null },
     counts: auditCounts(report, [report]),
+    ...(report?.consent === undefined ? {} : { consent: report.consent }),
     ...(error === undefined ? {} : { error }),
   };
 }

@@ -3,7 +3,7 @@
  * and its audit record, built from the plan and the reports of the two sendUsers calls.
  */
 import { AudienceKitError, BatchesFailedError } from '../errors.js';
-import type { HashSummary } from '../hashing/summary.js';
+import { consentJson, type ConsentJson, type HashSummary } from '../hashing/summary.js';
 import type { AuditRunEnd } from '../state/audit.js';
 import { stateFailure } from '../state/fs.js';
 import type { Snapshot } from '../state/snapshot.js';
@@ -67,6 +67,8 @@ export interface SyncReport {
   identifiers: UploadReport['identifiers'];
   invalid_by_reason: UploadReport['invalid_by_reason'];
   reject_rate: number;
+  /** Inputs with consent or opt-out columns: what they said and what the policy left out of the target. */
+  consent?: ConsentJson;
   adds: number;
   removes: number;
   refreshes: number;
@@ -242,6 +244,7 @@ export function syncAuditEnd(a: SyncAuditEnd): AuditRunEnd {
       a.sent?.deletes,
       a.sent?.updates,
     ]),
+    ...(plan.summary.consent === undefined ? {} : { consent: consentJson(plan.summary.consent) }),
     sync: {
       adds: plan.counts.adds,
       removes: plan.counts.removes,

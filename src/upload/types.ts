@@ -6,7 +6,7 @@ import type { AdsClient } from '../api/index.js';
 import type { AudienceKitError } from '../errors.js';
 import type { PackedUsers } from '../hashing/chunk.js';
 import type { HashRecordsOptions, RawRecord } from '../hashing/pipeline.js';
-import type { HashSummary, HashTypeCounts } from '../hashing/summary.js';
+import type { ConsentJson, HashSummary, HashTypeCounts } from '../hashing/summary.js';
 import type { AudienceUser, BuiltUser, IdentifierType, RejectReason } from '../identifiers/normalize.js';
 import type { UploadJournal } from '../state/store.js';
 import type { Clock } from '../util/clock.js';
@@ -115,6 +115,8 @@ export interface UploadReport {
   invalid_by_reason: Partial<Record<RejectReason, { count: number; lines: number[] }>>;
   /** Invalid identifier values / all identifier values read (0 when none were read). */
   reject_rate: number;
+  /** Inputs with consent or opt-out columns: what they said and what the policy left out. */
+  consent?: ConsentJson;
   batches: number;
   batches_confirmed: number;
   batches_skipped: number;

@@ -266,9 +266,9 @@ function printOutcome(ctx: CliContext, args: SyncArgs, report: SyncReport, run: 
       input: inputName(args.file),
       reading: readingJson(run),
       ...(size === undefined ? {} : { sandbox: { audience_size: size } }),
-      hints: summaryHints(run.summary, run.mapping, run.normalize),
+      hints: summaryHints(run.summary, run.mapping, run.normalize, c.target.isDoNotReach),
     });
-  } else printTable(ctx, report, run, sandbox);
+  } else printTable(ctx, report, run, sandbox, c.target.isDoNotReach);
   printCause(ctx, report);
 }
 
@@ -277,6 +277,7 @@ function printTable(
   report: SyncReport,
   run: HashCsvRun,
   sandbox: { label: string; size: number } | undefined,
+  doNotReach: boolean,
 ): void {
   const fields: [string, unknown][] = [
     ['run id', report.run_id],
@@ -305,7 +306,7 @@ function printTable(
   writeLine(ctx.stdout);
   writeLine(ctx.stdout, renderHashSummary(run.summary));
   // Why many values of a type were rejected, and the likely fix: what `hash` and `upload` say too.
-  printHints(ctx, run.summary, run.mapping, run.normalize);
+  printHints(ctx, run.summary, run.mapping, run.normalize, doNotReach);
 }
 
 /** Why the sync did not complete, on stderr whatever the output format: failed batches, then the error and its fix. */

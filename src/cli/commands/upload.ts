@@ -275,7 +275,7 @@ function printOutcome(
   // Why many values of a type were rejected, and the likely fix: what `hash` says too.
   if (args.json !== true) {
     printReport(ctx, report, run, extra);
-    printHints(ctx, run.summary, run.mapping, run.normalize);
+    printHints(ctx, run.summary, run.mapping, run.normalize, c.target.isDoNotReach);
     return;
   }
   writeJson(ctx, {
@@ -284,7 +284,7 @@ function printOutcome(
     input: inputName(args.file),
     reading: readingJson(run),
     ...(sandboxInfo === undefined ? {} : { sandbox: sandboxInfo }),
-    hints: summaryHints(run.summary, run.mapping, run.normalize),
+    hints: summaryHints(run.summary, run.mapping, run.normalize, c.target.isDoNotReach),
   });
 }
 

@@ -1,0 +1,361 @@
+/**
+ * What consent and opt-out columns are called and what their values mean, as data (consent.ts
+ * reads it). Names and values are compared as keys: lowercase letters and digits only, accents
+ * dropped (`Email Opt-Out`, `email_opt_out` and `EMAIL OPT OUT` are one key), as column names
+ * are compared for identifiers (mapping.ts's columnKey).
+ *
+ * A column's kind says how its values read:
+ * - `opt-out`: the name says the person refused (`Email Opt Out`, `Unsubscribed`, `abgemeldet`):
+ *   a true value or a date ("opted out at") means no; false or empty says nothing;
+ * - `opt-in`: the name says the person agreed (`OPT_IN`, `Einwilligung`, `Accepts Email
+ *   Marketing`): a true value or a date means yes, a false value no (no consent);
+ * - `confirmation`: a second step of an opt-in (`DOUBLE_OPT-IN`): true means yes, false says
+ *   nothing (a single opt-in stands without it);
+ * - `status`: the name says the values are a status (`Email Subscription Status`, `Marketing
+ *   status`): only status words are read; booleans and dates cannot be.
+ * Status words are read in every kind of column: `unsubscribed` means no wherever it is written.
+ */
+
+export type ConsentKind = 'opt-out' | 'opt-in' | 'confirmation' | 'status';
+
+/** A value read: a refusal, an agreement, or a value that says nothing either way. */
+export type ConsentReading = 'no' | 'yes' | 'none';
+
+/**
+ * Column-name keys of each kind, matched as a part of the column's key (`hasoptedoutofemails`
+ * holds `optedout`). Checked in this order: `confirmation` before `opt-in` (`doubleoptin` holds
+ * `optin`), `opt-out` before `opt-in` (`optinoptout`?: a refusal wins), `status` last.
+ * English, German, French, Spanish, Portuguese, Italian, Dutch, Polish, Swedish, Japanese.
+ */
+export const CONSENT_NAME_KEYS: readonly (readonly [ConsentKind, readonly string[]])[] = [
+  ['confirmation', ['doubleoptin', 'confirmedoptin', 'doppeltesoptin', 'doubleoptincontact']],
+  [
+    'opt-out',
+    [
+      // English
+      'optout',
+      'optedout',
+      'unsubscribe',
+      'blacklist',
+      'blocklist',
+      'donotemail',
+      'donotcontact',
+      'donotcall',
+      'donotsell',
+      'donotshare',
+      'donotmail',
+      'donotmarket',
+      'donottrack',
+      'suppressed',
+      'consentwithdrawn',
+      'withdrawnconsent',
+      // German
+      'abgemeldet',
+      'abmeldung',
+      'widerruf',
+      'werbewiderspruch',
+      'sperrliste',
+      // French
+      'desabonne',
+      'desinscrit',
+      'desinscription',
+      'desabonnement',
+      'listenoire',
+      // Spanish
+      'baja',
+      'desuscrito',
+      'desuscripcion',
+      'listanegra',
+      // Portuguese
+      'descadastrado',
+      'descadastro',
+      'descadastrar',
+      // Italian
+      'disiscritto',
+      'disiscrizione',
+      // Dutch
+      'afgemeld',
+      'uitgeschreven',
+      'afmelding',
+      // Polish
+      'wypisany',
+      'wypisanie',
+      'rezygnacja',
+      // Swedish
+      'avregistrerad',
+      'avanmald',
+      'avregistrering',
+      // Japanese (配信停止 "delivery stopped", 購読解除 "unsubscribed", オプトアウト)
+      '配信停止',
+      '購読解除',
+      'オプトアウト',
+    ],
+  ],
+  [
+    'opt-in',
+    [
+      // English
+      'optin',
+      'optedin',
+      'consent',
+      'acceptsemailmarketing',
+      'acceptssmsmarketing',
+      'acceptsmarketing',
+      'emailsubscribe',
+      'smssubscribe',
+      'pushsubscribe',
+      'marketingoptin',
+      'marketingpermission',
+      'permissiontocontact',
+      'gdprconsent',
+      // German
+      'einwilligung',
+      'zustimmung',
+      'werbeeinwilligung',
+      'newsletteranmeldung',
+      // French
+      'consentement',
+      'accordmarketing',
+      // Spanish
+      'consentimiento',
+      'aceptamarketing',
+      // Portuguese
+      'consentimento',
+      // Italian
+      'consenso',
+      // Dutch
+      'toestemming',
+      // Polish
+      'zgoda',
+      'zgodamarketingowa',
+      // Swedish
+      'samtycke',
+      // Japanese (同意 "agreement", 配信許可 "delivery allowed", オプトイン)
+      '同意',
+      '配信許可',
+      'オプトイン',
+    ],
+  ],
+  [
+    'status',
+    [
+      'subscriptionstatus',
+      'marketingstatus',
+      'emailstatus',
+      'smsstatus',
+      'consentstatus',
+      'optinstatus',
+      'newsletterstatus',
+      'abonnementstatus',
+      'statutabonnement',
+      'estadosuscripcion',
+      'statusassinatura',
+      'statoiscrizione',
+      '配信ステータス',
+    ],
+  ],
+];
+
+/**
+ * Last words of a column name that say it is about the consent, not the consent itself
+ * (`OPTIN_IP`, `Opt Out Reason`, `consent_source`): never read as consent.
+ */
+export const CONSENT_NAME_NOT: ReadonlySet<string> = new Set([
+  'ip',
+  'reason',
+  'source',
+  'method',
+  'channel',
+  'id',
+  'text',
+  'version',
+  'url',
+  'by',
+  'note',
+  'notes',
+  'type',
+  'language',
+  'form',
+]);
+
+/** Boolean spellings (keys), in the ten languages: true. */
+export const TRUE_VALUES: readonly string[] = [
+  'true',
+  't',
+  'yes',
+  'y',
+  '1',
+  'on',
+  'checked',
+  'x',
+  'ja',
+  'wahr',
+  'oui',
+  'vrai',
+  'si',
+  'sim',
+  'verdadeiro',
+  'verdadero',
+  'vero',
+  'tak',
+  'prawda',
+  'sant',
+  'はい',
+  '有',
+  '真',
+];
+
+/** Boolean spellings (keys): false. */
+export const FALSE_VALUES: readonly string[] = [
+  'false',
+  'f',
+  'no',
+  'n',
+  '0',
+  'off',
+  'unchecked',
+  'nein',
+  'falsch',
+  'non',
+  'faux',
+  'nao',
+  'falso',
+  'nie',
+  'nee',
+  'onwaar',
+  'nej',
+  'falskt',
+  'いいえ',
+  '無',
+  '偽',
+];
+
+/**
+ * Status words (keys) and their reading, whatever the column's kind. A value whose key starts
+ * with one of the `no` prefixes reads no (`Opt-Out: Manual` is `optoutmanual`).
+ */
+export const STATUS_WORDS: Readonly<Record<ConsentReading, readonly string[]>> = {
+  no: [
+    'unsubscribed',
+    'unsubscribe',
+    'optedout',
+    'optout',
+    'blacklisted',
+    'blocklisted',
+    'blocked',
+    'nonmarketable',
+    'notmarketable',
+    'unmarketable',
+    'noconsent',
+    'consentwithdrawn',
+    'withdrawn',
+    'revoked',
+    'denied',
+    'declined',
+    'refused',
+    'rejected',
+    'donotsell',
+    'donotshare',
+    'donotsellorshare',
+    'donotsellshare',
+    'adstrackingoff',
+    'adtrackingoff',
+    'trackingoff',
+    'limitadtracking',
+    'suppressed',
+    'donotcontact',
+    'donotemail',
+    'spamreported',
+    'complained',
+    'abgemeldet',
+    'keineeinwilligung',
+    'widerrufen',
+    'desabonne',
+    'desinscrit',
+    'sansconsentement',
+    'dadodebaja',
+    'debaja',
+    'baja',
+    'desuscrito',
+    'sinconsentimiento',
+    'descadastrado',
+    'semconsentimento',
+    'disiscritto',
+    'senzaconsenso',
+    'afgemeld',
+    'uitgeschreven',
+    'geentoestemming',
+    'wypisany',
+    'brakzgody',
+    'avregistrerad',
+    'avanmald',
+    'ejsamtycke',
+    '配信停止',
+    '購読解除',
+    '同意なし',
+    '拒否',
+  ],
+  yes: [
+    'subscribed',
+    'optedin',
+    'optin',
+    'singleoptin',
+    'doubleoptin',
+    'confirmedoptin',
+    'consented',
+    'consentgiven',
+    'granted',
+    'marketable',
+    'angemeldet',
+    'abonniert',
+    'eingewilligt',
+    'abonne',
+    'inscrit',
+    'consentementdonne',
+    'suscrito',
+    'inscrito',
+    'assinante',
+    'iscritto',
+    'aangemeld',
+    'ingeschreven',
+    'zapisany',
+    'prenumererar',
+    'registrerad',
+    '配信中',
+    '購読中',
+    '同意済み',
+  ],
+  none: [
+    'notsubscribed',
+    'neversubscribed',
+    'nonsubscribed',
+    'pending',
+    'unconfirmed',
+    'unknown',
+    'cleaned',
+    'bounced',
+    'transactional',
+    'transactionalonly',
+    'none',
+    'na',
+    'null',
+    'nichtabonniert',
+    'ausstehend',
+    'enattente',
+    'pendiente',
+    'pendente',
+    'inattesa',
+    'inafwachting',
+    'oczekujacy',
+    'vantande',
+    '未登録',
+    '保留',
+  ],
+};
+
+/**
+ * Date values ("opted out at", "opted in at"): ISO dates and timestamps, `MM/DD/YYYY` and
+ * `DD.MM.YYYY`, optionally with a time. Tested on the trimmed cell.
+ */
+export const DATE_VALUE =
+  /^(?:\d{4}-\d{1,2}-\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?\s*(?:Z|[+-]\d{2}:?\d{2})?)?|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}(?: \d{1,2}:\d{2}(?::\d{2})?)?)$/;

@@ -1,0 +1,219 @@
+/**
+ * Consent and opt-out columns: which columns of an export say whether the person agreed to
+ * marketing or refused it (by name, and by content for status words), and what each row says.
+ * The vocabulary is data (consent-vocabulary.ts); the policy (what a row that says no, or says
+ * nothing, becomes) is applied by the hashing paths (hashing/chunk.ts, identifiers/rows.ts).
+ *
+ * A value is never guessed: one that is neither empty, a boolean, a date (where the column's kind
+ * gives dates a meaning) nor a status word is `unreadable`, follows the policy for "no value",
+ * and is counted with its line. Several consent columns in a row: any no wins, then an
+ * unreadable value (it may be a no), then a yes. Consent columns are never identifier columns.
+ */
+import {
+  CONSENT_NAME_KEYS,
+  CONSENT_NAME_NOT,
+  DATE_VALUE,
+  FALSE_VALUES,
+  STATUS_WORDS,
+  TRUE_VALUES,
+  type ConsentKind,
+  type ConsentReading,
+} from './consent-vocabulary.js';
+
+export type { ConsentKind, ConsentReading } from './consent-vocabulary.js';
+
+/**
+ * What a run does with a row's consent, for a custom audience:
+ * - `exclude` (default): a row that says no (opted out, unsubscribed, no consent…) is left out;
+ * - `require-consent`: only a row that says yes is sent (no value, or an unreadable one: left out);
+ * - `include`: every row is sent (the run says so);
+ * - `refused`: only the rows that say no (what goes to the do-not-reach list of `--consent do-not-reach`).
+ */
+export type ConsentPolicy = 'exclude' | 'require-consent' | 'include' | 'refused';
+export const CONSENT_POLICIES: readonly ConsentPolicy[] = ['exclude', 'require-consent', 'include', 'refused'];
+export const DEFAULT_CONSENT_POLICY: ConsentPolicy = 'exclude';
+
+/** What a row's consent columns say together. */
+export type RowConsent = 'no' | 'yes' | 'none' | 'unreadable';
+
+/** A consent column of the mapping. */
+export interface ConsentColumn {
+  /** Position in the header. */
+  index: number;
+  column: string;
+  kind: ConsentKind;
+  /** Found by its values (status words) rather than its name. */
+  content?: true;
+}
+
+/** The key values and names are compared on: lowercase letters and digits, accents dropped. */
+export function consentKey(text: string): string {
+  return text
+    .normalize('NFKD')
+    .replace(/\p{M}+/gu, '')
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}]+/gu, '');
+}
+
+const TRUE = new Set(TRUE_VALUES);
+const FALSE = new Set(FALSE_VALUES);
+const STATUS = new Map<string, ConsentReading>(
+  (Object.entries(STATUS_WORDS) as [ConsentReading, readonly string[]][]).flatMap(([reading, words]) =>
+    words.map((w) => [w, reading] as const),
+  ),
+);
+/** Refusals read also as the start of a longer status (`Opt-Out: Manual`). */
+const NO_PREFIXES = STATUS_WORDS.no.filter((w) => w.length >= 5);
+
+/** The kind a column's name gives it, or undefined when the name says nothing of consent. */
+export function consentKindOfName(column: string): ConsentKind | undefined {
+  const words = column
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter((w) => w !== '');
+  const last = words.at(-1);
+  if (last !== undefined && words.length > 1 && CONSENT_NAME_NOT.has(last)) return undefined;
+  const key = consentKey(column);
+  for (const [kind, keys] of CONSENT_NAME_KEYS) if (keys.some((k) => key.includes(k))) return kind;
+  return undefined;
+}
+
+/** A status word's reading (exact, or a refusal starting the value), undefined when it is none. */
+function statusReading(key: string): ConsentReading | undefined {
+  const exact = STATUS.get(key);
+  if (exact !== undefined) return exact;
+  return NO_PREFIXES.some((w) => key.startsWith(w)) ? 'no' : undefined;
+}
+
+/** One cell of a consent column of `kind`: its reading, or `unreadable`. An empty cell says nothing. */
+export function readConsentValue(kind: ConsentKind, raw: string): ConsentReading | 'unreadable' {
+  const value = raw.trim();
+  if (value === '') return 'none';
+  const key = consentKey(value);
+  const status = statusReading(key);
+  if (status !== undefined) return status;
+  if (kind === 'status') return 'unreadable';
+  if (TRUE.has(key)) return kind === 'opt-out' ? 'no' : 'yes';
+  if (FALSE.has(key)) return kind === 'opt-in' ? 'no' : 'none';
+  if (DATE_VALUE.test(value)) return kind === 'opt-out' ? 'no' : 'yes';
+  return 'unreadable';
+}
+
+/** How a value read as no is shown (counts, the audit record): the word as written, or "a date". */
+export function noValueLabel(raw: string): string {
+  const value = raw.trim();
+  return DATE_VALUE.test(value) ? '<date>' : value.slice(0, 40);
+}
+
+/** Share of a named column's sampled values that must be readable for it to be a consent column. */
+const READABLE_SHARE = 0.5;
+/** Values a column of unknown name needs, and the share that must be status words, to be read by content. */
+const CONTENT_MIN = 3;
+const CONTENT_SHARE = 0.9;
+
+/**
+ * The consent columns of `header`: columns whose name has a consent key and whose sampled values
+ * are mostly readable (or too few to tell), and columns of any other name whose sampled values
+ * are clearly status words (subscribed, unsubscribed…) with at least one refusal or agreement.
+ * `skip`: columns named for something else (`map` entries).
+ */
+export function detectConsentColumns(
+  header: readonly string[],
+  sample: readonly (readonly string[])[],
+  skip: (index: number) => boolean,
+): ConsentColumn[] {
+  const out: ConsentColumn[] = [];
+  header.forEach((column, index) => {
+    if (skip(index)) return;
+    const cells = sample.map((row) => row[index] ?? '').filter((c) => c.trim() !== '');
+    const kind = consentKindOfName(column);
+    if (kind !== undefined) {
+      const readable = cells.filter((c) => readConsentValue(kind, c) !== 'unreadable').length;
+      if (cells.length < CONTENT_MIN || readable >= READABLE_SHARE * cells.length) out.push({ index, column, kind });
+      return;
+    }
+    if (cells.length < CONTENT_MIN) return;
+    const readings = cells.map((c) => statusReading(consentKey(c)));
+    const clear = readings.filter((r) => r !== undefined).length;
+    if (clear >= CONTENT_SHARE * cells.length && readings.some((r) => r === 'no' || r === 'yes'))
+      out.push({ index, column, kind: 'status', content: true });
+  });
+  return out;
+}
+
+/** What one row's consent columns said: the verdict, and each column that said no with its value. */
+export interface ConsentRead {
+  verdict: RowConsent;
+  /** Positions (in the columns given to the reader) of the columns that said no, and their values. */
+  saidNo: { at: number; value: string }[];
+}
+
+const CACHE_MAX = 256;
+
+/**
+ * Reads rows' consent columns. Readings are cached per column and value (a column holds few
+ * distinct values: true/false, a handful of statuses), so the hot path rarely normalizes text.
+ */
+export class ConsentReader {
+  private readonly caches: Map<string, ConsentReading | 'unreadable'>[];
+
+  constructor(readonly columns: readonly ConsentColumn[]) {
+    this.caches = columns.map(() => new Map<string, ConsentReading | 'unreadable'>());
+  }
+
+  /** The row's verdict; `fields` are its cells in header order. */
+  read(fields: readonly string[]): ConsentRead {
+    let verdict: RowConsent = 'none';
+    let saidNo: ConsentRead['saidNo'] | undefined;
+    for (let i = 0; i < this.columns.length; i++) {
+      const c = this.columns[i] as ConsentColumn;
+      const raw = fields[c.index] ?? '';
+      const reading = this.reading(i, c.kind, raw);
+      if (reading === 'no') (saidNo ??= []).push({ at: i, value: noValueLabel(raw) });
+      else if (reading === 'unreadable') verdict = 'unreadable';
+      else if (reading === 'yes' && verdict === 'none') verdict = 'yes';
+    }
+    return saidNo === undefined ? { verdict, saidNo: [] } : { verdict: 'no', saidNo };
+  }
+
+  private reading(i: number, kind: ConsentKind, raw: string): ConsentReading | 'unreadable' {
+    if (raw === '') return 'none';
+    const cache = this.caches[i] as Map<string, ConsentReading | 'unreadable'>;
+    let r = cache.get(raw);
+    if (r === undefined) {
+      r = readConsentValue(kind, raw);
+      // Dates are many and distinct: not kept (the cache stays small).
+      if (cache.size < CACHE_MAX && !DATE_VALUE.test(raw.trim())) cache.set(raw, r);
+    }
+    return r;
+  }
+}
+
+/** Whether a row with this verdict is sent under `policy`. */
+export function consentSends(policy: ConsentPolicy, verdict: RowConsent): boolean {
+  switch (policy) {
+    case 'include':
+      return true;
+    case 'exclude':
+      return verdict !== 'no';
+    case 'require-consent':
+      return verdict === 'yes';
+    case 'refused':
+      return verdict === 'no';
+  }
+}
+
+/** How the values of a column of `kind` read, for the mapping lines (words only, never a cell). */
+export function consentKindWords(kind: ConsentKind): string {
+  switch (kind) {
+    case 'opt-out':
+      return 'opt-out: true/yes/1 or a date = no; false/empty = nothing said';
+    case 'opt-in':
+      return 'opt-in: true/yes/1 or a date = yes; false/no/0 = no';
+    case 'confirmation':
+      return 'confirmation: true/yes/1 = yes; false/empty = nothing said';
+    case 'status':
+      return 'status: unsubscribed, opted out, blacklisted, non-marketable, no consent, do not sell/share… = no; subscribed, opted in = yes';
+  }
+}

@@ -1,0 +1,223 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { hashCsv, hashRecords, type HashCsvRun } from '../src/hashing/pipeline.js';
+import type { RawRecord } from '../src/hashing/pipeline.js';
+import type { ConsentPolicy } from '../src/identifiers/consent.js';
+import { readConsentValue, consentKindOfName } from '../src/identifiers/consent.js';
+import { resolveMapping } from '../src/identifiers/mapping.js';
+import { uploadAudience } from '../src/upload/index.js';
+import { runCli } from './helpers/cli.js';
+import {
+  consentCsv,
+  consentExport,
+  HELD_OUT_SEED,
+  sentUnder,
+  TUNING_SEEDS,
+  type ConsentExport,
+  type Policy,
+  type Truth,
+} from './helpers/consent-generator.js';
+import { members, setup } from './helpers/sync.js';
+import { tempDir } from './helpers/temp.js';
+
+const POLICIES: readonly Policy[] = ['exclude', 'require-consent', 'include', 'refused'];
+const tmp = tempDir('ak-consent-');
+
+/** The rows (0-based) whose user a run produced, and its consent counts. */
+async function sentRows(e: ConsentExport, consent: ConsentPolicy) {
+  const run = hashRecords(e.records, { consent });
+  const sent = new Set<number>();
+  for await (const u of run) if (u.withheld !== true) sent.add(u.line - 1);
+  return { sent, summary: run.summary, mapping: run.mapping };
+}
+
+const count = (e: ConsentExport, t: Truth): number => e.truth.filter((x) => x === t).length;
+
+/** Every way the tool can be wrong on one export, as counts (0 everywhere: right). */
+async function errors(e: ConsentExport) {
+  const out = { columnsMissed: 0, rowsWrong: 0, countsWrong: 0 };
+  for (const policy of POLICIES) {
+    const { sent, summary, mapping } = await sentRows(e, policy);
+    if (policy === 'exclude') {
+      const found = (mapping?.consent ?? []).map((c) => c.column);
+      out.columnsMissed += e.consentColumns.filter((c) => !found.includes(c)).length;
+      // A consent column is never an identifier column.
+      out.columnsMissed += (mapping?.columns ?? []).filter((c) => e.consentColumns.includes(c.column)).length;
+    }
+    e.truth.forEach((t, row) => {
+      if (sent.has(row) !== sentUnder(policy, t)) out.rowsWrong++;
+    });
+    const c = summary.consent;
+    const wanted = [count(e, 'no'), count(e, 'yes'), count(e, 'none'), count(e, 'unreadable')];
+    const got = [c?.no, c?.yes, c?.none.count, c?.unreadable.count];
+    if (JSON.stringify(wanted) !== JSON.stringify(got)) out.countsWrong++;
+    for (const [column, n] of Object.entries(e.saysNo)) if ((c?.columns[column]?.no ?? 0) !== n) out.countsWrong++;
+  }
+  return out;
+}
+
+describe('consent columns on generated exports (ground truth per row)', () => {
+  it('every policy sends exactly the rows it should, on the tuning seeds', async () => {
+    for (const seed of TUNING_SEEDS) {
+      const e = consentExport(seed);
+      expect({ seed, columns: e.consentColumns, ...(await errors(e)) }).toEqual({
+        seed,
+        columns: e.consentColumns,
+        columnsMissed: 0,
+        rowsWrong: 0,
+        countsWrong: 0,
+      });
+    }
+  });
+
+  it('the held-out seed: the same, with its figures', async () => {
+    const e = consentExport(HELD_OUT_SEED, 2000);
+    const result = await errors(e);
+    expect(result).toEqual({ columnsMissed: 0, rowsWrong: 0, countsWrong: 0 });
+  });
+
+  it('the file path (workers and the calling thread) decides as the records path does', async () => {
+    const e = consentExport(7, 3000);
+    const file = join(tmp, 'seed7.csv');
+    writeFileSync(file, consentCsv(e));
+    for (const workers of [0, 2]) {
+      const run: HashCsvRun = await hashCsv(file, { workers, chunkBytes: 16 * 1024 });
+      const sent = new Set<number>();
+      for await (const chunk of run) for (const u of chunk.users) if (u.withheld !== true) sent.add(u.line - 2);
+      const wanted = e.truth.flatMap((t, row) => (sentUnder('exclude', t) ? [row] : []));
+      expect([...sent].sort((a, b) => a - b)).toEqual(wanted);
+      expect(run.summary.consent?.leftOut.count).toBe(count(e, 'no'));
+      expect(run.summary.consent?.no).toBe(count(e, 'no'));
+      expect(run.summary.users).toBe(wanted.length);
+      expect(run.summary.rows).toBe(3000);
+    }
+  });
+});
+
+describe('reading names and values', () => {
+  it('polarity: true in an opt-out column is no, in an opt-in column yes; a date in a status column is unreadable', () => {
+    const cases: [Parameters<typeof readConsentValue>, string][] = [
+      [['opt-out', 'true'], 'no'],
+      [['opt-in', 'Yes'], 'yes'],
+      [['opt-in', 'nein'], 'no'],
+      [['opt-out', 'false'], 'none'],
+      [['opt-out', '2024-05-01T10:00:00Z'], 'no'],
+      [['opt-out', ''], 'none'],
+      [['status', 'unsubscribed'], 'no'],
+      [['status', 'Opt-Out: Manual'], 'no'],
+      [['status', 'not subscribed'], 'none'],
+      [['status', '2024-05-01'], 'unreadable'],
+      [['confirmation', 'No'], 'none'],
+      [['opt-out', 'maybe'], 'unreadable'],
+    ];
+    expect(cases.map(([args]) => readConsentValue(...args))).toEqual(cases.map(([, want]) => want));
+  });
+
+  it('names about the consent are not consent (OPTIN_IP, Opt Out Reason); an unrelated Blocked column is not', () => {
+    expect(consentKindOfName('OPTIN_IP')).toBeUndefined();
+    expect(consentKindOfName('Opt Out Reason')).toBeUndefined();
+    expect(consentKindOfName('Blocked from online booking')).toBeUndefined();
+    expect(consentKindOfName('HasOptedOutOfEmails')).toBe('opt-out');
+    expect(consentKindOfName('DOUBLE_OPT-IN')).toBe('confirmation');
+    expect(consentKindOfName('Email Subscription Status')).toBe('status');
+  });
+
+  it('a column of unknown name holding status words is read by its values; an email-named opt-out is never an email column', () => {
+    const sample = [
+      ['a@example.com', 'subscribed', 'true'],
+      ['b@example.com', 'unsubscribed', 'false'],
+      ['c@example.com', 'subscribed', 'false'],
+    ];
+    const m = resolveMapping(['Email', 'Newsletter', 'Email Opt Out'], {}, sample);
+    expect(m.consent).toEqual([
+      { index: 1, column: 'Newsletter', kind: 'status', content: true },
+      { index: 2, column: 'Email Opt Out', kind: 'opt-out' },
+    ]);
+    expect(m.columns.map((c) => c.column)).toEqual(['Email']);
+    expect(m.notUsed).toBeUndefined();
+  });
+});
+
+/** The generated rows without their consent columns: what a plain upload of the rows to send holds. */
+const stripped = (e: ConsentExport, rows: number[]): RawRecord[] =>
+  rows.map((i) =>
+    Object.fromEntries(Object.entries(e.records[i] ?? {}).filter(([k]) => !e.consentColumns.includes(k))),
+  );
+
+describe('uploads: nobody who said no reaches a custom audience', () => {
+  it('library: the sandbox holds exactly the rows that do not say no; require-consent only those that say yes', async () => {
+    const t = await setup();
+    const e = consentExport(HELD_OUT_SEED + 1, 400);
+    const accountId = t.sandbox.accounts.primary;
+    for (const policy of ['exclude', 'require-consent'] as const) {
+      const id = t.sandbox.state.createCustomAudience(accountId, policy).id;
+      const r = await uploadAudience({
+        client: t.client,
+        accountId,
+        target: { customAudienceId: id },
+        users: e.records,
+        records: { consent: policy },
+      });
+      expect(r.status).toBe('completed');
+      expect(r.consent?.rows_left_out.count).toBe(e.truth.filter((x) => !sentUnder(policy, x)).length);
+      const reference = t.sandbox.state.createCustomAudience(accountId, `${policy}-reference`).id;
+      const rows = e.truth.flatMap((x, i) => (sentUnder(policy, x) ? [i] : []));
+      await uploadAudience({
+        client: t.client,
+        accountId,
+        target: { customAudienceId: reference },
+        users: stripped(e, rows),
+        records: {},
+      });
+      expect(members(t.sandbox, id)).toEqual(members(t.sandbox, reference));
+    }
+    await t.sandbox.close();
+  });
+
+  it('CLI: counts in the summary, --json and the audit record; include says so; a do-not-reach list is not filtered', async () => {
+    const e = consentExport(11, 300);
+    const dir = tempDir('ak-consent-cli-');
+    const file = join(dir, 'export.csv');
+    writeFileSync(file, consentCsv(e));
+    const env = { AUDIENCE_KIT_CONFIG_DIR: dir };
+    const cli = (argv: string[]) => runCli([...argv, '--workers', '0'], { cwd: dir, env });
+    const no = e.truth.filter((x) => x === 'no').length;
+
+    const text = await cli(['upload', file, '--sandbox']);
+    expect(text.code, text.stderr).toBe(0);
+    for (const c of e.consentColumns) expect(text.stderr).toContain(`consent         <- ${JSON.stringify(c)}`);
+    expect(text.stdout).toContain(`rows that say no                 ${no}`);
+    expect(text.stdout).toContain(`sandbox audience size            ${300 - no}`);
+
+    const json = await cli(['upload', file, '--sandbox', '--json']);
+    const report = JSON.parse(json.stdout) as { users: number; consent: { rows_said_no: number; columns: unknown[] } };
+    expect(report.users).toBe(300 - no);
+    expect(report.consent.rows_said_no).toBe(no);
+    expect(report.consent.columns).toHaveLength(e.consentColumns.filter((c) => (e.saysNo[c] ?? 0) > 0).length);
+
+    const include = await cli(['upload', file, '--sandbox', '--consent', 'include']);
+    expect(include.stderr).toContain(`hint: --consent include: ${no} rows whose consent columns say no`);
+    expect(include.stdout).toContain('sandbox audience size            300');
+
+    const dnr = await cli(['upload', file, '--sandbox', '--do-not-reach-list', 'x']);
+    expect(dnr.code, dnr.stderr).toBe(0);
+    expect(dnr.stdout).toContain('sandbox list size                300');
+    expect(dnr.stderr).not.toContain('--consent include');
+
+    const log = readFileSync(join(dir, '.audience-kit', 'audit.jsonl'), 'utf8')
+      .trim()
+      .split('\n');
+    const ends = log.map((l) => JSON.parse(l) as { event: string; consent?: { policy: string; rows_said_no: number } });
+    expect(ends.filter((r) => r.event === 'run_end').map((r) => [r.consent?.policy, r.consent?.rows_said_no])).toEqual([
+      ['exclude', no],
+      ['exclude', no],
+      ['include', no],
+      ['include', no],
+    ]);
+
+    const bad = await cli(['hash', file, '--consent', 'sometimes', '-o', join(dir, 'h.csv')]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('fix: pass exclude (the default), require-consent or include');
+  });
+});
