@@ -474,7 +474,8 @@ describe('--json: one document on stdout, snake_case keys, lists in { data }', (
     const file = join(EXPORTS, 'klaviyo-profiles.csv');
     const refused = await cli(['hash', file, '--json']);
     expect(refused.code).toBe(2);
-    expect(refused.stdout).toBe('');
+    // The failure document of every --json command (cli: one --json failure document).
+    expect(JSON.parse(refused.stdout)).toMatchObject({ status: 'failed', exit_code: 2 });
     expect(refused.stderr).toContain('fix: write the data to a file with -o FILE');
     const r = await cli(['hash', file, '--json', '-o', join(tmp, 'k.csv'), '--workers', '0']);
     const doc = JSON.parse(r.stdout) as { summary: { unknown_countries: unknown } };
@@ -548,7 +549,12 @@ describe('--max-reject-rate and runs without users: non-zero exit, saying why', 
       env: { AUDIENCE_KIT_CONFIG_DIR: dir },
     });
     expect(r.code).toBe(3);
-    expect(r.stdout).toBe('');
+    // Nothing sent: the --json failure document says why.
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      status: 'failed',
+      exit_code: 3,
+      error: { code: 'input_reject_rate_exceeded' },
+    });
     expect(r.stderr).toContain('above --max-reject-rate 5%');
   });
 });
