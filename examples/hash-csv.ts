@@ -1,10 +1,12 @@
 // Hash a CSV export with the CLI's parallel pipeline (worker threads, input order kept) and write JSON lines.
 // Run: npx tsx examples/hash-csv.ts [file.csv] [out.jsonl]  (how to run: examples/README.md)
+import { createRequire } from 'node:module';
 import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { hashCsv } from 'audience-kit';
 
-const input = process.argv[2] ?? 'fixtures/crm-export.csv';
+// Without a file: the synthetic CRM export the package ships (2,991 rows with the mess of real exports).
+const input = process.argv[2] ?? createRequire(import.meta.url).resolve('audience-kit/fixtures/crm-export.csv');
 const output = createWriteStream(process.argv[3] ?? 'users.jsonl', { mode: 0o600 });
 
 // Mapping and input errors (no header, not UTF-8, unknown column) are thrown here, before any row is read.

@@ -1,10 +1,12 @@
 // Upload a CSV export to a custom audience of the embedded sandbox (a local imitation of the platform):
 // hashed on this machine, packed into verified batches, retried where the sandbox injects faults.
 // Run: npx tsx examples/upload-sandbox.ts [file.csv]  (how to run: examples/README.md)
+import { createRequire } from 'node:module';
 import { createClient, createCustomAudience, hashCsv, uploadAudience } from 'audience-kit';
 import { startSandbox } from 'audience-kit/sandbox'; // a test tool: its own entry point
 
-const input = process.argv[2] ?? 'fixtures/crm-export.csv';
+// Without a file: the synthetic CRM export the package ships (2,991 rows with the mess of real exports).
+const input = process.argv[2] ?? createRequire(import.meta.url).resolve('audience-kit/fixtures/crm-export.csv');
 
 // A 503 on the first request and a count mismatch on the second: both are retried and the run completes.
 const sandbox = await startSandbox({ faults: '503=1@1,mismatch@2' });

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { tempDir } from './helpers/temp.js';
@@ -7,7 +7,15 @@ import { tempDir } from './helpers/temp.js';
 // self-contained ones as a user would (`import … from 'audience-kit'` resolves to the built package)
 // and check what they print, so the library guide's code cannot drift from the library.
 
-async function runExample(name: string, args: string[] = []): Promise<{ out: string; err: string }> {
+/**
+ * Runs an example as a user of the installed package would: from `cwd` (default a fresh, empty
+ * directory: a new project has none of this repository's files), with `args`.
+ */
+async function runExample(
+  name: string,
+  args: string[] = [],
+  cwd = tempDir('ak-example-cwd-'),
+): Promise<{ out: string; err: string }> {
   const out: string[] = [];
   const err: string[] = [];
   const log = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void out.push(a.map(String).join(' ')));
@@ -15,16 +23,45 @@ async function runExample(name: string, args: string[] = []): Promise<{ out: str
     .spyOn(console, 'error')
     .mockImplementation((...a: unknown[]) => void err.push(a.map(String).join(' ')));
   const argv = process.argv;
+  const from = process.cwd();
   process.argv = [argv[0] ?? 'node', `examples/${name}.ts`, ...args];
+  process.chdir(cwd);
   try {
     await import(`../examples/${name}.ts`);
   } finally {
+    process.chdir(from);
     process.argv = argv;
     log.mockRestore();
     error.mockRestore();
   }
   return { out: out.join('\n'), err: err.join('\n') };
 }
+
+describe('examples read only what the package ships', () => {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+    files: string[];
+    exports: Record<string, string | Record<string, string>>;
+  };
+  const shipped = (path: string): boolean =>
+    pkg.files.some((f) => path.replace(/^\.\//, '') === f || path.replace(/^\.\//, '').startsWith(`${f}/`));
+
+  it.each(readdirSync(new URL('../examples/', import.meta.url)).filter((f) => f.endsWith('.ts')))('%s', (file) => {
+    const code = readFileSync(new URL(`../examples/${file}`, import.meta.url), 'utf8');
+    // A path of this repository (fixtures/…, ./data.csv) does not exist in a user's project.
+    const literals = [...code.matchAll(/'([^'\n]*)'/g)].map((m) => m[1] ?? '');
+    const paths = literals.filter(
+      (l) => !l.startsWith('audience-kit') && /^(\.{1,2}\/|fixtures\/|test\/|src\/)|\.(csv|tsv|gz|json)$/.test(l),
+    );
+    expect(paths).toEqual([]);
+    // What it takes from the package resolves, through `exports`, to a file the package ships.
+    for (const [, sub] of code.matchAll(/'audience-kit(\/[^']*)?'/g)) {
+      const target = pkg.exports[`.${sub ?? ''}`];
+      const path = typeof target === 'string' ? target : target?.default;
+      expect(path, `audience-kit${sub ?? ''}`).toBeDefined();
+      expect(shipped(path ?? ''), `${path} in package.json files`).toBe(true);
+    }
+  });
+});
 
 describe('examples', () => {
   afterEach(() => {
@@ -38,9 +75,9 @@ describe('examples', () => {
     expect(out).toContain('email_invalid');
   });
 
-  it('hash-csv.ts writes one JSON line per user', async () => {
+  it('hash-csv.ts writes one JSON line per user (without arguments: the shipped fixture, to users.jsonl)', async () => {
     const dir = tempDir('ak-example-');
-    const { err } = await runExample('hash-csv', ['fixtures/crm-export.csv', join(dir, 'users.jsonl')]);
+    const { err } = await runExample('hash-csv', [], dir);
     const lines = readFileSync(join(dir, 'users.jsonl'), 'utf8').trimEnd().split('\n');
     expect(lines.length).toBeGreaterThan(2900);
     expect(JSON.parse(lines[0] ?? '')).toHaveProperty('email');
