@@ -276,6 +276,7 @@ export function printInputMapping(ctx: CliContext, run: HashCsvRun): void {
     `${run.workers} worker${run.workers === 1 ? '' : 's'}`,
   ];
   writeLine(ctx.stderr, `reading ${run.name} (${traits.join(', ')})`);
+  if (run.headerLine > 1) writeLine(ctx.stderr, preambleNotice(run.headerLine));
   writeLine(ctx.stderr, describeMapping(run.mapping));
 }
 
@@ -290,6 +291,12 @@ export function printHints(
   for (const hint of summaryHints(summary, mapping, opts, doNotReach)) writeLine(ctx.stderr, `hint: ${hint}`);
 }
 
+/** The lines before the header, named by number only (a note may hold personal data). */
+function preambleNotice(headerLine: number): string {
+  const skipped = headerLine === 2 ? 'line 1' : `lines 1-${headerLine - 1}`;
+  return `header on line ${headerLine}; ${skipped} skipped as a preamble`;
+}
+
 /** How the input was read, in --json output. */
 export function readingJson(run: HashCsvRun): Record<string, unknown> {
   return {
@@ -297,6 +304,8 @@ export function readingJson(run: HashCsvRun): Record<string, unknown> {
     encoding_source: run.encodingSource,
     delimiter: run.delimiter,
     compressed: run.compressed,
+    header_line: run.headerLine,
+    preamble_lines: run.headerLine - 1,
   };
 }
 

@@ -277,6 +277,8 @@ export interface HashCsvRun extends AsyncIterable<HashedChunk> {
   /** Input file name (or `stdin` / `stream`). */
   readonly name: string;
   readonly header: readonly string[];
+  /** Line of the header: past 1 when a preamble (notes, a title, blank lines) was skipped. */
+  readonly headerLine: number;
   readonly mapping: ColumnMapping;
   /** The normalization options the users are built with (checked; the country canonical). */
   readonly normalize: NormalizeOptions;
@@ -317,6 +319,7 @@ export async function hashCsv(source: CsvSource, opts: HashCsvOptions = {}): Pro
   const hashRun: HashCsvRun = {
     name: input.name,
     header: input.header,
+    headerLine: input.headerLine,
     mapping,
     normalize: chunks.ctx.normalize,
     consent: chunks.ctx.consent,

@@ -26,7 +26,17 @@ import {
   type CsvEncoding,
   type CsvEncodingSource,
 } from './encodings.js';
-import { chunkRecords, CR, LF, MAX_RECORD_BYTES, RecordScanner, type CsvChunk, type CsvRowError } from './records.js';
+import { findLayout, type CsvDelimiter } from './preamble.js';
+import {
+  chunkRecords,
+  countLf as countLfBytes,
+  CR,
+  LF,
+  MAX_RECORD_BYTES,
+  RecordScanner,
+  type CsvChunk,
+  type CsvRowError,
+} from './records.js';
 
 export { MAX_RECORD_BYTES, scanRecords, type CsvChunk, type CsvRowError } from './records.js';
 export { canonicalEncoding, encodingLabel, type CsvEncoding, type CsvEncodingSource } from './encodings.js';
@@ -34,8 +44,7 @@ export { canonicalEncoding, encodingLabel, type CsvEncoding, type CsvEncodingSou
 /** A path (`-` is stdin), a Node stream, or any async iterable of bytes. */
 export type CsvSource = string | Readable | AsyncIterable<Uint8Array>;
 
-export type CsvDelimiter = ',' | ';' | '\t' | '|';
-export const CSV_DELIMITERS: readonly CsvDelimiter[] = [',', ';', '\t', '|'];
+export { CSV_DELIMITERS, type CsvDelimiter } from './preamble.js';
 
 export interface CsvRow {
   /** Physical line (1-based) where the record starts. */
@@ -80,7 +89,10 @@ export interface CsvInput {
    * header): what the column mapping judges each column's values by. Read again by chunks().
    */
   sample: readonly (readonly string[])[];
-  /** Line where the header record starts (1). */
+  /**
+   * Line where the header record starts: 1, or the line after a preamble (notes, a title, blank
+   * lines above the header), which is skipped.
+   */
   headerLine: number;
   delimiter: CsvDelimiter;
   /** The header's line ending; data records may use either (they are split on LF alone). */
@@ -568,24 +580,6 @@ const FORMULA_START = /^[=+\-@\t\r]/;
 // ---------------------------------------------------------------------------------------------
 // Opening a CSV input.
 
-function detectDelimiter(sample: string): CsvDelimiter {
-  let best: { d: CsvDelimiter; consistent: number; fields: number } | undefined;
-  for (const d of CSV_DELIMITERS) {
-    const parsed = Papa.parse<string[]>(sample, { delimiter: d, newline: '\n', preview: 20, quoteChar: '"' });
-    const header = parsed.data[0];
-    if (header === undefined || header.length < 2) continue;
-    const consistent = parsed.data.filter((r) => r.length === header.length).length;
-    if (
-      best === undefined ||
-      consistent > best.consistent ||
-      (consistent === best.consistent && header.length > best.fields)
-    ) {
-      best = { d, consistent, fields: header.length };
-    }
-  }
-  return best?.d ?? ',';
-}
-
 /** The line of the first byte that is not UTF-8 (a sample may end inside a character), or undefined. */
 function firstInvalidUtf8Line(head: Buffer): number | undefined {
   try {
@@ -648,22 +642,36 @@ export async function openCsv(source: CsvSource, opts: ReadCsvOptions = {}): Pro
     // Enough bytes for delimiter detection and for the header record.
     const sampled = Buffer.concat(await peek(input.bytes, SAMPLE_BYTES));
     const newline = headerLineEnding(sampled, input.name);
-    const delimiter = opts.delimiter ?? detectDelimiter(sampleText(sampled));
+    const { delimiter, headerRecord } = findLayout(sampleText(sampled), opts.delimiter);
     const delimByte = delimiter.charCodeAt(0);
+    const skip = recordStart(sampled, delimByte, headerRecord);
+    const headerLine = 1 + countLfBytes(sampled, 0, skip);
     const scanner = new RecordScanner(delimByte);
-    const { head, boundary } = await readHeaderRecord(input, sampled, scanner, maxRecordBytes);
+    const { head, boundary } = await readHeaderRecord(input, sampled.subarray(skip), scanner, maxRecordBytes);
     const headerEnd = boundary === -1 ? head.length : boundary;
     checkHeaderBytes(head.subarray(0, headerEnd), input);
     const unbalanced = boundary === -1 && scanner.inQuote(true);
     const header = parseHeader(head.subarray(0, headerEnd).toString('utf8'), delimiter, unbalanced, input.name);
     const rest = head.subarray(headerEnd);
-    const sample = sampleRows(rest, delimiter, header.length, head.length < SAMPLE_BYTES);
+    const sample = sampleRows(rest, delimiter, header.length, skip + head.length < SAMPLE_BYTES);
     const chunks = chunkRecords(input.bytes, Buffer.from(rest), { delimiter: delimByte, chunkBytes, maxRecordBytes });
-    return csvInput(input, chunks, { header, sample }, delimiter, newline);
+    return csvInput(input, chunks, { header, headerLine, sample }, delimiter, newline);
   } catch (error) {
     await input.close();
     throw error;
   }
+}
+
+/** The offset where the `index`-th record (0-based) of `buf` starts. */
+function recordStart(buf: Buffer, delimiter: number, index: number): number {
+  const scanner = new RecordScanner(delimiter);
+  let at = 0;
+  for (let i = 0; i < index; i++) {
+    const boundary = scanner.scan(buf, at, buf.length, true);
+    if (boundary === -1) break;
+    at = boundary;
+  }
+  return at;
 }
 
 /**
@@ -759,7 +767,7 @@ function parseHeader(headerText: string, delimiter: CsvDelimiter, unbalanced: bo
 function csvInput(
   input: ByteInput,
   chunks: AsyncGenerator<CsvChunk>,
-  { header, sample }: { header: string[]; sample: string[][] },
+  { header, headerLine, sample }: { header: string[]; headerLine: number; sample: string[][] },
   delimiter: CsvDelimiter,
   newline: '\n' | '\r\n',
 ): CsvInput {
@@ -770,12 +778,12 @@ function csvInput(
     consumed = true;
     return chunks;
   };
-  const firstDataLine = 1 + headerLines;
+  const firstDataLine = headerLine + headerLines;
   return {
     name: input.name,
     header,
     sample,
-    headerLine: 1,
+    headerLine,
     delimiter,
     newline,
     encoding: input.encoding,
