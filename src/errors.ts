@@ -158,6 +158,10 @@ export const ERROR_CODES = [
   'state_duplicate_key',
   'state_database_full',
   'state_query_failed',
+  // A sync's lock on its target (its lease) was found lost: it sends nothing more.
+  'state_lease_lost',
+  // ConfigError: the state URL goes through a pooler in transaction mode (advisory locks leak).
+  'state_pooler_transaction_mode',
   // AudienceKitError itself: something unexpected stopped an upload (its report carries it).
   'internal',
 ] as const;

@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { ConfigError, ConnectionError, ResponseShapeError, TimeoutError } from '../errors.js';
 import { backoffMs, isAborted, realClock, type Clock } from '../util/clock.js';
 import { isLoopbackHost } from '../util/host.js';
+import type { Lease } from '../util/lease.js';
 import { USER_AGENT } from '../version.js';
 import { oauth1Header, percentEncode } from './oauth.js';
 import { buildHttpError } from './parse-error.js';
@@ -130,6 +131,12 @@ export interface ApiRequest<T> {
   signal?: AbortSignal;
   /** Called as each attempt goes out (the first and every retry): a caller's own count of its requests. */
   onAttempt?: () => void;
+  /**
+   * A lease the request may only be sent under (a sync's lock on its target): proven before every
+   * attempt and after every wait, no wait longer than its proof interval, and its loss aborts the
+   * attempt in flight. The request then fails with the lease's error, never sent after it is lost.
+   */
+  lease?: Lease;
 }
 
 export interface ApiResponse<T> {
@@ -378,6 +385,19 @@ function redactWith(secrets: readonly string[], text: string): string {
     .replace(/oauth_(?:signature|token_secret)=[^&\s",]*/gi, '[redacted]');
 }
 
+/** What a request's waits need: its path (for events and errors), its signal and its lease. */
+interface Waits {
+  path: string;
+  signal: AbortSignal | undefined;
+  lease: Lease | undefined;
+}
+
+/** The caller's signal and the lease's, either ending the request. */
+function requestSignal(req: ApiRequest<unknown>): AbortSignal | undefined {
+  if (req.lease === undefined) return req.signal;
+  return req.signal === undefined ? req.lease.signal : AbortSignal.any([req.signal, req.lease.signal]);
+}
+
 function abortedError(method: string, path: string, reason: unknown): ConnectionError {
   return new ConnectionError('request_aborted', `${method} ${path} was aborted`, {
     fix: "Run it again (an upload continues with unfinished: 'resume')",
@@ -394,6 +414,12 @@ export class AdsClient {
   private readonly dispatcher: Dispatcher;
   private readonly headersTimeoutMs: number;
   private readonly bodyTimeoutMs: number;
+  /**
+   * The longest one attempt waits for its answer once sent: the connect and headers timeouts. A
+   * sync records it with its lease, so a process taking the target over after this one lost it
+   * waits out any request this one could still have in flight.
+   */
+  readonly requestTimeoutMs: number;
   private readonly maxAttempts: number;
   private readonly retryBaseMs: number;
   private readonly retryMaxMs: number;
@@ -433,6 +459,7 @@ export class AdsClient {
     }
     this.headersTimeoutMs = o.headersTimeoutMs ?? DEFAULTS.headersTimeoutMs;
     this.bodyTimeoutMs = o.bodyTimeoutMs ?? DEFAULTS.bodyTimeoutMs;
+    this.requestTimeoutMs = (o.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs) + this.headersTimeoutMs;
     this.agent = o.dispatcher === undefined ? new Agent(agentOptions(o)) : undefined;
     this.dispatcher = o.dispatcher ?? (this.agent as Agent);
   }
@@ -468,10 +495,18 @@ export class AdsClient {
     const family = routeKey(req.method, req.path);
     const path = url.pathname;
     const idempotent = req.idempotent ?? true;
+    const signal = requestSignal(req);
+    const waits: Waits = { path, signal, lease: req.lease };
 
     for (let attempt = 1; ; attempt++) {
-      if (isAborted(req.signal)) throw abortedError(req.method, path, req.signal?.reason);
-      const release = await this.throttle(rules, family, path, req.signal);
+      req.lease?.signal.throwIfAborted();
+      if (isAborted(signal)) throw abortedError(req.method, path, signal?.reason);
+      const release = await this.throttle(rules, family, waits);
+      // The lease is proven last, after every wait: nothing is sent once it is lost.
+      await req.lease?.verify().catch((error: unknown) => {
+        release(this.clock.now());
+        throw error;
+      });
       const started = performance.now();
       this.counters.requests++;
       req.onAttempt?.();
@@ -479,17 +514,18 @@ export class AdsClient {
       let headers: Dispatcher.ResponseData['headers'];
       let text: string;
       try {
-        ({ status, headers, text } = await this.send(req, url, token, payload));
+        ({ status, headers, text } = await this.send(req, url, token, payload, signal));
         release(this.clock.now());
       } catch (e) {
         release(this.clock.now());
         this.emitRequest(req.method, path, 'error', attempt, started);
-        if (isAborted(req.signal)) throw abortedError(req.method, path, req.signal?.reason);
+        req.lease?.signal.throwIfAborted();
+        if (isAborted(signal)) throw abortedError(req.method, path, signal?.reason);
         const err = this.connectionError(req.method, path, e);
         const code = errorCode(e);
         if (attempt >= this.maxAttempts || (!idempotent && (code === undefined || !NOT_SENT_CODES.has(code))))
           throw err;
-        await this.wait('retry', this.backoffMs(attempt), path, req.signal);
+        await this.wait('retry', this.backoffMs(attempt), waits);
         this.counters.retries++;
         continue;
       }
@@ -511,7 +547,7 @@ export class AdsClient {
           ...resetAt,
         });
       }
-      await this.wait(hint?.reason ?? 'retry', hint?.ms ?? this.backoffMs(attempt), path, req.signal);
+      await this.wait(hint?.reason ?? 'retry', hint?.ms ?? this.backoffMs(attempt), waits);
       this.counters.retries++;
     }
   }
@@ -536,6 +572,7 @@ export class AdsClient {
     url: URL,
     token: { key: string; secret: string } | null,
     payload: EncodedBody,
+    signal: AbortSignal | undefined,
   ): Promise<{ status: number; headers: Dispatcher.ResponseData['headers']; text: string }> {
     const authorization = oauth1Header({
       method: req.method,
@@ -558,7 +595,7 @@ export class AdsClient {
         ...(payload.contentType === undefined ? {} : { 'content-type': payload.contentType }),
       },
       ...(payload.body === undefined ? {} : { body: payload.body }),
-      ...(req.signal === undefined ? {} : { signal: req.signal }),
+      ...(signal === undefined ? {} : { signal }),
     });
     return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
   }
@@ -641,18 +678,13 @@ export class AdsClient {
   }
 
   /** Waits until the request may be sent; returns the function that ends its rate-limit slots. */
-  private async throttle(
-    rules: readonly RateLimitRule[],
-    family: string,
-    path: string,
-    signal?: AbortSignal,
-  ): Promise<(end: number) => void> {
+  private async throttle(rules: readonly RateLimitRule[], family: string, w: Waits): Promise<(end: number) => void> {
     const limiters = rules.flatMap((rule) => this.limiters.get(rule) ?? []);
     for (;;) {
       const now = this.clock.now();
       const blocked = (this.blockedUntil.get(family) ?? 0) - now;
       if (blocked > 0) {
-        await this.wait('server_reset', blocked, path, signal);
+        await this.wait('server_reset', blocked, w);
         continue;
       }
       // Slots are taken in every window at once, or in none: a slot held while waiting for
@@ -667,11 +699,12 @@ export class AdsClient {
       if (full !== undefined) {
         // Every slot of that window is in flight: the next response frees one.
         await full.released();
-        if (isAborted(signal)) throw abortedError('request', path, signal?.reason);
+        w.lease?.signal.throwIfAborted();
+        if (isAborted(w.signal)) throw abortedError('request', w.path, w.signal?.reason);
         continue;
       }
       if (ms === 0) return releaseAll(limiters.map((limiter) => limiter.take()));
-      await this.wait('rate_limit', ms, path, signal);
+      await this.wait('rate_limit', ms, w);
     }
   }
 
@@ -679,16 +712,28 @@ export class AdsClient {
     return backoffMs(attempt, { baseMs: this.retryBaseMs, maxMs: this.retryMaxMs }, this.random);
   }
 
-  private async wait(reason: WaitReason, ms: number, path: string, signal?: AbortSignal): Promise<void> {
+  /**
+   * One wait, reported once. Under a lease it is cut into slices of at most its proof interval,
+   * the lease proven after each: a wait never outlasts the lease (a 15-minute reset included).
+   */
+  private async wait(reason: WaitReason, ms: number, w: Waits): Promise<void> {
     const rounded = Math.max(0, Math.ceil(ms));
     this.counters.waitedMs += rounded;
     if (reason !== 'retry') this.counters.rateLimitWaits++;
-    this.onWait?.({ reason, ms: rounded, path });
-    try {
-      await this.clock.sleep(rounded, signal);
-    } catch (e) {
-      if (isAborted(signal)) throw abortedError('request', path, signal?.reason);
-      throw e;
+    this.onWait?.({ reason, ms: rounded, path: w.path });
+    const slice = w.lease?.proofIntervalMs ?? Infinity;
+    for (let left = rounded; ;) {
+      const step = Math.min(left, slice);
+      try {
+        await this.clock.sleep(step, w.signal);
+      } catch (e) {
+        w.lease?.signal.throwIfAborted();
+        if (isAborted(w.signal)) throw abortedError('request', w.path, w.signal?.reason);
+        throw e;
+      }
+      left -= step;
+      if (left <= 0) return;
+      await w.lease?.verify();
     }
   }
 

@@ -2,6 +2,7 @@
  * Typed endpoint functions. Parameters go in the query string (as the ads API does); ids are
  * path-encoded; bounds from the reference are checked before anything is sent.
  */
+import type { Lease } from '../util/lease.js';
 import { z } from 'zod';
 import { ConfigError, HttpError } from '../errors.js';
 import type { AudienceUser } from '../identifiers/normalize.js';
@@ -95,7 +96,13 @@ async function deleteOnce<T extends { deleted?: boolean | undefined }>(
 
 export async function postCustomAudienceUsers(
   c: AdsClient,
-  p: { accountId: string; customAudienceId: string; signal?: AbortSignal; onAttempt?: () => void } & UserBatchBody,
+  p: {
+    accountId: string;
+    customAudienceId: string;
+    signal?: AbortSignal;
+    onAttempt?: (() => void) | undefined;
+    lease?: Lease | undefined;
+  } & UserBatchBody,
 ): Promise<UserBatchResult> {
   const res = await c.request({
     method: 'POST',
@@ -104,13 +111,20 @@ export async function postCustomAudienceUsers(
     schema: dataEnvelope(userBatchResultSchema),
     ...(p.signal === undefined ? {} : { signal: p.signal }),
     ...(p.onAttempt === undefined ? {} : { onAttempt: p.onAttempt }),
+    ...(p.lease === undefined ? {} : { lease: p.lease }),
   });
   return res.body.data;
 }
 
 export async function postDoNotReachListUsers(
   c: AdsClient,
-  p: { accountId: string; doNotReachListId: string; signal?: AbortSignal; onAttempt?: () => void } & UserBatchBody,
+  p: {
+    accountId: string;
+    doNotReachListId: string;
+    signal?: AbortSignal;
+    onAttempt?: (() => void) | undefined;
+    lease?: Lease | undefined;
+  } & UserBatchBody,
 ): Promise<UserBatchResult[]> {
   const res = await c.request({
     method: 'POST',
@@ -119,6 +133,7 @@ export async function postDoNotReachListUsers(
     schema: dataEnvelope(z.array(userBatchResultSchema)),
     ...(p.signal === undefined ? {} : { signal: p.signal }),
     ...(p.onAttempt === undefined ? {} : { onAttempt: p.onAttempt }),
+    ...(p.lease === undefined ? {} : { lease: p.lease }),
   });
   return res.body.data;
 }

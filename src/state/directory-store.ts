@@ -10,9 +10,11 @@ import { defaultAuditLogPath } from './audit.js';
 import { FileAuditLog } from './audit-file.js';
 import { ensureDir } from './fs.js';
 import { findJournal, listJournals, RunJournal, type JournalKey, type OpenJournalOptions } from './journal.js';
-import { acquireFileLock } from './lock.js';
+import { acquireHeldFileLock } from './lock.js';
+import { HeldLease } from '../util/lease.js';
 import { snapshotDir, snapshotName } from './snapshot.js';
 import {
+  leaseLost,
   syncInProgress,
   type RunJournals,
   type SnapshotTarget,
@@ -45,7 +47,8 @@ export class DirectoryStore implements StateStore {
   async lockTarget(target: SnapshotTarget, o: TargetLockOptions = {}): Promise<TargetSession> {
     const dir = snapshotDir(this.stateDir, target);
     ensureDir(dirname(dir));
-    const release = await acquireFileLock(`${dir}.lock`, {
+    const lockPath = `${dir}.lock`;
+    const lock = await acquireHeldFileLock(lockPath, {
       timeoutMs: o.waitMs ?? 0,
       ...(o.sleep === undefined ? {} : { sleep: o.sleep }),
       ...(o.now === undefined ? {} : { now: o.now }),
@@ -53,15 +56,24 @@ export class DirectoryStore implements StateStore {
       if (!(error instanceof EnvironmentError) || error.code !== 'file_locked') throw error;
       throw syncInProgress(error.message, error);
     });
+    // Only a lock whose process is gone is ever taken over here (state/lock.ts): nothing of it is in flight.
+    const lease = new HeldLease({
+      prove: () => (lock.held() ? Promise.resolve() : Promise.reject(new Error('lock file removed or replaced'))),
+      lost: () => leaseLost(lockPath, 'its lock file was removed or replaced by another process'),
+      ...(o.proofIntervalMs === undefined ? {} : { proofIntervalMs: o.proofIntervalMs }),
+    });
+    lease.start();
     let released = false;
     return {
       dir,
+      lease,
       writeAhead: undefined,
       damage: undefined,
       durable: () => Promise.resolve(),
       persist: () => Promise.resolve(),
       release: () => {
-        if (!released) release();
+        lease.stop();
+        if (!released) lock.release();
         released = true;
         return Promise.resolve();
       },

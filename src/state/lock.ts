@@ -41,6 +41,17 @@ export interface LockHolder {
 
 /** Take the lock at `lockPath`; resolves to its release function. */
 export async function acquireFileLock(lockPath: string, options: LockOptions = {}): Promise<() => void> {
+  return (await acquireHeldFileLock(lockPath, options)).release;
+}
+
+/** A lock taken: its release, and whether it is still this process's (not removed nor replaced). */
+export interface HeldFileLock {
+  release: () => void;
+  held: () => boolean;
+}
+
+/** Take the lock at `lockPath`, able to tell later whether it is still held (a sync's lease). */
+export async function acquireHeldFileLock(lockPath: string, options: LockOptions = {}): Promise<HeldFileLock> {
   const timeoutMs = options.timeoutMs ?? 10_000;
   const now = options.now ?? Date.now;
   const sleep = options.sleep ?? realSleep;
@@ -48,7 +59,8 @@ export async function acquireFileLock(lockPath: string, options: LockOptions = {
   const me: LockHolder = { pid: process.pid, host: hostname(), since: new Date(start).toISOString() };
   for (let attempt = 0; ; attempt++) {
     const ino = tryCreate(lockPath, me);
-    if (ino !== undefined) return () => removeIfSame(lockPath, ino);
+    if (ino !== undefined)
+      return { release: () => removeIfSame(lockPath, ino), held: () => stillHeld(lockPath, ino, me) };
     const judged = judge(lockPath, options.emptyGraceMs ?? 2000, now());
     if (judged.kind === 'stale') {
       removeIfSame(lockPath, judged.ino);
@@ -57,6 +69,17 @@ export async function acquireFileLock(lockPath: string, options: LockOptions = {
     if (now() - start >= timeoutMs) throw lockedError(lockPath, judged.kind === 'held' ? judged.holder : undefined);
     // Every path through the loop that does not break the lock sleeps: no spinning.
     await sleep(Math.min(100, 5 + attempt * 5));
+  }
+}
+
+/** The lock file is the one this process made (same inode, and its content names this process and start: an inode can be reused). */
+function stillHeld(lockPath: string, ino: number, me: LockHolder): boolean {
+  try {
+    if (lstatSync(lockPath).ino !== ino) return false;
+    const holder = parseHolder(readHead(lockPath));
+    return holder?.pid === me.pid && holder.host === me.host && holder.since === me.since;
+  } catch {
+    return false;
   }
 }
 

@@ -18,10 +18,11 @@
  * conditional write on a generation object), the committed files as versioned objects, and the
  * write-ahead records as small objects named by sequence number.
  */
-import { ConfigError } from '../errors.js';
+import { ConfigError, EnvironmentError } from '../errors.js';
 import type { AuditRecord, AuditRun, AuditVerification, ChainedAuditRecord, RecordedSnapshot } from './audit.js';
 import type { JournalKey, JournalSummary, OpenJournalOptions, UploadJournal } from './journal.js';
 import type { SnapshotError, SnapshotTarget } from './snapshot-format.js';
+import type { Lease } from '../util/lease.js';
 
 export type { UploadJournal } from './journal.js';
 
@@ -63,6 +64,14 @@ export interface TargetLockOptions {
   waitMs?: number;
   /** Recorded with the lock (PostgreSQL: in `audience_kit_targets.holder`) so a refusal can name it. */
   runId?: string;
+  /**
+   * The longest one request of this process can be in flight once sent (the client's
+   * `requestTimeoutMs`): recorded with the lock, so a process that takes the target over after
+   * this one ended uncleanly waits it out before it sends. Default 70 s (the client's defaults).
+   */
+  requestTimeoutMs?: number;
+  /** The lease's proof interval (heartbeat period, longest unproven wait); default 10 s. */
+  proofIntervalMs?: number;
   /** Injectable for tests. */
   sleep?: (ms: number) => Promise<void>;
   now?: () => number;
@@ -77,6 +86,13 @@ export interface TargetLockOptions {
  */
 export interface TargetSession {
   readonly dir: string;
+  /**
+   * The lock as a lease (util/lease.ts): proven by a heartbeat from the lock until `release()`,
+   * its signal aborted once it is lost (the PostgreSQL session ended, the lock file replaced or
+   * removed). Every request of the sync is sent under it. A store took the lock only after any
+   * request the previous holder could still have in flight (when it ended uncleanly) was waited out.
+   */
+  readonly lease: Lease;
   /**
    * Passed to Snapshot.open: hears each write-ahead write after it is fsynced locally and
    * stores it (undefined for the directory store, whose files are the record).
@@ -163,4 +179,17 @@ export function syncInProgress(holder: string, cause?: unknown): ConfigError {
     fix: 'wait for it to finish (or stop it), then run the sync again',
     ...(cause === undefined ? {} : { cause }),
   });
+}
+
+/** A sync's lock on its target was found lost (`why`): it sends nothing more. */
+export function leaseLost(where: string, why: string, cause?: unknown): EnvironmentError {
+  return new EnvironmentError(
+    'state_lease_lost',
+    `this sync's lock on the target in ${where} was lost (${why}): nothing more is sent, and another sync may now hold it`,
+    {
+      path: where,
+      fix: 'run the sync again (once any other sync of the target has ended): it continues from what the store recorded',
+      ...(cause === undefined ? {} : { cause }),
+    },
+  );
 }

@@ -15,6 +15,7 @@ import type { RowRules } from '../identifiers/rows.js';
 import { rejectGuardOptions, type RejectGuardOptions } from '../hashing/reject-guard.js';
 import type { UploadJournal } from '../state/store.js';
 import { realClock, type Clock } from '../util/clock.js';
+import type { Lease } from '../util/lease.js';
 import { resolveBatchLimits, type BatchGroup, type BatchLimits, type OperationType, type PackedBatch } from './plan.js';
 import { describeTarget, type Target } from './target.js';
 import type { ConfirmedBatchInfo, UploadOperation, UploadProgress, UploadTarget, UploadUsers } from './types.js';
@@ -175,6 +176,8 @@ export const SEND_FIELDS = {
   maxRetries: checked((v) => wholeNumber(v, DEFAULT_MAX_RETRIES, 'maxRetries', 0, 100)),
   retryBaseMs: z.number().min(0).default(DEFAULT_RETRY_BASE_MS),
   signal: given<AbortSignal>(),
+  /** A sync's lease on its target (set by sync, not a caller): every request is sent under it. */
+  lease: given<Lease>(),
   onConfirmed: callback<(batch: ConfirmedBatchInfo) => void | Promise<void>>(),
   clock: z.custom<Clock>().default(realClock),
   random: z.custom<() => number>((v) => typeof v === 'function').default(() => Math.random),

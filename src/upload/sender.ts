@@ -11,6 +11,7 @@ import type { AdsClient, UserBatchResult } from '../api/index.js';
 import { AuthError, BatchVerificationError, ConfigError } from '../errors.js';
 import type { BatchGroup } from './plan.js';
 import { backoffMs, isAborted, type Clock } from '../util/clock.js';
+import type { Lease } from '../util/lease.js';
 import type { Target } from './target.js';
 
 /** A packed batch on its way: `sha256` is set when a journal records it. */
@@ -35,6 +36,8 @@ export interface SenderOptions {
   clock: Clock;
   random: () => number;
   signal: AbortSignal | undefined;
+  /** A sync's lease on its target: every attempt of every request (re-sends too) is sent under it. */
+  lease?: Lease | undefined;
 }
 
 /** What the sender adds to the run's counts. */
@@ -75,7 +78,7 @@ export async function sendBatch(
     try {
       result = await post(o, batch, tally);
     } catch (error) {
-      return isFatal(error) ? { kind: 'fatal', error } : { kind: 'failed', error };
+      return isFatal(error, o) ? { kind: 'fatal', error } : { kind: 'failed', error };
     }
     const v = verify(batch, result);
     if (v.error === undefined) return { kind: 'confirmed', success: v.success, total: v.total };
@@ -92,19 +95,20 @@ export async function sendBatch(
   }
 }
 
-/** One post of the batch: each of its HTTP attempts counted as it goes out. */
+/** One post of the batch under the sync's lease: each of its HTTP attempts counted as it goes out. */
 function post(o: SenderOptions, batch: SendableBatch, tally: SendTally): Promise<UserBatchResult | UserBatchResult[]> {
   let attempts = 0;
-  return o.target.postUsers(o.client, o.accountId, batch.body, () => {
+  const onAttempt = (): void => {
     if (attempts++ > 0) tally.clientRetries++;
     tally.requests++;
     tally.bytes += batch.bytes;
-  });
+  };
+  return o.target.postUsers(o.client, o.accountId, batch.body, { onAttempt, lease: o.lease });
 }
 
-/** Errors after which sending more is pointless: credentials, permission, configuration. */
-function isFatal(error: unknown): boolean {
-  return error instanceof AuthError || error instanceof ConfigError;
+/** Errors after which sending more is pointless: credentials, permission, configuration, a lost lease. */
+function isFatal(error: unknown, o: SenderOptions): boolean {
+  return error instanceof AuthError || error instanceof ConfigError || o.lease?.signal.aborted === true;
 }
 
 /** Checks the platform's counts against the users sent; `error` when they do not prove every user was taken. */

@@ -117,6 +117,11 @@ export interface SyncAudienceOptions extends SendOptions {
   onAuditError?: (error: unknown) => void;
   /** `planned` once the plan is known and accepted, then `removing` and `updating` as they start. */
   onPhase?: (phase: 'planned' | 'removing' | 'updating', plan: SyncPlanCounts) => void;
+  /**
+   * How often the sync proves it still holds its lock on the target (default 10 000 ms): the
+   * heartbeat's period and the longest wait between two proofs (docs/design.md, the lease).
+   */
+  leaseIntervalMs?: number;
 }
 
 /** syncAudience's options: the sending ones, and the sync's own. */
@@ -140,6 +145,7 @@ const SYNC_FIELDS = {
   acceptUnrecovered: z.boolean().default(false),
   onAuditError: z.custom<(error: unknown) => void>().optional(),
   onPhase: z.custom<NonNullable<SyncAudienceOptions['onPhase']>>().optional(),
+  leaseIntervalMs: z.number().int().positive().max(600_000).optional(),
 };
 const SYNC_SCHEMA = z
   .object(SYNC_FIELDS)
@@ -233,7 +239,13 @@ export async function syncResolved(o: ResolvedSyncOptions): Promise<SyncReport> 
     const target = snapshotTarget(o.accountId, o.target);
     const runId = o.runId ?? newRunId();
     // One sync per target: a second one is refused at once, naming the holder.
-    const session = await state.store.lockTarget(target, { runId });
+    const session = await state.store.lockTarget(target, {
+      runId,
+      ...(o.client === undefined ? {} : { requestTimeoutMs: o.client.requestTimeoutMs }),
+      ...(o.leaseIntervalMs === undefined ? {} : { proofIntervalMs: o.leaseIntervalMs }),
+      sleep: (ms) => o.clock.sleep(ms, o.signal),
+      now: () => o.clock.now(),
+    });
     try {
       return await syncLocked(o, { session, audit: state.audit, target, runId }, input);
     } finally {
@@ -491,7 +503,8 @@ async function send(
   stored: Stored,
 ): Promise<SyncSent> {
   const stop = new AbortController();
-  const signal = o.signal === undefined ? stop.signal : AbortSignal.any([o.signal, stop.signal]);
+  const { lease } = session;
+  const signal = AbortSignal.any([...(o.signal === undefined ? [] : [o.signal]), stop.signal, lease.signal]);
   const sent: SyncSent = {};
   const record = (write: () => void): boolean => {
     try {
@@ -518,7 +531,8 @@ async function send(
       stop.abort();
     }
   };
-  const base = sendOptions(o, signal);
+  // Every request is sent under the lease: proven before each attempt, cut when it is lost.
+  const base = { ...sendOptions(o, signal), lease };
   // The write-ahead record: each chunk's users are recorded (fsync, and stored) before the sender gets them.
   const removed = new InFlight(async (users) => {
     snapshot.recordIntentDeletes(users);
@@ -549,6 +563,11 @@ async function send(
   }
   for (const e of sent.deletes?.operation_errors ?? []) e.line = null;
   sent.updatesPending = plan.spool.count > 0 && sent.updates === undefined;
+  // A lost lock: another process may hold the target now, and its snapshot is not this one's to commit.
+  if (lease.signal.aborted) {
+    sent.error ??= asKitError(lease.signal.reason);
+    return sent;
+  }
   // The sending's dead request bodies are collected before the commit sorts and merges the changes.
   if (large(plan.counts)) collectGarbage();
   if (!record(() => snapshot.commit())) return sent;

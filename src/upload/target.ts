@@ -10,6 +10,7 @@ import { postCustomAudienceUsers, postDoNotReachListUsers } from '../api/endpoin
 import type { UserBatchResult } from '../api/schemas.js';
 import type { IdentifierType } from '../identifiers/normalize.js';
 import { snapshotDir, type SnapshotTarget } from '../state/snapshot.js';
+import type { Lease } from '../util/lease.js';
 
 /** An upload target as a caller names it. */
 export type UploadTarget = { customAudienceId: string } | { doNotReachListId: string };
@@ -52,13 +53,14 @@ export interface Target {
   maxExpiry(now: Date): Date | undefined;
   /**
    * One user batch to the kind's endpoint; the response's shape is checked there (one count, or
-   * one per operation). `onAttempt` is called as each HTTP attempt goes out (the client's retries too).
+   * one per operation). `onAttempt` is called as each HTTP attempt goes out (the client's retries
+   * too); under `lease` (a sync's), no attempt is sent once it is lost.
    */
   postUsers(
     client: AdsClient,
     accountId: string,
     body: Buffer,
-    onAttempt?: () => void,
+    how?: { onAttempt?: (() => void) | undefined; lease?: Lease | undefined },
   ): Promise<UserBatchResult | UserBatchResult[]>;
 }
 
@@ -90,26 +92,16 @@ export function describeTarget(target: UploadTarget): Target {
     return {
       ...DO_NOT_REACH_LIST,
       id,
-      postUsers: (client, accountId, body, onAttempt) =>
-        postDoNotReachListUsers(client, {
-          accountId,
-          doNotReachListId: id,
-          body,
-          ...(onAttempt === undefined ? {} : { onAttempt }),
-        }),
+      postUsers: (client, accountId, body, how) =>
+        postDoNotReachListUsers(client, { accountId, doNotReachListId: id, body, ...how }),
     };
   }
   const id = target.customAudienceId;
   return {
     ...CUSTOM_AUDIENCE,
     id,
-    postUsers: (client, accountId, body, onAttempt) =>
-      postCustomAudienceUsers(client, {
-        accountId,
-        customAudienceId: id,
-        body,
-        ...(onAttempt === undefined ? {} : { onAttempt }),
-      }),
+    postUsers: (client, accountId, body, how) =>
+      postCustomAudienceUsers(client, { accountId, customAudienceId: id, body, ...how }),
   };
 }
 

@@ -5,16 +5,19 @@
  * sync stops sending. Writes are fenced by the target's `version` (the commit count read when
  * the session started), so a writer that lost its lock cannot overwrite a newer commit.
  */
+import { randomBytes } from 'node:crypto';
 import { lstatSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type pg from 'pg';
 import { z } from 'zod';
-import { EnvironmentError } from '../../errors.js';
+import { AudienceKitError, ConfigError, EnvironmentError } from '../../errors.js';
+import { HeldLease } from '../../util/lease.js';
 import { sleep as realSleep } from '../../util/clock.js';
 import { processRunning } from '../../util/process.js';
 import { snapshotName } from '../snapshot.js';
 import {
+  leaseLost,
   syncInProgress,
   type SnapshotTarget,
   type SnapshotWriteAhead,
@@ -52,7 +55,41 @@ function removeDeadCopies(): void {
   }
 }
 
-const holderSchema = z.object({ host: z.string(), pid: z.number(), since: z.string(), run_id: z.string().optional() });
+const holderSchema = z.object({
+  host: z.string(),
+  pid: z.number(),
+  since: z.string(),
+  run_id: z.string().optional(),
+  /** Since the lease: this holder's own token (a release clears only its own record). */
+  lease: z.string().optional(),
+  /** Since the lease: the longest one of its requests could be in flight, and its proof interval. */
+  request_timeout_ms: z.number().optional(),
+  abort_within_ms: z.number().optional(),
+});
+type Holder = z.infer<typeof holderSchema>;
+
+/** The client's defaults (connect 10 s + headers 60 s): what a holder that recorded none is assumed to use. */
+const DEFAULT_REQUEST_TIMEOUT_MS = 70_000;
+
+/**
+ * How long a process taking the target over waits before it sends: a holder recorded under the
+ * lock and never cleared ended uncleanly (killed, or its session lost), and any request it sent
+ * before it knew can still arrive. Sent under a lease, such a request started before the loss,
+ * and its body was cut by the heartbeat within `abort_within_ms` of it: what was sent whole is
+ * answered within the request timeout. A holder of this host whose process is gone has nothing
+ * in flight; a holder of an older version (no lease) is given the default request timeout.
+ */
+export function takeoverWaitMs(holder: unknown): number {
+  const h = holderSchema.safeParse(holder);
+  if (holder === null || holder === undefined) return 0;
+  if (!h.success) return DEFAULT_REQUEST_TIMEOUT_MS;
+  if (h.data.host === hostname() && !processRunning(h.data.pid)) return 0;
+  return (h.data.request_timeout_ms ?? DEFAULT_REQUEST_TIMEOUT_MS) + (h.data.abort_within_ms ?? 0);
+}
+
+function describeHolder(h: Holder): string {
+  return `pid ${h.pid} on host ${h.host} since ${h.since}${h.run_id === undefined ? '' : `, run ${h.run_id}`}`;
+}
 
 function fenced(where: string): EnvironmentError {
   return new EnvironmentError(
@@ -78,9 +115,7 @@ async function takeLock(client: pg.Client, name: string, o: TargetLockOptions): 
       ]);
       const holder = holderSchema.safeParse(h.rows[0]?.holder);
       throw syncInProgress(
-        holder.success
-          ? `pid ${holder.data.pid} on host ${holder.data.host} since ${holder.data.since}${holder.data.run_id === undefined ? '' : `, run ${holder.data.run_id}`}`
-          : 'another process holds its lock in the state database',
+        holder.success ? describeHolder(holder.data) : 'another process holds its lock in the state database',
       );
     }
     await sleep(Math.min(500, 50 + attempt * 50));
@@ -89,15 +124,19 @@ async function takeLock(client: pg.Client, name: string, o: TargetLockOptions): 
 
 export class PostgresTargetSession implements TargetSession {
   readonly writeAhead: SnapshotWriteAhead;
+  readonly lease: HeldLease;
   private chain: Promise<void> = Promise.resolve();
   private failure: unknown;
   private released = false;
+  /** Inside persist()'s transaction: the heartbeat does not prove (nothing is sent meanwhile). */
+  private committing = false;
 
   private constructor(
     readonly dir: string,
     private readonly client: pg.Client,
     private readonly name: string,
     private readonly where: string,
+    private readonly held: HeldTarget,
     /** The target's commit count this session read: the fencing token of its writes. */
     private version: string,
     /** The committed files as the database holds them (what a commit compares with). */
@@ -107,31 +146,50 @@ export class PostgresTargetSession implements TargetSession {
     readonly damage: SnapshotError | undefined,
   ) {
     this.writeAhead = { wrote: (file, offset, bytes) => this.queue(file, offset, bytes) };
+    this.lease = held.lease;
   }
 
-  /** Connect, lock the target, record the holder and copy its snapshot into a private directory. */
+  /**
+   * Connect, lock the target, record the holder, wait out what an unclean previous holder could
+   * still have in flight, and copy its snapshot into a private directory.
+   */
   static async open(url: string, where: string, target: SnapshotTarget, o: TargetLockOptions): Promise<TargetSession> {
     const client = await connect(url, where);
     const name = snapshotName(target);
     let dir: string | undefined;
+    let held: HeldTarget | undefined;
     try {
+      await configureSession(client);
       await takeLock(client, name, o);
-      const holder = { host: hostname(), pid: process.pid, since: new Date().toISOString(), run_id: o.runId };
-      await client.query(
-        `INSERT INTO audience_kit_targets (target, account_id, kind, target_id, holder) VALUES ($1, $2, $3, $4, $5)
-         ON CONFLICT (target) DO UPDATE SET holder = EXCLUDED.holder`,
-        [name, target.accountId, target.kind, target.id, JSON.stringify(holder)],
-      );
+      held = await holdTarget(client, { url, name, where }, target, o);
       removeDeadCopies();
       dir = mkdtempSync(join(tmpdir(), `${COPY_PREFIX}${process.pid}-`));
       const { version, stored, replayed } = await materialize(client, name, dir);
       const damage = stored.damage ?? replayed.damage;
-      return new PostgresTargetSession(dir, client, name, where, version, stored.files, replayed.last + 1, damage);
+      const session = new PostgresTargetSession(
+        dir,
+        client,
+        name,
+        where,
+        held,
+        version,
+        stored.files,
+        replayed.last + 1,
+        damage,
+      );
+      held.session = session;
+      return session;
     } catch (error) {
+      held?.lease.stop();
       if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
       await client.end().catch(() => undefined);
       throw connectionLost(where, error);
     }
+  }
+
+  /** The lease's proof, on the holding connection (skipped inside a commit, which proves it by ending). */
+  proveHeld(): Promise<void> {
+    return this.committing ? Promise.resolve() : proveLock(this.client, this.held);
   }
 
   private queue(file: string, offset: number, bytes: Buffer): void {
@@ -163,6 +221,7 @@ export class PostgresTargetSession implements TargetSession {
     await this.chain;
     if (!filesChanged(this.dir, this.stored) && this.nextSeq === 1) return;
     let stored: StoredFiles;
+    this.committing = true;
     try {
       await this.client.query('BEGIN');
       const r = await this.client.query(
@@ -178,6 +237,8 @@ export class PostgresTargetSession implements TargetSession {
     } catch (error) {
       await this.client.query('ROLLBACK').catch(() => undefined);
       throw connectionLost(this.where, error);
+    } finally {
+      this.committing = false;
     }
     this.stored = stored;
     this.nextSeq = 1;
@@ -187,14 +248,148 @@ export class PostgresTargetSession implements TargetSession {
   async release(): Promise<void> {
     if (this.released) return;
     this.released = true;
+    this.lease.stop();
     await this.chain;
     rmSync(this.dir, { recursive: true, force: true });
-    // Ending the session releases the advisory lock; the holder row is cleared first when possible.
-    await this.client
-      .query('UPDATE audience_kit_targets SET holder = NULL WHERE target = $1', [this.name])
-      .catch(() => undefined);
+    // Ending the session releases the advisory lock. The holder row is cleared first when it is
+    // still this session's.
+    // A cleared holder tells the next one this sync ended cleanly: nothing of it is in flight, as
+    // the engine released the session after every request settled. A lost session's record is
+    // cleared through a new connection, and only if no other process recorded itself since.
+    const clear = async (client: pg.Client): Promise<void> => {
+      await client
+        .query(`UPDATE audience_kit_targets SET holder = NULL WHERE target = $1 AND holder->>'lease' = $2`, [
+          this.name,
+          this.held.token,
+        ])
+        .catch(() => undefined);
+    };
+    if (!this.lease.signal.aborted) await clear(this.client);
     await this.client.end().catch(() => undefined);
+    if (this.lease.signal.aborted) {
+      const other = await connect(this.held.url, this.where).catch(() => undefined);
+      if (other !== undefined) await clear(other).finally(() => other.end().catch(() => undefined));
+    }
   }
+}
+
+/** The lock taken: its lease, the token recorded in the holder row, and the backend that holds it. */
+interface HeldTarget {
+  url: string;
+  lease: HeldLease;
+  token: string;
+  backendPid: number;
+  /** The advisory lock's key. */
+  key: string;
+  session?: PostgresTargetSession;
+}
+
+/**
+ * The holding session's settings: the server notices a dead client (and frees the lock) in about
+ * 25 s (TCP keepalives; with 14+, also while a statement runs), and no idle timeout of the role
+ * ends it while the sync waits (`idle_session_timeout`, `idle_in_transaction_session_timeout`).
+ */
+async function configureSession(client: pg.Client): Promise<void> {
+  const v = await client.query<{ v: string }>('SHOW server_version_num');
+  const settings: [string, string][] = [
+    ['tcp_keepalives_idle', '10'],
+    ['tcp_keepalives_interval', '5'],
+    ['tcp_keepalives_count', '3'],
+    ['idle_in_transaction_session_timeout', '0'],
+  ];
+  if (Number(v.rows[0]?.v) >= 140000)
+    settings.push(['idle_session_timeout', '0'], ['client_connection_check_interval', '5000']);
+  await client.query('SELECT set_config(k, v, false) FROM unnest($1::text[], $2::text[]) AS s(k, v)', [
+    settings.map(([k]) => k),
+    settings.map(([, value]) => value),
+  ]);
+}
+
+/**
+ * The lock is ours: record the holder (with what a successor must wait out), check the lock is
+ * held by this very backend (a transaction-mode pooler is refused), wait out an unclean previous
+ * holder, and start the heartbeat.
+ */
+async function holdTarget(
+  client: pg.Client,
+  { url, name, where }: { url: string; name: string; where: string },
+  target: SnapshotTarget,
+  o: TargetLockOptions,
+): Promise<HeldTarget> {
+  const lease = new HeldLease({
+    prove: () => (held.session === undefined ? proveLock(client, held) : held.session.proveHeld()),
+    lost: (cause) =>
+      cause instanceof AudienceKitError ? cause : leaseLost(where, 'its database session ended', cause),
+    onLost: () => client.connection.stream.destroy(),
+    ...(o.proofIntervalMs === undefined ? {} : { proofIntervalMs: o.proofIntervalMs }),
+  });
+  const pid = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+  const held: HeldTarget = {
+    url,
+    lease,
+    token: randomBytes(12).toString('hex'),
+    backendPid: pid.rows[0]?.pid ?? 0,
+    key: advisoryKey(`target:${name}`),
+  };
+  await proveLock(client, held).catch((error: unknown) => Promise.reject(poolerRefused(where, error)));
+  const holder: Holder = {
+    host: hostname(),
+    pid: process.pid,
+    since: new Date().toISOString(),
+    ...(o.runId === undefined ? {} : { run_id: o.runId }),
+    lease: held.token,
+    request_timeout_ms: o.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+    abort_within_ms: lease.abortWithinMs,
+  };
+  const previous = await client.query<{ holder: unknown }>(
+    'SELECT holder FROM audience_kit_targets WHERE target = $1',
+    [name],
+  );
+  await client.query(
+    `INSERT INTO audience_kit_targets (target, account_id, kind, target_id, holder) VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (target) DO UPDATE SET holder = EXCLUDED.holder`,
+    [name, target.accountId, target.kind, target.id, JSON.stringify(holder)],
+  );
+  // A connection that ends or fails is a lease lost at once, not at the next proof.
+  client.on('end', () => lease.fail(new Error('connection ended')));
+  client.on('error', (error) => lease.fail(error));
+  lease.start();
+  const wait = takeoverWaitMs(previous.rows[0]?.holder);
+  if (wait > 0) {
+    await (o.sleep ?? realSleep)(wait);
+    await lease.verify();
+  }
+  return held;
+}
+
+/** A failure of the check right after the lock was taken. */
+function poolerRefused(where: string, error: unknown): unknown {
+  if (!(error instanceof Error) || error.message !== NOT_HELD) return error;
+  return new ConfigError(
+    'state_pooler_transaction_mode',
+    `the state database ${where} does not keep a session's advisory lock on that session: the URL goes through a pooler in transaction or statement mode (PgBouncer pool_mode = transaction, a cloud "transaction" pooler), where the target's lock would leak to other clients`,
+    {
+      fix: 'connect to PostgreSQL directly, or through a pool in session mode (PgBouncer pool_mode = session; often another port of the same pooler)',
+    },
+  );
+}
+
+const NOT_HELD = 'the advisory lock is not held by this session';
+
+/**
+ * Proves the lock held now: by this backend (the one that took it: a pooler that changed it has
+ * given the lock's session to another client) and listed as granted in pg_locks. A dead session
+ * fails the query.
+ */
+async function proveLock(client: pg.Client, held: { backendPid: number; key: string }): Promise<void> {
+  const key = BigInt.asUintN(64, BigInt(held.key));
+  const r = await client.query<{ pid: number; held: boolean }>(
+    `SELECT pg_backend_pid() AS pid, EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
+       AND pid = pg_backend_pid() AND objsubid = 1 AND classid::bigint = $1 AND objid::bigint = $2) AS held`,
+    [(key >> 32n).toString(), (key & 0xffffffffn).toString()],
+  );
+  const row = r.rows[0];
+  if (row?.pid !== held.backendPid || row.held !== true) throw new Error(NOT_HELD);
 }
 
 /** The committed files and the write-ahead rows, read in one consistent snapshot of the database. */

@@ -1,0 +1,178 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createClient } from '../src/api/index.js';
+import type { Clock } from '../src/util/clock.js';
+import { createTestRole } from './helpers/postgres.js';
+import { customers, expected, members, range, setup, syncOf, usePostgres, userPosts } from './helpers/sync.js';
+
+// The lock-loss race (issue #32): a sync whose database session ends while it waits (a 429's
+// reset, a 503's retry-after, the back-off before a re-send after a count mismatch) must not send
+// once the session is gone, since a second worker can take the target and sync in the meantime;
+// that worker waits out whatever the first could still have in flight. The next day's different
+// file must then end exact. Real PostgreSQL, the sandbox as platform, the second worker on another
+// store (another host name of the database, as on a second machine).
+usePostgres();
+
+const LEASE_MS = 100;
+
+async function sql(url: string, text: string, params: unknown[] = []): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(text, params);
+  } finally {
+    await client.end();
+  }
+}
+
+const withoutOptions = (url: string): string => {
+  const u = new URL(url);
+  u.searchParams.delete('options');
+  return u.toString();
+};
+const otherHost = (url: string): string => url.replace('127.0.0.1', 'localhost');
+
+let cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+  cleanups = [];
+});
+
+/** A role of the test's own with a schema it owns: the state URL through it, and the role's name. */
+async function roleState(stateUrl: string): Promise<{ url: string; role: string }> {
+  const db = withoutOptions(stateUrl);
+  const role = await createTestRole(db);
+  cleanups.push(role.drop);
+  const name = decodeURIComponent(new URL(role.url).username);
+  const schema = `s_${randomBytes(6).toString('hex')}`;
+  await sql(db, `CREATE SCHEMA ${schema} AUTHORIZATION ${pg.escapeIdentifier(name)}`);
+  const url = new URL(role.url);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return { url: url.toString(), role: name };
+}
+
+type Ending = 'terminated' | 'restarted' | 'idle_session_timeout';
+
+/** Ends the sessions holding the database's advisory locks, or every session of it (what a restart does to them). */
+async function endSessions(url: string, ending: Ending): Promise<void> {
+  const db = withoutOptions(url);
+  if (ending === 'terminated') {
+    await sql(
+      db,
+      `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND pid <> pg_backend_pid()
+         AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+    );
+  } else if (ending === 'restarted') {
+    await sql(
+      db,
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`,
+    );
+  } else {
+    // The role's idle_session_timeout (500 ms) ends a session left idle that long.
+    await new Promise((resolve) => setTimeout(resolve, 800));
+  }
+}
+
+/** A fast clock whose first sleep runs `hook` first (every sleep waits for it to end). */
+function hookedClock(hook: () => Promise<void>): Clock {
+  let skew = 0;
+  let fired: Promise<void> | undefined;
+  return {
+    now: () => Date.now() + skew,
+    sleep: async (ms, signal) => {
+      signal?.throwIfAborted();
+      fired ??= hook();
+      await fired;
+      skew += ms;
+    },
+  };
+}
+
+function recordingClock(sleeps: number[]): Clock {
+  let skew = 0;
+  return {
+    now: () => Date.now() + skew,
+    sleep: async (ms, signal) => {
+      signal?.throwIfAborted();
+      sleeps.push(ms);
+      skew += ms;
+    },
+  };
+}
+
+const FAULTS = [
+  ['a 429 reset', '429@1'],
+  ['503 retries', '503=1@1+2'],
+  ['a count mismatch', 'mismatch@1+2'],
+] as const;
+// Every wait with the session terminated; a restart and the role's timeout on one wait each.
+const CASES = [
+  ...FAULTS.map(([name, spec]) => [name, 'terminated', spec] as const),
+  ['503 retries', 'restarted', '503=1@1+2'],
+  ['a 429 reset', 'idle_session_timeout', '429@1'],
+] as const;
+
+describe('a sync that loses its lock while it waits', () => {
+  it.each(CASES)(
+    'sends nothing more (waiting on %s, session %s); the worker taking over waits out its requests; the next file ends exact',
+    async (_, ending, faults) => {
+      const t = await setup({}, {}, 'postgres');
+      let url = (t.state as { state: string }).state;
+      let role: string | undefined;
+      if (ending === 'idle_session_timeout') ({ url, role } = await roleState(url));
+      await syncOf(t, customers(range(0, 100)), { state: url });
+
+      if (role !== undefined)
+        await sql(withoutOptions(url), `ALTER ROLE ${pg.escapeIdentifier(role)} SET idle_session_timeout = '500ms'`);
+      t.sandbox.setFaults(faults);
+      let postsAfterTakeover = -1;
+      let takeover: unknown;
+      const takeoverSleeps: number[] = [];
+      const clock = hookedClock(async () => {
+        await endSessions(url, ending);
+        t.sandbox.setFaults('');
+        // A second worker, on another store, syncs another file meanwhile.
+        takeover = await syncOf(t, customers(range(0, 90)), {
+          state: otherHost(url),
+          clock: recordingClock(takeoverSleeps),
+          maxRemovals: '100%',
+        }).catch((error: unknown) => error);
+        postsAfterTakeover = userPosts(t.sandbox, t.audienceId);
+      });
+      const client = createClient({
+        adsBaseUrl: t.sandbox.adsBaseUrl,
+        credentials: t.sandbox.credentials,
+        clock,
+        retry: { baseMs: 1, maxMs: 2 },
+        maxAttempts: 6,
+      });
+      cleanups.push(() => client.close());
+      const first = await syncOf(t, customers(range(0, 150)), {
+        state: url,
+        client,
+        clock,
+        leaseIntervalMs: LEASE_MS,
+      }).catch((error: unknown) => error);
+      expect(postsAfterTakeover).toBeGreaterThan(0);
+      if (ending === 'idle_session_timeout') {
+        // The sync's session is never idle (a heartbeat, and the timeout off for it): it keeps its lock.
+        expect(takeover).toMatchObject({ code: 'sync_in_progress' });
+        expect(first).toMatchObject({ status: 'completed' });
+      } else {
+        // Nothing of the first worker's reached the platform once its session had ended.
+        expect(userPosts(t.sandbox, t.audienceId)).toBe(postsAfterTakeover);
+        expect(first).toMatchObject({
+          error: { code: expect.stringMatching(/^state_(lease|connection)_lost$/) as unknown },
+        });
+        expect(takeover).toMatchObject({ status: 'completed' });
+        // It waited out any request the first could still have had in flight before it sent.
+        expect(Math.max(...takeoverSleeps)).toBeGreaterThanOrEqual(client.requestTimeoutMs);
+      }
+
+      const next = customers([...range(0, 80), ...range(200, 210)]);
+      await syncOf(t, next, { state: otherHost(url), maxRemovals: '100%' });
+      expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, next));
+    },
+  );
+});
