@@ -6,6 +6,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { inspect } from 'node:util';
+import { z } from 'zod';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   AuthError,
@@ -643,6 +644,42 @@ describe('retries and server hints', () => {
     ]);
     expect(retryAfterMs('1.5', 0, 10_000)).toBe(1500);
     expect(retryAfterMs('Mon, 32 Foo 2030 99:00:00 GMT', 0, 10_000)).toBeUndefined();
+  });
+
+  it('under a lease: proven before every attempt and between slices of a long wait; once lost, nothing more is sent', async () => {
+    let proofs = 0;
+    const lost = new Error('lease lost');
+    const controller = new AbortController();
+    // Proven twice (the first attempt, then the first slice of the 15-minute reset), lost at the third.
+    const lease = {
+      signal: controller.signal,
+      proofIntervalMs: 60_000,
+      abortWithinMs: 240_000,
+      verify: async () => {
+        if (++proofs < 3) return;
+        controller.abort(lost);
+        throw lost;
+      },
+    };
+    const h = await harness((_req, res) =>
+      json(
+        res,
+        429,
+        { errors: [{ code: 'TOO_MANY_REQUESTS', message: 'later' }] },
+        { 'x-rate-limit-remaining': '0', 'x-rate-limit-reset': String(Math.ceil(Date.now() / 1000) + 900) },
+      ),
+    );
+    const request = h.client.request({ method: 'GET', path: '/12/accounts/a', schema: z.unknown(), lease });
+    await expect(request).rejects.toBe(lost);
+    expect(h.server.seen).toHaveLength(1);
+    // The reset (15 minutes and a jitter) waited in slices of at most the proof interval.
+    expect(h.clock.sleeps.slice(0, 2)).toEqual([60_000, 60_000]);
+    expect(proofs).toBe(3);
+    // A lease already lost sends nothing, not even a first attempt.
+    await expect(h.client.request({ method: 'GET', path: '/12/accounts/a', schema: z.unknown(), lease })).rejects.toBe(
+      lost,
+    );
+    expect(h.server.seen).toHaveLength(1);
   });
 
   it('429 waits for the latest reset among the exhausted windows, then retries', async () => {

@@ -1,8 +1,11 @@
 import { randomBytes } from 'node:crypto';
+import { rmSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createClient } from '../src/api/index.js';
 import type { Clock } from '../src/util/clock.js';
+import { snapshotDir } from '../src/state/snapshot.js';
 import { createTestRole } from './helpers/postgres.js';
 import { customers, expected, members, range, setup, syncOf, usePostgres, userPosts } from './helpers/sync.js';
 
@@ -175,4 +178,35 @@ describe('a sync that loses its lock while it waits', () => {
       expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, next));
     },
   );
+});
+
+describe('the directory store’s lease', () => {
+  it('a sync whose lock file is replaced while it waits sends nothing more and commits nothing; the next sync ends exact', async () => {
+    const t = await setup();
+    await syncOf(t, customers(range(0, 100)));
+    const lock = `${snapshotDir(t.stateDir, { accountId: t.sandbox.accounts.primary, kind: 'custom_audience', id: t.audienceId })}.lock`;
+    t.sandbox.setFaults('503=1@1+2');
+    let posts = -1;
+    const clock = hookedClock(async () => {
+      // Another process's lock in its place (a lock removed by hand, then taken).
+      rmSync(lock);
+      writeFileSync(lock, JSON.stringify({ pid: process.pid, host: hostname(), since: new Date().toISOString() }));
+      t.sandbox.setFaults('');
+      posts = userPosts(t.sandbox, t.audienceId);
+    });
+    const client = createClient({
+      adsBaseUrl: t.sandbox.adsBaseUrl,
+      credentials: t.sandbox.credentials,
+      clock,
+      retry: { baseMs: 1, maxMs: 2 },
+    });
+    cleanups.push(() => client.close());
+    const first = await syncOf(t, customers(range(0, 150)), { client, clock, leaseIntervalMs: LEASE_MS });
+    expect(first).toMatchObject({ status: 'failed', error: { code: 'state_lease_lost' } });
+    expect(userPosts(t.sandbox, t.audienceId)).toBe(posts);
+    rmSync(lock);
+    const next = customers([...range(0, 80), ...range(200, 210)]);
+    await syncOf(t, next, { maxRemovals: '100%' });
+    expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, next));
+  });
 });

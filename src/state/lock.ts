@@ -59,8 +59,11 @@ export async function acquireHeldFileLock(lockPath: string, options: LockOptions
   const me: LockHolder = { pid: process.pid, host: hostname(), since: new Date(start).toISOString() };
   for (let attempt = 0; ; attempt++) {
     const ino = tryCreate(lockPath, me);
-    if (ino !== undefined)
-      return { release: () => removeIfSame(lockPath, ino), held: () => stillHeld(lockPath, ino, me) };
+    if (ino !== undefined) {
+      const held = (): boolean => stillHeld(lockPath, ino, me);
+      // A lock replaced by another process's (its inode number may be the same) is left to it.
+      return { release: () => (held() ? removeIfSame(lockPath, ino) : undefined), held };
+    }
     const judged = judge(lockPath, options.emptyGraceMs ?? 2000, now());
     if (judged.kind === 'stale') {
       removeIfSame(lockPath, judged.ino);

@@ -180,9 +180,10 @@ export class PostgresTargetSession implements TargetSession {
       held.session = session;
       return session;
     } catch (error) {
-      held?.lease.stop();
+      // Nothing was sent under this lock: its holder record goes with it.
+      if (held === undefined) await client.end().catch(() => undefined);
+      else await releaseHeld(client, name, held);
       if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
-      await client.end().catch(() => undefined);
       throw connectionLost(where, error);
     }
   }
@@ -251,31 +252,14 @@ export class PostgresTargetSession implements TargetSession {
     this.lease.stop();
     await this.chain;
     rmSync(this.dir, { recursive: true, force: true });
-    // Ending the session releases the advisory lock. The holder row is cleared first when it is
-    // still this session's.
-    // A cleared holder tells the next one this sync ended cleanly: nothing of it is in flight, as
-    // the engine released the session after every request settled. A lost session's record is
-    // cleared through a new connection, and only if no other process recorded itself since.
-    const clear = async (client: pg.Client): Promise<void> => {
-      await client
-        .query(`UPDATE audience_kit_targets SET holder = NULL WHERE target = $1 AND holder->>'lease' = $2`, [
-          this.name,
-          this.held.token,
-        ])
-        .catch(() => undefined);
-    };
-    if (!this.lease.signal.aborted) await clear(this.client);
-    await this.client.end().catch(() => undefined);
-    if (this.lease.signal.aborted) {
-      const other = await connect(this.held.url, this.where).catch(() => undefined);
-      if (other !== undefined) await clear(other).finally(() => other.end().catch(() => undefined));
-    }
+    await releaseHeld(this.client, this.name, this.held);
   }
 }
 
 /** The lock taken: its lease, the token recorded in the holder row, and the backend that holds it. */
 interface HeldTarget {
   url: string;
+  where: string;
   lease: HeldLease;
   token: string;
   backendPid: number;
@@ -326,6 +310,7 @@ async function holdTarget(
   const pid = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
   const held: HeldTarget = {
     url,
+    where,
     lease,
     token: randomBytes(12).toString('hex'),
     backendPid: pid.rows[0]?.pid ?? 0,
@@ -360,6 +345,30 @@ async function holdTarget(
     await lease.verify();
   }
   return held;
+}
+
+/**
+ * End the session (which releases the advisory lock), its holder record cleared first. A cleared
+ * holder tells the next one this sync ended cleanly: nothing of it is in flight (a session is
+ * released once every request of its sync settled). A lost session's record is cleared through
+ * a new connection, and only if no other process recorded itself since.
+ */
+async function releaseHeld(client: pg.Client, name: string, held: HeldTarget): Promise<void> {
+  held.lease.stop();
+  const clear = async (on: pg.Client): Promise<void> => {
+    await on
+      .query(`UPDATE audience_kit_targets SET holder = NULL WHERE target = $1 AND holder->>'lease' = $2`, [
+        name,
+        held.token,
+      ])
+      .catch(() => undefined);
+  };
+  const lost = held.lease.signal.aborted;
+  if (!lost) await clear(client);
+  await client.end().catch(() => undefined);
+  if (!lost) return;
+  const other = await connect(held.url, held.where).catch(() => undefined);
+  if (other !== undefined) await clear(other).finally(() => other.end().catch(() => undefined));
 }
 
 /** A failure of the check right after the lock was taken. */
