@@ -135,6 +135,7 @@ export {
 export { unfinishedRunError } from './state/journal.js';
 export { type AuditRun, defaultAuditLogPath, findRunIn } from './state/audit.js';
 export { sleep } from './util/clock.js';
+export { makeDirs } from './util/make-dirs.js';
 export { Snapshot, snapshotDir } from './state/snapshot.js';
 export { findKey, isKnownFresh } from './hashing/known-users.js';
 export { KeyTableBuilder } from './state/key-table.js';

@@ -135,6 +135,12 @@ describe('audience-kit hash (process)', () => {
     const blocked = await runCli(['hash', CRM, ...CALLING_THREAD, '-o', 'a/r.csv/out.csv'], { cwd: dir });
     expect(blocked.code).toBe(2);
     expect(blocked.stderr).toMatch(/^error: --output: a file is in the way of the directory .*r\.csv$/m);
+    // A file system that answers ENOENT with the parent present: Node's recursive mkdir never returned.
+    if (existsSync('/proc/self')) {
+      const proc = await runCli(['hash', CRM, ...CALLING_THREAD, '-o', '/proc/nope/out.csv'], { cwd: dir });
+      expect(proc.code, proc.stderr).toBe(8);
+      expect(proc.stderr).toMatch(/^error: .*\/proc\/nope/m);
+    }
   });
 
   it('lists malformed rows in --rejects and the summary', async () => {

@@ -17,8 +17,8 @@ function notDirectory(path: string): NodeJS.ErrnoException {
   });
 }
 
-/** Create `path` and its missing parents with `mode`; nothing when it is a directory already. */
-export function makeDirs(path: string, mode: number): void {
+/** Create `path` and its missing parents with `mode`: the first directory created, undefined when none was missing. */
+export function makeDirs(path: string, mode: number): string | undefined {
   const missing: string[] = [];
   for (let at = resolve(path); ; at = dirname(at)) {
     const stat = statSync(at, { throwIfNoEntry: false });
@@ -38,4 +38,5 @@ export function makeDirs(path: string, mode: number): void {
       if (statSync(dir, { throwIfNoEntry: false })?.isDirectory() !== true) throw notDirectory(dir);
     }
   }
+  return missing[0];
 }

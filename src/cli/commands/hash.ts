@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import { constants, createWriteStream, openSync, type WriteStream } from 'node:fs';
-import { lstat, mkdir, rename, stat, unlink } from 'node:fs/promises';
+import { lstat, rename, stat, unlink } from 'node:fs/promises';
 import { finished } from 'node:stream/promises';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
@@ -13,6 +13,7 @@ import {
   environmentError,
   hashCsvHeader,
   hashCsv,
+  makeDirs,
   mappedTypes,
   guardFailure,
   type CsvBadRow,
@@ -146,11 +147,15 @@ async function makeParent(ctx: CliContext, target: string, option: string): Prom
       cause,
     });
   if (found !== undefined) throw inTheWay();
-  const made = await mkdir(parent, { recursive: true, mode: 0o700 }).catch((error: unknown) => {
+  let made: string | undefined;
+  try {
+    // Not Node's recursive mkdir: it never returns where the file system answers ENOENT (/proc/x).
+    made = makeDirs(parent, 0o700);
+  } catch (error) {
     // A file where a directory should be is a wrong option; a read-only or full disk, the machine's.
     const errno = (error as NodeJS.ErrnoException).code;
     throw errno === 'ENOTDIR' || errno === 'EEXIST' ? inTheWay(error) : environmentError(error, 'creating', parent);
-  });
+  }
   if (made !== undefined)
     writeLine(ctx.stderr, `created directory ${relative(ctx.cwd, parent) || parent} for ${option}`);
 }
