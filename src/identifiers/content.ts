@@ -33,10 +33,15 @@ const PHONE_CHARS = /^\+?[\d\s().\-/]+$/;
 const DATE_LIKE = /^(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4})$/;
 const DOTTED_QUAD = /^\d{1,3}(?:\.\d{1,3}){3}$/;
 
+/** An IPv4 address: four numbers up to 255 without leading zeros (`078.123.73.17` is a Swiss phone). */
+function ipAddress(value: string): boolean {
+  return DOTTED_QUAD.test(value) && value.split('.').every((n) => Number(n) <= 255 && !/^0\d/.test(n));
+}
+
 /** Written like a phone number: digits with phone punctuation (6 to 17 digits), not a date or an IP address. */
 function phoneShaped(value: string): boolean {
   const s = value.replace(PHONE_EXTENSION, '');
-  if (!PHONE_CHARS.test(s) || DATE_LIKE.test(s) || DOTTED_QUAD.test(s)) return false;
+  if (!PHONE_CHARS.test(s) || DATE_LIKE.test(s) || ipAddress(s)) return false;
   const digits = s.replace(/\D/g, '').length;
   return digits >= 6 && digits <= 17;
 }

@@ -325,7 +325,7 @@ let countryIndex: Map<string, string> | undefined;
  */
 export function normalizeCountryCode(raw: string): string | undefined {
   const s = raw.trim().toUpperCase();
-  if (s.length === 2) {
+  if (/^[A-Z]{2}$/.test(s)) {
     const code = s === 'UK' ? 'GB' : s;
     return isSupportedCountry(code) ? code : undefined;
   }

@@ -2,7 +2,7 @@
 import type { LanguageWords } from './language.js';
 
 export const fr: LanguageWords = {
-  email: ['courriel', 'courriels', 'mél', 'mel', 'email', 'mail', 'électronique'],
+  email: ['messagerie', 'courriel', 'courriels', 'mél', 'mel', 'email', 'mail', 'électronique'],
   phone: ['téléphone', 'téléphones', 'tél', 'tel', 'portable', 'mobile', 'cellulaire', 'fixe', 'gsm'],
   own: [
     ...['domicile', 'maison', 'travail', 'bureau', 'professionnel', 'professionnelle', 'pro', 'perso', 'personnel'],
@@ -10,7 +10,7 @@ export const fr: LanguageWords = {
     ...['client', 'contact', 'privé', 'privée', 'secondaire', 'voiture', 'postale', 'ou', 'région'],
   ],
   someoneElse: [
-    ...['messagerie', 'assistant', 'assistante', 'responsable'],
+    ...['assistant', 'assistante', 'responsable'],
     ...['gestionnaire', 'société', 'entreprise', 'standard', 'rappel', 'propriétaire', 'commercial', 'parrain'],
   ],
   line: ['télécopie', 'télécopieur', 'fax', 'bipeur'],
