@@ -22,7 +22,7 @@ const FILES = Number(process.env.AK_EXPORTS_FILES ?? 24);
  * AK_EXPORTS_PENDING=1 turns them on (to measure a branch that has them).
  */
 const PENDING = process.env.AK_EXPORTS_PENDING === '1';
-const OPTIONS = { rows: [80, 240] as [number, number], phoneForms: PENDING, preambles: PENDING };
+const OPTIONS = { rows: [80, 240] as [number, number], phoneForms: PENDING, preambles: true };
 
 const tmp = tempDir('ak-generated-');
 

@@ -24,10 +24,7 @@ for (const locale of ['en', 'de', 'fr', 'es', 'pt', 'it', 'nl', 'pl', 'sv', 'ja'
 export interface ExportOptions {
   /** Data rows per file (inclusive range). */
   rows?: [number, number];
-  /**
-   * Lines of notes before the header (`Exported from … on …`), in some files. Off until the
-   * reading of preambles (issue #30, src/ingest/) is on main.
-   */
+  /** Lines of notes before the header (`Exported from … on …`), in some files. */
   preambles?: boolean;
   /**
    * Phone forms whose reading is the phone work of #30 (src/identifiers/phone*.ts): `00` + a
