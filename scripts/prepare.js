@@ -4,8 +4,9 @@
 // (`npm install ../audience-kit`), where tsc would be missing: then the checkout's own
 // dependencies are installed first (`npm ci`, scripts off), so installing a checkout just works.
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -36,4 +37,30 @@ if (!existsSync(tsc)) {
   if (npm) run(process.execPath, [npm, ...args], env);
   else run('npm', args, env);
 }
+// dist/ already built from these very sources (by `npm ci` a moment ago, before `npx audience-kit`
+// in the checkout installs it into npx's cache and runs this again): nothing to do. Judged by the
+// sources' content, not their times, so a stale dist/ is never kept.
+const stamp = join(root, 'node_modules', '.cache', 'audience-kit', 'dist-sources.sha256');
+const sources = sourcesDigest();
+if (existsSync(join(root, 'dist', 'index.js')) && existsSync(stamp) && readFileSync(stamp, 'utf8') === sources) {
+  process.exit(0);
+}
 run(process.execPath, [tsc, '-p', 'tsconfig.build.json']);
+mkdirSync(dirname(stamp), { recursive: true });
+writeFileSync(stamp, sources);
+
+/** SHA-256 of what dist/ is built from: src/, the tsconfig files and the compiler's version. */
+function sourcesDigest() {
+  const hash = createHash('sha256');
+  const files = readdirSync(join(root, 'src'), { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.ts'))
+    .sort()
+    .map((f) => join('src', f));
+  for (const file of [...files, 'tsconfig.json', 'tsconfig.build.json', 'node_modules/typescript/package.json']) {
+    hash
+      .update(`${file}\0`)
+      .update(readFileSync(join(root, file)))
+      .update('\0');
+  }
+  return hash.digest('hex');
+}
