@@ -71,6 +71,7 @@ export const ERROR_CODES = [
   // ConfigError from `state move`: the destination already holds state, the source a target no
   // audit record names, an unfinished sync or upload, or the copy did not verify.
   'state_destination_not_empty',
+  'state_move_unfinished',
   'state_target_unknown',
   'state_unfinished',
   'state_move_mismatch',

@@ -49,6 +49,10 @@ async function synced(): Promise<{ t: SyncSetup; dir: string; name: string }> {
   return { t, dir: t.stateDir, name };
 }
 
+/** Every users POST the sandbox received, whichever audience. */
+const userPostsOf = (t: SyncSetup): number =>
+  t.sandbox.state.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/users')).length;
+
 const files = (dir: string): Record<string, Buffer> =>
   Object.fromEntries(readdirSync(dir).map((f) => [f, readFileSync(join(dir, f))]));
 
@@ -112,6 +116,60 @@ describe('moveState', () => {
     expect(await destination.targets()).toEqual([]);
     expect(await destination.audit.lines()).toEqual([]);
   });
+});
+
+/** `store`, whose `lockTarget` fails on the move's `n`th session (as a move killed there leaves it). */
+function failingAt(store: StateStore, n: number): StateStore {
+  const wrapped = Object.create(store) as StateStore;
+  let sessions = 0;
+  wrapped.lockTarget = (target, o) =>
+    ++sessions === n ? Promise.reject(new Error('killed')) : store.lockTarget(target, o);
+  return wrapped;
+}
+
+describe('moveState interrupted', () => {
+  it.each(['directory into PostgreSQL', 'PostgreSQL into a directory'] as const)(
+    '%s: the destination is marked from the first write; its syncs are refused; the same move run again starts over and verifies',
+    async (direction) => {
+      const { t, dir } = await synced();
+      const other = t.sandbox.state.createCustomAudience(t.sandbox.accounts.primary, 'second').id;
+      const t2 = { ...t, audienceId: other };
+      expect((await syncOf(t2, customers(range(0, 100)))).status).toBe('completed');
+      let source: StateStore = dirStore(dir);
+      if (direction === 'PostgreSQL into a directory') {
+        source = await pgStore();
+        await moveState({ from: dirStore(dir), to: source });
+      }
+      const url = await postgresStateUrl();
+      const destination = direction === 'directory into PostgreSQL' ? await pgStore(url) : dirStore();
+      const state =
+        destination instanceof PostgresStore
+          ? { state: url }
+          : { stateDir: destination.describe(), auditLog: join(destination.describe(), 'audit.jsonl') };
+      // The first target copied and checked (sessions 1 and 2), the move stops at the second.
+      await expect(moveState({ from: source, to: failingAt(destination, 3) })).rejects.toThrow('killed');
+      expect(await destination.moveMarker()).toBe(source.describe());
+
+      // Neither target is synced there (the second would have been a first sync: 100 users sent again, nobody removed).
+      const posts = userPostsOf(t);
+      for (const s of [t, t2])
+        await expect(syncOf({ ...s, state }, customers(range(10, 120)))).rejects.toMatchObject({
+          code: 'state_move_unfinished',
+          fix: expect.stringMatching(/run the same state move again/) as unknown,
+        });
+      expect(userPostsOf(t)).toBe(posts);
+      // Another source is refused with the one it holds named.
+      await expect(moveState({ from: await pgStore(), to: destination })).rejects.toMatchObject({
+        code: 'state_move_unfinished',
+      });
+
+      const again = await moveState({ from: source, to: destination });
+      expect(again.targets.map((m) => m.users).sort()).toEqual([100, 300]);
+      expect(await destination.moveMarker()).toBeUndefined();
+      const next = await syncOf({ ...t2, state }, customers(range(10, 100)));
+      expect(next).toMatchObject({ status: 'completed', first_sync: false, removes: 10, adds: 0 });
+    },
+  );
 });
 
 describe('audience-kit state move', () => {

@@ -3,18 +3,19 @@
  * `snapshots/<kind>-<hash>/` with the target's lock file beside each (`<dir>.lock`), the audit
  * log in `audit.jsonl`, run journals in `runs/<key>/`: the files as they always were.
  */
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ConfigError, EnvironmentError } from '../errors.js';
 import { defaultAuditLogPath } from './audit.js';
 import { FileAuditLog } from './audit-file.js';
-import { ensureDir } from './fs.js';
+import { ensureDir, writeFileNoFollow } from './fs.js';
 import { findJournal, listJournals, RunJournal, type JournalKey, type OpenJournalOptions } from './journal.js';
 import { acquireHeldFileLock } from './lock.js';
 import { HeldLease } from '../util/lease.js';
-import { snapshotDir, snapshotName } from './snapshot.js';
+import { fsyncPath, snapshotDir, snapshotName } from './snapshot.js';
 import {
   leaseLost,
+  moveUnfinished,
   syncInProgress,
   type RunJournals,
   type SnapshotTarget,
@@ -23,6 +24,9 @@ import {
   type TargetSession,
   type UploadJournal,
 } from './store.js';
+
+/** The marker of an unfinished `state move` into the directory (StateStore.moveMarker). */
+const MOVE_MARKER = 'move.json';
 
 export class DirectoryStore implements StateStore {
   readonly kind = 'directory';
@@ -45,6 +49,8 @@ export class DirectoryStore implements StateStore {
 
   /** The lock file `snapshots/<target>.lock` (state/lock.ts). */
   async lockTarget(target: SnapshotTarget, o: TargetLockOptions = {}): Promise<TargetSession> {
+    const moving = o.moving === true ? undefined : await this.moveMarker();
+    if (moving !== undefined) throw moveUnfinished(this.stateDir, moving);
     const dir = snapshotDir(this.stateDir, target);
     ensureDir(dirname(dir));
     const lockPath = `${dir}.lock`;
@@ -106,6 +112,39 @@ export class DirectoryStore implements StateStore {
         },
       );
     });
+  }
+
+  /** `move.json`: `{ format, from, started_at }` (an unreadable one is a marker all the same). */
+  moveMarker(): Promise<string | undefined> {
+    const path = join(this.stateDir, MOVE_MARKER);
+    if (!existsSync(path)) return Promise.resolve(undefined);
+    let from: unknown;
+    try {
+      from = (JSON.parse(readFileSync(path, 'utf8')) as { from?: unknown }).from;
+    } catch {
+      from = undefined;
+    }
+    return Promise.resolve(typeof from === 'string' ? from : 'an unknown source');
+  }
+
+  setMoveMarker(source: string | undefined): Promise<void> {
+    const path = join(this.stateDir, MOVE_MARKER);
+    if (source === undefined) rmSync(path, { force: true });
+    else {
+      ensureDir(this.stateDir);
+      const marker = { format: 1, from: source, started_at: new Date().toISOString() };
+      writeFileNoFollow(path, Buffer.from(`${JSON.stringify(marker)}\n`));
+      fsyncPath(path);
+    }
+    fsyncPath(this.stateDir);
+    return Promise.resolve();
+  }
+
+  discardMoved(): Promise<void> {
+    rmSync(join(this.stateDir, 'snapshots'), { recursive: true, force: true });
+    rmSync(this.audit.describe(), { force: true });
+    fsyncPath(this.stateDir);
+    return Promise.resolve();
   }
 
   close(): Promise<void> {

@@ -13,6 +13,9 @@
  * not moved (they have nothing left to resume). The destination is read back and compared
  * (every file's SHA-256, each index's user count and membership digest, the audit head) before
  * the move reports success; the source is left as it was, for the user to remove once checked.
+ * From its first write until that check, the destination carries a marker (StateStore.moveMarker):
+ * its targets are not synced (a target not copied yet would look like one never synced), and the
+ * same move run again removes what it wrote and starts over.
  * Files are copied by the kernel and hashed as streams: memory stays flat whatever the snapshot size.
  */
 import { chmodSync, copyFileSync, existsSync, readdirSync, statSync } from 'node:fs';
@@ -91,7 +94,10 @@ async function copyTarget(src: TargetSession, dst: TargetSession, name: string):
       'run a sync of that target against the source first: it commits them',
     );
   }
-  if (committedFiles(dst.dir).length > 0) throw destinationNotEmpty(`${dst.dir} (${name})`);
+  if (committedFiles(dst.dir).length > 0)
+    throw new ConfigError('state_destination_not_empty', `the destination already holds a snapshot of ${name}`, {
+      fix: 'move the state into an empty store (a new directory, or a database without audience_kit_* tables)',
+    });
   const files = committedFiles(src.dir);
   ensureDir(dst.dir);
   for (const f of files) {
@@ -111,7 +117,7 @@ async function moveTarget(from: StateStore, to: StateStore, target: SnapshotTarg
     // A damaged source is not copied as if it were sound: a sync --recover against it comes first.
     if (src.damage !== undefined) throw src.damage;
     const files = committedFiles(src.dir);
-    const dst = await to.lockTarget(target);
+    const dst = await to.lockTarget(target, { moving: true });
     let expected: string[];
     try {
       expected = await copyTarget(src, dst, name);
@@ -119,7 +125,7 @@ async function moveTarget(from: StateStore, to: StateStore, target: SnapshotTarg
       await dst.release();
     }
     // Read back through a new session: for a database, the files as stored, not the local copy.
-    const check = await to.lockTarget(target);
+    const check = await to.lockTarget(target, { moving: true });
     try {
       if (check.damage !== undefined) throw mismatch(`${name}: ${check.damage.code}`);
       if (committedFiles(check.dir).join() !== files.join()) throw mismatch(`${name}: other files`);
@@ -191,7 +197,7 @@ async function moveStores(from: StateStore, to: StateStore): Promise<StateMoveRe
       fix: 'pass another store as the destination',
     });
   const journals = await checkJournals(from);
-  await checkEmpty(to);
+  await startOver(from, to);
   const sources = await from.targets();
   // A mistyped source directory holds nothing: "moved 0 targets" would read as success.
   if (sources.length === 0 && (await from.audit.lines()).length === 0) {
@@ -199,8 +205,28 @@ async function moveStores(from: StateStore, to: StateStore): Promise<StateMoveRe
       fix: 'check --from: the state directory or database the syncs used',
     });
   }
+  // From the first write until the copy is verified, the destination's targets are not synced.
+  await to.setMoveMarker(from.describe());
   const targets: MovedTarget[] = [];
   for (const target of sources) targets.push(await moveTarget(from, to, target));
   const audit = await moveAudit(from, to);
+  await to.setMoveMarker(undefined);
   return { from: from.describe(), to: to.describe(), targets, audit, journalsNotMoved: journals };
+}
+
+/**
+ * A destination must be empty, or hold what an unfinished move from the same source wrote (its
+ * marker proves it was empty when that move began): that is removed, and the copy starts over.
+ */
+async function startOver(from: StateStore, to: StateStore): Promise<void> {
+  const marked = await to.moveMarker();
+  if (marked === undefined) return checkEmpty(to);
+  if (marked !== from.describe()) {
+    throw new ConfigError(
+      'state_move_unfinished',
+      `${to.describe()} holds an unfinished state move from ${marked}, not from ${from.describe()}`,
+      { fix: `run that move again (--from ${marked}): it starts the copy over; or move into another, empty store` },
+    );
+  }
+  await to.discardMoved();
 }

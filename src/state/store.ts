@@ -51,6 +51,18 @@ export interface StateStore {
    * directory name is a hash): a snapshot no record names is refused (`state_target_unknown`).
    */
   targets(): Promise<SnapshotTarget[]>;
+  /**
+   * The marker of an unfinished `state move` into this store (state/move.ts): the source it named,
+   * undefined when there is none. While it is there, `lockTarget` refuses (`state_move_unfinished`).
+   */
+  moveMarker(): Promise<string | undefined>;
+  /** Set the move marker (`source`), durably, before a move's first write; clear it (undefined) once the copy is verified. */
+  setMoveMarker(source: string | undefined): Promise<void>;
+  /**
+   * Remove every snapshot and audit record of the store, for a move started over: only while its
+   * marker is there, which proves that the store was empty when that move began.
+   */
+  discardMoved(): Promise<void>;
   /** The audit log (hash-chained records, state/audit.ts). */
   readonly audit: AuditLog;
   /** The upload run journals (resume), state/journal.ts. */
@@ -72,6 +84,8 @@ export interface TargetLockOptions {
   requestTimeoutMs?: number;
   /** The lease's proof interval (heartbeat period, longest unproven wait); default 10 s. */
   proofIntervalMs?: number;
+  /** The move's own sessions: taken while the store carries its move marker. */
+  moving?: boolean;
   /** Injectable for tests. */
   sleep?: (ms: number) => Promise<void>;
   now?: () => number;
@@ -174,6 +188,17 @@ export interface RunJournals {
 }
 
 /** A second sync of a target: refused (after the wait), naming the holder when the store knows it. */
+/** A target of a store that carries the marker of an unfinished move (`source`: where it copies from). */
+export function moveUnfinished(store: string, source: string): ConfigError {
+  return new ConfigError(
+    'state_move_unfinished',
+    `a state move from ${source} into ${store} did not finish: its targets are not all there, and a sync of a target not copied yet would take it for a first sync; nothing was sent`,
+    {
+      fix: `run the same state move again (audience-kit state move --from ${source} --to ${store}): it starts the copy over, the source unchanged; or keep syncing against the source`,
+    },
+  );
+}
+
 export function syncInProgress(holder: string, cause?: unknown): ConfigError {
   return new ConfigError('sync_in_progress', `another sync of this target is running (${holder})`, {
     fix: 'wait for it to finish (or stop it), then run the sync again',

@@ -129,8 +129,21 @@ ALTER TABLE audience_kit_snapshot_files ADD COLUMN blocks bytea;
 ALTER TABLE audience_kit_snapshot_files ALTER COLUMN blocks SET STORAGE EXTERNAL;
 `;
 
+/**
+ * Version 4: `audience_kit_move` holds the marker of a `state move` into this database, from its
+ * first write until the copy is verified (at most one row): while it is there, no target of the
+ * database is synced (state/move.ts).
+ */
+const V4 = `
+CREATE TABLE audience_kit_move (
+  one boolean PRIMARY KEY DEFAULT true CHECK (one),
+  source text NOT NULL,
+  started_at timestamptz NOT NULL DEFAULT now()
+);
+`;
+
 /** Each version's DDL, applied in order; version n is MIGRATIONS[n - 1]. Append only. */
-const MIGRATIONS: readonly string[] = [V1, V2, V3];
+const MIGRATIONS: readonly string[] = [V1, V2, V3, V4];
 
 /**
  * Whether the tables already have each version's changes (version n is PRESENT[n - 1]), as the
@@ -141,6 +154,7 @@ const PRESENT: readonly string[] = [
   `to_regclass('audience_kit_targets') IS NOT NULL`,
   `to_regclass('audience_kit_snapshot_patches') IS NOT NULL`,
   `EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('audience_kit_snapshot_files') AND attname = 'blocks' AND NOT attisdropped)`,
+  `to_regclass('audience_kit_move') IS NOT NULL`,
 ];
 
 /**
@@ -172,6 +186,7 @@ const DATA_TABLES = [
   'audience_kit_audit',
   'audience_kit_journal_lines',
   'audience_kit_journal_failed',
+  'audience_kit_move',
 ];
 
 /** What the role `role` needs to use the tables: the schema's USAGE, the tables' rows, the audit's sequence. */

@@ -5,7 +5,14 @@
  * which creates or checks the schema.
  */
 import pg from 'pg';
-import type { RunJournals, SnapshotTarget, StateStore, TargetLockOptions, TargetSession } from '../store.js';
+import {
+  moveUnfinished,
+  type RunJournals,
+  type SnapshotTarget,
+  type StateStore,
+  type TargetLockOptions,
+  type TargetSession,
+} from '../store.js';
 import { PostgresAuditLog } from './audit.js';
 import { clientConfig, connectionLost, redactUrl, unreachable } from './connection.js';
 import { PostgresRunJournals } from './journal.js';
@@ -54,8 +61,46 @@ export class PostgresStore implements StateStore {
     return this.where;
   }
 
-  lockTarget(target: SnapshotTarget, options: TargetLockOptions = {}): Promise<TargetSession> {
+  async lockTarget(target: SnapshotTarget, options: TargetLockOptions = {}): Promise<TargetSession> {
+    const moving = options.moving === true ? undefined : await this.moveMarker();
+    if (moving !== undefined) throw moveUnfinished(this.where, moving);
     return PostgresTargetSession.open(this.url, this.where, target, options);
+  }
+
+  async moveMarker(): Promise<string | undefined> {
+    const r = await this.pool
+      .query<{ source: string }>('SELECT source FROM audience_kit_move')
+      .catch((error: unknown) => Promise.reject(connectionLost(this.where, error)));
+    return r.rows[0]?.source;
+  }
+
+  async setMoveMarker(source: string | undefined): Promise<void> {
+    await (
+      source === undefined
+        ? this.pool.query('DELETE FROM audience_kit_move')
+        : this.pool.query(
+            'INSERT INTO audience_kit_move (source) VALUES ($1) ON CONFLICT (one) DO UPDATE SET source = $1, started_at = now()',
+            [source],
+          )
+    ).catch((error: unknown) => Promise.reject(connectionLost(this.where, error)));
+  }
+
+  /** One transaction: the targets (their files, patches and write-ahead rows cascade) and the audit log. */
+  async discardMoved(): Promise<void> {
+    const client = await this.pool
+      .connect()
+      .catch((error: unknown) => Promise.reject(connectionLost(this.where, error)));
+    try {
+      await client.query('BEGIN');
+      await client.query('DELETE FROM audience_kit_targets');
+      await client.query('DELETE FROM audience_kit_audit');
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw connectionLost(this.where, error);
+    } finally {
+      client.release();
+    }
   }
 
   /** Targets with committed files or write-ahead rows. */
