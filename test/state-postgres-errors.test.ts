@@ -274,7 +274,7 @@ describe('sync --state URL: each database problem is named, and its fix works', 
   it('a table dropped after its schema version was recorded: named, with the table list to restore it from', async () => {
     const url = await inSchema(db.url, 's_dropped');
     await expectSynced(url);
-    await sql(url, 'DROP TABLE audience_kit_snapshot_wal');
+    await sql(url, 'DROP TABLE audience_kit_audit');
     const fix = failure(
       await sync(url),
       8,
