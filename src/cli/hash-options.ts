@@ -129,7 +129,7 @@ const CONSENT_FLAGS = {
     type: 'string',
     requiresArg: true,
     describe:
-      'What consent and opt-out columns (Email Opt Out, Unsubscribed, Marketing status, OPT_IN, Einwilligung…: the mapping lists them) decide for a custom audience: exclude (default: a row that says no is not sent), require-consent (only rows that say yes are sent), include (every row is sent; each run says so). Do-not-reach lists are never filtered. See docs/privacy.md',
+      'What consent and opt-out columns (Email Opt Out, Unsubscribed, Marketing status, OPT_IN, Einwilligung…: the mapping lists them) decide for a custom audience: exclude (default: a row that says no is not sent), require-consent (only rows that say yes are sent), include (every row is sent; each run says so), do-not-reach=LIST (upload and sync: as exclude, and the rows that say no go to that do-not-reach list in the same run). Do-not-reach lists are never filtered. See docs/privacy.md',
   },
 } as const satisfies Record<string, Options>;
 
@@ -195,17 +195,23 @@ export function hashOptionsFromArgs(args: HashOptionArgs, stdin?: Readable): Has
     }
     opts.workers = args.workers;
   }
-  if (args.consent !== undefined) opts.consent = consentPolicyOf(args.consent);
+  if (args.consent !== undefined) opts.consent = consentPolicyOf(args.consent).policy;
   if (stdin !== undefined) opts.stdin = stdin;
   return opts;
 }
 
-/** `--consent`: one of the policies a user names (`refused` is the do-not-reach pass's, not a flag value). */
-function consentPolicyOf(text: string): ConsentPolicy {
-  const policy = CONSENT_POLICIES.find((p) => p === text.trim().toLowerCase() && p !== 'refused');
-  if (policy !== undefined) return policy;
+/**
+ * `--consent`: one of the policies a user names (`refused` is the do-not-reach pass's, not a flag
+ * value), or `do-not-reach=LIST`: `exclude`, and the rows left out go to that list too.
+ */
+export function consentPolicyOf(text: string): { policy: ConsentPolicy; doNotReachListId?: string } {
+  const value = text.trim();
+  const list = /^do-not-reach[=:](.+)$/i.exec(value)?.[1]?.trim();
+  if (list !== undefined && list !== '') return { policy: 'exclude', doNotReachListId: list };
+  const policy = CONSENT_POLICIES.find((p) => p === value.toLowerCase() && p !== 'refused');
+  if (policy !== undefined) return { policy };
   throw new ConfigError('invalid_option', `--consent ${JSON.stringify(text)} is not a consent policy`, {
-    fix: 'pass exclude (the default), require-consent or include (docs/privacy.md)',
+    fix: 'pass exclude (the default), require-consent, include, or do-not-reach=LIST_ID (upload and sync; docs/privacy.md)',
   });
 }
 
@@ -251,6 +257,8 @@ export interface SendInput {
   file: string;
   guard: RejectGuardOptions;
   hash: HashCsvOptions;
+  /** `--consent do-not-reach=LIST`: the list the rows left out of the custom audience go to, in the same run. */
+  doNotReachListId?: string;
 }
 
 /** The input flags of a sending command; `guard` overrides the reject guard's defaults (sync: no user required). */
@@ -259,11 +267,23 @@ export function sendInputFromArgs(
   args: HashOptionArgs & { file: string },
   guard: Partial<RejectGuardOptions> = {},
 ): SendInput {
+  const list = args.consent === undefined ? undefined : consentPolicyOf(args.consent).doNotReachListId;
+  const source = hashInputSource(args.file, ctx.cwd);
+  if (list !== undefined && source === '-') {
+    throw new ConfigError(
+      'invalid_option',
+      '--consent do-not-reach reads the input twice: stdin cannot be read again',
+      {
+        fix: 'write the export to a file and pass its path',
+      },
+    );
+  }
   return {
-    source: hashInputSource(args.file, ctx.cwd),
+    source,
     file: args.file,
     guard: { ...rejectGuardFromArgs(args), ...guard },
     hash: hashOptionsFromArgs(args, ctx.stdin),
+    ...(list === undefined ? {} : { doNotReachListId: list }),
   };
 }
 

@@ -80,8 +80,9 @@ export async function openSendInput(input: SendInput, { types, isDoNotReach }: T
     ...input.hash,
     emit: 'packed',
     ...(types === undefined ? {} : { types }),
-    // Do-not-reach lists are never filtered: the people who said no belong there.
-    ...(isDoNotReach ? { consent: 'include' } : {}),
+    // Do-not-reach lists are never filtered (the people who said no belong there), except the
+    // pass of --consent do-not-reach, which sends them those rows alone.
+    ...(isDoNotReach && input.hash.consent !== 'refused' ? { consent: 'include' } : {}),
   });
   return guardRun(run, input.guard);
 }

@@ -28,6 +28,7 @@ import { renderHashSummary } from '../hash-summary.js';
 import { summaryHints } from '../hints.js';
 import {
   addHashOptions,
+  consentPolicyOf,
   hashInputSource,
   hashOptionsFromArgs,
   hashSummaryJson,
@@ -272,6 +273,10 @@ async function runHash(ctx: CliContext, args: HashArgs): Promise<number> {
       fix: 'write the data to a file with -o FILE (or drop --json for the text summary on stderr)',
     });
   }
+  if (args.consent !== undefined && consentPolicyOf(args.consent).doNotReachListId !== undefined)
+    throw new ConfigError('invalid_option', '--consent do-not-reach=LIST sends to a list: hash sends nothing', {
+      fix: 'use it with upload or sync; hash counts what --consent exclude leaves out',
+    });
   const opts = hashOptionsFromArgs(args, ctx.stdin);
   const guard = rejectGuardFromArgs(args);
   const run = await hashCsv(hashInputSource(args.file, ctx.cwd), { ...opts, emit: args.format });

@@ -8,6 +8,8 @@ import type { CommandModule, Options } from 'yargs';
 import {
   asKitError,
   ConfigError,
+  createDoNotReachList,
+  describeTarget,
   defaultAuditLogPath,
   DEFAULT_REFRESH_AFTER_DAYS,
   openStateStore,
@@ -23,6 +25,7 @@ import {
   type SyncPlanCounts,
   type SyncReport,
   type SyncSettings,
+  type UploadTarget,
 } from '../../internal.js';
 import { withConnectionOptions } from '../connection.js';
 import type { CliContext } from '../context.js';
@@ -164,13 +167,19 @@ async function sync(ctx: CliContext, args: SyncArgs): Promise<number> {
  * The sync's settings from the flags, parsed once (the library's checks, in its option names):
  * before the input is opened or the sandbox started. The session adds the users and the client.
  */
-function syncSettings(ctx: CliContext, args: SyncArgs, state: StateSpec, input: SendInput): SyncSettings {
+function syncSettings(
+  ctx: CliContext,
+  args: SyncArgs,
+  state: StateSpec,
+  input: SendInput,
+  target: UploadTarget = targetOf(args),
+): SyncSettings {
   const { limits, concurrency, maxRetries } = runShape(args);
   // The store's own audit log (the directory's audit.jsonl, or the database's), unless --audit-log names a file.
   const named = args['audit-log'] ?? (state.kind === 'directory' ? defaultAuditLogPath(state.dir) : undefined);
   return resolveSyncSettings({
     accountId: args.account ?? '',
-    target: targetOf(args),
+    target,
     limits,
     ...(concurrency === undefined ? {} : { concurrency }),
     ...(maxRetries === undefined ? {} : { maxRetries }),
@@ -182,7 +191,8 @@ function syncSettings(ctx: CliContext, args: SyncArgs, state: StateSpec, input: 
     acceptUnrecovered: args['accept-unrecovered'] === true,
     ...(args['refresh-after'] === undefined ? {} : { refreshAfterDays: args['refresh-after'] }),
     ...(args['max-removals'] === undefined ? {} : { maxRemovals: args['max-removals'] }),
-    allowEmpty: args['allow-empty'] === true,
+    // The do-not-reach pass: nobody saying no any more empties the list, as the file says.
+    allowEmpty: args['allow-empty'] === true || 'doNotReachListId' in target,
     dryRun: args['dry-run'] === true,
     sandbox: args.sandbox === true,
   });
@@ -223,15 +233,68 @@ async function syncFile(ctx: CliContext, args: SyncArgs, state: StateSpec): Prom
         : asKitError(stateFailure(auditError, settings.auditLog ?? store.describe()));
     if (report.error === undefined && lostAudit !== undefined) report.error = lostAudit;
     if (report.error !== undefined) withFlagNames(report.error);
-    printOutcome(ctx, args, report, run, c);
+    const refused =
+      input.doNotReachListId === undefined || report.status === 'refused'
+        ? undefined
+        : await syncRefused(ctx, args, { state, input, store, c, signal: interrupt.signal });
+    printOutcome(ctx, args, report, run, c, refused);
     // The sync's own cause is the report's; the audit log's failure is said too.
     if (lostAudit !== undefined && report.error !== lostAudit)
       writeLine(ctx.stderr, `error: the audit log did not record the end of this run: ${lostAudit.message}`);
-    return syncExitCode(report);
+    const code = syncExitCode(report);
+    return code === 0 && refused !== undefined ? syncExitCode(refused) : code;
   } finally {
     interrupt.release();
     await closeSend(run, c);
     await store?.close();
+  }
+}
+
+interface SyncSession {
+  state: StateSpec;
+  input: SendInput;
+  store: StateStore;
+  c: Connected;
+  signal: AbortSignal;
+}
+
+/**
+ * `--consent do-not-reach=LIST`: the list synced to the file's rows that say no, after the
+ * audience, as a sync of its own (its snapshot, its audit records): a person who opts out is
+ * removed from the audience and added to the list, one who opts back in the other way round. A
+ * kill between the two leaves each target's snapshot as its own sync left it: the next run
+ * sends each what it still lacks. With --sandbox the list is made in the same sandbox and
+ * refilled from its snapshot, as the audience is.
+ */
+async function syncRefused(ctx: CliContext, args: SyncArgs, s: SyncSession): Promise<SyncReport> {
+  const { c, store } = s;
+  const refusedInput: SendInput = { ...s.input, hash: { ...s.input.hash, consent: 'refused' } };
+  let target: UploadTarget = { doNotReachListId: s.input.doNotReachListId as string };
+  if (c.sandbox !== undefined && c.client !== undefined) {
+    const list = await createDoNotReachList(c.client, {
+      accountId: c.accountId,
+      description: `audience-kit ${args.file}`,
+    });
+    target = { doNotReachListId: list.id };
+    await refillSandbox({ ...c, target: describeTarget(target) }, store);
+  }
+  const { stateDir: _stateDir, ...settings } = syncSettings(ctx, args, s.state, s.input, target);
+  const run = await openSendInput(refusedInput, settings.target);
+  try {
+    if (args.quiet !== true) writeLine(ctx.stderr, `do-not-reach list ${settings.target.id}: the rows that say no`);
+    const report = await syncResolved({
+      ...settings,
+      state: store,
+      ...(c.client === undefined || settings.dryRun ? {} : { client: c.client }),
+      accountId: c.accountId,
+      users: run,
+      signal: s.signal,
+      onPhase: (phase, plan) => printPhase(ctx, args, phase, plan),
+    });
+    if (report.error !== undefined) withFlagNames(report.error);
+    return report;
+  } finally {
+    await run.close();
   }
 }
 
@@ -256,20 +319,46 @@ function operationLine(r: SyncReport['delete'], dryRun: boolean): string {
   return `${r.users_confirmed} of ${count(r.users, 'user')} confirmed, ${count(r.requests, 'request')}, ${r.status}`;
 }
 
-function printOutcome(ctx: CliContext, args: SyncArgs, report: SyncReport, run: HashCsvRun, c: Connected): void {
+function printOutcome(
+  ctx: CliContext,
+  args: SyncArgs,
+  report: SyncReport,
+  run: HashCsvRun,
+  c: Connected,
+  refused: SyncReport | undefined,
+): void {
   const sandbox = sandboxTargetSize(c);
   const size = sandbox?.size;
   if (args.json === true) {
     writeJson(ctx, {
       ...reportJson(report),
+      ...(refused === undefined ? {} : { do_not_reach: reportJson(refused) }),
       exit_code: syncExitCode(report),
       input: inputName(args.file),
       reading: readingJson(run),
       ...(size === undefined ? {} : { sandbox: { audience_size: size } }),
       hints: summaryHints(run.summary, run.mapping, run.normalize, c.target.isDoNotReach),
     });
-  } else printTable(ctx, report, run, sandbox, c.target.isDoNotReach);
+  } else
+    printTable(
+      ctx,
+      report,
+      run,
+      sandbox,
+      c.target.isDoNotReach,
+      refused === undefined ? [] : [refusedField(refused, c)],
+    );
   printCause(ctx, report);
+}
+
+/** The do-not-reach sync of --consent do-not-reach in one line of the report. */
+function refusedField(r: SyncReport, c: Connected): [string, unknown] {
+  const size = c.sandbox?.state.dnrListSize(r.target.id);
+  const error = r.error === undefined ? '' : `: ${r.error.code}`;
+  return [
+    'do-not-reach (said no)',
+    `list ${r.target.id}: +${r.adds} -${r.removes} ~${r.refreshes}, ${r.status}${error}${size === undefined ? '' : ` (sandbox list size ${size})`}`,
+  ];
 }
 
 function printTable(
@@ -278,6 +367,7 @@ function printTable(
   run: HashCsvRun,
   sandbox: { label: string; size: number } | undefined,
   doNotReach: boolean,
+  extra: [string, unknown][],
 ): void {
   const fields: [string, unknown][] = [
     ['run id', report.run_id],
@@ -301,6 +391,7 @@ function printTable(
     ['duration', `${(report.duration_ms / 1000).toFixed(1)} s`],
   ];
   if (report.oversized_users > 0) fields.push(['users too large to send', report.oversized_users]);
+  fields.push(...extra);
   if (sandbox !== undefined) fields.push([sandbox.label, sandbox.size]);
   writeLine(ctx.stdout, renderFields(fields));
   writeLine(ctx.stdout);
