@@ -205,6 +205,15 @@ describe('uploads: nobody who said no reaches a custom audience', () => {
     expect(dnr.stdout).toContain('sandbox list size                300');
     expect(dnr.stderr).not.toContain('--consent include');
 
+    const both = await cli(['upload', file, '--sandbox', '--consent', 'do-not-reach=x', '--json']);
+    expect(both.code, both.stderr).toBe(0);
+    const two = JSON.parse(both.stdout) as {
+      users: number;
+      do_not_reach: { users: number; users_confirmed: number; target: { kind: string } };
+    };
+    expect(two.users).toBe(300 - no);
+    expect(two.do_not_reach).toMatchObject({ users: no, users_confirmed: no, target: { kind: 'do_not_reach_list' } });
+
     const log = readFileSync(join(dir, '.audience-kit', 'audit.jsonl'), 'utf8')
       .trim()
       .split('\n');
@@ -214,10 +223,13 @@ describe('uploads: nobody who said no reaches a custom audience', () => {
       ['exclude', no],
       ['include', no],
       ['include', no],
+      ['exclude', no],
+      // The do-not-reach pass of the same run: only the rows that say no.
+      ['refused', no],
     ]);
 
     const bad = await cli(['hash', file, '--consent', 'sometimes', '-o', join(dir, 'h.csv')]);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain('fix: pass exclude (the default), require-consent or include');
+    expect(bad.stderr).toContain('fix: pass exclude (the default), require-consent, include, or do-not-reach=LIST_ID');
   });
 });
