@@ -47,8 +47,12 @@ async function hashCorpus(rows: readonly TruthRow[], format: 'digits' | 'e164'):
   return out;
 }
 
+// The suite's seed; the held-apart seed of issue 30 (never tuned on) is run with PHONE_TRUTH_SEED=30.
+const SEED = Number(process.env['PHONE_TRUTH_SEED'] ?? 20261126);
+
 describe('phones of many countries in the forms CRM exports hold, against their ground truth', () => {
-  const rows = phoneTruthCorpus(6, 20261126);
+  const all = phoneTruthCorpus(6, SEED, true);
+  const rows = all.filter((r) => r.issue30 === undefined);
 
   it('the corpus covers 30+ countries, mobile and fixed line, in every form', () => {
     expect(TRUTH_COUNTRIES.length).toBeGreaterThanOrEqual(30);
@@ -65,4 +69,24 @@ describe('phones of many countries in the forms CRM exports hold, against their 
       expect(o.reasons.phone_ambiguous ?? 0).toBe(o.ambiguous);
     });
   }
+});
+
+describe('the forms issue 30 found: spreadsheet numbers, international prefixes, extensions, 00cc (0)', () => {
+  const rows = phoneTruthCorpus(6, SEED, true).filter((r) => r.issue30 !== undefined);
+
+  it('0 wrong digests; rounded spreadsheet numbers are phone_lossy_number; at most 2% of the others rejected', async () => {
+    const read = rows.filter((r) => r.issue30 === 'read');
+    const lossy = rows.length - read.length;
+    expect(read.length).toBeGreaterThan(4000);
+    expect(lossy).toBeGreaterThan(500);
+    const o = await hashCorpus(rows, 'digits');
+    expect(o.wrong.slice(0, 10)).toEqual([]);
+    expect(o.reasons.phone_lossy_number).toBe(lossy);
+    // Ambiguous values have two readings both real numbers (a spreadsheet dropped a `+` or a `0`).
+    expect(o.reasons.phone_ambiguous ?? 0).toBeLessThanOrEqual(o.ambiguous + 0.02 * read.length);
+    expect((o.rejected - lossy) / read.length, JSON.stringify(o.reasons)).toBeLessThanOrEqual(0.02);
+    console.log(
+      `issue 30 forms, seed ${SEED}: ${JSON.stringify({ ...o, read: read.length, lossy, wrong: o.wrong.length })}`,
+    );
+  });
 });

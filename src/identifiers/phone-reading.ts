@@ -68,8 +68,8 @@ export function phoneReading(
 ): PhoneReading {
   const number = writtenNumber(value);
   if (number === LOSSY || number === '') return number === LOSSY ? LOSSY : undefined;
-  // A spreadsheet stored it as a number, dropping a leading `+` or `0`: only a country tells which.
-  if (country === undefined && mode !== 'included' && number !== value && spreadsheetForm(value)) return undefined;
+  if (number !== value && mode !== 'included' && spreadsheetForm(value))
+    return country === undefined ? undefined : spreadsheetReading(number, country, mode, notes);
   return plainReading(number, country, mode, notes);
 }
 
@@ -128,6 +128,20 @@ function spreadsheetForm(value: string): boolean {
   return SPREADSHEET_FLOAT_RE.test(value) || SCIENTIFIC_RE.test(value);
 }
 
+/**
+ * A number a spreadsheet stored as a number, which drops a leading `+` or `0`: without a country
+ * nothing tells which (phoneReading refuses it), with one the number is also read with a `0`
+ * before it (an Italian `039 9919 6191` is `3999196191.0`, also the mobile `399 919 6191`), and
+ * the number ranges decide between the readings.
+ */
+function spreadsheetReading(number: string, country: string, mode: PhoneCountryCode, notes: PhoneNotes): PhoneReading {
+  const read = plainReading(number, country, mode, notes);
+  const restored = plainReading('0' + number, country, mode, notes);
+  if (read === AMBIGUOUS || restored === AMBIGUOUS) return AMBIGUOUS;
+  if (restored === undefined || restored === read) return read;
+  return read === undefined ? restored : decideAmong([read, restored], notes);
+}
+
 /** phoneReading of a value in its plain form: digits, separators and a leading `+`. */
 function plainReading(
   value: string,
@@ -163,24 +177,28 @@ function plainReading(
 }
 
 /**
- * A value starting with `0`: `00` + the row country's own calling code; else the library's
- * national reading and the readings after a written international prefix (`0044…`, `011 44…`,
- * `0011 44…`). A national reading in a range of the row's country a person's line can be in wins:
- * the row says which country's habits wrote it (Delhi's `011 4955 2626` in an IN row is not
- * `011` + 49…). Otherwise the number ranges decide between the readings.
+ * A value starting with `0`: the library's national reading and the readings after a written
+ * international prefix (`0044…`, `011 44…`, `0011 44…`). `00` + the row country's own calling
+ * code is that number unless another prefix reads it too (`0011 51…` in a US row: `00` + 1, or
+ * Australia's `0011` + 51). A national reading in a range of the row's country a person's line can
+ * be in wins: the row says whose habits wrote it (Delhi's `011 4955 2626` in an IN row is not
+ * `011` + 49…); from `00…`, which begins no national number, there is none (Indonesia's library
+ * reading of `0065 8123 5969` as +62 658…). Otherwise the number ranges decide between the readings.
  */
 function zeroReading(value: string, country: string | undefined, notes: PhoneNotes): PhoneReading {
-  if (country !== undefined) {
-    const own = ownCodeAfter00(value, country);
-    if (own !== undefined) return own;
-  }
   const abroad = afterInternationalPrefix(value, country === undefined);
   if (abroad === undefined) return nationalReading(value, country, notes);
+  if (country !== undefined && abroad.length === 1 && ownCodeAfter00(value, country, abroad[0]!)) return abroad[0];
   const national = country === undefined ? undefined : nationalReading(value, country, notes);
   if (national === AMBIGUOUS) return AMBIGUOUS;
   if (national !== undefined && !abroad.includes(national)) {
-    if (phoneRangeRank(national) === 2) return national;
-    abroad.push(national);
+    // The library may have read the country's own prefix (Thailand's `006`): then one more reading.
+    if (!national.startsWith(plusCode(country!))) abroad.push(national);
+    // A number of the row's country: never from `00…`, which begins no national number.
+    else if (!startsWithDigits(value, '00')) {
+      if (phoneRangeRank(national) === 2) return national;
+      abroad.push(national);
+    }
   }
   return abroad.length === 1 ? abroad[0] : decideAmong(abroad, notes);
 }
@@ -288,16 +306,13 @@ function plusReading(value: string, notes: PhoneNotes): PhoneReading {
 }
 
 /**
- * `00` + the row country's calling code + a valid number: that number. People write `00` as the
- * international prefix whatever their country's is (`011` in North America, `810` in Russia, `00xx`
- * carrier codes in Brazil and Colombia, `001`/`002` in Korea), where the library would read a
- * national number or another country's prefix (`0055 64…` in Brazil: +64, New Zealand).
+ * Whether `read` is `value` read as `00` + the row country's own calling code. People write `00` as
+ * the international prefix whatever their country's is (`011` in North America, `810` in Russia,
+ * `00xx` carrier codes in Brazil and Colombia, `001`/`002` in Korea), where the library would read
+ * a national number or another country's prefix (`0055 64…` in Brazil: +64, New Zealand).
  */
-function ownCodeAfter00(value: string, country: string): string | undefined {
-  if (value.charCodeAt(1) !== 0x30) return undefined;
-  const digits = value.replace(NON_DIGITS_RE, '');
-  if (!digits.startsWith('00' + callingCode(country), 0)) return undefined;
-  return internationalE164('+' + digits.slice(2));
+function ownCodeAfter00(value: string, country: string, read: string): boolean {
+  return startsWithDigits(value, '00' + callingCode(country)) && read.startsWith(plusCode(country));
 }
 
 /** A `+` number as the library reads it, or else as the habits below rewrite it. */

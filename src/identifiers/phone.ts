@@ -429,12 +429,13 @@ export function phoneTrunkPrefixes(country: string): readonly string[] {
 /**
  * The international prefixes people write before a calling code, from the metadata: `00` (the ITU's,
  * most countries'), each country's international prefix when its pattern is one string of digits
- * starting with `0` (`011` of North America, `010` of Japan, `001` of Guyana and Mongolia, `000`
- * of Kenya, `009` of Nigeria) and each preferred one starting with `00` (`0011` of Australia).
- * The alternatives of a pattern (Korea's `002`…, Hong Kong's `0030`, Brazil's carrier forms
- * `0021`…, Singapore's `0[0-3]\d`, Mauritius' `020`) are left out: they are also the start of
- * `00` + a calling code (`0030…` is `00` + Greece's 30) or of national numbers elsewhere (`020` of
- * London), so only the row's own country reads them (libphonenumber-js does).
+ * starting with `0` (`011` of North America, `010` of Japan, `000` of Kenya) and each preferred
+ * one starting with `00` (`0011` of Australia). Left out: `00` and one more digit (`001` of Guyana
+ * and Mongolia, `009` of Nigeria), since `001 212…` and `0091 98…` are `00` + the calling codes 1
+ * and 91 as most people write them (no calling code starts with 0, so `000` stays); the
+ * alternatives of a pattern (Korea's `002`…, Hong Kong's `0030`, Brazil's carrier forms `0021`…,
+ * Singapore's `0[0-3]\d`, Mauritius' `020`), also `00` + a calling code or the start of national
+ * numbers elsewhere (London's `020`). The row's own country reads all of its own (libphonenumber-js does).
  */
 export function phoneWrittenInternationalPrefixes(): readonly string[] {
   const found = new Set<string>(['00']);
@@ -442,5 +443,6 @@ export function phoneWrittenInternationalPrefixes(): readonly string[] {
     if (typeof tuple[1] === 'string' && /^0[0-9]+$/.test(tuple[1])) found.add(tuple[1]);
     if (typeof tuple[12] === 'string' && /^00[0-9]*$/.test(tuple[12])) found.add(tuple[12]);
   }
+  for (const prefix of found) if (/^00[1-9]$/.test(prefix)) found.delete(prefix);
   return [...found];
 }

@@ -78,6 +78,8 @@ export interface TruthRow {
   alpha2: string;
   /** The number it is, E.164. */
   e164: string;
+  /** One of the forms issue 30 found (issueForms); `lossy`: a spreadsheet rounded it. */
+  issue30?: 'read' | 'lossy';
 }
 
 type Random = () => number;
@@ -101,6 +103,37 @@ function numbersOfType(
     }
   }
   return [...found];
+}
+
+/** Extensions as people and tools write them after a number (dropped: the number is the main one). */
+export const EXTENSIONS: readonly string[] = [
+  ' x12',
+  ' X 7',
+  ' ext. 881',
+  ' ext 881',
+  ' Ext.881',
+  ' extension 5',
+  ' #47',
+  '#47',
+  ';ext=12',
+  ',12',
+  ',,12',
+  ' - 503#',
+  ' poste 12',
+  ' Durchwahl 12',
+  ' DW 12',
+  ' (mobile)',
+  ' 内線 12',
+];
+
+/** The international prefixes a person abroad writes before a calling code (docs/normalization.md, phone-idd). */
+const PREFIXES = ['00', '011', '0011', '010', '000'];
+
+/** How a spreadsheet that stored the digits `d` as a number writes it: a float, or scientific (with `.` or `,`). */
+function spreadsheetForms(d: string, rnd: Random): string[] {
+  if (!/^[1-9]\d{5,}$/.test(d)) return [];
+  const comma = rnd() < 0.5 ? ',' : '.';
+  return [`${d}.0`, `${d[0]}${comma}${d.slice(1)}E+${d.length - 1}`];
 }
 
 /** The forms a number takes in CRM exports, each an exact rendering of the same number. */
@@ -128,8 +161,37 @@ function writtenForms(country: string, nationalNumber: string): string[] {
   return [...new Set(forms)];
 }
 
-/** The corpus: `perType` mobile and fixed-line numbers of each country, every form, the country written three ways. */
-export function phoneTruthCorpus(perType: number, seed: number): TruthRow[] {
+/**
+ * The forms issue 30 found in exports, each an exact rendering of the number or one whose digits
+ * were lost: spreadsheet numbers (the calling code without `+`, and the national digits without
+ * their trunk `0`, as floats and in scientific form), an international prefix people write
+ * (`0044…`, `011 44…`) with the row's own country or another one, an extension after a form
+ * above, `00cc (0) …`. `other`: a country of the corpus whose row holds the prefixed form.
+ */
+function issueForms(country: string, nationalNumber: string, other: string, rnd: Random): [string, string][] {
+  const p = parseMax(nationalNumber, country as CountryCode)!;
+  const cc = p.countryCallingCode;
+  const nationalDigits = p.formatNational().replace(/[^0-9]/g, '');
+  const pick = <T>(list: readonly T[]): T => list[Math.floor(rnd() * list.length)]!;
+  const out: [string, string][] = [];
+  for (const v of spreadsheetForms(cc + nationalNumber, rnd)) out.push([v, country]);
+  const d = cc + nationalNumber;
+  // Rounded to 6 significant digits, as a spreadsheet's General format shows a long number.
+  if (d.length > 7) out.push([`${d[0]}${pick([',', '.'])}${d.slice(1, 6)}E+${d.length - 1}`, country]);
+  for (const v of spreadsheetForms(nationalDigits.replace(/^0/, ''), rnd)) out.push([v, country]);
+  const prefix = pick(PREFIXES);
+  out.push([`${prefix} ${cc} ${nationalNumber}`, other], [`${prefix}${cc}${nationalNumber}`, country]);
+  const base = pick(writtenForms(country, nationalNumber));
+  out.push([base + pick(EXTENSIONS), country]);
+  if (/^0/.test(nationalDigits)) out.push([`00${cc} (0)${nationalNumber}`, other]);
+  return out;
+}
+
+/**
+ * The corpus: `perType` mobile and fixed-line numbers of each country, every form, the country
+ * written three ways; with `issue30`, also the forms of issueForms.
+ */
+export function phoneTruthCorpus(perType: number, seed: number, issue30 = false): TruthRow[] {
   const rnd = mulberry32(seed);
   const examples = examplesJson as unknown as Record<string, string>;
   const rows: TruthRow[] = [];
@@ -153,6 +215,14 @@ export function phoneTruthCorpus(perType: number, seed: number): TruthRow[] {
       const e164 = parseMax(nationalNumber, country as CountryCode)!.number;
       for (const value of writtenForms(country, nationalNumber))
         rows.push({ value, country: names[i++ % 3]!, alpha2: country, e164 });
+      if (!issue30) continue;
+      const other = TRUTH_COUNTRIES[Math.floor(rnd() * TRUTH_COUNTRIES.length)]!;
+      for (const [value, rowCountry] of issueForms(country, nationalNumber, other[0], rnd)) {
+        const written = rowCountry === country ? names : other;
+        const scientific = /^\d[.,](\d+)E\+(\d+)$/.exec(value);
+        const issue30 = scientific !== null && scientific[1]!.length < Number(scientific[2]) ? 'lossy' : 'read';
+        rows.push({ value, country: written[i++ % 3]!, alpha2: rowCountry, e164, issue30 });
+      }
     }
   }
   return rows;
@@ -164,10 +234,21 @@ export function phoneTruthCorpus(perType: number, seed: number): TruthRow[] {
  */
 export function ambiguousUnderMax(row: TruthRow): boolean {
   if (row.value.startsWith('+') || row.value.startsWith('0')) return false;
-  const d = row.value.replace(/[^0-9]/g, '');
+  const d = writtenDigits(row.value);
   const cc = parseMax(row.e164)!.countryCallingCode;
   if (!d.startsWith(cc)) return false;
   const national = parseMax(d, row.alpha2 as CountryCode);
   const included = parseMax('+' + d);
   return national?.isValid() === true && included?.isValid() === true && national.number !== included.number;
+}
+
+/** The digits of the number a value holds: an extension after it dropped, a spreadsheet's form read back. */
+export function writtenDigits(value: string): string {
+  const scientific = /^(\d)[.,](\d+)E\+\d+$/.exec(value);
+  if (scientific !== null) return scientific[1]! + scientific[2]!;
+  return value
+    .replace(/[- ]+\d{1,6}#$/, '')
+    .replace(/\.0+$/, '')
+    .replace(/^([+\d ().\-/]*\d).*$/, '$1')
+    .replace(/[^0-9]/g, '');
 }
