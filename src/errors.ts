@@ -140,6 +140,8 @@ export const ERROR_CODES = [
   'state_connection_lost',
   'state_schema_denied',
   'state_fenced',
+  // The server can lose acknowledged commits silently (synchronous_commit off, asynchronous standbys only).
+  'state_commits_unsafe',
   // EnvironmentError from a PostgreSQL state store, each a named cause with its own fix
   // (src/state/postgres/errors.ts): connecting and logging in, then a statement refused.
   'state_host_unknown',

@@ -7,6 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { PostgresStore } from '../src/state/postgres/store.js';
 import type { StateStore } from '../src/state/store.js';
 import { schemaSql, SCHEMA_VERSION } from '../src/state/postgres/schema.js';
+import { commitLossRisk } from '../src/state/postgres/durability.js';
+import { createTestDatabase } from './helpers/postgres.js';
 import { Snapshot } from '../src/state/snapshot.js';
 import { runCli } from './helpers/cli.js';
 import {
@@ -361,4 +363,42 @@ describe('PostgreSQL store: a damaged snapshot has a way out', () => {
       expect(next.status).toBe('completed');
     },
   );
+});
+
+describe('PostgreSQL store: a server that can lose acknowledged commits is refused', () => {
+  const withOption = (url: string, option: string): string => {
+    const u = new URL(url);
+    u.searchParams.set('options', `${u.searchParams.get('options') ?? ''} -c ${option}`.trim());
+    return u.toString();
+  };
+
+  it('synchronous_commit off for the session or the database: refused with the fix, which works when followed', async () => {
+    const url = await postgresStateUrl();
+    await expect(PostgresStore.open(withOption(url, 'synchronous_commit=off'))).rejects.toMatchObject({
+      code: 'state_commits_unsafe',
+      fix: expect.stringMatching(/synchronous_commit = on/) as unknown,
+    });
+    // The database's own default (never the server's: others share it).
+    const db = await createTestDatabase();
+    try {
+      await sql(db.url, `ALTER DATABASE "${new URL(db.url).pathname.slice(1)}" SET synchronous_commit = off`);
+      await expect(PostgresStore.open(db.url)).rejects.toMatchObject({ code: 'state_commits_unsafe' });
+      await (await PostgresStore.open(withOption(db.url, 'synchronous_commit=on'))).close();
+    } finally {
+      await db.drop();
+    }
+  });
+
+  it('standbys that are all asynchronous (as pg_stat_replication shows them) are refused; a synchronous one, or none visible, is not', () => {
+    const on = (standbys: (string | null)[]) => commitLossRisk({ synchronousCommit: 'on', standbys });
+    expect(on([])).toBeUndefined();
+    expect(on(['async'])).toMatch(/all asynchronous/);
+    expect(on(['potential', 'async'])).toMatch(/all asynchronous/);
+    expect(on(['sync', 'async'])).toBeUndefined();
+    expect(on(['quorum'])).toBeUndefined();
+    expect(on([null, null])).toBeUndefined();
+    expect(commitLossRisk({ synchronousCommit: 'local', standbys: ['sync'] })).toMatch(/local/);
+    expect(commitLossRisk({ synchronousCommit: 'remote_apply', standbys: ['sync'] })).toBeUndefined();
+    expect(commitLossRisk({ synchronousCommit: 'off', standbys: [] })).toMatch(/off/);
+  });
 });

@@ -17,6 +17,8 @@ import { PostgresAuditLog } from './audit.js';
 import { clientConfig, connectionLost, redactUrl, unreachable } from './connection.js';
 import { PostgresRunJournals } from './journal.js';
 import { ensureSchema } from './schema.js';
+import { checkDurability } from './durability.js';
+import { EnvironmentError } from '../../errors.js';
 import { PostgresTargetSession } from './target-session.js';
 
 export class PostgresStore implements StateStore {
@@ -47,6 +49,9 @@ export class PostgresStore implements StateStore {
         .catch((error: unknown) => Promise.reject(unreachable(where, error)));
       try {
         await ensureSchema(client, where);
+        await checkDurability(client, where).catch((error: unknown) =>
+          Promise.reject(error instanceof EnvironmentError ? error : connectionLost(where, error)),
+        );
       } finally {
         client.release();
       }
