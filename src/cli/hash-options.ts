@@ -342,6 +342,7 @@ export function mappingJson(mapping: ColumnMapping): Record<string, unknown> {
       type: c.type,
       from: c.mapped === true ? 'map' : c.content === true ? 'content' : 'name',
       separator: c.separator ?? null,
+      ...(c.typeColumn === undefined ? {} : { type_column: c.typeColumn }),
     })),
     country_column: mapping.country?.column ?? null,
     ignored: mapping.ignored,

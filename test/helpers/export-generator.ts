@@ -617,10 +617,17 @@ function encode(text: string, encoding: 'utf8' | 'utf8-bom' | 'utf16le-bom' | 'l
   if (encoding === 'utf8-bom') return Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text)]);
   if (encoding === 'utf16le-bom') return Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]);
   if (encoding === 'legacy') {
+    // Latin names the encoding cannot write (Müller in Shift_JIS) lose their accents, as they would there.
+    const plain = (t: string): string =>
+      t.replace(/[\u00c0-\u024f]/g, (c) => c.normalize('NFKD').replace(/\p{M}/gu, ''));
     try {
       return encodeLegacy(text, LEGACY[language] ?? 'windows-1252');
     } catch {
-      // A name the encoding cannot write (Müller in Shift_JIS): the file stays UTF-8.
+      try {
+        return encodeLegacy(plain(text), LEGACY[language] ?? 'windows-1252');
+      } catch {
+        // Still a character it cannot write: the file stays UTF-8.
+      }
     }
   }
   return Buffer.from(text);
