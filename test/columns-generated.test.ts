@@ -18,11 +18,18 @@ const SEED = Number(process.env.AK_EXPORTS_SEED ?? HELD_APART_SEED);
 /** Files per run: a few dozen in npm test; AK_EXPORTS_FILES=500 for a bigger run. */
 const FILES = Number(process.env.AK_EXPORTS_FILES ?? 24);
 /**
- * Generator features waiting for the other parts of #30 to be on main (see ExportOptions):
- * AK_EXPORTS_PENDING=1 turns them on (to measure a branch that has them).
+ * Spreadsheet phone forms (`….0`, scientific, a national number without its leading 0, rounded):
+ * AK_EXPORTS_SPREADSHEET=1. Off in npm test: a national number whose leading 0 a spreadsheet
+ * dropped, in a row without a country, is still read as starting with a calling code (a wrong
+ * digest: `15123453464`, German, is read as +1 512…), see issue #30.
  */
-const PENDING = process.env.AK_EXPORTS_PENDING === '1';
-const OPTIONS = { rows: [80, 240] as [number, number], phoneForms: PENDING, preambles: true };
+const SPREADSHEET = process.env.AK_EXPORTS_SPREADSHEET === '1';
+const OPTIONS = {
+  rows: [80, 240] as [number, number],
+  preambles: true,
+  internationalPrefixes: true,
+  spreadsheetForms: SPREADSHEET,
+};
 
 const tmp = tempDir('ak-generated-');
 

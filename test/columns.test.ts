@@ -327,6 +327,18 @@ describe('paired type/value layouts', () => {
   });
 });
 
+describe('spreadsheet numbers are phone-shaped', () => {
+  it('a column of lists holding spreadsheet numbers is split, and read as phones', () => {
+    const cells = ['4915134117294.0; +49 30 901820', '4,91512E+12; 030 901821', '9.18142423991e+11', '+49 30 901822'];
+    const m = resolveMapping(
+      ['Telefon', 'Land'],
+      {},
+      cells.map((c) => [c, 'DE']),
+    );
+    expect(m.columns.map((c) => [c.column, c.separator])).toEqual([['Telefon', ';']]);
+  });
+});
+
 describe('hints name every loss with its column and fix', () => {
   it('a column of phones not clearly valid, whatever its name, is said with the --map that reads it', () => {
     const m = resolveMapping(

@@ -5,6 +5,7 @@
  * or printed: only counts and verdicts leave this module.
  */
 import { cleanValue, normalizeIdentifier, type IdentifierType } from './normalize.js';
+import { spreadsheetForm } from './phone-reading.js';
 
 /** Data rows read from the start of the input to judge each column's values. */
 export const SAMPLE_ROWS = 100;
@@ -38,8 +39,13 @@ function ipAddress(value: string): boolean {
   return DOTTED_QUAD.test(value) && value.split('.').every((n) => Number(n) <= 255 && !/^0\d/.test(n));
 }
 
-/** Written like a phone number: digits with phone punctuation (6 to 17 digits), not a date or an IP address. */
+/**
+ * Written like a phone number: digits with phone punctuation (6 to 17 digits), not a date or an
+ * IP address; or a number as a spreadsheet writes it (`4915134117294.0`, `4,91512E+12`: read, or
+ * rejected as `phone_lossy_number`, by the normalization; a column of them is a phone column).
+ */
 function phoneShaped(value: string): boolean {
+  if (spreadsheetForm(value)) return true;
   const s = value.replace(PHONE_EXTENSION, '');
   if (!PHONE_CHARS.test(s) || DATE_LIKE.test(s) || ipAddress(s)) return false;
   const digits = s.replace(/\D/g, '').length;

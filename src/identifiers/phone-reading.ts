@@ -124,7 +124,7 @@ function spreadsheetInteger(m: RegExpExecArray): string {
 }
 
 /** Whether `value` is written as a spreadsheet writes a number (`….0`, `9.18142423991e+11`). */
-function spreadsheetForm(value: string): boolean {
+export function spreadsheetForm(value: string): boolean {
   return SPREADSHEET_FLOAT_RE.test(value) || SCIENTIFIC_RE.test(value);
 }
 

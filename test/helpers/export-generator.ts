@@ -26,12 +26,13 @@ export interface ExportOptions {
   rows?: [number, number];
   /** Lines of notes before the header (`Exported from … on …`), in some files. */
   preambles?: boolean;
+  /** `00` + a calling code, in any row (read as international with or without a row country). */
+  internationalPrefixes?: boolean;
   /**
-   * Phone forms whose reading is the phone work of #30 (src/identifiers/phone*.ts): `00` + a
-   * calling code in any row, spreadsheet numbers (`….0`, scientific, a national number without
-   * its leading 0) and rounded ones (`4,91512E+12`, never to be hashed). Off until it is on main.
+   * Spreadsheet numbers: `….0`, scientific, a national number without its leading 0, and rounded
+   * ones (`4,91512E+12`, never to be hashed).
    */
-  phoneForms?: boolean;
+  spreadsheetForms?: boolean;
 }
 
 /** What one data row must, may and must never give (SHA-256 digests as `hash` writes them). */
@@ -371,10 +372,8 @@ function writePhone(rnd: Random, e164: string, opts: ExportOptions): Written {
   ];
   if (trunk)
     forms.push({ value: `+${p.countryCallingCode} (0)${national.replace(/^\(?0\)?/, '')}`, kind: 'international' });
-  if (opts.phoneForms === true) {
-    forms.push({ value: `00${intl.slice(1)}`, kind: 'international' });
-    if (chance(rnd, 0.3)) return pick(rnd, spreadsheetForms(p, trunk));
-  }
+  if (opts.internationalPrefixes === true) forms.push({ value: `00${intl.slice(1)}`, kind: 'international' });
+  if (opts.spreadsheetForms === true && chance(rnd, 0.3)) return pick(rnd, spreadsheetForms(p, trunk));
   return pick(rnd, forms);
 }
 
@@ -384,7 +383,8 @@ function writePhone(rnd: Random, e164: string, opts: ExportOptions): Written {
  * national number of the row's country) has two readings: no rule can know which was meant.
  */
 function knowable(w: Written, e164: string, country: string | undefined): boolean {
-  if (w.kind === 'lossy' || (w.kind === 'national' && country === undefined)) return false;
+  // A spreadsheet's number may have lost a `+` or a leading 0: only the row's country can tell.
+  if (w.kind === 'lossy' || (w.kind !== 'international' && country === undefined)) return false;
   if (w.kind === 'international') return true;
   const d = w.value
     .replace(/\s*(?:x|ext\.?|#)\s*\d+$/i, '')
@@ -538,7 +538,8 @@ function layoutColumns(rnd: Random, language: string, layout: Layout): Column[] 
   } else if (layout === 'lists') {
     const e = pick(rnd, w.email);
     const p = pick(rnd, w.phone);
-    const sep = pick(rnd, [', ', '; ', ' | ']);
+    // Not `, `: a spreadsheet's rounded number may hold one (`4,91512E+12`), and no reader could split that.
+    const sep = pick(rnd, ['; ', ' | ']);
     plain(e, (r) => ownEmail(r, e));
     plain(p, (r) => [ownPhone(r, p), ...(chance(r.rnd, 0.4) ? [ownPhone(r, p)] : [])].join(sep));
   } else {
