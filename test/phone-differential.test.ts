@@ -72,7 +72,9 @@ function policyReading(
     const read = normalizePhone(p);
     return p === '+' + ours || (read.ok && read.value === ours);
   });
-  return (value.startsWith('00') && own) || (value.startsWith('+') && library === undefined) || abroad;
+  // A spreadsheet's number forms are read as their integer (test/phone-truth.test.ts checks them exactly).
+  const spreadsheet = /^[1-9]\d{5,}\.0+$|^\d[.,]\d+[eE]\+?\d+$/.test(value);
+  return (value.startsWith('00') && own) || (value.startsWith('+') && library === undefined) || abroad || spreadsheet;
 }
 
 /** The numbers `value` may be after an international prefix people write (phone-reading's fourth rule). */

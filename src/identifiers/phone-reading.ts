@@ -196,7 +196,10 @@ function zeroReading(value: string, country: string | undefined, notes: PhoneNot
     if (!national.startsWith(plusCode(country!))) abroad.push(national);
     // A number of the row's country: never from `00…`, which begins no national number.
     else if (!startsWithDigits(value, '00')) {
-      if (phoneRangeRank(national) === 2) return national;
+      // Unless a prefix is followed by the row's own calling code (`011 39 066982` in IT: Turin's
+      // 011 3906 6982, or the Vatican's +39 06 6982 dialled from North America).
+      const own = plusCode(country!);
+      if (phoneRangeRank(national) === 2 && !abroad.some((r) => r.startsWith(own))) return national;
       abroad.push(national);
     }
   }

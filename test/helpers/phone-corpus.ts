@@ -111,6 +111,9 @@ export function generatePhoneCorpus(n: number, seed = 1): PhoneCase[] {
       '+800 1234 5678',
       '+882 1234 5678',
       '+979 123456789',
+      '4915134117294.0',
+      '9.18142423991e+11',
+      '4,91512E+12',
       Array.from({ length: 3 + int(18) }, digit).join(''),
       '+' + Array.from({ length: 3 + int(18) }, digit).join(''),
       String.fromCharCode(33 + int(90)) + Array.from({ length: 8 + int(5) }, digit).join(''),
@@ -136,7 +139,22 @@ export function generatePhoneCorpus(n: number, seed = 1): PhoneCase[] {
     else if (form < 0.89) value = cc + trunk + number;
     else if (form < 0.92) {
       value =
-        '+' + cc + ' ' + group(number, false) + pick([' ext. 12', ' x123', ' #45', ' ext 9', ', ext: 77', ' - 503#']);
+        '+' +
+        cc +
+        ' ' +
+        group(number, false) +
+        pick([
+          ' ext. 12',
+          ' x123',
+          ' #45',
+          ' ext 9',
+          ', ext: 77',
+          ' - 503#',
+          ' extension 5',
+          ' poste 12',
+          ';ext=3',
+          ',12',
+        ]);
     } else if (form < 0.94) {
       value = (trunk + number).replace(/\d{4}$/, () => pick(['CALL', 'SHOP', 'HELP', 'CARS']));
     } else if (form < 0.97) value = garbage();

@@ -163,6 +163,9 @@ export function fuzzForms(n: FuzzNumber): FuzzRow[] {
     `00 ${intl.slice(1)}`,
   ];
   if (nationalDigits !== nsn && nationalDigits.startsWith('0')) withCode.push(`+${cc} (0) ${nsn}`);
+  // Issue 30: an extension after a form, a spreadsheet's float, an international prefix written abroad.
+  withCode.push(`${intl} ext. 12`, `00${cc} ${nsn} x5`, `00${cc} ${nsn};ext=7`, `0011 ${cc} ${nsn}`);
+  national_.push(`${national} #47`, `${national} poste 12`, `${cc}${nsn}.0`, `011 ${cc} ${nsn}`);
   const rows: FuzzRow[] = [];
   for (const value of new Set([...national_, ...withCode])) rows.push({ value, country: n.country, e164: n.e164 });
   for (const value of new Set(withCode)) rows.push({ value, country: undefined, e164: n.e164 });
