@@ -5,6 +5,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { EnvironmentError } from '../src/errors.js';
 import { startSandbox, type Sandbox } from '../src/sandbox/index.js';
+import { clientConfig } from '../src/state/postgres/connection.js';
 import { PostgresStore } from '../src/state/postgres/store.js';
 import { CALLING_THREAD, runCli, type CliResult } from './helpers/cli.js';
 import { createTestDatabase, createTestRole } from './helpers/postgres.js';
@@ -206,6 +207,12 @@ describe('sync --state URL: each database problem is named, and its fix works', 
     }
     expect(failure(r, 8, /does not accept TLS connections/)).toMatch(/remove sslmode from the URL/);
     await expectSynced(url);
+    // libpq's reading for the modes pg reads otherwise; pg's own no-verify and the others as given.
+    const given = (mode: string): string => `postgres://u@h/db?sslmode=${mode}`;
+    for (const mode of ['prefer', 'require', 'verify-ca'])
+      expect(clientConfig(given(mode)).connectionString).toBe(`${given(mode)}&uselibpqcompat=true`);
+    for (const mode of ['disable', 'no-verify', 'verify-full'])
+      expect(clientConfig(given(mode)).connectionString).toBe(given(mode));
   });
 
   it('read-only: ALTER ROLE … IN DATABASE … of the fix makes the sync succeed', async () => {
@@ -305,13 +312,33 @@ describe('sync --state URL: each database problem is named, and its fix works', 
       ],
     ] as const;
     for (const [code, message, cause, fix] of cases) {
-      const server = await refusingServer(code, message);
+      const server = await refusingServer(errorResponse(code, message));
       try {
         const port = (server.address() as { port: number }).port;
         expect(failure(await sync(`postgres://app:s3cret@127.0.0.1:${port}/ads`), 8, cause)).toMatch(fix);
       } finally {
         server.close();
       }
+    }
+    // A server asking for a password (SCRAM) when the URL gives none.
+    const scram = Buffer.from('SCRAM-SHA-256\0\0');
+    const ask = Buffer.alloc(9);
+    ask.write('R');
+    ask.writeUInt32BE(8 + scram.length, 1);
+    ask.writeUInt32BE(10, 5);
+    // Its first SCRAM message, to which a client without a password has nothing to answer.
+    const first = Buffer.from('r=nonce,s=c2FsdA==,i=4096');
+    const serverFirst = Buffer.alloc(9);
+    serverFirst.write('R');
+    serverFirst.writeUInt32BE(8 + first.length, 1);
+    serverFirst.writeUInt32BE(11, 5);
+    const server = await refusingServer(Buffer.concat([ask, scram]), Buffer.concat([serverFirst, first]));
+    try {
+      const port = (server.address() as { port: number }).port;
+      const r = await sync(`postgres://app@127.0.0.1:${port}/ads`);
+      expect(failure(r, 8, /asks for a password for app and none was given/)).toMatch(/put the password in the URL/);
+    } finally {
+      server.close();
     }
   });
 });
@@ -329,8 +356,8 @@ async function waitForLockWaiter(url: string): Promise<void> {
   throw new Error('no session waited for the lock');
 }
 
-/** A server that answers every startup (after refusing TLS) with a FATAL ErrorResponse. */
-async function refusingServer(code: string, message: string): Promise<Server> {
+/** A FATAL ErrorResponse of the protocol. */
+function errorResponse(code: string, message: string): Buffer {
   const field = (type: string, value: string): Buffer => Buffer.concat([Buffer.from(type), Buffer.from(`${value}\0`)]);
   const body = Buffer.concat([
     field('S', 'FATAL'),
@@ -342,11 +369,22 @@ async function refusingServer(code: string, message: string): Promise<Server> {
   const error = Buffer.alloc(5);
   error.write('E');
   error.writeUInt32BE(body.length + 4, 1);
+  return Buffer.concat([error, body]);
+}
+
+/** A server that answers the client's messages (after refusing TLS) with `answers`, in order. */
+async function refusingServer(...answers: Buffer[]): Promise<Server> {
   const server = createServer((socket) => {
+    let next = 0;
     socket.on('data', (data) => {
       // SSLRequest (8 bytes, code 80877103): no TLS here; else the startup message: refused.
       if (data.length === 8 && data.readUInt32BE(4) === 80877103) socket.write('N');
-      else socket.end(Buffer.concat([error, body]));
+      else {
+        // Each message of the client gets the next answer; an error ends the session.
+        const answer = answers[next++] ?? errorResponse('08P01', 'protocol violation');
+        if (answer.toString('latin1', 0, 1) === 'E') socket.end(answer);
+        else socket.write(answer);
+      }
     });
     socket.on('error', () => undefined);
   });

@@ -27,7 +27,9 @@ export function redactUrl(url: string): string {
 function withLibpqSslModes(url: string): string {
   if (!URL.canParse(url)) return url;
   const u = new URL(url);
-  if (!u.searchParams.has('sslmode') || u.searchParams.has('uselibpqcompat')) return url;
+  // Only the modes pg reads otherwise (verify-full, disable and pg's own no-verify stay as they are).
+  const mode = u.searchParams.get('sslmode');
+  if (!['prefer', 'require', 'verify-ca'].includes(mode ?? '') || u.searchParams.has('uselibpqcompat')) return url;
   u.searchParams.set('uselibpqcompat', 'true');
   return u.toString();
 }
