@@ -171,6 +171,7 @@ describe('the country column: more names, and by content', () => {
       'Land',
       'País',
       'Paese',
+      'Paese/Regione',
       'Kraj',
       '国',
       '国/地域',

@@ -6,7 +6,22 @@ export const it: LanguageWords = {
   phone: ['telefono', 'telefoni', 'tel', 'cellulare', 'cell', 'fisso', 'mobile'],
   own: [
     ...['casa', 'abitazione', 'lavoro', 'ufficio', 'personale', 'privato', 'principale', 'altro', 'altra'],
-    ...['indirizzo', 'numero', 'num', 'n', 'di', 'del', 'della', 'cliente', 'contatto', 'posta', 'secondario'],
+    ...[
+      'indirizzo',
+      'numero',
+      'num',
+      'n',
+      'di',
+      'del',
+      'della',
+      'cliente',
+      'contatto',
+      'posta',
+      'secondario',
+      'regione',
+      'area',
+      'geografica',
+    ],
   ],
   someoneElse: [
     ...['assistente', 'responsabile', 'azienda', 'società', 'ditta', 'centralino'],
@@ -15,7 +30,7 @@ export const it: LanguageWords = {
   line: ['fax', 'cercapersone'],
   country: ['paese', 'nazione', 'stato'],
   locale: ['lingua', 'impostazioni'],
-  subdivision: ['provincia', 'regione', 'città', 'comune', 'cap'],
+  subdivision: ['provincia', 'città', 'comune', 'cap'],
   pairType: ['tipo', 'etichetta'],
   pairValue: ['valore'],
 };
