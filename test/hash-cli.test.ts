@@ -385,6 +385,22 @@ describe('audience-kit hash (process)', () => {
     expect(r.stderr).not.toContain('--phone-country-code national reads');
   });
 
+  it('rejects a spreadsheet-rounded phone as phone_lossy_number with a hint, and names rows read with a calling code without a country', async () => {
+    const input = ['phone,country', '"4,91512E+12",DE', '9.18142423991e+11,IN', '15148369370,', '+44 20 7946 0958,'];
+    const r = await runCli(['hash', '-', '--format', 'jsonl', ...CALLING_THREAD], { input: input.join('\n') });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/phone_lossy_number\s+1\s+line 2\b/);
+    expect(r.stderr).toContain(
+      'a spreadsheet stored them as numbers and wrote them rounded in scientific form (4,91512E+12), so their last digits are lost and they were not hashed; fix: export again from the source, or format the phone column as Text',
+    );
+    expect(r.stderr).toContain(
+      '1 of them was in rows without a country, read so because their digits are a valid number that way',
+    );
+    expect(r.stderr).toContain(
+      'a German 0151… as +1 51…): if the file holds such numbers, fix: --country-column or --default-country CC',
+    );
+  });
+
   it('counts the phones read with their calling code, decided and ambiguous, in the right grammatical number', () => {
     const mapping = { columns: [], auto: true, ignored: [] };
     const hints = (twoReadings: number, ambiguous = 0): string[] => {
