@@ -185,16 +185,22 @@ function tableOf(language: Language): LanguageTable {
 // Scoring.
 
 /** A candidate's reading of the sample. */
-export interface EncodingReading {
+export interface EncodingReading extends Scored {
   encoding: CsvEncoding;
-  /** Share (0..1) of the non-ASCII characters that are letters of the encoding's languages, weighted. */
-  score: number;
   text: string;
 }
 
 const C1_CONTROL = /[\u0080-\u009f]/;
 const WORD = /\p{L}+/gu;
 const LETTER = /\p{L}/u;
+
+/** How well a text reads: its score, and what each character counts towards it. */
+interface Scored {
+  /** Share (0..1) of the non-ASCII characters explained by the languages, weighted. */
+  score: number;
+  /** Per UTF-16 unit of the text: the character's weight (0..1); NaN for ASCII and neutral punctuation. */
+  credits: Float32Array;
+}
 
 /**
  * How well `text` reads as the candidate's languages: non-ASCII characters are counted (neutral
@@ -204,19 +210,36 @@ const LETTER = /\p{L}/u;
  * time looks like that), or whose non-ASCII letters no one language has; Cyrillic or Greek letters
  * in a word with ASCII letters.
  */
-export function scoreText(text: string, languages: readonly Language[], singleByte: boolean): number {
+export function scoreText(text: string, languages: readonly Language[], singleByte: boolean): Scored {
   const counts = new Map<string, number>();
-  // Non-ASCII characters that count: the letters counted below, and every other symbol (implausible).
+  const credits = new Float32Array(text.length).fill(Number.NaN);
+  const plausible: [number, string][] = [];
+  // Non-ASCII characters that count: letters, and every other symbol (implausible: credit 0).
   let total = 0;
-  for (const c of text) if (c.charCodeAt(0) >= 0x80 && !NEUTRAL.has(c) && !LETTER.test(c)) total++;
-  for (const [word] of text.matchAll(WORD)) {
-    const foreign = [...word].filter((c) => c.charCodeAt(0) >= 0x80 && !NEUTRAL.has(c));
-    total += foreign.length;
-    if (!singleByte || plausibleWord(word, foreign, languages))
-      for (const c of foreign) counts.set(c, (counts.get(c) ?? 0) + 1);
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i] as string;
+    if (c.charCodeAt(0) < 0x80 || NEUTRAL.has(c)) continue;
+    total++;
+    credits[i] = 0;
   }
-  if (total === 0) return 1;
-  return explained(counts, languages) / total;
+  for (const m of text.matchAll(WORD)) {
+    const word = m[0];
+    const foreign = [...word].filter((c) => c.charCodeAt(0) >= 0x80 && !NEUTRAL.has(c));
+    if (foreign.length === 0 || (singleByte && !plausibleWord(word, foreign, languages))) continue;
+    plausible.push([m.index, word]);
+    for (const c of foreign) counts.set(c, (counts.get(c) ?? 0) + 1);
+  }
+  if (total === 0) return { score: 1, credits };
+  const credit = explained(counts, languages);
+  let sum = 0;
+  for (const [at, word] of plausible) {
+    for (let i = 0; i < word.length; i++) {
+      const w = credit.get(word[i] as string);
+      if (w !== undefined) credits[at + i] = w;
+    }
+  }
+  for (const [c, n] of counts) sum += n * (credit.get(c) ?? 0);
+  return { score: sum / total, credits };
 }
 
 function plausibleWord(word: string, foreign: readonly string[], languages: readonly Language[]): boolean {
@@ -226,11 +249,15 @@ function plausibleWord(word: string, foreign: readonly string[], languages: read
   return languages.some((l) => foreign.every((c) => tableOf(l).weights.has(c)));
 }
 
-/** The weighted count of characters explained by the languages, each letter by the first language (by gain) that has it. */
-function explained(counts: Map<string, number>, languages: readonly Language[]): number {
+/**
+ * What each letter counts: its weight in the language that explains it, the language that
+ * explains most of the letters first, then the one that explains most of the rest, and so on,
+ * each later one counting less (exports mix a few languages, not every one).
+ */
+function explained(counts: Map<string, number>, languages: readonly Language[]): Map<string, number> {
   const left = new Map(counts);
   const unused = languages.map(tableOf);
-  let sum = 0;
+  const credit = new Map<string, number>();
   for (const rankWeight of RANK_WEIGHTS) {
     let best: { table: LanguageTable; gain: number } | undefined;
     for (const table of unused) {
@@ -239,11 +266,15 @@ function explained(counts: Map<string, number>, languages: readonly Language[]):
       if (gain > 0 && (best === undefined || gain > best.gain)) best = { table, gain };
     }
     if (best === undefined) break;
-    sum += best.gain * rankWeight;
-    for (const c of [...left.keys()]) if (best.table.weights.has(c)) left.delete(c);
+    for (const c of [...left.keys()]) {
+      const w = best.table.weights.get(c);
+      if (w === undefined) continue;
+      credit.set(c, w * rankWeight);
+      left.delete(c);
+    }
     unused.splice(unused.indexOf(best.table), 1);
   }
-  return sum;
+  return credit;
 }
 
 /** Every candidate that decodes the sample without error and without C1 control characters, best first. */
@@ -257,7 +288,7 @@ export function readings(sample: Uint8Array): EncodingReading[] {
       continue;
     }
     if (C1_CONTROL.test(text)) continue;
-    out.push({ encoding: candidate.encoding, score: scoreText(text, candidate.languages, candidate.singleByte), text });
+    out.push({ encoding: candidate.encoding, text, ...scoreText(text, candidate.languages, candidate.singleByte) });
   }
   // Stable: equal scores keep the order of preference.
   return out.sort((a, b) => b.score - a.score);
@@ -265,8 +296,14 @@ export function readings(sample: Uint8Array): EncodingReading[] {
 
 /** Below this score the best reading is not believed. */
 export const MIN_SCORE = 0.6;
-/** A reading giving other text within this score of the best makes the file ambiguous. */
-export const SCORE_MARGIN = 0.12;
+/** A double-byte and a single-byte reading giving other text: the best must score this much more. */
+const SCORE_MARGIN = 0.12;
+/** Two single-byte readings: the characters they read otherwise, at least ... */
+const MIN_DIFFERING = 6;
+/** ... the best scoring this much more per share of the characters that differ ... */
+const ALIGNED_MARGIN = 0.2;
+/** ... and giving those characters this much more weight on average. */
+const DIFFERENCE_MARGIN = 0;
 
 /**
  * The encoding of a sample that is not UTF-8: the best reading when it reads well and no other
@@ -282,7 +319,7 @@ export function detectLegacyEncoding(sample: Uint8Array, name: string, line: num
       fix: 'export it as "CSV UTF-8", or pass --encoding NAME (for example windows-1252, shift_jis)',
     });
   }
-  const rivals = all.filter((r) => r !== best && best.score - r.score < SCORE_MARGIN * differing(best.text, r.text));
+  const rivals = all.filter((r) => r !== best && r.score >= MIN_SCORE && !clearlyBetter(best, r));
   if (rivals.length > 0) {
     const names = [best, ...rivals].map((r) => r.encoding);
     throw new InputError(
@@ -291,25 +328,40 @@ export function detectLegacyEncoding(sample: Uint8Array, name: string, line: num
       { fix: `pass the one it was exported in: ${names.map((n) => `--encoding ${n}`).join(' or ')}` },
     );
   }
-  return best.encoding;
+  // Of the encodings giving the same text, the first in the order of preference.
+  return (CANDIDATES.find((c) => all.some((r) => r.encoding === c.encoding && r.text === best.text)) ?? best).encoding;
 }
 
 /**
- * The share of the non-ASCII characters of `a` that `b` reads otherwise (1 when the two do not
- * align character by character, as a single-byte and a double-byte reading): a score difference
- * counts in proportion to the characters it comes from.
+ * Whether reading `a` is clearly better than `b`. Readings that do not align (single- against
+ * double-byte) are compared by score. Two single-byte readings align character by character, and
+ * only the characters they read otherwise tell them apart: enough of them, a score margin in
+ * proportion to their share, and no less weight on them in `a` than in `b` (a whole-score margin
+ * alone let a few French letters read as Czech move the whole cover, and a file was misread).
  */
-function differing(a: string, b: string): number {
-  if (a === b) return 0;
-  if (a.length !== b.length) return 1;
-  let nonAscii = 0;
+function clearlyBetter(a: EncodingReading, b: EncodingReading): boolean {
+  if (a.text === b.text) return true;
+  if (a.text.length !== b.text.length) return a.score - b.score >= SCORE_MARGIN;
+  const weight = (r: EncodingReading, i: number): number => {
+    const w = r.credits[i] as number;
+    if (!Number.isNaN(w)) return w;
+    // A neutral symbol: plausible between words, not inside one (`ºtefan`).
+    return LETTER.test(r.text[i - 1] ?? '') || LETTER.test(r.text[i + 1] ?? '') ? 0 : 1;
+  };
+  let difference = 0;
   let differ = 0;
-  for (let i = 0; i < a.length; i++) {
-    if (a.charCodeAt(i) < 0x80) continue;
-    nonAscii++;
-    if (a.charCodeAt(i) !== b.charCodeAt(i)) differ++;
+  let nonAscii = 0;
+  for (let i = 0; i < a.text.length; i++) {
+    if (a.text.charCodeAt(i) >= 0x80) nonAscii++;
+    if (a.text.charCodeAt(i) === b.text.charCodeAt(i)) continue;
+    difference += weight(a, i) - weight(b, i);
+    differ++;
   }
-  return nonAscii === 0 ? 0 : differ / nonAscii;
+  return (
+    differ >= MIN_DIFFERING &&
+    a.score - b.score >= (ALIGNED_MARGIN * differ) / nonAscii &&
+    difference / differ >= DIFFERENCE_MARGIN
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
