@@ -119,7 +119,7 @@ export function ensureDir(path: string): void {
         {
           path,
           cause: error,
-          fix: 'pass a --state-dir (stateDir) on a disk where directories can be created (not /proc, /sys or a read-only mount)',
+          fix: 'pass a stateDir on a disk where directories can be created (not /proc, /sys or a read-only mount)',
         },
       );
     }
