@@ -436,9 +436,12 @@ export function phoneTrunkPrefixes(country: string): readonly string[] {
  * alternatives of a pattern (Korea's `002`…, Hong Kong's `0030`, Brazil's carrier forms `0021`…,
  * Singapore's `0[0-3]\d`, Mauritius' `020`), also `00` + a calling code or the start of national
  * numbers elsewhere (London's `020`). The row's own country reads all of its own (libphonenumber-js does).
+ * From another metadata layout than the fast path's, `00` alone.
  */
 export function phoneWrittenInternationalPrefixes(): readonly string[] {
   const found = new Set<string>(['00']);
+  // Read by position (the preferred prefix is the 13th field): only from the layout the fast path checked.
+  if (!FAST_PATH) return [...found];
   for (const tuple of Object.values(metadata.countries)) {
     if (typeof tuple[1] === 'string' && /^0[0-9]+$/.test(tuple[1])) found.add(tuple[1]);
     if (typeof tuple[12] === 'string' && /^00[0-9]*$/.test(tuple[12])) found.add(tuple[12]);
