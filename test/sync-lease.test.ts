@@ -5,6 +5,9 @@ import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createClient } from '../src/api/index.js';
 import type { Clock } from '../src/util/clock.js';
+import type { AuditRecord } from '../src/state/audit.js';
+import { advisoryKey } from '../src/state/postgres/keys.js';
+import { PostgresStore } from '../src/state/postgres/store.js';
 import { snapshotDir } from '../src/state/snapshot.js';
 import { createTestRole } from './helpers/postgres.js';
 import { customers, expected, members, range, setup, syncOf, usePostgres, userPosts } from './helpers/sync.js';
@@ -208,5 +211,45 @@ describe('the directory store’s lease', () => {
     const next = customers([...range(0, 80), ...range(200, 210)]);
     await syncOf(t, next, { maxRemovals: '100%' });
     expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, next));
+  });
+});
+
+describe('database faults', () => {
+  it('a session ended during an audit append is a typed error, not a crash; the store goes on with a new connection', async () => {
+    const t = await setup({}, {}, 'postgres');
+    const url = (t.state as { state: string }).state;
+    const store = await PostgresStore.open(url);
+    cleanups.push(() => store.close());
+    const record = {
+      event: 'run_start',
+      run_id: 'r1',
+      at: new Date().toISOString(),
+      account_id: 'a',
+      target: { kind: 'custom_audience', id: 'x' },
+      operation: 'sync',
+    } as unknown as AuditRecord;
+    // The append waits for the log's lock, held here, on a pooled connection that is then ended.
+    const holder = new pg.Client({ connectionString: url });
+    await holder.connect();
+    cleanups.push(() => holder.end());
+    await holder.query('BEGIN');
+    await holder.query('SELECT pg_advisory_xact_lock($1)', [advisoryKey('audit')]);
+    const appended = store.audit.append(record);
+    // Looked for from another connection: inside the holder's transaction the view is its first snapshot.
+    const watcher = new pg.Client({ connectionString: url });
+    await watcher.connect();
+    cleanups.push(() => watcher.end());
+    let pid: number | undefined;
+    while (pid === undefined) {
+      const r = await watcher.query<{ pid: number }>(
+        `SELECT pid FROM pg_stat_activity WHERE application_name = 'audience-kit' AND wait_event_type = 'Lock'
+           AND datname = current_database()`,
+      );
+      pid = r.rows[0]?.pid;
+    }
+    await watcher.query('SELECT pg_terminate_backend($1)', [pid]);
+    await expect(appended).rejects.toMatchObject({ code: expect.stringMatching(/^state_/) as unknown });
+    await holder.query('COMMIT');
+    await expect(store.audit.append(record)).resolves.toMatchObject({ run_id: 'r1' });
   });
 });

@@ -100,6 +100,7 @@ export class PostgresAuditLog implements AuditLog {
     const client = await this.pool
       .connect()
       .catch((error: unknown) => Promise.reject(connectionLost(this.where, error)));
+    let failed = false;
     try {
       await client.query('BEGIN');
       await client.query('SELECT pg_advisory_xact_lock($1)', [advisoryKey('audit')]);
@@ -107,10 +108,12 @@ export class PostgresAuditLog implements AuditLog {
       await client.query('COMMIT');
       return result;
     } catch (error) {
+      failed = true;
       await client.query('ROLLBACK').catch(() => undefined);
       throw connectionLost(this.where, error);
     } finally {
-      client.release();
+      // A client that failed is not given back to the pool (its connection may be dead or timed out).
+      client.release(failed);
     }
   }
 

@@ -34,14 +34,23 @@ function withLibpqSslModes(url: string): string {
   return u.toString();
 }
 
-/** Settings of every connection: keepalive so a dead peer is noticed, a name in pg_stat_activity. */
-export function clientConfig(url: string): pg.ClientConfig {
+/**
+ * How long one statement of the audit log or a run journal may go unanswered before it fails (a
+ * half-open connection answers nothing, and TCP keepalives take minutes to say so). A sync's
+ * locking session has none: its statements (the snapshot's read, a commit) grow with the target,
+ * and its lease's heartbeat finds a connection that stopped answering (state/postgres/target-session.ts).
+ */
+export const QUERY_TIMEOUT_MS = 120_000;
+
+/** Settings of every connection: keepalive so a dead peer is noticed, a name in pg_stat_activity, `queryTimeoutMs` (none by default). */
+export function clientConfig(url: string, queryTimeoutMs?: number): pg.ClientConfig {
   return {
     connectionString: withLibpqSslModes(url),
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
     application_name: 'audience-kit',
     connectionTimeoutMillis: 30_000,
+    ...(queryTimeoutMs === undefined ? {} : { query_timeout: queryTimeoutMs }),
   };
 }
 
@@ -66,10 +75,10 @@ export function connectionLost(where: string, error: unknown): unknown {
 }
 
 /** A connected client. A connection that fails while idle emits 'error' (unhandled, it would end the process): the next query fails instead. */
-export async function connect(url: string, where: string): Promise<pg.Client> {
+export async function connect(url: string, where: string, queryTimeoutMs?: number): Promise<pg.Client> {
   let client: pg.Client | undefined;
   try {
-    client = new pg.Client(clientConfig(url));
+    client = new pg.Client(clientConfig(url, queryTimeoutMs));
     client.on('error', () => undefined);
     await client.connect();
   } catch (error) {

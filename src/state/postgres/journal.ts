@@ -24,7 +24,7 @@ import {
   type OpenJournalOptions,
 } from '../journal.js';
 import type { RunJournals, UploadJournal } from '../store.js';
-import { connect } from './connection.js';
+import { connect, QUERY_TIMEOUT_MS } from './connection.js';
 import { databaseFailure } from './errors.js';
 import { advisoryKey } from './keys.js';
 
@@ -132,7 +132,7 @@ export class PostgresJournal extends ChainedJournal {
   ): Promise<PostgresJournal> {
     const id = journalKeyId(key);
     const now = options.now ?? (() => new Date());
-    const client = await connect(url, where);
+    const client = await connect(url, where, QUERY_TIMEOUT_MS);
     try {
       await takeLock(client, id, where);
       const found = options.mode === 'resume' ? await readLines(client, id, journalWhere(where, id)) : undefined;

@@ -14,7 +14,7 @@ import {
   type TargetSession,
 } from '../store.js';
 import { PostgresAuditLog } from './audit.js';
-import { clientConfig, connectionLost, redactUrl, unreachable } from './connection.js';
+import { clientConfig, connect, connectionLost, QUERY_TIMEOUT_MS, redactUrl } from './connection.js';
 import { PostgresRunJournals } from './journal.js';
 import { ensureSchema } from './schema.js';
 import { checkDurability } from './durability.js';
@@ -39,21 +39,23 @@ export class PostgresStore implements StateStore {
   /** Connect and create or check the schema (`state_schema_newer`, `state_schema_denied`). */
   static async open(url: string): Promise<PostgresStore> {
     const where = redactUrl(url);
-    const pool = new pg.Pool({ ...clientConfig(url), max: 2, idleTimeoutMillis: 10_000 });
-    // An idle client's failure: the next query reports it.
+    const pool = new pg.Pool({ ...clientConfig(url, QUERY_TIMEOUT_MS), max: 2, idleTimeoutMillis: 10_000 });
+    // An idle client's failure: the next query reports it. A client in use that fails (a network
+    // cut, a terminated session) emits 'error' too, and pg-pool listens only while it is idle:
+    // unheard, it would end the process with a stack trace. Its query fails and reports it instead.
     pool.on('error', () => undefined);
+    pool.on('connect', (client) => client.on('error', () => undefined));
     try {
-      // pool.connect() throws at once (not a rejection) when the URL's TLS settings are refused.
-      const client = await Promise.resolve()
-        .then(() => pool.connect())
-        .catch((error: unknown) => Promise.reject(unreachable(where, error)));
+      // On a connection of its own, without the pool's query timeout: a migration rewrites tables
+      // that grow with the snapshots.
+      const client = await connect(url, where);
       try {
         await ensureSchema(client, where);
         await checkDurability(client, where).catch((error: unknown) =>
           Promise.reject(error instanceof EnvironmentError ? error : connectionLost(where, error)),
         );
       } finally {
-        client.release();
+        await client.end().catch(() => undefined);
       }
     } catch (error) {
       await pool.end().catch(() => undefined);

@@ -128,8 +128,6 @@ export class PostgresTargetSession implements TargetSession {
   private chain: Promise<void> = Promise.resolve();
   private failure: unknown;
   private released = false;
-  /** Inside persist()'s transaction: the heartbeat does not prove (nothing is sent meanwhile). */
-  private committing = false;
 
   private constructor(
     readonly dir: string,
@@ -177,7 +175,7 @@ export class PostgresTargetSession implements TargetSession {
         replayed.last + 1,
         damage,
       );
-      held.session = session;
+      held.quiet = false;
       return session;
     } catch (error) {
       // Nothing was sent under this lock: its holder record goes with it.
@@ -186,11 +184,6 @@ export class PostgresTargetSession implements TargetSession {
       if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
       throw connectionLost(where, error);
     }
-  }
-
-  /** The lease's proof, on the holding connection (skipped inside a commit, which proves it by ending). */
-  proveHeld(): Promise<void> {
-    return this.committing ? Promise.resolve() : proveLock(this.client, this.held);
   }
 
   private queue(file: string, offset: number, bytes: Buffer): void {
@@ -222,7 +215,7 @@ export class PostgresTargetSession implements TargetSession {
     await this.chain;
     if (!filesChanged(this.dir, this.stored) && this.nextSeq === 1) return;
     let stored: StoredFiles;
-    this.committing = true;
+    this.held.quiet = true;
     try {
       await this.client.query('BEGIN');
       const r = await this.client.query(
@@ -239,7 +232,7 @@ export class PostgresTargetSession implements TargetSession {
       await this.client.query('ROLLBACK').catch(() => undefined);
       throw connectionLost(this.where, error);
     } finally {
-      this.committing = false;
+      this.held.quiet = false;
     }
     this.stored = stored;
     this.nextSeq = 1;
@@ -265,7 +258,12 @@ interface HeldTarget {
   backendPid: number;
   /** The advisory lock's key. */
   key: string;
-  session?: PostgresTargetSession;
+  /**
+   * The holding connection is busy with the snapshot's read (the open) or a commit: a proof would
+   * queue behind statements that may take minutes at 10M users, and nothing is sent meanwhile,
+   * so the heartbeat does not prove then.
+   */
+  quiet: boolean;
 }
 
 /**
@@ -301,7 +299,7 @@ async function holdTarget(
   o: TargetLockOptions,
 ): Promise<HeldTarget> {
   const lease = new HeldLease({
-    prove: () => (held.session === undefined ? proveLock(client, held) : held.session.proveHeld()),
+    prove: () => (held.quiet ? Promise.resolve() : proveLock(client, held)),
     lost: (cause) =>
       cause instanceof AudienceKitError ? cause : leaseLost(where, 'its database session ended', cause),
     onLost: () => client.connection.stream.destroy(),
@@ -315,6 +313,7 @@ async function holdTarget(
     token: randomBytes(12).toString('hex'),
     backendPid: pid.rows[0]?.pid ?? 0,
     key: advisoryKey(`target:${name}`),
+    quiet: false,
   };
   await proveLock(client, held).catch((error: unknown) => Promise.reject(poolerRefused(where, error)));
   const holder: Holder = {
@@ -344,6 +343,7 @@ async function holdTarget(
     await (o.sleep ?? realSleep)(wait);
     await lease.verify();
   }
+  held.quiet = true;
   return held;
 }
 
