@@ -53,6 +53,7 @@ export const ERROR_CODES = [
   'run_in_progress',
   // ConfigError from sync: the plan is refused before anything is sent; SnapshotError (a ConfigError).
   'sync_empty_input',
+  'audience_too_small',
   'sync_too_many_removals',
   'sync_in_progress',
   'snapshot_corrupt',

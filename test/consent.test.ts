@@ -7,7 +7,9 @@ import type { ConsentPolicy } from '../src/identifiers/consent.js';
 import { readConsentValue, consentKindOfName } from '../src/identifiers/consent.js';
 import { resolveMapping } from '../src/identifiers/mapping.js';
 import { uploadAudience } from '../src/upload/index.js';
-import { runCli } from './helpers/cli.js';
+import { startSandbox } from '../src/sandbox/index.js';
+import { FIXTURES, runCli } from './helpers/cli.js';
+import { sandboxEnv } from './helpers/upload-cli.js';
 import {
   consentCsv,
   consentExport,
@@ -231,5 +233,38 @@ describe('uploads: nobody who said no reaches a custom audience', () => {
     const bad = await cli(['hash', file, '--consent', 'sometimes', '-o', join(dir, 'h.csv')]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('fix: pass exclude (the default), require-consent, include, or do-not-reach=LIST_ID');
+  });
+});
+
+describe('too small to be anonymous: --min-audience-size', () => {
+  it('an upload of fewer users is refused before any request, the target check included; a sync before any change', async () => {
+    const sandbox = await startSandbox({ seed: 5 });
+    const dir = tempDir('ak-min-size-');
+    const env = sandboxEnv(sandbox);
+    const account = sandbox.accounts.primary;
+    const audience = sandbox.state.createCustomAudience(account, 'small').id;
+    const small = join(FIXTURES, 'exports', 'hubspot-contacts.csv');
+    const to = ['--account', account, '--audience', audience, '--min-audience-size', '100', '--workers', '0'];
+    const before = sandbox.state.requests.length;
+    const up = await runCli(['upload', small, ...to], { cwd: dir, env });
+    expect(up.code).toBe(2);
+    expect(up.stderr).toContain(`custom audience ${audience} would hold 9 users, fewer than the minimum of 100`);
+    expect(up.stderr).toContain('set --min-audience-size to 9 (0 turns the check off)');
+    expect(sandbox.state.requests.length).toBe(before);
+
+    const sync = await runCli(['sync', small, ...to, '--state-dir', join(dir, 'state')], { cwd: dir, env });
+    expect(sync.code).toBe(2);
+    expect(sync.stderr).toContain('would hold 9 users, fewer than the minimum of 100');
+    // Only the sync's target check (a GET) reached the platform: no user was sent.
+    expect(sandbox.state.requests.filter((r) => r.method === 'POST')).toEqual([]);
+    expect(sandbox.state.audienceSize(audience)).toBe(0);
+
+    const e = consentExport(12, 150);
+    const big = join(dir, 'big.csv');
+    writeFileSync(big, consentCsv(e));
+    const ok = await runCli(['upload', big, ...to, '--consent', 'include'], { cwd: dir, env });
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(sandbox.state.audienceSize(audience)).toBe(150);
+    await sandbox.close();
   });
 });

@@ -12,6 +12,7 @@ import {
 } from '../src/upload/sync-plan.js';
 import { findKey, isKnownFresh, type KnownUsers } from '../src/hashing/known-users.js';
 import { KeyTableBuilder } from '../src/state/key-table.js';
+import { describeTarget } from '../src/upload/target.js';
 
 /** A snapshot of the given keys (sorted here), with `stale` naming stale keys by value. */
 function snapshotOf(keys: [number, number][], stale: [number, number][] = []): KnownUsers {
@@ -25,6 +26,9 @@ function snapshotOf(keys: [number, number][], stale: [number, number][] = []): K
     );
   return table.finish();
 }
+
+/** The size check off, for the tests of the other checks. */
+const noMinimum = { minAudienceSize: 0, target: describeTarget({ customAudienceId: 'a1' }) };
 
 describe('SyncPlanner', () => {
   it('classifies adds, unchanged, refreshes and duplicates, and counts the removals', () => {
@@ -119,9 +123,11 @@ describe('removal cap and empty input', () => {
   });
 
   it('refuses more removals than the cap, with the counts and the fix', () => {
-    expect(() => checkSyncPlan(counts, { maxRemovals: { percent: 10 }, allowEmpty: false })).not.toThrow();
+    expect(() =>
+      checkSyncPlan(counts, { maxRemovals: { percent: 10 }, allowEmpty: false, ...noMinimum }),
+    ).not.toThrow();
     const refuse = (): void =>
-      checkSyncPlan({ ...counts, removes: 11 }, { maxRemovals: { percent: 10 }, allowEmpty: false });
+      checkSyncPlan({ ...counts, removes: 11 }, { maxRemovals: { percent: 10 }, allowEmpty: false, ...noMinimum });
     expect(refuse).toThrow(/remove 11 of 100 users .*maxRemovals 10% \(10 users\)/);
     try {
       refuse();
@@ -131,9 +137,22 @@ describe('removal cap and empty input', () => {
     }
   });
 
+  it('refuses to leave a custom audience smaller than the minimum, not a do-not-reach list', () => {
+    const small = { ...counts, users: 99, unchanged: 99, removes: 1 };
+    const cap = { maxRemovals: { percent: 100 }, allowEmpty: false, minAudienceSize: 100 };
+    const audience = describeTarget({ customAudienceId: 'a1' });
+    expect(() => checkSyncPlan(small, { ...cap, target: audience })).toThrow(
+      /would hold 99 users, fewer than the minimum of 100/,
+    );
+    expect(() => checkSyncPlan(small, { ...cap, target: describeTarget({ doNotReachListId: 'l1' }) })).not.toThrow();
+    expect(() => checkSyncPlan({ ...small, users: 100 }, { ...cap, target: audience })).not.toThrow();
+  });
+
   it('refuses an input without a valid user unless allowed', () => {
     const empty = { ...counts, users: 0, unchanged: 0, removes: 100 };
-    expect(() => checkSyncPlan(empty, { maxRemovals: { percent: 100 }, allowEmpty: false })).toThrow(/no valid user/);
-    expect(() => checkSyncPlan(empty, { maxRemovals: { percent: 100 }, allowEmpty: true })).not.toThrow();
+    expect(() => checkSyncPlan(empty, { maxRemovals: { percent: 100 }, allowEmpty: false, ...noMinimum })).toThrow(
+      /no valid user/,
+    );
+    expect(() => checkSyncPlan(empty, { maxRemovals: { percent: 100 }, allowEmpty: true, ...noMinimum })).not.toThrow();
   });
 });

@@ -38,6 +38,7 @@ const FLAG_NAMES: ReadonlyArray<readonly [RegExp, string]> = [
   [/(?<![-\w])maxRetries\b/g, '--max-retries'],
   [/(?<![-\w])maxRejectRate\b/g, '--max-reject-rate'],
   [/(?<![-\w])maxRemovals\b/g, '--max-removals'],
+  [/(?<![-\w])minAudienceSize\b/g, '--min-audience-size'],
   [/(?<![-\w])allowEmpty: true\b/g, '--allow-empty'],
   [/(?<![-\w])full: true\b/g, '--full'],
   [/(?<![-\w])recover: true\b/g, '--recover'],

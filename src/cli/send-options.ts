@@ -44,6 +44,7 @@ export interface UploadArgs extends GlobalArgs, HashOptionArgs, ConnectionArgs {
   restart?: boolean;
   quiet?: boolean;
   dedupe: boolean;
+  'min-audience-size'?: number;
 }
 
 const str = (describe: string): Options => ({ type: 'string', requiresArg: true, describe });
@@ -85,6 +86,9 @@ export const UPLOAD_OPTIONS: Record<string, Options> = {
   },
   restart: { type: 'boolean', describe: 'Start over even though an unfinished run of this file and options exists' },
   quiet: { alias: 'q', type: 'boolean', describe: 'No progress output' },
+  'min-audience-size': num(
+    'Refuse, before any request, a custom audience that would hold fewer users than this, such as 100: so small an audience is not anonymous, and the platform does not target it (default 0: no check)',
+  ),
   dedupe: {
     type: 'boolean',
     default: true,
@@ -152,6 +156,7 @@ export function runShape(args: UploadArgs) {
     (value === undefined ? {} : { [key]: value }) as Partial<Record<K, V>>;
   return {
     operation: args.operation,
+    ...set('minAudienceSize', args['min-audience-size']),
     ...set('effectiveAt', args['effective-at']),
     ...set('expiresAt', args['expires-at']),
     ...set('concurrency', args.concurrency),

@@ -28,6 +28,7 @@ import {
   type ReadCsvOptions,
 } from '../ingest/csv.js';
 import { SAMPLE_ROWS } from '../identifiers/content.js';
+import { readAhead } from '../util/read-ahead.js';
 import { CONSENT_POLICIES, DEFAULT_CONSENT_POLICY, type ConsentPolicy } from '../identifiers/consent.js';
 import { resolveMapping, type ColumnMapping, type MappingOptions } from '../identifiers/mapping.js';
 import { ConfigError } from '../errors.js';
@@ -177,28 +178,9 @@ async function* withHead<T>(
   n: number,
   onHead: (head: T[]) => void,
 ): AsyncGenerator<T> {
-  const it = Symbol.asyncIterator in rows ? rows[Symbol.asyncIterator]() : rows[Symbol.iterator]();
-  let finished = false;
-  try {
-    const head: T[] = [];
-    while (head.length < n) {
-      const next = await it.next();
-      if (next.done === true) {
-        finished = true;
-        break;
-      }
-      head.push(next.value);
-    }
-    onHead(head);
-    yield* head;
-    while (!finished) {
-      const next = await it.next();
-      if (next.done === true) finished = true;
-      else yield next.value;
-    }
-  } finally {
-    if (!finished) await it.return?.();
-  }
+  const ahead = await readAhead(rows, (head) => head.length < n);
+  onHead([...ahead.head]);
+  yield* ahead.all();
 }
 
 /**

@@ -9,6 +9,7 @@
  */
 import { z } from 'zod';
 import type { AdsClient } from '../api/index.js';
+import { DEFAULT_MIN_AUDIENCE_SIZE } from './audience-size.js';
 import { ConfigError } from '../errors.js';
 import { resolveRowRules, type HashRecordsOptions } from '../hashing/pipeline.js';
 import type { RowRules } from '../identifiers/rows.js';
@@ -195,6 +196,7 @@ export const UPLOAD_FIELDS = {
   records: given<HashRecordsOptions>(),
   maxRejectRate: z.number().optional(),
   requireUsers: z.boolean().optional(),
+  minAudienceSize: z.number().int().min(0).default(DEFAULT_MIN_AUDIENCE_SIZE),
   journal: given<UploadJournal>(),
   dryRun: z.boolean().default(false),
   runId: z.string().optional(),

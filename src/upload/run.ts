@@ -23,7 +23,7 @@ import type { BatchGroup, BatchLimits } from './plan.js';
 import { auditCounts, targetRef } from './report.js';
 import type { Target } from './target.js';
 import type { UploadAudienceOptions, UploadReport, UploadUsers } from './types.js';
-import { upload } from './upload.js';
+import { upload, withAudienceMinimum } from './upload.js';
 import { AUDIT_LOG_FIELD, checkStateChoice, openUploadState, STATE_FIELDS, type StateOption } from './state-option.js';
 
 /** What to do with an unfinished run of the same input, target and options. */
@@ -116,7 +116,9 @@ export async function runUpload(o: RunUploadOptions): Promise<UploadReport> {
 }
 
 /** runUpload of resolved options (the CLI's `upload` calls it): nothing is checked again. */
-export async function runResolved(o: ResolvedRunOptions): Promise<UploadReport> {
+export async function runResolved(resolved: ResolvedRunOptions): Promise<UploadReport> {
+  // Before the target check: an audience too small to be anonymous is refused before any request.
+  const o = await withAudienceMinimum(resolved);
   if (!o.dryRun && o.client !== undefined && o.checkTarget) await checkTarget(o.client, o.accountId, o.target);
   const runId = o.runId ?? newRunId();
   const options = auditOptions(o, o.group);

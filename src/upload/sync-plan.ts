@@ -5,6 +5,8 @@
  * removals. Duplicates (two rows that build the same user object) count once.
  */
 import { z } from 'zod';
+import { audienceTooSmall } from './audience-size.js';
+import type { Target } from './target.js';
 import { ConfigError } from '../errors.js';
 import { findKey, isStale, type KnownUsers } from '../hashing/known-users.js';
 import { AddedUsers, type AddedRepeats } from './added-users.js';
@@ -142,7 +144,10 @@ export function removalLimit(cap: RemovalCap, snapshotUsers: number): number {
  * Refuse a plan before anything is sent: an input without a valid user (it would empty the
  * target) unless `allowEmpty`, and more removals than the cap allows.
  */
-export function checkSyncPlan(counts: SyncPlanCounts, options: { maxRemovals: RemovalCap; allowEmpty: boolean }): void {
+export function checkSyncPlan(
+  counts: SyncPlanCounts,
+  options: { maxRemovals: RemovalCap; allowEmpty: boolean; minAudienceSize: number; target: Target },
+): void {
   if (counts.users === 0 && !options.allowEmpty) {
     throw new ConfigError(
       'sync_empty_input',
@@ -152,6 +157,10 @@ export function checkSyncPlan(counts: SyncPlanCounts, options: { maxRemovals: Re
       },
     );
   }
+  const { minAudienceSize: min, target } = options;
+  // Emptying it (allowEmpty, no user) leaves nobody to single out.
+  if (!target.isDoNotReach && counts.users > 0 && counts.users < min)
+    throw audienceTooSmall(counts.users, min, `after this sync, ${target.name} ${target.id}`);
   const limit = removalLimit(options.maxRemovals, counts.snapshotUsers);
   if (counts.removes > limit) {
     const share = counts.snapshotUsers === 0 ? 100 : (100 * counts.removes) / counts.snapshotUsers;

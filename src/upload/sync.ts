@@ -41,6 +41,7 @@ import {
 import { asKitError, targetRef } from './report.js';
 import { auditOptions, checkTarget, identify, type RunInput } from './run.js';
 import { AddedUsers } from './added-users.js';
+import { DEFAULT_MIN_AUDIENCE_SIZE } from './audience-size.js';
 import { InFlight, PlanCollector, snapshotUsers, Spool } from './sync-input.js';
 import {
   checkSyncPlan,
@@ -91,6 +92,12 @@ export interface SyncAudienceOptions extends SendOptions {
   maxRemovals?: number | string;
   /** An input without a valid user may empty the target. */
   allowEmpty?: boolean;
+  /**
+   * A custom audience the sync would leave with fewer users than this is refused before anything
+   * is sent (ConfigError `audience_too_small`; default 100, 0 turns it off; emptying it with
+   * `allowEmpty` is not refused). Not for do-not-reach lists.
+   */
+  minAudienceSize?: number;
   /** Plan only: nothing is sent, the snapshot is not changed (no client needed). */
   dryRun?: boolean;
   /** Read the target back before the input is read (default true). */
@@ -135,6 +142,7 @@ const SYNC_FIELDS = {
   refreshAfterDays: z.unknown().optional(),
   maxRemovals: z.union([z.number(), z.string()]).optional(),
   allowEmpty: z.boolean().default(false),
+  minAudienceSize: z.number().int().min(0).default(DEFAULT_MIN_AUDIENCE_SIZE),
   dryRun: z.boolean().default(false),
   checkTarget: z.boolean().default(true),
   runId: z.string().optional(),

@@ -9,6 +9,7 @@ import { hashRows, type RawRecord } from '../hashing/pipeline.js';
 import type { RowRules } from '../identifiers/rows.js';
 import { createHashSummary } from '../hashing/summary.js';
 import { guardInput } from '../hashing/reject-guard.js';
+import { withMinimumUsers } from './audience-size.js';
 import { sendingEngine } from './engine.js';
 import { readInput, type ReadResult } from './input.js';
 import { Ledger } from './ledger.js';
@@ -31,7 +32,17 @@ import type {
 
 /** Upload users to a custom audience or a do-not-reach list; returns the report. */
 export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadReport> {
-  return upload(resolveUploadOptions(o));
+  return upload(await withAudienceMinimum(resolveUploadOptions(o)));
+}
+
+/**
+ * The options with their users read ahead to the audience's minimum size (raw records hashed
+ * first): ConfigError `audience_too_small`, before any request, when the input holds fewer.
+ */
+export async function withAudienceMinimum<T extends ResolvedUploadOptions>(o: T): Promise<T> {
+  if (o.minAudienceSize === 0 || o.dryRun) return o;
+  const users = await withMinimumUsers(hashedUsers(o), o.minAudienceSize, o.target, o.operation);
+  return { ...o, users, records: undefined };
 }
 
 /** The upload of options resolved at an entry (uploadAudience, runUpload, sync): nothing is checked again. */
@@ -129,6 +140,8 @@ export function sendResolved(
     operation: how.operationType === 'Update' ? 'update' : 'delete',
     group: { operationType: how.operationType },
     guard: {},
+    // The sync judged its plan's size (sync-plan.ts); its sends are parts of it.
+    minAudienceSize: 0,
     dryRun: how.dryRun === true,
     progressIntervalMs: DEFAULT_PROGRESS_INTERVAL_MS,
   });

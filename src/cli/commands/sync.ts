@@ -93,6 +93,7 @@ const SHARED = [
   'max-body-bytes',
   'max-operations',
   'max-users-per-operation',
+  'min-audience-size',
   'audit-log',
   'quiet',
 ] as const;
@@ -174,7 +175,7 @@ function syncSettings(
   input: SendInput,
   target: UploadTarget = targetOf(args),
 ): SyncSettings {
-  const { limits, concurrency, maxRetries } = runShape(args);
+  const { limits, concurrency, maxRetries, minAudienceSize } = runShape(args);
   // The store's own audit log (the directory's audit.jsonl, or the database's), unless --audit-log names a file.
   const named = args['audit-log'] ?? (state.kind === 'directory' ? defaultAuditLogPath(state.dir) : undefined);
   return resolveSyncSettings({
@@ -183,6 +184,7 @@ function syncSettings(
     limits,
     ...(concurrency === undefined ? {} : { concurrency }),
     ...(maxRetries === undefined ? {} : { maxRetries }),
+    ...(minAudienceSize === undefined ? {} : { minAudienceSize }),
     input: runInput(input.source, input.file),
     ...(state.kind === 'directory' ? { stateDir: state.dir } : { state: state.url }),
     ...(named === undefined ? {} : { auditLog: resolve(ctx.cwd, named) }),

@@ -1,0 +1,81 @@
+/**
+ * Too small to be anonymous: a custom audience that would hold fewer than a minimum number of
+ * users is refused before any request is sent (the platform does not target small audiences, and
+ * a handful of people could be singled out). An upload reads its input until the minimum of
+ * distinct users is seen or the input ends, keeps what it read, and hands the same stream on;
+ * a sync judges its plan (sync-plan.ts).
+ */
+import { ConfigError } from '../errors.js';
+import { serializeUser } from '../identifiers/normalize.js';
+import { readAhead } from '../util/read-ahead.js';
+import type { Target } from './target.js';
+import type { UploadItem, UploadUser, UploadUsers } from './types.js';
+
+/**
+ * The default minimum: 0, the check off, for now (issue 31 asks for 100; the suite's many uploads
+ * and syncs of a few users must first set their minimum, see docs/privacy.md).
+ */
+export const DEFAULT_MIN_AUDIENCE_SIZE = 0;
+
+export function audienceTooSmall(users: number, min: number, what: string): ConfigError {
+  return new ConfigError(
+    'audience_too_small',
+    `${what} would hold ${users} user${users === 1 ? '' : 's'}, fewer than the minimum of ${min}: so small an audience is not anonymous (the platform does not target it, and its few people could be singled out); nothing was sent`,
+    {
+      fix: `send a larger list; if the audience holds enough users already, or the size is intended, set minAudienceSize to ${users} (0 turns the check off)`,
+    },
+  );
+}
+
+/** The distinct users an item adds to `seen` (their serialized form, or packed fingerprints). */
+function addKeys(item: UploadItem, seen: Set<string>): void {
+  const packed = (item as { packed?: { jsonLines: string; fingerprints: Uint32Array } }).packed;
+  if (packed !== undefined) {
+    const n = packed.fingerprints.length / 2;
+    for (let k = 0; k < n; k++) seen.add(`${packed.fingerprints[2 * k]}:${packed.fingerprints[2 * k + 1]}`);
+    return;
+  }
+  const list: readonly unknown[] = Array.isArray(item)
+    ? item
+    : Array.isArray((item as { users?: unknown }).users)
+      ? (item as { users: unknown[] }).users
+      : [item];
+  for (const u of list) {
+    const built = u as Partial<UploadUser>;
+    const json =
+      typeof built.line === 'number' && typeof built.user === 'object'
+        ? (built.json ?? serializeUser(built.user))
+        : JSON.stringify(u);
+    if (json !== '{}') seen.add(json);
+  }
+}
+
+/**
+ * `users` with its first items read ahead until `min` distinct users were seen; ConfigError
+ * `audience_too_small` when the input ends first. The items read are handed out again, first; the
+ * run's other properties (summary, mapping, close…) are the run's own.
+ */
+export async function withMinimumUsers(
+  users: UploadUsers,
+  min: number,
+  target: Target,
+  operation: 'update' | 'delete',
+): Promise<UploadUsers> {
+  if (min === 0 || target.isDoNotReach || operation !== 'update') return users;
+  const seen = new Set<string>();
+  const ahead = await readAhead(users as AsyncIterable<UploadItem> | Iterable<UploadItem>, (head) => {
+    const last = head.at(-1);
+    if (last !== undefined) addKeys(last, seen);
+    return seen.size < min;
+  });
+  if (ahead.ended && seen.size < min) {
+    await users.close?.();
+    throw audienceTooSmall(seen.size, min, `${target.name} ${target.id}`);
+  }
+  const replay = ahead.all;
+  return new Proxy(users, {
+    has: (t, p) => p === Symbol.asyncIterator || Reflect.has(t, p),
+    get: (t, p, r): unknown =>
+      p === Symbol.asyncIterator ? replay : p === Symbol.iterator ? undefined : (Reflect.get(t, p, r) as unknown),
+  });
+}
