@@ -1,5 +1,8 @@
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { rmSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -9,6 +12,7 @@ import type { AuditRecord } from '../src/state/audit.js';
 import { advisoryKey } from '../src/state/postgres/keys.js';
 import { PostgresStore } from '../src/state/postgres/store.js';
 import { snapshotDir } from '../src/state/snapshot.js';
+import { BIN, cliEnv } from './helpers/cli.js';
 import { createTestRole } from './helpers/postgres.js';
 import { customers, expected, members, range, setup, syncOf, usePostgres, userPosts } from './helpers/sync.js';
 
@@ -251,5 +255,34 @@ describe('database faults', () => {
     await expect(appended).rejects.toMatchObject({ code: expect.stringMatching(/^state_/) as unknown });
     await holder.query('COMMIT');
     await expect(store.audit.append(record)).resolves.toMatchObject({ run_id: 'r1' });
+  });
+});
+
+describe('the password of a state URL', () => {
+  it('is not in the process list of a running CLI (/proc/<pid>/cmdline)', async () => {
+    // A server that accepts and never answers: the CLI waits on its connection, long enough to look.
+    const silent = createServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise((resolve) => silent.close(() => resolve())));
+    const { port } = silent.address() as AddressInfo;
+    const child = spawn(
+      process.execPath,
+      [BIN, 'audit', 'list', '--state', `postgres://u:Secret-7f3a@127.0.0.1:${port}/db`],
+      {
+        env: cliEnv(),
+        stdio: 'ignore',
+      },
+    );
+    cleanups.push(async () => {
+      child.kill('SIGKILL');
+      await once(child, 'exit').catch(() => undefined);
+    });
+    let shown = '';
+    for (let tries = 0; tries < 100 && !shown.includes('postgres://u@'); tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      shown = readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').replace(/\0+/g, ' ');
+    }
+    expect(shown).toContain('audit list --state postgres://u@127.0.0.1:');
+    expect(shown).not.toContain('Secret-7f3a');
   });
 });
