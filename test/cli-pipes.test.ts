@@ -32,7 +32,7 @@ describe('closed stdout and stderr', () => {
     expect(JSON.parse(audit.at(-1) ?? '{}')).toMatchObject({
       event: 'run_end',
       outcome: 'completed',
-      counts: { success_count: 2923 },
+      counts: { success_count: 2924 },
     });
     // A failing run keeps its code through the closed pipe.
     const failed = throughHead(['upload', file, '--sandbox', '--workers', '0', '--max-reject-rate', '1%'], 2, dir);

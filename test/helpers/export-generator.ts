@@ -51,6 +51,8 @@ export interface GeneratedExport {
   language: string;
   layout: Layout;
   header: string[];
+  /** How its bytes are written: utf8, utf8-bom, utf16le-bom, or the legacy encoding's name. */
+  encoding: string;
   /** The data rows' cells (for saying what went wrong). */
   cells: string[][];
   rows: RowTruth[];
@@ -614,24 +616,31 @@ function preamble(rnd: Random): string {
 const LEGACY: Record<string, string> = { pl: 'windows-1250', ja: 'shift_jis' };
 
 /** The file's bytes: UTF-8, with a BOM, UTF-16 with a BOM, or the language's legacy encoding (UTF-8 when a character has no form there). */
-function encode(text: string, encoding: 'utf8' | 'utf8-bom' | 'utf16le-bom' | 'legacy', language: string): Buffer {
-  if (encoding === 'utf8-bom') return Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text)]);
-  if (encoding === 'utf16le-bom') return Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]);
+function encode(
+  text: string,
+  encoding: 'utf8' | 'utf8-bom' | 'utf16le-bom' | 'legacy',
+  language: string,
+): { bytes: Buffer; encoding: string } {
+  if (encoding === 'utf8-bom')
+    return { bytes: Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text)]), encoding };
+  if (encoding === 'utf16le-bom')
+    return { bytes: Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]), encoding };
   if (encoding === 'legacy') {
+    const legacy = LEGACY[language] ?? 'windows-1252';
     // Latin names the encoding cannot write (Müller in Shift_JIS) lose their accents, as they would there.
     const plain = (t: string): string =>
       t.replace(/[\u00c0-\u024f]/g, (c) => c.normalize('NFKD').replace(/\p{M}/gu, ''));
     try {
-      return encodeLegacy(text, LEGACY[language] ?? 'windows-1252');
+      return { bytes: encodeLegacy(text, legacy), encoding: legacy };
     } catch {
       try {
-        return encodeLegacy(plain(text), LEGACY[language] ?? 'windows-1252');
+        return { bytes: encodeLegacy(plain(text), legacy), encoding: legacy };
       } catch {
         // Still a character it cannot write: the file stays UTF-8.
       }
     }
   }
-  return Buffer.from(text);
+  return { bytes: Buffer.from(text), encoding: 'utf8' };
 }
 
 /** One generated export. */
@@ -680,10 +689,11 @@ export function generateExport(seed: number, index: number, opts: ExportOptions 
   const text = [header, ...lines].map((r) => r.map((c) => csvCell(c, delimiter)).join(delimiter)).join('\n') + '\n';
   const notes = opts.preambles === true && chance(rnd, 0.3) ? preamble(rnd) : '';
   const encoding = pick(rnd, ['utf8', 'utf8', 'utf8-bom', 'utf16le-bom', 'legacy', 'legacy'] as const);
-  const bytes = encode(notes + text, encoding, language);
+  const written = encode(notes + text, encoding, language);
   return {
     name: `export-${seed}-${index}-${language}-${layout}.csv`,
-    bytes,
+    bytes: written.bytes,
+    encoding: written.encoding,
     language,
     layout,
     header,
