@@ -286,3 +286,25 @@ describe('the password of a state URL', () => {
     expect(shown).not.toContain('Secret-7f3a');
   });
 });
+
+describe('a pooler in transaction mode', () => {
+  it('is refused at the lock, with the fix, when the lock the session took is not held by it', async () => {
+    const t = await setup({}, {}, 'postgres');
+    const url = new URL((t.state as { state: string }).state);
+    const schema = /search_path=(\S+)/.exec(url.searchParams.get('options') ?? '')?.[1] ?? '';
+    // What a transaction-mode pooler does to a session's advisory lock, emulated: the lock is
+    // "taken" (true) by a statement whose session is not the next statement's (here, by no session).
+    await syncOf(t, customers(range(0, 10)), { state: url.toString() });
+    await sql(
+      url.toString(),
+      `CREATE FUNCTION ${schema}.pg_try_advisory_lock(bigint) RETURNS boolean LANGUAGE sql AS 'SELECT true'`,
+    );
+    url.searchParams.set('options', `-c search_path=${schema},pg_catalog`);
+    const posts = userPosts(t.sandbox, t.audienceId);
+    await expect(syncOf(t, customers(range(0, 20)), { state: url.toString() })).rejects.toMatchObject({
+      code: 'state_pooler_transaction_mode',
+      fix: expect.stringContaining('session mode') as unknown,
+    });
+    expect(userPosts(t.sandbox, t.audienceId)).toBe(posts);
+  });
+});
