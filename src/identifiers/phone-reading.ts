@@ -182,8 +182,7 @@ function plainReading(
  * code is that number unless another prefix reads it too (`0011 51…` in a US row: `00` + 1, or
  * Australia's `0011` + 51). A national reading in a range of the row's country a person's line can
  * be in wins: the row says whose habits wrote it (Delhi's `011 4955 2626` in an IN row is not
- * `011` + 49…); from `00…`, which begins no national number, there is none (Indonesia's library
- * reading of `0065 8123 5969` as +62 658…). Otherwise the number ranges decide between the readings.
+ * `011` + 49…). Otherwise the number ranges decide between the readings.
  */
 function zeroReading(value: string, country: string | undefined, notes: PhoneNotes): PhoneReading {
   const abroad = afterInternationalPrefix(value, country === undefined);
@@ -192,18 +191,23 @@ function zeroReading(value: string, country: string | undefined, notes: PhoneNot
   const national = country === undefined ? undefined : nationalReading(value, country, notes);
   if (national === AMBIGUOUS) return AMBIGUOUS;
   if (national !== undefined && !abroad.includes(national)) {
-    // The library may have read the country's own prefix (Thailand's `006`): then one more reading.
-    if (!national.startsWith(plusCode(country!))) abroad.push(national);
-    // A number of the row's country: never from `00…`, which begins no national number.
-    else if (!startsWithDigits(value, '00')) {
-      // Unless a prefix is followed by the row's own calling code (`011 39 066982` in IT: Turin's
-      // 011 3906 6982, or the Vatican's +39 06 6982 dialled from North America).
-      const own = plusCode(country!);
-      if (phoneRangeRank(national) === 2 && !abroad.some((r) => r.startsWith(own))) return national;
-      abroad.push(national);
-    }
+    // A number of the row's country in its ranges wins, unless written from `00…` (rarely a
+    // national number: Thailand's `001800…` services are) or a prefix is followed by the row's
+    // own calling code (`011 39 066982` in IT: Turin's 011 3906 6982, or the Vatican's +39 06
+    // 6982 dialled from North America). The library may also have read the country's own prefix
+    // (Thailand's `006`): then it is one more reading.
+    const own = plusCode(country!);
+    const home = national.startsWith(own) && !startsWithDigits(value, '00');
+    if (home && !abroad.some((r) => r.startsWith(own)) && phoneRangeRank(national) === 2) return national;
+    abroad.push(national);
   }
-  return abroad.length === 1 ? abroad[0] : decideAmong(abroad, notes);
+  if (abroad.length > 1) return decideAmong(abroad, notes);
+  // One reading after a prefix written abroad: taken when it is the library's too, has the row's
+  // own calling code, or is a person's line (a service number may be a national one the library
+  // cannot read: Thailand's `001 800…` is not +1 800…).
+  const read = abroad[0]!;
+  if (read === national || (country !== undefined && read.startsWith(plusCode(country)))) return read;
+  return phoneRangeRank(read) === 2 ? read : undefined;
 }
 
 let writtenPrefixes: ReadonlySet<string> | undefined;
