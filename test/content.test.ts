@@ -44,6 +44,24 @@ describe('columns judged by their values as well as their names', () => {
     expect(withCountry.ignored).toContain('Ref');
   });
 
+  it('values with an extension in any spelling the normalization drops are clearly phone numbers', () => {
+    const rows = [
+      ['Contact', 'Reach me at'],
+      ['ava@example.com', '+1 202-555-0101 extension 5'],
+      ['ben@example.co.uk', '+33 1 42 68 53 00 poste 12'],
+      ['cleo@example.de', '+49 30 901820 Durchwahl 3'],
+      ['dan@example.com', '+1 (415) 555-0104;ext=7'],
+      ['eve@example.com', '+44 20 7946 0958,12'],
+      ['fay@example.com', '+81 3-1232-1715 内線 536'],
+      ['gus@example.com', '+31 20 123 4567 toestel 8'],
+      ['hal@example.com', '+1 202-555-0108 - 503#'],
+    ];
+    expect(mapped(rows)).toEqual([
+      ['Contact', 'email', 'content'],
+      ['Reach me at', 'phone_number', 'content'],
+    ]);
+  });
+
   it('a file without a header row is still refused, not read by content with its first row lost', async () => {
     const path = join(tmp, 'no-header.csv');
     const rows = [

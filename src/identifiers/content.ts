@@ -29,7 +29,14 @@ const LIST_TYPES: ReadonlySet<IdentifierType> = new Set(['email', 'phone_number'
 const LIST_SEPARATORS = [':::', ',', ';', '|'] as const;
 
 const HEX64 = /^[0-9a-f]{64}$/i;
-const PHONE_EXTENSION = /\s*(?:ext\.?|x|#)\s*\d{1,6}$/i;
+/**
+ * An extension after the number, in the spellings the normalization drops (docs/normalization.md):
+ * `x12`, `ext. 881`, `extension 5`, `#47`, `;ext=12`, `,12`, `- 503#`, `poste 12` (fr), `Durchwahl 12`
+ * (de), `toestel 12` (nl), `wewn. 12` (pl), `anknytning 12` (sv), `interno 12` (es, it), `ramal 12`
+ * (pt), `内線 12` (ja). Content detection must not call a column unclear for what the parser reads.
+ */
+const PHONE_EXTENSION =
+  /\s*(?:(?:ext(?:ension|n)?|x|poste|durchwahl|dw|toestel|tst|wewn|anknytning|ank|interno|int|ramal|内線)\.?\s*:?|#|;\s*ext=|,|-\s*(?=\d{1,6}#$))\s*\d{1,6}#?$/i;
 const PHONE_CHARS = /^\+?[\d\s().\-/]+$/;
 const DATE_LIKE = /^(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4})$/;
 const DOTTED_QUAD = /^\d{1,3}(?:\.\d{1,3}){3}$/;
