@@ -4,8 +4,9 @@ import { once } from 'node:events';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
+import { dirname } from 'node:path';
 import pg from 'pg';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import { createClient } from '../src/api/index.js';
 import type { Clock } from '../src/util/clock.js';
 import type { AuditRecord } from '../src/state/audit.js';
@@ -13,6 +14,7 @@ import { advisoryKey } from '../src/state/postgres/keys.js';
 import { PostgresStore } from '../src/state/postgres/store.js';
 import { snapshotDir } from '../src/state/snapshot.js';
 import { BIN, cliEnv } from './helpers/cli.js';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from './helpers/embedded-postgres.js';
 import { createTestRole } from './helpers/postgres.js';
 import { customers, expected, members, range, setup, syncOf, usePostgres, userPosts } from './helpers/sync.js';
 
@@ -64,7 +66,27 @@ async function roleState(stateUrl: string): Promise<{ url: string; role: string 
 
 type Ending = 'terminated' | 'restarted' | 'idle_session_timeout';
 
-/** Ends the sessions holding the database's advisory locks, or every session of it (what a restart does to them). */
+/**
+ * A private server for the restart case (never the suite's, which other test files share): started
+ * once for the file, when that case first needs it (initdb and a start, about 2 s).
+ */
+let privateServer: Promise<EmbeddedPostgres> | undefined;
+afterAll(async () => {
+  await (await privateServer)?.stop();
+});
+
+/** A state URL in a new schema of the private server. */
+async function privateState(): Promise<string> {
+  // In the system's temporary directory (the run's root's parent), which the server's user can enter.
+  privateServer ??= startEmbeddedPostgres(dirname(inject('tmpRoot')));
+  const url = new URL((await privateServer).url);
+  const schema = `s_${randomBytes(6).toString('hex')}`;
+  await sql(url.toString(), `CREATE SCHEMA ${schema}`);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return url.toString();
+}
+
+/** Ends the sessions holding the database's advisory locks, or restarts the private server (every session ends). */
 async function endSessions(url: string, ending: Ending): Promise<void> {
   const db = withoutOptions(url);
   if (ending === 'terminated') {
@@ -74,10 +96,7 @@ async function endSessions(url: string, ending: Ending): Promise<void> {
          AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
     );
   } else if (ending === 'restarted') {
-    await sql(
-      db,
-      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`,
-    );
+    await (await privateServer)?.restart();
   } else {
     // The role's idle_session_timeout (500 ms) ends a session left idle that long.
     await new Promise((resolve) => setTimeout(resolve, 800));
@@ -116,10 +135,12 @@ const FAULTS = [
   ['503 retries', '503=1@1+2'],
   ['a count mismatch', 'mismatch@1+2'],
 ] as const;
-// Every wait with the session terminated; a restart and the role's timeout on one wait each.
+// Every wait with the session terminated; a real restart of a private server on the two waits of
+// the client's retries; the role's timeout on one wait.
 const CASES = [
   ...FAULTS.map(([name, spec]) => [name, 'terminated', spec] as const),
   ['503 retries', 'restarted', '503=1@1+2'],
+  ['a 429 reset', 'restarted', '429@1'],
   ['a 429 reset', 'idle_session_timeout', '429@1'],
 ] as const;
 
@@ -131,6 +152,7 @@ describe('a sync that loses its lock while it waits', () => {
       let url = (t.state as { state: string }).state;
       let role: string | undefined;
       if (ending === 'idle_session_timeout') ({ url, role } = await roleState(url));
+      if (ending === 'restarted') url = await privateState();
       await syncOf(t, customers(range(0, 100)), { state: url });
 
       if (role !== undefined)

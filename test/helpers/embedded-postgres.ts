@@ -35,6 +35,8 @@ import { processRunning } from '../../src/util/process.js';
 export interface EmbeddedPostgres {
   /** Admin URL (user postgres, database postgres, no password). */
   readonly url: string;
+  /** A fast shutdown (every session ended, as a server restart or a failover ends them), then a start on the same port and data. */
+  restart(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -43,7 +45,7 @@ interface RunAs {
   readonly gid: number;
 }
 
-const BASE = join(tmpdir(), `audience-kit-test-pg-${process.getuid?.() ?? 'user'}`);
+const baseIn = (root: string): string => join(root, `audience-kit-test-pg-${process.getuid?.() ?? 'user'}`);
 const READY_DEADLINE_MS = 90_000;
 
 /** The platform package's `native/` directory (bin, lib, share). */
@@ -114,12 +116,12 @@ function placeBinaries(native: string, to: string): string {
 }
 
 /** Stops and removes the runs whose owner process is gone (a vitest killed before its teardown). */
-function sweepOrphans(): void {
-  for (const name of readdirSync(BASE)) {
+function sweepOrphans(base: string): void {
+  for (const name of readdirSync(base)) {
     // The owner's pid is in the name, there from the directory's creation on.
     const owner = Number(/^run-(\d+)-/.exec(name)?.[1]);
     if (!(owner > 0) || processRunning(owner)) continue;
-    const run = join(BASE, name);
+    const run = join(base, name);
     const postmaster = Number(readFileIfAny(join(run, 'data', 'postmaster.pid')).split('\n')[0]);
     // Only a postgres started on this run's data directory, never a reused pid.
     if (postmaster > 0 && readFileIfAny(`/proc/${postmaster}/cmdline`).includes(join(run, 'data'))) {
@@ -157,14 +159,18 @@ function run(bin: string, args: string[], dir: string, as: RunAs | undefined): C
 
 async function exitOf(child: ChildProcess): Promise<number | null> {
   if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
-  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+  return new Promise((resolve) => {
+    child.once('exit', (code) => resolve(code));
+    child.once('error', () => resolve(null)); // not started (a binary its user cannot reach)
+  });
 }
 
-function prepareRun(as: RunAs | undefined): { dir: string; data: string; bin: string } {
-  mkdirSync(BASE, { recursive: true, mode: 0o755 });
-  chmodSync(BASE, 0o755);
-  sweepOrphans();
-  const dir = mkdtempSync(join(BASE, `run-${process.pid}-`));
+function prepareRun(root: string, as: RunAs | undefined): { dir: string; data: string; bin: string } {
+  const base = baseIn(root);
+  mkdirSync(base, { recursive: true, mode: 0o755 });
+  chmodSync(base, 0o755);
+  sweepOrphans(base);
+  const dir = mkdtempSync(join(base, `run-${process.pid}-`));
   chmodSync(dir, 0o755);
   const bin = placeBinaries(nativeDir(), join(dir, 'pg'));
   const data = join(dir, 'data');
@@ -218,21 +224,31 @@ async function initdb(bin: string, data: string, dir: string, as: RunAs | undefi
   if (code !== 0) throw new Error(`initdb failed; its log:\n${readFileIfAny(join(dir, 'postgres.log'))}`);
 }
 
-const SETTINGS = ['listen_addresses=127.0.0.1', 'unix_socket_directories=', 'fsync=off', 'synchronous_commit=off'];
+// fsync off (a test server's data need not survive a crash of the machine); synchronous_commit stays
+// on: the state store refuses a server that acknowledges commits it can lose (state/postgres/durability.ts).
+const SETTINGS = ['listen_addresses=127.0.0.1', 'unix_socket_directories=', 'fsync=off'];
+
+/** Starts `postgres` on `port` and resolves once it answers; refuses (the server stopped) when it does not. */
+async function serveOn(port: number, bin: string, data: string, dir: string, as: RunAs | undefined) {
+  const args = ['-D', data, '-p', String(port), ...SETTINGS.flatMap((setting) => ['-c', setting])];
+  const server = run(join(bin, 'postgres'), args, dir, as);
+  const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+  try {
+    await waitReady(url, server, data);
+    return { url, server };
+  } catch (error) {
+    await stopServer(server);
+    throw error;
+  }
+}
 
 /** Starts `postgres` on a free port; a port taken between its choice and the bind is chosen again. */
 async function serve(bin: string, data: string, dir: string, as: RunAs | undefined) {
   for (let attempt = 1; ; attempt++) {
     const logged = readFileIfAny(join(dir, 'postgres.log')).length;
-    const port = await freePort();
-    const args = ['-D', data, '-p', String(port), ...SETTINGS.flatMap((setting) => ['-c', setting])];
-    const server = run(join(bin, 'postgres'), args, dir, as);
-    const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
     try {
-      await waitReady(url, server, data);
-      return { url, server };
+      return await serveOn(await freePort(), bin, data, dir, as);
     } catch (error) {
-      await stopServer(server);
       const log = readFileIfAny(join(dir, 'postgres.log')).slice(logged);
       if (attempt < 3 && /could not bind|another PostgreSQL server/.test(`${log} ${String(error)}`)) continue;
       throw new Error(`${error instanceof Error ? error.message : String(error)}; its log:\n${log}`, { cause: error });
@@ -240,15 +256,25 @@ async function serve(bin: string, data: string, dir: string, as: RunAs | undefin
   }
 }
 
-/** Starts a fresh PostgreSQL 15 server on 127.0.0.1 and resolves once it answers queries. */
-export async function startEmbeddedPostgres(): Promise<EmbeddedPostgres> {
+/**
+ * Starts a fresh PostgreSQL 15 server on 127.0.0.1 and resolves once it answers queries. Its run
+ * directory is under `root` (the system's temporary directory by default), which the server's
+ * user must be able to enter: not a test file's own TMPDIR (mode 0700).
+ */
+export async function startEmbeddedPostgres(root = tmpdir()): Promise<EmbeddedPostgres> {
   const as = unprivilegedUser();
-  const { dir, data, bin } = prepareRun(as);
+  const { dir, data, bin } = prepareRun(root, as);
   try {
     await initdb(bin, data, dir, as);
-    const { url, server } = await serve(bin, data, dir, as);
+    const started = await serve(bin, data, dir, as);
+    const { url } = started;
+    let { server } = started;
     return {
       url,
+      restart: async () => {
+        await stopServer(server);
+        ({ server } = await serveOn(Number(new URL(url).port), bin, data, dir, as));
+      },
       stop: async () => {
         await stopServer(server);
         rmSync(dir, { recursive: true, force: true });
