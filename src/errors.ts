@@ -103,6 +103,8 @@ export const ERROR_CODES = [
   'audit_newer_format',
   'input_reject_rate_exceeded',
   'input_no_users',
+  // InputError in a sync's report: users too large for one request, not sent (the sync is partial).
+  'users_oversized',
   // HttpError, AuthError, RateLimitError: a non-2xx answer after retries.
   'api_bad_request',
   'api_not_found',

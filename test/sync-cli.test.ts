@@ -317,3 +317,77 @@ describe('stateFailure: raw fs errors of the state as environment errors', () =>
     expect(stateFailure(ours, '/s')).toBe(ours);
   });
 });
+
+describe('sync: a user too large for one request', () => {
+  // 16 addresses in one row make a user object of about 1.1 KB: more than a 1024-byte body holds.
+  const big = range(0, 16)
+    .map((i) => `big.${i}@example.org`)
+    .join('|');
+  const rows = (ids: number[], withBig: boolean): string =>
+    `Email\n${[...ids.map(email), ...(withBig ? [big] : [])].join('\n')}\n`;
+  const small = ['--delimiter', ',', '--value-separator', '|', '--max-body-bytes', '1024', '--json'];
+  interface Report {
+    status: string;
+    exit_code: number;
+    oversized_users: number;
+    oversized_lines: number[];
+    adds: number;
+    removes: number;
+    snapshot: { after: { users: number } };
+    error?: { code: string };
+  }
+  const counts = (stateDir: string): { outcome: string; counts: { oversized_users: number } } =>
+    auditEnds(stateDir).at(-1) as unknown as { outcome: string; counts: { oversized_users: number } };
+
+  it('is never recorded as a member: partial (exit 5), counted, and wanted again by the next sync; a Delete the same', async () => {
+    const t = await setup();
+    writeFileSync(join(t.cwd, 'a.csv'), rows([0, 1], true));
+    const first = await t.run(t.args('a.csv', ...small));
+    const r1 = JSON.parse(first.stdout) as Report;
+    expect(t.sandbox.state.audienceSize(t.audienceId)).toBe(2);
+    expect(r1, first.stderr).toMatchObject({
+      status: 'partial',
+      exit_code: 5,
+      adds: 3,
+      oversized_users: 1,
+      snapshot: { after: { users: 2 } },
+      error: { code: 'users_oversized' },
+    });
+    expect(first.code).toBe(5);
+    expect(first.stderr).toMatch(
+      /^error: users too large for one request \(--max-body-bytes\) were not sent: 1 to add or refresh \(lines 4\)/m,
+    );
+    expect(counts(t.stateDir)).toMatchObject({ outcome: 'partial', counts: { oversized_users: 1 } });
+
+    // A dry run says the same of the plan.
+    const dry = JSON.parse((await t.run(t.args('a.csv', ...small, '--dry-run'))).stdout) as Report;
+    expect(dry).toMatchObject({ status: 'partial', exit_code: 5, adds: 1, oversized_users: 1, oversized_lines: [4] });
+    // Still wanted, still not a member: the next sync plans it again, and fails to send it again.
+    const again = JSON.parse((await t.run(t.args('a.csv', ...small))).stdout) as Report;
+    expect(again).toMatchObject({ status: 'partial', adds: 1, oversized_users: 1, snapshot: { after: { users: 2 } } });
+    // With the platform's limit it goes.
+    const whole = await t.run(t.args('a.csv', '--delimiter', ',', '--value-separator', '|', '--json'));
+    expect(JSON.parse(whole.stdout)).toMatchObject({ status: 'completed', adds: 1, oversized_users: 0 });
+    expect(t.sandbox.state.audienceSize(t.audienceId)).toBe(3);
+
+    // Its removal cannot be sent either: it stays in the snapshot (and the audience), the sync is partial.
+    writeFileSync(join(t.cwd, 'b.csv'), rows([0, 1], false));
+    const removal = await t.run(t.args('b.csv', ...small));
+    expect(JSON.parse(removal.stdout), removal.stderr).toMatchObject({
+      status: 'partial',
+      exit_code: 5,
+      removes: 1,
+      oversized_users: 1,
+      snapshot: { after: { users: 3 } },
+      delete: { users_confirmed: 0 },
+    });
+    expect(t.sandbox.state.audienceSize(t.audienceId)).toBe(3);
+    const removed = await t.run(t.args('b.csv', '--json'));
+    expect(JSON.parse(removed.stdout)).toMatchObject({
+      status: 'completed',
+      removes: 1,
+      snapshot: { after: { users: 2 } },
+    });
+    expect(t.sandbox.state.audienceSize(t.audienceId)).toBe(2);
+  });
+});

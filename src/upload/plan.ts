@@ -108,7 +108,8 @@ export interface PackStats {
   bytes: number;
 }
 
-const OVERSIZED_LINES_KEPT = 20;
+/** How many oversized users' input lines a report keeps. */
+export const OVERSIZED_LINES_KEPT = 20;
 
 /** Opaque handle for a group, so adding a user costs no key lookup. */
 export interface GroupHandle {
@@ -137,6 +138,21 @@ function operationPrefix(g: BatchGroup): string {
   if (g.effectiveAt !== undefined) params += `"effective_at":${JSON.stringify(g.effectiveAt)},`;
   if (g.expiresAt !== undefined) params += `"expires_at":${JSON.stringify(g.expiresAt)},`;
   return `{"operation_type":${JSON.stringify(g.operationType)},"params":{${params}"users":[`;
+}
+
+/** A user whose operation alone (`[` + prefix + user + `]}}]`) is over the body limit. */
+function overBody(limits: BatchLimits, prefixBytes: number, userBytes: number): boolean {
+  return prefixBytes + userBytes + SUFFIX_BYTES + 2 > limits.maxBodyBytes;
+}
+
+/**
+ * The test the packer applies to each user of `group`, for callers that must know before they
+ * hand users to it (a sync never writes ahead a user that cannot be sent): true when the user's
+ * canonical JSON is too large for a request of its own, so no batch can ever carry it.
+ */
+export function oversizedTest(limits: BatchLimits, group: BatchGroup): (json: string) => boolean {
+  const prefixBytes = Buffer.byteLength(operationPrefix(group));
+  return (json) => overBody(limits, prefixBytes, Buffer.byteLength(json));
 }
 
 /**
@@ -197,7 +213,7 @@ export class BatchPacker {
     const g = handle as OpenGroup;
     const userBytes = Buffer.byteLength(json);
     const newOpBytes = g.prefixBytes + userBytes + SUFFIX_BYTES;
-    if (newOpBytes + 2 > this.limits.maxBodyBytes) {
+    if (overBody(this.limits, g.prefixBytes, userBytes)) {
       this.s.oversized++;
       if (this.s.oversizedLines.length < OVERSIZED_LINES_KEPT) this.s.oversizedLines.push(line);
       return undefined;

@@ -12,7 +12,7 @@ import type { PackedUsers } from '../hashing/chunk.js';
 import type { AddedRepeats } from './added-users.js';
 import { writeUserFingerprint } from '../identifiers/normalize.js';
 import type { Snapshot, SnapshotUser } from '../state/snapshot.js';
-import type { GroupHandle, PackedBatch } from './plan.js';
+import { OVERSIZED_LINES_KEPT, type GroupHandle, type PackedBatch } from './plan.js';
 import { PLAN_ADD, PLAN_REFRESH, type SyncPlanner } from './sync-plan.js';
 import type { UploadPackedChunk } from './types.js';
 
@@ -238,8 +238,19 @@ export type SentUser = Omit<SpooledUser, 'json'>;
 export class InFlight {
   private readonly pages = new Map<number, SentPage>();
   private next = 1;
+  /** Users left out as too large for one request (`tooLarge`): never written ahead, never sent. */
+  oversized = 0;
+  /** The first input lines of those users (none for a Delete's: they are in no input). */
+  readonly oversizedLines: number[] = [];
 
-  constructor(private readonly beforeSend?: (users: SpooledUser[]) => void | Promise<void>) {}
+  /**
+   * `tooLarge` (plan.ts's oversizedTest): the users no request can carry are left out before
+   * `beforeSend` hears of them, so the snapshot never records them as sent, and counted.
+   */
+  constructor(
+    private readonly beforeSend?: (users: SpooledUser[]) => void | Promise<void>,
+    private readonly tooLarge?: (json: string) => boolean,
+  ) {}
 
   /** The users as packed chunks for sendUsers, each registered under its sequence number. */
   async *chunks(source: AsyncIterable<SpooledUser[]> | Iterable<SpooledUser[]>): AsyncGenerator<UploadPackedChunk> {
@@ -255,7 +266,8 @@ export class InFlight {
   ): Promise<PackedUsers[] | undefined> {
     const next = await it.next();
     if (next.done === true) return undefined;
-    const users = next.value;
+    const users = this.sendable(next.value);
+    if (users.length === 0) return [];
     await this.beforeSend?.(users);
     const pieces: PackedUsers[] = [];
     for (let from = 0; from < users.length;) {
@@ -266,6 +278,18 @@ export class InFlight {
       from = to;
     }
     return pieces;
+  }
+
+  /** The chunk without the users too large for one request (counted). */
+  private sendable(users: SpooledUser[]): SpooledUser[] {
+    const test = this.tooLarge;
+    if (test === undefined) return users;
+    return users.filter((u) => {
+      if (!test(u.json)) return true;
+      this.oversized++;
+      if (u.line > 0 && this.oversizedLines.length < OVERSIZED_LINES_KEPT) this.oversizedLines.push(u.line);
+      return false;
+    });
   }
 
   private piece(users: SpooledUser[], from: number, to: number): PackedUsers {

@@ -2,7 +2,8 @@
  * What a sync tells: its report (the plan, each operation's sends, the snapshot before and after)
  * and its audit record, built from the plan and the reports of the two sendUsers calls.
  */
-import { AudienceKitError, BatchesFailedError } from '../errors.js';
+import { AudienceKitError, BatchesFailedError, InputError } from '../errors.js';
+import { PLATFORM_BATCH_LIMITS } from './plan.js';
 import { consentJson, type ConsentJson, type HashSummary } from '../hashing/summary.js';
 import type { AuditRunEnd } from '../state/audit.js';
 import { stateFailure } from '../state/fs.js';
@@ -62,8 +63,14 @@ export interface SyncReport {
   /** Distinct users of the input. */
   users: number;
   duplicates: number;
-  /** Users too large for one request: not sent (upload's `oversized_users`). */
+  /**
+   * Users too large for one request (upload's `oversized_users`), to add, refresh or remove: not
+   * sent, and the snapshot records no change for them (an add is not a member, a removal still
+   * is), so the next sync wants them again; the sync is `partial` (its error `users_oversized`).
+   */
   oversized_users: number;
+  /** The first input lines of the oversized users to add or refresh (a removal has none). */
+  oversized_lines: number[];
   identifiers: UploadReport['identifiers'];
   invalid_by_reason: UploadReport['invalid_by_reason'];
   reject_rate: number;
@@ -94,8 +101,20 @@ export interface SyncSent {
   updates?: UploadReport;
   /** Users to update that were not sent (the removals did not all go through). */
   updatesPending?: boolean;
+  /** Users left out of each operation as too large for one request. */
+  oversized?: SyncOversized;
   error?: AudienceKitError | undefined;
 }
+
+export interface SyncOversized {
+  deletes: number;
+  updates: number;
+  /** The first input lines of the updates'. */
+  lines: number[];
+}
+
+const oversizedUsers = (sent: SyncSent | undefined): number =>
+  (sent?.oversized?.deletes ?? 0) + (sent?.oversized?.updates ?? 0);
 
 export interface SyncPlanned {
   counts: SyncPlanCounts;
@@ -133,7 +152,9 @@ function statusOf(sent: SyncSent): UploadStatus {
   const confirmed = reports.some((r) => r.users_confirmed > 0);
   if (sent.error !== undefined) return confirmed ? 'partial' : 'failed';
   if (reports.some((r) => r.status === 'interrupted')) return 'interrupted';
-  if (sent.updatesPending !== true && reports.every((r) => r.status === 'completed')) return 'completed';
+  // A user the file wants added or removed that no request can carry leaves the target unlike the file.
+  if (sent.updatesPending !== true && reports.every((r) => r.status === 'completed'))
+    return oversizedUsers(sent) > 0 ? 'partial' : 'completed';
   return confirmed ? 'partial' : 'failed';
 }
 
@@ -168,7 +189,8 @@ export function buildSyncReport(p: SyncReportParts): SyncReport {
     ...inputCounts(summary),
     users: counts.users,
     duplicates: counts.duplicates,
-    oversized_users: sent.updates?.oversized_users ?? 0,
+    oversized_users: oversizedUsers(sent),
+    oversized_lines: sent.oversized?.lines ?? [],
     adds: counts.adds,
     removes: counts.removes,
     refreshes: counts.refreshes,
@@ -188,7 +210,8 @@ export function buildSyncReport(p: SyncReportParts): SyncReport {
     ended_at: new Date(p.endedMs).toISOString(),
     duration_ms: p.endedMs - plan.startedMs,
   };
-  const error = sent.error ?? sent.deletes?.error ?? sent.updates?.error ?? batchesFailed(report);
+  const error =
+    sent.error ?? sent.deletes?.error ?? sent.updates?.error ?? batchesFailed(report) ?? usersOversized(sent.oversized);
   // A state write's raw fs error (EACCES, ENOSPC, EFBIG) is the machine's: exit 8, with the path.
   if (error !== undefined) report.error = stateFailure(error, p.snapshot.dir);
   return report;
@@ -217,6 +240,24 @@ function batchesFailed(r: SyncReport): AudienceKitError | undefined {
   );
 }
 
+/** Users no request can carry: the cause of a sync that sent everything else. */
+function usersOversized(o: SyncOversized | undefined): InputError | undefined {
+  if (o === undefined || o.deletes + o.updates === 0) return undefined;
+  const what: string[] = [];
+  if (o.updates > 0)
+    what.push(
+      `${o.updates} to add or refresh (lines ${o.lines.join(', ')}), which the snapshot does not count as members`,
+    );
+  if (o.deletes > 0) what.push(`${o.deletes} to remove, still on the target and in the snapshot`);
+  return new InputError(
+    'users_oversized',
+    `users too large for one request (limits.maxBodyBytes) were not sent: ${what.join('; ')}`,
+    {
+      fix: `raise limits.maxBodyBytes (the platform takes up to ${PLATFORM_BATCH_LIMITS.maxBodyBytes} bytes, the default) and run the sync again: it sends what is still missing`,
+    },
+  );
+}
+
 export interface SyncAuditEnd {
   plan: SyncPlanned;
   input: RunInput | undefined;
@@ -240,10 +281,14 @@ export function syncAuditEnd(a: SyncAuditEnd): AuditRunEnd {
     duration_ms: report?.duration_ms ?? now.getTime() - plan.startedMs,
     outcome: report === undefined || report.status === 'refused' ? 'failed' : report.status,
     input: { name: a.input?.name ?? 'users', rows: plan.summary.rows, sha256: a.input?.sha256 ?? null },
-    counts: auditCounts({ ...inputCounts(plan.summary), duplicates: plan.counts.duplicates }, [
-      a.sent?.deletes,
-      a.sent?.updates,
-    ]),
+    counts: {
+      ...auditCounts({ ...inputCounts(plan.summary), duplicates: plan.counts.duplicates }, [
+        a.sent?.deletes,
+        a.sent?.updates,
+      ]),
+      // Left out before the sends (the sends' own count is of what reached their packer).
+      oversized_users: oversizedUsers(a.sent),
+    },
     ...(plan.summary.consent === undefined ? {} : { consent: consentJson(plan.summary.consent) }),
     sync: {
       adds: plan.counts.adds,

@@ -54,6 +54,7 @@ import {
 import {
   buildSyncReport,
   syncAuditEnd,
+  type SyncOversized,
   type SyncPlanned,
   type SyncReport,
   type SyncSent,
@@ -61,6 +62,7 @@ import {
 } from './sync-report.js';
 import type { SendOptions, UploadUsers } from './types.js';
 import { hashedUsers, sendResolved } from './upload.js';
+import { oversizedTest } from './plan.js';
 import { snapshotTarget, type Target } from './target.js';
 import type { RowRules } from '../identifiers/rows.js';
 import { collectGarbage } from '../util/collect.js';
@@ -485,17 +487,24 @@ function sendOptions(o: ResolvedSyncOptions, signal: AbortSignal | undefined): R
 /** A dry run: the requests and bytes each operation would take (packed, not sent). */
 async function dryRunSends(o: ResolvedSyncOptions, plan: SyncPlan, snapshot: Snapshot): Promise<SyncSent> {
   const { client: _client, ...base } = sendOptions(o, o.signal);
+  const removed = new InFlight(undefined, oversizedTest(o.limits, { operationType: 'Delete' }));
   const deletes = await sendResolved(base, {
     dryRun: true,
     operationType: 'Delete',
-    users: new InFlight().chunks(snapshotUsers(snapshot, plan.planner.seen)),
+    users: removed.chunks(snapshotUsers(snapshot, plan.planner.seen)),
   });
+  const updated = new InFlight(undefined, oversizedTest(o.limits, { operationType: 'Update' }));
   const updates = await sendResolved(base, {
     dryRun: true,
     operationType: 'Update',
-    users: new InFlight().chunks(plan.spool.chunks()),
+    users: updated.chunks(plan.spool.chunks()),
   });
-  return { deletes, updates };
+  return { deletes, updates, oversized: oversizedOf(removed, updated) };
+}
+
+/** The users each operation left out as too large for one request. */
+function oversizedOf(removed: InFlight, updated: InFlight): SyncOversized {
+  return { deletes: removed.oversized, updates: updated.oversized, lines: updated.oversizedLines };
 }
 
 /**
@@ -541,11 +550,7 @@ async function send(
   };
   // Every request is sent under the lease: proven before each attempt, cut when it is lost.
   const base = { ...sendOptions(o, signal), lease };
-  // The write-ahead record: each chunk's users are recorded (fsync, and stored) before the sender gets them.
-  const removed = new InFlight(async (users) => {
-    snapshot.recordIntentDeletes(users);
-    await session.durable();
-  });
+  const { removed, updated } = writingAhead(o, snapshot, session);
   if (plan.counts.removes > 0) {
     o.onPhase?.('removing', plan.counts);
     sent.deletes = await sendResolved(base, {
@@ -557,10 +562,6 @@ async function send(
   const deletesDone = sent.error === undefined && (sent.deletes === undefined || sent.deletes.status === 'completed');
   if (plan.spool.count > 0 && deletesDone) {
     o.onPhase?.('updating', plan.counts);
-    const updated = new InFlight(async (users) => {
-      snapshot.recordIntentUpdates(users);
-      await session.durable();
-    });
     sent.updates = await sendResolved(base, {
       operationType: 'Update',
       users: updated.chunks(plan.spool.chunks()),
@@ -569,6 +570,7 @@ async function send(
     // Refused users are reported by input line, not by their place in the send order.
     for (const e of sent.updates.operation_errors) if (e.line !== null) e.line = updated.lineOf(e.line);
   }
+  sent.oversized = oversizedOf(removed, updated);
   for (const e of sent.deletes?.operation_errors ?? []) e.line = null;
   sent.updatesPending = plan.spool.count > 0 && sent.updates === undefined;
   // A lost lock: another process may hold the target now, and its snapshot is not this one's to commit.
@@ -587,6 +589,33 @@ async function send(
     sent.error ??= asKitError(error);
   }
   return sent;
+}
+
+/**
+ * The users of each operation in flight. The write-ahead record: each chunk's users are recorded
+ * (fsync, and stored) before the sender gets them; a user no request can carry is left out
+ * before that, so it is never recorded as sent.
+ */
+function writingAhead(
+  o: ResolvedSyncOptions,
+  snapshot: Snapshot,
+  session: TargetSession,
+): { removed: InFlight; updated: InFlight } {
+  const removed = new InFlight(
+    async (users) => {
+      snapshot.recordIntentDeletes(users);
+      await session.durable();
+    },
+    oversizedTest(o.limits, { operationType: 'Delete' }),
+  );
+  const updated = new InFlight(
+    async (users) => {
+      snapshot.recordIntentUpdates(users);
+      await session.durable();
+    },
+    oversizedTest(o.limits, { operationType: 'Update' }),
+  );
+  return { removed, updated };
 }
 
 /** The audit log's run_start and run_end records around the sends. */

@@ -392,7 +392,10 @@ function printTable(
     ],
     ['duration', `${(report.duration_ms / 1000).toFixed(1)} s`],
   ];
-  if (report.oversized_users > 0) fields.push(['users too large to send', report.oversized_users]);
+  if (report.oversized_users > 0) {
+    const lines = report.oversized_lines.length === 0 ? '' : ` (lines ${report.oversized_lines.join(', ')})`;
+    fields.push(['users too large to send', `${report.oversized_users}${lines}`]);
+  }
   fields.push(...extra);
   if (sandbox !== undefined) fields.push([sandbox.label, sandbox.size]);
   writeLine(ctx.stdout, renderFields(fields));
