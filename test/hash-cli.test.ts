@@ -276,16 +276,12 @@ describe('audience-kit hash (process)', () => {
     }
   });
 
-  it('refuses a file whose legacy encoding reads two ways (exit 3), naming both and no conversion', async () => {
-    // "Zoë" in Windows-1252 is "Zoė" in Windows-1257: one name, no evidence for either.
-    const r = await runCli(['hash', join(FIXTURES, 'latin1.csv')]);
-    expect(r.code).toBe(3);
-    expect(r.stderr).toContain(
-      'latin1.csv is not UTF-8 text (first invalid byte on line 3); it reads as Windows-1252 or Windows-1257',
-    );
-    expect(r.stderr).toContain('--encoding windows-1252 or --encoding windows-1257');
+  it('reads a Latin-1 file as Windows-1252 with a notice: its Windows-1257 reading breaks Lithuanian spelling', async () => {
+    // "Zoë" in Windows-1252 is "Zoė" in Windows-1257, and ė never follows a vowel in Lithuanian.
+    const r = await runCli(['hash', join(FIXTURES, 'latin1.csv'), ...CALLING_THREAD]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain('reading latin1.csv (Windows-1252 (detected)');
     expect(r.stderr).not.toContain('iconv');
-    expect(r.stdout).toBe('');
   });
 
   it('--map still detects the country column, so phones come out as without --map', async () => {

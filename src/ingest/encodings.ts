@@ -59,7 +59,27 @@ interface Language {
   readonly rare?: string;
   /** Letters of another script than Latin: a word mixing them with ASCII letters is not plausible. */
   readonly script?: 'cyrillic' | 'greek';
+  /** Where the language's spelling puts some of its letters: a word breaking a rule is not of this language. */
+  readonly context?: readonly Context[];
 }
+
+/**
+ * A spelling rule of a language: its `letters` only come after (`after`) or before (`before`) one
+ * of the letters listed, never after (`notAfter`) or before (`notBefore`) one of those listed; `^`
+ * and `$` stand for the word's start and end. Lower case; the word is compared in lower case.
+ * Only rules without exceptions in the language's own words belong here: a rule that rejects a real
+ * word would count a file's own reading against it.
+ */
+interface Context {
+  readonly letters: string;
+  readonly after?: string;
+  readonly before?: string;
+  readonly notAfter?: string;
+  readonly notBefore?: string;
+}
+
+/** Consonant letters, as the neighbours syllabic letters (Slovak ŕ, ĺ) and Czech ů need. */
+const CONSONANTS = 'bcdfghjklmnpqrstvwxzčďľňřšťžĺŕ';
 
 const GERMAN: Language = { name: 'German', core: 'äöüß' };
 const WESTERN: readonly Language[] = [
@@ -77,9 +97,33 @@ const WESTERN: readonly Language[] = [
 ];
 const CENTRAL: readonly Language[] = [
   GERMAN,
-  { name: 'Polish', core: 'ąćęłńóśźż' },
-  { name: 'Czech', core: 'áčďéěíňóřšťúůýž' },
-  { name: 'Slovak', core: 'áčďéíľňóšťúýž', rare: 'äĺŕô' },
+  {
+    name: 'Polish',
+    core: 'ąćęłńóśźż',
+    // ć, ń, ś, ź before a vowel are written ci, ni, si, zi (Muńoz, Peńa are Spanish ñ read as ń).
+    context: [{ letters: 'ćńśź', notBefore: 'aeiouyóąę' }],
+  },
+  {
+    name: 'Czech',
+    core: 'áčďéěíňóřšťúůýž',
+    context: [
+      // ě only after b, p, v, f, m, d, t, n; ů never starts a word; ď, ť, ň before e, i are written de, ti, ně...
+      { letters: 'ě', after: 'bpvfmdtn' },
+      { letters: 'ů', after: CONSONANTS },
+      { letters: 'ďťň', notBefore: 'eií' },
+      { letters: 'ř', notAfter: 'r', notBefore: 'r' },
+    ],
+  },
+  {
+    name: 'Slovak',
+    core: 'áčďéíľňóšťúýž',
+    rare: 'äĺŕô',
+    // Syllabic ŕ, ĺ stand between consonants (vŕba, dĺžka); ď, ť, ň before e, i are written de, ti, ne.
+    context: [
+      { letters: 'ŕĺ', after: CONSONANTS, before: CONSONANTS },
+      { letters: 'ďťň', notBefore: 'eií' },
+    ],
+  },
   { name: 'Hungarian', core: 'áéíóöőúüű' },
   { name: 'Slovene', core: 'čšž' },
   { name: 'Croatian', core: 'čćđšž' },
@@ -88,7 +132,15 @@ const CENTRAL: readonly Language[] = [
 ];
 const BALTIC: readonly Language[] = [
   GERMAN,
-  { name: 'Lithuanian', core: 'ąčęėįšųūž' },
+  {
+    name: 'Lithuanian',
+    core: 'ąčęėįšųūž',
+    // ė never follows a vowel; ę, ų end a word or stand before s, š, z, ž (or j: gerųjų).
+    context: [
+      { letters: 'ė', notAfter: 'aeiouyąęėįųū' },
+      { letters: 'ęų', before: 'sšzžj$' },
+    ],
+  },
   { name: 'Latvian', core: 'āčēģīķļņšūž' },
   { name: 'Estonian', core: 'äöõüšž' },
 ];
@@ -246,7 +298,23 @@ function plausibleWord(word: string, foreign: readonly string[], languages: read
   if (/\p{Ll}\p{Lu}/u.test(word)) return false;
   if (languages[0]?.script !== undefined) return !/[A-Za-z]/.test(word);
   if (/[^\0-\x7f]{3}/u.test(word)) return false;
-  return languages.some((l) => foreign.every((c) => tableOf(l).weights.has(c)));
+  const lower = word.toLowerCase();
+  return languages.some((l) => foreign.every((c) => tableOf(l).weights.has(c)) && spelledAs(lower, l));
+}
+
+/** Whether a word (lower case) keeps the spelling rules of a language. */
+function spelledAs(word: string, language: Language): boolean {
+  for (const rule of language.context ?? []) {
+    for (let i = 0; i < word.length; i++) {
+      if (!rule.letters.includes(word[i] as string)) continue;
+      const before = word[i - 1] ?? '^';
+      const after = word[i + 1] ?? '$';
+      if (rule.after !== undefined && !rule.after.includes(before)) return false;
+      if (rule.before !== undefined && !rule.before.includes(after)) return false;
+      if (rule.notAfter?.includes(before) === true || rule.notBefore?.includes(after) === true) return false;
+    }
+  }
+  return true;
 }
 
 /**
@@ -296,10 +364,14 @@ export function readings(sample: Uint8Array): EncodingReading[] {
 
 /** Below this score the best reading is not believed. */
 export const MIN_SCORE = 0.6;
+/** A single-byte reading scoring this much, aligned with the best, must be told from it too. */
+const CONTENDER_SCORE = 0.3;
 /** A double-byte and a single-byte reading giving other text: the best must score this much more. */
 const SCORE_MARGIN = 0.12;
 /** Two single-byte readings: the characters they read otherwise, at least ... */
 const MIN_DIFFERING = 6;
+/** ... unless the other reads this many of them as no word of its languages, and the best none (any score) ... */
+const MIN_IMPLAUSIBLE = 3;
 /** ... the best scoring this much more per share of the characters that differ ... */
 const ALIGNED_MARGIN = 0.2;
 /** ... and giving those characters this much more weight on average. */
@@ -319,8 +391,15 @@ export function detectLegacyEncoding(sample: Uint8Array, name: string, line: num
       fix: 'export it as "CSV UTF-8", or pass --encoding NAME (for example windows-1252, shift_jis)',
     });
   }
-  const rivals = all.filter((r) => r !== best && r.score >= MIN_SCORE && !clearlyBetter(best, r));
-  if (rivals.length > 0) {
+  // Believed readings, and single-byte ones a little below (a file mixing many Western languages
+  // scores low in Windows-1252, and must still be told from Windows-1250).
+  const contenders = all.filter(
+    (r) => r.score >= MIN_SCORE || (r.text.length === best.text.length && r.score >= CONTENDER_SCORE),
+  );
+  // The reading clearly better than every other contender, if any (at most one can be).
+  const chosen = contenders.find((r) => r.score >= MIN_SCORE && contenders.every((o) => o === r || clearlyBetter(r, o)));
+  if (chosen === undefined) {
+    const rivals = contenders.filter((r) => r !== best && !clearlyBetter(best, r));
     const names = [best, ...rivals].map((r) => r.encoding);
     throw new InputError(
       'input_encoding_ambiguous',
@@ -329,7 +408,8 @@ export function detectLegacyEncoding(sample: Uint8Array, name: string, line: num
     );
   }
   // Of the encodings giving the same text, the first in the order of preference.
-  return (CANDIDATES.find((c) => all.some((r) => r.encoding === c.encoding && r.text === best.text)) ?? best).encoding;
+  return (CANDIDATES.find((c) => all.some((r) => r.encoding === c.encoding && r.text === chosen.text)) ?? chosen)
+    .encoding;
 }
 
 /**
@@ -351,12 +431,22 @@ function clearlyBetter(a: EncodingReading, b: EncodingReading): boolean {
   let difference = 0;
   let differ = 0;
   let nonAscii = 0;
+  let implausibleA = 0;
+  let implausibleB = 0;
   for (let i = 0; i < a.text.length; i++) {
     if (a.text.charCodeAt(i) >= 0x80) nonAscii++;
     if (a.text.charCodeAt(i) === b.text.charCodeAt(i)) continue;
-    difference += weight(a, i) - weight(b, i);
+    const [wa, wb] = [weight(a, i), weight(b, i)];
+    difference += wa - wb;
     differ++;
+    if (wa === 0) implausibleA++;
+    if (wb === 0) implausibleB++;
   }
+  // Where they differ, `b` reads as no word of its languages and `a` always does: `a`, whatever the
+  // scores (a letter list as large as Czech's explains a mix of Western names better than the
+  // Western languages each explaining their part). The reverse: never `a`.
+  if (implausibleA > 0) return false;
+  if (implausibleB >= MIN_IMPLAUSIBLE) return true;
   return (
     differ >= MIN_DIFFERING &&
     a.score - b.score >= (ALIGNED_MARGIN * differ) / nonAscii &&
