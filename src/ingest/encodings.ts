@@ -7,9 +7,10 @@
  * standard, Node's included), ISO-8859-2/15, and the double-byte encodings of Japanese, Chinese
  * and Korean. Any byte sequence decodes in a single-byte code page, and most decode in several
  * double-byte ones, so decoding without an error proves little: each candidate's text is judged by
- * the letters it produces (what a language written in that encoding uses, kept as data below), and
- * when two candidates give different text that both read well, the file is refused with both named
- * rather than read with one picked at random. The detection reads a prefix of the file; the whole
+ * the letters it produces and where they stand in its words (what a language written in that
+ * encoding uses and its spelling rules, kept as data below), and when two candidates give different
+ * text that both read well, the file is refused with both named rather than read with one picked
+ * at random. The detection reads a prefix of the file; the whole
  * file is then decoded as a stream, and a byte the chosen encoding does not define makes its record
  * a malformed row (with its line), never a U+FFFD that would be hashed.
  */
@@ -397,7 +398,9 @@ export function detectLegacyEncoding(sample: Uint8Array, name: string, line: num
     (r) => r.score >= MIN_SCORE || (r.text.length === best.text.length && r.score >= CONTENDER_SCORE),
   );
   // The reading clearly better than every other contender, if any (at most one can be).
-  const chosen = contenders.find((r) => r.score >= MIN_SCORE && contenders.every((o) => o === r || clearlyBetter(r, o)));
+  const chosen = contenders.find(
+    (r) => r.score >= MIN_SCORE && contenders.every((o) => o === r || clearlyBetter(r, o)),
+  );
   if (chosen === undefined) {
     const rivals = contenders.filter((r) => r !== best && !clearlyBetter(best, r));
     const names = [best, ...rivals].map((r) => r.encoding);
@@ -415,9 +418,11 @@ export function detectLegacyEncoding(sample: Uint8Array, name: string, line: num
 /**
  * Whether reading `a` is clearly better than `b`. Readings that do not align (single- against
  * double-byte) are compared by score. Two single-byte readings align character by character, and
- * only the characters they read otherwise tell them apart: enough of them, a score margin in
- * proportion to their share, and no less weight on them in `a` than in `b` (a whole-score margin
- * alone let a few French letters read as Czech move the whole cover, and a file was misread).
+ * only the characters they read otherwise tell them apart: `a` reads all of them as words and `b`
+ * at least MIN_IMPLAUSIBLE as none (`a` never wins with one it reads as none); else enough of them,
+ * a score margin in proportion to their share, and no less weight on them in `a` than in `b` (a
+ * whole-score margin alone let a few French letters read as Czech move the whole cover, and a file
+ * was misread).
  */
 function clearlyBetter(a: EncodingReading, b: EncodingReading): boolean {
   if (a.text === b.text) return true;
