@@ -142,7 +142,7 @@ export { KeyTableBuilder } from './state/key-table.js';
 export { FileAuditLog } from './state/audit-file.js';
 export { openStateStore, parseStateUrl, type StateSpec } from './state/open-store.js';
 export { moveState, type StateMoveReport } from './state/move.js';
-export type { AuditLog, StateStore } from './state/store.js';
+export type { AuditLog, StateStore, TakeoverWait } from './state/store.js';
 export { grantsSql, schemaSql, SCHEMA_VERSION } from './state/postgres/schema.js';
 export {
   asKitError,

@@ -4,16 +4,19 @@ import { once } from 'node:events';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import { createClient } from '../src/api/index.js';
 import type { Clock } from '../src/util/clock.js';
 import type { AuditRecord } from '../src/state/audit.js';
+import type { TakeoverWait } from '../src/state/store.js';
 import { advisoryKey } from '../src/state/postgres/keys.js';
 import { PostgresStore } from '../src/state/postgres/store.js';
 import { snapshotDir } from '../src/state/snapshot.js';
-import { BIN, cliEnv } from './helpers/cli.js';
+import { BIN, CALLING_THREAD, cliEnv, runCli } from './helpers/cli.js';
+import { tempDir } from './helpers/temp.js';
+import { sandboxEnv } from './helpers/upload-cli.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './helpers/embedded-postgres.js';
 import { createTestRole } from './helpers/postgres.js';
 import { customers, expected, members, range, setup, syncOf, usePostgres, userPosts } from './helpers/sync.js';
@@ -161,6 +164,7 @@ describe('a sync that loses its lock while it waits', () => {
       let postsAfterTakeover = -1;
       let takeover: unknown;
       const takeoverSleeps: number[] = [];
+      const takeoverWaits: TakeoverWait[] = [];
       const clock = hookedClock(async () => {
         await endSessions(url, ending);
         t.sandbox.setFaults('');
@@ -169,6 +173,7 @@ describe('a sync that loses its lock while it waits', () => {
           state: otherHost(url),
           clock: recordingClock(takeoverSleeps),
           maxRemovals: '100%',
+          onTakeoverWait: (wait) => takeoverWaits.push(wait),
         }).catch((error: unknown) => error);
         postsAfterTakeover = userPosts(t.sandbox, t.audienceId);
       });
@@ -200,6 +205,13 @@ describe('a sync that loses its lock while it waits', () => {
         expect(takeover).toMatchObject({ status: 'completed' });
         // It waited out any request the first could still have had in flight before it sent.
         expect(Math.max(...takeoverSleeps)).toBeGreaterThanOrEqual(client.requestTimeoutMs);
+        // And said so, naming the holder it waits for.
+        expect(takeoverWaits).toEqual([
+          {
+            ms: Math.max(...takeoverSleeps),
+            holder: { host: hostname(), pid: process.pid, since: expect.any(String) },
+          },
+        ]);
       }
 
       const next = customers([...range(0, 80), ...range(200, 210)]);
@@ -207,6 +219,35 @@ describe('a sync that loses its lock while it waits', () => {
       expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, next));
     },
   );
+});
+
+describe('a takeover after an unclean end', () => {
+  it('says on stderr how long it waits and for which holder, once', async () => {
+    const t = await setup({}, {}, 'postgres');
+    const url = (t.state as { state: string }).state;
+    const cwd = tempDir('ak-takeover-');
+    const file = join(cwd, 'in.csv');
+    writeFileSync(file, 'email\ncustomer.1@example.com\ncustomer.2@example.com\n');
+    const target = ['--account', t.sandbox.accounts.primary, '--audience', t.audienceId];
+    const env = sandboxEnv(t.sandbox);
+    const sync = () =>
+      runCli(['sync', file, ...target, '--state', url, '--default-country', 'US', ...CALLING_THREAD], { cwd, env });
+    expect((await sync()).code).toBe(0);
+    // A holder record never cleared: a sync on another machine that ended uncleanly (short timeouts).
+    const holder = {
+      host: 'etl-7',
+      pid: 4242,
+      since: '2026-01-02T03:04:05.000Z',
+      request_timeout_ms: 900,
+      abort_within_ms: 300,
+    };
+    await sql(url, 'UPDATE audience_kit_targets SET holder = $1', [JSON.stringify(holder)]);
+    const r = await sync();
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr.split('\n').filter((line) => line.startsWith('notice: waiting'))).toEqual([
+      'notice: waiting 2 s before sending: its last holder (pid 4242 on host etl-7, since 2026-01-02T03:04:05.000Z) ended uncleanly and could still have a request to the platform in flight',
+    ]);
+  });
 });
 
 describe('the directory store’s lease', () => {
@@ -274,7 +315,11 @@ describe('database faults', () => {
       pid = r.rows[0]?.pid;
     }
     await watcher.query('SELECT pg_terminate_backend($1)', [pid]);
-    await expect(appended).rejects.toMatchObject({ code: expect.stringMatching(/^state_/) as unknown });
+    // In the audit log's own words, not a sync's lock ("its lock on the target may be gone").
+    await expect(appended).rejects.toMatchObject({
+      code: expect.stringMatching(/^state_/) as unknown,
+      message: expect.stringContaining('the audit log') as unknown,
+    });
     await holder.query('COMMIT');
     await expect(store.audit.append(record)).resolves.toMatchObject({ run_id: 'r1' });
   });

@@ -71,6 +71,13 @@ export interface StateStore {
   close(): Promise<void>;
 }
 
+/** The wait before sending of a sync that took its target over from a holder that ended uncleanly. */
+export interface TakeoverWait {
+  readonly ms: number;
+  /** The last holder, as it recorded itself (absent in a record this version cannot read). */
+  readonly holder?: { readonly host: string; readonly pid: number; readonly since: string };
+}
+
 export interface TargetLockOptions {
   /** How long to wait for a held lock (default 0: refuse at once). */
   waitMs?: number;
@@ -86,6 +93,8 @@ export interface TargetLockOptions {
   proofIntervalMs?: number;
   /** The move's own sessions: taken while the store carries its move marker. */
   moving?: boolean;
+  /** Called before the wait a takeover after an unclean end begins with (PostgreSQL store). */
+  onTakeoverWait?: (wait: TakeoverWait) => void;
   /** Injectable for tests. */
   sleep?: (ms: number) => Promise<void>;
   now?: () => number;

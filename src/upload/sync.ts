@@ -22,7 +22,7 @@ import { leaveOutKnownUsers, type HashRecordsOptions } from '../hashing/pipeline
 import type { NormalizeOptions } from '../identifiers/normalize.js';
 import { newRunId, type AuditRunStart, type AuditSnapshotState } from '../state/audit.js';
 import { Snapshot, SnapshotError, writeAheadLost, type SnapshotTarget } from '../state/snapshot.js';
-import type { AuditLog, TargetSession } from '../state/store.js';
+import type { AuditLog, TakeoverWait, TargetSession } from '../state/store.js';
 import { checkStateChoice, openSyncState, STATE_FIELDS, type StateOption } from './state-option.js';
 import { recoverSnapshot, type SnapshotRecovery } from '../state/snapshot-recover.js';
 import { addUnrecovered, clearUnrecovered, readUnrecovered } from '../state/snapshot-unrecovered.js';
@@ -131,6 +131,11 @@ export interface SyncAudienceOptions extends SendOptions {
    * heartbeat's period and the longest wait between two proofs (docs/design.md, the lease).
    */
   leaseIntervalMs?: number;
+  /**
+   * Called before a sync that took its target over from a holder that ended uncleanly waits out
+   * any request that holder could still have in flight (80 s with the defaults; PostgreSQL store).
+   */
+  onTakeoverWait?: (wait: TakeoverWait) => void;
 }
 
 /** syncAudience's options: the sending ones, and the sync's own. */
@@ -156,6 +161,7 @@ const SYNC_FIELDS = {
   onAuditError: z.custom<(error: unknown) => void>().optional(),
   onPhase: z.custom<NonNullable<SyncAudienceOptions['onPhase']>>().optional(),
   leaseIntervalMs: z.number().int().positive().max(600_000).optional(),
+  onTakeoverWait: z.custom<(wait: TakeoverWait) => void>().optional(),
 };
 const SYNC_SCHEMA = z
   .object(SYNC_FIELDS)
@@ -253,6 +259,7 @@ export async function syncResolved(o: ResolvedSyncOptions): Promise<SyncReport> 
       runId,
       ...(o.client === undefined ? {} : { requestTimeoutMs: o.client.requestTimeoutMs }),
       ...(o.leaseIntervalMs === undefined ? {} : { proofIntervalMs: o.leaseIntervalMs }),
+      ...(o.onTakeoverWait === undefined ? {} : { onTakeoverWait: o.onTakeoverWait }),
       sleep: (ms) => o.clock.sleep(ms, o.signal),
       now: () => o.clock.now(),
     });

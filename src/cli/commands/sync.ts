@@ -24,6 +24,7 @@ import {
   type StateStore,
   type SyncPlanCounts,
   type SyncReport,
+  type TakeoverWait,
   type SyncSettings,
   type UploadTarget,
 } from '../../internal.js';
@@ -228,6 +229,7 @@ async function syncFile(ctx: CliContext, args: SyncArgs, state: StateSpec): Prom
       signal: interrupt.signal,
       onAuditError: (e) => (auditError = e),
       onPhase: (phase, plan) => printPhase(ctx, args, phase, plan),
+      onTakeoverWait: (wait) => printTakeoverWait(ctx, wait),
     });
     const lostAudit =
       auditError === undefined
@@ -292,12 +294,25 @@ async function syncRefused(ctx: CliContext, args: SyncArgs, s: SyncSession): Pro
       users: run,
       signal: s.signal,
       onPhase: (phase, plan) => printPhase(ctx, args, phase, plan),
+      onTakeoverWait: (wait) => printTakeoverWait(ctx, wait),
     });
     if (report.error !== undefined) withFlagNames(report.error);
     return report;
   } finally {
     await run.close();
   }
+}
+
+/** The one line that explains a takeover's silent wait (printed even with --quiet: it can last minutes). */
+function printTakeoverWait(ctx: CliContext, { ms, holder }: TakeoverWait): void {
+  const who =
+    holder === undefined
+      ? 'its last holder'
+      : `its last holder (pid ${holder.pid} on host ${holder.host}, since ${holder.since})`;
+  writeLine(
+    ctx.stderr,
+    `notice: waiting ${Math.ceil(ms / 1000)} s before sending: ${who} ended uncleanly and could still have a request to the platform in flight`,
+  );
 }
 
 function printPhase(

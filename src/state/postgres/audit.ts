@@ -19,7 +19,7 @@ import {
 } from '../audit.js';
 import { destinationNotEmpty } from '../audit-file.js';
 import type { AuditLog, SnapshotTarget } from '../store.js';
-import { connectionLost } from './connection.js';
+import { auditLogFailed } from './connection.js';
 import { advisoryKey } from './keys.js';
 
 /** One record's exact line, with the columns SQL queries use (from its start record). */
@@ -99,7 +99,7 @@ export class PostgresAuditLog implements AuditLog {
   private async underAppendLock<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     const client = await this.pool
       .connect()
-      .catch((error: unknown) => Promise.reject(connectionLost(this.where, error)));
+      .catch((error: unknown) => Promise.reject(auditLogFailed(this.where, error)));
     let failed = false;
     try {
       await client.query('BEGIN');
@@ -110,7 +110,7 @@ export class PostgresAuditLog implements AuditLog {
     } catch (error) {
       failed = true;
       await client.query('ROLLBACK').catch(() => undefined);
-      throw connectionLost(this.where, error);
+      throw auditLogFailed(this.where, error);
     } finally {
       // A client that failed is not given back to the pool (its connection may be dead or timed out).
       client.release(failed);
@@ -122,7 +122,7 @@ export class PostgresAuditLog implements AuditLog {
       const r = await this.pool.query<{ line: string }>(sql, params);
       return r.rows.map((row) => row.line);
     } catch (error) {
-      throw connectionLost(this.where, error);
+      throw auditLogFailed(this.where, error);
     }
   }
 }

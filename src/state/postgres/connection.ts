@@ -74,6 +74,20 @@ export function connectionLost(where: string, error: unknown): unknown {
   });
 }
 
+/**
+ * A statement of the audit log failed (an append, a read): the log's own cause, not the target's
+ * lock (the log has its own connections). A sync reports it beside what it sent.
+ */
+export function auditLogFailed(where: string, error: unknown): unknown {
+  return databaseFailure(where, error, {
+    code: 'state_connection_lost',
+    cause: 'failed while reading or appending to the audit log (audience_kit_audit)',
+    fix: 'check that the database is reachable, then run again: a sync continues from what the database recorded, and `audit verify` checks the log',
+    context: ' in the audit log',
+    again: 'run again',
+  });
+}
+
 /** A connected client. A connection that fails while idle emits 'error' (unhandled, it would end the process): the next query fails instead. */
 export async function connect(url: string, where: string, queryTimeoutMs?: number): Promise<pg.Client> {
   let client: pg.Client | undefined;

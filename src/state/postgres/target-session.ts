@@ -340,6 +340,11 @@ async function holdTarget(
   lease.start();
   const wait = takeoverWaitMs(previous.rows[0]?.holder);
   if (wait > 0) {
+    const last = holderSchema.safeParse(previous.rows[0]?.holder);
+    o.onTakeoverWait?.({
+      ms: wait,
+      ...(last.success ? { holder: { host: last.data.host, pid: last.data.pid, since: last.data.since } } : {}),
+    });
     await (o.sleep ?? realSleep)(wait);
     await lease.verify();
   }
