@@ -148,7 +148,18 @@ const BALTIC: readonly Language[] = [
 const TURKISH: readonly Language[] = [{ name: 'Turkish', core: 'çğıöşüİ', rare: 'âîû' }, ...WESTERN];
 
 const CYRILLIC: readonly Language[] = [{ name: 'Cyrillic', core: range(0x0400, 0x045f) + 'Ґґ', script: 'cyrillic' }];
-const GREEK: readonly Language[] = [{ name: 'Greek', core: range(0x0384, 0x03ce), script: 'greek' }];
+const GREEK: readonly Language[] = [
+  {
+    name: 'Greek',
+    core: range(0x0384, 0x03ce),
+    script: 'greek',
+    // ς ends a word, σ never does (Russian `Петров` read in Windows-1253 is `Οεςπξβ`).
+    context: [
+      { letters: 'ς', before: '$' },
+      { letters: 'σ', notBefore: '$' },
+    ],
+  },
+];
 
 const KANA = range(0x3041, 0x3096) + range(0x30a1, 0x30fa) + 'ー';
 /** Half-width katakana: old systems still write them, but Korean text read as Shift_JIS is made of them. */
@@ -297,14 +308,16 @@ export function scoreText(text: string, languages: readonly Language[], singleBy
 
 function plausibleWord(word: string, foreign: readonly string[], languages: readonly Language[]): boolean {
   if (/\p{Ll}\p{Lu}/u.test(word)) return false;
-  if (languages[0]?.script !== undefined) return !/[A-Za-z]/.test(word);
-  if (/[^\0-\x7f]{3}/u.test(word)) return false;
   const lower = word.toLowerCase();
+  if (languages[0]?.script !== undefined) return !/[A-Za-z]/.test(word) && languages.some((l) => spelledAs(lower, l));
+  if (/[^\0-\x7f]{3}/u.test(word)) return false;
   return languages.some((l) => foreign.every((c) => tableOf(l).weights.has(c)) && spelledAs(lower, l));
 }
 
 /** Whether a word (lower case) keeps the spelling rules of a language. */
 function spelledAs(word: string, language: Language): boolean {
+  // A letter alone is an initial (`Σ.`): no rule applies.
+  if (word.length < 2) return true;
   for (const rule of language.context ?? []) {
     for (let i = 0; i < word.length; i++) {
       if (!rule.letters.includes(word[i] as string)) continue;
