@@ -84,6 +84,23 @@ describe.each(STORES)('syncAudience (%s store)', (store: StoreKind) => {
     expect(ends.filter((r) => r.event === 'run_end').map((r) => r.sync?.removes_confirmed)).toEqual([0, 15, 0, 0]);
   });
 
+  it('a user too large for one request is not recorded as a member: partial, until a larger limit sends it', async () => {
+    const t = await setup();
+    const big = {
+      email: range(0, 16)
+        .map((i) => `big.${i}@example.com`)
+        .join('|'),
+    };
+    const rows = [...customers(range(0, 5)), big];
+    const records = { defaultCountry: 'US', valueSeparator: '|' };
+    const first = await syncOf(t, rows, { records, limits: { maxBodyBytes: 1024 } });
+    expect(first).toMatchObject({ status: 'partial', adds: 6, oversized_users: 1, snapshot: { after: { users: 5 } } });
+    expect(first.error?.code).toBe('users_oversized');
+    expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, customers(range(0, 5))));
+    const sent = await syncOf(t, rows, { records });
+    expect(sent).toMatchObject({ status: 'completed', adds: 1, oversized_users: 0, snapshot: { after: { users: 6 } } });
+  });
+
   it('refuses an empty input and a removal above the cap before sending anything', async () => {
     const t = await setup();
     await syncOf(t, customers(range(0, 100)));

@@ -246,7 +246,7 @@ function usersOversized(o: SyncOversized | undefined): InputError | undefined {
   const what: string[] = [];
   if (o.updates > 0)
     what.push(
-      `${o.updates} to add or refresh (lines ${o.lines.join(', ')}), which the snapshot does not count as members`,
+      `${o.updates} to add or refresh (lines ${o.lines.join(', ')}${o.updates > o.lines.length ? ', …' : ''}): not recorded as sent (an add is not counted as a member)`,
     );
   if (o.deletes > 0) what.push(`${o.deletes} to remove, still on the target and in the snapshot`);
   return new InputError(
