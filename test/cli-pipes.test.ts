@@ -2,14 +2,14 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BIN, cliEnv, FIXTURES } from './helpers/cli.js';
+import { BIN, cliArgs, cliEnv, FIXTURES } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
 
 // Real processes: a reader that goes away is a closed pipe, which only a process can meet.
 
 /** `audience-kit ARGS 2>&1 | head -N` in `cwd`: what head printed, and the CLI's exit code. */
 function throughHead(args: string[], lines: number, cwd: string): { shown: string[]; code: number } {
-  const quoted = [process.execPath, BIN, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
+  const quoted = [process.execPath, BIN, ...cliArgs(args)].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
   // fd 3 keeps the test's own stdout, for the exit code of the CLI (sh has no PIPESTATUS).
   const script = `exec 3>&1; { ${quoted} 2>&1; echo "exit=$?" >&3; } | head -${lines}`;
   const r = spawnSync('sh', ['-c', script], { cwd, env: cliEnv({ AUDIENCE_KIT_CONFIG_DIR: cwd }), encoding: 'utf8' });

@@ -6,7 +6,7 @@ import type { RawRecord } from '../src/hashing/pipeline.js';
 import type { ConsentPolicy } from '../src/identifiers/consent.js';
 import { readConsentValue, consentKindOfName } from '../src/identifiers/consent.js';
 import { resolveMapping } from '../src/identifiers/mapping.js';
-import { uploadAudience } from '../src/upload/index.js';
+import { syncAudience as librarySync, uploadAudience as libraryUpload } from '../src/upload/index.js';
 import { startSandbox } from '../src/sandbox/index.js';
 import { FIXTURES, runCli } from './helpers/cli.js';
 import { sandboxEnv } from './helpers/upload-cli.js';
@@ -20,7 +20,8 @@ import {
   type Policy,
   type Truth,
 } from './helpers/consent-generator.js';
-import { members, setup } from './helpers/sync.js';
+import { customers, members, range, setup } from './helpers/sync.js';
+import { uploadAudience } from './helpers/small-audience.js';
 import { tempDir } from './helpers/temp.js';
 
 const POLICIES: readonly Policy[] = ['exclude', 'require-consent', 'include', 'refused'];
@@ -237,22 +238,24 @@ describe('uploads: nobody who said no reaches a custom audience', () => {
 });
 
 describe('too small to be anonymous: --min-audience-size', () => {
-  it('an upload of fewer users is refused before any request, the target check included; a sync before any change', async () => {
+  it('by default (100) an upload of fewer users is refused before any request, the target check included; a sync before any change', async () => {
     const sandbox = await startSandbox({ seed: 5 });
     const dir = tempDir('ak-min-size-');
     const env = sandboxEnv(sandbox);
     const account = sandbox.accounts.primary;
     const audience = sandbox.state.createCustomAudience(account, 'small').id;
     const small = join(FIXTURES, 'exports', 'hubspot-contacts.csv');
-    const to = ['--account', account, '--audience', audience, '--min-audience-size', '100', '--workers', '0'];
+    // No --min-audience-size, and the helper passes none: the CLI's own default.
+    const to = ['--account', account, '--audience', audience, '--workers', '0'];
+    const run = { cwd: dir, env, defaultMinimum: true };
     const before = sandbox.state.requests.length;
-    const up = await runCli(['upload', small, ...to], { cwd: dir, env });
+    const up = await runCli(['upload', small, ...to], run);
     expect(up.code).toBe(2);
     expect(up.stderr).toContain(`custom audience ${audience} would hold 9 users, fewer than the minimum of 100`);
     expect(up.stderr).toContain('set --min-audience-size to 9 (0 turns the check off)');
     expect(sandbox.state.requests.length).toBe(before);
 
-    const sync = await runCli(['sync', small, ...to, '--state-dir', join(dir, 'state')], { cwd: dir, env });
+    const sync = await runCli(['sync', small, ...to, '--state-dir', join(dir, 'state')], run);
     expect(sync.code).toBe(2);
     expect(sync.stderr).toContain('would hold 9 users, fewer than the minimum of 100');
     // Only the sync's target check (a GET) reached the platform: no user was sent.
@@ -262,9 +265,27 @@ describe('too small to be anonymous: --min-audience-size', () => {
     const e = consentExport(12, 150);
     const big = join(dir, 'big.csv');
     writeFileSync(big, consentCsv(e));
-    const ok = await runCli(['upload', big, ...to, '--consent', 'include'], { cwd: dir, env });
+    const ok = await runCli(['upload', big, ...to, '--consent', 'include'], run);
     expect(ok.code, ok.stderr).toBe(0);
     expect(sandbox.state.audienceSize(audience)).toBe(150);
     await sandbox.close();
+  });
+  it('library: by default (100) an upload and a sync of 99 users are refused with no request; a do-not-reach list is not', async () => {
+    const t = await setup();
+    const accountId = t.sandbox.accounts.primary;
+    const base = { client: t.client, accountId, users: customers(range(0, 99)), records: { defaultCountry: 'US' } };
+    const target = { customAudienceId: t.audienceId };
+    await expect(libraryUpload({ ...base, target })).rejects.toMatchObject({ code: 'audience_too_small' });
+    await expect(librarySync({ ...base, target, ...t.state })).rejects.toThrow(
+      /would hold 99 users, fewer than the minimum of 100/,
+    );
+    expect(t.sandbox.state.requests.filter((r) => r.method === 'POST')).toEqual([]);
+    const list = t.sandbox.state.createDoNotReachList(accountId).id;
+    const dnr = await libraryUpload({ ...base, target: { doNotReachListId: list } });
+    expect(dnr.status).toBe('completed');
+    const ok = await libraryUpload({ ...base, users: customers(range(0, 100)), target });
+    expect(ok.status).toBe('completed');
+    expect(t.sandbox.state.audienceSize(t.audienceId)).toBe(100);
+    await t.sandbox.close();
   });
 });

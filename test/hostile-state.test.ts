@@ -22,7 +22,7 @@ import {
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, CALLING_THREAD, cliEnv, runCli } from './helpers/cli.js';
+import { BIN, CALLING_THREAD, cliArgs, cliEnv, runCli } from './helpers/cli.js';
 import { createClient, type AdsClient } from '../src/api/index.js';
 import { AudienceKitError, EnvironmentError } from '../src/errors.js';
 import { EXIT_CODES } from '../src/cli/exit-codes.js';
@@ -34,7 +34,7 @@ import { stateFs } from '../src/state/fs.js';
 import { acquireFileLock } from '../src/state/lock.js';
 import { findJournal, RunJournal, type JournalKey } from '../src/state/journal.js';
 import { sha256Hex } from '../src/util/sha256.js';
-import { uploadAudience } from '../src/upload/upload.js';
+import { uploadAudience } from './helpers/small-audience.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'ak-hostile-state-'));
 const realWrite = stateFs.writeSync;
@@ -361,7 +361,11 @@ describe('full disk through the CLI', () => {
 /** bin/ run as a process whose stdout is `fd`. */
 function onFullStdout(args: string[], cwd: string, fd: number): Promise<{ status: number | null; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd, stdio: ['ignore', fd, 'pipe'], env: cliEnv() });
+    const child = spawn(process.execPath, [BIN, ...cliArgs(args)], {
+      cwd,
+      stdio: ['ignore', fd, 'pipe'],
+      env: cliEnv(),
+    });
     let stderr = '';
     child.stderr?.on('data', (b: Buffer) => (stderr += b.toString()));
     child.on('error', reject);

@@ -31,7 +31,7 @@ async function follow(cwd: string, block: string): Promise<string[]> {
     const command = line.replace(/\s+#.*$/, '');
     if (command.startsWith('npx audience-kit ')) {
       // The hashing on the calling thread: the commands' subject here is the README, not the workers.
-      const r = await runCli([...words(command).slice(2), ...CALLING_THREAD], { cwd });
+      const r = await runCli([...words(command).slice(2), ...CALLING_THREAD], { cwd, defaultMinimum: true });
       expect(r.code, `${command}\n${r.stderr}`).toBe(0);
       outputs.push(r.stdout + r.stderr);
     } else {

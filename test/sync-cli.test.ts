@@ -8,7 +8,7 @@ import { exitCodeFor } from '../src/cli/exit-codes.js';
 import { startSandbox, type Sandbox, type SandboxOptions } from '../src/sandbox/index.js';
 import { ensureDir, stateFailure } from '../src/state/fs.js';
 import { snapshotDir } from '../src/state/snapshot.js';
-import { BIN, CALLING_THREAD, cliEnv, runCli, runCliProcess, type CliResult } from './helpers/cli.js';
+import { BIN, CALLING_THREAD, cliArgs, cliEnv, runCli, runCliProcess, type CliResult } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
 import { sandboxEnv, syncArgs } from './helpers/upload-cli.js';
 
@@ -133,7 +133,7 @@ describe('sync: a failed sync says why', () => {
 
 /** The built CLI under a file-size limit (`ulimit -f`, 512-byte blocks): writes beyond it fail with EFBIG. */
 function runLimited(args: string[], blocks: number, cwd: string, env: NodeJS.ProcessEnv): Promise<CliResult> {
-  const child = spawn('sh', ['-c', `ulimit -f ${blocks} && exec "$0" "$@"`, process.execPath, BIN, ...args], {
+  const child = spawn('sh', ['-c', `ulimit -f ${blocks} && exec "$0" "$@"`, process.execPath, BIN, ...cliArgs(args)], {
     cwd,
     env: cliEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],

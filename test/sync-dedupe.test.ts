@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { hashCsv, type RawRecord } from '../src/hashing/pipeline.js';
 import { snapshotDir } from '../src/state/snapshot.js';
-import { syncAudience } from '../src/upload/index.js';
+import { syncAudience } from './helpers/small-audience.js';
 import { tempDir } from './helpers/temp.js';
 import {
   customer,

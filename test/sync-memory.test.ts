@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { snapshotDir } from '../src/state/snapshot.js';
 import { Spool, SPOOL_MEMORY_BYTES, type SpooledUser } from '../src/upload/sync-input.js';
-import { syncAudience } from '../src/upload/index.js';
+import { syncAudience } from './helpers/small-audience.js';
 import { members, setup } from './helpers/sync.js';
 import { tempDir } from './helpers/temp.js';
 

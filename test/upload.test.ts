@@ -16,9 +16,9 @@ import {
   maxDoNotReachExpiry,
   ProgressPrinter,
   resolveUploadGroup,
-  uploadAudience,
   type UploadProgress,
 } from '../src/upload/index.js';
+import { uploadAudience } from './helpers/small-audience.js';
 import { openSandboxClient } from './helpers/sandbox-client.js';
 import { tempDir } from './helpers/temp.js';
 

@@ -87,7 +87,7 @@ export const UPLOAD_OPTIONS: Record<string, Options> = {
   restart: { type: 'boolean', describe: 'Start over even though an unfinished run of this file and options exists' },
   quiet: { alias: 'q', type: 'boolean', describe: 'No progress output' },
   'min-audience-size': num(
-    'Refuse, before any request, a custom audience that would hold fewer users than this, such as 100: so small an audience is not anonymous, and the platform does not target it (default 0: no check)',
+    'Refuse, before any request, a custom audience that would hold fewer users than this: so small an audience is not anonymous, and the platform does not target it (default 100; 0 turns the check off)',
   ),
   dedupe: {
     type: 'boolean',

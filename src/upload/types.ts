@@ -223,6 +223,12 @@ export interface UploadAudienceOptions extends SendOptions {
   maxRejectRate?: number;
   /** An input without a single user is an error (`input_no_users`) instead of a `completed` run. */
   requireUsers?: boolean;
+  /**
+   * Refuse, before any request, an update of a custom audience whose input holds fewer distinct
+   * users (ConfigError `audience_too_small`; default 100, 0 turns it off). Not for do-not-reach
+   * lists nor removals.
+   */
+  minAudienceSize?: number;
   journal?: UploadJournal;
   dryRun?: boolean;
   runId?: string;

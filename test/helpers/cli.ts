@@ -36,6 +36,21 @@ export interface CliRun {
   tty?: boolean;
   /** In-process only: the clock of progress lines. */
   now?: () => number;
+  /**
+   * Keep the CLI's own --min-audience-size (100) when the args name none; otherwise the helper
+   * passes 0 to `upload` and `sync`, whose tests send audiences of a few users.
+   */
+  defaultMinimum?: boolean;
+}
+
+const SIZED_COMMANDS = new Set(['upload', 'sync']);
+
+/** `args` with `--min-audience-size 0` after an upload or sync command that names no minimum. */
+export function cliArgs(args: readonly string[], run: CliRun = {}): string[] {
+  const [command, ...rest] = args;
+  const named = rest.some((a) => a === '--min-audience-size' || a.startsWith('--min-audience-size='));
+  if (command === undefined || !SIZED_COMMANDS.has(command) || named || run.defaultMinimum === true) return [...args];
+  return [command, '--min-audience-size', '0', ...rest];
 }
 
 /**
@@ -89,7 +104,7 @@ function contextFor(run: CliRun, signal: AbortSignal): { ctx: CliContext; stdout
  */
 export async function runCli(args: readonly string[], run: CliRun = {}): Promise<CliResult> {
   const { ctx, stdout, stderr } = contextFor(run, run.signal ?? new AbortController().signal);
-  const code = await main(args, ctx);
+  const code = await main(cliArgs(args, run), ctx);
   return { code, signal: null, stdout: stdout.text(), stderr: stderr.text() };
 }
 
@@ -114,7 +129,7 @@ export async function startCli(
 ): Promise<StartedCli> {
   const controller = new AbortController();
   const { ctx, stdout, stderr } = contextFor(run, controller.signal);
-  const done = main(args, ctx).then((code) => ({
+  const done = main(cliArgs(args, run), ctx).then((code) => ({
     code,
     signal: null,
     stdout: stdout.text(),
@@ -148,7 +163,7 @@ export interface ProcessRun {
  * is given.
  */
 export function startCliProcess(args: readonly string[], run: CliRun = {}): ProcessRun {
-  const child = spawn(process.execPath, [BIN, ...args], {
+  const child = spawn(process.execPath, [BIN, ...cliArgs(args, run)], {
     cwd: run.cwd ?? process.cwd(),
     env: cliEnv(run.env),
     stdio: ['pipe', 'pipe', 'pipe'],
