@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
@@ -87,6 +87,21 @@ async function privateState(): Promise<string> {
   await sql(url.toString(), `CREATE SCHEMA ${schema}`);
   url.searchParams.set('options', `-c search_path=${schema}`);
   return url.toString();
+}
+
+/** How many sessions of the database hold an advisory lock, as the server sees them. */
+async function advisoryHolders(url: string): Promise<number> {
+  const client = new pg.Client({ connectionString: withoutOptions(url) });
+  await client.connect();
+  try {
+    const r = await client.query<{ n: number }>(
+      `SELECT count(DISTINCT pid)::int AS n FROM pg_locks WHERE locktype = 'advisory'
+         AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+    );
+    return r.rows[0]?.n ?? 0;
+  } finally {
+    await client.end();
+  }
 }
 
 /** Ends the sessions holding the database's advisory locks, or restarts the private server (every session ends). */
@@ -219,6 +234,116 @@ describe('a sync that loses its lock while it waits', () => {
       expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, next));
     },
   );
+});
+
+/**
+ * A TCP proxy to `target` whose `freeze()` stops forwarding on the connections open then, in both
+ * directions, and closes none of them (what a stateful firewall or NAT that lost its state, or a
+ * peer that vanished, does: no RST, no data); later connections pass. `clientGaveUp` resolves when
+ * the client closes a frozen connection.
+ */
+async function freezableProxy(target: { host: string; port: number }) {
+  const open = new Set<{ client: Socket; upstream: Socket }>();
+  let gaveUp: () => void = () => undefined;
+  const clientGaveUp = new Promise<void>((resolve) => (gaveUp = resolve));
+  const server = createServer((client) => {
+    const upstream = connect(target.port, target.host);
+    const pair = { client, upstream };
+    open.add(pair);
+    client.pipe(upstream).on('error', () => undefined);
+    upstream.pipe(client).on('error', () => undefined);
+    client.on('close', () => open.delete(pair));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const sockets: Socket[] = [];
+  server.on('connection', (socket) => sockets.push(socket));
+  return {
+    port: (server.address() as AddressInfo).port,
+    freeze: () => {
+      for (const { client, upstream } of open) {
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+        for (const socket of [client, upstream]) socket.on('data', () => undefined).resume(); // read and dropped
+        client.once('end', gaveUp);
+        client.once('close', gaveUp);
+      }
+      open.clear();
+    },
+    clientGaveUp,
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+describe('a half-open connection to the database', () => {
+  it('stops the sync with state_lease_lost in bounded time, nothing sent after; an operator ends the session and another worker takes over', async () => {
+    const t = await setup({}, {}, 'postgres');
+    const url = (t.state as { state: string }).state;
+    await syncOf(t, customers(range(0, 100)), { state: url });
+    const direct = new URL(url);
+    const proxy = await freezableProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
+    cleanups.push(proxy.close);
+    const proxied = new URL(url);
+    proxied.host = `127.0.0.1:${proxy.port}`;
+    // node-postgres's query_timeout in the URL bounds every statement (the audit log's 120 s by default).
+    proxied.searchParams.set('query_timeout', '1000');
+
+    t.sandbox.setFaults('503=1@1+2');
+    let postsAfterTakeover = -1;
+    let takeover: unknown;
+    let heldWhenFrozen = -1;
+    const clock = hookedClock(async () => {
+      proxy.freeze();
+      // The client gives up on its own (its lease's proof is not answered within 3 intervals)...
+      await proxy.clientGaveUp;
+      // ...while the server still sees the session and its lock (no FIN reached it): an operator ends it.
+      const locks = await advisoryHolders(url);
+      heldWhenFrozen = locks;
+      await endSessions(url, 'terminated');
+      t.sandbox.setFaults('');
+      takeover = await syncOf(t, customers(range(0, 90)), {
+        state: otherHost(url),
+        clock: recordingClock([]),
+        maxRemovals: '100%',
+      }).catch((error: unknown) => error);
+      postsAfterTakeover = userPosts(t.sandbox, t.audienceId);
+    });
+    const client = createClient({
+      adsBaseUrl: t.sandbox.adsBaseUrl,
+      credentials: t.sandbox.credentials,
+      clock,
+      retry: { baseMs: 1, maxMs: 2 },
+      maxAttempts: 6,
+    });
+    cleanups.push(() => client.close());
+    const started = Date.now();
+    let auditError: unknown;
+    const first = await syncOf(t, customers(range(0, 150)), {
+      state: proxied.toString(),
+      client,
+      clock,
+      leaseIntervalMs: LEASE_MS,
+      // As the CLI does: the end record's failure (its pooled connection is frozen too) beside the report.
+      onAuditError: (error) => (auditError = error),
+    }).catch((error: unknown) => error);
+    const elapsed = Date.now() - started;
+    expect(heldWhenFrozen).toBe(1);
+    expect(first).toMatchObject({ error: { code: 'state_lease_lost' } });
+    expect(auditError).toMatchObject({
+      code: 'state_connection_lost',
+      message: expect.stringContaining('half-open') as unknown,
+    });
+    expect(takeover).toMatchObject({ status: 'completed' });
+    expect(userPosts(t.sandbox, t.audienceId)).toBe(postsAfterTakeover);
+    // Bounded: the lease's loss within 4 intervals, the audit log's end record within its query_timeout.
+    expect(elapsed).toBeLessThan(10_000);
+
+    const next = customers([...range(0, 80), ...range(200, 210)]);
+    await syncOf(t, next, { state: otherHost(url), maxRemovals: '100%' });
+    expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, next));
+  });
 });
 
 describe('a takeover after an unclean end', () => {

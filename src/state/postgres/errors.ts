@@ -112,6 +112,14 @@ function connectCause(
       cause: 'asks sslmode=verify-ca without a CA certificate to verify the server with',
       fix: "add sslrootcert=/path/to/ca.pem (the server's CA) to the URL, or use sslmode=verify-full",
     };
+  // node-postgres's own query_timeout (the audit log's and journals' 120 s, or the URL's): the
+  // connection was made; a statement went unanswered (a half-open connection, a stalled server).
+  if (code === undefined && /^Query read timeout$/.test(text))
+    return {
+      code: 'state_connection_lost',
+      cause: `did not answer a statement in time (the client's query_timeout): the connection to ${at} may be half-open (a network path that dropped it without a reset) or the server stalled`,
+      fix: 'check the network path to the server and the server itself, then run again: a sync continues from what the database recorded',
+    };
   if ((code !== undefined && UNREACHABLE_ERRNOS.has(code)) || (code === undefined && /timeout|timed out/i.test(text)))
     return {
       code: 'state_unreachable',
