@@ -416,16 +416,20 @@ export function detectLegacyEncoding(sample: Uint8Array, name: string, line: num
   );
   if (chosen === undefined) {
     const rivals = contenders.filter((r) => r !== best && !clearlyBetter(best, r));
-    const names = [best, ...rivals].map((r) => r.encoding);
+    const names = [...new Set([best, ...rivals].map((r) => preferred(r, all)))];
     throw new InputError(
       'input_encoding_ambiguous',
       `${where}; it reads as ${names.map(encodingLabel).join(' or ')}, which give different text`,
       { fix: `pass the one it was exported in: ${names.map((n) => `--encoding ${n}`).join(' or ')}` },
     );
   }
-  // Of the encodings giving the same text, the first in the order of preference.
-  return (CANDIDATES.find((c) => all.some((r) => r.encoding === c.encoding && r.text === chosen.text)) ?? chosen)
-    .encoding;
+  return preferred(chosen, all);
+}
+
+/** Of the encodings giving the same text as `reading`, the first in the order of preference. */
+function preferred(reading: EncodingReading, all: readonly EncodingReading[]): CsvEncoding {
+  const same = CANDIDATES.find((c) => all.some((r) => r.encoding === c.encoding && r.text === reading.text));
+  return (same ?? reading).encoding;
 }
 
 /**
