@@ -288,7 +288,7 @@ describe('a half-open connection to the database', () => {
     const proxied = new URL(url);
     proxied.host = `127.0.0.1:${proxy.port}`;
     // node-postgres's query_timeout in the URL bounds every statement (the audit log's 120 s by default).
-    proxied.searchParams.set('query_timeout', '1000');
+    proxied.searchParams.set('query_timeout', '500');
 
     t.sandbox.setFaults('503=1@1+2');
     let postsAfterTakeover = -1;
@@ -363,14 +363,14 @@ describe('a takeover after an unclean end', () => {
       host: 'etl-7',
       pid: 4242,
       since: '2026-01-02T03:04:05.000Z',
-      request_timeout_ms: 900,
-      abort_within_ms: 300,
+      request_timeout_ms: 150,
+      abort_within_ms: 50,
     };
     await sql(url, 'UPDATE audience_kit_targets SET holder = $1', [JSON.stringify(holder)]);
     const r = await sync();
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr.split('\n').filter((line) => line.startsWith('notice: waiting'))).toEqual([
-      'notice: waiting 2 s before sending: its last holder (pid 4242 on host etl-7, since 2026-01-02T03:04:05.000Z) ended uncleanly and could still have a request to the platform in flight',
+      'notice: waiting 1 s before sending: its last holder (pid 4242 on host etl-7, since 2026-01-02T03:04:05.000Z) ended uncleanly and could still have a request to the platform in flight',
     ]);
   });
 });
