@@ -3,7 +3,8 @@
  * users is refused before any request is sent (the platform does not target small audiences, and
  * a handful of people could be singled out). An upload reads its input until the minimum of
  * distinct users is seen or the input ends, keeps what it read, and hands the same stream on;
- * a sync judges its plan (sync-plan.ts).
+ * a sync reads its input ahead the same way before its target check, and judges its plan
+ * (sync-plan.ts) before any change.
  */
 import { ConfigError } from '../errors.js';
 import { serializeUser } from '../identifiers/normalize.js';
@@ -57,6 +58,8 @@ export async function withMinimumUsers(
   min: number,
   target: Target,
   operation: 'update' | 'delete',
+  /** A sync: an input without users is not judged here (sync_empty_input, or emptying on purpose). */
+  sync = false,
 ): Promise<UploadUsers> {
   if (min === 0 || target.isDoNotReach || operation !== 'update') return users;
   const seen = new Set<string>();
@@ -65,9 +68,9 @@ export async function withMinimumUsers(
     if (last !== undefined) addKeys(last, seen);
     return seen.size < min;
   });
-  if (ahead.ended && seen.size < min) {
+  if (ahead.ended && seen.size < min && !(sync && seen.size === 0)) {
     await users.close?.();
-    throw audienceTooSmall(seen.size, min, `${target.name} ${target.id}`);
+    throw audienceTooSmall(seen.size, min, `${sync ? 'after this sync, ' : ''}${target.name} ${target.id}`);
   }
   const replay = ahead.all;
   return new Proxy(users, {

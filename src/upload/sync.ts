@@ -41,7 +41,7 @@ import {
 import { asKitError, targetRef } from './report.js';
 import { auditOptions, checkTarget, identify, type RunInput } from './run.js';
 import { AddedUsers } from './added-users.js';
-import { DEFAULT_MIN_AUDIENCE_SIZE } from './audience-size.js';
+import { DEFAULT_MIN_AUDIENCE_SIZE, withMinimumUsers } from './audience-size.js';
 import { InFlight, PlanCollector, snapshotUsers, Spool } from './sync-input.js';
 import {
   checkSyncPlan,
@@ -245,24 +245,30 @@ export async function syncAudience(o: SyncAudienceOptions): Promise<SyncReport> 
 }
 
 /** syncAudience of resolved options (the CLI's `sync` calls it): nothing is checked again. */
-export async function syncResolved(o: ResolvedSyncOptions): Promise<SyncReport> {
-  const state = await openSyncState(o);
+export async function syncResolved(resolved: ResolvedSyncOptions): Promise<SyncReport> {
+  const state = await openSyncState(resolved);
   try {
-    if (!o.dryRun && o.client !== undefined && o.checkTarget) await checkTarget(o.client, o.accountId, o.target);
+    const checked = !resolved.dryRun && resolved.client !== undefined && resolved.checkTarget;
+    // Too small an audience is refused before the target check's GET: a refused sync sends nothing.
+    const o = checked ? await withSyncMinimum(resolved) : resolved;
+    if (checked && o.client !== undefined) await closingOnError(o, checkTarget(o.client, o.accountId, o.target));
     // The input's fingerprint (for the audit record) is read beside the planning, not before it.
     const input = identify(o.input, o.dryRun);
     input.catch(() => undefined);
     const target = snapshotTarget(o.accountId, o.target);
     const runId = o.runId ?? newRunId();
     // One sync per target: a second one is refused at once, naming the holder.
-    const session = await state.store.lockTarget(target, {
-      runId,
-      ...(o.client === undefined ? {} : { requestTimeoutMs: o.client.requestTimeoutMs }),
-      ...(o.leaseIntervalMs === undefined ? {} : { proofIntervalMs: o.leaseIntervalMs }),
-      ...(o.onTakeoverWait === undefined ? {} : { onTakeoverWait: o.onTakeoverWait }),
-      sleep: (ms) => o.clock.sleep(ms, o.signal),
-      now: () => o.clock.now(),
-    });
+    const session = await closingOnError(
+      o,
+      state.store.lockTarget(target, {
+        runId,
+        ...(o.client === undefined ? {} : { requestTimeoutMs: o.client.requestTimeoutMs }),
+        ...(o.leaseIntervalMs === undefined ? {} : { proofIntervalMs: o.leaseIntervalMs }),
+        ...(o.onTakeoverWait === undefined ? {} : { onTakeoverWait: o.onTakeoverWait }),
+        sleep: (ms) => o.clock.sleep(ms, o.signal),
+        now: () => o.clock.now(),
+      }),
+    );
     try {
       return await syncLocked(o, { session, audit: state.audit, target, runId }, input);
     } finally {
@@ -270,6 +276,26 @@ export async function syncResolved(o: ResolvedSyncOptions): Promise<SyncReport> 
     }
   } finally {
     await state.close();
+  }
+}
+
+/**
+ * The input read ahead to the minimum audience size (raw records hashed first): ConfigError
+ * `audience_too_small` when it holds fewer users, none excepted (checkSyncPlan judges those).
+ */
+async function withSyncMinimum(o: ResolvedSyncOptions): Promise<ResolvedSyncOptions> {
+  if (o.minAudienceSize === 0) return o;
+  const users = await withMinimumUsers(hashedUsers(o), o.minAudienceSize, o.target, 'update', true);
+  return { ...o, users, records: undefined };
+}
+
+/** `step`; the input read ahead is closed when it fails (its hashing may have started). */
+async function closingOnError<T>(o: ResolvedSyncOptions, step: Promise<T>): Promise<T> {
+  try {
+    return await step;
+  } catch (error) {
+    await o.users.close?.();
+    throw error;
   }
 }
 
