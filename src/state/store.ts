@@ -227,3 +227,9 @@ export function leaseLost(where: string, why: string, cause?: unknown): Environm
     },
   );
 }
+
+/** ConfigError `state_move_unfinished` when `store` carries an unfinished move's marker (a sync refuses it before any request). */
+export async function refuseUnfinishedMove(store: StateStore): Promise<void> {
+  const source = await store.moveMarker();
+  if (source !== undefined) throw moveUnfinished(store.describe(), source);
+}

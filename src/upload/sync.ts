@@ -22,7 +22,7 @@ import { leaveOutKnownUsers, type HashRecordsOptions } from '../hashing/pipeline
 import type { NormalizeOptions } from '../identifiers/normalize.js';
 import { newRunId, type AuditRunStart, type AuditSnapshotState } from '../state/audit.js';
 import { Snapshot, SnapshotError, writeAheadLost, type SnapshotTarget } from '../state/snapshot.js';
-import type { AuditLog, TakeoverWait, TargetSession } from '../state/store.js';
+import { refuseUnfinishedMove, type AuditLog, type TakeoverWait, type TargetSession } from '../state/store.js';
 import { checkStateChoice, openSyncState, STATE_FIELDS, type StateOption } from './state-option.js';
 import { recoverSnapshot, type SnapshotRecovery } from '../state/snapshot-recover.js';
 import { addUnrecovered, clearUnrecovered, readUnrecovered } from '../state/snapshot-unrecovered.js';
@@ -248,6 +248,8 @@ export async function syncAudience(o: SyncAudienceOptions): Promise<SyncReport> 
 export async function syncResolved(resolved: ResolvedSyncOptions): Promise<SyncReport> {
   const state = await openSyncState(resolved);
   try {
+    // A store an unfinished state move is writing is refused before any request (lockTarget refuses it too).
+    await closingOnError(resolved, refuseUnfinishedMove(state.store));
     const checked = !resolved.dryRun && resolved.client !== undefined && resolved.checkTarget;
     // Too small an audience is refused before the target check's GET: a refused sync sends nothing.
     const o = checked ? await withSyncMinimum(resolved) : resolved;
