@@ -1,20 +1,23 @@
-import { writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { DirectoryStore } from '../src/state/directory-store.js';
 import { PostgresStore } from '../src/state/postgres/store.js';
 import { snapshotName } from '../src/state/snapshot.js';
+import type { SnapshotTarget } from '../src/state/store.js';
 import { runCli, startCliProcess } from './helpers/cli.js';
 import { postgresStateUrl, range, usePostgres } from './helpers/sync.js';
 import { tempDir } from './helpers/temp.js';
 import { newAudience, target, useHeldSandbox } from './helpers/upload-cli.js';
 
 // `state move` as a real process SIGKILLed mid-copy (issue #32). The kill point is held by the
-// test, not by timing: before the move starts, the test inserts (and does not commit) the
-// destination's row of the second target, so the move's own insert of that row waits on the
-// test's transaction, after the first target was copied and checked. The test kills the move
-// once PostgreSQL shows it waiting, then rolls its insert back.
+// test, not by timing: before the move starts, the test holds (in a transaction it does not
+// commit) the database row of the second target that the move writes, so the move waits on it
+// after the first target was copied and checked; the test kills the process once PostgreSQL shows
+// it waiting, then rolls its transaction back. Into PostgreSQL the row is the destination's (an
+// uncommitted insert); out of PostgreSQL it is the source's (a row lock: the move's session
+// records itself as the holder there).
 useHeldSandbox();
 usePostgres();
 
@@ -34,7 +37,19 @@ const syncArgs = (audienceId: string, file: string, state: string[] = []): strin
   '--json',
 ];
 
-/** Sessions of the database waiting for a lock (the move's insert, behind the test's transaction). */
+/** Three targets synced once into `cwd`'s state directory (300 users each); their audiences. */
+async function syncedTargets(cwd: string): Promise<string[]> {
+  const audiences = [newAudience(), newAudience(), newAudience()];
+  for (const [k, id] of audiences.entries()) {
+    const file = join(cwd, `day1-${k}.csv`);
+    writeExport(file, range(k * 1000, k * 1000 + 300));
+    const r = await runCli(syncArgs(id, file), { cwd, env: target.env });
+    expect(r.code, r.stderr).toBe(0);
+  }
+  return audiences;
+}
+
+/** Sessions of the database waiting for a lock (the move, behind the test's transaction). */
 async function waiting(client: pg.Client): Promise<number> {
   const r = await client.query<{ n: string }>(
     `SELECT count(*) AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
@@ -43,86 +58,120 @@ async function waiting(client: pg.Client): Promise<number> {
   return Number(r.rows[0]?.n ?? 0);
 }
 
+/** `state move --from --to` as a process, SIGKILLed while it waits on `hold` (run in `url`'s database, rolled back after). */
+async function killedMove(
+  cwd: string,
+  from: string,
+  to: string,
+  url: string,
+  hold: (c: pg.Client) => Promise<unknown>,
+) {
+  const blocker = new pg.Client({ connectionString: url });
+  await blocker.connect();
+  try {
+    await blocker.query('BEGIN');
+    await hold(blocker);
+    const move = startCliProcess(['state', 'move', '--from', from, '--to', to], { cwd, input: '' });
+    let ended = false;
+    void move.done.then(() => (ended = true));
+    const watcher = new pg.Client({ connectionString: url });
+    await watcher.connect();
+    try {
+      while (!ended && (await waiting(watcher)) === 0) await new Promise((r) => setTimeout(r, 20));
+    } finally {
+      await watcher.end();
+    }
+    expect(ended, 'the move ended before it reached the second target').toBe(false);
+    move.child.kill('SIGKILL');
+    expect((await move.done).signal).toBe('SIGKILL');
+  } finally {
+    await blocker.query('ROLLBACK');
+    await blocker.end();
+  }
+}
+
+/** Next day's files (20 left, 50 new) against the destination: refused with nothing sent; after the move run again, exact. */
+async function nextDay(cwd: string, audiences: string[], state: string[], move: string[]): Promise<void> {
+  const files = audiences.map((_, k) => {
+    const file = join(cwd, `day2-${k}.csv`);
+    writeExport(file, range(k * 1000 + 20, k * 1000 + 350));
+    return file;
+  });
+  const requests = target.sandbox.state.requests.length;
+  for (const [k, id] of audiences.entries()) {
+    const r = await runCli(syncArgs(id, files[k] as string, state), { cwd, env: target.env });
+    expect(r.code, r.stderr).toBe(2);
+    expect(JSON.parse(r.stdout)).toMatchObject({ error: { code: 'state_move_unfinished' } });
+  }
+  expect(target.sandbox.state.requests.length).toBe(requests);
+
+  const again = await runCli(['state', 'move', ...move, '--json'], { cwd });
+  expect(again.code, again.stderr).toBe(0);
+  for (const [k, id] of audiences.entries()) {
+    const r = await runCli(syncArgs(id, files[k] as string, state), { cwd, env: target.env });
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'completed', first_sync: false, removes: 20, adds: 50 });
+    expect(target.sandbox.state.audienceSize(id)).toBe(330);
+  }
+}
+
+const second = (targets: SnapshotTarget[]): SnapshotTarget => {
+  expect(targets).toHaveLength(3);
+  return targets[1] as SnapshotTarget;
+};
+
 describe('audience-kit state move (process) killed mid-copy', { timeout: 60_000 }, () => {
   it('directory into PostgreSQL: syncs there are refused with nothing sent; the same move run again completes and the next day ends exact', async () => {
     const cwd = tempDir('ak-move-kill-');
     const stateDir = join(cwd, '.audience-kit');
-    const audiences = [newAudience(), newAudience(), newAudience()];
-    // Each target synced once from the directory: 300 users each.
-    for (const [k, id] of audiences.entries()) {
-      const file = join(cwd, `day1-${k}.csv`);
-      writeExport(file, range(k * 1000, k * 1000 + 300));
-      const r = await runCli(syncArgs(id, file), { cwd, env: target.env });
-      expect(r.code, r.stderr).toBe(0);
-    }
+    const audiences = await syncedTargets(cwd);
     const source = new DirectoryStore(stateDir);
-    const order = await source.targets();
+    const t = second(await source.targets());
     await source.close();
-    expect(order).toHaveLength(3);
-    const second = order[1];
-    if (second === undefined) throw new Error('no second target');
-
     const url = await postgresStateUrl();
     await (await PostgresStore.open(url)).close(); // its tables, empty
-    const blocker = new pg.Client({ connectionString: url });
-    await blocker.connect();
-    try {
-      await blocker.query('BEGIN');
-      await blocker.query(
-        'INSERT INTO audience_kit_targets (target, account_id, kind, target_id) VALUES ($1, $2, $3, $4)',
-        [snapshotName(second), second.accountId, second.kind, second.id],
-      );
-      const move = startCliProcess(['state', 'move', '--from', stateDir, '--to', url], { cwd, input: '' });
-      let ended = false;
-      void move.done.then(() => (ended = true));
-      const watcher = new pg.Client({ connectionString: url });
-      await watcher.connect();
-      try {
-        let blocked = 0;
-        while (!ended && blocked === 0) {
-          blocked = await waiting(watcher);
-          if (blocked === 0) await new Promise((r) => setTimeout(r, 20));
-        }
-      } finally {
-        await watcher.end();
-      }
-      expect(ended, 'the move ended before it reached the second target').toBe(false);
-      move.child.kill('SIGKILL');
-      expect((await move.done).signal).toBe('SIGKILL');
-    } finally {
-      await blocker.query('ROLLBACK');
-      await blocker.end();
-    }
+    await killedMove(cwd, stateDir, url, url, (c) =>
+      c.query('INSERT INTO audience_kit_targets (target, account_id, kind, target_id) VALUES ($1, $2, $3, $4)', [
+        snapshotName(t),
+        t.accountId,
+        t.kind,
+        t.id,
+      ]),
+    );
     const db = await PostgresStore.open(url);
     try {
       // Killed after the first target was copied: the rest are not there, the marker is.
       expect(await db.moveMarker()).toBe(stateDir);
-      expect((await db.targets()).length).toBe(1);
+      expect(await db.targets()).toHaveLength(1);
     } finally {
       await db.close();
     }
+    await nextDay(cwd, audiences, ['--state', url], ['--from', stateDir, '--to', url]);
+  });
 
-    // The next day's file (20 left, 50 new) against the destination: refused for every target, nothing sent.
-    const files = audiences.map((_, k) => {
-      const file = join(cwd, `day2-${k}.csv`);
-      writeExport(file, range(k * 1000 + 20, k * 1000 + 350));
-      return file;
-    });
-    const requests = target.sandbox.state.requests.length;
-    for (const [k, id] of audiences.entries()) {
-      const r = await runCli(syncArgs(id, files[k] as string, ['--state', url]), { cwd, env: target.env });
-      expect(r.code, r.stderr).toBe(2);
-      expect(JSON.parse(r.stdout)).toMatchObject({ error: { code: 'state_move_unfinished' } });
+  it('PostgreSQL into a directory: the same', async () => {
+    const cwd = tempDir('ak-move-kill-');
+    const audiences = await syncedTargets(cwd);
+    const url = await postgresStateUrl();
+    const first = await runCli(['state', 'move', '--from', join(cwd, '.audience-kit'), '--to', url], { cwd });
+    expect(first.code, first.stderr).toBe(0);
+    const db = await PostgresStore.open(url);
+    const targets = await db.targets();
+    await db.close();
+    const [t0, t] = [targets[0] as SnapshotTarget, second(targets)];
+    const to = join(cwd, 'moved');
+    await killedMove(cwd, url, to, url, (c) =>
+      c.query('SELECT 1 FROM audience_kit_targets WHERE target = $1 FOR UPDATE', [snapshotName(t)]),
+    );
+    const moved = new DirectoryStore(to);
+    try {
+      expect(await moved.moveMarker()).toBeDefined();
+      // (targets() names them from the audit log, which is moved last: the snapshot directories instead)
+      const copied = readdirSync(join(to, 'snapshots')).filter((d) => existsSync(join(to, 'snapshots', d, 'index')));
+      expect(copied).toEqual([snapshotName(t0)]);
+    } finally {
+      await moved.close();
     }
-    expect(target.sandbox.state.requests.length).toBe(requests);
-
-    const again = await runCli(['state', 'move', '--from', stateDir, '--to', url, '--json'], { cwd });
-    expect(again.code, again.stderr).toBe(0);
-    for (const [k, id] of audiences.entries()) {
-      const r = await runCli(syncArgs(id, files[k] as string, ['--state', url]), { cwd, env: target.env });
-      expect(r.code, r.stderr).toBe(0);
-      expect(JSON.parse(r.stdout)).toMatchObject({ status: 'completed', first_sync: false, removes: 20, adds: 50 });
-      expect(target.sandbox.state.audienceSize(id)).toBe(330);
-    }
+    await nextDay(cwd, audiences, ['--state-dir', to], ['--from', url, '--to', to]);
   });
 });
