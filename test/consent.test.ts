@@ -117,6 +117,20 @@ describe('reading names and values', () => {
     expect(cases.map(([args]) => readConsentValue(...args))).toEqual(cases.map(([, want]) => want));
   });
 
+  it('a refusal starting a longer value is counted by its written start, never with the rest of the cell (an address, a name)', async () => {
+    const records: RawRecord[] = [
+      { Email: 'a@example.com', Status: 'Unsubscribed by jane.doe@example.com on request' },
+      { Email: 'b@example.com', Status: 'Opt-Out: Manual' },
+      { Email: 'c@example.com', Status: 'unsubscribed' },
+      { Email: 'd@example.com', Status: 'subscribed' },
+    ];
+    const run = hashRecords(records, {});
+    for await (const u of run) void u;
+    const values = run.summary.consent?.columns.Status?.values;
+    expect(values).toEqual({ 'Unsubscribed…': 1, 'Opt-Out…': 1, unsubscribed: 1 });
+    expect(JSON.stringify(run.summary)).not.toContain('jane');
+  });
+
   it('names about the consent are not consent (OPTIN_IP, Opt Out Reason); an unrelated Blocked column is not', () => {
     expect(consentKindOfName('OPTIN_IP')).toBeUndefined();
     expect(consentKindOfName('Opt Out Reason')).toBeUndefined();

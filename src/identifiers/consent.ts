@@ -100,10 +100,24 @@ export function readConsentValue(kind: ConsentKind, raw: string): ConsentReading
   return 'unreadable';
 }
 
-/** How a value read as no is shown (counts, the audit record): the word as written, or "a date". */
+/**
+ * How a value read as no is shown (counts, --json, the reports, the audit record): a word of the
+ * vocabulary as written, a refusal starting a longer value as its written start (`Opt-Out: jane@…`
+ * is `Opt-Out…`: the rest may be anyone's address or name), a date as `<date>`.
+ */
 export function noValueLabel(raw: string): string {
   const value = raw.trim();
-  return DATE_VALUE.test(value) ? '<date>' : value.slice(0, 40);
+  if (DATE_VALUE.test(value)) return '<date>';
+  const key = consentKey(value);
+  if (STATUS.has(key) || TRUE.has(key)) return value.slice(0, 40);
+  const prefix = NO_PREFIXES.find((w) => key.startsWith(w));
+  return prefix === undefined ? '<other>' : `${writtenStart(value, prefix.length)}…`;
+}
+
+/** The shortest start of `value` whose key is `length` characters long. */
+function writtenStart(value: string, length: number): string {
+  for (let i = 1; i < value.length; i++) if (consentKey(value.slice(0, i)).length >= length) return value.slice(0, i);
+  return value;
 }
 
 /** Share of a named column's sampled values that must be readable for it to be a consent column. */
@@ -156,10 +170,10 @@ const CACHE_MAX = 256;
  * distinct values: true/false, a handful of statuses), so the hot path rarely normalizes text.
  */
 export class ConsentReader {
-  private readonly caches: Map<string, ConsentReading | 'unreadable'>[];
+  private readonly caches: Map<string, CellReading>[];
 
   constructor(readonly columns: readonly ConsentColumn[]) {
-    this.caches = columns.map(() => new Map<string, ConsentReading | 'unreadable'>());
+    this.caches = columns.map(() => new Map<string, CellReading>());
   }
 
   /** The row's verdict; `fields` are its cells in header order. */
@@ -169,25 +183,32 @@ export class ConsentReader {
     for (let i = 0; i < this.columns.length; i++) {
       const c = this.columns[i] as ConsentColumn;
       const raw = fields[c.index] ?? '';
-      const reading = this.reading(i, c.kind, raw);
-      if (reading === 'no') (saidNo ??= []).push({ at: i, value: noValueLabel(raw) });
+      if (raw === '') continue;
+      const { reading, label } = this.reading(i, c.kind, raw);
+      if (reading === 'no') (saidNo ??= []).push({ at: i, value: label });
       else if (reading === 'unreadable') verdict = 'unreadable';
       else if (reading === 'yes' && verdict === 'none') verdict = 'yes';
     }
     return saidNo === undefined ? { verdict, saidNo: [] } : { verdict: 'no', saidNo };
   }
 
-  private reading(i: number, kind: ConsentKind, raw: string): ConsentReading | 'unreadable' {
-    if (raw === '') return 'none';
-    const cache = this.caches[i] as Map<string, ConsentReading | 'unreadable'>;
+  private reading(i: number, kind: ConsentKind, raw: string): CellReading {
+    const cache = this.caches[i] as Map<string, CellReading>;
     let r = cache.get(raw);
     if (r === undefined) {
-      r = readConsentValue(kind, raw);
+      const reading = readConsentValue(kind, raw);
+      r = { reading, label: reading === 'no' ? noValueLabel(raw) : '' };
       // Dates are many and distinct: not kept (the cache stays small).
       if (cache.size < CACHE_MAX && !DATE_VALUE.test(raw.trim())) cache.set(raw, r);
     }
     return r;
   }
+}
+
+/** A cell's reading and, when it is no, how the value is shown (noValueLabel). */
+interface CellReading {
+  reading: ConsentReading | 'unreadable';
+  label: string;
 }
 
 /** Whether a row with this verdict is sent under `policy`. */
