@@ -14,6 +14,7 @@ import type { TakeoverWait } from '../src/state/store.js';
 import { advisoryKey } from '../src/state/postgres/keys.js';
 import { PostgresStore } from '../src/state/postgres/store.js';
 import { snapshotDir } from '../src/state/snapshot.js';
+import { withoutPasswords } from '../src/cli/process-title.js';
 import { BIN, CALLING_THREAD, cliEnv, runCli } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
 import { sandboxEnv } from './helpers/upload-cli.js';
@@ -476,6 +477,15 @@ describe('the password of a state URL', () => {
     }
     expect(shown).toContain('audit list --state postgres://u@127.0.0.1:');
     expect(shown).not.toContain('Secret-7f3a');
+  });
+
+  it('is removed whole when the user or the password holds a raw @ (as URL parsing, and pg, read them)', () => {
+    // Azure-style user names (admin@server) and an unencoded @ in the password both connect.
+    expect(withoutPasswords('--state=postgres://admin@srv:Se@cret@db.example.com:5432/kit')).toBe(
+      '--state=postgres://admin@srv@db.example.com:5432/kit',
+    );
+    expect(withoutPasswords('postgres://u:p@ss@host/db?sslmode=require')).toBe('postgres://u@host/db?sslmode=require');
+    expect(withoutPasswords('postgres://u@host:5432/db?note=a@b')).toBe('postgres://u@host:5432/db?note=a@b');
   });
 });
 
