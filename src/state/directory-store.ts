@@ -15,7 +15,7 @@ import { HeldLease } from '../util/lease.js';
 import { fsyncPath, snapshotDir, snapshotName } from './snapshot.js';
 import {
   leaseLost,
-  moveUnfinished,
+  refuseUnfinishedMove,
   syncInProgress,
   type RunJournals,
   type SnapshotTarget,
@@ -49,8 +49,7 @@ export class DirectoryStore implements StateStore {
 
   /** The lock file `snapshots/<target>.lock` (state/lock.ts). */
   async lockTarget(target: SnapshotTarget, o: TargetLockOptions = {}): Promise<TargetSession> {
-    const moving = o.moving === true ? undefined : await this.moveMarker();
-    if (moving !== undefined) throw moveUnfinished(this.stateDir, moving);
+    if (o.moving !== true) await refuseUnfinishedMove(this);
     const dir = snapshotDir(this.stateDir, target);
     ensureDir(dirname(dir));
     const lockPath = `${dir}.lock`;

@@ -196,7 +196,6 @@ export interface RunJournals {
   list(): Promise<JournalSummary[]>;
 }
 
-/** A second sync of a target: refused (after the wait), naming the holder when the store knows it. */
 /** A target of a store that carries the marker of an unfinished move (`source`: where it copies from). */
 export function moveUnfinished(store: string, source: string): ConfigError {
   return new ConfigError(
@@ -208,6 +207,7 @@ export function moveUnfinished(store: string, source: string): ConfigError {
   );
 }
 
+/** A second sync of a target: refused (after the wait), naming the holder when the store knows it. */
 export function syncInProgress(holder: string, cause?: unknown): ConfigError {
   return new ConfigError('sync_in_progress', `another sync of this target is running (${holder})`, {
     fix: 'wait for it to finish (or stop it), then run the sync again',

@@ -6,7 +6,7 @@
  */
 import pg from 'pg';
 import {
-  moveUnfinished,
+  refuseUnfinishedMove,
   type RunJournals,
   type SnapshotTarget,
   type StateStore,
@@ -69,8 +69,7 @@ export class PostgresStore implements StateStore {
   }
 
   async lockTarget(target: SnapshotTarget, options: TargetLockOptions = {}): Promise<TargetSession> {
-    const moving = options.moving === true ? undefined : await this.moveMarker();
-    if (moving !== undefined) throw moveUnfinished(this.where, moving);
+    if (options.moving !== true) await refuseUnfinishedMove(this);
     return PostgresTargetSession.open(this.url, this.where, target, options);
   }
 
