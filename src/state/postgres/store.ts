@@ -18,7 +18,6 @@ import { clientConfig, connect, connectionLost, QUERY_TIMEOUT_MS, redactUrl } fr
 import { PostgresRunJournals } from './journal.js';
 import { ensureSchema } from './schema.js';
 import { checkDurability } from './durability.js';
-import { EnvironmentError } from '../../errors.js';
 import { PostgresTargetSession } from './target-session.js';
 
 export class PostgresStore implements StateStore {
@@ -51,9 +50,7 @@ export class PostgresStore implements StateStore {
       const client = await connect(url, where);
       try {
         await ensureSchema(client, where);
-        await checkDurability(client, where).catch((error: unknown) =>
-          Promise.reject(error instanceof EnvironmentError ? error : connectionLost(where, error)),
-        );
+        await checkDurability(client, where).catch((error: unknown) => Promise.reject(connectionLost(where, error)));
       } finally {
         await client.end().catch(() => undefined);
       }
