@@ -125,6 +125,13 @@ describe('sync --state URL: each database problem is named, and its fix works', 
     await expectSynced(url);
   });
 
+  it('a user name that is not valid %-encoding (a%ZZ, as pg takes it literally) is named as typed, not an unexpected failure', async () => {
+    const url = withUrl(db.url, (u) => (u.username = 'a%ZZ'));
+    expect(failure(await sync(url), 8, /names a database user \(role\), a%ZZ, that does not exist/)).toMatch(
+      /CREATE ROLE "a%ZZ" LOGIN/,
+    );
+  });
+
   it('role missing, then no CREATE right: CREATE ROLE, then `state schema --role` run as the owner, and the sync succeeds', async () => {
     const existing = await createTestRole(db.url);
     onTestFinished(existing.drop);

@@ -35,13 +35,22 @@ export function urlParts(where: string, env: NodeJS.ProcessEnv = process.env): U
   } catch {
     u = undefined;
   }
-  const user = decodeURIComponent(u?.username ?? '') || env.PGUSER || env.USER || safeUserName();
+  const user = decoded(u?.username ?? '') || env.PGUSER || env.USER || safeUserName();
   return {
     user,
-    database: decodeURIComponent(u?.pathname.slice(1) ?? '') || (u?.searchParams.get('database') ?? ''),
+    database: decoded(u?.pathname.slice(1) ?? '') || (u?.searchParams.get('database') ?? ''),
     host: u?.hostname || 'localhost',
     port: u?.port || '5432',
   };
+}
+
+/** A %-encoded URL part, as typed when it is not valid %-encoding (a malformed URL's error is still built). */
+function decoded(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
 }
 
 function safeUserName(): string {
