@@ -8,7 +8,12 @@ import { createClient, type AdsClient } from '../src/api/index.js';
 import { AuthError, ConfigError } from '../src/errors.js';
 import { hashRecords, type RawRecord } from '../src/hashing/pipeline.js';
 import { findJournal, RunJournal, type JournalKey } from '../src/state/journal.js';
-import { serializeUser, writeUserFingerprint, type AudienceUser } from '../src/identifiers/normalize.js';
+import {
+  normalizePartnerUserId,
+  serializeUser,
+  writeUserFingerprint,
+  type AudienceUser,
+} from '../src/identifiers/normalize.js';
 import type { Sandbox, SandboxOptions } from '../src/sandbox/index.js';
 import { sleep } from '../src/util/clock.js';
 import {
@@ -199,6 +204,21 @@ describe('uploadAudience', () => {
     );
     const ok = await uploadAudience({ ...base, users: [{ email: ['a'.repeat(64)], partner_user_id: ['crm-1'] }] });
     expect(ok).toMatchObject({ status: 'completed', users: 1 });
+  });
+
+  it('takes a built user as it was built: partner_user_id is bounded in code points on both paths (256)', async () => {
+    const base = { accountId: 'a', target: { customAudienceId: 'b' }, dryRun: true } as const;
+    // 256 emoji are 512 UTF-16 units: the normalizer keeps them, and so does the hashed users' check.
+    const id = '😀'.repeat(256);
+    expect(normalizePartnerUserId(id)).toEqual({ ok: true, value: id });
+    const ok = await uploadAudience({ ...base, users: [{ partner_user_id: [id] }] });
+    expect(ok).toMatchObject({ status: 'completed', users: 1 });
+    for (const bad of ['', '😀'.repeat(257), 'x'.repeat(257)]) {
+      expect(normalizePartnerUserId(bad)).toEqual({ ok: false, reason: 'partner_user_id_invalid' });
+      await expect(uploadAudience({ ...base, users: [{ partner_user_id: [bad] }] })).rejects.toMatchObject({
+        code: 'user_not_hashed',
+      });
+    }
   });
 
   it('hashes raw records here with the records option (a pipeline feeding database rows)', async () => {

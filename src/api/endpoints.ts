@@ -5,7 +5,8 @@
 import type { Lease } from '../util/lease.js';
 import { z } from 'zod';
 import { ConfigError, HttpError } from '../errors.js';
-import type { AudienceUser } from '../identifiers/normalize.js';
+import { ID_LIST_MAX, LIST_COUNT_MAX, USER_BATCH_LIMITS, type OperationType } from '../platform/batch.js';
+import type { AudienceUser } from '../platform/users.js';
 import type { AdsClient } from './client.js';
 import { checkCount, checkIdList, checkTotalCountCursor, type Page } from './pagination.js';
 import {
@@ -29,7 +30,7 @@ import {
 } from './schemas.js';
 
 export type UserOperation = {
-  operation_type: 'Update' | 'Delete';
+  operation_type: OperationType;
   params: { users: AudienceUser[]; effective_at?: string; expires_at?: string };
 };
 
@@ -37,10 +38,8 @@ export type UserOperation = {
 export type UserBatchBody =
   { operations: UserOperation[]; body?: never } | { body: string | Buffer; operations?: never };
 
-/** Platform limits of one user-batch request. */
-export const USER_BATCH_LIMITS = { maxOperations: 2500, maxBodyBytes: 5_000_000 } as const;
-export const LIST_COUNT_MAX = 1000;
-export const ID_LIST_MAX = 200;
+/** The platform's limits (`platform/batch.ts`), which these functions check before sending. */
+export { ID_LIST_MAX, LIST_COUNT_MAX, USER_BATCH_LIMITS };
 
 const seg = (id: string, name: string): string => {
   if (id === '')

@@ -3,6 +3,7 @@
  * TYPE_RULES, the one table that dispatches on the type. Pure and synchronous; what a phone needs
  * from its row (country, format, notes) comes in a RuleContext.
  */
+import { partnerUserIdFits } from '../platform/users.js';
 import { sha256Hex } from '../util/sha256.js';
 import { resolveCountry, type PhoneCountry } from './countries.js';
 import { AMBIGUOUS, LOSSY, phoneReading, type PhoneCountryCode, type PhoneNotes } from './phone-reading.js';
@@ -60,7 +61,6 @@ const ANDROID_ID_SEPARATORS_RE = /[-\s]/g;
 const ALL_ZERO_RE = /^[0-]+$/;
 const DIGITS_RE = /^[0-9]+$/;
 export const HEX64_RE = /^[0-9a-fA-F]{64}$/;
-const MAX_PARTNER_USER_ID = 256;
 
 // The exported normalizers clean their input; buildUser cleans once and calls these `*Clean` variants.
 
@@ -186,24 +186,7 @@ export function normalizePartnerUserId(raw: string): Normalized {
   return partnerUserIdClean(cleanValue(raw));
 }
 function partnerUserIdClean(value: string): Normalized {
-  if (value === '') return REJECTED.partner_user_id_invalid;
-  if (value.length > MAX_PARTNER_USER_ID && codePointLength(value) > MAX_PARTNER_USER_ID) {
-    return REJECTED.partner_user_id_invalid;
-  }
-  return { ok: OK, value };
-}
-
-function codePointLength(s: string): number {
-  let n = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
-      const d = s.charCodeAt(i + 1);
-      if (d >= 0xdc00 && d <= 0xdfff) i++;
-    }
-    n++;
-  }
-  return n;
+  return partnerUserIdFits(value) ? { ok: OK, value } : REJECTED.partner_user_id_invalid;
 }
 
 /** What a rule needs beyond the value; phone numbers only use it. */

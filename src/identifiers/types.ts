@@ -1,17 +1,10 @@
 /** The identifier types, reject reasons, options and results of normalization (see normalize.ts). */
 import type { PhoneCountryCode } from './phone-reading.js';
+import type { AudienceUser, IdentifierType } from '../platform/users.js';
 
-export const IDENTIFIER_TYPES = [
-  'email',
-  'phone_number',
-  'handle',
-  'device_id',
-  'service_id',
-  'partner_user_id',
-] as const;
-export type IdentifierType = (typeof IDENTIFIER_TYPES)[number];
-/** What is sent to the platform: lowercase hex SHA-256 digests, except `partner_user_id` (raw). */
-export type AudienceUser = Partial<Record<IdentifierType, string[]>>;
+/** Defined by the platform (`platform/users.ts`); re-exported where the identifier domain is read. */
+export { IDENTIFIER_TYPES, type AudienceUser, type IdentifierType } from '../platform/users.js';
+
 export type RejectReason =
   | 'email_invalid'
   | 'phone_invalid'

@@ -15,6 +15,7 @@ import { dirname } from 'node:path';
 import { z } from 'zod';
 import { ConfigError, environmentError, InputError } from '../errors.js';
 import type { ConsentJson } from '../hashing/summary.js';
+import type { TargetKind } from '../platform/targets.js';
 import { sha256Hex } from '../util/sha256.js';
 import { appendWhole, ensureDir, openNoFollow } from './fs.js';
 import { acquireFileLock, type LockOptions } from './lock.js';
@@ -29,7 +30,6 @@ export const AUDIT_GENESIS = sha256Hex('audience-kit audit log v1');
  */
 export const AUDIT_FORMAT = 1;
 
-export type AuditTargetKind = 'custom_audience' | 'do_not_reach_list';
 export type RunOutcome = 'completed' | 'partial' | 'failed' | 'interrupted';
 
 /** The options that change what is sent (never values). */
@@ -52,7 +52,7 @@ export interface AuditRunStart {
   at: string;
   tool_version: string;
   account_id: string;
-  target: { kind: AuditTargetKind; id: string };
+  target: { kind: TargetKind; id: string };
   /** `sync`: the run was a sync (removals and updates; see AuditRunEnd.sync). */
   operation: 'update' | 'delete' | 'sync';
   input: { name: string; size: number | null; sha256: string | null };
@@ -396,7 +396,7 @@ export interface RecordedSnapshot extends AuditSnapshotState {
  */
 export function lastRecordedSnapshot(
   path: string,
-  target: { accountId: string; kind: AuditTargetKind; id: string },
+  target: { accountId: string; kind: TargetKind; id: string },
 ): RecordedSnapshot | undefined {
   if (!existsSync(path)) return undefined;
   return lastRecordedIn(readAuditRuns(path), target);
@@ -405,7 +405,7 @@ export function lastRecordedSnapshot(
 /** lastRecordedSnapshot among `runs` (in log order). */
 export function lastRecordedIn(
   all: AuditRun[],
-  target: { accountId: string; kind: AuditTargetKind; id: string },
+  target: { accountId: string; kind: TargetKind; id: string },
 ): RecordedSnapshot | undefined {
   const runs = all.filter(
     (r) =>

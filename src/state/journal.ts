@@ -17,9 +17,10 @@
 import { closeSync, existsSync, ftruncateSync, openSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { acquireFileLock } from './lock.js';
-import type { BatchGroup } from '../upload/plan.js';
 import { ConfigError, EnvironmentError, environmentError } from '../errors.js';
 import { appendWhole, ensureDir, openNoFollow, stateFs, statRegularFile, writeFileNoFollow } from './fs.js';
+import type { BatchGroup } from '../platform/batch.js';
+import type { TargetKind } from '../platform/targets.js';
 import { VERSION } from '../version.js';
 import { sha256Hex } from '../util/sha256.js';
 
@@ -34,7 +35,7 @@ export function batchDigest(body: Uint8Array): string {
 export interface JournalKey {
   input: { name: string; size: number; sha256: string };
   accountId: string;
-  target: { kind: 'custom_audience' | 'do_not_reach_list'; id: string };
+  target: { kind: TargetKind; id: string };
   /** Every option that changes the batches (mapping, normalization, group, limits). Plain JSON. */
   options: Record<string, unknown>;
 }

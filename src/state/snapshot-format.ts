@@ -15,6 +15,7 @@
 import { crc32 } from 'node:zlib';
 import { ConfigError } from '../errors.js';
 import { writeUserFingerprint, type AudienceUser, type IdentifierType } from '../identifiers/normalize.js';
+import type { TargetKind } from '../platform/targets.js';
 import { sha256Hex } from '../util/sha256.js';
 
 /** The snapshot cannot be read as it is. */
@@ -22,7 +23,7 @@ export class SnapshotError extends ConfigError {}
 
 export interface SnapshotTarget {
   accountId: string;
-  kind: 'custom_audience' | 'do_not_reach_list';
+  kind: TargetKind;
   id: string;
 }
 

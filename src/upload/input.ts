@@ -8,6 +8,7 @@ import { ConfigError } from '../errors.js';
 import type { PackedUsers } from '../hashing/chunk.js';
 import { addUserToSummary, type HashSummary } from '../hashing/summary.js';
 import { IDENTIFIER_TYPES, serializeUser, type AudienceUser, type IdentifierType } from '../identifiers/normalize.js';
+import { partnerUserIdFits } from '../platform/users.js';
 import type { BatchPacker, GroupHandle, PackedBatch } from './plan.js';
 import type { Target } from './target.js';
 import type { UploadItem, UploadPackedChunk, UploadUser, UploadUsers } from './types.js';
@@ -209,7 +210,7 @@ function checkHashedUser(item: unknown, position: number): AudienceUser {
     if (!Array.isArray(values) || values.some((v) => typeof v !== 'string'))
       refuse(`has a ${type} that is not an array of strings`);
     for (const v of values as string[]) {
-      if (type === 'partner_user_id' ? v.length === 0 || v.length > 256 : !DIGEST.test(v)) {
+      if (type === 'partner_user_id' ? !partnerUserIdFits(v) : !DIGEST.test(v)) {
         refuse(
           type === 'partner_user_id'
             ? 'has an empty or over-long partner_user_id'

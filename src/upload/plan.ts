@@ -10,8 +10,9 @@
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import { writeUserFingerprint } from '../identifiers/normalize.js';
+import { USER_BATCH_LIMITS, type BatchGroup } from '../platform/batch.js';
 
-export type OperationType = 'Update' | 'Delete';
+export type { BatchGroup, OperationType } from '../platform/batch.js';
 
 export interface BatchLimits {
   /** Exact UTF-8 byte length of a request body (the serialized JSON array). */
@@ -27,14 +28,12 @@ export interface BatchLimits {
  * here only rejects values that cannot be meant (a 5 MB body never holds a million users).
  */
 export const PLATFORM_BATCH_LIMITS: Readonly<BatchLimits> = Object.freeze({
-  maxBodyBytes: 5_000_000,
-  maxOperations: 2500,
+  ...USER_BATCH_LIMITS,
   maxUsersPerOperation: 1_000_000,
 });
 
 export const DEFAULT_BATCH_LIMITS: Readonly<BatchLimits> = Object.freeze({
-  maxBodyBytes: 5_000_000,
-  maxOperations: 2500,
+  ...USER_BATCH_LIMITS,
   maxUsersPerOperation: 10_000,
 });
 
@@ -64,15 +63,6 @@ export function resolveBatchLimits(partial: Partial<BatchLimits> = {}): BatchLim
     );
   }
   return parsed.data;
-}
-
-/** Users sharing these go into the same operation objects. */
-export interface BatchGroup {
-  operationType: OperationType;
-  /** UTC ISO 8601 (custom audiences only). */
-  effectiveAt?: string;
-  /** UTC ISO 8601. */
-  expiresAt?: string;
 }
 
 /** One request body, ready to send. */

@@ -8,35 +8,18 @@
 import type { AdsClient } from '../api/index.js';
 import { postCustomAudienceUsers, postDoNotReachListUsers } from '../api/endpoints.js';
 import type { UserBatchResult } from '../api/schemas.js';
-import type { IdentifierType } from '../identifiers/normalize.js';
+import { TARGET_KIND_RULES, type TargetKind, type TargetKindRules } from '../platform/targets.js';
 import { snapshotDir, type SnapshotTarget } from '../state/snapshot.js';
 import type { Lease } from '../util/lease.js';
 
 /** An upload target as a caller names it. */
 export type UploadTarget = { customAudienceId: string } | { doNotReachListId: string };
 
-export type TargetKind = 'custom_audience' | 'do_not_reach_list';
+/** The platform's kinds and rules (`platform/targets.ts`), re-exported where the upload reads them. */
+export { DO_NOT_REACH_TYPES, maxDoNotReachExpiry, type TargetKind } from '../platform/targets.js';
 
-/** The identifier types a do-not-reach list takes (custom audiences take all of them). */
-export const DO_NOT_REACH_TYPES: readonly IdentifierType[] = ['email', 'phone_number'];
-
-/**
- * 13 calendar months after `now`, the platform's longest do-not-reach membership; an expiry
- * must be before it. A day the target month lacks (Jan 31 -> Feb) is clamped to its last day
- * instead of overflowing into the month after.
- */
-export function maxDoNotReachExpiry(now: Date): Date {
-  const d = new Date(now.getTime());
-  const day = d.getUTCDate();
-  d.setUTCDate(1);
-  d.setUTCMonth(d.getUTCMonth() + 13);
-  const lastDay = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 0)).getUTCDate();
-  d.setUTCDate(Math.min(day, lastDay));
-  return d;
-}
-
-/** One upload target with its kind's rules: built by `describeTarget`. */
-export interface Target {
+/** One upload target with its kind's rules (types taken, `effective_at`, expiry bound): built by `describeTarget`. */
+export interface Target extends TargetKindRules {
   readonly kind: TargetKind;
   readonly id: string;
   readonly isDoNotReach: boolean;
@@ -46,11 +29,6 @@ export interface Target {
   readonly noun: 'audience' | 'list';
   /** The CLI command that lists and manages this kind. */
   readonly command: 'audiences' | 'do-not-reach';
-  /** The identifier types the target takes; undefined: all of them. */
-  readonly types: readonly IdentifierType[] | undefined;
-  readonly takesEffectiveAt: boolean;
-  /** The first expiry the platform refuses (undefined: no upper bound). */
-  maxExpiry(now: Date): Date | undefined;
   /**
    * One user batch to the kind's endpoint; the response's shape is checked there (one count, or
    * one per operation). `onAttempt` is called as each HTTP attempt goes out (the client's retries
@@ -70,9 +48,7 @@ const CUSTOM_AUDIENCE = {
   name: 'custom audience',
   noun: 'audience',
   command: 'audiences',
-  types: undefined,
-  takesEffectiveAt: true,
-  maxExpiry: () => undefined,
+  ...TARGET_KIND_RULES.custom_audience,
 } as const;
 
 const DO_NOT_REACH_LIST = {
@@ -81,9 +57,7 @@ const DO_NOT_REACH_LIST = {
   name: 'do-not-reach list',
   noun: 'list',
   command: 'do-not-reach',
-  types: DO_NOT_REACH_TYPES,
-  takesEffectiveAt: false,
-  maxExpiry: maxDoNotReachExpiry,
+  ...TARGET_KIND_RULES.do_not_reach_list,
 } as const;
 
 export function describeTarget(target: UploadTarget): Target {

@@ -8,6 +8,7 @@ import type { PackedUsers } from '../hashing/chunk.js';
 import type { HashRecordsOptions, RawRecord } from '../hashing/pipeline.js';
 import type { ConsentJson, HashSummary, HashTypeCounts } from '../hashing/summary.js';
 import type { AudienceUser, BuiltUser, IdentifierType, RejectReason } from '../identifiers/normalize.js';
+import type { TargetKind } from '../platform/targets.js';
 import type { UploadJournal } from '../state/store.js';
 import type { Clock } from '../util/clock.js';
 import type { BatchGroup, BatchLimits, OperationType, PackedBatch } from './plan.js';
@@ -92,7 +93,7 @@ export interface UploadReport {
   run_id: string;
   status: UploadStatus;
   account_id: string;
-  target: { kind: 'custom_audience' | 'do_not_reach_list'; id: string };
+  target: { kind: TargetKind; id: string };
   operation: UploadOperation;
   dry_run: boolean;
   resumed: boolean;
