@@ -2,6 +2,132 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import globals from 'globals';
 
+/**
+ * The layers of src/, top to bottom (docs/design.md#layers). A module imports only from its own
+ * folder and from the layers below its own, never one of its layer or above: so no import runs up
+ * a layer, and there is no cycle between folders (test/import-cycles.test.ts checks the resolved
+ * graph against the same table, and cycles inside a folder). Each name is a folder of src/, or a
+ * top-level file without `.ts`.
+ */
+export const LAYERS = [
+  ['cli'],
+  ['index', 'internal'],
+  ['sandbox', 'upload'],
+  ['state'],
+  ['hashing'],
+  ['ingest'],
+  ['api', 'identifiers'],
+  ['platform'],
+  ['util', 'errors', 'version'],
+];
+
+/**
+ * The sandbox is the independent judge of the platform: it imports none of the client's rules,
+ * only the error classes and what util/ shares (its own listening address rule, isLoopbackHost).
+ */
+export const SANDBOX_IMPORTS = ['errors', 'util'];
+
+const layerOf = (unit) => LAYERS.findIndex((layer) => layer.includes(unit));
+const escape = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** A relative specifier reaching src/<unit> from any depth below src/ (`../x/…`, `../../x.js`). */
+const reaching = (unit, prefix) => `^${prefix}${escape(unit)}(/|\\.js$)`;
+
+/** The units a module of `unit` may not import, each with the rule it breaks. */
+export function forbidden(unit) {
+  const mine = layerOf(unit);
+  return LAYERS.flat()
+    .filter((other) => other !== unit)
+    .map((other) => {
+      const theirs = layerOf(other);
+      if (unit === 'sandbox' && !SANDBOX_IMPORTS.includes(other))
+        return [other, `layers: the sandbox imports none of the client's rules (only ${SANDBOX_IMPORTS.join(', ')})`];
+      if (unit === 'cli' && other !== 'internal')
+        return [other, 'layers: the CLI imports the library only through src/internal.ts'];
+      if (other === 'internal' && unit !== 'cli') return [other, 'layers: only the CLI imports src/internal.ts'];
+      if (other === 'sandbox' && unit !== 'internal')
+        return [other, 'layers: only src/internal.ts imports the sandbox (the library never runs it)'];
+      if (theirs < mine)
+        return [other, `layers: ${unit} (layer ${mine}) imports nothing of ${other}, a layer above it`];
+      if (theirs === mine)
+        return [other, `layers: ${unit} and ${other} share layer ${mine}: neither imports the other`];
+      return undefined;
+    })
+    .filter((entry) => entry !== undefined);
+}
+
+/** One no-restricted-imports config per unit (flat config replaces a rule's options, never merges them). */
+function layerConfig(unit) {
+  const nested = !['index', 'internal', 'errors', 'version'].includes(unit);
+  const prefix = nested ? '(\\.\\./)+' : '\\./';
+  const patterns = forbidden(unit).map(([other, message]) => ({ regex: reaching(other, prefix), message }));
+  return {
+    files: [nested ? `src/${unit}/**/*.ts` : `src/${unit}.ts`],
+    rules: { 'no-restricted-imports': ['error', { patterns }] },
+  };
+}
+
+export const LAYER_CONFIGS = [
+  ...LAYERS.flat()
+    .filter((unit) => unit !== 'cli')
+    .map(layerConfig),
+  {
+    // The CLI is a client of the library: it imports it only through the internal barrel. Its
+    // shared modules import no command (main.ts registers them).
+    files: ['src/cli/*.ts'],
+    ignores: ['src/cli/main.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['../*', '!../internal.js'],
+              message: 'layers: the CLI imports the library only through ../internal.js',
+            },
+            {
+              regex: '^\\./commands/',
+              message: 'layers: only main.ts imports a command (commands sit above what they share)',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['src/cli/main.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['../*', '!../internal.js'],
+              message: 'layers: the CLI imports the library only through ../internal.js',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['src/cli/commands/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['../../*', '!../../internal.js'],
+              message: 'layers: the CLI imports the library only through ../../internal.js',
+            },
+            { regex: '^\\./', message: 'layers: a command imports no other command (what two share goes to src/cli/)' },
+          ],
+        },
+      ],
+    },
+  },
+];
+
 export default tseslint.config(
   { ignores: ['dist/', 'coverage/', 'node_modules/', 'test/bench/data/'] },
   js.configs.recommended,
@@ -32,46 +158,5 @@ export default tseslint.config(
     files: ['src/**/*.ts'],
     rules: { 'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true }] },
   },
-  {
-    // src/internal.ts is the CLI's (unpublished) barrel: library code never depends on it, so
-    // nothing in the library can reach the CLI or an internal it would then have to publish.
-    files: ['src/**/*.ts'],
-    ignores: ['src/cli/**', 'src/internal.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        { patterns: [{ group: ['**/internal.js'], message: 'Only the CLI imports src/internal.ts' }] },
-      ],
-    },
-  },
-  {
-    // The CLI is a client of the library: it imports it only through the internal barrel.
-    files: ['src/cli/*.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            { group: ['../*', '!../internal.js'], message: 'The CLI imports the library only through ../internal.js' },
-          ],
-        },
-      ],
-    },
-  },
-  {
-    files: ['src/cli/commands/*.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              group: ['../../*', '!../../internal.js'],
-              message: 'The CLI imports the library only through ../../internal.js',
-            },
-          ],
-        },
-      ],
-    },
-  },
+  ...LAYER_CONFIGS,
 );

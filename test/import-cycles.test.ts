@@ -1,11 +1,14 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Linter } from 'eslint';
 import ts from 'typescript';
+import tseslint from 'typescript-eslint';
 import { describe, expect, it } from 'vitest';
 
 /**
- * No import cycle in src/, type-only imports included (what `madge --circular` reports): a
+ * The layers of src/ (eslint.config.js `LAYERS`, enforced file by file by its no-restricted-imports
+ * configs) checked here on the resolved graph too, and no import cycle in src/, type-only imports included (what `madge --circular` reports): a
  * cycle means two modules are one concern split in two, or a shared piece that wants its own
  * module.
  */
@@ -89,5 +92,59 @@ describe('module graph of src/', () => {
       ['d', ['a']],
     ]);
     expect(cycles(graph)).toEqual([['a', 'b', 'c']]);
+  });
+});
+
+/** The layer table and its lint configs, from eslint.config.js (plain JavaScript, hence typed here). */
+const CONFIG: string = '../eslint.config.js';
+const { forbidden, LAYER_CONFIGS, LAYERS } = (await import(CONFIG)) as {
+  forbidden: (unit: string) => Array<[string, string]>;
+  LAYER_CONFIGS: Linter.Config[];
+  LAYERS: string[][];
+};
+
+/** The layer unit of a source path: its folder under src/, or a top-level file's name. */
+const unitOf = (file: string): string => relative(SRC, file).split('/')[0]!.replace(/\.ts$/, '');
+
+describe('layers of src/', () => {
+  it('every folder and top-level file of src/ has a layer', () => {
+    const units = readdirSync(SRC, { withFileTypes: true }).map((e) => e.name.replace(/\.ts$/, ''));
+    expect(units.filter((u) => !LAYERS.flat().includes(u))).toEqual([]);
+  });
+
+  it('no import reaches a unit its layer may not import (the resolved graph, as the lint rule reads it)', () => {
+    const crossing = sourceFiles(SRC).flatMap((f) => {
+      const rules = new Map(forbidden(unitOf(f)));
+      return importsOf(f)
+        .filter((i) => rules.has(unitOf(i)))
+        .map((i) => `${relative(SRC, f)} -> ${relative(SRC, i)}: ${rules.get(unitOf(i))}`);
+    });
+    expect(crossing).toEqual([]);
+  });
+
+  it('the lint rule names the layer rule and the offending import', () => {
+    const linter = new Linter({ configType: 'flat', cwd: fileURLToPath(new URL('..', import.meta.url)) });
+    const config = [{ files: ['**/*.ts'], languageOptions: { parser: tseslint.parser } }, ...LAYER_CONFIGS];
+    const lint = (file: string, line: string): string[] => linter.verify(line, config, file).map((m) => m.message);
+    expect(lint('src/state/journal.ts', "import type { BatchGroup } from '../upload/plan.js';")).toEqual([
+      expect.stringMatching(
+        /'\.\.\/upload\/plan\.js'.*layers: state \(layer 3\) imports nothing of upload, a layer above it/,
+      ),
+    ]);
+    expect(lint('src/state/postgres/store.ts', "export * from '../../upload/plan.js';")).toHaveLength(1);
+    expect(lint('src/sandbox/users.ts', "import { IDENTIFIER_TYPES } from '../platform/users.js';")).toEqual([
+      expect.stringMatching(/the sandbox imports none of the client's rules/),
+    ]);
+    expect(lint('src/cli/commands/sync.ts', "import { x } from './upload.js';")).toEqual([
+      expect.stringMatching(/a command imports no other command/),
+    ]);
+    expect(lint('src/api/endpoints.ts', "import type { AudienceUser } from '../identifiers/normalize.js';")).toEqual([
+      expect.stringMatching(/api and identifiers share layer 6: neither imports the other/),
+    ]);
+    expect(lint('src/upload/run.ts', "import { runCli } from '../internal.js';")).toEqual([
+      expect.stringMatching(/only the CLI imports src\/internal\.ts/),
+    ]);
+    expect(lint('src/upload/run.ts', "import { openStore } from '../state/open-store.js';")).toEqual([]);
+    expect(lint('src/sandbox/server.ts', "import { isLoopbackHost } from '../util/host.js';")).toEqual([]);
   });
 });
