@@ -44,18 +44,20 @@ export const ERROR_CODES = [
   'unfinished_run',
   'target_not_found',
   'target_read_only',
-  // JournalError (a ConfigError): the run journal does not fit this run.
+  // ConfigError: another process is running the same upload.
+  'run_in_progress',
+  // JournalError (a StateError): the run journal does not fit this run.
   'journal_corrupt',
   'journal_tampered',
   'journal_old_format',
   'journal_newer_format',
   'journal_mismatch',
-  'run_in_progress',
-  // ConfigError from sync: the plan is refused before anything is sent; SnapshotError (a ConfigError).
+  // ConfigError from sync: the plan is refused before anything is sent, or another sync runs.
   'sync_empty_input',
   'audience_too_small',
   'sync_too_many_removals',
   'sync_in_progress',
+  // SnapshotError (a StateError): the sync snapshot cannot be used as it is.
   'snapshot_corrupt',
   'snapshot_old_format',
   'snapshot_newer_format',
@@ -200,6 +202,14 @@ export class AudienceKitError<Code extends string = ErrorCode> extends Error {
 
 /** Invalid or missing configuration, environment variable or command-line option. */
 export class ConfigError<Code extends string = ErrorCode> extends AudienceKitError<Code> {}
+
+/**
+ * The tool's own state cannot be used for this run as it is: a sync snapshot or a run journal
+ * damaged, altered, rolled back, of another format or target, missing a record that must be
+ * there, or written by a run of other input or options. Not a usage problem (no option is wrong:
+ * the fix is a recovery or a restart) nor the machine's; exit code 9 in the CLI.
+ */
+export class StateError extends AudienceKitError {}
 
 /** The input cannot be read or understood as a whole (a bad row is a reject, not an error). */
 export class InputError extends AudienceKitError {}

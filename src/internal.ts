@@ -18,6 +18,7 @@ export {
   type HttpErrorInit,
   InputError,
   ResponseShapeError,
+  StateError,
 } from './errors.js';
 export {
   type BuiltUser,

@@ -3,8 +3,10 @@ import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } 
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { defaultStateDir } from '../src/cli/state-dir.js';
-import { AudienceKitError, EnvironmentError } from '../src/errors.js';
-import { exitCodeFor } from '../src/cli/exit-codes.js';
+import { AudienceKitError, ConfigError, EnvironmentError, StateError } from '../src/errors.js';
+import { EXIT_CODES, exitCodeFor } from '../src/cli/exit-codes.js';
+import { JournalError, runInProgress } from '../src/state/journal.js';
+import { SnapshotError } from '../src/state/snapshot-format.js';
 import { startSandbox, type Sandbox, type SandboxOptions } from '../src/sandbox/index.js';
 import { ensureDir, stateFailure } from '../src/state/fs.js';
 import { snapshotDir } from '../src/state/snapshot.js';
@@ -295,6 +297,19 @@ describe('the default state directory does not depend on the working directory',
     expect(both.code).toBe(2);
     expect(JSON.parse(both.stdout)).toMatchObject({ status: 'failed', error: { code: 'state_dir_ambiguous' } });
     expect(both.stderr).toMatch(/^ {2}fix: pass --state-dir/m);
+  });
+});
+
+describe('exit code of damaged state', () => {
+  it('a damaged snapshot or journal exits 9 (state), not 2 (usage); a run in progress stays 2; codes unchanged', () => {
+    const snapshot = new SnapshotError('snapshot_corrupt', 'the index is damaged');
+    const journal = new JournalError('journal_tampered', 'the journal was altered');
+    expect([snapshot, journal].map(exitCodeFor)).toEqual([EXIT_CODES.state, EXIT_CODES.state]);
+    expect(EXIT_CODES.state).toBe(9);
+    expect(snapshot).toBeInstanceOf(StateError);
+    expect(snapshot).not.toBeInstanceOf(ConfigError);
+    expect(runInProgress('pid 1 on host h')).toMatchObject({ code: 'run_in_progress' });
+    expect(exitCodeFor(runInProgress('pid 1 on host h'))).toBe(EXIT_CODES.usage);
   });
 });
 

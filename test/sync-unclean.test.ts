@@ -4,6 +4,7 @@ import type { ChildProcess } from 'node:child_process';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../src/sandbox/index.js';
+import { EXIT_CODES } from '../src/cli/exit-codes.js';
 import { CALLING_THREAD, runCli, startCliProcess } from './helpers/cli.js';
 import { members, postgresStateUrl, range, STORES, usePostgres, userPosts } from './helpers/sync.js';
 import { tempDir } from './helpers/temp.js';
@@ -116,7 +117,7 @@ describe('a damaged snapshot, by a process', { timeout: 90_000 }, () => {
     rmSync(join(dir, 'index'));
 
     const refused = await runCli(syncArgs(c, audienceId), { cwd, env });
-    expect(refused.code).toBe(2);
+    expect(refused.code).toBe(EXIT_CODES.state);
     expect(refused.stderr).toMatch(/index is missing/);
     expect(refused.stderr).toMatch(/--recover/);
 
@@ -229,7 +230,7 @@ describe('a killed sync whose write-ahead record is damaged', { timeout: 90_000 
       cwd: second,
       env: env2,
     });
-    expect(refused.code, refused.stderr).toBe(2);
+    expect(refused.code, refused.stderr).toBe(EXIT_CODES.state);
     expect(refused.stderr).toMatch(/write-ahead/);
     expect(refused.stderr).toMatch(/--recover/);
     expect(userPosts(sandbox, audienceId)).toBe(posts);

@@ -12,6 +12,7 @@ import {
   HttpError,
   InputError,
   ResponseShapeError,
+  StateError,
 } from '../internal.js';
 
 export const EXIT_CODES = {
@@ -36,6 +37,11 @@ export const EXIT_CODES = {
    * symlink, a lock held by another process. Nothing is wrong with the input or the platform.
    */
   environment: 8,
+  /**
+   * The tool's own state refused the run: a sync snapshot or run journal damaged, altered, rolled
+   * back, of another format or target, or written for other input (`snapshot_*`, `journal_*`).
+   */
+  state: 9,
   /** Interrupted by SIGINT; the journal was saved. */
   interrupted: 130,
 } as const;
@@ -67,6 +73,7 @@ export type CliErrorCode = (typeof CLI_ERROR_CODES)[number];
 /** Exit code for an error thrown out of a command. */
 export function exitCodeFor(error: unknown): ExitCode {
   if (error instanceof EnvironmentError) return EXIT_CODES.environment;
+  if (error instanceof StateError) return EXIT_CODES.state;
   if (error instanceof ConfigError) return EXIT_CODES.usage;
   if (error instanceof InputError) return EXIT_CODES.input;
   if (error instanceof AuthError) return EXIT_CODES.auth;

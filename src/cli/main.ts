@@ -65,6 +65,7 @@ export function buildParser(argv: readonly string[], ctx: CliContext): Argv<Glob
         api: 'API/network failure',
         timeout: 'timeout',
         environment: 'disk/permissions/lock (environment)',
+        state: 'damaged or mismatched state (snapshot, journal)',
         interrupted: 'interrupted',
       })}\nDocs: README.md. Every identifier is hashed on this machine before anything is sent.`,
     )

@@ -17,7 +17,7 @@
 import { closeSync, existsSync, ftruncateSync, openSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { acquireFileLock } from './lock.js';
-import { ConfigError, EnvironmentError, environmentError } from '../errors.js';
+import { ConfigError, EnvironmentError, environmentError, StateError } from '../errors.js';
 import { appendWhole, ensureDir, openNoFollow, stateFs, statRegularFile, writeFileNoFollow } from './fs.js';
 import type { BatchGroup } from '../platform/batch.js';
 import type { TargetKind } from '../platform/targets.js';
@@ -116,8 +116,8 @@ export interface JournalSummary {
   runIds: string[];
 }
 
-/** The journal cannot be used as it is (exit code of a configuration problem: the fix is an option). */
-export class JournalError extends ConfigError {}
+/** The journal cannot be used as it is, or not for this run (a state error: the fix is a restart). */
+export class JournalError extends StateError {}
 
 function journalDir(stateDir: string, key: string): string {
   return join(stateDir, 'runs', key);
@@ -516,8 +516,8 @@ export abstract class ChainedJournal implements UploadJournal {
 }
 
 /** Refused while another process holds the journal's lock (`holder` names it when known). */
-export function runInProgress(holder: string, cause?: unknown): JournalError {
-  return new JournalError(
+export function runInProgress(holder: string, cause?: unknown): ConfigError {
+  return new ConfigError(
     'run_in_progress',
     `another audience-kit process is uploading this file with these options right now (${holder})`,
     {

@@ -13,13 +13,13 @@
  *   with its values, a digest in 32 bytes, other values (partner_user_id) as UTF-8.
  */
 import { crc32 } from 'node:zlib';
-import { ConfigError } from '../errors.js';
+import { StateError } from '../errors.js';
 import { writeUserFingerprint, type AudienceUser, type IdentifierType } from '../identifiers/normalize.js';
 import type { TargetKind } from '../platform/targets.js';
 import { sha256Hex } from '../util/sha256.js';
 
 /** The snapshot cannot be read as it is. */
-export class SnapshotError extends ConfigError {}
+export class SnapshotError extends StateError {}
 
 export interface SnapshotTarget {
   accountId: string;

@@ -143,6 +143,6 @@ export function stateCommand(ctx: CliContext): CommandModule<GlobalArgs, GlobalA
         'Move the snapshots and the audit log into PostgreSQL (no re-send)',
       ],
     ],
-    exitCodes: { ok: 'ok', usage: 'usage', environment: 'environment' },
+    exitCodes: { ok: 'ok', usage: 'usage', environment: 'environment', state: 'a damaged snapshot' },
   });
 }

@@ -467,6 +467,7 @@ export function syncCommand(ctx: CliContext): CommandModule<GlobalArgs, SyncArgs
             partial: 'some changes confirmed: run it again',
             api: 'API/network failure',
             environment: 'disk full, state not writable or symlink refused',
+            state: "the snapshot is damaged, rolled back or not this target's (nothing sent: --recover)",
             interrupted: 'interrupted (what was confirmed is kept)',
           }),
         ) as never,

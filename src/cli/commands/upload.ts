@@ -409,6 +409,7 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
             partial: 'partial upload (failed batches kept for --resume)',
             api: 'API/network failure',
             environment: 'disk full, state not writable, symlink refused or run locked',
+            state: 'the journal cannot be resumed (altered, another format, the input changed: --restart)',
             interrupted: 'interrupted (journal saved)',
           }),
         ) as never,
