@@ -170,6 +170,8 @@ export const ERROR_CODES = [
   'state_lease_lost',
   // ConfigError: the state URL goes through a pooler in transaction mode (advisory locks leak).
   'state_pooler_transaction_mode',
+  // ConfigError: a PostgreSQL state store was asked for and its client packages are not installed.
+  'state_client_missing',
   // AudienceKitError itself: something unexpected stopped an upload (its report carries it).
   'internal',
 ] as const;

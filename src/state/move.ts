@@ -25,7 +25,7 @@ import { fileSha256 } from '../util/sha256.js';
 import { ensureDir } from './fs.js';
 import { destinationNotEmpty } from './audit-file.js';
 import { openStateStore, parseStateUrl } from './open-store.js';
-import { COMMITTED_FILE } from './postgres/snapshot-blobs.js';
+import { COMMITTED_FILE } from './snapshot-format.js';
 import { readIndexHeader } from './snapshot-index.js';
 import type { SnapshotTarget, StateStore, TargetSession } from './store.js';
 

@@ -31,6 +31,30 @@ export function parseStateUrl(value: string, source: string): StateSpec {
 
 export async function openStateStore(spec: StateSpec): Promise<StateStore> {
   if (spec.kind === 'directory') return new DirectoryStore(spec.dir);
-  const { PostgresStore } = await import('./postgres/store.js');
+  const { PostgresStore } = await import('./postgres/store.js').catch((error: unknown) => {
+    throw postgresClientMissing(error) ?? error;
+  });
   return PostgresStore.open(spec.url);
+}
+
+/**
+ * The PostgreSQL client packages, optional peer dependencies (package.json): a library user who
+ * keeps the state in a directory never installs them, so they are loaded only here.
+ */
+export const POSTGRES_CLIENT_PACKAGES = ['pg@^8.23.1', 'pg-copy-streams@^7.0.0'] as const;
+
+/** A ConfigError naming the install command when `error` is one of the client packages not found. */
+export function postgresClientMissing(error: unknown): ConfigError | undefined {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (code !== 'ERR_MODULE_NOT_FOUND' || typeof message !== 'string') return undefined;
+  const name = /Cannot find package '(pg|pg-copy-streams)'/.exec(message)?.[1];
+  if (name === undefined) return undefined;
+  return new ConfigError(
+    'state_client_missing',
+    `a PostgreSQL state store needs the package ${name}, which is not installed beside audience-kit`,
+    {
+      fix: `npm install ${POSTGRES_CLIENT_PACKAGES.join(' ')} (where audience-kit is installed; after a global install, npm install -g), or keep the state in a directory (stateDir)`,
+      cause: error,
+    },
+  );
 }

@@ -35,6 +35,8 @@ export const INDEX_HEADER_BYTES = 128;
 export const DATA_HEADER_BYTES = 32;
 export const FRAME_HEAD_BYTES = 16;
 export const SNAPSHOT_ENTRY_BYTES = 24;
+/** The snapshot's committed files (what a store keeps); `pending` and spools are not. */
+export const COMMITTED_FILE = /^(index|data\.\d+|unrecovered\.json)$/;
 
 /**
  * The type code written on disk for each identifier type: an explicit table, so a change to the

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type pg from 'pg';
 import { z } from 'zod';
 import { collectYoung } from '../../util/collect.js';
-import { corrupt, RECOVER_FIX, SnapshotError } from '../snapshot-format.js';
+import { COMMITTED_FILE, corrupt, RECOVER_FIX, SnapshotError } from '../snapshot-format.js';
 import { writeAt } from '../snapshot-index.js';
 import { copyIntBytes, CopyFormatError } from './copy-out.js';
 import {
@@ -43,8 +43,6 @@ const WAL_PAGE = 16;
  * snapshot took the process from 123 to 239 MB resident before the sync had begun.
  */
 
-/** The snapshot's committed files (what `persist` stores); `pending` and spools are not. */
-export const COMMITTED_FILE = /^(index|data\.\d+|unrecovered\.json)$/;
 const WAL_FILE = /^(pending|data\.\d+)$/;
 /** Files the snapshot changes in place (appends, scrubs): stored by their changed blocks. The others are replaced by a rename. */
 const IN_PLACE_FILE = /^data\.\d+$/;
