@@ -3,7 +3,7 @@
  * published (no `exports` entry) and importable only from src/cli (eslint). Library users get the
  * reviewed list in index.ts. A name the CLI needs is added to the line of its module.
  */
-export { VERSION, USER_AGENT } from './version.js';
+export { VERSION } from './version.js';
 export {
   AudienceKitError,
   AuthError,
@@ -49,7 +49,6 @@ export {
   scanRecords,
 } from './ingest/csv.js';
 export {
-  columnKey,
   columnLabel,
   isCountryLikeName,
   isKnownColumnName,
@@ -57,20 +56,13 @@ export {
   looksLikeData,
   resolveMapping,
 } from './identifiers/mapping.js';
-export {
-  CONSENT_POLICIES,
-  consentKindWords,
-  DEFAULT_CONSENT_POLICY,
-  type ConsentColumn,
-  type ConsentPolicy,
-} from './identifiers/consent.js';
+export { CONSENT_POLICIES, consentKindWords, type ConsentPolicy } from './identifiers/consent.js';
 export { guardFailure, guardInput, type RejectGuardOptions } from './hashing/reject-guard.js';
 export { hashCsv, type HashCsvOptions, type HashCsvRun, hashRecords, leaveOutKnownUsers } from './hashing/pipeline.js';
 export { hashCsvHeader, mappedTypes } from './hashing/chunk.js';
 export {
   type ConsentCounts,
   consentJson,
-  type ConsentJson,
   createHashSummary,
   type HashReasonCount,
   type HashSummary,
@@ -137,7 +129,6 @@ export { unfinishedRunError } from './state/journal.js';
 export { type AuditRun, defaultAuditLogPath, findRunIn } from './state/audit.js';
 export { sleep } from './util/clock.js';
 export { makeDirs } from './util/make-dirs.js';
-export { Snapshot, snapshotDir } from './state/snapshot.js';
 export { findKey, isKnownFresh } from './hashing/known-users.js';
 export { KeyTableBuilder } from './state/key-table.js';
 export { FileAuditLog } from './state/audit-file.js';
@@ -157,14 +148,11 @@ export {
   fitProgressLine,
   formatDuration,
   MAX_REFRESH_AFTER_DAYS,
-  parseRemovalCap,
   percentAndEta,
-  PLAN_ADD,
   type ProgressPart,
   ProgressPrinter,
   reportJson,
   resendSnapshot,
-  resolveBatchLimits,
   resolveRunSettings,
   runResolved,
   resolveSyncSettings,
@@ -173,11 +161,8 @@ export {
   type SyncSettings,
   type RunInput,
   type RunNotice,
-  runUpload,
-  type RunUploadOptions,
   syncAudience,
   type SyncPlanCounts,
-  SyncPlanner,
   type SyncReport,
   targetSnapshot,
   type UnfinishedRunPolicy,
