@@ -525,6 +525,55 @@ describe('uploadAudience', () => {
     expect(findJournal(stateDir, key)?.complete).toBe(true);
   });
 
+  it('a user too large for one request: partial with users_oversized, the journal not complete, a resume sends nothing again', async () => {
+    const { sandbox, client, audienceId } = await setup();
+    const stateDir = tempDir('ak-state-');
+    const limits = { maxBodyBytes: 1024 };
+    const key: JournalKey = {
+      input: { name: 'gen', size: 0, sha256: 'e'.repeat(64) },
+      accountId: sandbox.accounts.primary,
+      target: { kind: 'custom_audience', id: audienceId },
+      options: { limits },
+    };
+    // 16 addresses make one user object of about 1.1 KB: no 1024-byte request carries it.
+    const big: AudienceUser = { email: Array.from({ length: 16 }, (_, i) => sha(`big.${i}@example.org`)) };
+    const all = [...users(4), big, ...users(4, 4)];
+    const send = async (mode: 'new' | 'resume', runId: string) => {
+      const journal = await RunJournal.open(stateDir, key, { mode, runId });
+      try {
+        const base = { client, accountId: sandbox.accounts.primary, target: { customAudienceId: audienceId } };
+        return await uploadAudience({ ...base, users: all, limits, journal });
+      } finally {
+        await journal.close();
+      }
+    };
+    const first = await send('new', 'a');
+    expect(first).toMatchObject({ status: 'partial', users: 8, users_confirmed: 8, oversized_users: 1 });
+    expect(first.oversized_lines).toEqual([5]);
+    expect(first.error).toMatchObject({ code: 'users_oversized' });
+    expect(first.error?.message).toContain('1 user too large for one request (limits.maxBodyBytes 1024)');
+    expect(first.error?.fix).toContain('raise limits.maxBodyBytes');
+    expect(sandbox.state.audienceSize(audienceId)).toBe(8);
+    // Not complete: a rerun resumes it instead of starting over, and claims nothing for that user.
+    expect(findJournal(stateDir, key)).toMatchObject({ complete: false, confirmed: first.batches_confirmed });
+    const posts = userBatchRequests(sandbox).length;
+    const again = await send('resume', 'b');
+    expect(again).toMatchObject({ status: 'partial', resumed: true, users_confirmed_earlier: 8, oversized_users: 1 });
+    expect(again.batches_skipped).toBe(first.batches_confirmed);
+    expect(userBatchRequests(sandbox).length).toBe(posts);
+    expect(findJournal(stateDir, key)?.complete).toBe(false);
+    // At the platform's limit it goes, and that run completes.
+    const whole = await uploadAudience({
+      client,
+      accountId: sandbox.accounts.primary,
+      target: { customAudienceId: audienceId },
+      users: all,
+    });
+    expect(whole).toMatchObject({ status: 'completed', oversized_users: 0 });
+    expect(whole.error).toBeUndefined();
+    expect(sandbox.state.audienceSize(audienceId)).toBe(9);
+  });
+
   it('keeps failed batches in the state dir and re-sends them first on resume', async () => {
     // The client's 4 attempts at the first batch all get a 500: it fails, the others go through.
     const { sandbox, client, audienceId } = await setup({ faults: '500@1+2+3+4' });

@@ -4,11 +4,11 @@
  */
 import { rejectCounts } from '../hashing/reject-guard.js';
 import type { AdsClient, ClientStats } from '../api/index.js';
-import { AudienceKitError } from '../errors.js';
+import { AudienceKitError, InputError } from '../errors.js';
 import { consentJson, type HashSummary } from '../hashing/summary.js';
 import type { AuditCounts } from '../state/audit.js';
 import type { Ledger } from './ledger.js';
-import type { BatchPacker } from './plan.js';
+import { PLATFORM_BATCH_LIMITS, type BatchPacker } from './plan.js';
 import type { Target } from './target.js';
 import type { ResolvedUploadOptions } from './options.js';
 import type { UploadOperation, UploadProgress, UploadReport, UploadStatus, UploadUsers } from './types.js';
@@ -169,7 +169,25 @@ export function buildReport(b: RunBooks, status: UploadStatus, endedMs: number):
     duration_ms: endedMs - b.startedMs,
   };
   if (r.fatal !== undefined) report.error = asKitError(r.fatal);
+  else if (status === 'partial' && r.failed.length === 0 && packer.stats.oversized > 0)
+    report.error = usersOversized(packer);
   return report;
+}
+
+/** Users no request can carry: the cause of an upload that sent everything else. */
+function usersOversized({ stats, limits }: BatchPacker): InputError {
+  const lines = `lines ${stats.oversizedLines.join(', ')}${stats.oversized > stats.oversizedLines.length ? ', …' : ''}`;
+  const platform = PLATFORM_BATCH_LIMITS.maxBodyBytes;
+  return new InputError(
+    'users_oversized',
+    `${stats.oversized} user${stats.oversized === 1 ? '' : 's'} too large for one request (limits.maxBodyBytes ${limits.maxBodyBytes}) were not sent (${lines}); the run is not complete`,
+    {
+      fix:
+        limits.maxBodyBytes < platform
+          ? `raise limits.maxBodyBytes (the platform takes up to ${platform} bytes, the default) and upload again: other limits make a new run, which sends every user again (an Update repeats harmlessly)`
+          : `those rows hold more values than one request of ${platform} bytes carries: keep fewer values in them and upload the file again (a resume of this run sends nothing already confirmed, nor those users)`,
+    },
+  );
 }
 
 /** What the input held, as every report (upload's and sync's) says it: one reading of the summary. */

@@ -77,7 +77,7 @@ export async function upload(o: ResolvedUploadOptions): Promise<UploadReport> {
   });
   if (read.ended && !o.dryRun) await journalWrite(ledger, () => o.journal?.recordInputEnd(packer.stats.batches));
   await engine?.drain();
-  const status = await settle(o, read, ledger);
+  const status = await settle(o, read, ledger, packer.stats.oversized);
   const report = buildReport(books, status, o.clock.now());
   progress(true);
   return report;
@@ -88,11 +88,19 @@ export async function upload(o: ResolvedUploadOptions): Promise<UploadReport> {
  * before anything was sent is thrown; once sending has started it stops the run and is reported
  * (with the counts so far).
  */
-async function settle(o: ResolvedUploadOptions, read: ReadResult, ledger: Ledger): Promise<UploadStatus> {
+async function settle(
+  o: ResolvedUploadOptions,
+  read: ReadResult,
+  ledger: Ledger,
+  oversized: number,
+): Promise<UploadStatus> {
   if (read.error !== undefined && ledger.tally.requests === 0 && ledger.skipped === 0) throw read.error;
   if (read.error !== undefined) ledger.stop(read.error);
-  if (!o.dryRun && statusOf(read, ledger) === 'completed') await journalWrite(ledger, () => o.journal?.markComplete());
-  return statusOf(read, ledger);
+  // A user no request can carry leaves the run unfinished: the journal is not marked complete, so a
+  // rerun resumes (every confirmed batch skipped, nothing claimed for that user) instead of starting over.
+  if (!o.dryRun && statusOf(read, ledger, oversized) === 'completed')
+    await journalWrite(ledger, () => o.journal?.markComplete());
+  return statusOf(read, ledger, oversized);
 }
 
 /**
@@ -113,9 +121,11 @@ export function hashedUsers(o: { users: UploadUsers; records: RowRules | undefin
   return hashRows(o.users as Iterable<RawRecord> | AsyncIterable<RawRecord>, o.records);
 }
 
-function statusOf(read: ReadResult, ledger: Ledger): UploadStatus {
+function statusOf(read: ReadResult, ledger: Ledger, oversized: number): UploadStatus {
   if (read.interrupted) return 'interrupted';
-  if (read.ended && ledger.fatal === undefined && ledger.failed.length === 0) return 'completed';
+  // A user too large for any request was not sent: the target lacks it (as sync's `partial`).
+  if (read.ended && ledger.fatal === undefined && ledger.failed.length === 0)
+    return oversized > 0 ? 'partial' : 'completed';
   return ledger.confirmed + ledger.skipped > 0 ? 'partial' : 'failed';
 }
 
