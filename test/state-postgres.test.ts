@@ -392,13 +392,56 @@ describe('PostgreSQL store: a server that can lose acknowledged commits is refus
   it('standbys that are all asynchronous (as pg_stat_replication shows them) are refused; a synchronous one, or none visible, is not', () => {
     const on = (standbys: (string | null)[]) => commitLossRisk({ synchronousCommit: 'on', standbys });
     expect(on([])).toBeUndefined();
-    expect(on(['async'])).toMatch(/all asynchronous/);
-    expect(on(['potential', 'async'])).toMatch(/all asynchronous/);
+    expect(on(['async'])).toMatchObject({ risk: expect.stringMatching(/all asynchronous/) as unknown, failover: true });
+    expect(on(['potential', 'async'])?.risk).toMatch(/all asynchronous/);
     expect(on(['sync', 'async'])).toBeUndefined();
     expect(on(['quorum'])).toBeUndefined();
     expect(on([null, null])).toBeUndefined();
-    expect(commitLossRisk({ synchronousCommit: 'local', standbys: ['sync'] })).toMatch(/local/);
+    expect(commitLossRisk({ synchronousCommit: 'local', standbys: ['sync'] })).toMatchObject({ failover: true });
     expect(commitLossRisk({ synchronousCommit: 'remote_apply', standbys: ['sync'] })).toBeUndefined();
-    expect(commitLossRisk({ synchronousCommit: 'off', standbys: [] })).toMatch(/off/);
+    expect(commitLossRisk({ synchronousCommit: 'off', standbys: [] })).toMatchObject({ failover: false });
+  });
+
+  it('an asynchronous-only standby: both printed ways out work when followed (the opt-in in the URL, a synchronous standby); the opt-in never accepts synchronous_commit off', async () => {
+    const t = await setup({}, {}, 'postgres');
+    const stateUrl = new URL((t.state as { state: string }).state);
+    const schema = /search_path=(\S+)/.exec(stateUrl.searchParams.get('options') ?? '')?.[1] ?? '';
+    // What pg_stat_replication shows on a primary with one asynchronous standby, emulated ahead of pg_catalog.
+    const standby = (state: string) =>
+      sql(
+        stateUrl.toString(),
+        `CREATE OR REPLACE VIEW ${schema}.pg_stat_replication AS SELECT '${state}'::text AS sync_state`,
+      );
+    await standby('async');
+    stateUrl.searchParams.set('options', `-c search_path=${schema},pg_catalog`);
+    const url = stateUrl.toString();
+    const refused = await syncOf(t, customers(range(0, 20)), { state: url }).catch((error: unknown) => error);
+    expect(refused).toMatchObject({
+      code: 'state_commits_unsafe',
+      message: expect.stringMatching(/all asynchronous/) as unknown,
+    });
+    expect(userPosts(t.sandbox, t.audienceId)).toBe(0);
+
+    // The opt-in, as the fix prints it, added to the URL: the syncs run, and end exact.
+    const optIn = /add (\w+=\w+) to the state URL/.exec((refused as { fix: string }).fix)?.[1] ?? '';
+    expect(optIn).toBe('audience_kit_async_standby=accept');
+    const accepted = `${url}&${optIn}`;
+    for (const rows of [customers(range(0, 150)), customers([...range(10, 140), ...range(200, 230)])]) {
+      const r = await syncOf(t, rows, { state: accepted, maxRemovals: '100%' });
+      expect(r.status).toBe('completed');
+      expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, rows));
+    }
+    await expect(PostgresStore.open(`${url}&audience_kit_async_standby=yes`)).rejects.toMatchObject({
+      code: 'invalid_option',
+    });
+    // Accepting a failover's loss is not accepting a crash's.
+    await expect(PostgresStore.open(withOption(accepted, 'synchronous_commit=off'))).rejects.toMatchObject({
+      code: 'state_commits_unsafe',
+      fix: expect.stringMatching(/synchronous_commit = on/) as unknown,
+    });
+
+    // The administrator's fix: the standby made synchronous, as pg_stat_replication then shows it; no opt-in needed.
+    await standby('sync');
+    await (await PostgresStore.open(url)).close();
   });
 });

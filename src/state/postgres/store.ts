@@ -17,7 +17,7 @@ import { PostgresAuditLog } from './audit.js';
 import { clientConfig, connect, connectionLost, QUERY_TIMEOUT_MS, redactUrl } from './connection.js';
 import { PostgresRunJournals } from './journal.js';
 import { ensureSchema } from './schema.js';
-import { checkDurability } from './durability.js';
+import { acceptedLoss, checkDurability } from './durability.js';
 import { PostgresTargetSession } from './target-session.js';
 
 export class PostgresStore implements StateStore {
@@ -35,8 +35,9 @@ export class PostgresStore implements StateStore {
     this.journals = new PostgresRunJournals(url, where, pool);
   }
 
-  /** Connect and create or check the schema (`state_schema_newer`, `state_schema_denied`). */
-  static async open(url: string): Promise<PostgresStore> {
+  /** Connect and create or check the schema (`state_schema_newer`, `state_schema_denied`) and the server's durability (`state_commits_unsafe`). */
+  static async open(stateUrl: string): Promise<PostgresStore> {
+    const { url, acceptFailoverLoss } = acceptedLoss(stateUrl);
     const where = redactUrl(url);
     const pool = new pg.Pool({ ...clientConfig(url, QUERY_TIMEOUT_MS), max: 2, idleTimeoutMillis: 10_000 });
     // An idle client's failure: the next query reports it. A client in use that fails (a network
@@ -50,7 +51,9 @@ export class PostgresStore implements StateStore {
       const client = await connect(url, where);
       try {
         await ensureSchema(client, where);
-        await checkDurability(client, where).catch((error: unknown) => Promise.reject(connectionLost(where, error)));
+        await checkDurability(client, where, acceptFailoverLoss).catch((error: unknown) =>
+          Promise.reject(connectionLost(where, error)),
+        );
       } finally {
         await client.end().catch(() => undefined);
       }
