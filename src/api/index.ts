@@ -42,6 +42,36 @@ export {
   type RateLimitHeaders,
 } from './rate-limit.js';
 export { buildHttpError, type ErrorResponse as HttpErrorResponse } from './parse-error.js';
-export * from './schemas.js';
+export {
+  type CustomAudience,
+  type DoNotReachList,
+  type AudiencePermission,
+  type TargetingRecord,
+  type UserBatchResult,
+  type AccessTokenResponse,
+} from './schemas.js';
 export { paginate, type Page } from './pagination.js';
-export * from './endpoints.js';
+export {
+  type UserOperation,
+  ID_LIST_MAX,
+  LIST_COUNT_MAX,
+  postCustomAudienceUsers,
+  postDoNotReachListUsers,
+  type PermissionScope,
+  listCustomAudiences,
+  getCustomAudience,
+  createCustomAudience,
+  updateCustomAudience,
+  deleteCustomAudience,
+  listDoNotReachLists,
+  findDoNotReachList,
+  createDoNotReachList,
+  deleteDoNotReachList,
+  listAudiencePermissions,
+  grantAudiencePermission,
+  revokeAudiencePermission,
+  listTargetedCampaigns,
+  requestToken,
+  authorizeUrl,
+  accessToken,
+} from './endpoints.js';
