@@ -17,7 +17,7 @@ export const rows = Number(opt('rows', '1000000'));
 export const fmt = (n) => Math.round(n).toLocaleString('en-US');
 
 const RSS_PRELOAD =
-  "data:text/javascript,process.on('exit',()=>process.stderr.write('\\nBENCH_MAX_RSS_KB='+process.resourceUsage().maxRSS+'\\n'))";
+  "data:text/javascript,process.on('exit',()=>{const r=process.resourceUsage();process.stderr.write('\\nBENCH_MAX_RSS_KB='+r.maxRSS+' BENCH_CPU_US='+(r.userCPUTime+r.systemCPUTime)+'\\n')})";
 
 /** The generated corpus of `rows` rows (`kind` email: email-only), made on first use. */
 export function dataFile(kind = 'full') {
@@ -33,7 +33,7 @@ export function dataFile(kind = 'full') {
 }
 
 /**
- * Run node with `argv`; wall time, peak RSS (the process's maxRSS, worker threads included) and
+ * Run node with `argv`; wall time, CPU seconds and peak RSS (the process's, worker threads included) and
  * stderr, and stdout with `captureStdout` (hash output is discarded: it can exceed a string).
  */
 export function measure(argv, { env = {}, captureStdout = false } = {}) {
@@ -50,9 +50,10 @@ export function measure(argv, { env = {}, captureStdout = false } = {}) {
     child.on('error', reject);
     child.on('close', (code) => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const rss = /BENCH_MAX_RSS_KB=(\d+)/.exec(stderr);
+      const rss = /BENCH_MAX_RSS_KB=(\d+) BENCH_CPU_US=(\d+)/.exec(stderr);
       if (code !== 0) return reject(new Error(`exit ${code}: ${stderr.slice(0, 2000)}`));
-      resolve({ seconds, rssMb: rss ? Number(rss[1]) / 1024 : NaN, stdout, stderr });
+      const [rssMb, cpuSeconds] = rss ? [Number(rss[1]) / 1024, Number(rss[2]) / 1e6] : [NaN, NaN];
+      resolve({ seconds, rssMb, cpuSeconds, stdout, stderr });
     });
   });
 }

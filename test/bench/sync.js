@@ -11,19 +11,21 @@
 //      the same users and leave the same audience (sandbox membership digest); the snapshot tables'
 //      bytes per user are reported (pg_total_relation_size after the syncs, and after VACUUM FULL).
 //      No server: skipped, said so.
-//   2. Memory: the first sync of a 10M-row export A (CLI, every user sent), then `sync B` (B drops 1%
-//      of A's rows and adds 1% new ones: the changes sent, the audience B's users), then `sync B`
-//      again, unchanged: each within 300 MB peak RSS; snapshot on disk <= 200 bytes per user, zero
-//      requests for the unchanged one. Then `syncAudience()` in a process of its own, fed 10M raw records by an
-//      async generator (first sync of a new audience), and again (nothing to send): within 300 MB too.
-//   options: --rows N (part 1, default 1M), --big-rows N (part 2, default 10M, or the environment's
-//   AK_BENCH_SYNC_ROWS; a list such as 1000000,10000000 runs each size and gives each peak RSS
-//   against the first size's), --skip-big, --skip-small, --skip-library, --skip-pg, --pg-first;
-//   --state-dir-flag FLAG (default --state-dir): the CLI flag that names the state, with
-//   `--state-base X` its value for each sync (default: a new temporary directory; with
-//   `--state-dir-flag --state`, a fresh database as in part 1, whose snapshot tables' bytes per user
-//   are reported), so part 2 can measure another store (the library runs then pass the database
-//   as `state`, a fresh one of their own, or `--state-base`).
+//   2. Memory, the matrix of issue 34: at each size of `--big-rows` (e-mail + phone + country rows
+//      of generate.js --kind full) and on each store of `--stores`, the first sync of A (CLI, every
+//      user sent), `sync B` (B drops 1% of A's rows and adds 1% new ones) and `sync B` again
+//      (unchanged); each within 300 MB peak RSS, and each checked against its file: the first sends
+//      every distinct user of A and leaves them as the audience, `sync B` sends exactly the changes
+//      and leaves B's users, the unchanged one sends nothing, and both stores leave the same
+//      audience (sandbox membership digests). Snapshot <= 200 bytes per user on disk. Ends with the
+//      matrix of peak RSS and CPU seconds, and the load average. Then `syncAudience()` in a process
+//      of its own, fed raw records by an async generator at the largest size (first sync of a new
+//      audience, then again: nothing to send), on each store: within 300 MB too.
+//   options: --rows N (part 1, default 1M), --big-rows N[,N...] (part 2, default 1000000,3000000,
+//   or the environment's AK_BENCH_SYNC_ROWS; the whole matrix of issue 34 is
+//   `npm run bench -- sync --big-rows 1000000,3000000,10000000`), --stores dir,pg (part 2's stores,
+//   default both; pg is a fresh database per size, as in part 1, dropped at the end), --skip-big,
+//   --skip-small, --skip-library, --skip-pg, --pg-first.
 //
 // The sandbox runs in its own process (a fair peer: it does not share the syncing process's cores'
 // event loop). Peak RSS is the measured process's maxRSS (worker threads included).
@@ -44,7 +46,8 @@ function generated(n) {
   const file = `${DATA}crm-${n}.csv`;
   if (!existsSync(file)) {
     console.log(`generating ${file} ...`);
-    const r = spawn(process.execPath, [`${ROOT}test/bench/generate.js`, '--rows', String(n)], { stdio: 'inherit' });
+    const argv = [`${ROOT}test/bench/generate.js`, '--rows', String(n), '--kind', 'full'];
+    const r = spawn(process.execPath, argv, { stdio: 'inherit' });
     return once(r, 'close').then(() => file);
   }
   return Promise.resolve(file);
@@ -264,136 +267,179 @@ async function comparePg(dir, pgStore, db) {
 
 if (!flag('skip-small')) await small();
 
-// Part 2: memory at 10M users.
-// `--big-rows 1000000,10000000`: each size in turn, each peak RSS then given against the first size's.
-const bigRows = String(opt('big-rows', process.env.AK_BENCH_SYNC_ROWS ?? '10000000'))
+// Part 2: the memory matrix. Per size of `--big-rows` and store of `--stores`: first sync of A,
+// `sync B`, `sync B` again; each within 300 MB and each checked against its file.
+const bigRows = String(opt('big-rows', process.env.AK_BENCH_SYNC_ROWS ?? '1000000,3000000'))
   .split(',')
   .map(Number);
-/** Part 2's peak RSS by run and size, for the ratios. */
+const stores = String(opt('stores', 'dir,pg')).split(',');
+for (const s of stores) if (s !== 'dir' && s !== 'pg') throw new Error(`--stores: unknown store ${s} (dir, pg)`);
+/** Part 2's runs: { run, n, store, rssMb, cpu, seconds }, for the matrix and the ratios. */
 const peaks = [];
+const loadAtStart = loadText();
 if (!flag('skip-big')) for (const n of bigRows) await big(n);
-if (!flag('skip-library')) for (const n of bigRows) await library(n);
+if (!flag('skip-library')) await library(bigRows[bigRows.length - 1]);
+printMatrix();
 printPeaks();
 sandbox.stop();
 
+function loadText() {
+  return loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
+}
+
+/** A (n rows) and B (A without its first 1%, with the next 1% of the generator's rows), synced on each store. */
 async function big(n) {
-  // A (n rows) and B (A without its first 1%, with the next 1% of the generator's rows).
   const step = Math.round(n / 100);
   const source = await generated(n + step);
-  const file = await slice(source, `${DATA}sync-a-${n}.csv`, 0, n);
-  const changed = await slice(source, `${DATA}sync-b-${n}.csv`, step, n + step);
-  const dir = mkdtempSync(join(tmpdir(), 'ak-bench-sync-big-'));
-  const stateFlag = opt('state-dir-flag', '--state-dir');
-  // `--state-dir-flag --state` without `--state-base`: a fresh database, dropped at the end.
-  const db = stateFlag === '--state' && opt('state-base') === undefined ? await benchDatabase('big') : null;
-  if (stateFlag === '--state' && opt('state-base') === undefined && !db) return;
-  try {
-    await bigSyncs(n, { a: file, b: changed }, { stateFlag, state: db?.url ?? opt('state-base', dir) }, db);
-  } finally {
-    await db?.drop();
-    rmSync(dir, { recursive: true, force: true });
+  const files = {
+    a: await slice(source, `${DATA}sync-a-${n}.csv`, 0, n),
+    b: await slice(source, `${DATA}sync-b-${n}.csv`, step, n + step),
+  };
+  const audiences = [];
+  for (const store of stores) {
+    const dir = mkdtempSync(join(tmpdir(), 'ak-bench-sync-big-'));
+    const db = store === 'pg' ? await benchDatabase(`big_${n}`) : null;
+    try {
+      if (store === 'pg' && !db) continue;
+      const state = db ? { stateFlag: '--state', state: db.url } : { stateFlag: '--state-dir', state: dir };
+      const { audience } = await sandbox.ask('new');
+      await bigSyncs(n, files, { audience, store, ...state }, db);
+      audiences.push({ store, audience, digest: (await sandbox.ask(`digest ${audience}`)).digest });
+    } finally {
+      await db?.drop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   }
+  if (audiences.length === 2 && audiences[0].digest !== audiences[1].digest)
+    failures.push(`${fmt(n)} rows: the two stores left different audiences`);
+  else if (audiences.length === 2) console.log(`${fmt(n)} rows: the same audience in the sandbox on both stores`);
+}
+
+/** One measured CLI sync of part 2: printed, recorded, failed above 300 MB. */
+async function bigRun(run, n, file, state) {
+  spawnSync('cat', [file], { stdio: 'ignore' });
+  const m = await sync(file, state);
+  peaks.push({ run, n, store: state.store, rssMb: m.rssMb, cpu: m.cpuSeconds, seconds: m.seconds });
+  if (m.rssMb > 300) failures.push(`${state.store} ${fmt(n)}-row ${run} peak RSS above 300 MB`);
+  return m;
 }
 
 async function bigSyncs(n, files, state, db) {
-  const { audience } = await sandbox.ask('new');
-  spawnSync('cat', [files.a], { stdio: 'ignore' });
-  const first = await sync(files.a, { audience, ...state });
-  const size = await sandbox.ask(`size ${audience}`);
+  const tag = `${state.store} ${fmt(n)}`;
+  const first = await bigRun('first sync', n, files.a, state);
   const fr = first.report;
+  const size = await sandbox.ask(`size ${state.audience}`);
   console.log(
-    `\nfirst sync of the ${fmt(n)}-row file: ${first.seconds.toFixed(1)} s, peak RSS ${first.rssMb.toFixed(0)} MB (target <= 300), ${fmt(fr.update.users_confirmed)} users sent in ${fr.requests} requests, status ${fr.status}, sandbox audience ${fmt(size.size)}`,
+    `\n${tag}: first sync of A: ${first.seconds.toFixed(1)} s (${first.cpuSeconds.toFixed(1)} CPU-s), peak RSS ${first.rssMb.toFixed(0)} MB (target <= 300), ${fmt(fr.update.users_confirmed)} users sent in ${fr.requests} requests, status ${fr.status}, sandbox audience ${fmt(size.size)} (A's distinct users: ${fmt(fr.users)})`,
   );
-  peaks.push({ run: 'first sync (CLI)', n, rssMb: first.rssMb });
-  if (first.rssMb > 300) failures.push(`${fmt(n)}-user first sync peak RSS above 300 MB`);
-  if (fr.status !== 'completed' || size.size !== fr.users) failures.push(`${fmt(n)}-user first sync: audience differs`);
-  await bigChangedSync(n, files.b, { audience, ...state });
-  const m = await sync(files.b, { audience, ...state });
+  if (
+    fr.status !== 'completed' ||
+    size.size !== fr.users ||
+    fr.update.users_confirmed !== fr.users ||
+    fr.adds !== fr.users
+  )
+    failures.push(`${tag} first sync: the users sent are not the users of A`);
+  await bigChangedSync(n, files.b, state);
+  const m = await bigRun('unchanged sync', n, files.b, state);
   const rep = m.report;
-  const perUser = rep.snapshot.bytes_on_disk / rep.snapshot.after.users;
+  const users = rep.snapshot.after.users;
   console.log(
-    `sync of the ${fmt(n)}-row file B again (unchanged) against the ${fmt(rep.snapshot.before.users)}-user snapshot: ${m.seconds.toFixed(1)} s, peak RSS ${m.rssMb.toFixed(0)} MB (target <= 300), ${rep.requests} requests, status ${rep.status}`,
+    `${tag}: sync B again (unchanged): ${m.seconds.toFixed(1)} s (${m.cpuSeconds.toFixed(1)} CPU-s), peak RSS ${m.rssMb.toFixed(0)} MB (target <= 300), ${rep.requests} requests, status ${rep.status}`,
   );
-  console.log(
-    `snapshot on disk: ${fmt(rep.snapshot.bytes_on_disk)} bytes = ${perUser.toFixed(1)} bytes/user (target <= 200)`,
-  );
-  peaks.push({ run: 'unchanged sync (CLI)', n, rssMb: m.rssMb });
-  if (m.rssMb > 300) failures.push(`${fmt(n)}-user unchanged sync peak RSS above 300 MB`);
-  if (perUser > 200) failures.push('snapshot above 200 bytes/user');
-  if (rep.requests !== 0 || rep.status !== 'completed') failures.push(`unchanged ${fmt(n)}-row input made requests`);
+  if (rep.requests !== 0 || rep.status !== 'completed' || rep.unchanged !== rep.users)
+    failures.push(`${tag}: unchanged input made requests`);
   if (db) {
     const bytes = await db.snapshotBytes();
-    const users = rep.snapshot.after.users;
     console.log(
-      `snapshot in the database: audience_kit_snapshot_* tables ${fmt(bytes.before)} bytes = ${(bytes.before / users).toFixed(1)} bytes/user; after VACUUM FULL ${(bytes.afterVacuumFull / users).toFixed(1)} bytes/user`,
+      `${tag}: audience_kit_snapshot_* tables ${(bytes.before / users).toFixed(1)} bytes/user; after VACUUM FULL ${(bytes.afterVacuumFull / users).toFixed(1)} bytes/user`,
     );
+    return;
   }
+  const perUser = rep.snapshot.bytes_on_disk / users;
+  console.log(`${tag}: snapshot on disk ${perUser.toFixed(1)} bytes/user (target <= 200)`);
+  if (perUser > 200) failures.push('snapshot above 200 bytes/user');
 }
 
-/** `sync B` at `n` users, 1% removed and 1% added: within 300 MB, and the audience is B's users. */
+/** `sync B`, 1% removed and 1% added: within 300 MB, exactly the changes sent, the audience B's users. */
 async function bigChangedSync(n, b, state) {
-  spawnSync('cat', [b], { stdio: 'ignore' });
-  const m = await sync(b, state);
+  const m = await bigRun('changed sync', n, b, state);
   const r = m.report;
   const size = await sandbox.ask(`size ${state.audience}`);
   console.log(
-    `sync of the ${fmt(n)}-row file B (1% of the rows removed, 1% added): ${m.seconds.toFixed(1)} s, peak RSS ${m.rssMb.toFixed(0)} MB (target <= 300), sent ${fmt(r.delete.users)} Delete + ${fmt(r.update.users)} Update in ${r.requests} requests, status ${r.status}, sandbox audience ${fmt(size.size)} (B's distinct users: ${fmt(r.users)})`,
+    `${state.store} ${fmt(n)}: sync B (1% of the rows removed, 1% added): ${m.seconds.toFixed(1)} s (${m.cpuSeconds.toFixed(1)} CPU-s), peak RSS ${m.rssMb.toFixed(0)} MB (target <= 300), sent ${fmt(r.delete.users)} Delete + ${fmt(r.update.users)} Update in ${r.requests} requests, status ${r.status}, sandbox audience ${fmt(size.size)} (B's distinct users: ${fmt(r.users)})`,
   );
-  peaks.push({ run: 'changed sync (CLI)', n, rssMb: m.rssMb });
-  if (m.rssMb > 300) failures.push(`${fmt(n)}-user changed sync peak RSS above 300 MB`);
   if (r.status !== 'completed' || size.size !== r.users || r.delete.users !== r.removes || r.update.users !== r.adds)
-    failures.push(`${fmt(n)}-user changed sync: the audience is not the users of B`);
+    failures.push(
+      `${state.store} ${fmt(n)} changed sync: the users sent are not the changes, or the audience is not B's users`,
+    );
+  if (r.refreshes !== 0 || r.removes + r.adds > n / 50 + 1)
+    failures.push(`${state.store} ${fmt(n)} changed sync: sent more users than the changed rows`);
+}
+
+/** Peak RSS (and CPU seconds) of every run of part 2: size by store by run. */
+function printMatrix() {
+  if (peaks.length === 0) return;
+  console.log(
+    `\npeak RSS, MB (CPU-s), target <= 300; ${availableParallelism()} cores, load average at the start of part 2 ${loadAtStart}, now ${loadText()}`,
+  );
+  const runs = ['first sync', 'changed sync', 'unchanged sync'];
+  console.log(`  rows        store  ${runs.map((r) => r.padEnd(16)).join(' ')}`);
+  for (const n of bigRows)
+    for (const store of stores) {
+      const cells = runs.map((run) => peaks.find((p) => p.run === run && p.n === n && p.store === store));
+      if (cells.every((c) => c === undefined)) continue;
+      const text = cells.map((c) => (c ? `${c.rssMb.toFixed(0)} (${c.cpu.toFixed(1)})` : '-').padEnd(16));
+      console.log(`  ${fmt(n).padEnd(11)} ${store.padEnd(6)} ${text.join(' ')}`);
+    }
 }
 
 /** Each run's peak RSS at each size against its peak at the first size of `--big-rows` (same bench run). */
 function printPeaks() {
   if (bigRows.length < 2) return;
-  const load = loadavg()
-    .map((l) => l.toFixed(1))
-    .join(' ');
-  console.log(
-    `\npeak RSS against the ${fmt(bigRows[0])}-row run (${availableParallelism()} cores, load average now ${load}):`,
-  );
+  console.log(`\npeak RSS against the ${fmt(bigRows[0])}-row run:`);
   for (const p of peaks) {
-    const peer = peaks.find((q) => q.run === p.run && q.n === bigRows[0]);
+    const peer = peaks.find((q) => q.run === p.run && q.store === p.store && q.n === bigRows[0]);
     if (peer === undefined || p === peer) continue;
     console.log(
-      `  ${p.run}, ${fmt(p.n)}: ${p.rssMb.toFixed(0)} MB / ${peer.rssMb.toFixed(0)} MB = ${(p.rssMb / peer.rssMb).toFixed(2)}x for ${(p.n / peer.n).toFixed(0)}x the rows`,
+      `  ${p.store} ${p.run}, ${fmt(p.n)}: ${p.rssMb.toFixed(0)} MB / ${peer.rssMb.toFixed(0)} MB = ${(p.rssMb / peer.rssMb).toFixed(2)}x for ${(p.n / peer.n).toFixed(0)}x the rows`,
     );
   }
 }
 
 /**
  * `syncAudience()` fed by an async generator of raw records, in a process of its own (its peak
- * RSS): a first sync of a new audience, then the same records again (nothing to send). The state
- * is a directory, or with `--state-dir-flag --state` the database as in part 2's CLI runs.
+ * RSS): a first sync of a new audience, then the same records again (nothing to send), on each
+ * store of `--stores` (the database a fresh one).
  */
 async function library(n) {
-  const dir = mkdtempSync(join(tmpdir(), 'ak-bench-sync-lib-'));
-  const onDatabase = opt('state-dir-flag', '--state-dir') === '--state';
-  const db = onDatabase && opt('state-base') === undefined ? await benchDatabase('lib') : null;
-  const state = onDatabase ? (db?.url ?? opt('state-base')) : join(dir, 'state');
-  try {
-    if (state === undefined) return;
-    const { audience } = await sandbox.ask('new');
-    const script = join(dir, 'library-sync.mjs');
-    writeFileSync(script, librarySyncScript(n, { [onDatabase ? 'state' : 'stateDir']: state }, audience));
-    for (const run of ['first sync', 'unchanged re-sync']) {
-      const m = await measure([script], { env: { AK_BENCH_SANDBOX: JSON.stringify(info) }, captureStdout: true });
-      const r = JSON.parse(m.stdout);
-      const size = await sandbox.ask(`size ${audience}`);
-      console.log(
-        `syncAudience() fed ${fmt(n)} records by an async generator (${run}, ${onDatabase ? 'database' : 'directory'}): ${m.seconds.toFixed(1)} s, peak RSS ${m.rssMb.toFixed(0)} MB (target <= 300), ${fmt(r.update.users_confirmed)} users sent in ${r.requests} requests, status ${r.status}, sandbox audience ${fmt(size.size)}`,
-      );
-      peaks.push({ run: `syncAudience() ${run}`, n, rssMb: m.rssMb });
-      if (m.rssMb > 300) failures.push(`library ${run} of ${fmt(n)} records peak RSS above 300 MB`);
-      if (r.status !== 'completed' || size.size !== r.users) failures.push(`library ${run}: audience differs`);
-      if (run === 'unchanged re-sync' && r.requests !== 0) failures.push('library unchanged re-sync made requests');
+  for (const store of stores) {
+    const dir = mkdtempSync(join(tmpdir(), 'ak-bench-sync-lib-'));
+    const db = store === 'pg' ? await benchDatabase(`lib_${n}`) : null;
+    try {
+      if (store === 'pg' && !db) continue;
+      const { audience } = await sandbox.ask('new');
+      const script = join(dir, 'library-sync.mjs');
+      writeFileSync(script, librarySyncScript(n, db ? { state: db.url } : { stateDir: join(dir, 'state') }, audience));
+      for (const run of ['first sync', 'unchanged re-sync']) await libraryRun(n, store, run, script, audience);
+    } finally {
+      await db?.drop();
+      rmSync(dir, { recursive: true, force: true });
     }
-  } finally {
-    await db?.drop();
-    rmSync(dir, { recursive: true, force: true });
   }
+}
+
+async function libraryRun(n, store, run, script, audience) {
+  const m = await measure([script], { env: { AK_BENCH_SANDBOX: JSON.stringify(info) }, captureStdout: true });
+  const r = JSON.parse(m.stdout);
+  const size = await sandbox.ask(`size ${audience}`);
+  console.log(
+    `${store}: syncAudience() fed ${fmt(n)} records by an async generator (${run}): ${m.seconds.toFixed(1)} s, peak RSS ${m.rssMb.toFixed(0)} MB (target <= 300), ${fmt(r.update.users_confirmed)} users sent in ${r.requests} requests, status ${r.status}, sandbox audience ${fmt(size.size)}`,
+  );
+  if (m.rssMb > 300) failures.push(`${store} library ${run} of ${fmt(n)} records peak RSS above 300 MB`);
+  if (r.status !== 'completed' || size.size !== r.users) failures.push(`${store} library ${run}: audience differs`);
+  if (run === 'unchanged re-sync' && r.requests !== 0) failures.push('library unchanged re-sync made requests');
 }
 
 function librarySyncScript(n, state, audience) {
