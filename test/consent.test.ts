@@ -6,7 +6,13 @@ import type { RawRecord } from '../src/hashing/pipeline.js';
 import type { ConsentPolicy } from '../src/identifiers/consent.js';
 import { readConsentValue, consentKindOfName } from '../src/identifiers/consent.js';
 import { resolveMapping } from '../src/identifiers/mapping.js';
-import { syncAudience as librarySync, uploadAudience as libraryUpload } from '../src/upload/index.js';
+import {
+  reportJson,
+  syncAudience as librarySync,
+  uploadAudience as libraryUpload,
+  type SyncReport,
+} from '../src/upload/index.js';
+import { ConfigError } from '../src/errors.js';
 import { startSandbox } from '../src/sandbox/index.js';
 import { FIXTURES, runCli } from './helpers/cli.js';
 import { sandboxEnv } from './helpers/upload-cli.js';
@@ -21,7 +27,7 @@ import {
   type Truth,
 } from './helpers/consent-generator.js';
 import { customers, members, range, setup } from './helpers/sync.js';
-import { uploadAudience } from './helpers/small-audience.js';
+import { runUpload, syncAudience, uploadAudience } from './helpers/small-audience.js';
 import { tempDir } from './helpers/temp.js';
 
 const POLICIES: readonly Policy[] = ['exclude', 'require-consent', 'include', 'refused'];
@@ -248,6 +254,110 @@ describe('uploads: nobody who said no reaches a custom audience', () => {
     const bad = await cli(['hash', file, '--consent', 'sometimes', '-o', join(dir, 'h.csv')]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('fix: pass exclude (the default), require-consent, include, or do-not-reach=LIST_ID');
+  });
+});
+
+describe('library: the do-not-reach policy in one call', () => {
+  /** The no rows of `e` uploaded alone to a reference list: what the policy's list must hold. */
+  const rowsOf = (e: ConsentExport, want: (t: Truth) => boolean) => e.truth.flatMap((t, i) => (want(t) ? [i] : []));
+
+  it('runUpload: the audience gets the rows that do not say no, the list the rows that do, both reports back', async () => {
+    const t = await setup();
+    const e = consentExport(HELD_OUT_SEED + 2, 300);
+    const accountId = t.sandbox.accounts.primary;
+    const list = t.sandbox.state.createDoNotReachList(accountId).id;
+    const base = { client: t.client, accountId, target: { customAudienceId: t.audienceId } };
+    const consent = { policy: 'do-not-reach', doNotReachListId: list } as const;
+    const r = await runUpload({ ...base, users: e.records, records: {}, consent, stateDir: t.stateDir });
+    const no = e.truth.filter((x) => x === 'no').length;
+    expect(r).toMatchObject({ status: 'completed', users: 300 - no });
+    expect(r.do_not_reach).toMatchObject({ status: 'completed', users: no, users_confirmed: no });
+    expect(r.do_not_reach?.target).toEqual({ kind: 'do_not_reach_list', id: list });
+    const reference = t.sandbox.state.createCustomAudience(accountId, 'reference').id;
+    await uploadAudience({
+      ...base,
+      target: { customAudienceId: reference },
+      users: stripped(
+        e,
+        rowsOf(e, (x) => x !== 'no'),
+      ),
+      records: {},
+    });
+    expect(members(t.sandbox, t.audienceId)).toEqual(members(t.sandbox, reference));
+    expect(t.sandbox.state.dnrListSize(list)).toBe(no);
+    expect(JSON.parse(JSON.stringify(reportJson(r)))).toMatchObject({ do_not_reach: { users: no } });
+
+    // Read only once (a generator, a stream): refused before anything is read or sent.
+    const requests = t.sandbox.state.requests.length;
+    async function* once() {
+      yield* e.records;
+    }
+    const refused = { code: 'invalid_option', message: expect.stringContaining('can be read only once') as unknown };
+    await expect(runUpload({ ...base, users: once(), records: {}, consent })).rejects.toMatchObject(refused);
+    await expect(syncAudience({ ...base, users: once(), records: {}, consent, ...t.state })).rejects.toMatchObject(
+      refused,
+    );
+    // A list that does not exist is found with the audience, before anything is sent.
+    const missing = { ...consent, doNotReachListId: 'nope' };
+    await expect(runUpload({ ...base, users: e.records, records: {}, consent: missing })).rejects.toMatchObject({
+      code: 'target_not_found',
+    });
+    // Only for an update of a custom audience, and users read with exclude.
+    await expect(
+      runUpload({ ...base, target: { doNotReachListId: list }, users: e.records, records: {}, consent }),
+    ).rejects.toMatchObject({ code: 'invalid_option' });
+    await expect(runUpload({ ...base, users: e.records, records: { consent: 'include' }, consent })).rejects.toThrow(
+      /read with consent 'include'/,
+    );
+    expect(t.sandbox.state.requests.slice(requests).filter((q) => q.method === 'POST')).toEqual([]);
+    await t.sandbox.close();
+  });
+
+  it('syncAudience of a hashCsv run: an opt-out leaves the audience and joins the list, an opt-in the reverse', async () => {
+    const t = await setup();
+    const accountId = t.sandbox.accounts.primary;
+    const list = t.sandbox.state.createDoNotReachList(accountId).id;
+    const file = join(tmp, 'sync-consent.csv');
+    const write = (out: (i: number) => boolean): void =>
+      writeFileSync(
+        file,
+        `Email,Unsubscribed\n${range(0, 120)
+          .map((i) => `p.${i}@example.org,${out(i)}`)
+          .join('\n')}\n`,
+      );
+    const sync = async () =>
+      syncAudience({
+        client: t.client,
+        accountId,
+        target: { customAudienceId: t.audienceId },
+        users: await hashCsv(file, { workers: 0, emit: 'packed' }),
+        consent: { policy: 'do-not-reach', doNotReachListId: list },
+        maxRemovals: '100%',
+        ...t.state,
+      });
+    write((i) => i % 10 === 0);
+    const first = await sync();
+    expect(first).toMatchObject({ status: 'completed', adds: 108, do_not_reach: { status: 'completed', adds: 12 } });
+    // 12 more opt out (i % 10 === 1), 6 opt back in (i % 20 === 0).
+    write((i) => (i % 10 === 0 && i % 20 !== 0) || i % 10 === 1);
+    const second = await sync();
+    expect(second).toMatchObject({ status: 'completed', adds: 6, removes: 12 });
+    expect(second.do_not_reach).toMatchObject({ status: 'completed', adds: 12, removes: 6 });
+    expect(t.sandbox.state.audienceSize(t.audienceId)).toBe(102);
+    expect(t.sandbox.state.dnrListSize(list)).toBe(18);
+    await t.sandbox.close();
+  });
+
+  it("reportJson serializes the list's error inside do_not_reach", () => {
+    const error = new ConfigError('sync_too_many_removals', 'too many', { fix: 'raise it' });
+    const r = { status: 'partial', do_not_reach: { status: 'failed', error } } as unknown as SyncReport;
+    expect(JSON.parse(JSON.stringify(reportJson(r)))).toEqual({
+      status: 'partial',
+      do_not_reach: {
+        status: 'failed',
+        error: { code: 'sync_too_many_removals', message: 'too many', fix: 'raise it' },
+      },
+    });
   });
 });
 

@@ -100,6 +100,14 @@ describe('examples', () => {
     expect(process.exitCode).toBeUndefined();
   });
 
+  it('consent-do-not-reach.ts keeps the 30 who opted out off the audience and puts them on the list, in one call', async () => {
+    const { out } = await runExample('consent-do-not-reach');
+    expect(out).toContain('completed: audience +120, said no 30');
+    expect(out).toContain('do-not-reach list: completed +30');
+    expect(out).toContain('sandbox audience size 120 list size 30');
+    expect(process.exitCode).toBeUndefined();
+  });
+
   it('errors.ts explains a configuration error and a 404', async () => {
     const { err } = await runExample('errors');
     expect(err).toContain('code config_invalid');

@@ -57,6 +57,8 @@ const FLAG_NAMES: ReadonlyArray<readonly [RegExp, string]> = [
   [/(?<![-\w])auditLog\b/g, '--audit-log'],
   [/(?<![-\w])operation '(update|delete)'/g, '--operation $1'],
   [/(?<![-\w])unfinished: '(resume|restart)'/g, '--$1'],
+  [/(?<![-\w])consent '([\w-]+)'/g, '--consent $1'],
+  [/name a custom audience as target\b/g, 'name a custom audience with --audience'],
 ];
 
 /** A library message in the CLI's words: the flags and variables, not the option names. */

@@ -26,24 +26,41 @@ export interface Connected {
   sandbox: Sandbox | undefined;
   accountId: string;
   target: Target;
+  /** `--consent do-not-reach=LIST`: the list (with --sandbox, one made in the sandbox). */
+  doNotReachListId?: string;
+}
+
+export interface ConnectOptions {
+  /** With --sandbox: the same account and target ids every time. */
+  seed?: number;
+  /** With --sandbox: run on each new target before the faults are armed (the sync's refill). */
+  prepare?: (c: Connected) => Promise<void>;
+  /** `--consent do-not-reach=LIST`'s list. */
+  doNotReachListId?: string | undefined;
+}
+
+/** The library's `consent` option of `--consent do-not-reach=LIST`, for the list `connect` settled. */
+export function consentOption(c: Connected): { consent?: { policy: 'do-not-reach'; doNotReachListId: string } } {
+  const id = c.doNotReachListId;
+  return id === undefined ? {} : { consent: { policy: 'do-not-reach', doNotReachListId: id } };
 }
 
 /**
- * The client, and with --sandbox the embedded sandbox with a new audience or list to upload to
- * (with `seed`, the same account and target ids every time). `--sandbox-faults` count from the
- * command's own requests: they are armed after the sandbox's setup (the target's creation, and
- * `prepare`: the sync's refill).
+ * The client, and with --sandbox the embedded sandbox with a new audience or list to upload to,
+ * and the do-not-reach list of `--consent do-not-reach` made there too. `--sandbox-faults` count
+ * from the command's own requests: they are armed after the sandbox's setup (the targets'
+ * creation, and `prepare` on each).
  */
 export async function connect(
   ctx: CliContext,
   args: UploadArgs,
   target: Target,
-  seed?: number,
-  prepare?: (c: Connected) => Promise<void>,
+  { seed, prepare, doNotReachListId }: ConnectOptions = {},
 ): Promise<Connected> {
   if (args.sandbox !== true) {
     const client = args['dry-run'] === true ? undefined : (await clientFromArgs(ctx, args)).client;
-    return { client, sandbox: undefined, accountId: args.account ?? '', target };
+    const list = doNotReachListId === undefined ? {} : { doNotReachListId };
+    return { client, sandbox: undefined, accountId: args.account ?? '', target, ...list };
   }
   // --max-attempts and --request-timeout apply to the sandbox too (checked before it starts).
   const transport = withTransportFlags(ctx, args, {});
@@ -60,8 +77,15 @@ export async function connect(
         ? { doNotReachListId: (await createDoNotReachList(client, { accountId, description: name })).id }
         : { customAudienceId: (await createCustomAudience(client, { accountId, name })).id },
     );
-    const c = { client, sandbox, accountId, target: created };
+    const c: Connected = { client, sandbox, accountId, target: created };
     await prepare?.(c);
+    if (doNotReachListId !== undefined) {
+      const list = describeTarget({
+        doNotReachListId: (await createDoNotReachList(client, { accountId, description: name })).id,
+      });
+      c.doNotReachListId = list.id;
+      await prepare?.({ ...c, target: list });
+    }
     if (faults !== undefined) sandbox.setFaults(faults);
     return c;
   } catch (error) {

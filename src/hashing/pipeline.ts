@@ -11,6 +11,7 @@
  *   chunks in flight is bounded, so memory stays flat whatever the file size and a slow consumer
  *   (the uploader) slows the reading down.
  */
+import { statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import {
@@ -322,7 +323,31 @@ export async function hashCsv(source: CsvSource, opts: HashCsvOptions = {}): Pro
     value: (table?: KnownUsers) => chunks.known.set(table),
     configurable: true,
   });
+  // A regular file can be read again (a consent policy's do-not-reach pass); stdin, a pipe or a stream cannot.
+  if (typeof source === 'string' && source !== '-' && isRegularFile(source)) {
+    const again = (changes: HashCsvOptions): Promise<HashCsvRun> => hashCsv(source, { ...opts, ...changes });
+    Object.defineProperty(hashRun, REREAD, { value: again, configurable: true });
+  }
   return hashRun;
+}
+
+const REREAD = Symbol('audience-kit.reread');
+
+/**
+ * A hashCsv run of a regular file (through a guard's Proxy too) opened again from its start with
+ * `changes` to its options; undefined for anything that can be read only once (nothing is opened).
+ */
+export function rereadCsv(users: unknown): ((changes: HashCsvOptions) => Promise<HashCsvRun>) | undefined {
+  const again: unknown = (users as { [REREAD]?: unknown } | null)?.[REREAD];
+  return typeof again === 'function' ? (again as (changes: HashCsvOptions) => Promise<HashCsvRun>) : undefined;
+}
+
+function isRegularFile(path: string): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
 }
 
 /** The opened input and the mapping of its header; the input is closed when the mapping is refused. */

@@ -275,15 +275,23 @@ export function asKitError(error: unknown): AudienceKitError {
 }
 
 /** The report as plain JSON (its `error` as `{ code, message, fix }`), e.g. for `JSON.stringify`. */
-export function reportJson<R extends { error?: AudienceKitError } = UploadReport>(
+export function reportJson<R extends { error?: AudienceKitError; do_not_reach?: R } = UploadReport>(
   report: R,
-): Omit<R, 'error'> & {
-  error?: { code: string; message: string; fix?: string };
-} {
-  const { error, ...rest } = report;
-  if (error === undefined) return rest;
-  return { ...rest, error: errorJson(error) };
+): ReportJson<R> {
+  const { error, do_not_reach: list, ...rest } = report;
+  return {
+    ...rest,
+    ...(error === undefined ? {} : { error: errorJson(error) }),
+    // The list's run of a do-not-reach consent policy, its own error serialized the same way.
+    ...(list === undefined ? {} : { do_not_reach: reportJson(list) }),
+  };
 }
+
+/** A report as JSON: its errors (its own, its do-not-reach list's) as `{ code, message, fix? }`. */
+export type ReportJson<R> = Omit<R, 'error' | 'do_not_reach'> & {
+  error?: { code: string; message: string; fix?: string };
+  do_not_reach?: ReportJson<R>;
+};
 
 /** An error as every JSON report carries it: `{ code, message, fix? }`. */
 export function errorJson(error: AudienceKitError): { code: string; message: string; fix?: string } {

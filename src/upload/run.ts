@@ -22,7 +22,14 @@ import { orIssue, parseOptions, UPLOAD_FIELDS, uploadSchema, uploadSettingsSchem
 import type { BatchGroup, BatchLimits } from './plan.js';
 import { auditCounts, targetRef } from './report.js';
 import type { Target } from './target.js';
-import type { UploadAudienceOptions, UploadReport, UploadUsers } from './types.js';
+import type { UploadAudienceOptions, UploadOperation, UploadReport, UploadUsers } from './types.js';
+import {
+  bothTargets,
+  checkConsentTarget,
+  CONSENT_FIELD,
+  type DoNotReachConsent,
+  type ListTarget,
+} from './do-not-reach.js';
 import { upload, withAudienceMinimum } from './upload.js';
 import { AUDIT_LOG_FIELD, checkStateChoice, openUploadState, STATE_FIELDS, type StateOption } from './state-option.js';
 
@@ -71,6 +78,13 @@ export interface RunUploadOptions extends Omit<UploadAudienceOptions, 'journal'>
    * report still comes back. Without it the error is thrown (the run's own error first, if any).
    */
   onAuditError?: (error: unknown) => void;
+  /**
+   * `{ policy: 'do-not-reach', doNotReachListId }`: as `exclude` (the users' own policy, the
+   * default) for the custom audience, and the rows that say no go to that list in the same call,
+   * as a run of its own (`report.do_not_reach`). The input is read again for it: a hashCsv run of
+   * a file, or raw records given as an array with `records`; anything else is refused.
+   */
+  consent?: DoNotReachConsent;
 }
 
 const { journal: _journal, ...RUN_UPLOAD_FIELDS } = UPLOAD_FIELDS;
@@ -87,12 +101,25 @@ const RUN_FIELDS = {
   sandbox: z.boolean().default(false),
   onNotice: z.custom<(notice: RunNotice) => void>().optional(),
   onAuditError: z.custom<(error: unknown) => void>().optional(),
+  consent: CONSENT_FIELD,
 };
-/** Not both a state directory and a store. */
-const oneStore = (o: { stateDir?: string | undefined; state?: StateOption | undefined }, ctx: z.RefinementCtx): void =>
-  orIssue(ctx, () => checkStateChoice(o));
-const RUN_SCHEMA = uploadSchema(RUN_FIELDS, 'runUpload').superRefine(oneStore);
-const RUN_SETTINGS_SCHEMA = uploadSettingsSchema(RUN_FIELDS).superRefine(oneStore);
+/** Not both a state directory and a store; a do-not-reach consent policy with an update of a custom audience. */
+const runChecks = (
+  o: {
+    stateDir?: string | undefined;
+    state?: StateOption | undefined;
+    consent?: DoNotReachConsent | undefined;
+    target: Target;
+    operation: UploadOperation;
+  },
+  ctx: z.RefinementCtx,
+): void =>
+  orIssue(ctx, () => {
+    checkStateChoice(o);
+    checkConsentTarget(o.consent, o.target, o.operation);
+  });
+const RUN_SCHEMA = uploadSchema(RUN_FIELDS, 'runUpload').superRefine(runChecks);
+const RUN_SETTINGS_SCHEMA = uploadSettingsSchema(RUN_FIELDS).superRefine(runChecks);
 
 /** runUpload's options, resolved: what the CLI's `upload` builds from its flags too. */
 export type ResolvedRunOptions = z.output<typeof RUN_SCHEMA>;
@@ -115,11 +142,45 @@ export async function runUpload(o: RunUploadOptions): Promise<UploadReport> {
   return runResolved(resolveRunOptions(o));
 }
 
-/** runUpload of resolved options (the CLI's `upload` calls it): nothing is checked again. */
+/**
+ * runUpload of resolved options (the CLI's `upload` calls it): nothing is checked again. With a
+ * do-not-reach consent policy, the list's run follows the audience's (do-not-reach.ts).
+ */
 export async function runResolved(resolved: ResolvedRunOptions): Promise<UploadReport> {
+  return bothTargets(resolved, runOne, listRun);
+}
+
+/** The list's run: an update of the rows that say no, with the audience's sending and state options. */
+function listRun(o: ResolvedRunOptions, { target, users, records }: ListTarget): ResolvedRunOptions {
+  const { effectiveAt: _e, expiresAt: _x, ...group } = o.group;
+  return {
+    ...o,
+    target,
+    users,
+    records,
+    operation: 'update',
+    group: { ...group, operationType: 'Update' },
+    consent: undefined,
+    // Read back with the audience, before anything was sent.
+    checkTarget: false,
+    minAudienceSize: 0,
+    // The reject guard judged the file in the audience's run; nobody saying no is an empty, complete run.
+    guard: {},
+    runId: undefined,
+    onBatch: undefined,
+    onProgress: undefined,
+    inputProgress: undefined,
+    onNotice: undefined,
+  };
+}
+
+/** One target's run; `alsoCheck` (the do-not-reach list) is read back with the target, before anything is sent. */
+async function runOne(resolved: ResolvedRunOptions, alsoCheck?: Target): Promise<UploadReport> {
   // Before the target check: an audience too small to be anonymous is refused before any request.
   const o = await withAudienceMinimum(resolved);
-  if (!o.dryRun && o.client !== undefined && o.checkTarget) await checkTarget(o.client, o.accountId, o.target);
+  if (!o.dryRun && o.client !== undefined && o.checkTarget)
+    for (const target of [o.target, ...(alsoCheck === undefined ? [] : [alsoCheck])])
+      await checkTarget(o.client, o.accountId, target);
   const runId = o.runId ?? newRunId();
   const options = auditOptions(o, o.group);
   const input = await identify(o.input, o.dryRun);

@@ -93,6 +93,11 @@ export interface SyncReport {
   duration_ms: number;
   /** Why the sync stopped early or was refused (`reportJson` serializes it). */
   error?: AudienceKitError;
+  /**
+   * With `consent: { policy: 'do-not-reach' }`: the list's sync (the rows that say no); `status`
+   * and `error` above are then both syncs'. Absent when the list's sync did not start.
+   */
+  do_not_reach?: SyncReport;
 }
 
 /** The two operations' reports, and what else stopped the sends. */

@@ -41,6 +41,13 @@ import {
 import { asKitError, targetRef } from './report.js';
 import { auditOptions, checkTarget, identify, type RunInput } from './run.js';
 import { AddedUsers } from './added-users.js';
+import {
+  bothTargets,
+  checkConsentTarget,
+  CONSENT_FIELD,
+  type DoNotReachConsent,
+  type ListTarget,
+} from './do-not-reach.js';
 import { DEFAULT_MIN_AUDIENCE_SIZE, withMinimumUsers } from './audience-size.js';
 import { InFlight, PlanCollector, snapshotUsers, Spool } from './sync-input.js';
 import {
@@ -124,8 +131,15 @@ export interface SyncAudienceOptions extends SendOptions {
   acceptUnrecovered?: boolean;
   /** The audit log refused the end record (disk full): called instead of throwing, so the report comes back. */
   onAuditError?: (error: unknown) => void;
-  /** `planned` once the plan is known and accepted, then `removing` and `updating` as they start. */
-  onPhase?: (phase: 'planned' | 'removing' | 'updating', plan: SyncPlanCounts) => void;
+  /**
+   * `planned` once the plan is known and accepted, then `removing` and `updating` as they start;
+   * `target` says which (the audience's, or with a do-not-reach consent policy the list's).
+   */
+  onPhase?: (
+    phase: 'planned' | 'removing' | 'updating',
+    plan: SyncPlanCounts,
+    target: ReturnType<typeof targetRef>,
+  ) => void;
   /**
    * How often the sync proves it still holds its lock on the target (default 10 000 ms): the
    * heartbeat's period and the longest wait between two proofs (docs/design.md, the lease).
@@ -136,6 +150,16 @@ export interface SyncAudienceOptions extends SendOptions {
    * any request that holder could still have in flight (80 s with the defaults; PostgreSQL store).
    */
   onTakeoverWait?: (wait: TakeoverWait) => void;
+  /**
+   * `{ policy: 'do-not-reach', doNotReachListId }`: the custom audience holds the rows that do not
+   * say no (the users' own policy must be `exclude`, the default), and the list is synced in the same
+   * call to the rows that say no (`report.do_not_reach`; an input without any empties it): an
+   * opt-out leaves the audience and joins the list, an opt-in back the reverse. The input is read
+   * again for it: a hashCsv run of a file, or raw records given as an array with `records`;
+   * anything else is refused. Each target keeps its own snapshot: a kill between the two converges
+   * on the next call.
+   */
+  consent?: DoNotReachConsent;
 }
 
 /** syncAudience's options: the sending ones, and the sync's own. */
@@ -162,6 +186,7 @@ const SYNC_FIELDS = {
   onPhase: z.custom<NonNullable<SyncAudienceOptions['onPhase']>>().optional(),
   leaseIntervalMs: z.number().int().positive().max(600_000).optional(),
   onTakeoverWait: z.custom<(wait: TakeoverWait) => void>().optional(),
+  consent: CONSENT_FIELD,
 };
 const SYNC_SCHEMA = z
   .object(SYNC_FIELDS)
@@ -197,6 +222,7 @@ function settleSync<
     state?: StateOption | undefined;
     target: Target;
     records?: HashRecordsOptions | undefined;
+    consent?: DoNotReachConsent | undefined;
   },
 >(
   o: T,
@@ -209,6 +235,7 @@ function settleSync<
 } {
   return orIssue(ctx, () => {
     checkStateChoice(o, 'syncAudience');
+    checkConsentTarget(o.consent, o.target);
     if (o.dryRun && o.recover) {
       throw new ConfigError('invalid_option', 'recover rebuilds the snapshot on disk: it cannot be a dry run', {
         fix: 'run the recovery without dryRun',
@@ -244,8 +271,33 @@ export async function syncAudience(o: SyncAudienceOptions): Promise<SyncReport> 
   return syncResolved(resolveSyncOptions(o));
 }
 
-/** syncAudience of resolved options (the CLI's `sync` calls it): nothing is checked again. */
+/**
+ * syncAudience of resolved options (the CLI's `sync` calls it): nothing is checked again. With a
+ * do-not-reach consent policy, the list's sync follows the audience's (do-not-reach.ts).
+ */
 export async function syncResolved(resolved: ResolvedSyncOptions): Promise<SyncReport> {
+  return bothTargets(resolved, syncOne, listSync);
+}
+
+/** The list's sync to the rows that say no: the audience's options. */
+function listSync(o: ResolvedSyncOptions, { target, users, records }: ListTarget): ResolvedSyncOptions {
+  return {
+    ...o,
+    target,
+    users,
+    records,
+    consent: undefined,
+    // Read back with the audience, before anything was sent.
+    checkTarget: false,
+    minAudienceSize: 0,
+    // Nobody saying no any more empties the list, as the file says.
+    allowEmpty: true,
+    runId: undefined,
+  };
+}
+
+/** One target's sync; `alsoCheck` (the do-not-reach list) is read back with the target, before anything is sent. */
+async function syncOne(resolved: ResolvedSyncOptions, alsoCheck?: Target): Promise<SyncReport> {
   const state = await openSyncState(resolved);
   try {
     // A store an unfinished state move is writing is refused before any request (lockTarget refuses it too).
@@ -253,7 +305,9 @@ export async function syncResolved(resolved: ResolvedSyncOptions): Promise<SyncR
     const checked = !resolved.dryRun && resolved.client !== undefined && resolved.checkTarget;
     // Too small an audience is refused before the target check's GET: a refused sync sends nothing.
     const o = checked ? await withSyncMinimum(resolved) : resolved;
-    if (checked && o.client !== undefined) await closingOnError(o, checkTarget(o.client, o.accountId, o.target));
+    if (checked && o.client !== undefined)
+      for (const target of [o.target, ...(alsoCheck === undefined ? [] : [alsoCheck])])
+        await closingOnError(o, checkTarget(o.client, o.accountId, target));
     // The input's fingerprint (for the audit record) is read beside the planning, not before it.
     const input = identify(o.input, o.dryRun);
     input.catch(() => undefined);
@@ -418,7 +472,7 @@ async function syncWith(
     const input = await identified;
     // The planning's garbage is collected before the sending allocates its request bodies.
     if (large(plan.counts)) collectGarbage();
-    o.onPhase?.('planned', plan.counts);
+    o.onPhase?.('planned', plan.counts, targetRef(o.target));
     const stored = await beginWriteAhead(plan, snapshot, l.session);
     return await audited(o, l.audit, plan, input, stored, async () => {
       const sent = await send(o, plan, snapshot, l.session, stored);
@@ -587,7 +641,7 @@ async function send(
   const base = { ...sendOptions(o, signal), lease };
   const { removed, updated } = writingAhead(o, snapshot, session);
   if (plan.counts.removes > 0) {
-    o.onPhase?.('removing', plan.counts);
+    o.onPhase?.('removing', plan.counts, targetRef(o.target));
     sent.deletes = await sendResolved(base, {
       operationType: 'Delete',
       users: removed.chunks(snapshotUsers(snapshot, plan.planner.seen)),
@@ -596,7 +650,7 @@ async function send(
   }
   const deletesDone = sent.error === undefined && (sent.deletes === undefined || sent.deletes.status === 'completed');
   if (plan.spool.count > 0 && deletesDone) {
-    o.onPhase?.('updating', plan.counts);
+    o.onPhase?.('updating', plan.counts, targetRef(o.target));
     sent.updates = await sendResolved(base, {
       operationType: 'Update',
       users: updated.chunks(plan.spool.chunks()),

@@ -153,6 +153,11 @@ export interface UploadReport {
    * Serialize it with `reportJson` (an Error has no enumerable message).
    */
   error?: AudienceKitError;
+  /**
+   * runUpload with `consent: { policy: 'do-not-reach' }`: the list's run (the rows that say no);
+   * `status` and `error` above are then both runs'. Absent when the list's run did not start.
+   */
+  do_not_reach?: UploadReport;
 }
 
 /** A batch the platform confirmed (every user counted), for `onConfirmed`. */

@@ -8,8 +8,6 @@ import type { CommandModule, Options } from 'yargs';
 import {
   asKitError,
   ConfigError,
-  createDoNotReachList,
-  describeTarget,
   defaultAuditLogPath,
   DEFAULT_REFRESH_AFTER_DAYS,
   openStateStore,
@@ -26,7 +24,6 @@ import {
   type SyncReport,
   type TakeoverWait,
   type SyncSettings,
-  type UploadTarget,
 } from '../../internal.js';
 import { withConnectionOptions } from '../connection.js';
 import type { CliContext } from '../context.js';
@@ -64,6 +61,7 @@ import {
 import {
   closeSend,
   connect,
+  consentOption,
   interruptSignal,
   openSendInput,
   sandboxTargetSize,
@@ -169,19 +167,13 @@ async function sync(ctx: CliContext, args: SyncArgs): Promise<number> {
  * The sync's settings from the flags, parsed once (the library's checks, in its option names):
  * before the input is opened or the sandbox started. The session adds the users and the client.
  */
-function syncSettings(
-  ctx: CliContext,
-  args: SyncArgs,
-  state: StateSpec,
-  input: SendInput,
-  target: UploadTarget = targetOf(args),
-): SyncSettings {
+function syncSettings(ctx: CliContext, args: SyncArgs, state: StateSpec, input: SendInput): SyncSettings {
   const { limits, concurrency, maxRetries, minAudienceSize } = runShape(args);
   // The store's own audit log (the directory's audit.jsonl, or the database's), unless --audit-log names a file.
   const named = args['audit-log'] ?? (state.kind === 'directory' ? defaultAuditLogPath(state.dir) : undefined);
   return resolveSyncSettings({
     accountId: args.account ?? '',
-    target,
+    target: targetOf(args),
     limits,
     ...(concurrency === undefined ? {} : { concurrency }),
     ...(maxRetries === undefined ? {} : { maxRetries }),
@@ -194,8 +186,7 @@ function syncSettings(
     acceptUnrecovered: args['accept-unrecovered'] === true,
     ...(args['refresh-after'] === undefined ? {} : { refreshAfterDays: args['refresh-after'] }),
     ...(args['max-removals'] === undefined ? {} : { maxRemovals: args['max-removals'] }),
-    // The do-not-reach pass: nobody saying no any more empties the list, as the file says.
-    allowEmpty: args['allow-empty'] === true || 'doNotReachListId' in target,
+    allowEmpty: args['allow-empty'] === true,
     dryRun: args['dry-run'] === true,
     sandbox: args.sandbox === true,
   });
@@ -214,7 +205,11 @@ async function syncFile(ctx: CliContext, args: SyncArgs, state: StateSpec): Prom
     if (args.quiet !== true) printInputMapping(ctx, run);
     store = await openStateStore(state);
     const opened = store;
-    c = await connect(ctx, args, settings.target, SANDBOX_SEED, (sandboxed) => refillSandbox(sandboxed, opened));
+    c = await connect(ctx, args, settings.target, {
+      seed: SANDBOX_SEED,
+      prepare: (sandboxed) => refillSandbox(sandboxed, opened),
+      doNotReachListId: input.doNotReachListId,
+    });
     // The sync records in the store opened here (the sandbox refill read it too), not in a second one.
     const { stateDir: _stateDir, ...stateless } = settings;
     // The audit log refusing the end record (disk full) still lets the report be printed.
@@ -225,10 +220,11 @@ async function syncFile(ctx: CliContext, args: SyncArgs, state: StateSpec): Prom
       ...(c.client === undefined || settings.dryRun ? {} : { client: c.client }),
       accountId: c.accountId,
       target: c.target,
+      ...consentOption(c),
       users: run,
       signal: interrupt.signal,
       onAuditError: (e) => (auditError = e),
-      onPhase: (phase, plan) => printPhase(ctx, args, phase, plan),
+      onPhase: (phase, plan, target) => printPhase(ctx, args, phase, plan, target),
       onTakeoverWait: (wait) => printTakeoverWait(ctx, wait),
     });
     const lostAudit =
@@ -236,70 +232,16 @@ async function syncFile(ctx: CliContext, args: SyncArgs, state: StateSpec): Prom
         ? undefined
         : asKitError(stateFailure(auditError, settings.auditLog ?? store.describe()));
     if (report.error === undefined && lostAudit !== undefined) report.error = lostAudit;
-    if (report.error !== undefined) withFlagNames(report.error);
-    const refused =
-      input.doNotReachListId === undefined || report.status === 'refused'
-        ? undefined
-        : await syncRefused(ctx, args, { state, input, store, c, signal: interrupt.signal });
-    printOutcome(ctx, args, report, run, c, refused);
+    for (const r of [report, report.do_not_reach]) if (r?.error !== undefined) withFlagNames(r.error);
+    printOutcome(ctx, args, report, run, c);
     // The sync's own cause is the report's; the audit log's failure is said too.
     if (lostAudit !== undefined && report.error !== lostAudit)
       writeLine(ctx.stderr, `error: the audit log did not record the end of this run: ${lostAudit.message}`);
-    const code = syncExitCode(report);
-    return code === 0 && refused !== undefined ? syncExitCode(refused) : code;
+    return syncExitCode(report);
   } finally {
     interrupt.release();
     await closeSend(run, c);
     await store?.close();
-  }
-}
-
-interface SyncSession {
-  state: StateSpec;
-  input: SendInput;
-  store: StateStore;
-  c: Connected;
-  signal: AbortSignal;
-}
-
-/**
- * `--consent do-not-reach=LIST`: the list synced to the file's rows that say no, after the
- * audience, as a sync of its own (its snapshot, its audit records): a person who opts out is
- * removed from the audience and added to the list, one who opts back in the other way round. A
- * kill between the two leaves each target's snapshot as its own sync left it: the next run
- * sends each what it still lacks. With --sandbox the list is made in the same sandbox and
- * refilled from its snapshot, as the audience is.
- */
-async function syncRefused(ctx: CliContext, args: SyncArgs, s: SyncSession): Promise<SyncReport> {
-  const { c, store } = s;
-  const refusedInput: SendInput = { ...s.input, hash: { ...s.input.hash, consent: 'refused' } };
-  let target: UploadTarget = { doNotReachListId: s.input.doNotReachListId as string };
-  if (c.sandbox !== undefined && c.client !== undefined) {
-    const list = await createDoNotReachList(c.client, {
-      accountId: c.accountId,
-      description: `audience-kit ${args.file}`,
-    });
-    target = { doNotReachListId: list.id };
-    await refillSandbox({ ...c, target: describeTarget(target) }, store);
-  }
-  const { stateDir: _stateDir, ...settings } = syncSettings(ctx, args, s.state, s.input, target);
-  const run = await openSendInput(refusedInput, settings.target);
-  try {
-    if (args.quiet !== true) writeLine(ctx.stderr, `do-not-reach list ${settings.target.id}: the rows that say no`);
-    const report = await syncResolved({
-      ...settings,
-      state: store,
-      ...(c.client === undefined || settings.dryRun ? {} : { client: c.client }),
-      accountId: c.accountId,
-      users: run,
-      signal: s.signal,
-      onPhase: (phase, plan) => printPhase(ctx, args, phase, plan),
-      onTakeoverWait: (wait) => printTakeoverWait(ctx, wait),
-    });
-    if (report.error !== undefined) withFlagNames(report.error);
-    return report;
-  } finally {
-    await run.close();
   }
 }
 
@@ -320,8 +262,12 @@ function printPhase(
   args: SyncArgs,
   phase: 'planned' | 'removing' | 'updating',
   plan: SyncPlanCounts,
+  target: { kind: string; id: string },
 ): void {
   if (args.quiet === true) return;
+  // The list's sync of --consent do-not-reach follows the audience's: its lines say so.
+  const list = target.kind === 'do_not_reach_list' && args['do-not-reach-list'] === undefined;
+  if (list && phase === 'planned') writeLine(ctx.stderr, `do-not-reach list ${target.id}: the rows that say no`);
   if (phase === 'planned')
     writeLine(ctx.stderr, `plan: +${plan.adds} -${plan.removes} ~${plan.refreshes} =${plan.unchanged}`);
   else writeLine(ctx.stderr, phase === 'removing' ? 'removing (Delete) ...' : 'adding and refreshing (Update) ...');
@@ -336,20 +282,13 @@ function operationLine(r: SyncReport['delete'], dryRun: boolean): string {
   return `${r.users_confirmed} of ${count(r.users, 'user')} confirmed, ${count(r.requests, 'request')}, ${r.status}`;
 }
 
-function printOutcome(
-  ctx: CliContext,
-  args: SyncArgs,
-  report: SyncReport,
-  run: HashCsvRun,
-  c: Connected,
-  refused: SyncReport | undefined,
-): void {
+function printOutcome(ctx: CliContext, args: SyncArgs, report: SyncReport, run: HashCsvRun, c: Connected): void {
+  const refused = report.do_not_reach;
   const sandbox = sandboxTargetSize(c);
   const size = sandbox?.size;
   if (args.json === true) {
     writeJson(ctx, {
       ...reportJson(report),
-      ...(refused === undefined ? {} : { do_not_reach: reportJson(refused) }),
       exit_code: syncExitCode(report),
       input: inputName(args.file),
       reading: readingJson(run),

@@ -1,8 +1,6 @@
 import { resolve } from 'node:path';
 import type { CommandModule } from 'yargs';
 import {
-  ConfigError,
-  createDoNotReachList,
   ProgressPrinter,
   reportJson,
   resolveRunSettings,
@@ -21,7 +19,6 @@ import {
   writeFileNoFollow,
 } from '../../internal.js';
 import { withConnectionOptions } from '../connection.js';
-import { EXIT_CODES, type ExitCode } from '../exit-codes.js';
 import type { CliContext } from '../context.js';
 import { settleState } from '../state-dir.js';
 import { renderHashSummary } from '../hash-summary.js';
@@ -60,6 +57,7 @@ import {
 import {
   closeSend,
   connect,
+  consentOption,
   interruptSignal,
   openSendInput,
   sandboxTargetSize,
@@ -204,14 +202,6 @@ async function upload(ctx: CliContext, args: UploadArgs): Promise<number> {
   checkUsage(args);
   const state = settleState(ctx, args);
   const input = sendInputFromArgs(ctx, args);
-  if (input.doNotReachListId !== undefined && (args['do-not-reach-list'] !== undefined || args.operation === 'delete'))
-    throw new ConfigError(
-      'invalid_option',
-      '--consent do-not-reach=LIST goes with an upload (update) to a custom audience',
-      {
-        fix: 'name the audience with --audience, or drop --consent do-not-reach (do-not-reach lists are never filtered)',
-      },
-    );
   const settings = runSettings(ctx, args, input);
   finishWhenStdoutCloses(ctx);
   const run = await openSendInput(input, settings.target);
@@ -221,7 +211,7 @@ async function upload(ctx: CliContext, args: UploadArgs): Promise<number> {
   try {
     if (!args.quiet) printInput(ctx, run, settings.target);
     store = await openStateStore(state);
-    c = await connect(ctx, args, settings.target);
+    c = await connect(ctx, args, settings.target, { doNotReachListId: input.doNotReachListId });
     const printer = args.quiet === true ? undefined : progressPrinter(ctx);
     const notices = noticePrinter(ctx, args);
     const onBatch = previewWriter(ctx, args);
@@ -233,6 +223,7 @@ async function upload(ctx: CliContext, args: UploadArgs): Promise<number> {
       ...(c.client === undefined ? {} : { client: c.client }),
       accountId: c.accountId,
       target: c.target,
+      ...consentOption(c),
       users: run,
       signal: interrupt.signal,
       onNotice: notices.onNotice,
@@ -240,72 +231,14 @@ async function upload(ctx: CliContext, args: UploadArgs): Promise<number> {
       ...(onBatch === undefined ? {} : { onBatch }),
       onAuditError: (e) => (auditError = e),
     }).finally(() => printer?.finish());
-    if (report.error !== undefined) withFlagNames(report.error);
-    const refused =
-      input.doNotReachListId === undefined || report.dry_run
-        ? undefined
-        : await uploadRefused(ctx, args, input, { c, store, signal: interrupt.signal });
-    printOutcome(ctx, args, report, run, c, notices.dir(), refused);
+    for (const r of [report, report.do_not_reach]) if (r?.error !== undefined) withFlagNames(r.error);
+    printOutcome(ctx, args, report, run, c, notices.dir());
     if (auditError !== undefined) return reportError(ctx, auditError, args.debug === true);
-    return worstExit(exitCodeOf(report), refused === undefined ? EXIT_CODES.ok : exitCodeOf(refused));
+    return exitCodeOf(report);
   } finally {
     interrupt.release();
     await closeSend(run, c);
     await store?.close();
-  }
-}
-
-/** The sending flags for the do-not-reach pass: an Update, without the audience's membership times. */
-function refusedShape(args: UploadArgs) {
-  const { effectiveAt: _effective, expiresAt: _expires, ...shape } = runShape(args);
-  return { ...shape, operation: 'update' as const };
-}
-
-/** The worse of two runs' exit codes (0 only when both are). */
-const worstExit = (a: ExitCode, b: ExitCode): ExitCode => (a === EXIT_CODES.ok ? b : a);
-
-/**
- * `--consent do-not-reach=LIST`: the file read again, its rows that say no (and only them) sent to
- * the list, as a run of its own (journal, audit records). With --sandbox the list is made in the
- * same sandbox. Never filtered otherwise: a do-not-reach list holds the people who said no.
- */
-async function uploadRefused(
-  ctx: CliContext,
-  args: UploadArgs,
-  input: SendInput,
-  session: { c: Connected; store: StateStore; signal: AbortSignal },
-): Promise<UploadReport> {
-  const { c, store } = session;
-  const refusedInput: SendInput = {
-    ...input,
-    hash: { ...input.hash, consent: 'refused' },
-    guard: { ...input.guard, requireUsers: false },
-  };
-  const listId =
-    c.sandbox === undefined || c.client === undefined
-      ? (input.doNotReachListId as string)
-      : (await createDoNotReachList(c.client, { accountId: c.accountId, description: `audience-kit ${args.file}` })).id;
-  const settings = resolveRunSettings({
-    ...refusedShape(args),
-    accountId: c.accountId,
-    target: { doNotReachListId: listId },
-    input: runInput(input.source, input.file),
-    dedupe: args.dedupe,
-    sandbox: args.sandbox === true,
-    unfinished: unfinishedPolicy(ctx, args),
-    ...(args['audit-log'] === undefined ? {} : { auditLog: resolve(ctx.cwd, args['audit-log']) }),
-  });
-  const run = await openSendInput(refusedInput, settings.target);
-  try {
-    return await runResolved({
-      ...settings,
-      ...runStore(args, input, settings, store),
-      ...(c.client === undefined ? {} : { client: c.client }),
-      users: run,
-      signal: session.signal,
-    });
-  } finally {
-    await run.close();
   }
 }
 
@@ -334,8 +267,8 @@ function printOutcome(
   run: HashCsvRun,
   c: Connected,
   journalDir: string | undefined,
-  refused: UploadReport | undefined,
 ): void {
+  const refused = report.do_not_reach;
   const extra: [string, unknown][] = [];
   if (refused !== undefined) extra.push(['do-not-reach (said no)', refusedLine(refused, c)]);
   const sandbox = sandboxTargetSize(c);
@@ -355,7 +288,6 @@ function printOutcome(
     input: inputName(args.file),
     reading: readingJson(run),
     ...(sandboxInfo === undefined ? {} : { sandbox: sandboxInfo }),
-    ...(refused === undefined ? {} : { do_not_reach: reportJson(refused) }),
     hints: summaryHints(run.summary, run.mapping, run.normalize, c.target.isDoNotReach),
   });
 }
