@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Sandbox } from '../src/sandbox/index.js';
 import { CALLING_THREAD, runCli, startCliProcess } from './helpers/cli.js';
-import { members } from './helpers/sync.js';
+import { members, postgresStateUrl, STORES, usePostgres } from './helpers/sync.js';
 import { tempDir } from './helpers/temp.js';
 import { gate, target, userRequests, useHeldSandbox, waitFor } from './helpers/upload-cli.js';
 
@@ -11,8 +11,9 @@ import { gate, target, userRequests, useHeldSandbox, waitFor } from './helpers/u
 // people whose row does not say no, the list those whose row does. A person who opts out between
 // two syncs leaves the audience (Delete) and joins the list; one who opts back in the reverse. A
 // process killed (SIGKILL) between the two targets, while the list's first batch is held,
-// converges on the next run.
+// converges on the next run, with the state in a directory and in PostgreSQL.
 useHeldSandbox();
+usePostgres();
 
 const email = (i: number): string => `person.${i}@example.org`;
 /** An export of people 0..299 whose `Unsubscribed` cell says true for `out(i)`. */
@@ -37,7 +38,10 @@ function targets(account: string) {
   return { account, audience, list: target.sandbox.state.createDoNotReachList(account).id };
 }
 
-const args = (t: ReturnType<typeof targets>, file: string, stateDir: string): string[] => [
+/** `--state-dir DIR`, or `--state URL` (a PostgreSQL schema of its own). */
+type StateArgs = ['--state-dir' | '--state', string];
+
+const args = (t: ReturnType<typeof targets>, file: string, state: StateArgs): string[] => [
   'sync',
   file,
   '--account',
@@ -46,8 +50,7 @@ const args = (t: ReturnType<typeof targets>, file: string, stateDir: string): st
   t.audience,
   '--consent',
   `do-not-reach=${t.list}`,
-  '--state-dir',
-  stateDir,
+  ...state,
   '--max-removals',
   '100%',
   '--max-body-bytes',
@@ -67,7 +70,7 @@ describe('sync --consent do-not-reach: both targets equal to the file', { timeou
 
     // The reference: both syncs run through, nothing held.
     const ref = targets(target.sandbox.accounts.primary);
-    const refState = join(cwd, 'ref-state');
+    const refState: StateArgs = ['--state-dir', join(cwd, 'ref-state')];
     const requests: number[] = [];
     for (const file of [v1, v2]) {
       const r = await runCli([...args(ref, file, refState), '--json'], { cwd, env: target.env });
@@ -78,39 +81,57 @@ describe('sync --consent do-not-reach: both targets equal to the file', { timeou
     expect(target.sandbox.state.audienceSize(ref.audience)).toBe(255);
     expect(target.sandbox.state.dnrListSize(ref.list)).toBe(45);
 
-    // The same series, killed between the two targets of the second sync.
-    const t = targets(target.sandbox.accounts.secondary);
-    const stateDir = join(cwd, 'state');
-    const first = await runCli([...args(t, v1, stateDir), '--json'], { cwd, env: target.env });
-    expect(first.code, first.stderr).toBe(0);
-    const doc = JSON.parse(first.stdout) as { users: number; do_not_reach: { users: number; status: string } };
-    expect(doc).toMatchObject({ users: 270, do_not_reach: { users: 30, status: 'completed' } });
-    const before = userRequests(t.audience);
-
-    gate.holding = true;
-    const { child, done } = startCliProcess(args(t, v2, stateDir), { cwd, env: target.env, input: '' });
-    // The audience's batches go through; the next one held is the list's.
-    for (let released = 0; released < audienceRequests; released++) {
-      await gate.held();
-      gate.releaseOne();
-      await waitFor(() => userRequests(t.audience) - before === released + 1);
+    // The same series, killed between the two targets of the second sync, on each state store.
+    for (const store of STORES) {
+      const account = store === 'directory' ? target.sandbox.accounts.secondary : target.sandbox.state.createAccount();
+      const state: StateArgs =
+        store === 'directory' ? ['--state-dir', join(cwd, 'state')] : ['--state', await postgresStateUrl()];
+      await killedBetweenTargets(targets(account), state, { cwd, v1, v2, ref, audienceRequests });
     }
-    await gate.held();
-    child.kill('SIGKILL');
-    const killed = await done;
-    expect(killed.signal).toBe('SIGKILL');
-    gate.releaseAll();
-    // The audience is the file's already; the list is not yet.
-    expect(members(target.sandbox, t.audience)).toEqual(members(target.sandbox, ref.audience));
-    expect(target.sandbox.state.dnrListSize(t.list)).not.toBe(45);
-
-    const again = await runCli([...args(t, v2, stateDir), '--json'], { cwd, env: target.env });
-    expect(again.code, again.stderr).toBe(0);
-    expect(JSON.parse(again.stdout)).toMatchObject({ status: 'completed', do_not_reach: { status: 'completed' } });
-    expect(members(target.sandbox, t.audience)).toEqual(members(target.sandbox, ref.audience));
-    expect(listMembers(target.sandbox, t.list)).toEqual(listMembers(target.sandbox, ref.list));
-    // The file's people, nobody twice: the audience and the list are disjoint.
-    const audience = new Set(members(target.sandbox, t.audience));
-    expect(listMembers(target.sandbox, t.list).filter((k) => audience.has(k))).toEqual([]);
   });
 });
+
+/** The series on `t`, killed (SIGKILL) while the list's first batch of the second sync is held; then run again. */
+async function killedBetweenTargets(
+  t: ReturnType<typeof targets>,
+  state: StateArgs,
+  {
+    cwd,
+    v1,
+    v2,
+    ref,
+    audienceRequests,
+  }: { cwd: string; v1: string; v2: string; ref: ReturnType<typeof targets>; audienceRequests: number },
+): Promise<void> {
+  const first = await runCli([...args(t, v1, state), '--json'], { cwd, env: target.env });
+  expect(first.code, first.stderr).toBe(0);
+  const doc = JSON.parse(first.stdout) as { users: number; do_not_reach: { users: number; status: string } };
+  expect(doc).toMatchObject({ users: 270, do_not_reach: { users: 30, status: 'completed' } });
+  const before = userRequests(t.audience);
+
+  gate.holding = true;
+  const { child, done } = startCliProcess(args(t, v2, state), { cwd, env: target.env, input: '' });
+  // The audience's batches go through; the next one held is the list's.
+  for (let released = 0; released < audienceRequests; released++) {
+    await gate.held();
+    gate.releaseOne();
+    await waitFor(() => userRequests(t.audience) - before === released + 1);
+  }
+  await gate.held();
+  child.kill('SIGKILL');
+  const killed = await done;
+  expect(killed.signal).toBe('SIGKILL');
+  gate.releaseAll();
+  // The audience is the file's already; the list is not yet.
+  expect(members(target.sandbox, t.audience)).toEqual(members(target.sandbox, ref.audience));
+  expect(target.sandbox.state.dnrListSize(t.list)).not.toBe(45);
+
+  const again = await runCli([...args(t, v2, state), '--json'], { cwd, env: target.env });
+  expect(again.code, again.stderr).toBe(0);
+  expect(JSON.parse(again.stdout)).toMatchObject({ status: 'completed', do_not_reach: { status: 'completed' } });
+  expect(members(target.sandbox, t.audience)).toEqual(members(target.sandbox, ref.audience));
+  expect(listMembers(target.sandbox, t.list)).toEqual(listMembers(target.sandbox, ref.list));
+  // The file's people, nobody twice: the audience and the list are disjoint.
+  const audience = new Set(members(target.sandbox, t.audience));
+  expect(listMembers(target.sandbox, t.list).filter((k) => audience.has(k))).toEqual([]);
+}
