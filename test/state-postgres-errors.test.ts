@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
@@ -109,20 +110,43 @@ describe('sync --state URL: each database problem is named, and its fix works', 
     const before = await sql(admin, `SELECT to_regclass('audience_kit_migrations') AS t`);
     const fix = failure(await sync(bare), 2, /names no database: .*never in the server's default one/);
     expect(fix).toMatch(/add the database's name after the host and port \(postgres:\/\/user@[^/]+\/DATABASE\)/);
+    // pg ignores a ?database= parameter (it reads the path only): refused too, not sent to the default database.
+    const query = withUrl(bare, (u) => u.searchParams.set('database', new URL(db.url).pathname.slice(1)));
+    failure(await sync(query), 2, /names no database/);
     expect(await sql(admin, `SELECT to_regclass('audience_kit_migrations') AS t`)).toMatchObject({ rows: before.rows });
     await expectSynced(await inSchema(db.url, 's_named'));
   });
 
-  it('database missing: the CREATE DATABASE of the fix, run, makes the sync succeed', async () => {
-    const name = `${new URL(db.url).pathname.slice(1)}_new`;
-    const url = withUrl(db.url, (u) => (u.pathname = `/${name}`));
+  it('database missing (a name holding a quote): the printed psql command, run by a shell as printed, makes the sync succeed', async () => {
+    const name = `${new URL(db.url).pathname.slice(1)}_o'new`;
+    const url = withUrl(db.url, (u) => (u.pathname = `/${encodeURIComponent(name)}`));
     const fix = failure(await sync(url), 8, new RegExp(`names a database, ${name}, that does not exist`));
-    const create = quoted(fix, /-c '(CREATE DATABASE [^']+)'/);
-    await sql(admin, create);
+    const command = quoted(fix, /\((psql .*)\), or correct the database name/);
     onTestFinished(async () => {
-      await sql(admin, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      await sql(admin, `DROP DATABASE IF EXISTS "${name.replace(/"/g, '""')}" WITH (FORCE)`);
     });
+    if (spawnSync('psql', ['--version']).status === 0) {
+      const ran = spawnSync('sh', ['-c', command], { encoding: 'utf8' });
+      expect(ran.status, ran.stderr).toBe(0);
+    } else await sql(admin, quoted(fix, /-c '(CREATE DATABASE (?:[^']|'\\'')+)'/).replace(/'\\''/g, "'"));
     await expectSynced(url);
+  });
+
+  it("--debug: a refused login names the user of the URL's ?user= (the one pg logs in as), and prints no password, no URL with one", async () => {
+    const secret = 'Pw-9c1e-secret';
+    const url = withUrl(db.url, (u) => {
+      u.username = 'postgres';
+      u.password = secret;
+      u.searchParams.set('user', 'ak_no_such_role');
+    });
+    const audience = sandbox.state.createCustomAudience(sandbox.accounts.primary, 'pg-debug').id;
+    const args = ['sync', 'a.csv', '--account', sandbox.accounts.primary, '--audience', audience, ...CALLING_THREAD];
+    const r = await runCli([...args, '--state', url, '--debug', '--json'], { cwd, env });
+    expect(failure(r, 8, /names a database user \(role\), ak_no_such_role, that does not exist/)).toMatch(
+      /CREATE ROLE "ak_no_such_role" LOGIN/,
+    );
+    expect(r.stderr).toMatch(/^\s+at /m); // the stack, as --debug prints it
+    expect(`${r.stdout}${r.stderr}`).not.toContain(secret);
   });
 
   it('a user name that is not valid %-encoding (a%ZZ, as pg takes it literally) is named as typed, not an unexpected failure', async () => {

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } 
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { defaultStateDir } from '../src/cli/state-dir.js';
+import { withFlagNames } from '../src/cli/flag-names.js';
 import { AudienceKitError, ConfigError, EnvironmentError, StateError } from '../src/errors.js';
 import { EXIT_CODES, exitCodeFor } from '../src/cli/exit-codes.js';
 import { JournalError, runInProgress } from '../src/state/journal.js';
@@ -199,6 +200,14 @@ describe('sync: a state directory that cannot be created (process)', () => {
         message: expect.stringContaining('/proc/nope:') as unknown,
       }),
     );
+    // An audit log's directory names the audit log's option (--audit-log to CLI users), not the state directory's.
+    let auditLogError: unknown;
+    try {
+      ensureDir('/proc/nope/logs', 'auditLog');
+    } catch (error) {
+      auditLogError = withFlagNames(error);
+    }
+    expect(auditLogError).toMatchObject({ fix: expect.stringMatching(/^pass an --audit-log on a disk/) as unknown });
   });
 });
 

@@ -46,7 +46,7 @@ export class FileAuditLog implements AuditLog {
   }
 
   importLines(lines: readonly string[]): Promise<void> {
-    ensureDir(dirname(this.path));
+    ensureDir(dirname(this.path), 'auditLog');
     if (existsSync(this.path) && statSync(this.path).size > 0) throw destinationNotEmpty(this.path);
     if (lines.length === 0) return Promise.resolve();
     const fd = openNoFollow(this.path, 'append');

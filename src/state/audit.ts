@@ -159,7 +159,7 @@ export async function appendAuditRecord(
   record: AuditRecord,
   options: LockOptions = {},
 ): Promise<ChainedAuditRecord> {
-  ensureDir(dirname(path));
+  ensureDir(dirname(path), 'auditLog');
   const release = await acquireFileLock(`${path}.lock`, options);
   try {
     const fd = openNoFollow(path, 'append');

@@ -104,8 +104,11 @@ export function appendWhole(fd: number, bytes: Uint8Array, path: string): void {
   }
 }
 
-/** Create a directory (and its parents) with mode 0700; EnvironmentError when that is impossible. */
-export function ensureDir(path: string): void {
+/**
+ * Create a directory (and its parents) with mode 0700; EnvironmentError when that is impossible,
+ * whose fix names `option`, the library option that gave the path (the CLI shows its flag).
+ */
+export function ensureDir(path: string, option: 'stateDir' | 'auditLog' = 'stateDir'): void {
   try {
     makeDirs(path, 0o700);
   } catch (error) {
@@ -119,7 +122,7 @@ export function ensureDir(path: string): void {
         {
           path,
           cause: error,
-          fix: 'pass a stateDir on a disk where directories can be created (not /proc, /sys or a read-only mount)',
+          fix: `pass ${option === 'auditLog' ? 'an' : 'a'} ${option} on a disk where directories can be created (not /proc, /sys or a read-only mount)`,
         },
       );
     }
@@ -127,7 +130,7 @@ export function ensureDir(path: string): void {
       throw new EnvironmentError('path_not_directory', `${path} (or a parent of it) is not a directory`, {
         path,
         cause: error,
-        fix: 'pass a stateDir that is a directory (or that does not exist yet)',
+        fix: `pass ${option === 'auditLog' ? 'an' : 'a'} ${option} ${option === 'auditLog' ? 'whose directory' : 'that'} is a directory (or does not exist yet)`,
       });
     }
     // Said as what it is: a permission problem, never mistaken for another run holding the lock.
@@ -135,7 +138,7 @@ export function ensureDir(path: string): void {
       throw new EnvironmentError('state_not_writable', `state directory not writable: ${path} (${errno})`, {
         path,
         cause: error,
-        fix: 'fix the permissions (or mount the disk read-write), or pass a writable stateDir',
+        fix: `fix the permissions (or mount the disk read-write), or pass a writable ${option}`,
       });
     }
     throw environmentError(error, 'creating the directory', path);

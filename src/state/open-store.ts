@@ -16,8 +16,9 @@ export function parseStateUrl(value: string, source: string): StateSpec {
     });
   }
   const url = new URL(value);
-  // Without one, the driver would connect to the server's default database and create the tables there.
-  if (url.pathname.replace(/^\//, '') === '' && (url.searchParams.get('database') ?? '') === '') {
+  // Without one, the driver would connect to the server's default database and create the tables
+  // there; it ignores a `database` query parameter (pg reads the database from the path only).
+  if (url.pathname.replace(/^\//, '') === '') {
     throw new ConfigError(
       'state_database_unnamed',
       `${source} names no database: audience-kit keeps its state only in a database the URL names, never in the server's default one`,

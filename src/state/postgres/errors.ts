@@ -27,7 +27,10 @@ export interface UrlParts {
   port: string;
 }
 
-/** The user, database, host and port `where` (a URL without its password) names, with libpq's defaults. */
+/**
+ * The user, database, host and port `where` (a URL without its password) names, as pg reads it:
+ * a `user`, `host` or `port` query parameter wins over the URL's own part; then libpq's defaults.
+ */
 export function urlParts(where: string, env: NodeJS.ProcessEnv = process.env): UrlParts {
   let u: URL | undefined;
   try {
@@ -35,14 +38,19 @@ export function urlParts(where: string, env: NodeJS.ProcessEnv = process.env): U
   } catch {
     u = undefined;
   }
-  const user = decoded(u?.username ?? '') || env.PGUSER || env.USER || safeUserName();
+  const query = (name: string): string => u?.searchParams.get(name) ?? '';
+  const user = query('user') || decoded(u?.username ?? '') || env.PGUSER || env.USER || safeUserName();
   return {
     user,
-    database: decoded(u?.pathname.slice(1) ?? '') || (u?.searchParams.get('database') ?? ''),
-    host: u?.hostname || 'localhost',
-    port: u?.port || '5432',
+    database: decoded(u?.pathname.slice(1) ?? ''),
+    host: query('host') || u?.hostname || 'localhost',
+    port: query('port') || u?.port || '5432',
   };
 }
+
+/** A word as a POSIX shell reads it back unchanged: as it is when plain, else single-quoted. */
+export const shellArg = (word: string): string =>
+  /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 
 /** A %-encoded URL part, as typed when it is not valid %-encoding (a malformed URL's error is still built). */
 function decoded(part: string): string {
@@ -133,7 +141,7 @@ function connectCause(
     return {
       code: 'state_unreachable',
       cause: `could not connect: nothing answered at ${at} (${code ?? 'connection timeout'})`,
-      fix: `start the PostgreSQL server, or correct the host and port in the URL (postgres://user@HOST:PORT/database; psql -h ${p.host} -p ${p.port} tells whether one listens there)`,
+      fix: `start the PostgreSQL server, or correct the host and port in the URL (postgres://user@HOST:PORT/database; psql -h ${shellArg(p.host)} -p ${shellArg(p.port)} tells whether one listens there)`,
     };
   return undefined;
 }
@@ -145,7 +153,7 @@ function loginCause(code: string | undefined, text: string, p: UrlParts): Databa
     return {
       code: 'state_database_missing',
       cause: `names a database, ${p.database}, that does not exist on ${at}`,
-      fix: `create it as a user that may (psql -h ${p.host} -p ${p.port} -U postgres -d postgres -c 'CREATE DATABASE ${ident(p.database)} OWNER ${ident(p.user)}'), or correct the database name in the URL`,
+      fix: `create it as a user that may (psql -h ${shellArg(p.host)} -p ${shellArg(p.port)} -U postgres -d postgres -c ${shellArg(`CREATE DATABASE ${ident(p.database)} OWNER ${ident(p.user)}`)}), or correct the database name in the URL`,
     };
   if (code === '28000' && /does not exist/i.test(text))
     return {
@@ -205,7 +213,7 @@ function statementCause(code: string | undefined, text: string, p: UrlParts): Da
       return {
         code: 'state_permission_denied',
         cause: `refused ${p.user} access to audience-kit's tables (no privileges granted)`,
-        fix: `have the tables' owner run \`audience-kit state schema --role ${p.user}\` through psql (it creates what is missing and grants ${p.user} what a sync needs)`,
+        fix: `have the tables' owner run \`audience-kit state schema --role ${shellArg(p.user)}\` through psql (it creates what is missing and grants ${p.user} what a sync needs)`,
       };
     case '3F000':
       return {

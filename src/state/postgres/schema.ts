@@ -11,7 +11,7 @@
  */
 import type pg from 'pg';
 import { ConfigError, EnvironmentError } from '../../errors.js';
-import { databaseFailure, ident, urlParts } from './errors.js';
+import { databaseFailure, ident, shellArg, urlParts } from './errors.js';
 import { advisoryKey } from './keys.js';
 
 /** The write-ahead table as version 1 creates it (also its re-creation: see WAL_REPAIR). */
@@ -259,7 +259,7 @@ function schemaDenied(from: number, where: string, cause: unknown): EnvironmentE
     'state_schema_denied',
     `the state database's tables ${from === 0 ? 'do not exist' : from === SCHEMA_VERSION ? 'lack the write-ahead table (dropped)' : `are at version ${from} of ${SCHEMA_VERSION}`} and the database user ${user} may not create them`,
     {
-      fix: `have the schema's owner run the output of \`audience-kit state schema --role ${user}\` (psql -f - with the owner's URL): it creates the tables and grants ${user} what it needs; or grant ${user} CREATE on the schema`,
+      fix: `have the schema's owner run the output of \`audience-kit state schema --role ${shellArg(user)}\` (psql -f - with the owner's URL): it creates the tables and grants ${user} what it needs; or grant ${user} CREATE on the schema`,
       cause,
       path: where,
     },
@@ -293,7 +293,7 @@ async function checkSchemaPath(client: pg.ClientBase, where: string): Promise<vo
     {
       path: where,
       fix: exists
-        ? `as the schema's owner: GRANT USAGE, CREATE ON SCHEMA ${ident(name)} TO ${ident(user)} (or have the owner run \`audience-kit state schema --role ${user}\`)`
+        ? `as the schema's owner: GRANT USAGE, CREATE ON SCHEMA ${ident(name)} TO ${ident(user)} (or have the owner run \`audience-kit state schema --role ${shellArg(user)}\`)`
         : `as the database's owner: CREATE SCHEMA ${ident(name)} AUTHORIZATION ${ident(user)}; or name an existing schema in the URL (options=-c%20search_path%3Dpublic)`,
     },
   );
