@@ -19,6 +19,7 @@ import { BIN, CALLING_THREAD, cliEnv, runCli } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
 import { sandboxEnv } from './helpers/upload-cli.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './helpers/embedded-postgres.js';
+import { PGBOUNCER, startPgBouncer } from './helpers/pgbouncer.js';
 import { createTestRole } from './helpers/postgres.js';
 import {
   customers,
@@ -510,4 +511,27 @@ describe('a pooler in transaction mode', () => {
     });
     expect(userPosts(t.sandbox, t.audienceId)).toBe(posts);
   });
+
+  it.skipIf(PGBOUNCER === undefined)(
+    'a real PgBouncer in transaction mode (skipped when no pgbouncer is installed) is refused with the fix, nothing sent and no lock left on the server; in session mode the same URL syncs',
+    async () => {
+      const t = await setup({}, {}, 'postgres');
+      // The database's public schema: PgBouncer drops the URL's options (search_path).
+      const db = withoutOptions((t.state as { state: string }).state);
+      const transaction = await startPgBouncer(db, 'transaction');
+      cleanups.push(transaction.stop);
+      await expect(syncOf(t, customers(range(0, 20)), { state: transaction.through(db) })).rejects.toMatchObject({
+        code: 'state_pooler_transaction_mode',
+        fix: expect.stringContaining('session mode') as unknown,
+      });
+      expect(userPosts(t.sandbox, t.audienceId)).toBe(0);
+      expect(await advisoryHolders(db)).toBe(0);
+      // The fix followed: a pool in session mode (or PostgreSQL itself).
+      const session = await startPgBouncer(db, 'session');
+      cleanups.push(session.stop);
+      const rows = customers(range(0, 150));
+      await expect(syncOf(t, rows, { state: session.through(db) })).resolves.toMatchObject({ status: 'completed' });
+      expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, rows));
+    },
+  );
 });

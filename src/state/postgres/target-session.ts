@@ -315,7 +315,13 @@ async function holdTarget(
     key: advisoryKey(`target:${name}`),
     quiet: false,
   };
-  await proveLock(client, held).catch((error: unknown) => Promise.reject(poolerRefused(where, error)));
+  await proveLock(client, held)
+    .then(() => refuseSharedSession(url, where, held.backendPid))
+    .catch(async (error: unknown) => {
+      // Through a pooler the server session outlives this client: the lock is given back, not left to leak.
+      await client.query('SELECT pg_advisory_unlock($1)', [held.key]).catch(() => undefined);
+      return Promise.reject(poolerRefused(where, error));
+    });
   const holder: Holder = {
     host: hostname(),
     pid: process.pid,
@@ -389,6 +395,21 @@ function poolerRefused(where: string, error: unknown): unknown {
 }
 
 const NOT_HELD = 'the advisory lock is not held by this session';
+
+/**
+ * A transaction-mode pooler that keeps one client on one server session while nothing else runs
+ * (PgBouncer does) passes the proof above, yet hands that session, lock and all, to the next
+ * client: a second connection of the same URL served by the lock's own backend shows it.
+ */
+async function refuseSharedSession(url: string, where: string, backendPid: number): Promise<void> {
+  const other = await connect(url, where);
+  try {
+    const r = await other.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    if (r.rows[0]?.pid === backendPid) throw new Error(NOT_HELD);
+  } finally {
+    await other.end().catch(() => undefined);
+  }
+}
 
 /**
  * Proves the lock held now: by this backend (the one that took it: a pooler that changed it has
