@@ -1,4 +1,5 @@
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { closeSync, constants, existsSync, openSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
@@ -58,7 +59,18 @@ async function waiting(client: pg.Client): Promise<number> {
   return Number(r.rows[0]?.n ?? 0);
 }
 
-/** `state move --from --to` as a process, SIGKILLed while it waits on `hold` (run in `url`'s database, rolled back after). */
+/** `state move --from --to` as a process, SIGKILLed once `reached()` says it waits where the test holds it. */
+async function killMoveWhen(cwd: string, from: string, to: string, reached: () => Promise<boolean>): Promise<void> {
+  const move = startCliProcess(['state', 'move', '--from', from, '--to', to], { cwd, input: '' });
+  let ended = false;
+  void move.done.then(() => (ended = true));
+  while (!ended && !(await reached())) await new Promise((r) => setTimeout(r, 20));
+  expect(ended, 'the move ended before it reached the second target').toBe(false);
+  move.child.kill('SIGKILL');
+  expect((await move.done).signal).toBe('SIGKILL');
+}
+
+/** The move SIGKILLed while it waits on `hold` (run in `url`'s database, rolled back after). */
 async function killedMove(
   cwd: string,
   from: string,
@@ -68,23 +80,14 @@ async function killedMove(
 ) {
   const blocker = new pg.Client({ connectionString: url });
   await blocker.connect();
+  const watcher = new pg.Client({ connectionString: url });
+  await watcher.connect();
   try {
     await blocker.query('BEGIN');
     await hold(blocker);
-    const move = startCliProcess(['state', 'move', '--from', from, '--to', to], { cwd, input: '' });
-    let ended = false;
-    void move.done.then(() => (ended = true));
-    const watcher = new pg.Client({ connectionString: url });
-    await watcher.connect();
-    try {
-      while (!ended && (await waiting(watcher)) === 0) await new Promise((r) => setTimeout(r, 20));
-    } finally {
-      await watcher.end();
-    }
-    expect(ended, 'the move ended before it reached the second target').toBe(false);
-    move.child.kill('SIGKILL');
-    expect((await move.done).signal).toBe('SIGKILL');
+    await killMoveWhen(cwd, from, to, async () => (await waiting(watcher)) > 0);
   } finally {
+    await watcher.end();
     await blocker.query('ROLLBACK');
     await blocker.end();
   }
@@ -120,14 +123,20 @@ const second = (targets: SnapshotTarget[]): SnapshotTarget => {
   return targets[1] as SnapshotTarget;
 };
 
+/** A state directory with three synced targets (syncedTargets): its audiences and the second target, where the moves are held. */
+async function directorySource() {
+  const cwd = tempDir('ak-move-kill-');
+  const stateDir = join(cwd, '.audience-kit');
+  const audiences = await syncedTargets(cwd);
+  const source = new DirectoryStore(stateDir);
+  const t = second(await source.targets());
+  await source.close();
+  return { cwd, stateDir, audiences, t };
+}
+
 describe('audience-kit state move (process) killed mid-copy', { timeout: 60_000 }, () => {
   it('directory into PostgreSQL: syncs there are refused with nothing sent; the same move run again completes and the next day ends exact', async () => {
-    const cwd = tempDir('ak-move-kill-');
-    const stateDir = join(cwd, '.audience-kit');
-    const audiences = await syncedTargets(cwd);
-    const source = new DirectoryStore(stateDir);
-    const t = second(await source.targets());
-    await source.close();
+    const { cwd, stateDir, audiences, t } = await directorySource();
     const url = await postgresStateUrl();
     await (await PostgresStore.open(url)).close(); // its tables, empty
     await killedMove(cwd, stateDir, url, url, (c) =>
@@ -174,4 +183,39 @@ describe('audience-kit state move (process) killed mid-copy', { timeout: 60_000 
     }
     await nextDay(cwd, audiences, ['--state-dir', to], ['--from', url, '--to', to]);
   });
+
+  it.runIf(spawnSync('mkfifo', ['--version']).status === 0)(
+    'a directory into another directory: the same',
+    async () => {
+      const { cwd, stateDir, audiences, t } = await directorySource();
+      // The hold: the second target's index is a FIFO while the move runs, so its copy waits on its
+      // open until the test opens the other end (which it can, without blocking, only then).
+      const index = join(stateDir, 'snapshots', snapshotName(t), 'index');
+      renameSync(index, `${index}.held`);
+      expect(spawnSync('mkfifo', [index]).status).toBe(0);
+      const to = join(cwd, 'moved');
+      let writer: number | undefined;
+      try {
+        await killMoveWhen(cwd, stateDir, to, () => {
+          try {
+            writer = openSync(index, constants.O_WRONLY | constants.O_NONBLOCK);
+            return Promise.resolve(true);
+          } catch {
+            return Promise.resolve(false); // ENXIO: nobody reads it yet
+          }
+        });
+      } finally {
+        if (writer !== undefined) closeSync(writer);
+        rmSync(index);
+        renameSync(`${index}.held`, index);
+      }
+      const moved = new DirectoryStore(to);
+      try {
+        expect(await moved.moveMarker()).toBeDefined();
+      } finally {
+        await moved.close();
+      }
+      await nextDay(cwd, audiences, ['--state-dir', to], ['--from', stateDir, '--to', to]);
+    },
+  );
 });
