@@ -8,11 +8,13 @@ import { readConsentValue, consentKindOfName } from '../src/identifiers/consent.
 import { resolveMapping } from '../src/identifiers/mapping.js';
 import {
   reportJson,
+  runUpload as libraryRunUpload,
   syncAudience as librarySync,
   uploadAudience as libraryUpload,
   type SyncReport,
 } from '../src/upload/index.js';
 import { ConfigError } from '../src/errors.js';
+import { SUMMARY_LINES } from '../src/hashing/summary.js';
 import { startSandbox } from '../src/sandbox/index.js';
 import { FIXTURES, runCli } from './helpers/cli.js';
 import { sandboxEnv } from './helpers/upload-cli.js';
@@ -61,6 +63,9 @@ async function errors(e: ConsentExport) {
     const wanted = [count(e, 'no'), count(e, 'yes'), count(e, 'none'), count(e, 'unreadable')];
     const got = [c?.no, c?.yes, c?.none.count, c?.unreadable.count];
     if (JSON.stringify(wanted) !== JSON.stringify(got)) out.countsWrong++;
+    // A value read neither as yes nor as no is counted with its line numbers (the first few).
+    const unreadableLines = e.truth.flatMap((t, row) => (t === 'unreadable' ? [row + 1] : [])).slice(0, SUMMARY_LINES);
+    if (JSON.stringify(c?.unreadable.lines) !== JSON.stringify(unreadableLines)) out.countsWrong++;
     for (const [column, n] of Object.entries(e.saysNo)) if ((c?.columns[column]?.no ?? 0) !== n) out.countsWrong++;
   }
   return out;
@@ -400,6 +405,9 @@ describe('too small to be anonymous: --min-audience-size', () => {
     const base = { client: t.client, accountId, users: customers(range(0, 99)), records: { defaultCountry: 'US' } };
     const target = { customAudienceId: t.audienceId };
     await expect(libraryUpload({ ...base, target })).rejects.toMatchObject({ code: 'audience_too_small' });
+    await expect(libraryRunUpload({ ...base, target, stateDir: t.stateDir })).rejects.toMatchObject({
+      code: 'audience_too_small',
+    });
     await expect(librarySync({ ...base, target, ...t.state })).rejects.toThrow(
       /after this sync, custom audience \S+ would hold 99 users, fewer than the minimum of 100/,
     );
