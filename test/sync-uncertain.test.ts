@@ -169,7 +169,11 @@ describe('a damaged snapshot is refused before anything is sent', { timeout: 60_
 
   it('an older copy restored (rollback) and another target copied in are refused', async () => {
     const { t, dir, posts } = await rolledBack();
-    await expect(syncOf(t, C, small)).rejects.toMatchObject({ code: 'snapshot_rolled_back' });
+    await expect(syncOf(t, C, small)).rejects.toMatchObject({
+      code: 'snapshot_rolled_back',
+      fix: expect.stringMatching(/recover: true/) as unknown,
+    });
+    expect(userPosts(t.sandbox, t.audienceId)).toBe(posts);
 
     const other = t.sandbox.state.createCustomAudience(t.sandbox.accounts.primary, 'other').id;
     const otherDir = snapshotDir(t.stateDir, {
@@ -182,6 +186,13 @@ describe('a damaged snapshot is refused before anything is sent', { timeout: 60_
       code: 'snapshot_wrong_target',
     });
     expect(userPosts(t.sandbox, t.audienceId)).toBe(posts);
+    // The printed way out, followed: --recover rebuilds the snapshot and never claims the users the
+    // restored copy does not know (B's): partial, naming them and the re-anchoring (a new audience).
+    const recovered = await syncOf(t, C, { ...small, recover: true, maxRemovals: '100%' });
+    expect(recovered).toMatchObject({
+      status: 'partial',
+      error: { code: 'snapshot_users_unrecovered', fix: expect.stringMatching(/new audience/) as unknown },
+    });
   });
 });
 
