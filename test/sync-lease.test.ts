@@ -457,7 +457,14 @@ describe('database faults', () => {
 describe('the password of a state URL', () => {
   it('is not in the process list of a running CLI (/proc/<pid>/cmdline)', async () => {
     // A server that accepts and never answers: the CLI waits on its connection, long enough to look.
-    const silent = createServer(() => undefined);
+    // The title is rewritten before the CLI loads anything that connects, so once the server sees
+    // the connection the process list must already show the URL without its password.
+    let connected!: () => void;
+    const connection = new Promise<void>((resolve) => (connected = resolve));
+    const silent = createServer((socket) => {
+      socket.resume(); // read (and drop) what the client sends, so its end is seen and close() can finish
+      connected();
+    });
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     cleanups.push(() => new Promise((resolve) => silent.close(() => resolve())));
     const { port } = silent.address() as AddressInfo;
@@ -473,11 +480,8 @@ describe('the password of a state URL', () => {
       child.kill('SIGKILL');
       await once(child, 'exit').catch(() => undefined);
     });
-    let shown = '';
-    for (let tries = 0; tries < 100 && !shown.includes('postgres://u@'); tries++) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      shown = readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').replace(/\0+/g, ' ');
-    }
+    await connection;
+    const shown = readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').replace(/\0+/g, ' ');
     expect(shown).toContain('audit list --state postgres://u@127.0.0.1:');
     expect(shown).not.toContain('Secret-7f3a');
   });
