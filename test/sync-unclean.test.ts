@@ -2,11 +2,12 @@ import { cpSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { startSandbox, type Sandbox } from '../src/sandbox/index.js';
 import { EXIT_CODES } from '../src/cli/exit-codes.js';
 import { CALLING_THREAD, runCli, startCliProcess } from './helpers/cli.js';
-import { members, postgresStateUrl, range, STORES, usePostgres, userPosts } from './helpers/sync.js';
+import { createTestDatabase } from './helpers/postgres.js';
+import { members, postgresStateUrl, range, setMembers, STORES, usePostgres, userPosts } from './helpers/sync.js';
 import { tempDir } from './helpers/temp.js';
 import { sandboxEnv } from './helpers/upload-cli.js';
 
@@ -150,25 +151,20 @@ async function sql(url: string, text: string): Promise<number> {
 
 type Damage = (where: { cwd: string; url: string | undefined }) => Promise<void>;
 
-const DAMAGES: [string, 'directory' | 'postgres', Damage][] = [
-  [
-    'the pending file lost',
-    'directory',
-    ({ cwd }) => {
-      const snapshots = join(cwd, '.audience-kit', 'snapshots');
-      const dir = join(snapshots, readdirSync(snapshots).find((f) => !f.endsWith('.lock')) ?? '');
-      rmSync(join(dir, 'pending'));
-      return Promise.resolve();
-    },
-  ],
+const lostPending: Damage = ({ cwd }) => {
+  const snapshots = join(cwd, '.audience-kit', 'snapshots');
+  const dir = join(snapshots, readdirSync(snapshots).find((f) => !f.endsWith('.lock')) ?? '');
+  rmSync(join(dir, 'pending'));
+  return Promise.resolve();
+};
+
+const POSTGRES_DAMAGES: [string, Damage][] = [
   [
     'the write-ahead rows lost',
-    'postgres',
     async ({ url }) => expect(await sql(url ?? '', 'DELETE FROM audience_kit_snapshot_wal')).toBeGreaterThan(2),
   ],
   [
     'a gap in the write-ahead rows',
-    'postgres',
     async ({ url }) =>
       expect(
         await sql(
@@ -179,84 +175,126 @@ const DAMAGES: [string, 'directory' | 'postgres', Damage][] = [
   ],
   [
     'the write-ahead table dropped',
-    'postgres',
     async ({ url }) => {
       await sql(url ?? '', 'DROP TABLE audience_kit_snapshot_wal');
     },
   ],
   [
     'write-ahead rows of another version',
-    'postgres',
     async ({ url }) =>
       expect(await sql(url ?? '', 'UPDATE audience_kit_snapshot_wal SET version = version + 1')).toBeGreaterThan(2),
   ],
 ];
 
-describe('a killed sync whose write-ahead record is damaged', { timeout: 90_000 }, () => {
-  it.each(DAMAGES)('%s (%s store)', async (_, store, damage) => {
-    const cwd = tempDir('ak-sync-damage-');
-    const audienceId = sandbox.state.createCustomAudience(sandbox.accounts.primary, 'damage').id;
-    const a = writeExport(join(cwd, 'a.csv'), range(0, 200));
-    // b removes 0..20 and adds 200..280; c takes back 0..10 and drops 230..280.
-    const b = writeExport(join(cwd, 'b.csv'), range(20, 280));
-    const url = store === 'postgres' ? await postgresStateUrl() : undefined;
-    const state = url === undefined ? [] : ['--state', url];
-    expect((await runCli(syncArgs(a, audienceId, state), { cwd, env })).code).toBe(0);
+/** What a killed sync left: its working directory, the audience, its state database (none: the directory store). */
+interface Killed {
+  cwd: string;
+  audienceId: string;
+  url: string | undefined;
+}
 
-    sandbox.setFaults('slow@3');
-    const { child, done } = startCliProcess(syncArgs(b, audienceId, state), { cwd, env, input: '' });
-    let logged = Infinity;
-    onSlow = async () => {
-      logged = sandbox.state.requests.length;
-      child.kill('SIGKILL');
-      await done;
-    };
-    expect((await done).signal).toBe('SIGKILL');
-    // The request it was killed in is applied once it is gone: wait for the sandbox to log it.
-    while (sandbox.state.requests.length <= logged) await new Promise((r) => setTimeout(r, 5));
-    sandbox.setFaults('');
-    onSlow = () => Promise.resolve();
-    await damage({ cwd, url });
+/** Syncs a, then starts the sync of b and SIGKILLs it in its third request, applied once the process is gone. */
+async function killedSync(url: string | undefined): Promise<Killed> {
+  const cwd = tempDir('ak-sync-damage-');
+  const audienceId = sandbox.state.createCustomAudience(sandbox.accounts.primary, 'damage').id;
+  const a = writeExport(join(cwd, 'a.csv'), range(0, 200));
+  // b removes 0..20 and adds 200..280; c takes back 0..10 and drops 230..280.
+  const b = writeExport(join(cwd, 'b.csv'), range(20, 280));
+  const state = url === undefined ? [] : ['--state', url];
+  expect((await runCli(syncArgs(a, audienceId, state), { cwd, env })).code).toBe(0);
 
-    // A second worker: another directory (the state directory copied to it) and home.
-    const second = tempDir('ak-sync-damage-2-');
-    if (url === undefined) cpSync(join(cwd, '.audience-kit'), join(second, '.audience-kit'), { recursive: true });
-    const c = writeExport(join(second, 'c.csv'), [...range(0, 10), ...range(30, 230)]);
-    const env2 = { ...env, HOME: second };
-    const other = url === undefined ? [] : ['--state', url.replace('127.0.0.1', 'localhost')];
-    const before = members(sandbox, audienceId);
-    const posts = userPosts(sandbox, audienceId);
-    const refused = await runCli(syncArgs(c, audienceId, ['--max-removals', '100%', ...other]), {
+  sandbox.setFaults('slow@3');
+  const { child, done } = startCliProcess(syncArgs(b, audienceId, state), { cwd, env, input: '' });
+  let logged = Infinity;
+  onSlow = async () => {
+    logged = sandbox.state.requests.length;
+    child.kill('SIGKILL');
+    await done;
+  };
+  expect((await done).signal).toBe('SIGKILL');
+  // The request it was killed in is applied once it is gone: wait for the sandbox to log it.
+  while (sandbox.state.requests.length <= logged) await new Promise((r) => setTimeout(r, 5));
+  sandbox.setFaults('');
+  onSlow = () => Promise.resolve();
+  return { cwd, audienceId, url };
+}
+
+/**
+ * Damages the killed sync's write-ahead record; the next day's sync of c by a second worker is
+ * refused with nothing sent, --recover completes (directory) or says the audience must be
+ * re-anchored (postgres), and so does every later sync until acknowledged.
+ */
+async function damagedThenSynced(killed: Killed, damage: Damage): Promise<void> {
+  const { cwd, audienceId, url } = killed;
+  await damage({ cwd, url });
+
+  // A second worker: another directory (the state directory copied to it) and home.
+  const second = tempDir('ak-sync-damage-2-');
+  if (url === undefined) cpSync(join(cwd, '.audience-kit'), join(second, '.audience-kit'), { recursive: true });
+  const c = writeExport(join(second, 'c.csv'), [...range(0, 10), ...range(30, 230)]);
+  const env2 = { ...env, HOME: second };
+  const other = url === undefined ? [] : ['--state', url.replace('127.0.0.1', 'localhost')];
+  const before = members(sandbox, audienceId);
+  const posts = userPosts(sandbox, audienceId);
+  const refused = await runCli(syncArgs(c, audienceId, ['--max-removals', '100%', ...other]), {
+    cwd: second,
+    env: env2,
+  });
+  expect(refused.code, refused.stderr).toBe(EXIT_CODES.state);
+  expect(refused.stderr).toMatch(/write-ahead/);
+  expect(refused.stderr).toMatch(/--recover/);
+  expect(userPosts(sandbox, audienceId)).toBe(posts);
+  expect(members(sandbox, audienceId)).toEqual(before);
+
+  const recovered = await runCli(
+    [...syncArgs(c, audienceId, ['--recover', '--max-removals', '100%', ...other]), '--json'],
+    {
       cwd: second,
       env: env2,
-    });
-    expect(refused.code, refused.stderr).toBe(EXIT_CODES.state);
-    expect(refused.stderr).toMatch(/write-ahead/);
-    expect(refused.stderr).toMatch(/--recover/);
-    expect(userPosts(sandbox, audienceId)).toBe(posts);
-    expect(members(sandbox, audienceId)).toEqual(before);
+    },
+  );
+  const report = JSON.parse(recovered.stdout) as { status: string; error?: { code: string } };
+  if (url === undefined) {
+    // The frames of the users it was adding are in the data file: every one is accounted for.
+    expect(recovered.code, recovered.stderr).toBe(0);
+    expect(report).toMatchObject({ status: 'completed' });
+    expect(members(sandbox, audienceId)).toEqual(await reference(second, c));
+  } else {
+    // The users the killed sync may have added went with the rows: the audience can only be re-anchored by a replace.
+    expect(recovered.code, recovered.stderr).toBe(5);
+    expect(report).toMatchObject({ status: 'partial', error: { code: 'snapshot_users_unrecovered' } });
+    expect(recovered.stdout + recovered.stderr).toMatch(/new audience/);
+  }
+  // Every later sync says so too, until acknowledged: never a silent `completed`.
+  const again = await runCli([...syncArgs(c, audienceId, other), '--json'], { cwd: second, env: env2 });
+  expect(again.code === 0, again.stderr).toBe(url === undefined);
+}
 
-    const recovered = await runCli(
-      [...syncArgs(c, audienceId, ['--recover', '--max-removals', '100%', ...other]), '--json'],
-      {
-        cwd: second,
-        env: env2,
-      },
-    );
-    const report = JSON.parse(recovered.stdout) as { status: string; error?: { code: string } };
-    if (store === 'directory') {
-      // The frames of the users it was adding are in the data file: every one is accounted for.
-      expect(recovered.code, recovered.stderr).toBe(0);
-      expect(report).toMatchObject({ status: 'completed' });
-      expect(members(sandbox, audienceId)).toEqual(await reference(second, c));
-    } else {
-      // The users the killed sync may have added went with the rows: the audience can only be re-anchored by a replace.
-      expect(recovered.code, recovered.stderr).toBe(5);
-      expect(report).toMatchObject({ status: 'partial', error: { code: 'snapshot_users_unrecovered' } });
-      expect(recovered.stdout + recovered.stderr).toMatch(/new audience/);
-    }
-    // Every later sync says so too, until acknowledged: never a silent `completed`.
-    const again = await runCli([...syncArgs(c, audienceId, other), '--json'], { cwd: second, env: env2 });
-    expect(again.code === 0, again.stderr).toBe(store === 'directory');
+describe('a killed sync whose write-ahead record is damaged', { timeout: 90_000 }, () => {
+  it('the pending file lost (directory store)', async () => {
+    await damagedThenSynced(await killedSync(undefined), lostPending);
+  });
+
+  // One killed sync for the four damages: each gets a copy of its database (CREATE DATABASE …
+  // TEMPLATE) and the audience as the kill left it.
+  describe('postgres store: one killed sync, its database copied for each damage', () => {
+    let template: { url: string; drop: () => Promise<void> };
+    let killed: Killed;
+    let left: number[];
+    beforeAll(async () => {
+      template = await createTestDatabase();
+      killed = await killedSync(template.url);
+      left = members(sandbox, killed.audienceId);
+    });
+    afterAll(async () => {
+      await template.drop();
+    });
+
+    it.each(POSTGRES_DAMAGES)('%s (postgres store)', async (_, damage) => {
+      const copy = await createTestDatabase(template.url);
+      onTestFinished(copy.drop);
+      setMembers(sandbox, killed.audienceId, left);
+      await damagedThenSynced({ ...killed, url: copy.url }, damage);
+    });
   });
 });

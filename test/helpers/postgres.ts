@@ -63,11 +63,16 @@ function withPath(url: string, change: (parsed: URL) => void): string {
   return parsed.toString();
 }
 
-/** A fresh empty database on the suite's PostgreSQL server; drop() removes it. */
-export async function createTestDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+/**
+ * A fresh empty database on the suite's PostgreSQL server, or a copy of the test database at
+ * `templateUrl` (nothing may be connected to it); drop() removes it.
+ */
+export async function createTestDatabase(templateUrl?: string): Promise<{ url: string; drop: () => Promise<void> }> {
   const { url, run } = await suiteServer();
   const name = uniqueName(DATABASE_PREFIX, run);
-  await withClient(url, (client) => client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`));
+  const template =
+    templateUrl === undefined ? '' : ` TEMPLATE ${pg.escapeIdentifier(new URL(templateUrl).pathname.slice(1))}`;
+  await withClient(url, (client) => client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}${template}`));
   return {
     url: withPath(url, (parsed) => (parsed.pathname = `/${name}`)),
     drop: async () => {

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, expect } from 'vitest';
 import type { ClientOptions } from '../../src/api/index.js';
 import type { RawRecord } from '../../src/hashing/pipeline.js';
 import type { Sandbox, SandboxOptions } from '../../src/sandbox/index.js';
+import { UserKeySet } from '../../src/sandbox/state.js';
 import type { SyncAudienceOptions } from '../../src/upload/index.js';
 import { syncAudience, uploadAudience } from './small-audience.js';
 import { verifyAuditLog, type AuditVerification } from '../../src/state/audit.js';
@@ -117,6 +118,15 @@ export async function expected(t: Awaited<ReturnType<typeof setup>>, rows: RawRe
   });
   expect(r.status).toBe('completed');
   return members(t.sandbox, id);
+}
+
+/** Puts back the user keys `members` read: an audience as an earlier moment left it. */
+export function setMembers(sandbox: Sandbox, audienceId: string, keys: readonly number[]): void {
+  const store = sandbox.state as unknown as { audiences: Map<string, { users: UserKeySet }> };
+  const audience = store.audiences.get(audienceId);
+  if (audience === undefined) throw new Error(`no audience ${audienceId} in the sandbox`);
+  audience.users = new UserKeySet();
+  for (const key of keys) audience.users.add(key);
 }
 
 export function userPosts(sandbox: Sandbox, audienceId: string): number {
