@@ -132,6 +132,7 @@ describe('generated exports in ten languages, read with no flags (issue #30)', (
     if (SEED !== HELD_APART_SEED) for (const failure of f.failures) console.log(failure);
     expect(f.failures).toEqual([]);
     expect(f.read + f.ambiguous).toBe(f.files);
+    expect(f.ambiguous, 'files refused as of an ambiguous encoding').toBe(0);
     expect(f.emails.right).toBe(f.emails.total);
     expect(share).toBeGreaterThanOrEqual(0.98);
     expect(f.wrong).toBe(0);

@@ -15,6 +15,7 @@
  * a malformed row (with its line), never a U+FFFD that would be hashed.
  */
 import { InputError } from '../errors.js';
+import { ACCENTED_WORDS, headerLanguages } from '../identifiers/vocabulary/index.js';
 
 /** A WHATWG encoding name (`new TextDecoder(label).encoding`): `utf-8`, `utf-16le`, `windows-1252`, `shift_jis`… */
 export type CsvEncoding = string;
@@ -411,9 +412,9 @@ export function detectLegacyEncoding(sample: Uint8Array, name: string, line: num
     (r) => r.score >= MIN_SCORE || (r.text.length === best.text.length && r.score >= CONTENDER_SCORE),
   );
   // The reading clearly better than every other contender, if any (at most one can be).
-  const chosen = contenders.find(
-    (r) => r.score >= MIN_SCORE && contenders.every((o) => o === r || clearlyBetter(r, o)),
-  );
+  const chosen =
+    contenders.find((r) => r.score >= MIN_SCORE && contenders.every((o) => o === r || clearlyBetter(r, o))) ??
+    byHeaderLanguage(contenders);
   if (chosen === undefined) {
     const rivals = contenders.filter((r) => r !== best && !clearlyBetter(best, r));
     const names = [...new Set([best, ...rivals].map((r) => preferred(r, all)))];
@@ -424,6 +425,43 @@ export function detectLegacyEncoding(sample: Uint8Array, name: string, line: num
     );
   }
   return preferred(chosen, all);
+}
+
+/**
+ * The code pages software writes exports in, per language of the header words (src/identifiers/
+ * vocabulary/). English has none: it is written in every code page.
+ */
+const USUAL_ENCODINGS: Readonly<Record<string, readonly CsvEncoding[]>> = {
+  ...Object.fromEntries(['de', 'fr', 'es', 'pt', 'it', 'nl', 'sv'].map((l) => [l, ['windows-1252', 'iso-8859-15']])),
+  pl: ['windows-1250', 'iso-8859-2'],
+  ja: ['shift_jis', 'euc-jp'],
+};
+
+/**
+ * Between single-byte readings that no letter tells apart (`Imię` or `Imiê`, one word in the
+ * file): the one in a usual code page of the header's language (a Polish header: Windows-1250),
+ * when it reads every character it reads otherwise as a word of its languages and no rival reads
+ * a column-name word there. Undefined when the header is English, of no known language, or of
+ * languages with other code pages, and when the readings are not aligned.
+ */
+function byHeaderLanguage(contenders: readonly EncodingReading[]): EncodingReading | undefined {
+  const usual = contenders.filter((r) => {
+    const languages = headerLanguages(r.text);
+    return (
+      r.score >= MIN_SCORE &&
+      languages.length > 0 &&
+      languages.every((l) => USUAL_ENCODINGS[l]?.includes(r.encoding) === true)
+    );
+  });
+  const reading = usual[0];
+  if (reading === undefined || usual.some((r) => r.text !== reading.text)) return undefined;
+  const fits = (o: EncodingReading): boolean => {
+    if (o.text === reading.text) return true;
+    if (o.text.length !== reading.text.length) return false;
+    const c = compare(reading, o);
+    return c.implausibleA === 0 && c.knownB === 0;
+  };
+  return contenders.every(fits) ? reading : undefined;
 }
 
 /** Of the encodings giving the same text as `reading`, the first in the order of preference. */
@@ -444,36 +482,73 @@ function preferred(reading: EncodingReading, all: readonly EncodingReading[]): C
 function clearlyBetter(a: EncodingReading, b: EncodingReading): boolean {
   if (a.text === b.text) return true;
   if (a.text.length !== b.text.length) return a.score - b.score >= SCORE_MARGIN;
+  const c = compare(a, b);
+  // Where they differ, `b` reads as no word of its languages and `a` always does: `a`, whatever the
+  // scores (a letter list as large as Czech's explains a mix of Western names better than the
+  // Western languages each explaining their part). The reverse: never `a`.
+  if (c.implausibleA > 0) return false;
+  if (c.implausibleB >= MIN_IMPLAUSIBLE) return true;
+  // Where they differ, `a` reads a column-name word of the vocabulary (`Città`) and `b` none
+  // (`Cittŕ`): `a`. The reverse: never `a`.
+  if (c.knownB > 0) return false;
+  if (c.knownA > 0) return true;
+  return (
+    c.differ >= MIN_DIFFERING &&
+    a.score - b.score >= (ALIGNED_MARGIN * c.differ) / c.nonAscii &&
+    c.difference / c.differ >= DIFFERENCE_MARGIN
+  );
+}
+
+/** Where two aligned readings (same length) differ, what each reads there. */
+interface Comparison {
+  /** Characters read otherwise, and non-ASCII characters of `a`. */
+  differ: number;
+  nonAscii: number;
+  /** The sum of `a`'s weights minus `b`'s on the characters read otherwise. */
+  difference: number;
+  /** Characters read otherwise that `a` (`b`) reads as no word of its languages. */
+  implausibleA: number;
+  implausibleB: number;
+  /** Words read otherwise that are column-name words of the vocabulary in `a` (`b`) only. */
+  knownA: number;
+  knownB: number;
+}
+
+function compare(a: EncodingReading, b: EncodingReading): Comparison {
   const weight = (r: EncodingReading, i: number): number => {
     const w = r.credits[i] as number;
     if (!Number.isNaN(w)) return w;
     // A neutral symbol: plausible between words, not inside one (`ºtefan`).
     return LETTER.test(r.text[i - 1] ?? '') || LETTER.test(r.text[i + 1] ?? '') ? 0 : 1;
   };
-  let difference = 0;
-  let differ = 0;
-  let nonAscii = 0;
-  let implausibleA = 0;
-  let implausibleB = 0;
+  const c = { differ: 0, nonAscii: 0, difference: 0, implausibleA: 0, implausibleB: 0, knownA: 0, knownB: 0 };
   for (let i = 0; i < a.text.length; i++) {
-    if (a.text.charCodeAt(i) >= 0x80) nonAscii++;
+    if (a.text.charCodeAt(i) >= 0x80) c.nonAscii++;
     if (a.text.charCodeAt(i) === b.text.charCodeAt(i)) continue;
     const [wa, wb] = [weight(a, i), weight(b, i)];
-    difference += wa - wb;
-    differ++;
-    if (wa === 0) implausibleA++;
-    if (wb === 0) implausibleB++;
+    c.difference += wa - wb;
+    c.differ++;
+    if (wa === 0) c.implausibleA++;
+    if (wb === 0) c.implausibleB++;
   }
-  // Where they differ, `b` reads as no word of its languages and `a` always does: `a`, whatever the
-  // scores (a letter list as large as Czech's explains a mix of Western names better than the
-  // Western languages each explaining their part). The reverse: never `a`.
-  if (implausibleA > 0) return false;
-  if (implausibleB >= MIN_IMPLAUSIBLE) return true;
-  return (
-    differ >= MIN_DIFFERING &&
-    a.score - b.score >= (ALIGNED_MARGIN * differ) / nonAscii &&
-    difference / differ >= DIFFERENCE_MARGIN
-  );
+  c.knownA = knownOnlyIn(a.text, b.text);
+  c.knownB = knownOnlyIn(b.text, a.text);
+  return c;
+}
+
+/**
+ * The words of `text` that are column-name words of the vocabulary written beyond ASCII
+ * (ACCENTED_WORDS: `società`, `geschäftlich`, `país`) and that `other` (aligned) reads otherwise.
+ * Header words are few, but they are the file's most certain words: one is evidence enough.
+ */
+function knownOnlyIn(text: string, other: string): number {
+  let n = 0;
+  for (const m of text.matchAll(WORD)) {
+    const word = m[0];
+    const there = other.slice(m.index, m.index + word.length);
+    if (word !== there && ACCENTED_WORDS.has(word.toLowerCase()) && !ACCENTED_WORDS.has(there.toLowerCase())) n++;
+  }
+  return n;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -60,6 +60,51 @@ export const WORDS: ReadonlyMap<string, WordClass> = (() => {
 })();
 
 /**
+ * The vocabulary's words written with letters beyond ASCII, as written (NFC, lower case), in every
+ * language: `città`, `société`, `geschäftlich`. Evidence of a legacy encoding (src/ingest/encodings.ts):
+ * a header word that reads as one of them in one code page and as no word in another.
+ */
+export const ACCENTED_WORDS: ReadonlySet<string> = (() => {
+  const words = new Set<string>();
+  for (const language of Object.values(LANGUAGES))
+    for (const cls of WORD_CLASSES)
+      for (const w of language[cls])
+        for (const part of w
+          .normalize('NFC')
+          .toLowerCase()
+          .split(/[^\p{L}]+/u))
+          if (/[^\0-\x7f]/u.test(part) && !CJK.test(part)) words.add(part);
+  return words;
+})();
+
+/** Each language's words, folded: which languages a header word belongs to. */
+const LANGUAGE_WORDS: readonly [string, ReadonlySet<string>][] = Object.entries(LANGUAGES).map(([code, language]) => [
+  code,
+  new Set(WORD_CLASSES.flatMap((cls) => language[cls].flatMap(splitWords))),
+]);
+
+/**
+ * The languages of a header row: of the first `lines` of a text, the line with the most
+ * vocabulary words (a preamble may come first), and the languages whose words it has most
+ * (several when they tie: `Telefon` is German, Swedish, Polish...). Empty when no line has any.
+ */
+export function headerLanguages(text: string, lines = 20): string[] {
+  let best: { known: number; hits: Map<string, number> } = { known: 0, hits: new Map() };
+  for (const line of text.split(/\r?\n/, lines)) {
+    const words = splitWords(line);
+    const hits = new Map<string, number>();
+    let known = 0;
+    for (const w of words) {
+      if (WORDS.has(w)) known++;
+      for (const [code, set] of LANGUAGE_WORDS) if (set.has(w)) hits.set(code, (hits.get(code) ?? 0) + 1);
+    }
+    if (known > best.known) best = { known, hits };
+  }
+  const max = Math.max(0, ...best.hits.values());
+  return max === 0 ? [] : [...best.hits].filter(([, n]) => n === max).map(([code]) => code);
+}
+
+/**
  * A name's words, folded: split on anything but letters and digits, on camelCase, between
  * letters and digits and between Latin and Japanese script; a lone `e` is joined to the next
  * word (`E-Mail`, `e-post`, `Eメール`).
