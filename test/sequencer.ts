@@ -3,35 +3,41 @@ import { relative } from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
- * Seconds the slow files took in `npm test` from a fresh clone on the 2-core machine, at load 11 to
- * 14 (26 Nov; vitest's per-file durations, about 2.5 times the idle ones). A stale figure only
- * changes the order.
+ * Seconds the slow files took in `npm test` from a fresh clone on the 2-core machine (28 Nov;
+ * vitest's per-file durations, the suite's own load, about 2 to 3 times each file's alone). A
+ * stale figure only changes the order.
  */
 const SECONDS: Readonly<Record<string, number>> = {
-  'test/sync.test.ts': 56,
-  'test/sync-unclean.test.ts': 42,
-  'test/sync-kill.test.ts': 35,
-  'test/upload-postgres.test.ts': 31,
-  'test/upload-signals.test.ts': 31,
-  'test/hash.test.ts': 29,
-  'test/sync-uncertain.test.ts': 20,
-  'test/sync-cli.test.ts': 19,
-  'test/upload-cli.test.ts': 19,
-  'test/hash-cli.test.ts': 13,
-  'test/crm-exports.test.ts': 12,
-  'test/cli-pipes.test.ts': 12,
-  'test/hostile-state.test.ts': 12,
-  'test/plan.test.ts': 12,
-  'test/manage.test.ts': 10,
+  'test/sync-unclean.test.ts': 70,
+  'test/sync.test.ts': 49,
+  'test/sync-kill.test.ts': 48,
+  'test/sync-lease.test.ts': 37,
+  'test/state-move-kill.test.ts': 36,
+  'test/state-postgres-delta.test.ts': 28,
+  'test/upload-signals.test.ts': 27,
+  'test/upload-postgres.test.ts': 26,
+  'test/state-postgres.test.ts': 22,
+  'test/state-postgres-errors.test.ts': 21,
+  'test/sync-uncertain.test.ts': 16,
+  'test/hash.test.ts': 14,
+  'test/sync-cli.test.ts': 13,
+  'test/hostile-input.test.ts': 11,
+  'test/consent-sync.test.ts': 11,
+  'test/hash-cli.test.ts': 10,
+  'test/hostile-state.test.ts': 10,
   'test/journal.test.ts': 10,
-  'test/sighup.test.ts': 9,
-  'test/state-postgres.test.ts': 9,
-  'test/state-move.test.ts': 8,
-  'test/examples.test.ts': 6,
-  'test/hostile-input.test.ts': 6,
+  'test/upload-cli.test.ts': 10,
+  'test/state-move.test.ts': 10,
+  'test/sighup.test.ts': 8,
+  'test/crm-exports.test.ts': 8,
+  'test/sync-dedupe.test.ts': 7,
+  'test/examples.test.ts': 7,
+  'test/cli-pipes.test.ts': 7,
+  'test/encodings.test.ts': 7,
+  'test/plan.test.ts': 6,
   'test/api-client.test.ts': 6,
-  'test/replay.test.ts': 6,
-  'test/postgres-harness.test.ts': 6,
+  'test/phone-truth.test.ts': 6,
+  'test/consent.test.ts': 5,
 };
 
 /** A file not listed: 0.05 ms per byte of source (most files not listed take less, idle). */
