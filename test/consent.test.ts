@@ -233,6 +233,9 @@ describe('uploads: nobody who said no reaches a custom audience', () => {
     expect(dnr.stdout).toContain('sandbox list size                300');
     expect(dnr.stderr).not.toContain('--consent include');
 
+    const shown = await cli(['upload', file, '--sandbox', '--consent', 'do-not-reach=x']);
+    expect(shown.stdout).toContain('consent (rows that say no are not sent):');
+    expect(shown.stdout).not.toContain('--consent exclude');
     const both = await cli(['upload', file, '--sandbox', '--consent', 'do-not-reach=x', '--json']);
     expect(both.code, both.stderr).toBe(0);
     const two = JSON.parse(both.stdout) as {
@@ -253,6 +256,8 @@ describe('uploads: nobody who said no reaches a custom audience', () => {
       ['include', no],
       ['exclude', no],
       // The do-not-reach pass of the same run: only the rows that say no.
+      ['refused', no],
+      ['exclude', no],
       ['refused', no],
     ]);
 

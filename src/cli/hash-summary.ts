@@ -60,9 +60,13 @@ const POLICY_WORDS: Readonly<Record<ConsentCounts['policy'], string>> = {
   refused: 'only rows that say no are sent',
 };
 
-/** What the consent columns said, and what the policy left out: counts, lines, and the words read as no. */
+/**
+ * What the consent columns said, and what the policy left out: counts, lines, and the words read as no.
+ * The heading says what the policy did to this target, not a flag: the audience pass of
+ * `--consent do-not-reach=LIST` leaves out the rows that say no as `exclude` does.
+ */
 function renderConsent(c: ConsentCounts): string[] {
-  const out = [`consent (--consent ${c.policy}: ${POLICY_WORDS[c.policy]}):`];
+  const out = [`consent (${POLICY_WORDS[c.policy]}):`];
   const field = (label: string, value: string | number): void => void out.push(`  ${label.padEnd(32)} ${value}`);
   const counted = (r: HashReasonCount): string => (r.count === 0 ? '0' : `${r.count}  ${withMore(r)}`);
   field('rows that say no', c.no);
