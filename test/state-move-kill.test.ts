@@ -8,7 +8,7 @@ import { PostgresStore } from '../src/state/postgres/store.js';
 import { snapshotName } from '../src/state/snapshot.js';
 import type { SnapshotTarget } from '../src/state/store.js';
 import { runCli, startCliProcess } from './helpers/cli.js';
-import { postgresStateUrl, range, usePostgres } from './helpers/sync.js';
+import { cliSyncArgs, postgresStateUrl, range, usePostgres } from './helpers/sync.js';
 import { tempDir } from './helpers/temp.js';
 import { newAudience, target, useHeldSandbox } from './helpers/upload-cli.js';
 
@@ -27,16 +27,8 @@ function writeExport(path: string, ids: number[]): void {
   writeFileSync(path, `Email\n${ids.map(email).join('\n')}\n`);
 }
 
-const syncArgs = (audienceId: string, file: string, state: string[] = []): string[] => [
-  'sync',
-  file,
-  '--account',
-  target.sandbox.accounts.primary,
-  '--audience',
-  audienceId,
-  ...state,
-  '--json',
-];
+const syncArgs = (audienceId: string, file: string, state: string[] = []): string[] =>
+  cliSyncArgs(target.sandbox.accounts.primary, audienceId, file, ...state, '--json');
 
 /** Three targets synced once into `cwd`'s state directory (300 users each); their audiences. */
 async function syncedTargets(cwd: string): Promise<string[]> {

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { verifyAuditLog } from '../src/state/audit.js';
 import { PostgresStore } from '../src/state/postgres/store.js';
 import { CALLING_THREAD, runCli, runCliProcess, startCliProcess } from './helpers/cli.js';
-import { postgresStateUrl, STORES, usePostgres, type StoreKind } from './helpers/sync.js';
+import { cliSyncArgs, postgresStateUrl, STORES, usePostgres, type StoreKind } from './helpers/sync.js';
 import { tempDir } from './helpers/temp.js';
 import { gate, newAudience, scanFor, target, userRequests, useHeldSandbox, waitFor } from './helpers/upload-cli.js';
 
@@ -37,16 +37,8 @@ async function stateFlags(store: StoreKind): Promise<(n: number) => string[]> {
 }
 
 /** `sync FILE` of the file's sandbox audience in small batches (2,000 bytes: tens of requests). */
-const syncOfAudience = (audienceId: string, file: string): string[] => [
-  'sync',
-  file,
-  '--account',
-  target.sandbox.accounts.primary,
-  '--audience',
-  audienceId,
-  '--max-body-bytes',
-  '2000',
-];
+const syncOfAudience = (audienceId: string, file: string): string[] =>
+  cliSyncArgs(target.sandbox.accounts.primary, audienceId, file, '--max-body-bytes', '2000');
 
 /** The state's texts a privacy scan reads: the state directory's files, or the database's audit log. */
 async function stateTexts(store: StoreKind, cwd: string, url: string | undefined): Promise<Record<string, string>> {

@@ -129,6 +129,11 @@ export function setMembers(sandbox: Sandbox, audienceId: string, keys: readonly 
   for (const key of keys) audience.users.add(key);
 }
 
+/** `sync FILE` of a sandbox audience through the CLI, then `extra` (state, limits, --json). */
+export function cliSyncArgs(account: string, audienceId: string, file: string, ...extra: string[]): string[] {
+  return ['sync', file, '--account', account, '--audience', audienceId, ...extra];
+}
+
 export function userPosts(sandbox: Sandbox, audienceId: string): number {
   return sandbox.state.requests.filter((r) => r.method === 'POST' && r.path.endsWith(`/${audienceId}/users`)).length;
 }
