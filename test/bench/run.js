@@ -1,4 +1,5 @@
-// `npm run bench [-- NAMES [OPTIONS]]`: runs each benchmark (default hash,upload,sync,phones; also hostile, a few minutes)
+// `npm run bench [-- NAMES [OPTIONS]]`: runs each benchmark (default hash,upload,sync,phones; also hostile, a few minutes,
+// and profile: where the CPU of `hash` goes, per thread and stage)
 // in its own process so peak RSS is measured per bench.
 import { spawnSync } from 'node:child_process';
 import { cpus } from 'node:os';
