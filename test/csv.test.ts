@@ -2,6 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
+import Papa from 'papaparse';
 import { describe, expect, it } from 'vitest';
 import {
   ConfigError,
@@ -16,6 +17,8 @@ import {
   type ReadCsvOptions,
 } from '../src/internal.js';
 import { describeMapping } from '../src/cli/hints.js';
+import { parseCsvChunk } from '../src/ingest/csv.js';
+import { mulberry32 } from '../src/sandbox/faults.js';
 import { FIXTURES } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
 
@@ -419,5 +422,39 @@ describe('resolveMapping', () => {
         if (cell !== 'Notes') expect(described).not.toContain(cell);
       }
     });
+  });
+});
+
+describe('parseCsvChunk: chunks without a quote', () => {
+  /** The records papaparse makes of a chunk, with the rules visitCsvChunk applies to them (its path for quoted chunks). */
+  function throughPapaparse(text: string, delimiter: ',' | ';', columns: number): unknown[] {
+    const data = Papa.parse<string[]>(text, { delimiter, newline: '\n', quoteChar: '"', header: false }).data;
+    if (data.length > 0 && text.endsWith('\n') && data.at(-1)?.length === 1 && data.at(-1)?.[0] === '') data.pop();
+    const rows: unknown[] = [];
+    data.forEach((fields, offset) => {
+      const last = fields.length - 1;
+      if ((fields[last] as string).endsWith('\r')) fields[last] = (fields[last] as string).slice(0, -1);
+      if (fields.length === 1 && fields[0] === '' && columns !== 1) return;
+      const damaged = fields.some((f) => f.includes('\ufffd'));
+      rows.push({
+        offset,
+        fields,
+        ...(damaged ? { error: 'invalid_utf8' } : fields.length === columns ? {} : { error: 'field_count' }),
+      });
+    });
+    return [rows, data.length];
+  }
+
+  it('reads every record as papaparse does (1,000 random chunks of delimiters, CR, LF, BOM and U+FFFD)', () => {
+    const random = mulberry32(340_001);
+    const alphabet = ['a', 'b', ' ', ',', ';', '\n', '\n', '\r', '\r\n', '\ufeff', '\ufffd', 'é'];
+    for (let i = 0; i < 1000; i++) {
+      let text = '';
+      for (let n = Math.floor(random() * 40); n > 0; n--) text += alphabet[Math.floor(random() * alphabet.length)];
+      const delimiter = random() < 0.5 ? ',' : ';';
+      const columns = 1 + Math.floor(random() * 3);
+      const ours = parseCsvChunk(text, delimiter, columns, true);
+      expect([ours.rows, ours.lines], JSON.stringify(text)).toEqual(throughPapaparse(text, delimiter, columns));
+    }
   });
 });

@@ -481,7 +481,7 @@ export interface CsvChunkVisitor {
 }
 
 /**
- * Parse a chunk of whole records with papaparse and hand each record to `visit` (no per-row
+ * Parse a chunk of whole records with papaparse's rules and hand each record to `visit` (no per-row
  * wrapper objects: this is the workers' hot loop). Blank lines are dropped (they count as lines,
  * not rows); records whose field count differs from the header's are `field_count`.
  * Returns the number of physical lines the chunk spans.
@@ -500,12 +500,32 @@ export function visitCsvChunk(
   visit: CsvChunkVisitor,
   damaged = false,
 ): number {
+  const hasCr = text.includes('\r');
+  const record = (fields: string[], offset: number, quoteError: boolean): void => {
+    if (hasCr) {
+      // The CR of a CRLF line (also the whole of a blank CRLF line). A CR closing a quoted last
+      // field goes too: values are trimmed before use anyway.
+      const lastIndex = fields.length - 1;
+      const last = fields[lastIndex] as string;
+      if (last.charCodeAt(last.length - 1) === CR) fields[lastIndex] = last.slice(0, -1);
+    }
+    if (fields.length === 1 && fields[0] === '' && columns !== 1) return; // a blank line: a line, not a row
+    if (damaged && fields.some((f) => f.includes('\ufffd'))) visit.bad(offset, 'invalid_utf8', fields);
+    else if (quoteError) visit.bad(offset, 'invalid_quotes', fields);
+    else if (fields.length !== columns) visit.bad(offset, 'field_count', fields);
+    else visit.row(fields, offset);
+  };
+  return text.includes('"') ? visitQuoted(text, delimiter, record) : visitUnquoted(text, delimiter, record);
+}
+
+type RecordVisit = (fields: string[], offset: number, quoteError: boolean) => void;
+
+/** Papaparse over the whole chunk, then its records in order (a quoted field may span lines). */
+function visitQuoted(text: string, delimiter: CsvDelimiter, record: RecordVisit): number {
   const parsed = Papa.parse<string[]>(text, { delimiter, newline: '\n', quoteChar: '"', header: false });
   const data = parsed.data;
   let quoteErrors: Set<number> | undefined;
   for (const e of parsed.errors) if (e.row !== undefined && e.type === 'Quotes') (quoteErrors ??= new Set()).add(e.row);
-  const hasQuotes = text.includes('"');
-  const hasCr = text.includes('\r');
   let offset = 0;
   let count = data.length;
   if (count > 0 && text.endsWith('\n')) {
@@ -515,23 +535,28 @@ export function visitCsvChunk(
   for (let r = 0; r < count; r++) {
     const fields = data[r] as string[];
     let extraLines = 0;
-    if (hasQuotes) for (const f of fields) extraLines += countLf(f);
-    if (hasCr) {
-      // The CR of a CRLF line (also the whole of a blank CRLF line). A CR closing a quoted last
-      // field goes too: values are trimmed before use anyway.
-      const lastIndex = fields.length - 1;
-      const last = fields[lastIndex] as string;
-      if (last.charCodeAt(last.length - 1) === CR) fields[lastIndex] = last.slice(0, -1);
-    }
-    if (fields.length === 1 && fields[0] === '' && columns !== 1) {
-      offset += 1;
-      continue;
-    }
-    if (damaged && fields.some((f) => f.includes('\ufffd'))) visit.bad(offset, 'invalid_utf8', fields);
-    else if (quoteErrors?.has(r) === true) visit.bad(offset, 'invalid_quotes', fields);
-    else if (fields.length !== columns) visit.bad(offset, 'field_count', fields);
-    else visit.row(fields, offset);
+    for (const f of fields) extraLines += countLf(f);
+    record(fields, offset, quoteErrors?.has(r) === true);
     offset += 1 + extraLines;
+  }
+  return offset;
+}
+
+/**
+ * A chunk without a quote, one line at a time: exactly what papaparse does with such text (its
+ * fast mode splits on the newline, then on the delimiter, after dropping a leading U+FEFF), without
+ * holding every record of the chunk at once. Most chunks of most exports take this path.
+ */
+function visitUnquoted(chunk: string, delimiter: CsvDelimiter, record: RecordVisit): number {
+  const text = chunk.charCodeAt(0) === 0xfeff ? chunk.slice(1) : chunk;
+  let offset = 0;
+  for (let start = 0; start < text.length; offset++) {
+    const lf = text.indexOf('\n', start);
+    const end = lf === -1 ? text.length : lf;
+    const fields = text.slice(start, end).split(delimiter);
+    record(fields, offset, false);
+    // Past the text after its last line: papaparse's empty record after a final LF is dropped.
+    start = lf === -1 ? text.length : lf + 1;
   }
   return offset;
 }
