@@ -1,16 +1,32 @@
 // Benchmark of `audience-kit hash` (run through `npm run bench`, or `node test/bench/hash.js` after a build).
 //
-//   node test/bench/hash.js                      1M rows: email+phone and email-only throughput and peak RSS,
-//                                           the straightforward pipeline on the same file, the ratio,
-//                                           and the differential phone check (0 mismatches required)
+//   node test/bench/hash.js                      1M rows, e-mail + phone + country and e-mail only: wall time, CPU
+//                                           seconds (all threads) and peak RSS of `hash`, of the straightforward
+//                                           pipeline and of DuckDB on the same files, with the ratios; the check of
+//                                           DuckDB's digests against ours and the differential phone check
+//                                           (a mismatch in either fails the bench)
 //   node test/bench/hash.js --rows 10000000      the same sizes check on 10M rows (RSS must stay flat)
-//   options: --workers N, --skip-baseline, --skip-diff
+//   options: --workers N (and DuckDB's threads; default: the cores), --skip-baseline, --skip-diff, --skip-duckdb
 //
-// Each measured pipeline runs in its own process; peak RSS is that process's maxRSS (worker threads
-// included), reported by a tiny preload, so no external tool is needed.
-import { existsSync, statSync, createReadStream } from 'node:fs';
+// Each measured pipeline runs in its own process; peak RSS and CPU seconds are that process's (worker threads
+// included), reported by a tiny preload, so no external tool is needed. DuckDB (`@duckdb/node-api`, the version
+// pinned in test/bench/peers/package.json) is installed on first use into a cache folder outside the repository
+// ($AK_BENCH_PEERS, else ~/.cache/audience-kit-bench/peers-<version>); it is never a dependency of the package.
+import { spawnSync } from 'node:child_process';
+import {
+  copyFileSync,
+  createReadStream,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { createHash } from 'node:crypto';
-import { availableParallelism, loadavg } from 'node:os';
+import { availableParallelism, homedir, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import Papa from 'papaparse';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
@@ -83,51 +99,124 @@ if (baselineChild !== undefined) {
   process.exit(0);
 }
 
+/** The folder where test/bench/peers/package.json is installed (npm, on first use), or undefined when it cannot be. */
+function installPeers() {
+  const manifest = fileURLToPath(new URL('./peers/package.json', import.meta.url));
+  const version = JSON.parse(readFileSync(manifest, 'utf8')).dependencies['@duckdb/node-api'];
+  const dir = process.env.AK_BENCH_PEERS ?? join(homedir(), '.cache', 'audience-kit-bench', `peers-${version}`);
+  const installed = join(dir, 'node_modules', '@duckdb', 'node-api', 'package.json');
+  if (existsSync(installed) && JSON.parse(readFileSync(installed, 'utf8')).version === version) return { dir, version };
+  console.log(`installing @duckdb/node-api ${version} into ${dir} ...`);
+  mkdirSync(dir, { recursive: true });
+  copyFileSync(manifest, join(dir, 'package.json'));
+  const npm = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--no-package-lock'], {
+    cwd: dir,
+    stdio: 'inherit',
+  });
+  return npm.status === 0 && existsSync(installed) ? { dir, version } : undefined;
+}
+
 if (!existsSync(`${ROOT}dist/index.js`)) {
   console.error('build first: npm run build');
   process.exit(1);
 }
-const workers = opt('workers', undefined);
-console.log(
-  `machine: ${availableParallelism()} cores, node ${process.version}, load average ${loadavg()
+const threads = opt('workers', String(availableParallelism()));
+const load = () =>
+  loadavg()
     .map((l) => l.toFixed(2))
-    .join(' ')}`,
-);
-const full = dataFile('full');
-const sizeMb = statSync(full).size / 1e6;
-console.log(`input: ${fmt(rows)} rows (email, phone, country, names), ${sizeMb.toFixed(0)} MB`);
+    .join(' ');
+console.log(`machine: ${availableParallelism()} cores, node ${process.version}, load average ${load()} (1, 5, 15 min)`);
 const failures = [];
-
-const hashArgs = (file) => [
-  BIN,
-  'hash',
-  file,
-  '--format',
-  'jsonl',
-  ...(workers === undefined ? [] : ['--workers', workers]),
-];
-const ours = await measure(hashArgs(full));
-const oursRate = rows / ours.seconds;
+const sized = rows <= 1_000_000;
+const peers = sized && !flag('skip-duckdb') ? installPeers() : undefined;
+if (sized && !flag('skip-duckdb') && peers === undefined)
+  failures.push('DuckDB could not be installed (pass --skip-duckdb to measure without it)');
 console.log(
-  `audience-kit hash, email+phone: ${ours.seconds.toFixed(2)} s, ${fmt(oursRate)} rows/s, peak RSS ${ours.rssMb.toFixed(0)} MB`,
+  `threads: ${threads} (hash --workers ${threads}${peers === undefined ? '' : `, DuckDB ${peers.version} threads=${threads}`}, the straightforward pipeline 1)`,
 );
-if (rows <= 1_000_000 || flag('email-only')) {
-  const emailFile = dataFile('email');
-  const emailOnly = await measure(hashArgs(emailFile));
+console.log('times: wall seconds of the process; CPU: user + system seconds of all its threads; RSS: its peak\n');
+
+const row = (name, m, n = rows) =>
   console.log(
-    `audience-kit hash, email only:  ${emailOnly.seconds.toFixed(2)} s, ${fmt(rows / emailOnly.seconds)} rows/s, peak RSS ${emailOnly.rssMb.toFixed(0)} MB`,
+    `  ${name.padEnd(34)} ${m.seconds.toFixed(2).padStart(6)} s  CPU ${m.cpuSeconds.toFixed(2).padStart(6)} s  RSS ${m.rssMb.toFixed(0).padStart(4)} MB  ${fmt(n / m.seconds).padStart(9)} rows/s`,
   );
-}
-if (!flag('skip-baseline') && rows <= 1_000_000) {
-  const base = await measure([fileURLToPath(import.meta.url), '--baseline-child', full]);
-  const baseRate = rows / base.seconds;
+const ratio = (what, ours, peer, target) =>
   console.log(
-    `straightforward pipeline (papaparse + libphonenumber-js isValid() + createHash, 1 thread): ${base.seconds.toFixed(2)} s, ${fmt(baseRate)} rows/s, peak RSS ${base.rssMb.toFixed(0)} MB`,
+    `  ${what.padEnd(34)} wall ${(peer.seconds / ours.seconds).toFixed(2)}x, CPU ${(peer.cpuSeconds / ours.cpuSeconds).toFixed(2)}x${target ? `   (${target})` : ''}`,
   );
-  console.log(`ratio: ${(oursRate / baseRate).toFixed(1)}x`);
+const hashArgs = (file, extra = []) => [BIN, 'hash', file, '--format', 'jsonl', '--workers', threads, ...extra];
+const duckArgs = (file, extra = []) => [
+  fileURLToPath(new URL('./duckdb.js', import.meta.url)),
+  '--module',
+  peers.dir,
+  '--file',
+  file,
+  '--threads',
+  threads,
+  ...extra,
+];
+
+/** Ours, the straightforward pipeline and DuckDB on one file, with the ratios. */
+async function compare(kind, title) {
+  const file = dataFile(kind);
+  console.log(`${title}: ${file.replace(ROOT, '')}, ${fmt(rows)} rows, ${(statSync(file).size / 1e6).toFixed(0)} MB`);
+  const ours = await measure(hashArgs(file));
+  row('audience-kit hash', ours);
+  const base =
+    flag('skip-baseline') || !sized
+      ? undefined
+      : await measure([fileURLToPath(import.meta.url), '--baseline-child', file]);
+  if (base !== undefined) row('straightforward pipeline, 1 thread', base);
+  const duck = peers === undefined ? undefined : await measure(duckArgs(file));
+  if (duck !== undefined) row('DuckDB sha256(lower(trim(email)))', duck);
+  if (base !== undefined) ratio('straightforward / hash', ours, base, kind === 'full' ? 'issue #34: CPU >= 4x' : '');
+  if (duck !== undefined)
+    console.log(
+      `  ${'hash / DuckDB'.padEnd(34)} wall ${(ours.seconds / duck.seconds).toFixed(2)}x, CPU ${(ours.cpuSeconds / duck.cpuSeconds).toFixed(2)}x${kind === 'email' ? '   (issue #34: wall <= 1.5x)' : '   (DuckDB hashes the e-mails only)'}`,
+    );
+  console.log(`  load average after: ${load()}\n`);
+  return ours;
 }
-if (!flag('skip-diff') && rows <= 1_000_000) {
-  const diff = await differential(full);
+
+/** Every e-mail digest of ours against DuckDB's for the same row (rows we reject are counted, not compared). */
+async function checkAgainstDuckdb(file) {
+  const dir = mkdtempSync(join(tmpdir(), 'ak-bench-duck-'));
+  try {
+    const oursFile = join(dir, 'ours.jsonl');
+    const duckFile = join(dir, 'duckdb.csv');
+    await measure(hashArgs(file, ['--output', oursFile]));
+    await measure(duckArgs(file, ['--out', duckFile]));
+    const duckLines = createInterface({ input: createReadStream(duckFile) })[Symbol.asyncIterator]();
+    let line = 0;
+    let rejected = 0;
+    const mismatches = [];
+    for await (const text of createInterface({ input: createReadStream(oursFile) })) {
+      line++;
+      const theirs = (await duckLines.next()).value;
+      if (text === '{}') rejected++;
+      else if (text !== `{"email":["${theirs}"]}`) mismatches.push(line);
+    }
+    const extra = (await duckLines.next()).done !== true;
+    return { line, rejected, mismatches, extra };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const ours = await compare('full', 'e-mail + phone + country');
+if (sized || flag('email-only')) await compare('email', 'e-mail only');
+if (peers !== undefined) {
+  const check = await checkAgainstDuckdb(dataFile('email'));
+  console.log(
+    `DuckDB check, e-mail only: ${fmt(check.line)} rows, ${fmt(check.line - check.rejected)} digests compared, ${check.mismatches.length} mismatches (${fmt(check.rejected)} rows rejected by our e-mail rule, not compared)`,
+  );
+  if (check.mismatches.length > 0 || check.extra)
+    failures.push(
+      `DuckDB check: ${check.mismatches.length} mismatches (first at data lines ${check.mismatches.slice(0, 5).join(', ')})${check.extra ? ', DuckDB has more rows' : ''}`,
+    );
+}
+if (!flag('skip-diff') && sized) {
+  const diff = await differential(dataFile('full'));
   console.log(`differential phone check: ${fmt(diff.checked)} phones, ${diff.mismatches} mismatches`);
   for (const e of diff.examples) console.log(`  mismatch: ${JSON.stringify(e)}`);
   if (diff.mismatches > 0) failures.push(`differential phone check: ${diff.mismatches} mismatches`);
