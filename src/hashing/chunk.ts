@@ -112,7 +112,8 @@ export function mappedTypes(mapping: ColumnMapping): IdentifierType[] {
  * chunk dies young) and written as UTF-8 into one scratch buffer that every chunk of the thread
  * reuses; bytes() copies out the chunk's bytes into an array of their own, which is transferred
  * to the main thread, which writes them as they are. (A Buffer per piece and a copy of them all
- * cost about twice as much, and gave the collector a new ArrayBuffer per 32 KiB.)
+ * cost about twice as much, and gave the collector a new ArrayBuffer per 32 KiB.) The scratch is
+ * shared: a builder is filled and read within one synchronous hashChunk call, never two at once.
  */
 class OutputBuilder {
   private static readonly PIECE = 8 * 1024;

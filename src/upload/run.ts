@@ -179,8 +179,7 @@ async function runOne(resolved: ResolvedRunOptions, alsoCheck?: Target): Promise
   // Before the target check: an audience too small to be anonymous is refused before any request.
   const o = await withAudienceMinimum(resolved);
   if (!o.dryRun && o.client !== undefined && o.checkTarget)
-    for (const target of [o.target, ...(alsoCheck === undefined ? [] : [alsoCheck])])
-      await checkTarget(o.client, o.accountId, target);
+    await checkTargets(o.client, o.accountId, o.target, alsoCheck);
   const runId = o.runId ?? newRunId();
   const options = auditOptions(o, o.group);
   const input = await identify(o.input, o.dryRun);
@@ -282,6 +281,16 @@ export async function identify(input: RunUploadOptions['input'], dryRun: boolean
   } catch (error) {
     throw unreadable(error);
   }
+}
+
+/** checkTarget of `target`, then of `alsoCheck` (the do-not-reach list of a consent policy) when given. */
+export async function checkTargets(
+  client: AdsClient,
+  accountId: string,
+  target: Target,
+  alsoCheck: Target | undefined,
+): Promise<void> {
+  for (const t of alsoCheck === undefined ? [target] : [target, alsoCheck]) await checkTarget(client, accountId, t);
 }
 
 /** One GET: a mistyped id is found before the input is hashed, with a fix that can help. */

@@ -39,7 +39,7 @@ import {
   type ResolvedSendOptions,
 } from './options.js';
 import { asKitError, targetRef } from './report.js';
-import { auditOptions, checkTarget, identify, type RunInput } from './run.js';
+import { auditOptions, checkTargets, identify, type RunInput } from './run.js';
 import { AddedUsers } from './added-users.js';
 import {
   bothTargets,
@@ -306,8 +306,7 @@ async function syncOne(resolved: ResolvedSyncOptions, alsoCheck?: Target): Promi
     // Too small an audience is refused before the target check's GET: a refused sync sends nothing.
     const o = checked ? await withSyncMinimum(resolved) : resolved;
     if (checked && o.client !== undefined)
-      for (const target of [o.target, ...(alsoCheck === undefined ? [] : [alsoCheck])])
-        await closingOnError(o, checkTarget(o.client, o.accountId, target));
+      await closingOnError(o, checkTargets(o.client, o.accountId, o.target, alsoCheck));
     // The input's fingerprint (for the audit record) is read beside the planning, not before it.
     const input = identify(o.input, o.dryRun);
     input.catch(() => undefined);
