@@ -13,6 +13,7 @@ import {
   type AuditRunStart,
 } from '../src/state/audit.js';
 import { batchDigest, findJournal, RunJournal, type JournalKey } from '../src/state/journal.js';
+import { addUnrecovered, readUnrecovered } from '../src/state/snapshot-unrecovered.js';
 import { PostgresStore } from '../src/state/postgres/store.js';
 import type { UploadJournal } from '../src/state/store.js';
 import { postgresStateUrl, usePostgres } from './helpers/sync.js';
@@ -26,6 +27,8 @@ import { tempDir } from './helpers/temp.js';
 usePostgres();
 
 const GOLDEN_JOURNAL = fileURLToPath(new URL('./golden/journal-v2/', import.meta.url));
+const GOLDEN_LINES_NATIVE = fileURLToPath(new URL('./golden/journal-lines-native/', import.meta.url));
+const GOLDEN_UNRECOVERED = fileURLToPath(new URL('./golden/unrecovered-v1/unrecovered.json', import.meta.url));
 const GOLDEN_AUDIT = fileURLToPath(new URL('./golden/audit-v1/audit.jsonl', import.meta.url));
 const AT = new Date('2026-01-01T00:00:00.000Z');
 
@@ -192,6 +195,48 @@ describe('run journal format 2 (golden files)', () => {
     try {
       expect(j.isConfirmed(0, batchDigest(BODY0))).toBe(true);
       expect((await j.readFailedBatch(1))?.body).toEqual(BODY1);
+      expect(Array.from((await j.readFailedBatch(1))?.lines ?? [])).toEqual([3]);
+    } finally {
+      await j.close();
+    }
+  });
+
+  it("a kept batch's line numbers are big-endian uint32s, the same bytes in the directory and the database", async () => {
+    const golden = readFileSync(join(journalFile(GOLDEN_JOURNAL), '..', 'failed', '000001.lines.u32be'));
+    expect(golden).toEqual(Buffer.from([0, 0, 0, 3]));
+    const dir = tempDir('ak-golden-j-');
+    await writeJournal(dir);
+    expect(readdirSync(join(journalFile(dir), '..', 'failed')).sort()).toEqual([
+      '000001.body.json',
+      '000001.lines.u32be',
+    ]);
+    expect(readFileSync(join(journalFile(dir), '..', 'failed', '000001.lines.u32be'))).toEqual(golden);
+    const url = await postgresStateUrl();
+    const store = await PostgresStore.open(url);
+    try {
+      await fillJournal(await store.journals.open(KEY, { mode: 'new', runId: 'r1', now: () => AT }));
+      const db = new pg.Client({ connectionString: url });
+      await db.connect();
+      const rows = await db.query<{ lines: Buffer }>('SELECT lines FROM audience_kit_journal_failed');
+      await db.end();
+      expect(rows.rows.map((r) => r.lines)).toEqual([golden]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("a kept batch's .lines written by an earlier version (the machine's byte order) is still read, and replaced", async () => {
+    const dir = tempDir('ak-golden-j-');
+    cpSync(GOLDEN_JOURNAL, dir, { recursive: true });
+    const failed = join(journalFile(dir), '..', 'failed');
+    rmSync(join(failed, '000001.lines.u32be'));
+    cpSync(join(GOLDEN_LINES_NATIVE, '000001.lines'), join(failed, '000001.lines'));
+    const j = await RunJournal.open(dir, KEY, { mode: 'resume', runId: 'r2', now: () => AT });
+    try {
+      // Written on a little-endian machine (x86-64) by the version before big-endian files.
+      expect(Array.from((await j.readFailedBatch(1))?.lines ?? [])).toEqual([3]);
+      await j.recordConfirmed(1, batchDigest(BODY1), 1);
+      expect(readdirSync(failed)).toEqual([]);
     } finally {
       await j.close();
     }
@@ -245,5 +290,24 @@ describe('audit log format 1 (golden file)', () => {
     await expect(appendAuditRecord(path, END)).rejects.toMatchObject(refused);
     expect(() => verifyAuditLog(path)).toThrow(expect.objectContaining(refused) as Error);
     expect(() => readAuditRuns(path)).toThrow(expect.objectContaining(refused) as Error);
+  });
+});
+
+describe('unrecovered.json format 1 (golden file)', () => {
+  it('a fresh write gives the golden bytes: the users over every recovery, exact only while each count was', () => {
+    const dir = tempDir('ak-golden-u-');
+    addUnrecovered(dir, 2, true);
+    addUnrecovered(dir, 3, false);
+    expect(readFileSync(join(dir, 'unrecovered.json'))).toEqual(readFileSync(GOLDEN_UNRECOVERED));
+  });
+
+  it('the golden file reads back', () => {
+    expect(readUnrecovered(join(GOLDEN_UNRECOVERED, '..'))).toEqual({ format: 1, users: 5, exact: false });
+  });
+
+  it('a newer format is refused, never misread', () => {
+    const dir = tempDir('ak-golden-u-');
+    writeFileSync(join(dir, 'unrecovered.json'), `${JSON.stringify({ format: 2, users: 5, exact: false })}\n`);
+    expect(() => readUnrecovered(dir)).toThrow(expect.objectContaining({ code: 'snapshot_newer_format' }) as Error);
   });
 });

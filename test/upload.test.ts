@@ -601,7 +601,7 @@ describe('uploadAudience', () => {
     expect(first.batches_failed).toBe(1);
     const failedDir = join(j1.dir, 'failed');
     const kept = readdirSync(failedDir);
-    expect(kept.sort()).toEqual(['000000.body.json', '000000.lines']);
+    expect(kept.sort()).toEqual(['000000.body.json', '000000.lines.u32be']);
     const body = readFileSync(join(failedDir, '000000.body.json'), 'utf8');
     expect(body).not.toContain('@example.com');
 

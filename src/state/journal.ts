@@ -15,6 +15,7 @@
  * when the run completes.
  */
 import { closeSync, existsSync, ftruncateSync, openSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { endianness } from 'node:os';
 import { join } from 'node:path';
 import { acquireFileLock } from './lock.js';
 import { ConfigError, EnvironmentError, environmentError, StateError } from '../errors.js';
@@ -315,6 +316,33 @@ export interface KeptBatch {
   lines: Uint32Array;
 }
 
+/**
+ * A kept batch's input line numbers as every store keeps them: uint32s, big-endian (the database's
+ * `audience_kit_journal_failed.lines`, the directory's `failed/NNNNNN.lines.u32be`; pinned by
+ * test/golden/journal-v2/ and test/state-contract.test.ts).
+ */
+export function linesToBytes(lines: Uint32Array): Buffer {
+  const out = Buffer.alloc(lines.length * 4);
+  lines.forEach((line, i) => out.writeUInt32BE(line, i * 4));
+  return out;
+}
+
+/**
+ * `bytes` read as uint32s of the order given (big-endian; `LE` only for a directory's legacy
+ * `.lines`); undefined when it is not a whole number of them (the batch is then not resumed from it).
+ */
+export function bytesToLines(bytes: Buffer, order: 'BE' | 'LE' = 'BE'): Uint32Array | undefined {
+  if (bytes.length % 4 !== 0) return undefined;
+  const lines = new Uint32Array(bytes.length / 4);
+  for (let i = 0; i < lines.length; i++)
+    lines[i] = order === 'BE' ? bytes.readUInt32BE(i * 4) : bytes.readUInt32LE(i * 4);
+  return lines;
+}
+
+/** The directory's kept line numbers (big-endian), and the name of those an earlier version wrote in the machine's order. */
+const LINES_FILE = '.lines.u32be';
+const LEGACY_LINES_FILE = '.lines';
+
 /** Where an opened journal resumes from: the lines read back (none for a new journal). */
 export interface JournalStart {
   key: string;
@@ -586,17 +614,20 @@ export class RunJournal extends ChainedJournal {
     ensureDir(join(this.dir, 'failed'));
     const base = this.failedBasePath(index);
     writeDurable(`${base}.body.json`, batch.body);
-    writeDurable(`${base}.lines`, Buffer.from(batch.lines.buffer, batch.lines.byteOffset, batch.lines.byteLength));
+    writeDurable(`${base}${LINES_FILE}`, linesToBytes(batch.lines));
+    rmSync(`${base}${LEGACY_LINES_FILE}`, { force: true });
     return Promise.resolve();
   }
 
+  /** The body and its lines: `.lines.u32be`, or a `.lines` an earlier version wrote in this machine's order. */
   protected loadBatch(index: number): Promise<KeptBatch | undefined> {
     const base = this.failedBasePath(index);
     try {
       const body = readFileSync(`${base}.body.json`);
-      const raw = readFileSync(`${base}.lines`);
-      const lines = new Uint32Array(raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength));
-      return Promise.resolve({ body, lines });
+      const lines = existsSync(`${base}${LINES_FILE}`)
+        ? bytesToLines(readFileSync(`${base}${LINES_FILE}`))
+        : bytesToLines(readFileSync(`${base}${LEGACY_LINES_FILE}`), endianness());
+      return Promise.resolve(lines === undefined ? undefined : { body, lines });
     } catch {
       return Promise.resolve(undefined);
     }
@@ -607,8 +638,7 @@ export class RunJournal extends ChainedJournal {
       rmSync(join(this.dir, 'failed'), { recursive: true, force: true });
     } else {
       const base = this.failedBasePath(index);
-      rmSync(`${base}.body.json`, { force: true });
-      rmSync(`${base}.lines`, { force: true });
+      for (const suffix of ['.body.json', LINES_FILE, LEGACY_LINES_FILE]) rmSync(`${base}${suffix}`, { force: true });
     }
     return Promise.resolve();
   }

@@ -9,7 +9,9 @@
 import type pg from 'pg';
 import { sleep } from '../../util/clock.js';
 import {
+  bytesToLines,
   ChainedJournal,
+  linesToBytes,
   journalKeyId,
   JOURNAL_GENESIS,
   parseJournalBytes,
@@ -181,9 +183,8 @@ export class PostgresJournal extends ChainedJournal {
       [this.key, index],
     );
     const row = r.rows[0];
-    return row === undefined || row.lines.length % 4 !== 0
-      ? undefined
-      : { body: row.body, lines: bytesToLines(row.lines) };
+    const lines = row && bytesToLines(row.lines);
+    return row === undefined || lines === undefined ? undefined : { body: row.body, lines };
   }
 
   protected async dropBatches(index?: number): Promise<void> {
@@ -216,17 +217,4 @@ async function forget(client: pg.Client, id: string): Promise<void> {
   await client.query('DELETE FROM audience_kit_journal_lines WHERE key = $1', [id]);
   await client.query('DELETE FROM audience_kit_journal_failed WHERE key = $1', [id]);
   await client.query('COMMIT');
-}
-
-/** Input line numbers as stored: big-endian uint32s (the file keeps the machine's order). */
-export function linesToBytes(lines: Uint32Array): Buffer {
-  const out = Buffer.alloc(lines.length * 4);
-  lines.forEach((line, i) => out.writeUInt32BE(line, i * 4));
-  return out;
-}
-
-export function bytesToLines(bytes: Buffer): Uint32Array {
-  const lines = new Uint32Array(bytes.length / 4);
-  for (let i = 0; i < lines.length; i++) lines[i] = bytes.readUInt32BE(i * 4);
-  return lines;
 }
