@@ -1,6 +1,9 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
+import type { AdsClient } from '../src/api/client.js';
+import { runUpload as runUploadAt100 } from '../src/upload/run.js';
+import { syncAudience as syncAudienceAt100 } from '../src/upload/sync.js';
 import { hashCsv, type HashCsvRun, type RawRecord } from '../src/hashing/pipeline.js';
 import { acquireFileLock } from '../src/state/lock.js';
 import { snapshotDir } from '../src/state/snapshot.js';
@@ -231,6 +234,36 @@ describe('the state store option', () => {
       message: 'syncAudience needs stateDir or state',
     });
     expect(readdirSync(stateDir)).toEqual([]);
+  });
+
+  it('a mistyped state URL is refused by the parse: no request made, no row of the input read', async () => {
+    const touched: string[] = [];
+    // A client and users that record any use: the refusal must come before both.
+    const client = new Proxy({} as AdsClient, {
+      get: (_t, p) => {
+        touched.push(`client.${String(p)}`);
+        return () => Promise.reject(new Error('used'));
+      },
+    });
+    const users = {
+      [Symbol.asyncIterator]() {
+        touched.push('users read');
+        return { next: () => Promise.resolve({ done: true as const, value: undefined }) };
+      },
+    };
+    const base = { client, accountId: '1', target: { customAudienceId: '2' }, users };
+    const refused = {
+      code: 'invalid_option',
+      message: 'state must be a PostgreSQL URL (postgres://user@host:5432/database)',
+    };
+    // The entries themselves: their default minimum audience size would read the input ahead first.
+    for (const entry of [runUploadAt100, syncAudienceAt100, runUpload, syncAudience]) {
+      await expect(entry({ ...base, state: 'postgress://app@db.example.com/ads' })).rejects.toMatchObject(refused);
+      await expect(entry({ ...base, state: 'postgres://app@db.example.com' })).rejects.toMatchObject({
+        code: 'state_database_unnamed',
+      });
+    }
+    expect(touched).toEqual([]);
   });
 });
 

@@ -32,7 +32,7 @@ export const CONSENT_FIELD = z
   .optional();
 
 /** The list's pass: its target, and its users (the input read again) opened when it starts. */
-interface DoNotReachPass {
+export interface DoNotReachPass {
   target: Target;
   open: () => Promise<{ users: UploadUsers; records: RowRules | undefined }>;
 }
@@ -57,14 +57,14 @@ export function checkConsentTarget(
  * The list's pass of `o`, or undefined without the policy. ConfigError, before anything is read,
  * when the audience's users are not read with `exclude` or cannot be read a second time.
  */
-function doNotReachPass(o: {
-  consent?: DoNotReachConsent | undefined;
-  users: UploadUsers;
-  records: RowRules | undefined;
-}): DoNotReachPass | undefined {
-  if (o.consent === undefined) return undefined;
-  const target = describeTarget({ doNotReachListId: o.consent.doNotReachListId });
-  const policy = o.records?.consent ?? (o.users as { consent?: ConsentPolicy }).consent;
+export function doNotReachPass(
+  consent: DoNotReachConsent | undefined,
+  users: UploadUsers,
+  records: RowRules | undefined,
+): DoNotReachPass | undefined {
+  if (consent === undefined) return undefined;
+  const target = describeTarget({ doNotReachListId: consent.doNotReachListId });
+  const policy = records?.consent ?? (users as { consent?: ConsentPolicy }).consent;
   if (policy !== undefined && policy !== 'exclude') {
     throw new ConfigError(
       'invalid_option',
@@ -72,7 +72,6 @@ function doNotReachPass(o: {
       { fix: "read the input with consent 'exclude' (the default), or drop the do-not-reach policy" },
     );
   }
-  const { records, users } = o;
   const types = target.types === undefined ? {} : { types: target.types };
   if (records !== undefined && Array.isArray(users)) {
     const rules: RowRules = { ...records, mapping: { ...records.mapping, ...types }, consent: 'refused' };
@@ -112,25 +111,26 @@ export interface ListTarget {
 }
 
 /**
- * An entry's call under the policy (without it, `one(o)`): `one` on the audience, the list read
- * back with it, then `one` on the list with the options `listOf` makes of `o`.
+ * An entry's call under the policy (`list`; without it, `one()`): `one` on the audience, the list
+ * read back with it, then `listOne` on the list with its users (the input read again).
  */
-export async function bothTargets<
-  O extends Parameters<typeof doNotReachPass>[0] & { signal?: AbortSignal | undefined },
-  R extends PassReport & { do_not_reach?: R },
->(o: O, one: (o: O, alsoCheck?: Target) => Promise<R>, listOf: (o: O, list: ListTarget) => O): Promise<R> {
-  const list = doNotReachPass(o);
-  const report = await one(o, list?.target);
+export async function bothTargets<R extends PassReport & { do_not_reach?: R }>(
+  list: DoNotReachPass | undefined,
+  signal: AbortSignal | undefined,
+  one: (alsoCheck?: Target) => Promise<R>,
+  listOne: (list: ListTarget) => Promise<R>,
+): Promise<R> {
+  const report = await one(list?.target);
   if (list === undefined) return report;
   const pass = async (): Promise<R> => {
     const { users, records } = await list.open();
     try {
-      return await one(listOf(o, { target: list.target, users, records }));
+      return await listOne({ target: list.target, users, records });
     } finally {
       await users.close?.();
     }
   };
-  return withListPass(report, pass, o.signal);
+  return withListPass(report, pass, signal);
 }
 
 /**

@@ -12,11 +12,12 @@ import { JournalError, batchDigest } from '../state/journal.js';
 import type { UploadJournal } from '../state/store.js';
 import { isAborted } from '../util/clock.js';
 import type { Ledger } from './ledger.js';
-import type { ResolvedUploadOptions } from './options.js';
 import type { PackedBatch } from './plan.js';
 import { sendBatch, type SendableBatch, type SenderOptions } from './sender.js';
 
-export interface EngineOptions extends SenderOptions {
+export interface EngineOptions {
+  /** How each batch is sent and verified (sender.ts's part of the options). */
+  sender: SenderOptions;
   concurrency: number;
   ledger: Ledger;
   journal?: UploadJournal | undefined;
@@ -34,22 +35,16 @@ export interface Engine {
   readonly inFlight: number;
 }
 
-/** The engine that sends the packed batches; none on a dry run. */
-export function sendingEngine(o: ResolvedUploadOptions, ledger: Ledger, onSettled: () => void): Engine | undefined {
-  if (o.client === undefined || o.dryRun) return undefined;
-  return createEngine({ ...o, client: o.client, signal: o.signal, ledger, journal: o.journal, onSettled });
-}
-
 export function createEngine(o: EngineOptions): Engine {
   const limit = pLimit(o.concurrency);
   const settling = new Set<Promise<void>>();
   const { ledger, journal } = o;
   /** Batches re-sent from the journal's kept bodies in this run: index → content hash. */
   const keptResent = new Map<number, string>();
-  const shouldStop = (): boolean => ledger.stopped || isAborted(o.signal);
+  const shouldStop = (): boolean => ledger.stopped || isAborted(o.sender.signal);
 
   const send = async (batch: SendableBatch): Promise<void> => {
-    await ledger.record(batch, await sendBatch(o, batch, ledger.tally, shouldStop).catch(asFailure));
+    await ledger.record(batch, await sendBatch(o.sender, batch, ledger.tally, shouldStop).catch(asFailure));
     o.onSettled?.();
   };
 

@@ -14,10 +14,8 @@ export { verify as verifyBatchResult, type SendableBatch } from './sender.js';
 export { asKitError, errorJson, reportJson, rejectRate } from './report.js';
 export { sendUsers, uploadAudience } from './upload.js';
 export {
-  resolveRunSettings,
-  runResolved,
+  checkRunOptions,
   runUpload,
-  type RunSettings,
   type RunInput,
   type RunNotice,
   type RunUploadOptions,
@@ -26,10 +24,8 @@ export {
 } from './run.js';
 export * from './progress.js';
 export {
-  resolveSyncSettings,
+  checkSyncOptions,
   syncAudience,
-  syncResolved,
-  type SyncSettings,
   MAX_REFRESH_AFTER_DAYS,
   type SyncAudienceOptions,
   type SyncOperationReport,

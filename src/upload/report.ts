@@ -10,7 +10,7 @@ import type { AuditCounts } from '../state/audit.js';
 import type { Ledger } from './ledger.js';
 import { PLATFORM_BATCH_LIMITS, type BatchPacker } from './plan.js';
 import type { Target } from './target.js';
-import type { ResolvedUploadOptions } from './options.js';
+import type { Clock } from '../util/clock.js';
 import type { UploadOperation, UploadProgress, UploadReport, UploadStatus, UploadUsers } from './types.js';
 
 export interface RunBooks {
@@ -28,33 +28,47 @@ export interface RunBooks {
   startedMs: number;
 }
 
+/** What the report says of the run itself (report.ts's part of the upload's options). */
+export interface ReportedRun {
+  runId: string | undefined;
+  accountId: string;
+  target: Target;
+  operation: UploadOperation;
+  dryRun: boolean;
+  resumed: boolean;
+  client: AdsClient | undefined;
+}
+
 /** The run's books: what the report is built from. */
 export function runBooks(
-  o: ResolvedUploadOptions,
+  run: ReportedRun,
   startedMs: number,
   summary: HashSummary,
   packer: BatchPacker,
   ledger: Ledger,
 ): RunBooks {
   return {
-    runId: o.runId ?? '',
-    accountId: o.accountId,
-    target: o.target,
-    operation: o.operation,
-    dryRun: o.dryRun,
-    resumed: o.journal?.resumed ?? false,
+    ...run,
+    runId: run.runId ?? '',
     summary,
     packer,
     ledger,
-    client: o.client,
-    clientStart: o.client?.stats(),
+    clientStart: run.client?.stats(),
     startedMs,
   };
 }
 
+/** The upload's progress options (report.ts's part of them). */
+export interface ProgressOptions {
+  onProgress: ((p: UploadProgress) => void) | undefined;
+  progressIntervalMs: number;
+  inputProgress: (() => { bytesRead: number; totalBytes?: number }) | undefined;
+  clock: Clock;
+}
+
 /** Progress callbacks, at most one per `progressIntervalMs` while reading (forced ones aside). */
 export function progressReporter(
-  o: ResolvedUploadOptions,
+  o: ProgressOptions,
   books: RunBooks,
   users: UploadUsers,
   inFlight: () => number,

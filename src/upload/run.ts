@@ -5,44 +5,44 @@
  * the audit log gets its `run_start` record, the users are uploaded, and `run_end` closes the
  * record with the report's counts.
  */
-import { findDoNotReachList, getCustomAudience, type AdsClient } from '../api/index.js';
-import { statSync } from 'node:fs';
-import { basename } from 'node:path';
-import { AudienceKitError, ConfigError, HttpError, InputError } from '../errors.js';
+import { AudienceKitError } from '../errors.js';
 import { z } from 'zod';
-import { fileSha256 } from '../util/sha256.js';
-import type { ColumnMapping } from '../identifiers/mapping.js';
-import { DEFAULT_PHONE_FORMAT, type NormalizeOptions } from '../identifiers/normalize.js';
+import type { NormalizeOptions } from '../identifiers/normalize.js';
 import { newRunId, type AuditRunEnd, type AuditRunOptions, type AuditRunStart } from '../state/audit.js';
 import { unfinishedRunError, type JournalKey, type JournalSummary } from '../state/journal.js';
 import type { AuditLog, StateStore, UploadJournal } from '../state/store.js';
 import { VERSION } from '../version.js';
 import { isAborted } from '../util/clock.js';
 import { orIssue, parseOptions, UPLOAD_FIELDS, uploadSchema, uploadSettingsSchema } from './options.js';
-import type { BatchGroup, BatchLimits } from './plan.js';
 import { auditCounts, targetRef } from './report.js';
 import type { Target } from './target.js';
-import type { UploadAudienceOptions, UploadOperation, UploadReport, UploadUsers } from './types.js';
+import type { UploadAudienceOptions, UploadOperation, UploadReport } from './types.js';
 import {
   bothTargets,
   checkConsentTarget,
   CONSENT_FIELD,
+  doNotReachPass,
   type DoNotReachConsent,
   type ListTarget,
 } from './do-not-reach.js';
 import { upload, withAudienceMinimum } from './upload.js';
-import { AUDIT_LOG_FIELD, checkStateChoice, openUploadState, STATE_FIELDS, type StateOption } from './state-option.js';
+import {
+  AUDIT_LOG_FIELD,
+  openUploadState,
+  resolveStorage,
+  STATE_FIELDS,
+  type StateOption,
+  type Storage,
+} from './state-option.js';
+import { auditOptions, identify, type RunInput, type RunInputOption } from './run-facts.js';
+import { checkTargets } from './target-check.js';
+
+export type { RunInput } from './run-facts.js';
 
 /** What to do with an unfinished run of the same input, target and options. */
 export type UnfinishedRunChoice = 'resume' | 'restart' | 'cancel';
 export type UnfinishedRunPolicy =
   'refuse' | 'resume' | 'restart' | ((summary: JournalSummary) => Promise<UnfinishedRunChoice>);
-
-export interface RunInput {
-  name: string;
-  size: number | null;
-  sha256: string | null;
-}
 
 export type RunNotice =
   /** `dir`: where the journal is (its directory, or the database and key). */
@@ -63,7 +63,7 @@ export interface RunUploadOptions extends Omit<UploadAudienceOptions, 'journal'>
    * The input's identity, for the journal key and the audit record. With `path` the file is
    * measured and fingerprinted (SHA-256) here, after the target check and only when not a dry run.
    */
-  input?: RunInput | { path: string; name?: string };
+  input?: RunInputOption;
   /** An unfinished run of the same input, target and options: `refuse` (default: ConfigError `unfinished_run`), `resume`, `restart`, or a function that decides. */
   unfinished?: UnfinishedRunPolicy;
   /** Audit log file (e.g. defaultAuditLogPath(stateDir)) or a store's log; with `state`, the store's when omitted; none otherwise and on a dry run. */
@@ -94,7 +94,7 @@ const RUN_FIELDS = {
   ...RUN_UPLOAD_FIELDS,
   checkTarget: z.boolean().default(true),
   ...STATE_FIELDS,
-  input: z.custom<RunUploadOptions['input']>().optional(),
+  input: z.custom<RunInputOption>().optional(),
   unfinished: z.custom<UnfinishedRunPolicy>().default('refuse'),
   auditLog: AUDIT_LOG_FIELD,
   normalize: z.custom<NormalizeOptions>().optional(),
@@ -103,25 +103,29 @@ const RUN_FIELDS = {
   onAuditError: z.custom<(error: unknown) => void>().optional(),
   consent: CONSENT_FIELD,
 };
-/** Not both a state directory and a store; a do-not-reach consent policy with an update of a custom audience. */
-const runChecks = (
-  o: {
+/**
+ * The run's own part of its options: the storage resolved (a state URL parsed: refused before any
+ * I/O), and a do-not-reach consent policy only with an update of a custom audience.
+ */
+function settleRun<
+  T extends {
     stateDir?: string | undefined;
     state?: StateOption | undefined;
+    auditLog?: string | AuditLog | undefined;
     consent?: DoNotReachConsent | undefined;
     target: Target;
     operation: UploadOperation;
   },
-  ctx: z.RefinementCtx,
-): void =>
-  orIssue(ctx, () => {
-    checkStateChoice(o);
-    checkConsentTarget(o.consent, o.target, o.operation);
-  });
-const RUN_SCHEMA = uploadSchema(RUN_FIELDS, 'runUpload').superRefine(runChecks);
-const RUN_SETTINGS_SCHEMA = uploadSettingsSchema(RUN_FIELDS).superRefine(runChecks);
+>(o: T): Omit<T, 'stateDir' | 'state' | 'auditLog'> & { storage: Storage } {
+  const { stateDir, state, auditLog, ...rest } = o;
+  const storage = resolveStorage({ stateDir, state, auditLog });
+  checkConsentTarget(o.consent, o.target, o.operation);
+  return { ...rest, storage };
+}
+const RUN_SCHEMA = uploadSchema(RUN_FIELDS, 'runUpload').transform((o, ctx) => orIssue(ctx, () => settleRun(o)));
+const RUN_CHECK_SCHEMA = uploadSettingsSchema(RUN_FIELDS).transform((o, ctx) => orIssue(ctx, () => settleRun(o)));
 
-/** runUpload's options, resolved: what the CLI's `upload` builds from its flags too. */
+/** runUpload's options, resolved (the entry's value: its parts are handed down, not the whole). */
 export type ResolvedRunOptions = z.output<typeof RUN_SCHEMA>;
 
 /** The options of runUpload, parsed once (ConfigError naming the first option refused). */
@@ -129,25 +133,26 @@ export function resolveRunOptions(o: unknown): ResolvedRunOptions {
   return parseOptions(RUN_SCHEMA, o);
 }
 
-/** What the CLI's `upload` parses from its flags: runUpload's options but the users and the client. */
-export type RunSettings = z.output<typeof RUN_SETTINGS_SCHEMA>;
-
-/** runUpload's options without `users` and `client`, parsed once (ConfigError naming the first option refused). */
-export function resolveRunSettings(o: unknown): RunSettings {
-  return parseOptions(RUN_SETTINGS_SCHEMA, o);
-}
-
-/** Check, journal, audit, upload; returns the report (a run cancelled by `unfinished` reports `interrupted`). */
-export async function runUpload(o: RunUploadOptions): Promise<UploadReport> {
-  return runResolved(resolveRunOptions(o));
+/**
+ * runUpload's options but the values only a session brings (`users`, `client`), checked with its
+ * schema: what the CLI's `upload` does with its flags before it opens the input or the sandbox.
+ */
+export function checkRunOptions(o: Omit<RunUploadOptions, 'users' | 'client'>): void {
+  parseOptions(RUN_CHECK_SCHEMA, o);
 }
 
 /**
- * runUpload of resolved options (the CLI's `upload` calls it): nothing is checked again. With a
- * do-not-reach consent policy, the list's run follows the audience's (do-not-reach.ts).
+ * Check, journal, audit, upload; returns the report (a run cancelled by `unfinished` reports
+ * `interrupted`). With a do-not-reach consent policy, the list's run follows the audience's.
  */
-export async function runResolved(resolved: ResolvedRunOptions): Promise<UploadReport> {
-  return bothTargets(resolved, runOne, listRun);
+export async function runUpload(options: RunUploadOptions): Promise<UploadReport> {
+  const o = resolveRunOptions(options);
+  return bothTargets(
+    doNotReachPass(o.consent, o.users, o.records),
+    o.signal,
+    (alsoCheck) => runOne(o, alsoCheck),
+    (list) => runOne(listRun(o, list)),
+  );
 }
 
 /** The list's run: an update of the rows that say no, with the audience's sending and state options. */
@@ -181,9 +186,9 @@ async function runOne(resolved: ResolvedRunOptions, alsoCheck?: Target): Promise
   if (!o.dryRun && o.client !== undefined && o.checkTarget)
     await checkTargets(o.client, o.accountId, o.target, alsoCheck);
   const runId = o.runId ?? newRunId();
-  const options = auditOptions(o, o.group);
+  const options = auditOptions({ normalize: o.normalize, users: o.users, limits: o.limits }, o.group);
   const input = await identify(o.input, o.dryRun);
-  const state = await openUploadState(o);
+  const state = await openUploadState(o.storage);
   try {
     return await runWithState(o, { input, runId, options }, state.store, state.audit);
   } finally {
@@ -243,98 +248,6 @@ async function audited(
     if (thrown !== undefined || o.onAuditError !== undefined) await end.catch(o.onAuditError ?? (() => undefined));
     else await end;
   }
-}
-
-/**
- * What the journal key and the audit record say the run was built with: the normalization
- * options (`normalize`, else those the users' run exposes), the mapping, the batch group and limits.
- */
-export function auditOptions(
-  o: { normalize?: NormalizeOptions | undefined; users: UploadUsers; limits: BatchLimits },
-  group: BatchGroup,
-): AuditRunOptions {
-  const run = o.users as { mapping?: ColumnMapping; normalize?: NormalizeOptions };
-  return {
-    ...normalizeRecord(o.normalize ?? run.normalize, run.mapping),
-    effective_at: group.effectiveAt ?? null,
-    expires_at: group.expiresAt ?? null,
-    max_body_bytes: o.limits.maxBodyBytes,
-    max_operations: o.limits.maxOperations,
-    max_users_per_operation: o.limits.maxUsersPerOperation,
-  };
-}
-
-export async function identify(input: RunUploadOptions['input'], dryRun: boolean): Promise<RunInput | undefined> {
-  if (input === undefined || !('path' in input)) return input;
-  const name = input.name ?? basename(input.path);
-  const unreadable = (error: unknown): InputError =>
-    new InputError('input_unreadable', `${name} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`, {
-      fix: 'check the path and its permissions',
-      cause: error,
-    });
-  try {
-    const info = statSync(input.path);
-    // A pipe (`<(gunzip -c x.gz)`, a FIFO) can be read once, and the users are read from it:
-    // fingerprinting it would consume their rows. Like stdin, it is not journaled.
-    if (!info.isFile()) return { name, size: null, sha256: null };
-    return { name, size: info.size, sha256: dryRun ? null : await fileSha256(input.path) };
-  } catch (error) {
-    throw unreadable(error);
-  }
-}
-
-/** checkTarget of `target`, then of `alsoCheck` (the do-not-reach list of a consent policy) when given. */
-export async function checkTargets(
-  client: AdsClient,
-  accountId: string,
-  target: Target,
-  alsoCheck: Target | undefined,
-): Promise<void> {
-  for (const t of alsoCheck === undefined ? [target] : [target, alsoCheck]) await checkTarget(client, accountId, t);
-}
-
-/** One GET: a mistyped id is found before the input is hashed, with a fix that can help. */
-export async function checkTarget(client: AdsClient, accountId: string, t: Target): Promise<void> {
-  const id = t.id;
-  const what = `${t.name} ${id}`;
-  const notFound = (cause?: unknown): ConfigError =>
-    new ConfigError('target_not_found', `${what} does not exist in account ${accountId}`, {
-      fix: `check accountId and the ${t.noun} id; \`audience-kit ${t.command} list\` shows the account's ${t.noun}s`,
-      ...(cause === undefined ? {} : { cause }),
-    });
-  try {
-    if (t.isDoNotReach) {
-      // The platform documents no GET of one list: it is found through the account's listing.
-      const list = await findDoNotReachList(client, { accountId, doNotReachListId: id });
-      if (list === undefined || list.deleted === true) throw notFound();
-      return;
-    }
-    const audience = await getCustomAudience(client, { accountId, customAudienceId: id });
-    if (audience.deleted === true) throw notFound();
-    if (audience.is_owner === false && audience.permission_level !== 'READ_WRITE') {
-      throw new ConfigError('target_read_only', `account ${accountId} may read ${what} but not change it`, {
-        fix: "ask the audience's owner account for a READ_WRITE permission, or upload from the owner account",
-      });
-    }
-  } catch (error) {
-    if (error instanceof HttpError && error.status === 404) throw notFound(error);
-    throw error;
-  }
-}
-
-export function normalizeRecord(
-  n: NormalizeOptions | undefined,
-  mapping: ColumnMapping | undefined,
-): Pick<AuditRunOptions, 'default_country' | 'country_column' | 'phone_format' | 'input_hashed' | 'mapping'> {
-  const columns: Record<string, string[]> = {};
-  for (const c of mapping?.columns ?? []) (columns[c.type] ??= []).push(c.column);
-  return {
-    default_country: n?.defaultCountry?.toUpperCase() ?? null,
-    country_column: mapping?.country?.column ?? null,
-    phone_format: n?.phoneFormat ?? DEFAULT_PHONE_FORMAT,
-    input_hashed: n?.inputHashed ?? 'auto',
-    mapping: columns,
-  };
 }
 
 /**

@@ -1,8 +1,12 @@
-/** The library's `stateDir` / `state` / `auditLog` options of a sync or an upload, checked once and opened as one store. */
+/**
+ * The library's `stateDir` / `state` / `auditLog` options of a sync or an upload: resolved at the
+ * entry, before any I/O, into the run's storage (a state URL is parsed there: a mistyped one is
+ * refused before a request is made or a row read), and opened as one store by the entry.
+ */
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import { FileAuditLog } from '../state/audit-file.js';
-import { openStateStore, parseStateUrl } from '../state/open-store.js';
+import { openStateStore, parseStateUrl, type StateSpec } from '../state/open-store.js';
 import type { AuditLog, StateStore } from '../state/store.js';
 
 /** A PostgreSQL URL, or a store object opened by the caller (who closes it). */
@@ -27,8 +31,8 @@ const auditObject = z.custom<AuditLog>(
 );
 
 /**
- * The state fields of syncAudience's and runUpload's schemas (src/upload/options.ts): a state
- * directory, or `state`, a PostgreSQL URL or a store object. `checkStateChoice` refuses both.
+ * The state fields of syncAudience's and runUpload's schemas: a state directory, or `state`, a
+ * PostgreSQL URL or a store object. `resolveStorage` settles them.
  */
 export const STATE_FIELDS = {
   stateDir: z.string().min(1).optional(),
@@ -44,6 +48,17 @@ interface StateOptions {
   auditLog?: string | AuditLog | undefined;
 }
 
+/** Where a run keeps its state, resolved at the entry (nothing opened): this module's part of the entry's options. */
+export interface Storage {
+  /** The store: a directory or a PostgreSQL URL (parsed), or a store object the caller opened; none for an upload without journal. */
+  store: StateSpec | StateStore | undefined;
+  /** The audit log named apart from the store: a file, or a log object. */
+  auditLog: string | AuditLog | undefined;
+}
+
+/** A sync's storage: it always has a store. */
+export type SyncStorage = Storage & { store: StateSpec | StateStore };
+
 const STATE_FIX = 'pass stateDir (a directory) or state (a postgres:// URL or a store)';
 
 export interface SyncState {
@@ -57,36 +72,47 @@ export interface SyncState {
 /** An upload's state: like a sync's, but without a store (no journal) when neither `stateDir` nor `state` is given. */
 export type UploadState = Omit<SyncState, 'store'> & { store: StateStore | undefined };
 
-/** The store's choice of a parse: not both; one when the entry needs a store (`entry`, a sync). */
-export function checkStateChoice(o: StateOptions, entry?: string): void {
-  if (o.stateDir !== undefined && o.state !== undefined)
+/**
+ * The storage of an entry's options (ConfigError before any I/O): not both `stateDir` and
+ * `state`; one when the entry needs a store (`entry`, a sync); a state URL that is a PostgreSQL URL.
+ */
+export function resolveStorage(o: StateOptions, entry: string): SyncStorage;
+export function resolveStorage(o: StateOptions): Storage;
+export function resolveStorage(o: StateOptions, entry?: string): Storage {
+  const { stateDir, state, auditLog } = o;
+  if (stateDir !== undefined && state !== undefined)
     throw new ConfigError('invalid_option', 'give stateDir or state, not both', { fix: STATE_FIX });
-  if (entry !== undefined && o.stateDir === undefined && o.state === undefined)
+  if (entry !== undefined && stateDir === undefined && state === undefined)
     throw new ConfigError('invalid_option', `${entry} needs stateDir or state`, { fix: STATE_FIX });
+  const store =
+    typeof state === 'string'
+      ? parseStateUrl(state, 'state')
+      : stateDir !== undefined
+        ? { kind: 'directory' as const, dir: stateDir }
+        : state;
+  return { store, auditLog };
 }
 
 const auditOf = (log: string | AuditLog | undefined): AuditLog | undefined =>
   typeof log === 'string' ? new FileAuditLog(log) : log;
 
-/** The store of options the entry's schema parsed (checkStateChoice): opened, with the audit log the run records in. */
-export async function openSyncState(p: StateOptions): Promise<SyncState> {
-  const { stateDir, state, auditLog } = p;
+const isSpec = (s: StateSpec | StateStore): s is StateSpec => !('lockTarget' in s);
+
+/** A sync's storage opened: the store, with the audit log the run records in. */
+export async function openSyncState({ store: where, auditLog }: SyncStorage): Promise<SyncState> {
   const given = auditOf(auditLog);
-  if (state !== undefined && typeof state !== 'string')
-    return { store: state, audit: given ?? state.audit, close: () => Promise.resolve() };
-  const store = await openStateStore(
-    state === undefined ? { kind: 'directory', dir: stateDir as string } : parseStateUrl(state, 'state'),
-  );
+  if (!isSpec(where)) return { store: where, audit: given ?? where.audit, close: () => Promise.resolve() };
+  const store = await openStateStore(where);
   return {
     store,
-    audit: given ?? (state === undefined ? undefined : store.audit),
+    audit: given ?? (where.kind === 'directory' ? undefined : store.audit),
     close: () => store.close(),
   };
 }
 
-/** The journals' store and the audit log of an upload (runUpload's parsed `stateDir`, `state`, `auditLog`). */
-export async function openUploadState(p: StateOptions): Promise<UploadState> {
-  if (p.stateDir === undefined && p.state === undefined)
-    return { store: undefined, audit: auditOf(p.auditLog), close: () => Promise.resolve() };
-  return openSyncState(p);
+/** An upload's storage opened: the journals' store (none without one) and the audit log. */
+export async function openUploadState(storage: Storage): Promise<UploadState> {
+  if (storage.store === undefined)
+    return { store: undefined, audit: auditOf(storage.auditLog), close: () => Promise.resolve() };
+  return openSyncState({ store: storage.store, auditLog: storage.auditLog });
 }

@@ -9,7 +9,7 @@ import type { AuditRunEnd } from '../state/audit.js';
 import { stateFailure } from '../state/fs.js';
 import type { Snapshot } from '../state/snapshot.js';
 import { asKitError, auditCounts, inputCounts, targetRef } from './report.js';
-import type { RunInput } from './run.js';
+import type { RunInput } from './run-facts.js';
 import type { SyncPlanCounts } from './sync-plan.js';
 import type { Target } from './target.js';
 import type { FailedBatchReport, OperationErrorReport, UploadReport, UploadStatus } from './types.js';

@@ -23,7 +23,7 @@ import type { NormalizeOptions } from '../identifiers/normalize.js';
 import { newRunId, type AuditRunStart, type AuditSnapshotState } from '../state/audit.js';
 import { Snapshot, SnapshotError, writeAheadLost, type SnapshotTarget } from '../state/snapshot.js';
 import { refuseUnfinishedMove, type AuditLog, type TakeoverWait, type TargetSession } from '../state/store.js';
-import { checkStateChoice, openSyncState, STATE_FIELDS, type StateOption } from './state-option.js';
+import { openSyncState, resolveStorage, STATE_FIELDS, type StateOption, type SyncStorage } from './state-option.js';
 import { recoverSnapshot, type SnapshotRecovery } from '../state/snapshot-recover.js';
 import { addUnrecovered, clearUnrecovered, readUnrecovered } from '../state/snapshot-unrecovered.js';
 import type { Clock } from '../util/clock.js';
@@ -39,12 +39,14 @@ import {
   type ResolvedSendOptions,
 } from './options.js';
 import { asKitError, targetRef } from './report.js';
-import { auditOptions, checkTargets, identify, type RunInput } from './run.js';
+import { auditOptions, identify, type RunInput, type RunInputOption } from './run-facts.js';
+import { checkTargets } from './target-check.js';
 import { AddedUsers } from './added-users.js';
 import {
   bothTargets,
   checkConsentTarget,
   CONSENT_FIELD,
+  doNotReachPass,
   type DoNotReachConsent,
   type ListTarget,
 } from './do-not-reach.js';
@@ -113,7 +115,7 @@ export interface SyncAudienceOptions extends SendOptions {
   checkTarget?: boolean;
   runId?: string;
   /** The input's identity, for the audit record (with `path` it is measured and fingerprinted). */
-  input?: RunInput | { path: string; name?: string };
+  input?: RunInputOption;
   /** The options the users were hashed with, for the audit record. */
   normalize?: NormalizeOptions;
   /** Recorded in the audit record. */
@@ -177,7 +179,7 @@ const SYNC_FIELDS = {
   dryRun: z.boolean().default(false),
   checkTarget: z.boolean().default(true),
   runId: z.string().optional(),
-  input: z.custom<SyncAudienceOptions['input']>().optional(),
+  input: z.custom<RunInputOption>().optional(),
   normalize: z.custom<NormalizeOptions>().optional(),
   sandbox: z.boolean().default(false),
   recover: z.boolean().default(false),
@@ -192,10 +194,10 @@ const SYNC_SCHEMA = z
   .object(SYNC_FIELDS)
   .transform((o, ctx) => settleSync(o, ctx))
   .superRefine((o, ctx) => needsClient(o, ctx, 'syncAudience'));
-const { users: _users, client: _client, ...SYNC_SETTINGS_FIELDS } = SYNC_FIELDS;
-const SYNC_SETTINGS_SCHEMA = z.object(SYNC_SETTINGS_FIELDS).transform((o, ctx) => settleSync(o, ctx));
+const { users: _users, client: _client, ...SYNC_CHECK_FIELDS } = SYNC_FIELDS;
+const SYNC_CHECK_SCHEMA = z.object(SYNC_CHECK_FIELDS).transform((o, ctx) => settleSync(o, ctx));
 
-/** syncAudience's options, resolved: the removal cap parsed, the refresh window checked, the clock's `now`. */
+/** syncAudience's options, resolved: the removal cap parsed, the refresh window checked, the storage, the clock's `now`. */
 export type ResolvedSyncOptions = z.output<typeof SYNC_SCHEMA>;
 
 /** The options of syncAudience, parsed once (ConfigError naming the first option refused). */
@@ -203,12 +205,12 @@ export function resolveSyncOptions(o: unknown): ResolvedSyncOptions {
   return parseOptions(SYNC_SCHEMA, o);
 }
 
-/** What the CLI's `sync` parses from its flags: syncAudience's options but the users and the client. */
-export type SyncSettings = z.output<typeof SYNC_SETTINGS_SCHEMA>;
-
-/** syncAudience's options without `users` and `client`, parsed once. */
-export function resolveSyncSettings(o: unknown): SyncSettings {
-  return parseOptions(SYNC_SETTINGS_SCHEMA, o);
+/**
+ * syncAudience's options but the values only a session brings (`users`, `client`), checked with
+ * its schema: what the CLI's `sync` does with its flags before it opens the input or the sandbox.
+ */
+export function checkSyncOptions(o: Omit<SyncAudienceOptions, 'users' | 'client'>): void {
+  parseOptions(SYNC_CHECK_SCHEMA, o);
 }
 
 function settleSync<
@@ -220,6 +222,7 @@ function settleSync<
     clock: Clock;
     stateDir?: string | undefined;
     state?: StateOption | undefined;
+    auditLog?: string | undefined;
     target: Target;
     records?: HashRecordsOptions | undefined;
     consent?: DoNotReachConsent | undefined;
@@ -227,14 +230,16 @@ function settleSync<
 >(
   o: T,
   ctx: z.RefinementCtx,
-): Omit<T, 'refreshAfterDays' | 'maxRemovals' | 'records'> & {
+): Omit<T, 'refreshAfterDays' | 'maxRemovals' | 'records' | 'stateDir' | 'state' | 'auditLog'> & {
   refreshAfterDays: number;
   maxRemovals: RemovalCap;
   now: () => number;
   records: RowRules | undefined;
+  storage: SyncStorage;
 } {
   return orIssue(ctx, () => {
-    checkStateChoice(o, 'syncAudience');
+    const { stateDir, state, auditLog, refreshAfterDays, maxRemovals, records, ...rest } = o;
+    const storage = resolveStorage({ stateDir, state, auditLog }, 'syncAudience');
     checkConsentTarget(o.consent, o.target);
     if (o.dryRun && o.recover) {
       throw new ConfigError('invalid_option', 'recover rebuilds the snapshot on disk: it cannot be a dry run', {
@@ -243,11 +248,12 @@ function settleSync<
     }
     const clock = o.clock;
     return {
-      ...o,
-      refreshAfterDays: refreshWindow(o.refreshAfterDays ?? DEFAULT_REFRESH_AFTER_DAYS),
-      maxRemovals: parseRemovalCap(o.maxRemovals),
+      ...rest,
+      storage,
+      refreshAfterDays: refreshWindow(refreshAfterDays ?? DEFAULT_REFRESH_AFTER_DAYS),
+      maxRemovals: parseRemovalCap(maxRemovals),
       now: () => clock.now(),
-      records: recordRules(o.records, o.target),
+      records: recordRules(records, o.target),
     };
   });
 }
@@ -266,17 +272,18 @@ function refreshWindow(refreshAfterDays: unknown): number {
   );
 }
 
-/** Sync a custom audience or do-not-reach list to the input; returns the report. */
-export async function syncAudience(o: SyncAudienceOptions): Promise<SyncReport> {
-  return syncResolved(resolveSyncOptions(o));
-}
-
 /**
- * syncAudience of resolved options (the CLI's `sync` calls it): nothing is checked again. With a
+ * Sync a custom audience or do-not-reach list to the input; returns the report. With a
  * do-not-reach consent policy, the list's sync follows the audience's (do-not-reach.ts).
  */
-export async function syncResolved(resolved: ResolvedSyncOptions): Promise<SyncReport> {
-  return bothTargets(resolved, syncOne, listSync);
+export async function syncAudience(options: SyncAudienceOptions): Promise<SyncReport> {
+  const o = resolveSyncOptions(options);
+  return bothTargets(
+    doNotReachPass(o.consent, o.users, o.records),
+    o.signal,
+    (alsoCheck) => syncOne(o, alsoCheck),
+    (list) => syncOne(listSync(o, list)),
+  );
 }
 
 /** The list's sync to the rows that say no: the audience's options. */
@@ -298,7 +305,7 @@ function listSync(o: ResolvedSyncOptions, { target, users, records }: ListTarget
 
 /** One target's sync; `alsoCheck` (the do-not-reach list) is read back with the target, before anything is sent. */
 async function syncOne(resolved: ResolvedSyncOptions, alsoCheck?: Target): Promise<SyncReport> {
-  const state = await openSyncState(resolved);
+  const state = await openSyncState(resolved.storage);
   try {
     // A store an unfinished state move is writing is refused before any request (lockTarget refuses it too).
     await closingOnError(resolved, refuseUnfinishedMove(state.store));
@@ -460,7 +467,8 @@ async function syncWith(
     if (plan.read.interrupted) return finish({}, 'interrupted');
     let refusal: ConfigError | undefined;
     try {
-      checkSyncPlan(plan.counts, o);
+      const { maxRemovals, allowEmpty, minAudienceSize, target } = o;
+      checkSyncPlan(plan.counts, { maxRemovals, allowEmpty, minAudienceSize, target });
     } catch (error) {
       if (!(error instanceof ConfigError) || !o.dryRun) throw error;
       refusal = error;
@@ -751,7 +759,7 @@ function startRecord(
     target: targetRef(o.target),
     operation: 'sync',
     input: input ?? { name: 'users', size: null, sha256: null },
-    options: auditOptions(o, { operationType: 'Update' }),
+    options: auditOptions({ normalize: o.normalize, users: o.users, limits: o.limits }, { operationType: 'Update' }),
     resumed: false,
     sandbox: o.sandbox,
     snapshot_before: plan.before,

@@ -22,6 +22,8 @@ export { DO_NOT_REACH_TYPES, maxDoNotReachExpiry, type TargetKind } from '../pla
 export interface Target extends TargetKindRules {
   readonly kind: TargetKind;
   readonly id: string;
+  /** The target as a caller names it (the library's `target` option). */
+  readonly named: UploadTarget;
   readonly isDoNotReach: boolean;
   /** `custom audience` or `do-not-reach list`, for messages. */
   readonly name: string;
@@ -66,6 +68,7 @@ export function describeTarget(target: UploadTarget): Target {
     return {
       ...DO_NOT_REACH_LIST,
       id,
+      named: { doNotReachListId: id },
       postUsers: (client, accountId, body, how) =>
         postDoNotReachListUsers(client, { accountId, doNotReachListId: id, body, ...how }),
     };
@@ -74,6 +77,7 @@ export function describeTarget(target: UploadTarget): Target {
   return {
     ...CUSTOM_AUDIENCE,
     id,
+    named: { customAudienceId: id },
     postUsers: (client, accountId, body, how) =>
       postCustomAudienceUsers(client, { accountId, customAudienceId: id, body, ...how }),
   };

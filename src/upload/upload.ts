@@ -10,7 +10,7 @@ import type { RowRules } from '../identifiers/rows.js';
 import { createHashSummary } from '../hashing/summary.js';
 import { guardInput } from '../hashing/reject-guard.js';
 import { withMinimumUsers } from './audience-size.js';
-import { sendingEngine } from './engine.js';
+import { createEngine, type Engine } from './engine.js';
 import { readInput, type ReadResult } from './input.js';
 import { Ledger } from './ledger.js';
 import {
@@ -21,6 +21,7 @@ import {
 } from './options.js';
 import { BatchPacker, type OperationType } from './plan.js';
 import { buildReport, progressReporter, runBooks } from './report.js';
+import type { SenderOptions } from './sender.js';
 import type {
   ConfirmedBatchInfo,
   SendUsersOptions,
@@ -57,8 +58,18 @@ export async function upload(o: ResolvedUploadOptions): Promise<UploadReport> {
   const ownSummary = source.summary === undefined ? summary : undefined;
   // Throws from the stream, so an input over the limits stops before its last batch is packed.
   const users = guardInput(source, () => summary, o.guard);
-  const books = runBooks(o, startedMs, summary, packer, ledger);
-  const progress = progressReporter(o, books, users, () => engine?.inFlight ?? 0);
+  const { runId, accountId, target, operation, dryRun, client, journal } = o;
+  const resumed = journal?.resumed ?? false;
+  const books = runBooks(
+    { runId, accountId, target, operation, dryRun, resumed, client },
+    startedMs,
+    summary,
+    packer,
+    ledger,
+  );
+  const { onProgress, progressIntervalMs, inputProgress, clock } = o;
+  const progressOptions = { onProgress, progressIntervalMs, inputProgress, clock };
+  const progress = progressReporter(progressOptions, books, users, () => engine?.inFlight ?? 0);
   const engine = sendingEngine(o, ledger, () => progress(false, true));
   await engine?.resendKept();
   const read = await readInput({
@@ -113,6 +124,24 @@ async function journalWrite(ledger: Ledger, write: () => Promise<void> | undefin
   } catch (error) {
     ledger.stop(error);
   }
+}
+
+/** The engine that sends the packed batches, with its part and the sender's of the options; none on a dry run. */
+function sendingEngine(o: ResolvedUploadOptions, ledger: Ledger, onSettled: () => void): Engine | undefined {
+  if (o.client === undefined || o.dryRun) return undefined;
+  const { accountId, target, maxRetries, retryBaseMs, clock, random, signal, lease } = o;
+  const sender: SenderOptions = {
+    client: o.client,
+    accountId,
+    target,
+    maxRetries,
+    retryBaseMs,
+    clock,
+    random,
+    signal,
+    lease,
+  };
+  return createEngine({ sender, concurrency: o.concurrency, ledger, journal: o.journal, onSettled });
 }
 
 /** The users to pack: raw records (the `records` option, its rules resolved at the entry) are hashed here first. */

@@ -14,16 +14,17 @@ import {
   MAX_REFRESH_AFTER_DAYS,
   reportJson,
   resendSnapshot,
-  resolveSyncSettings,
+  checkSyncOptions,
+  describeTarget,
   stateFailure,
-  syncResolved,
+  syncAudience,
   type HashCsvRun,
   type StateSpec,
   type StateStore,
+  type SyncAudienceOptions,
   type SyncPlanCounts,
   type SyncReport,
   type TakeoverWait,
-  type SyncSettings,
 } from '../../internal.js';
 import { withConnectionOptions } from '../connection.js';
 import type { CliContext } from '../context.js';
@@ -164,22 +165,27 @@ async function sync(ctx: CliContext, args: SyncArgs): Promise<number> {
 }
 
 /**
- * The sync's settings from the flags, parsed once (the library's checks, in its option names):
- * before the input is opened or the sandbox started. The session adds the users and the client.
+ * syncAudience's options from the flags and, once the session is open, its target, client and the
+ * store opened here (the sandbox refill read it too). Without a session, the options checked
+ * before the input is opened or the sandbox started.
  */
-function syncSettings(ctx: CliContext, args: SyncArgs, state: StateSpec, input: SendInput): SyncSettings {
+function syncOptions(
+  ctx: CliContext,
+  args: SyncArgs,
+  state: StateSpec,
+  input: SendInput,
+  session?: { c: Connected; store: StateStore },
+): Omit<SyncAudienceOptions, 'users'> {
   const { limits, concurrency, maxRetries, minAudienceSize } = runShape(args);
   // The store's own audit log (the directory's audit.jsonl, or the database's), unless --audit-log names a file.
   const named = args['audit-log'] ?? (state.kind === 'directory' ? defaultAuditLogPath(state.dir) : undefined);
-  return resolveSyncSettings({
-    accountId: args.account ?? '',
-    target: targetOf(args),
+  const dryRun = args['dry-run'] === true;
+  const flags = {
     limits,
     ...(concurrency === undefined ? {} : { concurrency }),
     ...(maxRetries === undefined ? {} : { maxRetries }),
     ...(minAudienceSize === undefined ? {} : { minAudienceSize }),
     input: runInput(input.source, input.file),
-    ...(state.kind === 'directory' ? { stateDir: state.dir } : { state: state.url }),
     ...(named === undefined ? {} : { auditLog: resolve(ctx.cwd, named) }),
     full: args.full === true,
     recover: args.recover === true,
@@ -187,17 +193,32 @@ function syncSettings(ctx: CliContext, args: SyncArgs, state: StateSpec, input: 
     ...(args['refresh-after'] === undefined ? {} : { refreshAfterDays: args['refresh-after'] }),
     ...(args['max-removals'] === undefined ? {} : { maxRemovals: args['max-removals'] }),
     allowEmpty: args['allow-empty'] === true,
-    dryRun: args['dry-run'] === true,
+    dryRun,
     sandbox: args.sandbox === true,
-  });
+  };
+  if (session === undefined) {
+    const where = state.kind === 'directory' ? { stateDir: state.dir } : { state: state.url };
+    return { ...flags, accountId: args.account ?? '', target: targetOf(args), ...where };
+  }
+  const { c, store } = session;
+  return {
+    ...flags,
+    ...(c.client === undefined || dryRun ? {} : { client: c.client }),
+    accountId: c.accountId,
+    target: c.target.named,
+    ...consentOption(c),
+    state: store,
+  };
 }
 
 async function syncFile(ctx: CliContext, args: SyncArgs, state: StateSpec): Promise<number> {
   checkUsage(args, 'sync');
   // An input without users is judged by the sync itself (refused unless --allow-empty).
   const input = sendInputFromArgs(ctx, args, { requireUsers: false });
-  const settings = syncSettings(ctx, args, state, input);
-  const run = await openSendInput(input, settings.target);
+  // The flags checked with syncAudience's own schema before the input is opened or the sandbox started.
+  checkSyncOptions(syncOptions(ctx, args, state, input));
+  const target = describeTarget(targetOf(args));
+  const run = await openSendInput(input, target);
   const interrupt = interruptSignal(ctx);
   let c: Connected | undefined;
   let store: StateStore | undefined;
@@ -205,22 +226,16 @@ async function syncFile(ctx: CliContext, args: SyncArgs, state: StateSpec): Prom
     if (args.quiet !== true) printInputMapping(ctx, run);
     store = await openStateStore(state);
     const opened = store;
-    c = await connect(ctx, args, settings.target, {
+    c = await connect(ctx, args, target, {
       seed: SANDBOX_SEED,
       prepare: (sandboxed) => refillSandbox(sandboxed, opened),
       doNotReachListId: input.doNotReachListId,
     });
-    // The sync records in the store opened here (the sandbox refill read it too), not in a second one.
-    const { stateDir: _stateDir, ...stateless } = settings;
     // The audit log refusing the end record (disk full) still lets the report be printed.
     let auditError: unknown;
-    const report = await syncResolved({
-      ...stateless,
-      state: store,
-      ...(c.client === undefined || settings.dryRun ? {} : { client: c.client }),
-      accountId: c.accountId,
-      target: c.target,
-      ...consentOption(c),
+    const options = syncOptions(ctx, args, state, input, { c, store });
+    const report = await syncAudience({
+      ...options,
       users: run,
       signal: interrupt.signal,
       onAuditError: (e) => (auditError = e),
@@ -228,9 +243,7 @@ async function syncFile(ctx: CliContext, args: SyncArgs, state: StateSpec): Prom
       onTakeoverWait: (wait) => printTakeoverWait(ctx, wait),
     });
     const lostAudit =
-      auditError === undefined
-        ? undefined
-        : asKitError(stateFailure(auditError, settings.auditLog ?? store.describe()));
+      auditError === undefined ? undefined : asKitError(stateFailure(auditError, options.auditLog ?? store.describe()));
     if (report.error === undefined && lostAudit !== undefined) report.error = lostAudit;
     for (const r of [report, report.do_not_reach]) if (r?.error !== undefined) withFlagNames(r.error);
     printOutcome(ctx, args, report, run, c);

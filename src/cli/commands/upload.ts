@@ -1,17 +1,18 @@
 import { resolve } from 'node:path';
 import type { CommandModule } from 'yargs';
 import {
+  checkRunOptions,
+  describeTarget,
   ProgressPrinter,
   reportJson,
-  resolveRunSettings,
-  runResolved,
+  runUpload,
   unfinishedRunError,
   type HashCsvRun,
   type PackedBatch,
   type RunNotice,
   openStateStore,
-  type AuditLog,
-  type RunSettings,
+  type RunUploadOptions,
+  type StateSpec,
   type StateStore,
   type Target,
   type UnfinishedRunPolicy,
@@ -138,32 +139,41 @@ function printReport(
 const journaledRun = (args: UploadArgs, input: SendInput): boolean => args.sandbox !== true && input.source !== '-';
 
 /**
- * The run's settings from the flags, parsed once (the library's checks, in its option names):
- * before the input is opened or the sandbox started. The session adds the users, the client
- * and the state store (runStore).
+ * runUpload's options from the flags and, once the session is open, its target, client and store
+ * (the store's journals when journaled, its audit log unless --audit-log names a file). Without
+ * a session, the options checked before the input is opened or the sandbox started.
  */
-function runSettings(ctx: CliContext, args: UploadArgs, input: SendInput): RunSettings {
-  return resolveRunSettings({
+function runOptions(
+  ctx: CliContext,
+  args: UploadArgs,
+  input: SendInput,
+  session: { c: Connected; store: StateStore } | { state: StateSpec },
+): Omit<RunUploadOptions, 'users'> {
+  const auditLog = args['audit-log'] === undefined ? undefined : resolve(ctx.cwd, args['audit-log']);
+  const common = {
     ...runShape(args),
-    accountId: args.account ?? '',
-    target: targetOf(args),
     input: runInput(input.source, input.file),
     dedupe: args.dedupe,
     dryRun: args['dry-run'] === true,
     sandbox: args.sandbox === true,
     unfinished: unfinishedPolicy(ctx, args),
-    ...(args['audit-log'] === undefined ? {} : { auditLog: resolve(ctx.cwd, args['audit-log']) }),
-  });
-}
-
-/** The store's part of the run: its journals when journaled, its audit log unless --audit-log names a file. */
-function runStore(
-  args: UploadArgs,
-  input: SendInput,
-  settings: RunSettings,
-  store: StateStore,
-): { state?: StateStore; auditLog: string | AuditLog } {
-  return { ...(journaledRun(args, input) ? { state: store } : {}), auditLog: settings.auditLog ?? store.audit };
+  };
+  if ('state' in session) {
+    const { state } = session;
+    const where = state.kind === 'directory' ? { stateDir: state.dir } : { state: state.url };
+    const audit = auditLog === undefined ? {} : { auditLog };
+    return { ...common, accountId: args.account ?? '', target: targetOf(args), ...where, ...audit };
+  }
+  const { c, store } = session;
+  return {
+    ...common,
+    ...(c.client === undefined ? {} : { client: c.client }),
+    accountId: c.accountId,
+    target: c.target.named,
+    ...consentOption(c),
+    ...(journaledRun(args, input) ? { state: store } : {}),
+    auditLog: auditLog ?? store.audit,
+  };
 }
 
 /** Writes the first request body to --preview's file. */
@@ -202,28 +212,25 @@ async function upload(ctx: CliContext, args: UploadArgs): Promise<number> {
   checkUsage(args);
   const state = settleState(ctx, args);
   const input = sendInputFromArgs(ctx, args);
-  const settings = runSettings(ctx, args, input);
+  // The flags checked with runUpload's own schema before the input is opened or the sandbox started.
+  checkRunOptions(runOptions(ctx, args, input, { state }));
+  const target = describeTarget(targetOf(args));
   finishWhenStdoutCloses(ctx);
-  const run = await openSendInput(input, settings.target);
+  const run = await openSendInput(input, target);
   const interrupt = interruptSignal(ctx);
   let c: Connected | undefined;
   let store: StateStore | undefined;
   try {
-    if (!args.quiet) printInput(ctx, run, settings.target);
+    if (!args.quiet) printInput(ctx, run, target);
     store = await openStateStore(state);
-    c = await connect(ctx, args, settings.target, { doNotReachListId: input.doNotReachListId });
+    c = await connect(ctx, args, target, { doNotReachListId: input.doNotReachListId });
     const printer = args.quiet === true ? undefined : progressPrinter(ctx);
     const notices = noticePrinter(ctx, args);
     const onBatch = previewWriter(ctx, args);
     // A failed audit append still lets the report be printed (what was sent matters most).
     let auditError: unknown;
-    const report = await runResolved({
-      ...settings,
-      ...runStore(args, input, settings, store),
-      ...(c.client === undefined ? {} : { client: c.client }),
-      accountId: c.accountId,
-      target: c.target,
-      ...consentOption(c),
+    const report = await runUpload({
+      ...runOptions(ctx, args, input, { c, store }),
       users: run,
       signal: interrupt.signal,
       onNotice: notices.onNotice,
