@@ -58,7 +58,7 @@ export {
 } from './identifiers/mapping.js';
 export { CONSENT_POLICIES, consentKindWords, type ConsentPolicy } from './identifiers/consent.js';
 export { guardFailure, guardInput, type RejectGuardOptions } from './hashing/reject-guard.js';
-export { hashCsv, type HashCsvOptions, type HashCsvRun, hashRecords, leaveOutKnownUsers } from './hashing/pipeline.js';
+export { hashCsv, type HashCsvOptions, type HashCsvRun, hashRecords } from './hashing/pipeline.js';
 export { hashCsvHeader, mappedTypes } from './hashing/chunk.js';
 export {
   type ConsentCounts,

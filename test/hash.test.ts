@@ -15,7 +15,6 @@ import {
   findKey,
   isKnownFresh,
   KeyTableBuilder,
-  leaveOutKnownUsers,
   type HashCsvOptions,
   type HashCsvRun,
   type HashSummary,
@@ -266,7 +265,7 @@ describe("hashCsv packed for a sync: the snapshot's fresh users leave out their 
     const table = builder.finish();
     for (const workers of [0, 2]) {
       const run = await hashCsv(CRM, { emit: 'packed', workers, chunkBytes: 4096 });
-      expect(leaveOutKnownUsers(run, table)).toBe(true);
+      expect(run.leaveOutKnownUsers(table)).toBe(true);
       const got = await packedUsers(run);
       expect(got.map((u) => [u.hi, u.lo])).toEqual(all.map((u) => [u.hi, u.lo]));
       got.forEach((u, i) => {
@@ -274,13 +273,12 @@ describe("hashCsv packed for a sync: the snapshot's fresh users leave out their 
         expect(u.pos).toBe(findKey(table, u.hi, u.lo));
       });
       expect(got.filter((u) => u.text === '').length).toBeGreaterThan(known.length / 2);
-      expect(leaveOutKnownUsers(run, table)).toBe(false); // started: too late
+      expect(run.leaveOutKnownUsers(table)).toBe(false); // started: too late
     }
     // Not a packed run, or not a run at all: nothing is left out.
     const jsonl = await hashCsv(CRM, { emit: 'jsonl', workers: 0 });
-    expect(leaveOutKnownUsers(jsonl, table)).toBe(false);
+    expect(jsonl.leaveOutKnownUsers(table)).toBe(false);
     await jsonl.close();
-    expect(leaveOutKnownUsers([], table)).toBe(false);
   });
 
   it('a table taken back, or given to a run that ended, leaves nothing out; a guarded run forwards it', async () => {
@@ -290,16 +288,16 @@ describe("hashCsv packed for a sync: the snapshot's fresh users leave out their 
     builder.push(first?.hi ?? 0, first?.lo ?? 0, false);
     const table = builder.finish();
     const takenBack = await hashCsv(CRM, { emit: 'packed', workers: 0 });
-    expect(leaveOutKnownUsers(takenBack, table)).toBe(true);
-    expect(leaveOutKnownUsers(takenBack, undefined)).toBe(true);
+    expect(takenBack.leaveOutKnownUsers(table)).toBe(true);
+    expect(takenBack.leaveOutKnownUsers(undefined)).toBe(true);
     expect(await packedUsers(takenBack)).toEqual(all);
     const closed = await hashCsv(CRM, { emit: 'packed', workers: 0 });
     await closed.close();
-    expect(leaveOutKnownUsers(closed, table)).toBe(false);
+    expect(closed.leaveOutKnownUsers(table)).toBe(false);
     // --max-reject-rate wraps the run in guardInput's Proxy: the sync's table still reaches it.
     const run = await hashCsv(CRM, { emit: 'packed', workers: 0 });
     const guarded = guardInput(run, () => run.summary, { maxRejectRate: 0.9 });
-    expect(leaveOutKnownUsers(guarded, table)).toBe(true);
+    expect(guarded.leaveOutKnownUsers(table)).toBe(true);
     expect((await packedUsers(guarded)).filter((u) => u.text === '')).toHaveLength(1);
     // Read once only, refused before a worker pool is made (one would keep the process alive).
     const twice = await hashCsv(CRM, { emit: 'packed', workers: 2 });

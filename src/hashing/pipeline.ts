@@ -282,6 +282,14 @@ export interface HashCsvRun extends AsyncIterable<HashedChunk> {
   bytesRead(): number;
   /** Stop early: terminate the workers and close the input (iteration does it when it ends). */
   close(): Promise<void>;
+  /**
+   * For syncAudience: its snapshot's table of known users (HashChunkContext.knownUsers), given
+   * before the run starts; a packed run's workers then leave out the text of the users the sync
+   * will not send (a large table also shrinks their young generation). The next iteration takes
+   * the table and the run forgets it; `undefined` takes back a table no iteration took. False
+   * when no table can be given (not packed, started, closed): the sync cuts out the text itself.
+   */
+  leaveOutKnownUsers(table: KnownUsers | undefined): boolean;
 }
 
 /**
@@ -315,14 +323,9 @@ export async function hashCsv(source: CsvSource, opts: HashCsvOptions = {}): Pro
     totalBytes: input.totalBytes,
     bytesRead: () => input.bytesRead(),
     close: () => chunks.close(),
+    leaveOutKnownUsers: (table) => chunks.known.set(table),
     [Symbol.asyncIterator]: () => chunks.run(),
   };
-  // A symbol, not a WeakMap entry: a Proxy around the run (guardInput) forwards it, and may hand
-  // it out bound (which a non-configurable property would forbid).
-  Object.defineProperty(hashRun, KNOWN_USERS, {
-    value: (table?: KnownUsers) => chunks.known.set(table),
-    configurable: true,
-  });
   // A regular file can be read again (a consent policy's do-not-reach pass); stdin, a pipe or a stream cannot.
   if (typeof source === 'string' && source !== '-' && isRegularFile(source)) {
     const again = (changes: HashCsvOptions): Promise<HashCsvRun> => hashCsv(source, { ...opts, ...changes });
@@ -464,8 +467,6 @@ class KnownUsersSlot {
   }
 }
 
-const KNOWN_USERS = Symbol('audience-kit.knownUsers');
-
 /**
  * A sync keeps 6 bytes per snapshot user in memory beside the workers (the snapshot's table; the
  * users it adds are deduplicated on disk past 262,144, upload/added-users.ts). From 4M snapshot
@@ -475,19 +476,6 @@ const KNOWN_USERS = Symbol('audience-kit.knownUsers');
  */
 const youngGenerationFor = (table: KnownUsers | undefined, totalBytes: number | undefined): number | undefined =>
   table !== undefined && (table.count >= 4_000_000 || (totalBytes ?? 0) >= 128 << 20) ? 6 : undefined;
-
-/**
- * Give a packed run that has not started a sync's snapshot (see HashChunkContext.knownUsers; a
- * large one also shrinks the workers' young generation). The next iteration takes the table and
- * the run forgets it; `undefined` takes back a table no iteration took (a sync that stopped before
- * reading). False when `users` is no hashCsv run, or a table cannot be given (not packed, started,
- * closed): the sync then cuts out the text it needs itself.
- */
-export function leaveOutKnownUsers(users: unknown, table: KnownUsers | undefined): boolean {
-  if (typeof users !== 'object' || users === null) return false;
-  const set: unknown = (users as { [KNOWN_USERS]?: unknown })[KNOWN_USERS];
-  return typeof set === 'function' && (set as (t: KnownUsers | undefined) => boolean)(table) === true;
-}
 
 /**
  * Read `input`'s chunks, start `hash` on each as soon as it is read (at most `maxInFlight`

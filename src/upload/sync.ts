@@ -18,7 +18,7 @@
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import { createHashSummary } from '../hashing/summary.js';
-import { leaveOutKnownUsers, type HashRecordsOptions } from '../hashing/pipeline.js';
+import type { HashRecordsOptions } from '../hashing/pipeline.js';
 import type { NormalizeOptions } from '../identifiers/normalize.js';
 import { newRunId, type AuditRunStart, type AuditSnapshotState } from '../state/audit.js';
 import { Snapshot, SnapshotError, writeAheadLost, type SnapshotTarget } from '../state/snapshot.js';
@@ -530,7 +530,7 @@ async function planSync(o: ResolvedSyncOptions, snapshot: Snapshot, spool: Spool
   let read: ReadResult;
   try {
     // A file's hashing workers leave out the text of the users this sync will not send.
-    if (!o.full) leaveOutKnownUsers(source, known);
+    if (!o.full) source.leaveOutKnownUsers?.(known);
     read = await readInput({
       users: source,
       packer: collector,
@@ -545,7 +545,7 @@ async function planSync(o: ResolvedSyncOptions, snapshot: Snapshot, spool: Spool
     spool.skip(planner.endInput());
   } finally {
     // Stopped before the run's first read (aborted): the run must not keep the table for its next use.
-    leaveOutKnownUsers(source, undefined);
+    source.leaveOutKnownUsers?.(undefined);
     added.remove();
   }
   return {

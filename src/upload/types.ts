@@ -7,6 +7,7 @@ import type { AudienceKitError } from '../errors.js';
 import type { PackedUsers } from '../hashing/chunk.js';
 import type { HashRecordsOptions, RawRecord } from '../hashing/pipeline.js';
 import type { ConsentJson, HashSummary, HashTypeCounts } from '../hashing/summary.js';
+import type { KnownUsers } from '../hashing/known-users.js';
 import type { AudienceUser, BuiltUser, IdentifierType, RejectReason } from '../identifiers/normalize.js';
 import type { TargetKind } from '../platform/targets.js';
 import type { UploadJournal } from '../state/store.js';
@@ -44,6 +45,8 @@ export interface PipelineExtras {
   totalBytes?: number | undefined;
   /** Stops the producer even while it waits for input (an interrupted upload calls it). */
   close?: () => Promise<void>;
+  /** A sync's table of the users its snapshot knows, given before the run starts (HashCsvRun.leaveOutKnownUsers). */
+  leaveOutKnownUsers?: (table: KnownUsers | undefined) => boolean;
 }
 
 export type UploadUsers = (AsyncIterable<UploadItem | RawRecord> | Iterable<UploadItem | RawRecord>) & PipelineExtras;
