@@ -68,10 +68,62 @@ export function normalizeEmail(raw: string): Normalized {
   return emailClean(cleanValue(raw));
 }
 function emailClean(s: string): Normalized {
+  if (plainAddress(s)) return { ok: OK, value: s.toLowerCase() };
   const address = needsUnwrap(s) ? unwrapEmail(s) : s;
   if (address === undefined) return REJECTED.email_invalid;
   const value = address.toLowerCase();
   return EMAIL_RE.test(value) ? { ok: OK, value } : REJECTED.email_invalid;
+}
+
+/** ASCII characters of a dot-atom's atoms (ATEXT), and of domain labels (LABEL_END; `-` also inside). */
+const ATOM_CHAR = asciiSet((c) => c > 0x20 && c < 0x7f && !'"(),.:;<>@[\\]'.includes(String.fromCharCode(c)));
+const LABEL_CHAR = asciiSet((c) => /[0-9A-Za-z_]/.test(String.fromCharCode(c)));
+
+function asciiSet(has: (c: number) => boolean): Uint8Array {
+  const set = new Uint8Array(128);
+  for (let c = 0; c < 128; c++) set[c] = has(c) ? 1 : 0;
+  return set;
+}
+
+/**
+ * The common address, checked in one scan instead of needsUnwrap and EMAIL_RE: ASCII only, a
+ * dot-atom local part, `@`, two or more labels (letters, digits, `_`, `-` inside). What it
+ * accepts, EMAIL_RE accepts once lowercased and needsUnwrap leaves as it is (its last character
+ * is a label's, it holds no `:`); everything else, valid or not, goes through them.
+ */
+function plainAddress(s: string): boolean {
+  const n = s.length;
+  let i = 0;
+  let run = 0;
+  for (; i < n; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 0x40) break;
+    if (c === 0x2e) {
+      if (run === 0) return false;
+      run = 0;
+    } else if (c < 0x80 && ATOM_CHAR[c] === 1) run++;
+    else return false;
+  }
+  if (i === n || run === 0) return false; // no `@`, or a local part empty or ending with a dot
+  let dots = 0;
+  let label = 0;
+  let hyphen = false;
+  for (i++; i < n; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 0x2e) {
+      if (label === 0 || hyphen) return false;
+      dots++;
+      label = 0;
+    } else if (c === 0x2d) {
+      if (label === 0) return false;
+      hyphen = true;
+      label++;
+    } else if (c < 0x80 && LABEL_CHAR[c] === 1) {
+      hyphen = false;
+      label++;
+    } else return false;
+  }
+  return dots > 0 && label > 0 && !hyphen;
 }
 
 /** Unicode format characters (Cf): zero-width space and joiners, soft hyphen, BOM, direction marks. */
