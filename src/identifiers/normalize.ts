@@ -152,8 +152,10 @@ class UserBuilder implements RuleContext {
     this.phoneNotes.codeWithoutPlus = 0;
     this.phoneNotes.twoReadings = 0;
     this.phoneNotes.codeWithoutCountry = 0;
+    // Only the lists the last record filled: setting an array's length is a runtime call.
     for (let t = 0; t < IDENTIFIER_TYPES.length; t++) {
-      this.values[t]!.length = 0;
+      const list = this.values[t]!;
+      if (list.length !== 0) list.length = 0;
       this.digestCounts[t] = 0;
     }
   }

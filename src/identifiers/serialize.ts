@@ -33,6 +33,9 @@ export function serializeBuiltUser(user: AudienceUser): string {
   return serialize(user, true);
 }
 
+/** `"type":` of each type, in IDENTIFIER_TYPES order. */
+const KEYS = IDENTIFIER_TYPES.map((type) => `"${type}":`);
+
 function serialize(user: AudienceUser, digestsChecked: boolean): string {
   let out = '{';
   for (let t = 0; t < IDENTIFIER_TYPES.length; t++) {
@@ -40,11 +43,12 @@ function serialize(user: AudienceUser, digestsChecked: boolean): string {
     const list = user[type];
     if (list === undefined || list.length === 0) continue;
     if (out.length > 1) out += ',';
-    out +=
-      '"' +
-      type +
-      '":' +
-      (digestsChecked && type !== 'partner_user_id' ? '["' + list.join('","') + '"]' : JSON.stringify(list));
+    out += KEYS[t]! + (digestsChecked && type !== 'partner_user_id' ? digestList(list) : JSON.stringify(list));
   }
   return out + '}';
+}
+
+/** A list of digests as JSON (they need no escaping); most users have one value of a type. */
+function digestList(list: readonly string[]): string {
+  return list.length === 1 ? '["' + list[0]! + '"]' : '["' + list.join('","') + '"]';
 }
