@@ -369,6 +369,46 @@ describe('uploadAudience', () => {
     expect(report).toMatchObject({ status: 'interrupted', batches_failed: 0, mismatches: 2, requests: 2 });
   });
 
+  for (const [faults, reason] of [
+    ['429@1', 'server_reset'],
+    ['500@1', 'retry'],
+  ] as const) {
+    it(`the run's signal cuts the client's wait after ${faults} (${reason}): interrupted, the batch left for a resume`, async () => {
+      const controller = new AbortController();
+      const waits: string[] = [];
+      // A client clock whose sleep ends only when its signal aborts: a wait the run's signal does not reach never ends.
+      const { sandbox, client } = await openSandboxClient(
+        { seed: 7, faults },
+        {
+          maxAttempts: 4,
+          onWait: (w) => waits.push(w.reason),
+          clock: {
+            now: () => Date.now(),
+            sleep: (_ms, signal) =>
+              new Promise<void>((_resolve, reject) => {
+                signal?.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
+                controller.abort();
+              }),
+          },
+        },
+      );
+      const audienceId = sandbox.state.createCustomAudience(sandbox.accounts.primary, 'test').id;
+      const report = await uploadAudience({
+        client,
+        accountId: sandbox.accounts.primary,
+        target: { customAudienceId: audienceId },
+        users: users(600),
+        limits: SMALL,
+        concurrency: 1,
+        clock: instantClock,
+        signal: controller.signal,
+      });
+      expect(waits).toEqual([reason]);
+      expect(report).toMatchObject({ status: 'interrupted', batches_failed: 0, batches_confirmed: 0, requests: 1 });
+      expect(userBatchRequests(sandbox)).toHaveLength(1);
+    });
+  }
+
   for (const faults of [
     '500@1+3',
     '503=1@2',

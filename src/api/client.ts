@@ -128,7 +128,14 @@ export interface ApiRequest<T> {
    * Default true.
    */
   idempotent?: boolean;
+  /** Ends the request: its waits, its retries and the attempt on the wire. */
   signal?: AbortSignal;
+  /**
+   * Ends the request's waits (the rate limit's, a server's reset, the backoff before a retry) and
+   * its retries, but lets an attempt already sent finish, so its answer is not lost: an upload's
+   * stop (its batches in flight are confirmed and recorded, nothing more is sent).
+   */
+  stopSignal?: AbortSignal;
   /** Called as each attempt goes out (the first and every retry): a caller's own count of its requests. */
   onAttempt?: () => void;
   /**
@@ -394,8 +401,13 @@ interface Waits {
 
 /** The caller's signal and the lease's, either ending the request. */
 function requestSignal(req: ApiRequest<unknown>): AbortSignal | undefined {
-  if (req.lease === undefined) return req.signal;
-  return req.signal === undefined ? req.lease.signal : AbortSignal.any([req.signal, req.lease.signal]);
+  return anySignal(req.signal, req.lease?.signal);
+}
+
+/** The signals given (undefined when none): either ends what waits on it. */
+function anySignal(...signals: (AbortSignal | undefined)[]): AbortSignal | undefined {
+  const given = signals.filter((s) => s !== undefined);
+  return given.length <= 1 ? given[0] : AbortSignal.any(given);
 }
 
 function abortedError(method: string, path: string, reason: unknown): ConnectionError {
@@ -496,11 +508,13 @@ export class AdsClient {
     const path = url.pathname;
     const idempotent = req.idempotent ?? true;
     const signal = requestSignal(req);
-    const waits: Waits = { path, signal, lease: req.lease };
+    // A stop ends the waits and the retries, not an attempt on the wire.
+    const stop = anySignal(signal, req.stopSignal);
+    const waits: Waits = { path, signal: stop, lease: req.lease };
 
     for (let attempt = 1; ; attempt++) {
       req.lease?.signal.throwIfAborted();
-      if (isAborted(signal)) throw abortedError(req.method, path, signal?.reason);
+      if (isAborted(stop)) throw abortedError(req.method, path, stop?.reason);
       const release = await this.throttle(rules, family, waits);
       // The lease is proven last, after every wait: nothing is sent once it is lost.
       await req.lease?.verify().catch((error: unknown) => {
@@ -520,7 +534,7 @@ export class AdsClient {
         release(this.clock.now());
         this.emitRequest(req.method, path, 'error', attempt, started);
         req.lease?.signal.throwIfAborted();
-        if (isAborted(signal)) throw abortedError(req.method, path, signal?.reason);
+        if (isAborted(stop)) throw abortedError(req.method, path, stop?.reason);
         const err = this.connectionError(req.method, path, e);
         const code = errorCode(e);
         if (attempt >= this.maxAttempts || (!idempotent && (code === undefined || !NOT_SENT_CODES.has(code))))

@@ -99,6 +99,8 @@ export async function postCustomAudienceUsers(
     accountId: string;
     customAudienceId: string;
     signal?: AbortSignal;
+    /** Ends the request's waits and retries, not an attempt already sent (ApiRequest.stopSignal). */
+    stopSignal?: AbortSignal | undefined;
     onAttempt?: (() => void) | undefined;
     lease?: Lease | undefined;
   } & UserBatchBody,
@@ -109,6 +111,7 @@ export async function postCustomAudienceUsers(
     json: batchBody(p),
     schema: dataEnvelope(userBatchResultSchema),
     ...(p.signal === undefined ? {} : { signal: p.signal }),
+    ...(p.stopSignal === undefined ? {} : { stopSignal: p.stopSignal }),
     ...(p.onAttempt === undefined ? {} : { onAttempt: p.onAttempt }),
     ...(p.lease === undefined ? {} : { lease: p.lease }),
   });
@@ -121,6 +124,8 @@ export async function postDoNotReachListUsers(
     accountId: string;
     doNotReachListId: string;
     signal?: AbortSignal;
+    /** Ends the request's waits and retries, not an attempt already sent (ApiRequest.stopSignal). */
+    stopSignal?: AbortSignal | undefined;
     onAttempt?: (() => void) | undefined;
     lease?: Lease | undefined;
   } & UserBatchBody,
@@ -131,6 +136,7 @@ export async function postDoNotReachListUsers(
     json: batchBody(p),
     schema: dataEnvelope(z.array(userBatchResultSchema)),
     ...(p.signal === undefined ? {} : { signal: p.signal }),
+    ...(p.stopSignal === undefined ? {} : { stopSignal: p.stopSignal }),
     ...(p.onAttempt === undefined ? {} : { onAttempt: p.onAttempt }),
     ...(p.lease === undefined ? {} : { lease: p.lease }),
   });

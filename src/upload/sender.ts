@@ -8,7 +8,7 @@
  * `maxAttempts` requests. Every attempt of either kind is counted (`SendTally`) as it goes out.
  */
 import type { AdsClient, UserBatchResult } from '../api/index.js';
-import { AuthError, BatchVerificationError, ConfigError } from '../errors.js';
+import { AuthError, BatchVerificationError, ConfigError, ConnectionError } from '../errors.js';
 import type { BatchGroup } from './plan.js';
 import { backoffMs, isAborted, type Clock } from '../util/clock.js';
 import type { Lease } from '../util/lease.js';
@@ -78,6 +78,8 @@ export async function sendBatch(
     try {
       result = await post(o, batch, tally);
     } catch (error) {
+      // The run's signal ended a wait or a retry of the request: not a failure, left for a resumed run.
+      if (isAborted(o.signal) && isAbortOf(error)) return { kind: 'stopped' };
       return isFatal(error, o) ? { kind: 'fatal', error } : { kind: 'failed', error };
     }
     const v = verify(batch, result);
@@ -103,8 +105,11 @@ function post(o: SenderOptions, batch: SendableBatch, tally: SendTally): Promise
     tally.requests++;
     tally.bytes += batch.bytes;
   };
-  return o.target.postUsers(o.client, o.accountId, batch.body, { onAttempt, lease: o.lease });
+  return o.target.postUsers(o.client, o.accountId, batch.body, { onAttempt, lease: o.lease, stopSignal: o.signal });
 }
+
+/** The client's error for a request its signal ended. */
+const isAbortOf = (error: unknown): boolean => error instanceof ConnectionError && error.code === 'request_aborted';
 
 /** Errors after which sending more is pointless: credentials, permission, configuration, a lost lease. */
 function isFatal(error: unknown, o: SenderOptions): boolean {

@@ -34,13 +34,18 @@ export interface Target extends TargetKindRules {
   /**
    * One user batch to the kind's endpoint; the response's shape is checked there (one count, or
    * one per operation). `onAttempt` is called as each HTTP attempt goes out (the client's retries
-   * too); under `lease` (a sync's), no attempt is sent once it is lost.
+   * too); under `lease` (a sync's), no attempt is sent once it is lost; `stopSignal` (the run's
+   * signal) ends the request's waits and retries, an attempt already sent finishing.
    */
   postUsers(
     client: AdsClient,
     accountId: string,
     body: Buffer,
-    how?: { onAttempt?: (() => void) | undefined; lease?: Lease | undefined },
+    how?: {
+      onAttempt?: (() => void) | undefined;
+      lease?: Lease | undefined;
+      stopSignal?: AbortSignal | undefined;
+    },
   ): Promise<UserBatchResult | UserBatchResult[]>;
 }
 
