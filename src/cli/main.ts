@@ -77,7 +77,19 @@ export function buildParser(argv: readonly string[], ctx: CliContext): Argv<Glob
       throw error;
     }) as Argv<GlobalArgs>;
   for (const factory of COMMANDS) parser = parser.command(factory(ctx));
+  skipHelpCache(parser);
   return parser;
+}
+
+/**
+ * yargs renders the whole help text each time it starts a command's handler (cacheHelpMessage),
+ * for a failure it would print with it; this CLI's fail callback throws and never prints help.
+ * Rendering it cost every run 0.15-0.2 CPU-seconds (text wrapping and string widths).
+ */
+function skipHelpCache(parser: Argv<GlobalArgs>): void {
+  // Not in yargs' type declarations; public on the instance (see parseContext).
+  const y = parser as unknown as { getInternalMethods(): { getUsageInstance(): { cacheHelpMessage(): void } } };
+  y.getInternalMethods().getUsageInstance().cacheHelpMessage = () => undefined;
 }
 
 /** A command line the parser refused (unknown option, missing argument, invalid choice...). */
