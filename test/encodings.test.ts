@@ -295,3 +295,22 @@ describe('hash on a legacy-encoded export (CLI)', () => {
     expect(r.stderr).not.toMatch(/j.rgen|k.the/);
   });
 });
+
+describe('the words a reading needs outside its languages', () => {
+  it('an English export whose few differing letters are Baltic in Windows-1257 (García, Garcįa), and whose French names are no Baltic words there, is Windows-1252', () => {
+    const names = ['Ines García', 'Noé Smith', 'Chloé Lind', 'Greta Müller', 'Ann Öberg'];
+    const text = exportText(names, ',', 20);
+    const bytes = encodeLegacy(text, 'windows-1252');
+    expect(detectLegacyEncoding(bytes, 'f.csv', 2)).toBe('windows-1252');
+    // Italian whose every word reads as Latvian in Windows-1257 stays refused (above).
+  });
+
+  it('a Shift_JIS export whose only Japanese is its header and type words (携帯, 自宅, 種類) is Shift_JIS', () => {
+    const lines = ['メール 1 - 種類,メール 1 - 値,TEL 1 - 種類,TEL 1 - 値'];
+    const types = ['携帯', '自宅', '勤務先', 'その他'];
+    for (let i = 0; i < 40; i++)
+      lines.push(`${types[i % 4]},user${i}@example.com,${types[(i + 1) % 4]},090-1234-${String(1000 + i)}`);
+    const bytes = encodeLegacy(`${lines.join('\r\n')}\r\n`, 'shift_jis');
+    expect(detectLegacyEncoding(bytes, 'f.csv', 1)).toBe('shift_jis');
+  });
+});

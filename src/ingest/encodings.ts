@@ -15,7 +15,7 @@
  * a malformed row (with its line), never a U+FFFD that would be hashed.
  */
 import { InputError } from '../errors.js';
-import { ACCENTED_WORDS, headerLanguages } from '../identifiers/vocabulary/index.js';
+import { ACCENTED_WORDS, headerLanguages, LANGUAGES } from '../identifiers/vocabulary/index.js';
 
 /** A WHATWG encoding name (`new TextDecoder(label).encoding`): `utf-8`, `utf-16le`, `windows-1252`, `shift_jis`… */
 export type CsvEncoding = string;
@@ -174,10 +174,25 @@ const TRADITIONAL_HAN =
   '的一是不了人我在有他這為之大來以個中上們到說國和地也子時道出而要於就下得可你年生自會那後能對著事其裡所去行過家十用發天如然作方成者日都三小軍二無同麼經法當起與好看學進種將還分此心前面又定見只主沒公從知現長理已明開女力問因真點新全由東海關被高文德王李張劉陳楊黃趙吳周徐孫馬朱胡郭何林羅鄭梁謝宋唐許韓馮鄧曹彭曾蕭田董袁潘蔣蔡余杜葉程蘇魏呂丁任沈姚盧姜崔鍾譚陸汪范金石廖賈夏韋付白鄒孟熊秦邱江尹薛段雷侯龍史陶黎賀顧毛郝龔邵萬錢嚴武戴莫孔向湯偉芳娜敏靜麗強磊洋勇艷傑娟濤明超秀霞平剛桂英華玉蘭紅梅建志春曉雲波輝鵬飛宇浩俊婷雪琳晨欣怡佳思雨涵軒博台北臺中高雄市縣區路街號樓室鄉鎮村公司有限'; // prettier-ignore
 const HANGUL_SYLLABLES =
   '이김박최정강조윤장임한오서신권황안송류전홍고문양손배백허유남심노하곽성차주우구민라진지엄채원천방공현함변염여추도소석선설마길연위표명기반왕금옥육인맹제모탁국어은봉경사상수영희철호숙자미혜순준아예태동재훈승혁용규광대다나리가니에의를는을와과로으서만까요습했것들그저울시번아파트회님드립니감사합고객센터'; // prettier-ignore
+/**
+ * The characters of the vocabulary's Japanese column-name and type words (携帯, 自宅, 勤務先, 種類,
+ * 値): the words a Japanese export is most certain to hold, in its header and its type cells.
+ */
+const JAPANESE_VOCABULARY = [
+  ...new Set(
+    Object.values(LANGUAGES.ja ?? {})
+      .flat()
+      .join(''),
+  ),
+]
+  .filter((c) => c.charCodeAt(0) >= 0x80)
+  .join('');
 const HAN = range(0x4e00, 0x9fff);
 const HANGUL = range(0xac00, 0xd7a3);
 
-const JAPANESE: readonly Language[] = [{ name: 'Japanese', core: KANA + JAPANESE_KANJI, rare: HAN + HALF_WIDTH_KANA }];
+const JAPANESE: readonly Language[] = [
+  { name: 'Japanese', core: KANA + JAPANESE_KANJI + JAPANESE_VOCABULARY, rare: HAN + HALF_WIDTH_KANA },
+];
 const CHINESE_SIMPLIFIED: readonly Language[] = [{ name: 'Chinese', core: SIMPLIFIED_HAN, rare: HAN }];
 const CHINESE_TRADITIONAL: readonly Language[] = [{ name: 'Chinese', core: TRADITIONAL_HAN, rare: HAN }];
 const KOREAN: readonly Language[] = [{ name: 'Korean', core: HANGUL_SYLLABLES, rare: HANGUL + HAN }];
@@ -492,6 +507,9 @@ function clearlyBetter(a: EncodingReading, b: EncodingReading): boolean {
   // (`Cittŕ`): `a`. The reverse: never `a`.
   if (c.knownB > 0) return false;
   if (c.knownA > 0) return true;
+  // Every word of `a` is of its languages, and `b` needs words of none of its own (a French `Noé`
+  // read the same in Windows-1257, whose Baltic languages have no `é`): `a`.
+  if (c.wordlessA === 0 && c.wordlessB >= MIN_IMPLAUSIBLE) return true;
   return (
     c.differ >= MIN_DIFFERING &&
     a.score - b.score >= (ALIGNED_MARGIN * c.differ) / c.nonAscii &&
@@ -512,6 +530,9 @@ interface Comparison {
   /** Words read otherwise that are column-name words of the vocabulary in `a` (`b`) only. */
   knownA: number;
   knownB: number;
+  /** Characters anywhere (read otherwise or not) that `a` (`b`) reads as no word of its languages. */
+  wordlessA: number;
+  wordlessB: number;
 }
 
 function compare(a: EncodingReading, b: EncodingReading): Comparison {
@@ -521,9 +542,14 @@ function compare(a: EncodingReading, b: EncodingReading): Comparison {
     // A neutral symbol: plausible between words, not inside one (`ºtefan`).
     return LETTER.test(r.text[i - 1] ?? '') || LETTER.test(r.text[i + 1] ?? '') ? 0 : 1;
   };
-  const c = { differ: 0, nonAscii: 0, difference: 0, implausibleA: 0, implausibleB: 0, knownA: 0, knownB: 0 };
+  const c = {
+    ...{ differ: 0, nonAscii: 0, difference: 0, implausibleA: 0, implausibleB: 0 },
+    ...{ knownA: 0, knownB: 0, wordlessA: 0, wordlessB: 0 },
+  };
   for (let i = 0; i < a.text.length; i++) {
     if (a.text.charCodeAt(i) >= 0x80) c.nonAscii++;
+    if (a.credits[i] === 0) c.wordlessA++;
+    if (b.credits[i] === 0) c.wordlessB++;
     if (a.text.charCodeAt(i) === b.text.charCodeAt(i)) continue;
     const [wa, wb] = [weight(a, i), weight(b, i)];
     c.difference += wa - wb;
