@@ -56,6 +56,7 @@ export {
   looksLikeData,
   resolveMapping,
 } from './identifiers/mapping.js';
+export type { NationalEvidence } from './identifiers/content.js';
 export { CONSENT_POLICIES, consentKindWords, type ConsentPolicy } from './identifiers/consent.js';
 export { guardFailure, guardInput, type RejectGuardOptions } from './hashing/reject-guard.js';
 export { hashCsv, type HashCsvOptions, type HashCsvRun, hashRecords } from './hashing/pipeline.js';

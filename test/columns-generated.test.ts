@@ -65,6 +65,8 @@ async function score(g: GeneratedExport, f: Figures): Promise<void> {
   f.files++;
   if (r.code !== 0 && ambiguityNamingTheRightOne(r.stdout, g.encoding)) {
     f.ambiguous++;
+    if (process.env.AK_EXPORTS_DEBUG !== undefined)
+      console.log(`${g.name}: refused as of an ambiguous encoding (${g.encoding}): ${r.stderr.split('\n')[0]}`);
     return;
   }
   if (r.code !== 0) {
@@ -92,6 +94,10 @@ async function score(g: GeneratedExport, f: Figures): Promise<void> {
       const ok = sent.has(e.digest);
       counts.total++;
       if (ok) counts.right++;
+      else if (e.type === 'email' && process.env.AK_EXPORTS_DEBUG !== undefined)
+        console.log(
+          `${g.name}: e-mail of ${JSON.stringify(e.column)} lost on data row ${i + 1}: ${JSON.stringify(g.cells[i])}`,
+        );
       const c = lost.get(e.column) ?? { lost: 0, total: 0 };
       c.total++;
       if (!ok) c.lost++;

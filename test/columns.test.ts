@@ -255,7 +255,8 @@ describe('paired type/value layouts', () => {
     expect(m.columns.map((c) => [c.column, c.type, c.typeColumn, c.separator])).toEqual([
       ['E-mail 1 - Value', 'email', 'E-mail 1 - Type', ':::'],
       ['Phone 1 - Value', 'phone_number', 'Phone 1 - Type', ':::'],
-      ['Phone 2 - Value', 'phone_number', 'Phone 2 - Type', undefined],
+      // No list in its sampled cells, but the file's lists are joined by ` ::: `, which no phone holds.
+      ['Phone 2 - Value', 'phone_number', 'Phone 2 - Type', ':::'],
     ]);
     expect(m.ignored).toEqual(['Name']);
     expect(describeMapping(m)).toContain('"Phone 1 - Value" (lists split on ":::", typed by "Phone 1 - Type")');
@@ -350,5 +351,68 @@ describe('hints name every loss with its column and fix', () => {
     expect(summaryHints(createHashSummary(), m)).toContain(
       '"Work" was not read as phone_number: not read by content: its values are not clearly phone numbers (valid for their row\'s country or written with +); if it holds the person\'s own, --map phone_number="Work"',
     );
+  });
+});
+
+describe("a phone column's evidence of national numbers (digits without + in rows without a country)", () => {
+  const evidence = (header: string[], rows: string[][]): (string | undefined)[] =>
+    resolveMapping(header, {}, rows).columns.map((c) => c.national);
+
+  it('a leading 0, a spreadsheet number, or bare digits that read as national numbers: the column holds national numbers', () => {
+    expect(evidence(['Mobile'], [['0151 48369370'], ['15148369370'], ['+49 30 901820']])).toEqual(['trunk']);
+    expect(evidence(['Mobile'], [['(030) 901820'], ['15148369370']])).toEqual(['trunk']);
+    expect(evidence(['Phone'], [['4915134117294.0'], ['15148369370'], ['+4930901820']])).toEqual(['spreadsheet']);
+    // No valid number read with a calling code (+30 12345678, +1 761…), or read otherwise in the row's country.
+    expect(evidence(['Telefon'], [['3012345678'], ['17612345678'], ['15148369370']])).toEqual(['digits']);
+    const de = [
+      ['15148369370', 'DE'],
+      ['17612345678', 'DE'],
+      ['15712345678', 'Germany'],
+    ];
+    expect(evidence(['Phone', 'Country'], de)).toEqual(['digits']);
+  });
+
+  it('numbers written with their calling code (SMS tools, ad-platform templates), + or 00 forms: no evidence', () => {
+    expect(evidence(['SMS'], [['33612345678'], ['+48 512 345 602'], ['4915134117294']])).toEqual([undefined]);
+    const match = [
+      ['12025550171', 'US'],
+      ['447400123172', 'GB'],
+      ['33612345673', 'FR'],
+    ];
+    expect(evidence(['Phone', 'Country'], match)).toEqual([undefined]);
+    expect(evidence(['Phone'], [['+49 (0)30 901820'], ['0049 151 48369370'], ['4915148369370']])).toEqual([undefined]);
+  });
+});
+
+describe('hints never print a header cell that looks like an identifier value', () => {
+  it('a column named by data (a headerless file) is referred to by its number, also in the --map it suggests', () => {
+    const phone = 'Mobile 0151 48369370';
+    const email = 'ann.lee@example.com';
+    const mapping: ColumnMapping = {
+      columns: [{ index: 0, column: 'Email', type: 'email' }],
+      auto: true,
+      ignored: [phone, email, '4711'],
+      notUsed: [
+        {
+          index: 1,
+          column: phone,
+          reason: 'its values are not phone numbers (0 of 3 sampled)',
+          misfit: 'phone_number',
+        },
+        {
+          index: 2,
+          column: email,
+          reason: 'not read by content: 2 values in the first rows, too few to tell',
+          unread: 'email',
+        },
+        { index: 3, column: '4711', reason: 'a generic id column', idLike: true },
+      ],
+    };
+    const hints = summaryHints(createHashSummary(), mapping).join('\n');
+    expect(hints).toContain('--map phone_number="<header of column 2>" (that header cell looks like data');
+    expect(hints).toContain('--map email="<header of column 3>"');
+    expect(hints).not.toMatch(/48369370|ann\.lee/);
+    // A name that is no value is quoted as it is.
+    expect(hints).toContain('--map service_id="4711"');
   });
 });

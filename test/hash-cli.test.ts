@@ -381,20 +381,64 @@ describe('audience-kit hash (process)', () => {
     expect(r.stderr).not.toContain('--phone-country-code national reads');
   });
 
-  it('rejects a spreadsheet-rounded phone as phone_lossy_number with a hint, and names rows read with a calling code without a country', async () => {
-    const input = ['phone,country', '"4,91512E+12",DE', '9.18142423991e+11,IN', '15148369370,', '+44 20 7946 0958,'];
+  it('rejects a spreadsheet-rounded phone as phone_lossy_number with a hint', async () => {
+    const input = ['phone,country', '"4,91512E+12",DE', '9.18142423991e+11,IN', '+44 20 7946 0958,'];
     const r = await runCli(['hash', '-', '--format', 'jsonl', ...CALLING_THREAD], { input: input.join('\n') });
     expect(r.code).toBe(0);
     expect(r.stderr).toMatch(/phone_lossy_number\s+1\s+line 2\b/);
     expect(r.stderr).toContain(
       'a spreadsheet stored them as numbers and wrote them rounded in scientific form (4,91512E+12), so their last digits are lost and they were not hashed; fix: export again from the source, or format the phone column as Text',
     );
-    expect(r.stderr).toContain(
-      '1 of them was in rows without a country, read so because their digits are a valid number that way',
+  });
+
+  it('digits without + in rows without a country: read with their calling code, said in a hint, unless the column shows national numbers', async () => {
+    const sha = (s: string): string => createHash('sha256').update(s).digest('hex');
+    // SMS tools and ad-platform templates: every number with its calling code, no country column.
+    const sms = [
+      'email,phone',
+      'a@example.com,33612345678',
+      'b@example.com,+48 512 345 602',
+      'c@example.com,15148369370',
+    ];
+    const read = await runCli(['hash', '-', '--format', 'jsonl', ...CALLING_THREAD], { input: sms.join('\n') });
+    expect(read.code).toBe(0);
+    expect(read.stdout).toContain(sha('15148369370'));
+    expect(read.stderr).toContain(
+      '2 of them were in rows without a country, read so because their digits are a valid number that way',
     );
-    expect(r.stderr).toContain(
+    expect(read.stderr).toContain(
       'a German 0151… as +1 51…): if the file holds such numbers, fix: --country-column or --default-country CC',
     );
+    // The same digits in a column that also holds national numbers (a leading 0, a spreadsheet's
+    // number): each may be a national number that lost its 0 (the German 0151 48369370), refused.
+    for (const national of ['0151 48369370', '4.915148369371E+12']) {
+      const input = [
+        'email,Mobile',
+        `a@example.com,${national}`,
+        'b@example.com,15148369370',
+        'c@example.com,+33 6 12 34 56 78',
+      ];
+      const r = await runCli(['hash', '-', '--format', 'jsonl', ...CALLING_THREAD], { input: input.join('\n') });
+      expect(r.code).toBe(0);
+      expect(r.stdout).not.toContain(sha('15148369370'));
+      expect(r.stdout).toContain(sha('33612345678'));
+      expect(r.stderr).toMatch(/phone_maybe_national\s+1\s+line 3\b/);
+      const hint = r.stderr.split('\n').find((l) => l.includes('phone_maybe_national:')) ?? '';
+      expect(hint).toContain('"Mobile": ');
+      expect(hint).toContain('so each may be a national number whose leading 0 was dropped');
+      expect(hint).toContain('fix: --default-country CC');
+      expect(hint).toContain('if they do start with their country code, --phone-country-code included');
+      // With a country the national number is read; told how the file is written, the calling code.
+      const de = await runCli(['hash', '-', '--format', 'jsonl', '--default-country', 'DE', ...CALLING_THREAD], {
+        input: input.join('\n'),
+      });
+      expect(de.stdout).toContain(sha('4915148369370'));
+      const included = await runCli(
+        ['hash', '-', '--format', 'jsonl', '--phone-country-code', 'included', ...CALLING_THREAD],
+        { input: input.join('\n') },
+      );
+      expect(included.stdout).toContain(sha('15148369370'));
+    }
   });
 
   it('counts the phones read with their calling code, decided and ambiguous, in the right grammatical number', () => {

@@ -15,6 +15,7 @@ import {
   type HashSummary,
   type HashTypeCounts,
   type IdentifierType,
+  type NationalEvidence,
   type NormalizeOptions,
   type RejectReason,
 } from '../internal.js';
@@ -28,6 +29,7 @@ const REASON_TYPE: Readonly<Record<RejectReason, IdentifierType | undefined>> = 
   phone_needs_country: 'phone_number',
   phone_ambiguous: 'phone_number',
   phone_lossy_number: 'phone_number',
+  phone_maybe_national: 'phone_number',
   country_invalid: 'phone_number',
   handle_invalid: 'handle',
   device_id_invalid: 'device_id',
@@ -50,8 +52,17 @@ function countryLikeColumns(mapping: ColumnMapping): string[] {
 function columnsOf(mapping: ColumnMapping, type: IdentifierType): string {
   return mapping.columns
     .filter((c) => c.type === type)
-    .map((c) => quote(c.column))
+    .map((c) => columnLabel(c.column, c.index))
     .join(', ');
+}
+
+/**
+ * A `--map` entry naming a column by its header cell; a cell that looks like an identifier value
+ * (a headerless file's first row) is never printed: the entry says which column instead.
+ */
+function mapEntry(type: IdentifierType, column: string, index: number): string {
+  if (!looksLikeData(column)) return `--map ${type}=${quote(column)}`;
+  return `--map ${type}="<header of column ${index + 1}>" (that header cell looks like data: check that the first line is the header)`;
 }
 
 /** The most frequent reject reason of `type` (from the summary's per-reason counts). */
@@ -92,6 +103,8 @@ function whyRejected(
       return `they are ${AMBIGUOUS_FIX}`;
     case 'phone_lossy_number':
       return LOSSY_FIX;
+    case 'phone_maybe_national':
+      return maybeNationalWhy(mapping);
     case 'country_invalid':
       return `their country value is not recognized (listed below); fix: correct those values, or --default-country CC`;
     case 'phone_invalid':
@@ -153,6 +166,35 @@ const AMBIGUOUS_FIX =
 const LOSSY_FIX =
   'a spreadsheet stored them as numbers and wrote them rounded in scientific form (4,91512E+12), so their last digits are lost and they were not hashed; fix: export again from the source, or format the phone column as Text in the spreadsheet before typing or pasting the numbers, then save as CSV';
 
+const NATIONAL_EVIDENCE: Readonly<Record<NationalEvidence, string>> = {
+  trunk: 'some are written with a leading 0',
+  spreadsheet: 'a spreadsheet wrote some as numbers (….0 or 1.5E+10), which drops a leading 0',
+  digits: 'most of its numbers without + are no valid number read with a country code',
+};
+
+/** The phone_maybe_national rejects, unless a share hint said why already. */
+function maybeNationalHint(summary: HashSummary, mapping: ColumnMapping, already: string): string[] {
+  const count = summary.rejects.phone_maybe_national?.count ?? 0;
+  if (count === 0 || already.includes('phone_maybe_national')) return [];
+  return [
+    `${count} phone ${count === 1 ? 'number was' : 'numbers were'} rejected as phone_maybe_national: ${maybeNationalWhy(mapping)}`,
+  ];
+}
+
+/** Why phone_maybe_national values were not read (their columns' evidence) and the fix. */
+function maybeNationalWhy(mapping: ColumnMapping): string {
+  const evidence = mapping.columns
+    .flatMap((c) =>
+      c.national === undefined ? [] : [`${columnLabel(c.column, c.index)}: ${NATIONAL_EVIDENCE[c.national]}`],
+    )
+    .join('; ');
+  const fix =
+    mapping.country === undefined
+      ? phoneCountryFix(mapping)
+      : `--default-country CC for the rows whose ${columnLabel(mapping.country.column, mapping.country.index)} cell is empty`;
+  return `in rows without a country they read only as starting with a country code without +, but their column holds national numbers (${evidence}), so each may be a national number whose leading 0 was dropped (a German 0151… as 151…, which reads as +1 51…); fix: ${fix}; if they do start with their country code, --phone-country-code included`;
+}
+
 function ambiguousHint(count: number): string {
   return `${count} phone ${count === 1 ? 'number is' : 'numbers are'} ${AMBIGUOUS_FIX} (phone_ambiguous)`;
 }
@@ -206,6 +248,7 @@ export function summaryHints(
   return [
     ...share,
     ...noteHints(summary, opts, share.join('\n')),
+    ...maybeNationalHint(summary, mapping, share.join('\n')),
     ...notOwnHint(summary, mapping),
     ...notUsedHints(mapping),
     ...(doNotReach ? [] : consentHints(summary)),
@@ -221,9 +264,9 @@ function notOwnHint(summary: HashSummary, mapping: ColumnMapping): string[] {
   const map =
     first === undefined
       ? ''
-      : `; if they are the person's own, --map ${first.type}=${quote(first.column)} reads every value of a column`;
+      : `; if they are the person's own, ${mapEntry(first.type, first.column, first.index)} reads every value of a column`;
   return [
-    `${count} ${count === 1 ? 'value was' : 'values were'} not sent because ${count === 1 ? 'its' : 'their'} type cell (${pairs.map((c) => quote(c.typeColumn as string)).join(', ')}) says fax, pager, assistant, company or someone else's (not_own_by_type)${map}`,
+    `${count} ${count === 1 ? 'value was' : 'values were'} not sent because ${count === 1 ? 'its' : 'their'} type cell (${pairs.map((c) => columnLabel(c.typeColumn as string, c.typeIndex as number)).join(', ')}) says fax, pager, assistant, company or someone else's (not_own_by_type)${map}`,
   ];
 }
 
@@ -252,7 +295,7 @@ function misfitHints(mapping: ColumnMapping): string[] {
     c.misfit === undefined
       ? []
       : [
-          `${columnLabel(c.column, c.index)} was not read as ${c.misfit}: ${c.reason}; if it does hold them, --map ${c.misfit}=${quote(c.column)}`,
+          `${columnLabel(c.column, c.index)} was not read as ${c.misfit}: ${c.reason}; if it does hold them, ${mapEntry(c.misfit, c.column, c.index)}`,
         ],
   );
 }
@@ -263,7 +306,7 @@ function unreadHints(mapping: ColumnMapping): string[] {
     c.unread === undefined
       ? []
       : [
-          `${columnLabel(c.column, c.index)} was not read as ${c.unread}: ${c.reason}; if it holds the person's own, --map ${c.unread}=${quote(c.column)}`,
+          `${columnLabel(c.column, c.index)} was not read as ${c.unread}: ${c.reason}; if it holds the person's own, ${mapEntry(c.unread, c.column, c.index)}`,
         ],
   );
 }
@@ -272,14 +315,16 @@ function notUsedHints(mapping: ColumnMapping): string[] {
   return [...misfitHints(mapping), ...unreadHints(mapping), ...idColumnHints(mapping)];
 }
 
+type NotUsed = NonNullable<ColumnMapping['notUsed']>[number];
+
 /** Generic id columns whose values look like ids: not sent, and how to send them if they should be. */
 function idColumnHints(mapping: ColumnMapping): string[] {
   const ids = (mapping.notUsed ?? []).filter((c) => c.idLike === true);
   if (ids.length === 0) return [];
-  const first = quote((ids[0] as { column: string }).column);
+  const first = ids[0] as NotUsed;
   const names = ids.map((c) => columnLabel(c.column, c.index)).join(', ');
   return [
-    `${names} look${ids.length === 1 ? 's' : ''} like your own ids and ${ids.length === 1 ? 'is' : 'are'} not sent: on the platform they would match whichever accounts have those numbers; map one only if it holds the platform's own user ids (--map service_id=${first}) or ids exchanged through ID Sync with a partner (--map partner_user_id=${first}, sent unhashed)`,
+    `${names} look${ids.length === 1 ? 's' : ''} like your own ids and ${ids.length === 1 ? 'is' : 'are'} not sent: on the platform they would match whichever accounts have those numbers; map one only if it holds the platform's own user ids (${mapEntry('service_id', first.column, first.index)}) or ids exchanged through ID Sync with a partner (${mapEntry('partner_user_id', first.column, first.index)}, sent unhashed)`,
   ];
 }
 

@@ -25,8 +25,13 @@ export const FIT_SHARE = 0.5;
 
 /** Types whose cells may hold lists that are split automatically. */
 const LIST_TYPES: ReadonlySet<IdentifierType> = new Set(['email', 'phone_number', 'device_id']);
-/** ` ::: ` first: Google Contacts joins the values of one field with it, and they may hold `,`. */
-const LIST_SEPARATORS = [':::', ',', ';', '|'] as const;
+/**
+ * Google Contacts joins the values of one field with ` ::: `, which no e-mail address or phone
+ * number holds: a file whose columns hold such lists has them in any of its e-mail and phone columns.
+ */
+export const CONTACTS_SEPARATOR = ':::';
+/** ` ::: ` first: its values may hold `,`. */
+const LIST_SEPARATORS = [CONTACTS_SEPARATOR, ',', ';', '|'] as const;
 
 const HEX64 = /^[0-9a-f]{64}$/i;
 /**
@@ -174,6 +179,61 @@ export function looksLikeContent(
   if (types.includes('email') && share((v) => v.includes('@'))) return 'email';
   if (types.includes('phone_number') && share((v) => phoneShaped(v) && !/^\d+$/.test(v))) return 'phone_number';
   return undefined;
+}
+
+/**
+ * Why a phone column's numbers written without `+` may be national numbers whose leading 0 was
+ * dropped (by a spreadsheet) rather than numbers starting with their calling code: `trunk`, some
+ * of its values are written nationally with a leading 0 (`0151 48369370`, `(030) 1234567`);
+ * `spreadsheet`, some are a spreadsheet's numbers (`….0`, scientific), and a spreadsheet drops a
+ * leading 0 or `+`; `digits`, at least half of its values of bare digits are no valid number read
+ * as starting with a calling code, or are read as a national number of their row's country.
+ */
+export type NationalEvidence = 'trunk' | 'spreadsheet' | 'digits';
+
+const BARE_DIGITS = /^[1-9][0-9]{5,}$/;
+const NUMBER_START = /[0-9+]/;
+
+/** Written nationally after a trunk 0: the number's first digit is 0, not an international `00`. */
+function trunkForm(value: string): boolean {
+  const start = value.search(NUMBER_START);
+  if (start < 0 || value.charCodeAt(start) !== 0x30) return false;
+  const next = value.slice(start + 1).search(/[0-9]/);
+  return next >= 0 && value.charCodeAt(start + 1 + next) !== 0x30;
+}
+
+/** Bare digits read as a national number: no valid number with a calling code, or its row's country reads them otherwise. */
+function readsNationally(digits: string, country: string | undefined): boolean {
+  const included = normalizeIdentifier('phone_number', digits, { countryCode: 'included' });
+  if (!included.ok) return true;
+  if (country === undefined) return false;
+  const read = normalizeIdentifier('phone_number', digits, { country });
+  return read.ok && read.value !== included.value;
+}
+
+/**
+ * The evidence in a phone column's sampled values that it holds national numbers (see
+ * NationalEvidence), or undefined: then its numbers without `+` in rows without a country are read
+ * as starting with their calling code, as SMS tools and ad-platform templates write them.
+ */
+export function nationalEvidence(values: ColumnValues, separator: string | undefined): NationalEvidence | undefined {
+  let bare = 0;
+  let national = 0;
+  let spreadsheet = false;
+  for (const i of nonEmpty(values.cells)) {
+    for (const part of partsOf(values.cells[i] as string, separator)) {
+      const value = cleanValue(part);
+      if (spreadsheetForm(value)) spreadsheet = true;
+      else if (!phoneShaped(value)) continue;
+      else if (trunkForm(value)) return 'trunk';
+      else if (BARE_DIGITS.test(value)) {
+        bare++;
+        if (readsNationally(value, values.countries[i])) national++;
+      }
+    }
+  }
+  if (spreadsheet) return 'spreadsheet';
+  return bare > 0 && 2 * national >= bare ? 'digits' : undefined;
 }
 
 /**

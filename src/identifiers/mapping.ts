@@ -5,13 +5,16 @@
 import { ConfigError, InputError } from '../errors.js';
 import { detectConsentColumns, type ConsentColumn } from './consent.js';
 import {
+  CONTACTS_SEPARATOR,
   MIN_CONTENT_VALUES,
   contentType,
   listSeparator,
   looksLikeContent,
   looksLikeIds,
   misfit,
+  nationalEvidence,
   type ColumnValues,
+  type NationalEvidence,
 } from './content.js';
 import { countryColumnShare, localeCountry } from './countries.js';
 import {
@@ -122,6 +125,12 @@ export interface MappedColumn {
    */
   typeIndex?: number;
   typeColumn?: string;
+  /**
+   * A phone column whose sampled values show national numbers, and how: in a row without a
+   * country, its digits without `+` are not read as starting with a calling code
+   * (`phone_maybe_national`), since each may be a national number that lost its leading 0.
+   */
+  national?: NationalEvidence;
 }
 
 /** A mapped column's cell as buildUser takes it (with the column's list separator). */
@@ -129,6 +138,7 @@ export function fieldOf(c: MappedColumn, raw: string): FieldValue {
   const field: FieldValue = { column: c.column, type: c.type, raw };
   if (c.separator !== undefined) field.separator = c.separator;
   if (c.typeIndex !== undefined) field.kind = '';
+  if (c.national !== undefined) field.national = true;
   return field;
 }
 
@@ -526,6 +536,33 @@ function withListSeparator(c: MappedColumn, sample: SampleRows, opts: MappingOpt
 }
 
 /**
+ * The e-mail and phone columns of a file where some column's sampled cells hold lists joined by
+ * ` ::: ` (Google Contacts): each is split on it, also when its own sampled cells held no list.
+ */
+function withContactsSeparator(columns: MappedColumn[], opts: MappingOptions): MappedColumn[] {
+  if (opts.valueSeparator !== undefined || !columns.some((c) => c.separator === CONTACTS_SEPARATOR)) return columns;
+  return columns.map((c) =>
+    c.separator === undefined && (c.type === 'email' || c.type === 'phone_number')
+      ? { ...c, separator: CONTACTS_SEPARATOR }
+      : c,
+  );
+}
+
+/** The columns in header order, with what the file's sampled values say of how to read them. */
+function readAs(columns: MappedColumn[], sample: SampleRows, opts: MappingOptions, country?: number): MappedColumn[] {
+  return withContactsSeparator(columns, opts)
+    .map((c) => withNationalEvidence(c, sample, opts, country))
+    .sort((a, b) => a.index - b.index);
+}
+
+/** A phone column with the evidence of its sampled values that it holds national numbers (see MappedColumn.national). */
+function withNationalEvidence(c: MappedColumn, sample: SampleRows, opts: MappingOptions, country?: number) {
+  if (c.type !== 'phone_number') return c;
+  const national = nationalEvidence(columnValues(sample, c.index, country, opts), c.separator ?? opts.valueSeparator);
+  return national === undefined ? c : { ...c, national };
+}
+
+/**
  * Decide which columns feed which identifier type. Each type named by a `map` entry takes the
  * columns named for it; every other type (all of them without `map`) takes, unless `onlyMapped`,
  * the columns whose names are in AUTO_COLUMN_NAMES and whose values in `sample` (the first data
@@ -564,16 +601,16 @@ export function resolveMapping(
     columns.push(...pairTypeColumns(header, found.columns, taken));
     notUsed = found.notUsed;
   }
-  columns.sort((a, b) => a.index - b.index);
   if (columns.length === 0) noIdentifierColumn(header, opts, notUsed);
+  const read = readAs(columns, sample, opts, country?.index);
   const used = new Set([
-    ...columns.flatMap((c) => (c.typeIndex === undefined ? [c.index] : [c.index, c.typeIndex])),
+    ...read.flatMap((c) => (c.typeIndex === undefined ? [c.index] : [c.index, c.typeIndex])),
     ...consent.map((c) => c.index),
     ...(country === undefined ? [] : [country.index]),
   ]);
   const mapping: ColumnMapping = {
-    columns,
-    auto: columns.some((c) => c.mapped !== true),
+    columns: read,
+    auto: read.some((c) => c.mapped !== true),
     ignored: header.filter((_, i) => !used.has(i)),
   };
   if (notUsed.length > 0) mapping.notUsed = notUsed;

@@ -55,6 +55,8 @@ class UserBuilder implements RuleContext {
   readonly digits: boolean;
   readonly countryCode: PhoneCountryCode;
   readonly phoneNotes: PhoneNotes = { codeWithoutPlus: 0, twoReadings: 0, codeWithoutCountry: 0 };
+  /** The field being read is of a column that shows national numbers (set per field). */
+  nationalColumn = false;
   private readonly defaultCountry: string | undefined;
   private readonly inputHashed: InputHashed;
   /** The value separator given, if any (a rejected cell holding another one gets a note). */
@@ -101,6 +103,7 @@ class UserBuilder implements RuleContext {
       const split = sep !== undefined && sep !== '' && raw.includes(sep);
       values += split ? countParts(raw, sep) : raw === '' ? 0 : 1;
       if (values > MAX_VALUES_PER_RECORD) return this.tooManyValues(record, field);
+      this.nationalColumn = field.national === true;
       if (field.kind !== undefined && field.kind !== '') {
         rejects = this.addPaired(record.line, field, split ? sep : undefined, rejects);
       } else if (split) {

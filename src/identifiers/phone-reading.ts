@@ -25,7 +25,13 @@ export type PhoneCountryCode = 'national' | 'included' | 'auto';
 export const AMBIGUOUS = 'ambiguous';
 /** phoneReading's answer for a spreadsheet number whose digits were rounded away (`phone_lossy_number`). */
 export const LOSSY = 'lossy';
-/** An E.164 number (it starts with `+`), AMBIGUOUS, LOSSY, or `undefined` (no valid number). */
+/**
+ * phoneReading's answer for digits that, in a row without a country, read only as starting with a
+ * calling code, in a column whose values show national numbers (`phone_maybe_national`): each may
+ * be a national number whose leading 0 a spreadsheet dropped (a German 0151… as +1 51…).
+ */
+export const MAYBE_NATIONAL = 'maybe-national';
+/** An E.164 number (it starts with `+`), AMBIGUOUS, LOSSY, MAYBE_NATIONAL, or `undefined` (no valid number). */
 export type PhoneReading = string | undefined;
 
 /** What phoneReading noticed about the values it read (counted into the caller's, per row). */
@@ -59,18 +65,23 @@ const SCIENTIFIC_RE = /^([1-9])(?:[.,]([0-9]+))?[eE]\+?([0-9]{1,2})$/;
 const HASH_EXTENSION_RE = /[- ]+[0-9]{1,6}$/;
 const TRAILING_SEPARATORS_RE = /[ (.\-/]+$/;
 
-/** The E.164 number `value` stands for with `country` as the row's country (undefined: none). */
+/**
+ * The E.164 number `value` stands for with `country` as the row's country (undefined: none).
+ * `nationalColumn`: its column's values show national numbers (content.ts, nationalEvidence), so
+ * without a country its digits are not read as starting with a calling code (MAYBE_NATIONAL).
+ */
 export function phoneReading(
   value: string,
   country: string | undefined,
   mode: PhoneCountryCode,
   notes: PhoneNotes,
+  nationalColumn = false,
 ): PhoneReading {
   const number = writtenNumber(value);
   if (number === LOSSY || number === '') return number === LOSSY ? LOSSY : undefined;
   if (number !== value && mode !== 'included' && spreadsheetForm(value))
     return country === undefined ? undefined : spreadsheetReading(number, country, mode, notes);
-  return plainReading(number, country, mode, notes);
+  return plainReading(number, country, mode, notes, nationalColumn);
 }
 
 /** The index of the first character of `s` that cannot be part of a plain number (digits, separators, a leading `+`). */
@@ -148,6 +159,7 @@ function plainReading(
   country: string | undefined,
   mode: PhoneCountryCode,
   notes: PhoneNotes,
+  nationalColumn = false,
 ): PhoneReading {
   const first = value.charCodeAt(0);
   if (first === 0x30) return zeroReading(value, country, notes);
@@ -167,9 +179,11 @@ function plainReading(
   const included = internationalE164('+' + value);
   if (included === undefined || national === included) return national;
   if (national === undefined) {
+    // SMS tools and ad-platform templates write numbers so, but so does a spreadsheet that
+    // dropped a national number's 0 (a German 0151… reads as +1 51…): refused where the column
+    // shows national numbers, said in a hint elsewhere.
+    if (country === undefined && nationalColumn) return MAYBE_NATIONAL;
     notes.codeWithoutPlus++;
-    // Said in a hint: SMS tools and ad-platform templates write numbers so, but so does a
-    // spreadsheet that dropped a national number's 0 (a German 0151… reads as +1 51…).
     if (country === undefined) notes.codeWithoutCountry++;
     return included;
   }

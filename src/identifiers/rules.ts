@@ -6,7 +6,14 @@
 import { partnerUserIdFits } from '../platform/users.js';
 import { sha256Hex } from '../util/sha256.js';
 import { resolveCountry, type PhoneCountry } from './countries.js';
-import { AMBIGUOUS, LOSSY, phoneReading, type PhoneCountryCode, type PhoneNotes } from './phone-reading.js';
+import {
+  AMBIGUOUS,
+  LOSSY,
+  MAYBE_NATIONAL,
+  phoneReading,
+  type PhoneCountryCode,
+  type PhoneNotes,
+} from './phone-reading.js';
 import {
   DEFAULT_PHONE_FORMAT,
   IDENTIFIER_TYPES,
@@ -250,6 +257,8 @@ export interface RuleContext {
   readonly countryCode: PhoneCountryCode;
   /** What phone readings noticed, for the row's notes. */
   readonly phoneNotes: PhoneNotes;
+  /** The value's column shows national numbers (MappedColumn.national): see phoneReading. */
+  readonly nationalColumn: boolean;
 }
 
 export interface TypeRule {
@@ -288,6 +297,7 @@ function oneValueContext(opts: OneValueOptions): RuleContext {
     digits: (opts.format ?? DEFAULT_PHONE_FORMAT) === 'digits',
     countryCode: opts.countryCode ?? 'auto',
     phoneNotes: { codeWithoutPlus: 0, twoReadings: 0, codeWithoutCountry: 0 },
+    nationalColumn: false,
   };
 }
 
@@ -312,9 +322,10 @@ export function normalizePhone(raw: string, opts: OneValueOptions = {}): Normali
 
 function phoneClean(value: string, ctx: RuleContext): Normalized {
   const country = ctx.phoneCountry();
-  const e164 = phoneReading(value, country.code, ctx.countryCode, ctx.phoneNotes);
+  const e164 = phoneReading(value, country.code, ctx.countryCode, ctx.phoneNotes, ctx.nationalColumn);
   if (e164 === AMBIGUOUS) return REJECTED.phone_ambiguous;
   if (e164 === LOSSY) return REJECTED.phone_lossy_number;
+  if (e164 === MAYBE_NATIONAL) return country.invalid ? REJECTED.country_invalid : REJECTED.phone_maybe_national;
   if (e164 !== undefined) return { ok: OK, value: ctx.digits ? e164.slice(1) : e164 };
   if (country.code === undefined && isNationalFormat(value)) {
     return country.invalid ? REJECTED.country_invalid : REJECTED.phone_needs_country;

@@ -11,6 +11,7 @@ export type RejectReason =
   | 'phone_needs_country'
   | 'phone_ambiguous'
   | 'phone_lossy_number'
+  | 'phone_maybe_national'
   | 'country_invalid'
   | 'handle_invalid'
   | 'device_id_invalid'
@@ -27,6 +28,7 @@ export const REJECT_REASONS: readonly RejectReason[] = [
   'phone_needs_country',
   'phone_ambiguous',
   'phone_lossy_number',
+  'phone_maybe_national',
   'country_invalid',
   'handle_invalid',
   'device_id_invalid',
@@ -84,6 +86,8 @@ export interface FieldValue {
    * else's (fax, assistant, company…), the values are `not_own_by_type` rejects, never sent.
    */
   kind?: string;
+  /** The column shows national numbers (MappedColumn.national): see phoneReading. */
+  national?: true;
 }
 export interface MappedRecord {
   /** 1-based line number in the input file, carried into rejects. */
