@@ -18,6 +18,7 @@ const SECONDS: Readonly<Record<string, number>> = {
   'test/upload-postgres.test.ts': 26,
   'test/state-postgres.test.ts': 22,
   'test/state-postgres-errors.test.ts': 21,
+  'test/state-contract.test.ts': 17,
   'test/sync-uncertain.test.ts': 16,
   'test/hash.test.ts': 14,
   'test/sync-cli.test.ts': 13,

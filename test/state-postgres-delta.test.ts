@@ -16,16 +16,10 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { copyIntBytes, CopyFormatError, intBytesTuples } from '../src/state/postgres/copy-out.js';
-import {
-  BLOCK_BYTES,
-  FOLD,
-  RANGE_HEADER_BYTES,
-  ROW_BYTES,
-  scanFile,
-  sealBlocks,
-} from '../src/state/postgres/file-delta.js';
+import { BLOCK_BYTES, FOLD, RANGE_HEADER_BYTES, ROW_BYTES, scanFile, sealBlocks } from '../src/state/file-delta.js';
 import { schemaSql, SCHEMA_VERSION } from '../src/state/postgres/schema.js';
-import { readCommittedFiles, writeCommittedFiles, type StoredFile } from '../src/state/postgres/snapshot-blobs.js';
+import { readCommittedFiles, writeCommittedFiles, type StoredFile } from '../src/state/mirror-files.js';
+import { committedView, commitWriter } from '../src/state/postgres/snapshot-blobs.js';
 import { PostgresStore } from '../src/state/postgres/store.js';
 import { Snapshot, snapshotName } from '../src/state/snapshot.js';
 import { postgresStateUrl, usePostgres } from './helpers/sync.js';
@@ -268,13 +262,13 @@ describe('PostgreSQL store: what a commit writes', () => {
       const commitWith = (wroteAhead: boolean): Promise<void> =>
         withClient(url, async (client) => {
           const dir = tempDir();
-          const { files: stored } = await readCommittedFiles(client, NAME, dir);
+          const { files: stored } = await readCommittedFiles(committedView(client, NAME, '1'), dir);
           const path = join(dir, 'data.0');
           writeAtFile(path, after.subarray(100, 101), 100);
           const s = statSync(path, { bigint: true });
           const stale = new Map(stored);
           stale.set('data.0', { ...(stored.get('data.0') as StoredFile), stamp: `${s.ino}:${s.size}:${s.mtimeNs}` });
-          await writeCommittedFiles(client, NAME, dir, stale, wroteAhead);
+          await writeCommittedFiles(commitWriter(client, NAME), dir, stale, wroteAhead);
         });
       await commitWith(false);
       expect((await readBack(store, 'data.0')).equals(before)).toBe(true);
@@ -294,7 +288,7 @@ describe('PostgreSQL store: what a commit writes', () => {
       await expect(
         withClient(url, async (client) => {
           await client.query('BEGIN');
-          const { files: stored } = await readCommittedFiles(client, NAME, dir);
+          const { files: stored } = await readCommittedFiles(committedView(client, NAME, '1'), dir);
           writeFileSync(join(dir, 'data.0'), randomBytes(3 << 20));
           let rows = 0;
           const dying = new Proxy(client, {
@@ -307,7 +301,7 @@ describe('PostgreSQL store: what a commit writes', () => {
                     return c.query(text, values);
                   },
           });
-          await writeCommittedFiles(dying, NAME, dir, stored, false);
+          await writeCommittedFiles(commitWriter(dying, NAME), dir, stored, false);
         }),
       ).rejects.toThrow();
       expect(await sql(url, 'SELECT version::text AS version FROM audience_kit_targets')).toEqual(version);

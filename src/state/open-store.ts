@@ -30,12 +30,22 @@ export function parseStateUrl(value: string, source: string): StateSpec {
   return { kind: 'postgres', url: value };
 }
 
+/**
+ * The state backends a URL can name (state/backend.ts), each loaded only when used: a new backend
+ * is one file and its line here (its URL's parse in parseStateUrl, and `StateSpec`'s kind).
+ */
+const BACKENDS: Record<Exclude<StateSpec['kind'], 'directory'>, (url: string) => Promise<StateStore>> = {
+  postgres: async (url) => {
+    const { PostgresStore } = await import('./postgres/store.js').catch((error: unknown) => {
+      throw postgresClientMissing(error) ?? error;
+    });
+    return PostgresStore.open(url);
+  },
+};
+
 export async function openStateStore(spec: StateSpec): Promise<StateStore> {
   if (spec.kind === 'directory') return new DirectoryStore(spec.dir);
-  const { PostgresStore } = await import('./postgres/store.js').catch((error: unknown) => {
-    throw postgresClientMissing(error) ?? error;
-  });
-  return PostgresStore.open(spec.url);
+  return BACKENDS[spec.kind](spec.url);
 }
 
 /**

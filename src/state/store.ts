@@ -1,11 +1,11 @@
 /**
  * The state-store seam: where a sync's snapshot, its target lock, the audit log and the upload
- * run journals live. Modelled on Terraform's state backends: one interface, a local and a remote
- * implementation, each with its own lock. The sync engine (upload/sync.ts) talks only to this.
+ * run journals live. Modelled on Terraform's state backends. The sync engine (upload/sync.ts)
+ * talks only to this.
  *
  * - `DirectoryStore` (state/directory-store.ts): a state directory, today's files unchanged.
- * - `PostgresStore` (state/postgres/store.ts): tables `audience_kit_*` (schema in
- *   state/postgres/schema.ts).
+ * - `MirrorStore` (state/mirror.ts) over a narrow `StateBackend` (state/backend.ts): PostgreSQL
+ *   (state/postgres/store.ts, tables `audience_kit_*`), or memory (state/memory-backend.ts, tests).
  *
  * The snapshot's format stays one (format 2: `index`, `data.<gen>`, `pending`, `unrecovered.json`,
  * state/snapshot.ts) whatever the store: a store hands the engine a local directory holding the
@@ -13,10 +13,6 @@
  * recovery, the audit log's rollback check) runs on the same bytes. A remote store also hears
  * every write-ahead record (`SnapshotWriteAhead`) and makes it durable on its side before the
  * engine hands the users to the sender, and `persist()` makes a commit its own.
- *
- * A third store (object storage) implements the same three parts: a lock with fencing (a
- * conditional write on a generation object), the committed files as versioned objects, and the
- * write-ahead records as small objects named by sequence number.
  */
 import { ConfigError, EnvironmentError } from '../errors.js';
 import type { AuditRecord, AuditRun, AuditVerification, ChainedAuditRecord, RecordedSnapshot } from './audit.js';
@@ -28,7 +24,7 @@ export type { UploadJournal } from './journal.js';
 
 export type { SnapshotTarget } from './snapshot-format.js';
 
-export type StateStoreKind = 'directory' | 'postgres';
+export type StateStoreKind = 'directory' | 'postgres' | 'memory';
 
 /** One store of state, opened once per command or library call and closed by whoever opened it. */
 export interface StateStore {

@@ -101,3 +101,17 @@ export async function connect(url: string, where: string, queryTimeoutMs?: numbe
   }
   return client;
 }
+
+/**
+ * How the store's parts open a connection of their own (a target's lease, a run journal's lock):
+ * made once from the URL by the store, so the URL goes no further than the store.
+ */
+export interface Connector {
+  /** The URL without its password, for messages. */
+  readonly where: string;
+  connect(queryTimeoutMs?: number): Promise<pg.Client>;
+}
+
+export function connector(url: string, where: string): Connector {
+  return { where, connect: (queryTimeoutMs) => connect(url, where, queryTimeoutMs) };
+}

@@ -26,7 +26,7 @@ import {
   type OpenJournalOptions,
 } from '../journal.js';
 import type { RunJournals, UploadJournal } from '../store.js';
-import { connect, QUERY_TIMEOUT_MS } from './connection.js';
+import { QUERY_TIMEOUT_MS, type Connector } from './connection.js';
 import { databaseFailure } from './errors.js';
 import { advisoryKey } from './keys.js';
 
@@ -60,11 +60,14 @@ async function readLines(
 }
 
 export class PostgresRunJournals implements RunJournals {
+  private readonly where: string;
+
   constructor(
-    private readonly url: string,
-    private readonly where: string,
+    private readonly db: Connector,
     private readonly pool: pg.Pool,
-  ) {}
+  ) {
+    this.where = db.where;
+  }
 
   async find(key: JournalKey): Promise<JournalSummary | undefined> {
     const id = journalKeyId(key);
@@ -76,7 +79,7 @@ export class PostgresRunJournals implements RunJournals {
   }
 
   open(key: JournalKey, options: OpenJournalOptions): Promise<UploadJournal> {
-    return PostgresJournal.open(this.url, this.where, key, options);
+    return PostgresJournal.open(this.db, key, options);
   }
 
   async list(): Promise<JournalSummary[]> {
@@ -126,15 +129,11 @@ export class PostgresJournal extends ChainedJournal {
     this.location = journalWhere(where, start.key);
   }
 
-  static async open(
-    url: string,
-    where: string,
-    key: JournalKey,
-    options: OpenJournalOptions,
-  ): Promise<PostgresJournal> {
+  static async open(db: Connector, key: JournalKey, options: OpenJournalOptions): Promise<PostgresJournal> {
+    const { where } = db;
     const id = journalKeyId(key);
     const now = options.now ?? (() => new Date());
-    const client = await connect(url, where, QUERY_TIMEOUT_MS);
+    const client = await db.connect(QUERY_TIMEOUT_MS);
     try {
       await takeLock(client, id, where);
       const found = options.mode === 'resume' ? await readLines(client, id, journalWhere(where, id)) : undefined;

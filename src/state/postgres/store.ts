@@ -1,42 +1,53 @@
 /**
- * The PostgreSQL state store (`--state postgres://…`): the sync snapshots, their target locks,
+ * The PostgreSQL state backend (`--state postgres://…`): the sync snapshots, their target locks,
  * the audit log and the upload run journals in tables `audience_kit_*` (schema.ts), so a sync
- * can run on any machine that reaches the database. Opened with `PostgresStore.open(url)`,
- * which creates or checks the schema.
+ * can run on any machine that reaches the database. `PostgresStore.open(url)` creates or checks
+ * the schema and gives the store: the mirror (state/mirror.ts) over this backend.
  */
 import pg from 'pg';
-import {
-  refuseUnfinishedMove,
-  type RunJournals,
-  type SnapshotTarget,
-  type StateStore,
-  type TargetLockOptions,
-  type TargetSession,
-} from '../store.js';
+import type { BackendLease, StateBackend } from '../backend.js';
+import { MirrorStore } from '../mirror.js';
+import type { RunJournals, SnapshotTarget, TargetLockOptions } from '../store.js';
 import { PostgresAuditLog } from './audit.js';
-import { clientConfig, connect, connectionLost, QUERY_TIMEOUT_MS, redactUrl } from './connection.js';
+import {
+  clientConfig,
+  connect,
+  connectionLost,
+  connector,
+  QUERY_TIMEOUT_MS,
+  redactUrl,
+  type Connector,
+} from './connection.js';
 import { PostgresRunJournals } from './journal.js';
 import { ensureSchema } from './schema.js';
 import { acceptedLoss, checkDurability } from './durability.js';
-import { PostgresTargetSession } from './target-session.js';
+import { PostgresLease } from './target-session.js';
 
-export class PostgresStore implements StateStore {
+/** The PostgreSQL store: the mirror over `PostgresBackend`. */
+export class PostgresStore extends MirrorStore {
+  static async open(stateUrl: string): Promise<PostgresStore> {
+    return new PostgresStore(await PostgresBackend.open(stateUrl));
+  }
+}
+
+export class PostgresBackend implements StateBackend {
   readonly kind = 'postgres';
   readonly audit: PostgresAuditLog;
   readonly journals: RunJournals;
+  private readonly where: string;
   private closed = false;
 
   private constructor(
-    private readonly url: string,
-    private readonly where: string,
+    private readonly db: Connector,
     private readonly pool: pg.Pool,
   ) {
-    this.audit = new PostgresAuditLog(pool, where);
-    this.journals = new PostgresRunJournals(url, where, pool);
+    this.where = db.where;
+    this.audit = new PostgresAuditLog(pool, db.where);
+    this.journals = new PostgresRunJournals(db, pool);
   }
 
   /** Connect and create or check the schema (`state_schema_newer`, `state_schema_denied`) and the server's durability (`state_commits_unsafe`). */
-  static async open(stateUrl: string): Promise<PostgresStore> {
+  static async open(stateUrl: string): Promise<PostgresBackend> {
     const { url, acceptFailoverLoss } = acceptedLoss(stateUrl);
     const where = redactUrl(url);
     const pool = new pg.Pool({ ...clientConfig(url, QUERY_TIMEOUT_MS), max: 2, idleTimeoutMillis: 10_000 });
@@ -61,16 +72,15 @@ export class PostgresStore implements StateStore {
       await pool.end().catch(() => undefined);
       throw error;
     }
-    return new PostgresStore(url, where, pool);
+    return new PostgresBackend(connector(url, where), pool);
   }
 
   describe(): string {
     return this.where;
   }
 
-  async lockTarget(target: SnapshotTarget, options: TargetLockOptions = {}): Promise<TargetSession> {
-    if (options.moving !== true) await refuseUnfinishedMove(this);
-    return PostgresTargetSession.open(this.url, this.where, target, options);
+  lease(target: SnapshotTarget, options: TargetLockOptions): Promise<BackendLease> {
+    return PostgresLease.open(this.db, target, options);
   }
 
   async moveMarker(): Promise<string | undefined> {

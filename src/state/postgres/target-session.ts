@@ -1,59 +1,24 @@
 /**
- * A sync target locked in the PostgreSQL store: a session-level advisory lock held on one
- * dedicated connection for the whole sync, through which go every write-ahead insert and the
- * commit. If the connection is lost, the lock is gone with it and the next write fails: the
- * sync stops sending. Writes are fenced by the target's `version` (the commit count read when
- * the session started), so a writer that lost its lock cannot overwrite a newer commit.
+ * A sync target leased in the PostgreSQL store: a session-level advisory lock held on one
+ * dedicated connection for the whole sync, through which go the snapshot's read, every
+ * write-ahead insert and the commit. If the connection is lost, the lock is gone with it and the
+ * next write fails: the sync stops sending. Writes are fenced by the target's `version` (its
+ * commit count), so a writer that lost its lock cannot overwrite a newer commit.
  */
 import { randomBytes } from 'node:crypto';
-import { lstatSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { hostname, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { hostname } from 'node:os';
 import type pg from 'pg';
 import { z } from 'zod';
-import { AudienceKitError, ConfigError, EnvironmentError } from '../../errors.js';
+import { AudienceKitError, ConfigError } from '../../errors.js';
 import { HeldLease } from '../../util/lease.js';
 import { sleep as realSleep } from '../../util/clock.js';
 import { processRunning } from '../../util/process.js';
+import { fenced, type BackendLease, type CommittedView, type CommitWriter, type WriteAheadRecord } from '../backend.js';
 import { snapshotName } from '../snapshot.js';
-import {
-  leaseLost,
-  syncInProgress,
-  type SnapshotTarget,
-  type SnapshotWriteAhead,
-  type TargetLockOptions,
-  type TargetSession,
-} from '../store.js';
-import { connect, connectionLost } from './connection.js';
+import { leaseLost, syncInProgress, type SnapshotTarget, type TargetLockOptions } from '../store.js';
+import { connectionLost, type Connector } from './connection.js';
 import { advisoryKey } from './keys.js';
-import {
-  filesChanged,
-  readCommittedFiles,
-  replayWriteAhead,
-  writeCommittedFiles,
-  type CommittedFiles,
-  type StoredFiles,
-  type WriteAheadReplay,
-} from './snapshot-blobs.js';
-import type { SnapshotError } from '../snapshot-format.js';
-
-/** The private copies of snapshots are `<tmpdir>/audience-kit-state-<pid>-<random>`. */
-const COPY_PREFIX = 'audience-kit-state-';
-
-/**
- * The copies left by syncs that were killed (their process is gone): removed, since they hold
- * digests of users a later sync may remove. Only this user's directories are touched.
- */
-function removeDeadCopies(): void {
-  const root = tmpdir();
-  for (const name of readdirSync(root)) {
-    const pid = /^audience-kit-state-(\d+)-/.exec(name)?.[1];
-    if (pid === undefined || processRunning(Number(pid))) continue;
-    const path = join(root, name);
-    const stat = lstatSync(path, { throwIfNoEntry: false });
-    if (stat?.isDirectory() === true && stat.uid === process.getuid?.()) rmSync(path, { recursive: true, force: true });
-  }
-}
+import { committedView, commitWriter } from './snapshot-blobs.js';
 
 const holderSchema = z.object({
   host: z.string(),
@@ -91,14 +56,6 @@ function describeHolder(h: Holder): string {
   return `pid ${h.pid} on host ${h.host} since ${h.since}${h.run_id === undefined ? '' : `, run ${h.run_id}`}`;
 }
 
-function fenced(where: string): EnvironmentError {
-  return new EnvironmentError(
-    'state_fenced',
-    `another process committed this target's snapshot in ${where} while this sync ran (its lock was lost): nothing more is sent and its snapshot is not stored`,
-    { path: where, fix: 'run the sync again: it starts from the snapshot the database holds' },
-  );
-}
-
 /** Take the target's advisory lock, trying again until `waitMs`; refused naming the holder. */
 async function takeLock(client: pg.Client, name: string, o: TargetLockOptions): Promise<void> {
   const now = o.now ?? Date.now;
@@ -122,137 +79,100 @@ async function takeLock(client: pg.Client, name: string, o: TargetLockOptions): 
   }
 }
 
-export class PostgresTargetSession implements TargetSession {
-  readonly writeAhead: SnapshotWriteAhead;
+export class PostgresLease implements BackendLease {
   readonly lease: HeldLease;
-  private chain: Promise<void> = Promise.resolve();
-  private failure: unknown;
   private released = false;
 
   private constructor(
-    readonly dir: string,
     private readonly client: pg.Client,
     private readonly name: string,
     private readonly where: string,
     private readonly held: HeldTarget,
-    /** The target's commit count this session read: the fencing token of its writes. */
-    private version: string,
-    /** The committed files as the database holds them (what a commit compares with). */
-    private stored: StoredFiles,
-    private nextSeq: number,
-    /** A committed file that fails its checks, or write-ahead rows that could not all be replayed (a gap, another version). */
-    readonly damage: SnapshotError | undefined,
   ) {
-    this.writeAhead = { wrote: (file, offset, bytes) => this.queue(file, offset, bytes) };
     this.lease = held.lease;
   }
 
-  /**
-   * Connect, lock the target, record the holder, wait out what an unclean previous holder could
-   * still have in flight, and copy its snapshot into a private directory.
-   */
-  static async open(url: string, where: string, target: SnapshotTarget, o: TargetLockOptions): Promise<TargetSession> {
-    const client = await connect(url, where);
+  /** Connect, lock the target, record the holder, and wait out what an unclean previous holder could still have in flight. */
+  static async open(db: Connector, target: SnapshotTarget, o: TargetLockOptions): Promise<PostgresLease> {
+    const client = await db.connect();
     const name = snapshotName(target);
-    let dir: string | undefined;
-    let held: HeldTarget | undefined;
     try {
       await configureSession(client);
       await takeLock(client, name, o);
-      held = await holdTarget(client, { url, name, where }, target, o);
-      removeDeadCopies();
-      dir = mkdtempSync(join(tmpdir(), `${COPY_PREFIX}${process.pid}-`));
-      const { version, stored, replayed } = await materialize(client, name, dir);
-      const damage = stored.damage ?? replayed.damage;
-      const session = new PostgresTargetSession(
-        dir,
-        client,
-        name,
-        where,
-        held,
-        version,
-        stored.files,
-        replayed.last + 1,
-        damage,
-      );
+      const held = await holdTarget(client, { db, name }, target, o);
       held.quiet = false;
-      return session;
+      return new PostgresLease(client, name, db.where, held);
     } catch (error) {
-      // Nothing was sent under this lock: its holder record goes with it.
-      if (held === undefined) await client.end().catch(() => undefined);
-      else await releaseHeld(client, name, held);
-      if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
-      throw connectionLost(where, error);
+      await client.end().catch(() => undefined);
+      throw connectionLost(db.where, error);
     }
   }
 
-  private queue(file: string, offset: number, bytes: Buffer): void {
-    const seq = this.nextSeq++;
-    const data = Buffer.from(bytes);
-    this.chain = this.chain.then(async () => {
-      if (this.failure !== undefined) return;
-      try {
-        const r = await this.client.query(
-          `INSERT INTO audience_kit_snapshot_wal (target, seq, version, file, "offset", data)
-           SELECT $1, $2, $3, $4, $5, $6 WHERE EXISTS
-             (SELECT 1 FROM audience_kit_targets WHERE target = $1 AND version = $3)`,
-          [this.name, seq, this.version, file, offset, data],
-        );
-        if (r.rowCount !== 1) throw fenced(this.where);
-      } catch (error) {
-        this.failure = connectionLost(this.where, error);
-      }
-    });
-  }
-
-  async durable(): Promise<void> {
-    await this.chain;
-    if (this.failure !== undefined) throw this.failure;
-  }
-
-  async persist(): Promise<void> {
-    // Every queued write settles first (a failed one is included in the files anyway).
-    await this.chain;
-    if (!filesChanged(this.dir, this.stored) && this.nextSeq === 1) return;
-    let stored: StoredFiles;
+  /** The committed files and the write-ahead rows, read in one consistent snapshot of the database. */
+  async read<T>(work: (view: CommittedView) => Promise<T>): Promise<T> {
     this.held.quiet = true;
     try {
-      await this.client.query('BEGIN');
-      const r = await this.client.query(
-        'UPDATE audience_kit_targets SET version = version + 1, committed_at = now() WHERE target = $1 AND version = $2 RETURNING version::text AS version',
-        [this.name, this.version],
+      await this.client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      const v = await this.client.query<{ version: string }>(
+        'SELECT version::text AS version FROM audience_kit_targets WHERE target = $1',
+        [this.name],
       );
-      if (r.rowCount !== 1) throw fenced(this.where);
-      // nextSeq > 1: write-ahead records were queued or replayed since the last commit.
-      stored = await writeCommittedFiles(this.client, this.name, this.dir, this.stored, this.nextSeq > 1);
-      await this.client.query('DELETE FROM audience_kit_snapshot_wal WHERE target = $1', [this.name]);
+      const result = await work(committedView(this.client, this.name, v.rows[0]?.version ?? '0'));
       await this.client.query('COMMIT');
-      this.version = (r.rows[0] as { version: string }).version;
+      return result;
     } catch (error) {
       await this.client.query('ROLLBACK').catch(() => undefined);
       throw connectionLost(this.where, error);
     } finally {
       this.held.quiet = false;
     }
-    this.stored = stored;
-    this.nextSeq = 1;
-    this.failure = undefined;
+  }
+
+  async append(fence: string, { seq, file, offset, data }: WriteAheadRecord): Promise<void> {
+    try {
+      const r = await this.client.query(
+        `INSERT INTO audience_kit_snapshot_wal (target, seq, version, file, "offset", data)
+         SELECT $1, $2, $3, $4, $5, $6 WHERE EXISTS
+           (SELECT 1 FROM audience_kit_targets WHERE target = $1 AND version = $3)`,
+        [this.name, seq, fence, file, offset, data],
+      );
+      if (r.rowCount !== 1) throw fenced(this.where);
+    } catch (error) {
+      throw connectionLost(this.where, error);
+    }
+  }
+
+  async commit(fence: string, work: (writer: CommitWriter) => Promise<void>): Promise<string> {
+    this.held.quiet = true;
+    try {
+      await this.client.query('BEGIN');
+      const r = await this.client.query<{ version: string }>(
+        'UPDATE audience_kit_targets SET version = version + 1, committed_at = now() WHERE target = $1 AND version = $2 RETURNING version::text AS version',
+        [this.name, fence],
+      );
+      if (r.rowCount !== 1) throw fenced(this.where);
+      await work(commitWriter(this.client, this.name));
+      await this.client.query('DELETE FROM audience_kit_snapshot_wal WHERE target = $1', [this.name]);
+      await this.client.query('COMMIT');
+      return (r.rows[0] as { version: string }).version;
+    } catch (error) {
+      await this.client.query('ROLLBACK').catch(() => undefined);
+      throw connectionLost(this.where, error);
+    } finally {
+      this.held.quiet = false;
+    }
   }
 
   async release(): Promise<void> {
     if (this.released) return;
     this.released = true;
-    this.lease.stop();
-    await this.chain;
-    rmSync(this.dir, { recursive: true, force: true });
     await releaseHeld(this.client, this.name, this.held);
   }
 }
 
 /** The lock taken: its lease, the token recorded in the holder row, and the backend that holds it. */
 interface HeldTarget {
-  url: string;
-  where: string;
+  db: Connector;
   lease: HeldLease;
   token: string;
   backendPid: number;
@@ -294,21 +214,20 @@ async function configureSession(client: pg.Client): Promise<void> {
  */
 async function holdTarget(
   client: pg.Client,
-  { url, name, where }: { url: string; name: string; where: string },
+  { db, name }: { db: Connector; name: string },
   target: SnapshotTarget,
   o: TargetLockOptions,
 ): Promise<HeldTarget> {
   const lease = new HeldLease({
     prove: () => (held.quiet ? Promise.resolve() : proveLock(client, held)),
     lost: (cause) =>
-      cause instanceof AudienceKitError ? cause : leaseLost(where, 'its database session ended', cause),
+      cause instanceof AudienceKitError ? cause : leaseLost(db.where, 'its database session ended', cause),
     onLost: () => client.connection.stream.destroy(),
     ...(o.proofIntervalMs === undefined ? {} : { proofIntervalMs: o.proofIntervalMs }),
   });
   const pid = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
   const held: HeldTarget = {
-    url,
-    where,
+    db,
     lease,
     token: randomBytes(12).toString('hex'),
     backendPid: pid.rows[0]?.pid ?? 0,
@@ -316,11 +235,11 @@ async function holdTarget(
     quiet: false,
   };
   await proveLock(client, held)
-    .then(() => refuseSharedSession(url, where, held.backendPid))
+    .then(() => refuseSharedSession(db, held.backendPid))
     .catch(async (error: unknown) => {
       // Through a pooler the server session outlives this client: the lock is given back, not left to leak.
       await client.query('SELECT pg_advisory_unlock($1)', [held.key]).catch(() => undefined);
-      return Promise.reject(poolerRefused(where, error));
+      return Promise.reject(poolerRefused(db.where, error));
     });
   const holder: Holder = {
     host: hostname(),
@@ -378,7 +297,7 @@ async function releaseHeld(client: pg.Client, name: string, held: HeldTarget): P
   if (!lost) await clear(client);
   await client.end().catch(() => undefined);
   if (!lost) return;
-  const other = await connect(held.url, held.where).catch(() => undefined);
+  const other = await held.db.connect().catch(() => undefined);
   if (other !== undefined) await clear(other).finally(() => other.end().catch(() => undefined));
 }
 
@@ -401,8 +320,8 @@ const NOT_HELD = 'the advisory lock is not held by this session';
  * (PgBouncer does) passes the proof above, yet hands that session, lock and all, to the next
  * client: a second connection of the same URL served by the lock's own backend shows it.
  */
-async function refuseSharedSession(url: string, where: string, backendPid: number): Promise<void> {
-  const other = await connect(url, where);
+async function refuseSharedSession(db: Connector, backendPid: number): Promise<void> {
+  const other = await db.connect();
   try {
     const r = await other.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
     if (r.rows[0]?.pid === backendPid) throw new Error(NOT_HELD);
@@ -425,27 +344,4 @@ async function proveLock(client: pg.Client, held: { backendPid: number; key: str
   );
   const row = r.rows[0];
   if (row?.pid !== held.backendPid || row.held !== true) throw new Error(NOT_HELD);
-}
-
-/** The committed files and the write-ahead rows, read in one consistent snapshot of the database. */
-async function materialize(
-  client: pg.Client,
-  name: string,
-  dir: string,
-): Promise<{ version: string; stored: CommittedFiles; replayed: WriteAheadReplay }> {
-  await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-  try {
-    const v = await client.query<{ version: string }>(
-      'SELECT version::text AS version FROM audience_kit_targets WHERE target = $1',
-      [name],
-    );
-    const version = v.rows[0]?.version ?? '0';
-    const stored = await readCommittedFiles(client, name, dir);
-    const replayed = await replayWriteAhead(client, name, version, dir);
-    await client.query('COMMIT');
-    return { version, stored, replayed };
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  }
 }

@@ -17,7 +17,7 @@
  */
 import { createHash, hash } from 'node:crypto';
 import { closeSync, openSync, readSync } from 'node:fs';
-import { corrupt } from '../snapshot-format.js';
+import { corrupt } from './snapshot-format.js';
 
 /** The most bytes one row holds (ranges and their headers). */
 export const ROW_BYTES = 1 << 20;
