@@ -240,9 +240,10 @@ function afterInternationalPrefix(value: string, withoutCountry: boolean): strin
     writtenPrefixes = new Set(all);
     longestPrefix = Math.max(...all.map((p) => p.length));
   }
-  const digits = value.replace(NON_DIGITS_RE, '');
-  const second = digits.charCodeAt(1);
+  // Most values starting with 0 are national numbers (`020…`, `0152…`): decided before any copy.
+  const second = digitAt(value, 1);
   if (second !== 0x30 && (withoutCountry || second !== 0x31)) return undefined;
+  const digits = value.replace(NON_DIGITS_RE, '');
   let found: string[] | undefined;
   for (let n = 2; n <= longestPrefix && n < digits.length; n++) {
     const prefix = digits.slice(0, n);
@@ -429,6 +430,15 @@ function startsWithDigits(value: string, prefix: string): boolean {
     p++;
   }
   return p === prefix.length;
+}
+
+/** The character code of the `n`th digit of `value` (from 0; separators skipped), -1 when it has fewer. */
+function digitAt(value: string, n: number): number {
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c >= 0x30 && c <= 0x39 && n-- === 0) return c;
+  }
+  return -1;
 }
 
 /** The digits of a plain value (digits and separators). */
