@@ -306,9 +306,9 @@ export function printHints(
   summary: HashSummary,
   mapping: ColumnMapping,
   opts: NormalizeOptions,
-  doNotReach = false,
+  consentFiltered = true,
 ): void {
-  for (const hint of summaryHints(summary, mapping, opts, doNotReach)) writeLine(ctx.stderr, `hint: ${hint}`);
+  for (const hint of summaryHints(summary, mapping, opts, consentFiltered)) writeLine(ctx.stderr, `hint: ${hint}`);
 }
 
 /** The lines before the header, named by number only (a note may hold personal data). */

@@ -242,7 +242,8 @@ export function summaryHints(
   summary: HashSummary,
   mapping: ColumnMapping,
   opts: NormalizeOptions = {},
-  doNotReach = false,
+  /** The target's rows are filtered by consent (a custom audience; not a do-not-reach list): say what consent did. */
+  consentFiltered = true,
 ): string[] {
   const share = rejectShareHints(summary, mapping, opts);
   return [
@@ -251,7 +252,7 @@ export function summaryHints(
     ...maybeNationalHint(summary, mapping, share.join('\n')),
     ...notOwnHint(summary, mapping),
     ...notUsedHints(mapping),
-    ...(doNotReach ? [] : consentHints(summary)),
+    ...(consentFiltered ? consentHints(summary) : []),
   ];
 }
 

@@ -5,8 +5,8 @@
 import { basename } from 'node:path';
 import {
   createClient,
-  createCustomAudience,
   createDoNotReachList,
+  createTargetLike,
   describeTarget,
   hashCsv,
   startSandbox,
@@ -14,6 +14,7 @@ import {
   type HashCsvRun,
   type Sandbox,
   type Target,
+  type TargetKind,
 } from '../internal.js';
 import { clientFromArgs, withDebugLines, withTransportFlags } from './connection.js';
 import type { CliContext } from './context.js';
@@ -72,11 +73,7 @@ export async function connect(
     sandbox.setFaults('');
     const accountId = args.account ?? sandbox.accounts.primary;
     const name = `audience-kit ${basename(args.file)}`;
-    const created = describeTarget(
-      target.isDoNotReach
-        ? { doNotReachListId: (await createDoNotReachList(client, { accountId, description: name })).id }
-        : { customAudienceId: (await createCustomAudience(client, { accountId, name })).id },
-    );
+    const created = await createTargetLike(target, client, accountId, name);
     const c: Connected = { client, sandbox, accountId, target: created };
     await prepare?.(c);
     if (doNotReachListId !== undefined) {
@@ -99,14 +96,14 @@ export async function connect(
  * The CSV hashed for sending (`emit: 'packed'`) behind the reject guard. Do-not-reach lists take
  * only some identifier types: other columns are left out of the mapping.
  */
-export async function openSendInput(input: SendInput, { types, isDoNotReach }: Target): Promise<HashCsvRun> {
+export async function openSendInput(input: SendInput, { types, filtersConsent }: Target): Promise<HashCsvRun> {
   const run = await hashCsv(input.source, {
     ...input.hash,
     emit: 'packed',
     ...(types === undefined ? {} : { types }),
     // Do-not-reach lists are never filtered (the people who said no belong there), except the
     // pass of --consent do-not-reach, which sends them those rows alone.
-    ...(isDoNotReach && input.hash.consent !== 'refused' ? { consent: 'include' } : {}),
+    ...(!filtersConsent && input.hash.consent !== 'refused' ? { consent: 'include' } : {}),
   });
   return guardRun(run, input.guard);
 }
@@ -141,6 +138,11 @@ export async function closeSend(run: HashCsvRun, c: Connected | undefined): Prom
 export function sandboxTargetSize(c: Connected): { label: string; size: number } | undefined {
   if (c.sandbox === undefined) return undefined;
   const t = c.target;
-  const size = t.isDoNotReach ? c.sandbox.state.dnrListSize(t.id) : c.sandbox.state.audienceSize(t.id);
-  return { label: `sandbox ${t.noun} size`, size };
+  return { label: `sandbox ${t.noun} size`, size: SANDBOX_SIZE[t.kind](c.sandbox, t.id) };
 }
+
+/** How many users the embedded sandbox holds in a target, by kind (the sandbox states its own kinds). */
+const SANDBOX_SIZE: Readonly<Record<TargetKind, (sandbox: Sandbox, id: string) => number>> = {
+  custom_audience: (sandbox, id) => sandbox.state.audienceSize(id),
+  do_not_reach_list: (sandbox, id) => sandbox.state.dnrListSize(id),
+};

@@ -61,7 +61,7 @@ export async function withMinimumUsers(
   /** A sync: an input without users is not judged here (sync_empty_input, or emptying on purpose). */
   sync = false,
 ): Promise<UploadUsers> {
-  if (min === 0 || target.isDoNotReach || operation !== 'update') return users;
+  if (min === 0 || !target.hasMinimumSize || operation !== 'update') return users;
   const seen = new Set<string>();
   const ahead = await readAhead(users as AsyncIterable<UploadItem> | Iterable<UploadItem>, (head) => {
     const last = head.at(-1);

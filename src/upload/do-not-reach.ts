@@ -43,7 +43,7 @@ export function checkConsentTarget(
   target: Target,
   operation: UploadOperation = 'update',
 ): void {
-  if (consent === undefined || (!target.isDoNotReach && operation === 'update')) return;
+  if (consent === undefined || (target.filtersConsent && operation === 'update')) return;
   throw new ConfigError(
     'invalid_option',
     "consent 'do-not-reach' goes with an update (operation 'update') of a custom audience",

@@ -18,6 +18,7 @@ import type { UploadJournal } from '../state/store.js';
 import { realClock, type Clock } from '../util/clock.js';
 import type { Lease } from '../util/lease.js';
 import { resolveBatchLimits, type BatchGroup, type BatchLimits, type OperationType, type PackedBatch } from './plan.js';
+import { TARGET_KIND_RULES, TARGET_KINDS } from '../platform/targets.js';
 import { describeTarget, type Target } from './target.js';
 import type { ConfirmedBatchInfo, UploadOperation, UploadProgress, UploadTarget, UploadUsers } from './types.js';
 
@@ -129,11 +130,13 @@ function wholeNumber(value: unknown, fallback: number, option: string, min: numb
 /** The target as `describeTarget` gives it (a Target already described is taken as it is). */
 function describeUploadTarget(target: unknown): Target {
   if (typeof target === 'object' && target !== null && 'postUsers' in target) return target as Target;
-  const t = target as Partial<Record<'customAudienceId' | 'doNotReachListId', unknown>> | null;
-  const id = typeof t === 'object' && t !== null ? (t.doNotReachListId ?? t.customAudienceId) : undefined;
-  if (typeof id !== 'string') {
-    throw new ConfigError('invalid_option', 'target must be { customAudienceId } or { doNotReachListId }', {
-      fix: "pass target: { customAudienceId: '…' } or { doNotReachListId: '…' }",
+  const t = target as Record<string, unknown> | null;
+  const ids = TARGET_KINDS.map((k) => TARGET_KIND_RULES[k].idOption);
+  const named = typeof t === 'object' && t !== null ? ids.filter((option) => typeof t[option] === 'string') : [];
+  // One kind, named by its option: a target naming two is refused, not one of them picked.
+  if (named.length !== 1) {
+    throw new ConfigError('invalid_option', `target must be ${ids.map((i) => `{ ${i} }`).join(' or ')}`, {
+      fix: `pass target: ${ids.map((i) => `{ ${i}: '…' }`).join(' or ')}`,
     });
   }
   return describeTarget(target as UploadTarget);
@@ -223,7 +226,7 @@ export function recordRules(records: HashRecordsOptions | undefined, target: Tar
   if (records === undefined) return undefined;
   const rules = resolveRowRules({ ...(target.types === undefined ? {} : { types: target.types }), ...records });
   // Do-not-reach lists are never filtered: the people who said no belong there.
-  return target.isDoNotReach ? { ...rules, consent: 'include' } : rules;
+  return target.filtersConsent ? rules : { ...rules, consent: 'include' };
 }
 
 /** The upload's resolved value from its parsed fields: the batch group, the reject guard and the records' rules. */

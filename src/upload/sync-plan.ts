@@ -159,7 +159,7 @@ export function checkSyncPlan(
   }
   const { minAudienceSize: min, target } = options;
   // Emptying it (allowEmpty, no user) leaves nobody to single out.
-  if (!target.isDoNotReach && counts.users > 0 && counts.users < min)
+  if (target.hasMinimumSize && counts.users > 0 && counts.users < min)
     throw audienceTooSmall(counts.users, min, `after this sync, ${target.name} ${target.id}`);
   const limit = removalLimit(options.maxRemovals, counts.snapshotUsers);
   if (counts.removes > limit) {

@@ -2,7 +2,6 @@
  * Reading a target back before the input is read (runUpload's and syncAudience's `checkTarget`):
  * it exists and this account may write to it, so a mistyped id is found before anything is hashed.
  */
-import { findDoNotReachList, getCustomAudience } from '../api/endpoints.js';
 import type { AdsClient } from '../api/client.js';
 import { ConfigError, HttpError } from '../errors.js';
 import type { Target } from './target.js';
@@ -27,17 +26,11 @@ async function checkTarget(client: AdsClient, accountId: string, t: Target): Pro
       ...(cause === undefined ? {} : { cause }),
     });
   try {
-    if (t.isDoNotReach) {
-      // The platform documents no GET of one list: it is found through the account's listing.
-      const list = await findDoNotReachList(client, { accountId, doNotReachListId: id });
-      if (list === undefined || list.deleted === true) throw notFound();
-      return;
-    }
-    const audience = await getCustomAudience(client, { accountId, customAudienceId: id });
-    if (audience.deleted === true) throw notFound();
-    if (audience.is_owner === false && audience.permission_level !== 'READ_WRITE') {
+    const found = await t.readBack(client, accountId);
+    if (found === 'missing') throw notFound();
+    if (found === 'read_only') {
       throw new ConfigError('target_read_only', `account ${accountId} may read ${what} but not change it`, {
-        fix: "ask the audience's owner account for a READ_WRITE permission, or upload from the owner account",
+        fix: `ask the ${t.noun}'s owner account for a READ_WRITE permission, or upload from the owner account`,
       });
     }
   } catch (error) {

@@ -306,7 +306,7 @@ function printOutcome(ctx: CliContext, args: SyncArgs, report: SyncReport, run: 
       input: inputName(args.file),
       reading: readingJson(run),
       ...(size === undefined ? {} : { sandbox: { audience_size: size } }),
-      hints: summaryHints(run.summary, run.mapping, run.normalize, c.target.isDoNotReach),
+      hints: summaryHints(run.summary, run.mapping, run.normalize, c.target.filtersConsent),
     });
   } else
     printTable(
@@ -314,7 +314,7 @@ function printOutcome(ctx: CliContext, args: SyncArgs, report: SyncReport, run: 
       report,
       run,
       sandbox,
-      c.target.isDoNotReach,
+      c.target.filtersConsent,
       refused === undefined ? [] : [refusedField(refused, c)],
     );
   printCause(ctx, report);
@@ -335,7 +335,7 @@ function printTable(
   report: SyncReport,
   run: HashCsvRun,
   sandbox: { label: string; size: number } | undefined,
-  doNotReach: boolean,
+  consentFiltered: boolean,
   extra: [string, unknown][],
 ): void {
   const fields: [string, unknown][] = [
@@ -369,7 +369,7 @@ function printTable(
   writeLine(ctx.stdout);
   writeLine(ctx.stdout, renderHashSummary(run.summary));
   // Why many values of a type were rejected, and the likely fix: what `hash` and `upload` say too.
-  printHints(ctx, run.summary, run.mapping, run.normalize, doNotReach);
+  printHints(ctx, run.summary, run.mapping, run.normalize, consentFiltered);
 }
 
 /** Why the sync did not complete, on stderr whatever the output format: failed batches, then the error and its fix. */

@@ -286,7 +286,7 @@ function printOutcome(
   // Why many values of a type were rejected, and the likely fix: what `hash` says too.
   if (args.json !== true) {
     printReport(ctx, report, run, extra);
-    printHints(ctx, run.summary, run.mapping, run.normalize, c.target.isDoNotReach);
+    printHints(ctx, run.summary, run.mapping, run.normalize, c.target.filtersConsent);
     return;
   }
   writeJson(ctx, {
@@ -295,7 +295,7 @@ function printOutcome(
     input: inputName(args.file),
     reading: readingJson(run),
     ...(sandboxInfo === undefined ? {} : { sandbox: sandboxInfo }),
-    hints: summaryHints(run.summary, run.mapping, run.normalize, c.target.isDoNotReach),
+    hints: summaryHints(run.summary, run.mapping, run.normalize, c.target.filtersConsent),
   });
 }
 
