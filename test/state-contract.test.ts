@@ -128,7 +128,7 @@ const STORES: Record<string, () => Promise<Opened>> = {
       another: () => Promise.resolve(track(new MirrorStore(b))),
       loseLease: () => Promise.resolve(b.loseLease(T)),
       keptLines: () =>
-        Promise.resolve([...b.journals.stored.values()].flatMap((j) => [...j.kept.values()].map((k) => k.lines))),
+        Promise.resolve([...b.journalLines.stored.values()].flatMap((j) => [...j.kept.values()].map((k) => k.lines))),
       backend: (wrap) => Promise.resolve(wrapped(b, wrap)),
       fences: true,
     });

@@ -355,7 +355,7 @@ export interface JournalStart {
 /**
  * What an upload run uses of its journal (upload/run.ts, upload/ledger.ts, upload/engine.ts):
  * ChainedJournal in state/journal.ts, whose subclasses store it (RunJournal: the file;
- * PostgresJournal: the database). Every record method resolves once the record is durable in
+ * LineJournal, state/line-logs.ts: a backend's line log). Every record method resolves once the record is durable in
  * the store, and records are chained in the order the methods were called.
  */
 export interface UploadJournal {
@@ -381,7 +381,7 @@ export interface UploadJournal {
  * A journal opened for one run, whatever stores it: the chain, the books and the record methods.
  * Appends are serialized (each waits for the one before, so concurrent confirmations never fork
  * the chain) and each is durable in the store before its promise resolves. A store implements
- * the line and kept-body writes: the file (RunJournal below) or a database (state/postgres/journal.ts).
+ * the line and kept-body writes: the file (RunJournal below) or a backend's line log (state/line-logs.ts).
  */
 export abstract class ChainedJournal implements UploadJournal {
   readonly key: string;

@@ -6,29 +6,12 @@
  * in at its end, so a commit cut off midway leaves the files as they were.
  */
 import { HeldLease } from '../util/lease.js';
-import { auditRunsOf, chainAfter, lastRecordedIn, parseAuditLine, verifyAuditBytes } from './audit.js';
-import type { AuditRecord, AuditRun, AuditVerification, ChainedAuditRecord, RecordedSnapshot } from './audit.js';
-import { destinationNotEmpty } from './audit-file.js';
 import { fenced, type BackendLease, type CommitWriter, type StateBackend, type WriteAheadRecord } from './backend.js';
 import type { CommittedView, StoredFileHead } from './backend.js';
-import {
-  bytesToLines,
-  ChainedJournal,
-  journalKeyId,
-  JOURNAL_GENESIS,
-  linesToBytes,
-  parseJournalBytes,
-  resumable,
-  runInProgress,
-  summarizeJournal,
-  type JournalKey,
-  type JournalStart,
-  type JournalSummary,
-  type KeptBatch,
-  type OpenJournalOptions,
-} from './journal.js';
+import { runInProgress } from './journal.js';
+import { LineAuditLog, LineJournals, type AuditLines, type JournalLines, type JournalRun } from './line-logs.js';
 import { snapshotName } from './snapshot.js';
-import type { AuditLog, RunJournals, SnapshotTarget, TargetLockOptions, UploadJournal } from './store.js';
+import type { AuditLog, RunJournals, SnapshotTarget, TargetLockOptions } from './store.js';
 import { leaseLost, syncInProgress } from './store.js';
 
 interface MemoryFile {
@@ -48,14 +31,19 @@ interface MemoryTarget {
 
 export class MemoryBackend implements StateBackend {
   readonly kind = 'memory';
-  readonly audit: MemoryAuditLog;
-  readonly journals: MemoryJournals;
+  readonly audit: AuditLog;
+  readonly journals: RunJournals;
+  /** The audit log's lines and the journals as stored (tests read their bytes). */
+  readonly auditLines: MemoryAuditLines;
+  readonly journalLines: MemoryJournalLines;
   readonly targetsByName = new Map<string, MemoryTarget>();
   private marker: string | undefined;
 
   constructor(private readonly name = 'memory') {
-    this.audit = new MemoryAuditLog(`${name} (audit log)`);
-    this.journals = new MemoryJournals(name);
+    this.auditLines = new MemoryAuditLines(`${name} (audit log)`);
+    this.journalLines = new MemoryJournalLines(name);
+    this.audit = new LineAuditLog(this.auditLines);
+    this.journals = new LineJournals(this.journalLines);
   }
 
   describe(): string {
@@ -96,7 +84,7 @@ export class MemoryBackend implements StateBackend {
 
   discardMoved(): Promise<void> {
     this.targetsByName.clear();
-    this.audit.stored.length = 0;
+    this.auditLines.stored.length = 0;
     return Promise.resolve();
   }
 
@@ -188,43 +176,25 @@ function memoryWriter(files: Map<string, MemoryFile>): CommitWriter {
   };
 }
 
-class MemoryAuditLog implements AuditLog {
+/** The audit log's lines, in order. */
+class MemoryAuditLines implements AuditLines {
   readonly stored: string[] = [];
 
-  constructor(private readonly where: string) {}
+  constructor(readonly where: string) {}
 
-  describe(): string {
-    return this.where;
-  }
-
-  append(record: AuditRecord): Promise<ChainedAuditRecord> {
-    const chained = chainAfter(this.stored.at(-1), record, this.where);
-    this.stored.push(JSON.stringify(chained));
-    return Promise.resolve(chained);
-  }
-
-  async lastRecordedSnapshot(target: SnapshotTarget): Promise<RecordedSnapshot | undefined> {
-    return lastRecordedIn(await this.runs(), target);
-  }
-
-  verify(options: { head?: string } = {}): Promise<AuditVerification> {
-    const bytes = Buffer.from(this.stored.map((l) => `${l}\n`).join(''), 'utf8');
-    return Promise.resolve(verifyAuditBytes(bytes, this.where, options));
-  }
-
-  runs(): Promise<AuditRun[]> {
-    return Promise.resolve(auditRunsOf(this.stored, this.where));
+  append(next: (last: string | undefined) => string): Promise<void> {
+    this.stored.push(next(this.stored.at(-1)));
+    return Promise.resolve();
   }
 
   lines(): Promise<string[]> {
     return Promise.resolve([...this.stored]);
   }
 
-  importLines(lines: readonly string[]): Promise<void> {
-    if (this.stored.length > 0) return Promise.reject(destinationNotEmpty(this.where));
-    for (const line of lines) parseAuditLine(line);
+  importInto(lines: readonly string[]): Promise<boolean> {
+    if (this.stored.length > 0) return Promise.resolve(false);
     this.stored.push(...lines);
-    return Promise.resolve();
+    return Promise.resolve(true);
   }
 }
 
@@ -234,104 +204,51 @@ interface StoredJournal {
   locked: boolean;
 }
 
-class MemoryJournals implements RunJournals {
+/** The run journals: lines and kept batches by key, a journal locked while a run holds it. */
+class MemoryJournalLines implements JournalLines {
   readonly stored = new Map<string, StoredJournal>();
 
-  constructor(private readonly where: string) {}
+  constructor(readonly where: string) {}
 
-  find(key: JournalKey): Promise<JournalSummary | undefined> {
-    const id = journalKeyId(key);
-    const j = this.stored.get(id);
-    return Promise.resolve(j === undefined || j.lines.length === 0 ? undefined : this.summary(id, j));
+  keys(): Promise<string[]> {
+    return Promise.resolve([...this.stored.keys()]);
   }
 
-  list(): Promise<JournalSummary[]> {
-    const ids = [...this.stored.keys()].sort();
-    return Promise.resolve(
-      ids.flatMap((id) =>
-        this.stored.get(id)?.lines.length ? [this.summary(id, this.stored.get(id) as StoredJournal)] : [],
-      ),
-    );
+  read(key: string): Promise<string[]> {
+    return Promise.resolve([...(this.stored.get(key)?.lines ?? [])]);
   }
 
-  private summary(id: string, j: StoredJournal): JournalSummary {
-    return summarizeJournal(id, `${this.where} (journal ${id})`, readJournal(j, this.where).lines);
-  }
-
-  open(key: JournalKey, options: OpenJournalOptions): Promise<UploadJournal> {
-    return MemoryJournal.open(this.stored, this.where, key, options);
-  }
-}
-
-function readJournal(j: StoredJournal, where: string): ReturnType<typeof parseJournalBytes> {
-  return parseJournalBytes(Buffer.from(j.lines.map((l) => `${l}\n`).join(''), 'utf8'), where, false);
-}
-
-class MemoryJournal extends ChainedJournal {
-  readonly location: string;
-
-  private constructor(
-    start: JournalStart,
-    private readonly j: StoredJournal,
-    where: string,
-  ) {
-    super(start);
-    this.location = `${where} (journal ${start.key})`;
-  }
-
-  static async open(
-    all: Map<string, StoredJournal>,
-    where: string,
-    key: JournalKey,
-    options: OpenJournalOptions,
-  ): Promise<MemoryJournal> {
-    const id = journalKeyId(key);
-    const j = all.get(id) ?? { lines: [], kept: new Map(), locked: false };
-    all.set(id, j);
-    if (j.locked) throw runInProgress(`it holds the journal's lock in ${where}`);
-    const found = options.mode === 'resume' ? readJournal(j, where) : undefined;
-    const resumed = found !== undefined && resumable(found.lines);
-    if (!resumed) {
-      j.lines = [];
-      j.kept.clear();
-    }
-    const start = {
-      key: id,
-      resumed,
-      lines: resumed ? found.lines : [],
-      head: resumed ? found.head : JOURNAL_GENESIS,
-      now: options.now ?? (() => new Date()),
-    };
+  lock(key: string): Promise<JournalRun> {
+    const j = this.stored.get(key) ?? { lines: [], kept: new Map(), locked: false };
+    this.stored.set(key, j);
+    if (j.locked) return Promise.reject(runInProgress(`it holds the journal's lock in ${this.where}`));
     j.locked = true;
-    const journal = new MemoryJournal(start, j, where);
-    await journal.begin(key, options.runId);
-    return journal;
-  }
-
-  protected writeLine(text: string): Promise<void> {
-    this.j.lines.push(text);
-    return Promise.resolve();
-  }
-
-  protected keepBatch(index: number, batch: KeptBatch): Promise<void> {
-    this.j.kept.set(index, { body: Buffer.from(batch.body), lines: linesToBytes(batch.lines) });
-    return Promise.resolve();
-  }
-
-  protected loadBatch(index: number): Promise<KeptBatch | undefined> {
-    const kept = this.j.kept.get(index);
-    const lines = kept && bytesToLines(kept.lines);
-    return Promise.resolve(kept === undefined || lines === undefined ? undefined : { body: kept.body, lines });
-  }
-
-  protected dropBatches(index?: number): Promise<void> {
-    if (index === undefined) this.j.kept.clear();
-    else this.j.kept.delete(index);
-    return Promise.resolve();
-  }
-
-  close(): Promise<void> {
-    this.j.locked = false;
-    return Promise.resolve();
+    const done = Promise.resolve();
+    return Promise.resolve({
+      read: () => Promise.resolve([...j.lines]),
+      forget: () => {
+        j.lines = [];
+        j.kept.clear();
+        return done;
+      },
+      append: (seq, line) => {
+        j.lines[seq] = line;
+        return done;
+      },
+      keep: (index, body, lines) => {
+        j.kept.set(index, { body: Buffer.from(body), lines });
+        return done;
+      },
+      load: (index) => Promise.resolve(j.kept.get(index)),
+      drop: (index) => {
+        if (index === undefined) j.kept.clear();
+        else j.kept.delete(index);
+        return done;
+      },
+      close: () => {
+        j.locked = false;
+        return done;
+      },
+    });
   }
 }

@@ -1,29 +1,20 @@
 /**
- * The audit log in PostgreSQL: `audience_kit_audit`, one row per record in `seq` order, `line`
- * the exact JSON text the hash chain covers (state/audit.ts: the same records, chain and checks
- * as the file). Appends are serialized by a transaction-level advisory lock held around
- * read-last-line + insert, so concurrent runs never fork the chain.
+ * The audit log in PostgreSQL, as a line log (state/line-logs.ts: the same records, chain and
+ * checks as the file): `audience_kit_audit`, one row per record in `seq` order, `line` the exact
+ * JSON text the hash chain covers, with run_id, event, account and target columns for SQL.
+ * Appends are serialized by a transaction-level advisory lock held around read-last-line +
+ * insert, so concurrent runs never fork the chain.
  */
 import type pg from 'pg';
-import {
-  auditRunsOf,
-  chainAfter,
-  lastRecordedIn,
-  parseAuditLine,
-  verifyAuditBytes,
-  type AuditRecord,
-  type AuditRun,
-  type RecordedSnapshot,
-  type AuditVerification,
-  type ChainedAuditRecord,
-} from '../audit.js';
-import { destinationNotEmpty } from '../audit-file.js';
-import type { AuditLog, SnapshotTarget } from '../store.js';
+import { parseAuditLine, type AuditRecord } from '../audit.js';
+import type { AuditLines } from '../line-logs.js';
+import type { SnapshotTarget } from '../store.js';
 import { auditLogFailed } from './connection.js';
 import { advisoryKey } from './keys.js';
 
 /** One record's exact line, with the columns SQL queries use (from its start record). */
-async function insertLine(client: pg.PoolClient, line: string, record: AuditRecord | undefined): Promise<void> {
+async function insertLine(client: pg.PoolClient, line: string): Promise<void> {
+  const record = parseAuditLine(line) as AuditRecord | undefined;
   const start = record?.event === 'run_start' ? record : undefined;
   await client.query(
     `INSERT INTO audience_kit_audit (line, run_id, event, account_id, target_kind, target_id, operation)
@@ -40,42 +31,33 @@ async function insertLine(client: pg.PoolClient, line: string, record: AuditReco
   );
 }
 
-export class PostgresAuditLog implements AuditLog {
+export class PostgresAuditLines implements AuditLines {
+  readonly where: string;
+
   constructor(
     private readonly pool: pg.Pool,
-    private readonly where: string,
-  ) {}
-
-  describe(): string {
-    return `${this.where} (table audience_kit_audit)`;
+    private readonly database: string,
+  ) {
+    this.where = `${database} (table audience_kit_audit)`;
   }
 
-  async append(record: AuditRecord): Promise<ChainedAuditRecord> {
-    return this.underAppendLock(async (client) => {
+  async append(next: (last: string | undefined) => string): Promise<void> {
+    await this.underAppendLock(async (client) => {
       const last = await client.query<{ line: string }>(
         'SELECT line FROM audience_kit_audit ORDER BY seq DESC LIMIT 1',
       );
-      const chained = chainAfter(last.rows[0]?.line, record, this.describe());
-      await insertLine(client, JSON.stringify(chained), record);
-      return chained;
+      await insertLine(client, next(last.rows[0]?.line));
     });
   }
 
-  async lastRecordedSnapshot(target: SnapshotTarget): Promise<RecordedSnapshot | undefined> {
-    const r = await this.query(
+  lastSyncLines(target: SnapshotTarget): Promise<string[]> {
+    return this.query(
       `SELECT line FROM audience_kit_audit WHERE run_id = (
          SELECT run_id FROM audience_kit_audit WHERE event = 'run_start' AND operation = 'sync'
            AND account_id = $1 AND target_kind = $2 AND target_id = $3 ORDER BY seq DESC LIMIT 1)
        ORDER BY seq`,
       [target.accountId, target.kind, target.id],
     );
-    return lastRecordedIn(auditRunsOf(r, this.describe()), target);
-  }
-
-  /** The whole log in memory, as `verifyAuditLog` reads the file. */
-  async verify(options: { head?: string } = {}): Promise<AuditVerification> {
-    const lines = await this.lines();
-    return verifyAuditBytes(Buffer.from(lines.map((l) => `${l}\n`).join(''), 'utf8'), this.describe(), options);
   }
 
   lines(): Promise<string[]> {
@@ -83,23 +65,20 @@ export class PostgresAuditLog implements AuditLog {
   }
 
   /** In one transaction under the append lock: an empty table gets every line, or nothing changes. */
-  async importLines(lines: readonly string[]): Promise<void> {
-    await this.underAppendLock(async (client) => {
+  importInto(lines: readonly string[]): Promise<boolean> {
+    return this.underAppendLock(async (client) => {
       const any = await client.query('SELECT 1 FROM audience_kit_audit LIMIT 1');
-      if (any.rowCount !== 0) throw destinationNotEmpty(this.describe());
-      for (const line of lines) await insertLine(client, line, parseAuditLine(line) as AuditRecord | undefined);
+      if (any.rowCount !== 0) return false;
+      for (const line of lines) await insertLine(client, line);
+      return true;
     });
-  }
-
-  async runs(): Promise<AuditRun[]> {
-    return auditRunsOf(await this.lines(), this.describe());
   }
 
   /** `work` in one transaction holding the log's append lock (every writer takes it): committed, or rolled back on any error. */
   private async underAppendLock<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     const client = await this.pool
       .connect()
-      .catch((error: unknown) => Promise.reject(auditLogFailed(this.where, error)));
+      .catch((error: unknown) => Promise.reject(auditLogFailed(this.database, error)));
     let failed = false;
     try {
       await client.query('BEGIN');
@@ -110,7 +89,7 @@ export class PostgresAuditLog implements AuditLog {
     } catch (error) {
       failed = true;
       await client.query('ROLLBACK').catch(() => undefined);
-      throw auditLogFailed(this.where, error);
+      throw auditLogFailed(this.database, error);
     } finally {
       // A client that failed is not given back to the pool (its connection may be dead or timed out).
       client.release(failed);
@@ -122,7 +101,7 @@ export class PostgresAuditLog implements AuditLog {
       const r = await this.pool.query<{ line: string }>(sql, params);
       return r.rows.map((row) => row.line);
     } catch (error) {
-      throw auditLogFailed(this.where, error);
+      throw auditLogFailed(this.database, error);
     }
   }
 }

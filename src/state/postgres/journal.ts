@@ -1,31 +1,15 @@
 /**
- * Upload run journals in PostgreSQL: the same format 2 lines as the file (state/journal.ts), each
- * line's exact text in `audience_kit_journal_lines` by `seq`, so the chain, the checks and a
- * resume are the file's; failed batches' bodies in `audience_kit_journal_failed` (bytea, the input
- * lines as big-endian uint32s), deleted when the run completes. A run holds a session-level
- * advisory lock on its own connection while it writes, and writes through that connection only:
- * if the connection is lost, so is the lock, and the next record fails (the run stops).
+ * Upload run journals in PostgreSQL, as line logs (state/line-logs.ts: the chain, the checks and a
+ * resume are the file's): each line's exact text in `audience_kit_journal_lines` by `seq`; failed
+ * batches' bodies in `audience_kit_journal_failed` (bytea, the input lines as big-endian uint32s),
+ * deleted when the run completes. A run holds a session-level advisory lock on its own connection
+ * while it writes, and writes through that connection only: if the connection is lost, so is the
+ * lock, and the next record fails (the run stops).
  */
 import type pg from 'pg';
 import { sleep } from '../../util/clock.js';
-import {
-  bytesToLines,
-  ChainedJournal,
-  linesToBytes,
-  journalKeyId,
-  JOURNAL_GENESIS,
-  parseJournalBytes,
-  resumable,
-  runInProgress,
-  summarizeJournal,
-  type JournalKey,
-  type JournalLine,
-  type JournalStart,
-  type JournalSummary,
-  type KeptBatch,
-  type OpenJournalOptions,
-} from '../journal.js';
-import type { RunJournals, UploadJournal } from '../store.js';
+import { runInProgress } from '../journal.js';
+import type { JournalLines, JournalRun } from '../line-logs.js';
 import { QUERY_TIMEOUT_MS, type Connector } from './connection.js';
 import { databaseFailure } from './errors.js';
 import { advisoryKey } from './keys.js';
@@ -44,23 +28,31 @@ function journalFailed(where: string, error: unknown): unknown {
   });
 }
 
-/** A journal's lines as stored, checked like the file's (a line cut short is refused: the database stores whole lines). */
-async function readLines(
+async function query<R extends pg.QueryResultRow>(
   db: pg.ClientBase | pg.Pool,
-  id: string,
   where: string,
-): Promise<{ lines: JournalLine[]; head: string; count: number }> {
-  const r = await db.query<{ line: string }>(
-    'SELECT line FROM audience_kit_journal_lines WHERE key = $1 ORDER BY seq',
-    [id],
-  );
-  const text = r.rows.map((row) => `${row.line}\n`).join('');
-  const { lines, head } = parseJournalBytes(Buffer.from(text, 'utf8'), where, false);
-  return { lines, head, count: r.rows.length };
+  sql: string,
+  params: unknown[],
+): Promise<pg.QueryResult<R>> {
+  try {
+    return await db.query<R>(sql, params);
+  } catch (error) {
+    throw journalFailed(where, error);
+  }
 }
 
-export class PostgresRunJournals implements RunJournals {
-  private readonly where: string;
+async function readLines(db: pg.ClientBase | pg.Pool, where: string, key: string): Promise<string[]> {
+  const r = await query<{ line: string }>(
+    db,
+    where,
+    'SELECT line FROM audience_kit_journal_lines WHERE key = $1 ORDER BY seq',
+    [key],
+  );
+  return r.rows.map((row) => row.line);
+}
+
+export class PostgresJournalLines implements JournalLines {
+  readonly where: string;
 
   constructor(
     private readonly db: Connector,
@@ -69,37 +61,31 @@ export class PostgresRunJournals implements RunJournals {
     this.where = db.where;
   }
 
-  async find(key: JournalKey): Promise<JournalSummary | undefined> {
-    const id = journalKeyId(key);
-    const where = journalWhere(this.where, id);
-    const { lines, count } = await readLines(this.pool, id, where).catch((e: unknown) =>
-      Promise.reject(journalFailed(this.where, e)),
+  async keys(): Promise<string[]> {
+    const r = await query<{ key: string }>(
+      this.pool,
+      this.where,
+      'SELECT DISTINCT key FROM audience_kit_journal_lines ORDER BY key',
+      [],
     );
-    return count === 0 ? undefined : summarizeJournal(id, where, lines);
+    return r.rows.map((row) => row.key);
   }
 
-  open(key: JournalKey, options: OpenJournalOptions): Promise<UploadJournal> {
-    return PostgresJournal.open(this.db, key, options);
+  read(key: string): Promise<string[]> {
+    return readLines(this.pool, this.where, key);
   }
 
-  async list(): Promise<JournalSummary[]> {
+  async lock(key: string): Promise<JournalRun> {
+    const client = await this.db.connect(QUERY_TIMEOUT_MS);
     try {
-      const keys = await this.pool.query<{ key: string }>(
-        'SELECT DISTINCT key FROM audience_kit_journal_lines ORDER BY key',
-      );
-      const found: JournalSummary[] = [];
-      for (const { key } of keys.rows) {
-        const where = journalWhere(this.where, key);
-        found.push(summarizeJournal(key, where, (await readLines(this.pool, key, where)).lines));
-      }
-      return found;
+      await takeLock(client, key, this.where);
     } catch (error) {
+      await client.end().catch(() => undefined);
       throw journalFailed(this.where, error);
     }
+    return new PostgresJournalRun(client, this.where, key);
   }
 }
-
-const journalWhere = (where: string, id: string): string => `${where} (journal ${id})`;
 
 /** Take the journal's advisory lock, trying again for LOCK_WAIT_MS; refused with `run_in_progress`. */
 async function takeLock(client: pg.Client, id: string, where: string): Promise<void> {
@@ -114,79 +100,52 @@ async function takeLock(client: pg.Client, id: string, where: string): Promise<v
   }
 }
 
-export class PostgresJournal extends ChainedJournal {
-  readonly location: string;
+class PostgresJournalRun implements JournalRun {
   private closed = false;
 
-  private constructor(
-    start: JournalStart,
+  constructor(
     private readonly client: pg.Client,
     private readonly where: string,
-    /** The next line's `seq`. */
-    private seq: number,
-  ) {
-    super(start);
-    this.location = journalWhere(where, start.key);
+    private readonly key: string,
+  ) {}
+
+  read(): Promise<string[]> {
+    return readLines(this.client, this.where, this.key);
   }
 
-  static async open(db: Connector, key: JournalKey, options: OpenJournalOptions): Promise<PostgresJournal> {
-    const { where } = db;
-    const id = journalKeyId(key);
-    const now = options.now ?? (() => new Date());
-    const client = await db.connect(QUERY_TIMEOUT_MS);
-    try {
-      await takeLock(client, id, where);
-      const found = options.mode === 'resume' ? await readLines(client, id, journalWhere(where, id)) : undefined;
-      const resumed = found !== undefined && resumable(found.lines);
-      if (!resumed) await forget(client, id);
-      const journal = new PostgresJournal(
-        {
-          key: id,
-          resumed,
-          lines: resumed ? found.lines : [],
-          head: resumed ? found.head : JOURNAL_GENESIS,
-          now,
-        },
-        client,
-        where,
-        resumed ? found.count : 0,
-      );
-      await journal.begin(key, options.runId);
-      return journal;
-    } catch (error) {
-      await client.end().catch(() => undefined);
-      throw journalFailed(where, error);
-    }
+  /** In one transaction: the key's lines and kept batches. */
+  async forget(): Promise<void> {
+    await this.query('BEGIN', []);
+    await this.query('DELETE FROM audience_kit_journal_lines WHERE key = $1', [this.key]);
+    await this.query('DELETE FROM audience_kit_journal_failed WHERE key = $1', [this.key]);
+    await this.query('COMMIT', []);
   }
 
-  protected async writeLine(text: string): Promise<void> {
+  async append(seq: number, line: string): Promise<void> {
     await this.query('INSERT INTO audience_kit_journal_lines (key, seq, line) VALUES ($1, $2, $3)', [
       this.key,
-      this.seq,
-      text,
+      seq,
+      line,
     ]);
-    this.seq++;
   }
 
-  protected async keepBatch(index: number, batch: KeptBatch): Promise<void> {
+  async keep(index: number, body: Buffer, lines: Buffer): Promise<void> {
     await this.query(
       `INSERT INTO audience_kit_journal_failed (key, batch, body, lines) VALUES ($1, $2, $3, $4)
        ON CONFLICT (key, batch) DO UPDATE SET body = EXCLUDED.body, lines = EXCLUDED.lines`,
-      [this.key, index, batch.body, linesToBytes(batch.lines)],
+      [this.key, index, body, lines],
     );
   }
 
-  protected async loadBatch(index: number): Promise<KeptBatch | undefined> {
+  async load(index: number): Promise<{ body: Buffer; lines: Buffer } | undefined> {
     const r = await this.query<{ body: Buffer; lines: Buffer }>(
       'SELECT body, lines FROM audience_kit_journal_failed WHERE key = $1 AND batch = $2',
       [this.key, index],
     );
-    const row = r.rows[0];
-    const lines = row && bytesToLines(row.lines);
-    return row === undefined || lines === undefined ? undefined : { body: row.body, lines };
+    return r.rows[0];
   }
 
-  protected async dropBatches(index?: number): Promise<void> {
+  async drop(index?: number): Promise<void> {
     if (index === undefined) await this.query('DELETE FROM audience_kit_journal_failed WHERE key = $1', [this.key]);
     else await this.query('DELETE FROM audience_kit_journal_failed WHERE key = $1 AND batch = $2', [this.key, index]);
   }
@@ -201,19 +160,7 @@ export class PostgresJournal extends ChainedJournal {
     await this.client.end().catch(() => undefined);
   }
 
-  private async query<R extends pg.QueryResultRow>(sql: string, params: unknown[]): Promise<pg.QueryResult<R>> {
-    try {
-      return await this.client.query<R>(sql, params);
-    } catch (error) {
-      throw journalFailed(this.where, error);
-    }
+  private query<R extends pg.QueryResultRow>(sql: string, params: unknown[]): Promise<pg.QueryResult<R>> {
+    return query<R>(this.client, this.where, sql, params);
   }
-}
-
-/** A new journal replaces the key's lines and kept batches. */
-async function forget(client: pg.Client, id: string): Promise<void> {
-  await client.query('BEGIN');
-  await client.query('DELETE FROM audience_kit_journal_lines WHERE key = $1', [id]);
-  await client.query('DELETE FROM audience_kit_journal_failed WHERE key = $1', [id]);
-  await client.query('COMMIT');
 }

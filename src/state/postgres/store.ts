@@ -7,8 +7,9 @@
 import pg from 'pg';
 import type { BackendLease, StateBackend } from '../backend.js';
 import { MirrorStore } from '../mirror.js';
-import type { RunJournals, SnapshotTarget, TargetLockOptions } from '../store.js';
-import { PostgresAuditLog } from './audit.js';
+import { LineAuditLog, LineJournals } from '../line-logs.js';
+import type { AuditLog, RunJournals, SnapshotTarget, TargetLockOptions } from '../store.js';
+import { PostgresAuditLines } from './audit.js';
 import {
   clientConfig,
   connect,
@@ -18,7 +19,7 @@ import {
   redactUrl,
   type Connector,
 } from './connection.js';
-import { PostgresRunJournals } from './journal.js';
+import { PostgresJournalLines } from './journal.js';
 import { ensureSchema } from './schema.js';
 import { acceptedLoss, checkDurability } from './durability.js';
 import { PostgresLease } from './target-session.js';
@@ -32,7 +33,7 @@ export class PostgresStore extends MirrorStore {
 
 export class PostgresBackend implements StateBackend {
   readonly kind = 'postgres';
-  readonly audit: PostgresAuditLog;
+  readonly audit: AuditLog;
   readonly journals: RunJournals;
   private readonly where: string;
   private closed = false;
@@ -42,8 +43,8 @@ export class PostgresBackend implements StateBackend {
     private readonly pool: pg.Pool,
   ) {
     this.where = db.where;
-    this.audit = new PostgresAuditLog(pool, db.where);
-    this.journals = new PostgresRunJournals(db, pool);
+    this.audit = new LineAuditLog(new PostgresAuditLines(pool, db.where));
+    this.journals = new LineJournals(new PostgresJournalLines(db, pool));
   }
 
   /** Connect and create or check the schema (`state_schema_newer`, `state_schema_denied`) and the server's durability (`state_commits_unsafe`). */
