@@ -69,17 +69,11 @@ export type { CustomAudience, DoNotReachList } from './api/schemas.js';
 export { resolveConnectionConfig } from './api/config.js';
 
 // Uploads and their audit trail.
-export {
-  uploadAudience,
-  runUpload,
-  syncAudience,
-  reportJson,
-  type UploadAudienceOptions,
-  type SyncAudienceOptions,
-  type SyncReport,
-  type RunUploadOptions,
-  type UploadProgress,
-  type UploadReport,
-  type UploadTarget,
-} from './upload/index.js';
+export { uploadAudience } from './upload/upload.js';
+export { runUpload, type RunUploadOptions } from './upload/run.js';
+export { syncAudience, type SyncAudienceOptions } from './upload/sync.js';
+export type { SyncReport } from './upload/sync-report.js';
+export { reportJson } from './upload/report.js';
+export type { UploadAudienceOptions, UploadProgress, UploadReport } from './upload/types.js';
+export type { UploadTarget } from './upload/target.js';
 export { verifyAuditLog } from './state/audit.js';

@@ -29,7 +29,6 @@ export {
   MAX_VALUE_LENGTH,
   MAX_VALUES_PER_RECORD,
   type NormalizeOptions,
-  normalizePhone,
   type Reject,
   REJECT_REASONS,
   type RejectReason,
@@ -83,7 +82,6 @@ export {
   createCustomAudience,
   createDoNotReachList,
   type CustomAudience,
-  DEFAULT_RATE_LIMIT_POLICY,
   deleteCustomAudience,
   deleteDoNotReachList,
   type DoNotReachList,
@@ -137,41 +135,35 @@ export { openStateStore, parseStateUrl, type StateSpec } from './state/open-stor
 export { moveState, type StateMoveReport } from './state/move.js';
 export type { AuditLog, StateStore, TakeoverWait } from './state/store.js';
 export { grantsSql, schemaSql, SCHEMA_VERSION } from './state/postgres/schema.js';
+export { asKitError, errorJson, reportJson } from './upload/report.js';
+export { DEFAULT_BATCH_LIMITS, type PackedBatch } from './upload/plan.js';
+export { DEFAULT_MAX_RETRIES, DEFAULT_UPLOAD_CONCURRENCY } from './upload/options.js';
+export { DEFAULT_REFRESH_AFTER_DAYS, type SyncPlanCounts } from './upload/sync-plan.js';
 export {
-  asKitError,
-  DEFAULT_BATCH_LIMITS,
-  DEFAULT_MAX_RETRIES,
-  DEFAULT_REFRESH_AFTER_DAYS,
-  DEFAULT_UPLOAD_CONCURRENCY,
   createTargetLike,
   describeTarget,
-  errorJson,
   type Target,
   type TargetKind,
+  targetSnapshot,
+  type UploadTarget,
+} from './upload/target.js';
+export {
   fitProgressLine,
   formatDuration,
-  MAX_REFRESH_AFTER_DAYS,
   percentAndEta,
   type ProgressPart,
   ProgressPrinter,
-  reportJson,
-  resendSnapshot,
+} from './upload/progress.js';
+export { resendSnapshot } from './upload/sync-refill.js';
+export {
   checkRunOptions,
-  checkSyncOptions,
   runUpload,
-  type RunUploadOptions,
-  type SyncAudienceOptions,
-  type RunInput,
   type RunNotice,
-  syncAudience,
-  type SyncPlanCounts,
-  type SyncReport,
-  targetSnapshot,
+  type RunUploadOptions,
   type UnfinishedRunPolicy,
-  uploadAudience,
-  type UploadProgress,
-  type UploadReport,
-  type UploadTarget,
-  type PackedBatch,
-} from './upload/index.js';
+} from './upload/run.js';
+export type { RunInput } from './upload/run-facts.js';
+export { checkSyncOptions, MAX_REFRESH_AFTER_DAYS, syncAudience, type SyncAudienceOptions } from './upload/sync.js';
+export type { SyncReport } from './upload/sync-report.js';
+export type { UploadProgress, UploadReport } from './upload/types.js';
 export { stateFailure, writeFileNoFollow } from './state/fs.js';

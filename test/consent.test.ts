@@ -6,13 +6,11 @@ import type { RawRecord } from '../src/hashing/pipeline.js';
 import type { ConsentPolicy } from '../src/identifiers/consent.js';
 import { readConsentValue, consentKindOfName } from '../src/identifiers/consent.js';
 import { resolveMapping } from '../src/identifiers/mapping.js';
-import {
-  reportJson,
-  runUpload as libraryRunUpload,
-  syncAudience as librarySync,
-  uploadAudience as libraryUpload,
-  type SyncReport,
-} from '../src/upload/index.js';
+import { reportJson } from '../src/upload/report.js';
+import { runUpload as libraryRunUpload } from '../src/upload/run.js';
+import { syncAudience as librarySync } from '../src/upload/sync.js';
+import { uploadAudience as libraryUpload } from '../src/upload/upload.js';
+import type { SyncReport } from '../src/upload/sync-report.js';
 import { ConfigError } from '../src/errors.js';
 import { SUMMARY_LINES } from '../src/hashing/summary.js';
 import { startSandbox } from '../src/sandbox/index.js';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { stateFs } from '../src/state/fs.js';
 import { snapshotDir } from '../src/state/snapshot.js';
-import type { SyncReport } from '../src/upload/index.js';
+import type { SyncReport } from '../src/upload/sync-report.js';
 import {
   customers,
   expected,

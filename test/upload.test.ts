@@ -16,13 +16,10 @@ import {
 } from '../src/identifiers/normalize.js';
 import type { Sandbox, SandboxOptions } from '../src/sandbox/index.js';
 import { sleep } from '../src/util/clock.js';
-import {
-  formatUploadProgress,
-  maxDoNotReachExpiry,
-  ProgressPrinter,
-  resolveUploadGroup,
-  type UploadProgress,
-} from '../src/upload/index.js';
+import { formatUploadProgress, ProgressPrinter } from '../src/upload/progress.js';
+import { maxDoNotReachExpiry } from '../src/platform/targets.js';
+import { resolveUploadGroup } from '../src/upload/options.js';
+import type { UploadProgress } from '../src/upload/types.js';
 import { uploadAudience } from './helpers/small-audience.js';
 import { openSandboxClient } from './helpers/sandbox-client.js';
 import { tempDir } from './helpers/temp.js';

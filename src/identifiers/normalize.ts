@@ -24,8 +24,8 @@ import {
   type IdentifierType,
   type InputHashed,
   type MappedRecord,
-  type NormalizeOptions,
   type Normalized,
+  type NormalizeOptions,
   type Reject,
   type RejectReason,
 } from './types.js';
@@ -43,7 +43,24 @@ export {
   normalizeServiceId,
 } from './rules.js';
 export { serializeBuiltUser, serializeUser, writeUserFingerprint } from './serialize.js';
-export * from './types.js';
+export {
+  type AudienceUser,
+  type BuildNotes,
+  type BuiltUser,
+  DEFAULT_PHONE_FORMAT,
+  type FieldValue,
+  IDENTIFIER_TYPES,
+  type IdentifierType,
+  type InputHashed,
+  type MappedRecord,
+  MAX_VALUE_LENGTH,
+  MAX_VALUES_PER_RECORD,
+  type Normalized,
+  type NormalizeOptions,
+  type Reject,
+  REJECT_REASONS,
+  type RejectReason,
+} from './types.js';
 
 const SEPARATORS = [';', ',', '|'];
 

@@ -8,7 +8,7 @@ import type { ClientOptions } from '../../src/api/index.js';
 import type { RawRecord } from '../../src/hashing/pipeline.js';
 import type { Sandbox, SandboxOptions } from '../../src/sandbox/index.js';
 import { UserKeySet } from '../../src/sandbox/state.js';
-import type { SyncAudienceOptions } from '../../src/upload/index.js';
+import type { SyncAudienceOptions } from '../../src/upload/sync.js';
 import { syncAudience, uploadAudience } from './small-audience.js';
 import { verifyAuditLog, type AuditVerification } from '../../src/state/audit.js';
 import { PostgresStore } from '../../src/state/postgres/store.js';
