@@ -342,6 +342,28 @@ describe.each(Object.keys(STORES))('state store contract: %s', (kind) => {
     }
   });
 
+  it('targets() names a committed target; the move marker is set and cleared; discardMoved empties the store', async () => {
+    const o = await open();
+    try {
+      expect(await o.store.targets()).toEqual([]);
+      // The directory names a snapshot by the audit log's sync records (its directory's name is a hash).
+      await o.store.audit.append({ ...start('r1'), operation: 'sync' } as AuditRunStart);
+      await commit(o.store, (dir) => writeFileSync(join(dir, 'index'), 'i'));
+      expect(await (await o.another()).targets()).toEqual([T]);
+      expect(await o.store.moveMarker()).toBeUndefined();
+      await o.store.setMoveMarker('/from/here');
+      expect(await (await o.another()).moveMarker()).toBe('/from/here');
+      await expect(o.store.lockTarget(T)).rejects.toMatchObject({ code: 'state_move_unfinished' });
+      await o.store.discardMoved();
+      await o.store.setMoveMarker(undefined);
+      expect(await o.store.moveMarker()).toBeUndefined();
+      expect(await o.store.targets()).toEqual([]);
+      expect(await o.store.audit.lines()).toEqual([]);
+    } finally {
+      await closeAll();
+    }
+  });
+
   it("golden bytes: a kept batch's line numbers are big-endian uint32s, unrecovered.json is format 1", async () => {
     const o = await open();
     try {
