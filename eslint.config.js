@@ -66,7 +66,25 @@ function layerConfig(unit) {
   };
 }
 
+/**
+ * No barrel: a module exports what it defines, or names each thing it passes on (`export { a }
+ * from`), so the trail from a CLI flag to the request is imports and calls alone (docs/design.md).
+ */
+export const NO_EXPORT_ALL = {
+  files: ['src/**/*.ts'],
+  rules: {
+    'no-restricted-syntax': [
+      'error',
+      {
+        selector: 'ExportAllDeclaration',
+        message: 'no barrel: export each name by name (export { a, b } from …), or import it from its module',
+      },
+    ],
+  },
+};
+
 export const LAYER_CONFIGS = [
+  NO_EXPORT_ALL,
   ...LAYERS.flat()
     .filter((unit) => unit !== 'cli')
     .map(layerConfig),
