@@ -204,7 +204,7 @@ describe.each(Object.keys(STORES))('state store contract: %s', (kind) => {
     for (const s of opened.splice(0)) await s.close();
   };
 
-  it('a lease is exclusive: a second holder is refused (sync_in_progress) until the first releases', async () => {
+  it('a lease is exclusive: a second holder is refused (sync_in_progress), or waits, until the first releases', async () => {
     const o = await open();
     try {
       const first = await o.store.lockTarget(T, NO_WAIT);
@@ -213,7 +213,17 @@ describe.each(Object.keys(STORES))('state store contract: %s', (kind) => {
       await first.lease.verify();
       await first.release();
       const second = await other.lockTarget(T, NO_WAIT);
+      // A holder that waits (waitMs) gets the lease once it is released.
+      let refused = 0;
+      const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+      const sleep = (ms: number): Promise<void> => {
+        refused++; // the lease was held when tried: the store waits before it tries again
+        return pause(Math.min(ms, 50));
+      };
+      const waiting = o.store.lockTarget(T, { waitMs: 20_000, proofIntervalMs: 300, sleep });
+      while (refused === 0) await pause(10);
       await second.release();
+      await (await waiting).release();
     } finally {
       await closeAll();
     }

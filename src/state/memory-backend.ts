@@ -5,6 +5,7 @@
  * database's terminated session would. A commit builds the target's new files apart and swaps them
  * in at its end, so a commit cut off midway leaves the files as they were.
  */
+import { sleep } from '../util/clock.js';
 import { HeldLease } from '../util/lease.js';
 import { fenced, type BackendLease, type CommitWriter, type StateBackend, type WriteAheadRecord } from './backend.js';
 import type { CommittedView, StoredFileHead } from './backend.js';
@@ -50,12 +51,18 @@ export class MemoryBackend implements StateBackend {
     return this.name;
   }
 
-  lease(target: SnapshotTarget, o: TargetLockOptions): Promise<BackendLease> {
+  /** Taken at once when free; else tried again every 50 ms until `waitMs` has passed. */
+  async lease(target: SnapshotTarget, o: TargetLockOptions): Promise<BackendLease> {
     const name = snapshotName(target);
     const t = this.targetsByName.get(name) ?? { target, fence: 0, files: new Map(), log: [], holder: undefined };
     this.targetsByName.set(name, t);
-    if (t.holder !== undefined) return Promise.reject(syncInProgress(`another session of ${this.name} holds it`));
-    return Promise.resolve(new MemoryLease(t, this.name, o.proofIntervalMs));
+    const now = o.now ?? Date.now;
+    const began = now();
+    while (t.holder !== undefined) {
+      if (now() - began >= (o.waitMs ?? 0)) throw syncInProgress(`another session of ${this.name} holds it`);
+      await (o.sleep ?? sleep)(50);
+    }
+    return new MemoryLease(t, this.name, o.proofIntervalMs);
   }
 
   /** End the lease held on `target`, as a database ends a terminated session's lock: its holder finds it lost. */
