@@ -366,6 +366,34 @@ describe('uploadAudience', () => {
     expect(report).toMatchObject({ status: 'interrupted', batches_failed: 0, mismatches: 2, requests: 2 });
   });
 
+  it('cancelSignal cuts the request on the wire (signal lets it finish): interrupted, the batch left for a resume', async () => {
+    const cancel = new AbortController();
+    let answer: () => void = () => undefined;
+    // The sandbox holds the batch request (a slow fault) until the test lets it go: it is on the wire when cancelled.
+    const { sandbox, client } = await openSandboxClient({
+      seed: 7,
+      faults: 'slow=60000@1',
+      sleep: () =>
+        new Promise<void>((resolve) => {
+          answer = resolve;
+          cancel.abort();
+        }),
+    });
+    const audienceId = sandbox.state.createCustomAudience(sandbox.accounts.primary, 'test').id;
+    const report = await uploadAudience({
+      client,
+      accountId: sandbox.accounts.primary,
+      target: { customAudienceId: audienceId },
+      users: users(600),
+      limits: SMALL,
+      concurrency: 1,
+      clock: instantClock,
+      cancelSignal: cancel.signal,
+    });
+    answer();
+    expect(report).toMatchObject({ status: 'interrupted', batches_failed: 0, batches_confirmed: 0, requests: 1 });
+  });
+
   for (const [faults, reason] of [
     ['429@1', 'server_reset'],
     ['500@1', 'retry'],

@@ -98,7 +98,7 @@ export async function postCustomAudienceUsers(
   p: {
     accountId: string;
     customAudienceId: string;
-    signal?: AbortSignal;
+    signal?: AbortSignal | undefined;
     /** Ends the request's waits and retries, not an attempt already sent (ApiRequest.stopSignal). */
     stopSignal?: AbortSignal | undefined;
     onAttempt?: (() => void) | undefined;
@@ -123,7 +123,7 @@ export async function postDoNotReachListUsers(
   p: {
     accountId: string;
     doNotReachListId: string;
-    signal?: AbortSignal;
+    signal?: AbortSignal | undefined;
     /** Ends the request's waits and retries, not an attempt already sent (ApiRequest.stopSignal). */
     stopSignal?: AbortSignal | undefined;
     onAttempt?: (() => void) | undefined;

@@ -180,6 +180,7 @@ export const SEND_FIELDS = {
   maxRetries: checked((v) => wholeNumber(v, DEFAULT_MAX_RETRIES, 'maxRetries', 0, 100)),
   retryBaseMs: z.number().min(0).default(DEFAULT_RETRY_BASE_MS),
   signal: given<AbortSignal>(),
+  cancelSignal: given<AbortSignal>(),
   /** A sync's lease on its target (set by sync, not a caller): every request is sent under it. */
   lease: given<Lease>(),
   onConfirmed: callback<(batch: ConfirmedBatchInfo) => void | Promise<void>>(),
@@ -229,11 +230,19 @@ export function recordRules(records: HashRecordsOptions | undefined, target: Tar
   return target.filtersConsent ? rules : { ...rules, consent: 'include' };
 }
 
+/** The signal that stops a run: `signal`, or `cancelSignal`, which also cuts the requests on the wire. */
+export function runSignal(o: { signal?: AbortSignal | undefined; cancelSignal?: AbortSignal | undefined }) {
+  const { signal, cancelSignal } = o;
+  if (signal === undefined || cancelSignal === undefined) return signal ?? cancelSignal;
+  return AbortSignal.any([signal, cancelSignal]);
+}
+
 /** The upload's resolved value from its parsed fields: the batch group, the reject guard and the records' rules. */
 function settleUpload<T extends UploadCore>(o: T, ctx: z.RefinementCtx): Settled<T> {
   const { operation, effectiveAt, expiresAt, maxRejectRate, requireUsers, records, ...rest } = o;
   return orIssue(ctx, () => ({
     ...rest,
+    signal: runSignal(o),
     operation,
     records: recordRules(records, o.target),
     group: uploadGroup(o.target, { operation, effectiveAt, expiresAt }, new Date(o.clock.now())),

@@ -36,6 +36,8 @@ export interface SenderOptions {
   clock: Clock;
   random: () => number;
   signal: AbortSignal | undefined;
+  /** Cuts the requests on the wire too (the run's `cancelSignal`); `signal` is aborted with it. */
+  cancelSignal: AbortSignal | undefined;
   /** A sync's lease on its target: every attempt of every request (re-sends too) is sent under it. */
   lease?: Lease | undefined;
 }
@@ -105,7 +107,8 @@ function post(o: SenderOptions, batch: SendableBatch, tally: SendTally): Promise
     tally.requests++;
     tally.bytes += batch.bytes;
   };
-  return o.target.postUsers(o.client, o.accountId, batch.body, { onAttempt, lease: o.lease, stopSignal: o.signal });
+  const { lease, signal: stopSignal, cancelSignal: signal } = o;
+  return o.target.postUsers(o.client, o.accountId, batch.body, { onAttempt, lease, stopSignal, signal });
 }
 
 /** The client's error for a request its signal ended. */

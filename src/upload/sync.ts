@@ -34,6 +34,7 @@ import {
   orIssue,
   parseOptions,
   recordRules,
+  runSignal,
   SEND_FIELDS,
   UPLOAD_FIELDS,
   type ResolvedSendOptions,
@@ -220,6 +221,8 @@ function settleSync<
     dryRun: boolean;
     recover: boolean;
     clock: Clock;
+    signal?: AbortSignal | undefined;
+    cancelSignal?: AbortSignal | undefined;
     stateDir?: string | undefined;
     state?: StateOption | undefined;
     auditLog?: string | undefined;
@@ -253,6 +256,7 @@ function settleSync<
       refreshAfterDays: refreshWindow(refreshAfterDays ?? DEFAULT_REFRESH_AFTER_DAYS),
       maxRemovals: parseRemovalCap(maxRemovals),
       now: () => clock.now(),
+      signal: runSignal(o),
       records: recordRules(records, o.target),
     };
   });
@@ -563,7 +567,7 @@ async function planSync(o: ResolvedSyncOptions, snapshot: Snapshot, spool: Spool
 
 /** The sending options of both operations: the caller's, with what sync decides. */
 function sendOptions(o: ResolvedSyncOptions, signal: AbortSignal | undefined): ResolvedSendOptions {
-  const { client, accountId, target, limits, concurrency, maxRetries, retryBaseMs, clock, random } = o;
+  const { client, accountId, target, limits, concurrency, maxRetries, retryBaseMs, clock, random, cancelSignal } = o;
   // Users are sent once already (the plan deduplicates): no second set of fingerprints.
   return {
     client,
@@ -576,6 +580,7 @@ function sendOptions(o: ResolvedSyncOptions, signal: AbortSignal | undefined): R
     clock,
     random,
     signal,
+    cancelSignal,
     dedupe: false,
   };
 }

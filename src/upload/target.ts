@@ -34,6 +34,8 @@ export interface PostHow {
   lease?: Lease | undefined;
   /** The run's signal: ends the request's waits and retries, an attempt already sent finishing. */
   stopSignal?: AbortSignal | undefined;
+  /** The run's cancelSignal: ends the request, the attempt on the wire too. */
+  signal?: AbortSignal | undefined;
 }
 
 /**

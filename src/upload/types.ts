@@ -192,8 +192,16 @@ export interface SendOptions {
   maxRetries?: number;
   /** First backoff between mismatch re-sends after the immediate one (default 1 s, doubling, capped at 30 s). */
   retryBaseMs?: number;
-  /** Stop reading, let in-flight requests finish, return status `interrupted`. */
+  /**
+   * Stop reading and sending, return status `interrupted`: the requests on the wire finish (their
+   * batches confirmed and recorded), every wait of the client and of the re-sends is cut.
+   */
   signal?: AbortSignal;
+  /**
+   * As `signal`, and the requests on the wire are cut too: their batches end neither confirmed
+   * nor failed, left for a resumed run (or, for a sync, re-sent by the next one).
+   */
+  cancelSignal?: AbortSignal;
   /**
    * Called once per confirmed batch (and per batch skipped as confirmed by an earlier run). A
    * promise it returns is awaited before the batch frees its place among the `concurrency` in

@@ -129,7 +129,7 @@ async function journalWrite(ledger: Ledger, write: () => Promise<void> | undefin
 /** The engine that sends the packed batches, with its part and the sender's of the options; none on a dry run. */
 function sendingEngine(o: ResolvedUploadOptions, ledger: Ledger, onSettled: () => void): Engine | undefined {
   if (o.client === undefined || o.dryRun) return undefined;
-  const { accountId, target, maxRetries, retryBaseMs, clock, random, signal, lease } = o;
+  const { accountId, target, maxRetries, retryBaseMs, clock, random, signal, cancelSignal, lease } = o;
   const sender: SenderOptions = {
     client: o.client,
     accountId,
@@ -139,6 +139,7 @@ function sendingEngine(o: ResolvedUploadOptions, ledger: Ledger, onSettled: () =
     clock,
     random,
     signal,
+    cancelSignal,
     lease,
   };
   return createEngine({ sender, concurrency: o.concurrency, ledger, journal: o.journal, onSettled });
