@@ -351,7 +351,7 @@ async function syncOne(resolved: ResolvedSyncOptions, alsoCheck?: Target): Promi
  */
 async function withSyncMinimum(o: ResolvedSyncOptions): Promise<ResolvedSyncOptions> {
   if (o.minAudienceSize === 0) return o;
-  const users = await withMinimumUsers(hashedUsers(o), o.minAudienceSize, o.target, 'update', true);
+  const users = await withMinimumUsers(hashedUsers(o.users, o.records), o.minAudienceSize, o.target, 'update', true);
   return { ...o, users, records: undefined };
 }
 
@@ -524,7 +524,7 @@ const COLLECT_EVERY_BATCHES = 4;
 async function planSync(o: ResolvedSyncOptions, snapshot: Snapshot, spool: Spool, runId: string): Promise<SyncPlan> {
   const startedMs = o.now();
   const target = o.target;
-  const source = hashedUsers(o);
+  const source = hashedUsers(o.users, o.records);
   const ownSummary = source.summary === undefined ? createHashSummary() : undefined;
   const staleBefore = Math.floor(startedMs / 1000) - Math.round(o.refreshAfterDays * 86_400);
   const known = snapshot.keys(staleBefore);

@@ -42,7 +42,7 @@ export async function uploadAudience(o: UploadAudienceOptions): Promise<UploadRe
  */
 export async function withAudienceMinimum<T extends ResolvedUploadOptions>(o: T): Promise<T> {
   if (o.minAudienceSize === 0 || o.dryRun) return o;
-  const users = await withMinimumUsers(hashedUsers(o), o.minAudienceSize, o.target, o.operation);
+  const users = await withMinimumUsers(hashedUsers(o.users, o.records), o.minAudienceSize, o.target, o.operation);
   return { ...o, users, records: undefined };
 }
 
@@ -52,7 +52,7 @@ export async function upload(o: ResolvedUploadOptions): Promise<UploadReport> {
   const packer = new BatchPacker(o.limits, { dedupe: o.dedupe });
   const handle = packer.group(o.group);
   const ledger = new Ledger(o.journal, o.onConfirmed);
-  const source = hashedUsers(o);
+  const source = hashedUsers(o.users, o.records);
   const summary = source.summary ?? createHashSummary();
   // The run counts into its own summary when the source keeps none.
   const ownSummary = source.summary === undefined ? summary : undefined;
@@ -146,9 +146,9 @@ function sendingEngine(o: ResolvedUploadOptions, ledger: Ledger, onSettled: () =
 }
 
 /** The users to pack: raw records (the `records` option, its rules resolved at the entry) are hashed here first. */
-export function hashedUsers(o: { users: UploadUsers; records: RowRules | undefined }): UploadUsers {
-  if (o.records === undefined) return o.users;
-  return hashRows(o.users as Iterable<RawRecord> | AsyncIterable<RawRecord>, o.records);
+export function hashedUsers(users: UploadUsers, records: RowRules | undefined): UploadUsers {
+  if (records === undefined) return users;
+  return hashRows(users as Iterable<RawRecord> | AsyncIterable<RawRecord>, records);
 }
 
 function statusOf(read: ReadResult, ledger: Ledger, oversized: number): UploadStatus {
