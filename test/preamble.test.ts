@@ -71,6 +71,22 @@ describe('a preamble above the header', () => {
     }
   });
 
+  it('is skipped when a spreadsheet padded its notes with delimiters to the header width (Exported on …;;)', async () => {
+    for (const delimiter of [';', ',', '\t']) {
+      for (const preamble of PREAMBLES) {
+        const padded = preamble.map((line) => `${line}${delimiter.repeat(2)}`);
+        const path = write(exportWith(padded, 'windows-1252', delimiter, 12));
+        const input = await openCsv(path);
+        await input.close();
+        expect([input.headerLine, input.delimiter, input.header]).toEqual([
+          preamble.length + 1,
+          delimiter,
+          HEADERS['windows-1252'],
+        ]);
+      }
+    }
+  });
+
   it('is named by line numbers only; rejects and malformed rows keep the file lines (hash CLI)', async () => {
     const text = [
       'Exported by jane.doe@example.com on 2026-11-01',

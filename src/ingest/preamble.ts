@@ -5,7 +5,8 @@
  *
  * The data rows show the layout: with each candidate delimiter, the first records are parsed and
  * the field count most of them share (at least 2) is the file's; the delimiter is the one most
- * records agree on. The header is the first record with that count. Lines before it are skipped
+ * records agree on. The header is the first record with that count and two cells filled (a note a
+ * spreadsheet padded with delimiters to the file's width has one). Lines before it are skipped
  * as a preamble only with evidence that they are not the header nor data: the header found has no
  * cell that looks like a value, and either has a known column name or follows lines that are all
  * blank or single cells (notes, titles). Otherwise the first line is the header, as it always is
@@ -70,7 +71,8 @@ function modalCount(records: readonly string[][]): { columns: number; support: n
 
 /** The header's record index: the first with the file's field count, when the lines above are a preamble. */
 function headerRecord({ records, columns }: Candidate): number {
-  const at = records.findIndex((r) => r.length === columns);
+  // A note a spreadsheet padded to the file's width (`Exported on 2026-11-01;;;;`) has one cell filled.
+  const at = records.findIndex((r) => r.length === columns && nonEmpty(r) >= 2);
   if (at <= 0 || at > MAX_PREAMBLE_RECORDS) return 0;
   const header = records[at] as string[];
   if (header.some((cell) => looksLikeData(cell.trim()))) return 0;

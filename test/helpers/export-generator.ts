@@ -606,10 +606,17 @@ function pairedColumns(rnd: Random, w: Words): Column[] {
 const csvCell = (cell: string, delimiter: string): string =>
   cell.includes(delimiter) || cell.includes('"') || cell.includes('\n') ? `"${cell.replace(/"/g, '""')}"` : cell;
 
-/** Lines of notes before the header, as some tools write them. */
-function preamble(rnd: Random): string {
+/**
+ * Lines of notes before the header, as some tools write them; a spreadsheet saving such a sheet as
+ * CSV pads each line with delimiters to the file's width (`Report: All contacts;;;`).
+ */
+function preamble(rnd: Random, delimiter: string, width: number): string {
   const lines = ['Exported from Contacts on 2024-05-01 09:00', 'Report: All contacts', '', 'Filter: none'];
-  return `${lines.slice(0, 1 + Math.floor(rnd() * lines.length)).join('\n')}\n`;
+  const padding = chance(rnd, 0.5) ? delimiter.repeat(width - 1) : '';
+  return lines
+    .slice(0, 1 + Math.floor(rnd() * lines.length))
+    .map((line) => `${line}${padding}\n`)
+    .join('');
 }
 
 /** The legacy encoding spreadsheets write each language in. */
@@ -687,7 +694,7 @@ export function generateExport(seed: number, index: number, opts: ExportOptions 
   const delimiter = pick(rnd, [',', ',', ';', '\t']);
   const header = columns.map((c) => c.name);
   const text = [header, ...lines].map((r) => r.map((c) => csvCell(c, delimiter)).join(delimiter)).join('\n') + '\n';
-  const notes = opts.preambles === true && chance(rnd, 0.3) ? preamble(rnd) : '';
+  const notes = opts.preambles === true && chance(rnd, 0.3) ? preamble(rnd, delimiter, header.length) : '';
   const encoding = pick(rnd, ['utf8', 'utf8', 'utf8-bom', 'utf16le-bom', 'legacy', 'legacy'] as const);
   const written = encode(notes + text, encoding, language);
   return {
