@@ -1,7 +1,7 @@
 /**
  * A sync target leased in the PostgreSQL store: a session-level advisory lock held on one
  * dedicated connection for the whole sync, through which go the snapshot's read, every
- * write-ahead insert and the commit. If the connection is lost, the lock is gone with it and the
+ * write-ahead insert, the commit and the lease's proofs, one at a time (serial.ts). If the connection is lost, the lock is gone with it and the
  * next write fails: the sync stops sending. Writes are fenced by the target's `version` (its
  * commit count), so a writer that lost its lock cannot overwrite a newer commit.
  */
@@ -18,6 +18,7 @@ import { snapshotName } from '../snapshot.js';
 import { leaseLost, syncInProgress, type SnapshotTarget, type TargetLockOptions } from '../store.js';
 import { connectionLost, type Connector } from './connection.js';
 import { advisoryKey } from './keys.js';
+import { SerialClient } from './serial.js';
 import { committedView, commitWriter } from './snapshot-blobs.js';
 
 const holderSchema = z.object({
@@ -84,7 +85,7 @@ export class PostgresLease implements BackendLease {
   private released = false;
 
   private constructor(
-    private readonly client: pg.Client,
+    private readonly serial: SerialClient,
     private readonly name: string,
     private readonly where: string,
     private readonly held: HeldTarget,
@@ -99,9 +100,9 @@ export class PostgresLease implements BackendLease {
     try {
       await configureSession(client);
       await takeLock(client, name, o);
-      const held = await holdTarget(client, { db, name }, target, o);
-      held.quiet = false;
-      return new PostgresLease(client, name, db.where, held);
+      const serial = new SerialClient(client);
+      const held = await holdTarget(serial, { db, name }, target, o);
+      return new PostgresLease(serial, name, db.where, held);
     } catch (error) {
       await client.end().catch(() => undefined);
       throw connectionLost(db.where, error);
@@ -109,32 +110,33 @@ export class PostgresLease implements BackendLease {
   }
 
   /** The committed files and the write-ahead rows, read in one consistent snapshot of the database. */
-  async read<T>(work: (view: CommittedView) => Promise<T>): Promise<T> {
-    this.held.quiet = true;
-    try {
-      await this.client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-      const v = await this.client.query<{ version: string }>(
-        'SELECT version::text AS version FROM audience_kit_targets WHERE target = $1',
-        [this.name],
-      );
-      const result = await work(committedView(this.client, this.name, v.rows[0]?.version ?? '0'));
-      await this.client.query('COMMIT');
-      return result;
-    } catch (error) {
-      await this.client.query('ROLLBACK').catch(() => undefined);
-      throw connectionLost(this.where, error);
-    } finally {
-      this.held.quiet = false;
-    }
+  read<T>(work: (view: CommittedView) => Promise<T>): Promise<T> {
+    return this.serial.transaction(async (client) => {
+      try {
+        await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+        const v = await client.query<{ version: string }>(
+          'SELECT version::text AS version FROM audience_kit_targets WHERE target = $1',
+          [this.name],
+        );
+        const result = await work(committedView(client, this.name, v.rows[0]?.version ?? '0'));
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw connectionLost(this.where, error);
+      }
+    });
   }
 
   async append(fence: string, { seq, file, offset, data }: WriteAheadRecord): Promise<void> {
     try {
-      const r = await this.client.query(
-        `INSERT INTO audience_kit_snapshot_wal (target, seq, version, file, "offset", data)
+      const r = await this.serial.run((client) =>
+        client.query(
+          `INSERT INTO audience_kit_snapshot_wal (target, seq, version, file, "offset", data)
          SELECT $1, $2, $3, $4, $5, $6 WHERE EXISTS
            (SELECT 1 FROM audience_kit_targets WHERE target = $1 AND version = $3)`,
-        [this.name, seq, fence, file, offset, data],
+          [this.name, seq, fence, file, offset, data],
+        ),
       );
       if (r.rowCount !== 1) throw fenced(this.where);
     } catch (error) {
@@ -142,31 +144,30 @@ export class PostgresLease implements BackendLease {
     }
   }
 
-  async commit(fence: string, work: (writer: CommitWriter) => Promise<void>): Promise<string> {
-    this.held.quiet = true;
-    try {
-      await this.client.query('BEGIN');
-      const r = await this.client.query<{ version: string }>(
-        'UPDATE audience_kit_targets SET version = version + 1, committed_at = now() WHERE target = $1 AND version = $2 RETURNING version::text AS version',
-        [this.name, fence],
-      );
-      if (r.rowCount !== 1) throw fenced(this.where);
-      await work(commitWriter(this.client, this.name));
-      await this.client.query('DELETE FROM audience_kit_snapshot_wal WHERE target = $1', [this.name]);
-      await this.client.query('COMMIT');
-      return (r.rows[0] as { version: string }).version;
-    } catch (error) {
-      await this.client.query('ROLLBACK').catch(() => undefined);
-      throw connectionLost(this.where, error);
-    } finally {
-      this.held.quiet = false;
-    }
+  commit(fence: string, work: (writer: CommitWriter) => Promise<void>): Promise<string> {
+    return this.serial.transaction(async (client) => {
+      try {
+        await client.query('BEGIN');
+        const r = await client.query<{ version: string }>(
+          'UPDATE audience_kit_targets SET version = version + 1, committed_at = now() WHERE target = $1 AND version = $2 RETURNING version::text AS version',
+          [this.name, fence],
+        );
+        if (r.rowCount !== 1) throw fenced(this.where);
+        await work(commitWriter(client, this.name));
+        await client.query('DELETE FROM audience_kit_snapshot_wal WHERE target = $1', [this.name]);
+        await client.query('COMMIT');
+        return (r.rows[0] as { version: string }).version;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw connectionLost(this.where, error);
+      }
+    });
   }
 
   async release(): Promise<void> {
     if (this.released) return;
     this.released = true;
-    await releaseHeld(this.client, this.name, this.held);
+    await releaseHeld(this.serial, this.name, this.held);
   }
 }
 
@@ -178,12 +179,6 @@ interface HeldTarget {
   backendPid: number;
   /** The advisory lock's key. */
   key: string;
-  /**
-   * The holding connection is busy with the snapshot's read (the open) or a commit: a proof would
-   * queue behind statements that may take minutes at 10M users, and nothing is sent meanwhile,
-   * so the heartbeat does not prove then.
-   */
-  quiet: boolean;
 }
 
 /**
@@ -213,13 +208,18 @@ async function configureSession(client: pg.Client): Promise<void> {
  * holder, and start the heartbeat.
  */
 async function holdTarget(
-  client: pg.Client,
+  serial: SerialClient,
   { db, name }: { db: Connector; name: string },
   target: SnapshotTarget,
   o: TargetLockOptions,
 ): Promise<HeldTarget> {
+  const { client } = serial;
   const lease = new HeldLease({
-    prove: () => (held.quiet ? Promise.resolve() : proveLock(client, held)),
+    // While the snapshot's read or a commit is pending, a proof would wait behind statements that
+    // may take minutes at 10M users (and its timeout, counted from its call, would lose the lease
+    // falsely); nothing is sent meanwhile, so none is made. Otherwise it waits its turn (at most one
+    // write-ahead insert), and a connection that stopped answering fails it by the timeout.
+    prove: () => (serial.transactionPending ? Promise.resolve() : serial.run((c) => proveLock(c, held))),
     lost: (cause) =>
       cause instanceof AudienceKitError ? cause : leaseLost(db.where, 'its database session ended', cause),
     onLost: () => client.connection.stream.destroy(),
@@ -232,7 +232,6 @@ async function holdTarget(
     token: randomBytes(12).toString('hex'),
     backendPid: pid.rows[0]?.pid ?? 0,
     key: advisoryKey(`target:${name}`),
-    quiet: false,
   };
   await proveLock(client, held)
     .then(() => refuseSharedSession(db, held.backendPid))
@@ -262,6 +261,7 @@ async function holdTarget(
   // A connection that ends or fails is a lease lost at once, not at the next proof.
   client.on('end', () => lease.fail(new Error('connection ended')));
   client.on('error', (error) => lease.fail(error));
+  // From here the heartbeat shares the connection: every use goes through `serial`.
   lease.start();
   const wait = takeoverWaitMs(previous.rows[0]?.holder);
   if (wait > 0) {
@@ -273,7 +273,6 @@ async function holdTarget(
     await (o.sleep ?? realSleep)(wait);
     await lease.verify();
   }
-  held.quiet = true;
   return held;
 }
 
@@ -283,7 +282,7 @@ async function holdTarget(
  * released once every request of its sync settled). A lost session's record is cleared through
  * a new connection, and only if no other process recorded itself since.
  */
-async function releaseHeld(client: pg.Client, name: string, held: HeldTarget): Promise<void> {
+async function releaseHeld(serial: SerialClient, name: string, held: HeldTarget): Promise<void> {
   held.lease.stop();
   const clear = async (on: pg.Client): Promise<void> => {
     await on
@@ -293,9 +292,13 @@ async function releaseHeld(client: pg.Client, name: string, held: HeldTarget): P
       ])
       .catch(() => undefined);
   };
-  const lost = held.lease.signal.aborted;
-  if (!lost) await clear(client);
-  await client.end().catch(() => undefined);
+  // After a proof still under way.
+  const lost = await serial.run(async (client) => {
+    const gone = held.lease.signal.aborted;
+    if (!gone) await clear(client);
+    await client.end().catch(() => undefined);
+    return gone;
+  });
   if (!lost) return;
   const other = await held.db.connect().catch(() => undefined);
   if (other !== undefined) await clear(other).finally(() => other.end().catch(() => undefined));
