@@ -134,7 +134,9 @@ class UserBuilder implements RuleContext {
         const reason = this.addValue(raw, field.type);
         if (reason !== undefined) {
           (rejects ??= []).push({ line: record.line, column: field.column, type: field.type, reason });
-          if (this.severalValues === undefined) this.noteSeveralValues(raw, field.column);
+          // A lossy spreadsheet number (4,91512E+12) has a decimal comma, not a list.
+          if (this.severalValues === undefined && reason !== 'phone_lossy_number')
+            this.noteSeveralValues(raw, field.column);
         }
       }
     }
