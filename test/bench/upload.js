@@ -152,7 +152,9 @@ sandbox.stop();
 
 if (!flag('skip-rate')) {
   // Scaled-down policy: 30 requests per 2 s on both sides; the client must never draw a 429.
-  const { startSandbox, createClient, uploadAudience, DEFAULT_RATE_LIMIT_POLICY } = await import(DIST);
+  const { startSandbox, createClient } = await import(DIST);
+  const { uploadAudience } = await import(`${ROOT}dist/index.js`);
+  const { DEFAULT_RATE_LIMIT_POLICY } = await import(`${ROOT}dist/api/rate-limit.js`);
   const policy = {
     ...DEFAULT_RATE_LIMIT_POLICY,
     safetyMarginMs: 100,
