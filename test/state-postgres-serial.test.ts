@@ -16,8 +16,8 @@ usePostgres();
 const PROOF = /pg_locks/;
 
 /** A connector whose clients record what the test refuses. */
-function watched(url: string): { db: Connector; overlaps: string[]; proofsInTransaction: number } {
-  const seen = { overlaps: [] as string[], proofsInTransaction: 0 };
+function watched(url: string): { db: Connector; overlaps: string[]; proofs: number; proofsInTransaction: number } {
+  const seen = { overlaps: [] as string[], proofs: 0, proofsInTransaction: 0 };
   const inner = connector(url, redactUrl(url));
   const watch = (client: pg.Client): pg.Client => {
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
@@ -27,6 +27,7 @@ function watched(url: string): { db: Connector; overlaps: string[]; proofsInTran
     (client as { query: unknown }).query = (...args: unknown[]): unknown => {
       const sql = text(args[0]);
       if (running > 0) seen.overlaps.push(sql.slice(0, 40));
+      if (PROOF.test(sql)) seen.proofs++;
       if (inTransaction && PROOF.test(sql)) seen.proofsInTransaction++;
       if (sql.startsWith('BEGIN')) inTransaction = true;
       if (sql === 'COMMIT' || sql === 'ROLLBACK') inTransaction = false;
@@ -44,6 +45,9 @@ function watched(url: string): { db: Connector; overlaps: string[]; proofsInTran
     db: { where: inner.where, connect: async (t) => watch(await inner.connect(t)) },
     get overlaps() {
       return seen.overlaps;
+    },
+    get proofs() {
+      return seen.proofs;
     },
     get proofsInTransaction() {
       return seen.proofsInTransaction;
@@ -65,11 +69,14 @@ describe("a sync's locking connection", () => {
       const fence = await held.read((view) => Promise.resolve(view.fence));
       // Write-ahead inserts one after another (as the mirror sends them), and requests' proofs meanwhile.
       const proofs: Promise<void>[] = [];
+      const proofsBefore = w.proofs;
       for (let seq = 1; seq <= 20; seq++) {
         proofs.push(held.lease.verify(), held.lease.verify());
         await held.append(fence, { seq, file: 'pending', offset: seq, data: randomBytes(64 * 1024) });
       }
       await Promise.all(proofs);
+      // The proofs did run (one skipped for good would pass the checks below too).
+      expect(w.proofs).toBeGreaterThan(proofsBefore);
       // A commit outlasting the proof timeout, with the heartbeat and requests' proofs during it.
       const during: Promise<void>[] = [];
       const next = await held.commit(fence, async (writer) => {

@@ -61,7 +61,7 @@ export class LineAuditLog implements AuditLog {
   /** The whole log in memory, as `verifyAuditLog` reads the file. */
   async verify(options: { head?: string } = {}): Promise<AuditVerification> {
     const lines = await this.log.lines();
-    return verifyAuditBytes(Buffer.from(lines.map((l) => `${l}\n`).join(''), 'utf8'), this.log.where, options);
+    return verifyAuditBytes(linesBuffer(lines), this.log.where, options);
   }
 
   async runs(): Promise<AuditRun[]> {
@@ -109,7 +109,7 @@ const journalWhere = (where: string, key: string): string => `${where} (journal 
 
 /** A journal's lines as stored, checked like the file's (a line cut short is refused: a backend stores whole lines). */
 function parse(lines: string[], where: string): ReturnType<typeof parseJournalBytes> {
-  return parseJournalBytes(Buffer.from(lines.map((l) => `${l}\n`).join(''), 'utf8'), where, false);
+  return parseJournalBytes(linesBuffer(lines), where, false);
 }
 
 export class LineJournals implements RunJournals {
@@ -201,4 +201,9 @@ class LineJournal extends ChainedJournal {
   close(): Promise<void> {
     return this.run.close();
   }
+}
+
+/** Stored lines as the bytes of a log file: each line with its newline. */
+function linesBuffer(lines: readonly string[]): Buffer {
+  return Buffer.from(lines.map((l) => `${l}\n`).join(''), 'utf8');
 }

@@ -37,7 +37,7 @@ export class MemoryBackend implements StateBackend {
   /** The audit log's lines and the journals as stored (tests read their bytes). */
   readonly auditLines: MemoryAuditLines;
   readonly journalLines: MemoryJournalLines;
-  readonly targetsByName = new Map<string, MemoryTarget>();
+  private readonly targetsByName = new Map<string, MemoryTarget>();
   private marker: string | undefined;
 
   constructor(private readonly name = 'memory') {
@@ -89,8 +89,12 @@ export class MemoryBackend implements StateBackend {
     return Promise.resolve();
   }
 
+  /** Empties every target and keeps its lease: a held target stays held, as PostgreSQL's lock does. */
   discardMoved(): Promise<void> {
-    this.targetsByName.clear();
+    for (const t of this.targetsByName.values()) {
+      t.files = new Map();
+      t.log = [];
+    }
     this.auditLines.stored.length = 0;
     return Promise.resolve();
   }
@@ -137,6 +141,9 @@ class MemoryLease implements BackendLease {
 
   append(fence: string, record: WriteAheadRecord): Promise<void> {
     if (String(this.t.fence) !== fence) return Promise.reject(fenced(this.where));
+    // PostgreSQL's primary key (target, seq) refuses a record written twice.
+    if (this.t.log.some((r) => r.record.seq === record.seq))
+      return Promise.reject(new Error(`${this.where}: write-ahead record ${record.seq} already stored`));
     this.t.log.push({ fence: this.t.fence, record: { ...record, data: Buffer.from(record.data) } });
     return Promise.resolve();
   }

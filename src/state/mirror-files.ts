@@ -54,7 +54,7 @@ export interface StoredFile {
 export type StoredFiles = Map<string, StoredFile>;
 
 /** The committed files as read: what the store holds of each, and the first damage found. */
-export interface CommittedFiles {
+interface CommittedFiles {
   files: StoredFiles;
   damage: SnapshotError | undefined;
 }
@@ -226,7 +226,7 @@ async function writeFile(
 }
 
 /** What a replay of the write-ahead rows found: the last seq replayed (0: none), and any damage. */
-export interface WriteAheadReplay {
+interface WriteAheadReplay {
   last: number;
   damage: SnapshotError | undefined;
 }

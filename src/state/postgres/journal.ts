@@ -116,9 +116,15 @@ class PostgresJournalRun implements JournalRun {
   /** In one transaction: the key's lines and kept batches. */
   async forget(): Promise<void> {
     await this.query('BEGIN', []);
-    await this.query('DELETE FROM audience_kit_journal_lines WHERE key = $1', [this.key]);
-    await this.query('DELETE FROM audience_kit_journal_failed WHERE key = $1', [this.key]);
-    await this.query('COMMIT', []);
+    try {
+      await this.query('DELETE FROM audience_kit_journal_lines WHERE key = $1', [this.key]);
+      await this.query('DELETE FROM audience_kit_journal_failed WHERE key = $1', [this.key]);
+      await this.query('COMMIT', []);
+    } catch (error) {
+      // An aborted transaction would make every later statement of the connection fail (its unlock too).
+      await this.query('ROLLBACK', []).catch(() => undefined);
+      throw error;
+    }
   }
 
   async append(seq: number, line: string): Promise<void> {
