@@ -145,6 +145,9 @@ describe('removal cap and empty input', () => {
       /would hold 99 users, fewer than the minimum of 100/,
     );
     expect(() => checkSyncPlan(small, { ...cap, target: describeTarget({ doNotReachListId: 'l1' }) })).not.toThrow();
+    // An id option present but undefined names no kind (a library caller's spread of optional ids).
+    const list = describeTarget({ customAudienceId: undefined, doNotReachListId: 'l1' } as never);
+    expect([list.kind, list.id]).toEqual(['do_not_reach_list', 'l1']);
     expect(() => checkSyncPlan({ ...small, users: 100 }, { ...cap, target: audience })).not.toThrow();
   });
 

@@ -37,8 +37,6 @@ import {
 import { auditOptions, identify, type RunInput, type RunInputOption } from './run-facts.js';
 import { checkTargets } from './target-check.js';
 
-export type { RunInput } from './run-facts.js';
-
 /** What to do with an unfinished run of the same input, target and options. */
 export type UnfinishedRunChoice = 'resume' | 'restart' | 'cancel';
 export type UnfinishedRunPolicy =

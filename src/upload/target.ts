@@ -99,9 +99,10 @@ const ENDPOINTS: Readonly<Record<TargetKind, KindEndpoints>> = {
   },
 };
 
-/** The kind a caller's target names (its id option). */
+/** The kind a caller's target names: its id option holding a string, as the options check decides it. */
 function kindOf(target: UploadTarget): TargetKind {
-  const kind = TARGET_KINDS.find((k) => TARGET_KIND_RULES[k].idOption in target);
+  const t = target as Record<string, unknown>;
+  const kind = TARGET_KINDS.find((k) => typeof t[TARGET_KIND_RULES[k].idOption] === 'string');
   if (kind === undefined) throw new Error('internal error: an upload target that names no kind');
   return kind;
 }
