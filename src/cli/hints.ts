@@ -98,7 +98,7 @@ function whyRejected(
     case 'phone_needs_country':
       return mapping.country === undefined
         ? `they are national numbers and no country column was found; fix: ${phoneCountryFix(mapping)}`
-        : `they are national numbers and their ${quote(mapping.country.column)} cell is empty; fix: --default-country CC for those rows`;
+        : `they are national numbers and their ${columnLabel(mapping.country.column, mapping.country.index)} cell is empty; fix: --default-country CC for those rows`;
     case 'phone_ambiguous':
       return `they are ${AMBIGUOUS_FIX}`;
     case 'phone_lossy_number':
@@ -110,7 +110,7 @@ function whyRejected(
     case 'phone_invalid':
       if (opts.phoneCountryCode === 'national' && notes.phoneCodeWithoutPlus > 0)
         return `${notes.phoneCodeWithoutPlus} of them carry the country code without +; fix: --phone-country-code auto`;
-      return `they are not valid numbers for their row's country; check the columns ${columnsOf(mapping, type)} and the country (${mapping.country === undefined ? 'none' : quote(mapping.country.column)})`;
+      return `they are not valid numbers for their row's country; check the columns ${columnsOf(mapping, type)} and the country (${mapping.country === undefined ? 'none' : columnLabel(mapping.country.column, mapping.country.index)})`;
     case 'email_invalid':
       if (notes.severalValues !== undefined)
         return `cells of ${quote(notes.severalValues.column)} hold several addresses; fix: --value-separator ${quote(notes.severalValues.separator)}`;
@@ -335,7 +335,7 @@ function columnNote(c: ColumnMapping['columns'][number], mixed: boolean): string
   if (mixed && c.mapped === true) notes.push('--map');
   if (c.content === true) notes.push('detected by content');
   if (c.separator !== undefined) notes.push(`lists split on ${quote(c.separator)}`);
-  if (c.typeColumn !== undefined) notes.push(`typed by ${quote(c.typeColumn)}`);
+  if (c.typeColumn !== undefined) notes.push(`typed by ${columnLabel(c.typeColumn, c.typeIndex as number)}`);
   return notes.length === 0 ? '' : ` (${notes.join(', ')})`;
 }
 
