@@ -34,6 +34,7 @@ export {
   type RejectReason,
   serializeUser,
 } from './identifiers/normalize.js';
+export { reasonType } from './platform/identifiers/types.js';
 export {
   type CsvBadRow,
   csvCell,

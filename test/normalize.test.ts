@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { phoneReading } from '../src/identifiers/phone-reading.js';
+import { phoneReading } from '../src/platform/identifiers/phone-reading.js';
 import { describe, expect, it } from 'vitest';
 import {
   DEFAULT_PHONE_FORMAT,

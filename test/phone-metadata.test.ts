@@ -5,7 +5,7 @@ import {
   PHONE_FAST_PATH_LIBRARY_VERSION,
   phoneFastPathEnabled,
   phoneFastPathSupports,
-} from '../src/identifiers/phone.js';
+} from '../src/platform/identifiers/phone.js';
 
 /** A deep copy of the real metadata, changed by `edit`. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -82,7 +82,7 @@ describe('phone fast path: fallback', () => {
     const parse = vi.fn(lib.parsePhoneNumberFromString);
     vi.doMock('libphonenumber-js', () => ({ ...lib, parsePhoneNumberFromString: parse }));
     if (metadata !== undefined) vi.doMock('libphonenumber-js/min/metadata', () => ({ default: metadata }));
-    return { phone: await import('../src/identifiers/phone.js'), parse };
+    return { phone: await import('../src/platform/identifiers/phone.js'), parse };
   }
 
   it('with metadata it does not know, every number goes to the library, with the same answers', async () => {

@@ -13,6 +13,7 @@ import {
   DEFAULT_PHONE_FORMAT,
   encodingLabel,
   guardInput,
+  IDENTIFIER_TYPES,
   type ColumnMapping,
   type RejectGuardOptions,
   type CsvDelimiter,
@@ -47,8 +48,7 @@ const COLUMN_FLAGS = {
     type: 'string',
     array: true,
     requiresArg: true,
-    describe:
-      'Map a column to an identifier type: type=Column Name (repeatable; several columns may feed one type). Types: email, phone_number, handle, device_id, service_id, partner_user_id, country. A type named here takes exactly these columns; the other types are still detected by column name and content (see --only-mapped). Generic ids (user_id, id, external_id, username) are sent only when mapped',
+    describe: `Map a column to an identifier type: type=Column Name (repeatable; several columns may feed one type). Types: ${IDENTIFIER_TYPES.join(', ')}, country. A type named here takes exactly these columns; the other types are still detected by column name and content (see --only-mapped). Generic ids (user_id, id, external_id, username) are sent only when mapped`,
   },
   'only-mapped': {
     type: 'boolean',

@@ -11,6 +11,7 @@ import {
   isCountryLikeName,
   IDENTIFIER_TYPES,
   looksLikeData,
+  reasonType,
   type ColumnMapping,
   type HashSummary,
   type HashTypeCounts,
@@ -22,25 +23,6 @@ import {
 
 /** A type whose rejected share is above this gets a line saying why. */
 export const REJECT_SHARE_HINT = 0.05;
-
-const REASON_TYPE: Readonly<Record<RejectReason, IdentifierType | undefined>> = {
-  email_invalid: 'email',
-  phone_invalid: 'phone_number',
-  phone_needs_country: 'phone_number',
-  phone_ambiguous: 'phone_number',
-  phone_lossy_number: 'phone_number',
-  phone_maybe_national: 'phone_number',
-  country_invalid: 'phone_number',
-  handle_invalid: 'handle',
-  device_id_invalid: 'device_id',
-  device_id_opt_out: 'device_id',
-  service_id_invalid: 'service_id',
-  partner_user_id_invalid: 'partner_user_id',
-  hash_invalid: undefined,
-  value_too_long: undefined,
-  too_many_values: undefined,
-  not_own_by_type: undefined,
-};
 
 const quote = (s: string): string => JSON.stringify(s);
 
@@ -71,7 +53,7 @@ function mainReason(summary: HashSummary, type: IdentifierType): RejectReason | 
   let most = 0;
   for (const [reason, count] of Object.entries(summary.rejects) as [RejectReason, { count: number }][]) {
     if (reason === 'not_own_by_type') continue; // not counted as invalid (see notOwnHint)
-    if ((REASON_TYPE[reason] ?? type) === type && count.count > most) {
+    if ((reasonType(reason) ?? type) === type && count.count > most) {
       best = reason;
       most = count.count;
     }

@@ -5,7 +5,8 @@
  * or printed: only counts and verdicts leave this module.
  */
 import { cleanValue, normalizeIdentifier, type IdentifierType } from './normalize.js';
-import { spreadsheetForm } from './phone-reading.js';
+import { spreadsheetForm } from '../platform/identifiers/phone-reading.js';
+import { TYPE_RULES } from '../platform/identifiers/rules.js';
 
 /** Data rows read from the start of the input to judge each column's values. */
 export const SAMPLE_ROWS = 100;
@@ -133,17 +134,8 @@ export function misfit(type: IdentifierType, values: ColumnValues, separator: st
   if (filled.length < MIN_CONTENT_VALUES) return undefined;
   const fits = filled.filter((i) => partsOf(values.cells[i] as string, separator).every((p) => looksLike(type, p)));
   if (fits.length >= FIT_SHARE * filled.length) return undefined;
-  return `its values are not ${TYPE_WORDS[type]} (${fits.length} of ${filled.length} sampled)`;
+  return `its values are not ${TYPE_RULES[type].noun} (${fits.length} of ${filled.length} sampled)`;
 }
-
-const TYPE_WORDS: Readonly<Record<IdentifierType, string>> = {
-  email: 'email addresses',
-  phone_number: 'phone numbers',
-  handle: 'handles',
-  device_id: 'advertising ids (UUID or 16 hex digits)',
-  service_id: 'numeric user ids',
-  partner_user_id: 'ids',
-};
 
 /** The type a column of unknown name clearly holds (emails or phone numbers, perhaps as lists), if any. */
 export function contentType(

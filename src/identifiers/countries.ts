@@ -7,6 +7,7 @@
  */
 import { createRequire } from 'node:module';
 import { isSupportedCountry } from 'libphonenumber-js';
+import type { PhoneCountry } from '../platform/identifiers/types.js';
 
 type IsoCountries = typeof import('i18n-iso-countries');
 
@@ -387,13 +388,6 @@ export function countryColumnShare(
   return { share: filled === 0 || single ? 0 : fit / filled, filled, locales: locales > filled / 2 };
 }
 
-/** A country as given (record column or default) resolved for phone parsing. */
-export interface PhoneCountry {
-  code: string | undefined;
-  /** A country was given but is not a known ISO code. */
-  invalid: boolean;
-}
-
 /**
  * Country cells as written → code (null: not a country). A country column holds few distinct
  * values, and a name or alpha-3 code costs a fold and lookups per row; bounded all the same.
@@ -402,6 +396,7 @@ export interface PhoneCountry {
 const countryCache = new Map<string, string | null>();
 const COUNTRY_CACHE_MAX = 4096;
 
+/** A country as given (record column or default) resolved for the phone rule, into `into`. */
 export function resolveCountry(given: string | undefined, into: PhoneCountry): void {
   if (given === undefined || given.trim() === '') {
     into.code = undefined;

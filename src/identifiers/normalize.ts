@@ -1,19 +1,25 @@
 /**
  * Normalization and hashing of CRM identifiers, exactly as the platform expects them (the rules table in the
- * README is the contract): `buildUser` and `userBuilder` turn mapped records into users to send; the rules
- * of each type are in rules.ts, country names in countries.ts, the user's canonical JSON in serialize.ts.
+ * README is the contract): `buildUser` and `userBuilder` turn mapped records into users to send, and
+ * `normalizeIdentifier` one value; the rules of each type are the platform's (platform/identifiers/rules.ts,
+ * TYPE_RULES), country names in countries.ts, the user's canonical JSON in serialize.ts.
  * `buildUser` is the per-row hot path of the `hash` and `upload` pipelines, so it avoids per-call regex
  * construction, closures and needless allocation.
  *
  * Raw values never leave this module except as normalized/hashed output: rejects carry a reason code, the line
  * and the column, never the value.
  */
-import { resolveCountry, type PhoneCountry } from './countries.js';
-import type { PhoneCountryCode, PhoneNotes } from './phone-reading.js';
-import { cleanValue, hashValue, HEX64_RE, TYPE_RULES, type RuleContext } from './rules.js';
-import { typeSaysSomeoneElse } from './vocabulary/index.js';
+import type { PhoneCountryCode, PhoneNotes } from '../platform/identifiers/phone-reading.js';
+import { cleanValue, hashValue, HEX64_RE, TYPE_RULES, type RuleContext } from '../platform/identifiers/rules.js';
 import {
   DEFAULT_PHONE_FORMAT,
+  type Normalized,
+  type PhoneCountry,
+  type PhoneFormat,
+} from '../platform/identifiers/types.js';
+import { resolveCountry } from './countries.js';
+import { typeSaysSomeoneElse } from './vocabulary/index.js';
+import {
   IDENTIFIER_TYPES,
   MAX_VALUE_LENGTH,
   MAX_VALUES_PER_RECORD,
@@ -24,7 +30,6 @@ import {
   type IdentifierType,
   type InputHashed,
   type MappedRecord,
-  type Normalized,
   type NormalizeOptions,
   type Reject,
   type RejectReason,
@@ -37,17 +42,15 @@ export {
   normalizeDeviceId,
   normalizeEmail,
   normalizeHandle,
-  normalizeIdentifier,
   normalizePartnerUserId,
-  normalizePhone,
   normalizeServiceId,
-} from './rules.js';
+} from '../platform/identifiers/rules.js';
+export { DEFAULT_PHONE_FORMAT, type Normalized } from '../platform/identifiers/types.js';
 export { serializeBuiltUser, serializeUser, writeUserFingerprint } from './serialize.js';
 export {
   type AudienceUser,
   type BuildNotes,
   type BuiltUser,
-  DEFAULT_PHONE_FORMAT,
   type FieldValue,
   IDENTIFIER_TYPES,
   type IdentifierType,
@@ -55,7 +58,6 @@ export {
   type MappedRecord,
   MAX_VALUE_LENGTH,
   MAX_VALUES_PER_RECORD,
-  type Normalized,
   type NormalizeOptions,
   type Reject,
   REJECT_REASONS,
@@ -287,4 +289,35 @@ export function userBuilder(opts: NormalizeOptions): (record: MappedRecord) => B
 /** One record turned into its user and rejects (see UserBuilder.build); per-row paths use userBuilder. */
 export function buildUser(record: MappedRecord, opts: NormalizeOptions): BuiltUser {
   return new UserBuilder(opts).build(record);
+}
+
+type OneValueOptions = { country?: string; format?: PhoneFormat; countryCode?: PhoneCountryCode };
+
+/** The context of one value normalized on its own (its country resolved only if it is a phone). */
+function oneValueContext(opts: OneValueOptions): RuleContext {
+  let country: PhoneCountry | undefined;
+  return {
+    phoneCountry() {
+      if (country === undefined) resolveCountry(opts.country, (country = { code: undefined, invalid: false }));
+      return country;
+    },
+    digits: (opts.format ?? DEFAULT_PHONE_FORMAT) === 'digits',
+    countryCode: opts.countryCode ?? 'auto',
+    phoneNotes: { codeWithoutPlus: 0, twoReadings: 0, codeWithoutCountry: 0 },
+    nationalColumn: false,
+  };
+}
+
+/**
+ * One value of any identifier type, normalized by the rules the uploader applies (TYPE_RULES): the
+ * form that is hashed (`hashValue`), or sent as is for `partner_user_id`. `opts` matter to phone
+ * numbers only; `country` is read as exports write it (a code or a name, countries.ts).
+ */
+export function normalizeIdentifier(type: IdentifierType, raw: string, opts: OneValueOptions = {}): Normalized {
+  return TYPE_RULES[type].clean(cleanValue(raw), oneValueContext(opts));
+}
+
+/** One phone value by the phone rule (platform/identifiers/rules.ts): E.164 digits by default (`format`). */
+export function normalizePhone(raw: string, opts: OneValueOptions = {}): Normalized {
+  return normalizeIdentifier('phone_number', raw, opts);
 }

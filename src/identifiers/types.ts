@@ -1,45 +1,18 @@
-/** The identifier types, reject reasons, options and results of normalization (see normalize.ts). */
-import type { PhoneCountryCode } from './phone-reading.js';
+/**
+ * The reject reasons, options and results of a record's normalization (see normalize.ts); the
+ * identifier types and their rules' reasons are the platform's (platform/users.ts, platform/identifiers/).
+ */
+import type { PhoneCountryCode } from '../platform/identifiers/phone-reading.js';
+import { RULE_REJECT_REASONS, type PhoneFormat, type RuleRejectReason } from '../platform/identifiers/types.js';
 import type { AudienceUser, IdentifierType } from '../platform/users.js';
 
 /** Defined by the platform (`platform/users.ts`); re-exported where the identifier domain is read. */
 export { IDENTIFIER_TYPES, type AudienceUser, type IdentifierType } from '../platform/users.js';
 
-export type RejectReason =
-  | 'email_invalid'
-  | 'phone_invalid'
-  | 'phone_needs_country'
-  | 'phone_ambiguous'
-  | 'phone_lossy_number'
-  | 'phone_maybe_national'
-  | 'country_invalid'
-  | 'handle_invalid'
-  | 'device_id_invalid'
-  | 'device_id_opt_out'
-  | 'service_id_invalid'
-  | 'partner_user_id_invalid'
-  | 'hash_invalid'
-  | 'value_too_long'
-  | 'too_many_values'
-  | 'not_own_by_type';
-export const REJECT_REASONS: readonly RejectReason[] = [
-  'email_invalid',
-  'phone_invalid',
-  'phone_needs_country',
-  'phone_ambiguous',
-  'phone_lossy_number',
-  'phone_maybe_national',
-  'country_invalid',
-  'handle_invalid',
-  'device_id_invalid',
-  'device_id_opt_out',
-  'service_id_invalid',
-  'partner_user_id_invalid',
-  'hash_invalid',
-  'value_too_long',
-  'too_many_values',
-  'not_own_by_type',
-];
+/** The record's own reasons, after every rule's (RULE_REJECT_REASONS): not one type's rule but the reading of a record. */
+const RECORD_REJECT_REASONS = ['hash_invalid', 'value_too_long', 'too_many_values', 'not_own_by_type'] as const;
+export type RejectReason = RuleRejectReason | (typeof RECORD_REJECT_REASONS)[number];
+export const REJECT_REASONS: readonly RejectReason[] = [...RULE_REJECT_REASONS, ...RECORD_REJECT_REASONS];
 /**
  * The longest value (after trimming) normalized: no identifier comes near it, and a longer one is
  * rejected before it is lowercased or parsed, so a hostile cell costs nothing.
@@ -52,16 +25,6 @@ export const MAX_VALUE_LENGTH = 512;
  * dedupe that would exhaust a worker's heap.
  */
 export const MAX_VALUES_PER_RECORD = 1000;
-export type Normalized = { ok: true; value: string } | { ok: false; reason: RejectReason };
-/** `digits`: `447946095800` (country code and national number); `e164`: the same with the `+`. */
-export type PhoneFormat = 'e164' | 'digits';
-/**
- * The platform's own hashing tool (ads-platform-tools, hash_tailored_audience_file.py, linked from its user-data
- * normalization page) hashes phones as digits only, and so does the largest other ad platform's documentation:
- * a `+` in the hashed value matches nobody. See docs/normalization.md.
- */
-export const DEFAULT_PHONE_FORMAT: PhoneFormat = 'digits';
-export type { PhoneCountryCode };
 /** `auto`: a 64-hex value is an already-hashed digest; `always`: every value must be one; `never`: hash everything. */
 export type InputHashed = 'auto' | 'always' | 'never';
 

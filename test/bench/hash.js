@@ -71,7 +71,7 @@ async function baseline(file) {
 
 /** Our normalizePhone against libphonenumber-js on every phone of the file. */
 async function differential(file) {
-  const { normalizePhone } = await import('../../dist/identifiers/rules.js'); // not in the package root
+  const { normalizePhone } = await import('../../dist/identifiers/normalize.js'); // not in the package root
   let checked = 0;
   let mismatches = 0;
   const examples = [];

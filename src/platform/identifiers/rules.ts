@@ -1,11 +1,11 @@
 /**
  * The normalization rules of each identifier type (the README's rules table is the contract) and
  * TYPE_RULES, the one table that dispatches on the type. Pure and synchronous; what a phone needs
- * from its row (country, format, notes) comes in a RuleContext.
+ * from its row (country, format, notes) comes in a RuleContext, its country already resolved to a
+ * code by whoever read the row (identifiers/countries.ts reads the names exports write).
  */
-import { partnerUserIdFits } from '../platform/users.js';
-import { sha256Hex } from '../util/sha256.js';
-import { resolveCountry, type PhoneCountry } from './countries.js';
+import { sha256Hex } from '../../util/sha256.js';
+import { IDENTIFIER_TYPES, partnerUserIdFits, type IdentifierType } from '../users.js';
 import {
   AMBIGUOUS,
   LOSSY,
@@ -14,21 +14,13 @@ import {
   type PhoneCountryCode,
   type PhoneNotes,
 } from './phone-reading.js';
-import {
-  DEFAULT_PHONE_FORMAT,
-  IDENTIFIER_TYPES,
-  REJECT_REASONS,
-  type IdentifierType,
-  type Normalized,
-  type PhoneFormat,
-  type RejectReason,
-} from './types.js';
+import { RULE_REJECT_REASONS, type Normalized, type PhoneCountry, type RuleRejectReason } from './types.js';
 
 const OK = true as const;
-const fail = (reason: RejectReason): Normalized => ({ ok: false, reason });
+const fail = (reason: RuleRejectReason): Normalized => ({ ok: false, reason });
 // Rejections are frequent in dirty files: share one frozen object per reason instead of allocating.
-const REJECTED = Object.fromEntries(REJECT_REASONS.map((r) => [r, Object.freeze(fail(r))])) as Record<
-  RejectReason,
+const REJECTED = Object.fromEntries(RULE_REJECT_REASONS.map((r) => [r, Object.freeze(fail(r))])) as Record<
+  RuleRejectReason,
   Normalized
 >;
 
@@ -266,60 +258,36 @@ export interface TypeRule {
   readonly index: number;
   /** Values are hashed and may be given as digests: all types but partner_user_id, sent as is. */
   readonly hashed: boolean;
+  /** What its values are, in words (`its values are not email addresses`). */
+  readonly noun: string;
   /** The normalized form of a value that went through cleanValue. */
   readonly clean: (value: string, ctx: RuleContext) => Normalized;
 }
 
-function rule(type: IdentifierType, clean: TypeRule['clean']): TypeRule {
-  return { index: IDENTIFIER_TYPES.indexOf(type), hashed: type !== 'partner_user_id', clean };
+function rule(type: IdentifierType, noun: string, clean: TypeRule['clean']): TypeRule {
+  return { index: IDENTIFIER_TYPES.indexOf(type), hashed: type !== 'partner_user_id', noun, clean };
 }
 
-/** The one dispatch table by identifier type: buildUser and the one-value functions below go through it. */
+/**
+ * The one dispatch table by identifier type: buildUser and the one-value functions
+ * (identifiers/normalize.ts, normalizeIdentifier) go through it.
+ */
 export const TYPE_RULES: Readonly<Record<IdentifierType, TypeRule>> = {
-  email: rule('email', emailClean),
-  phone_number: rule('phone_number', phoneClean),
-  handle: rule('handle', handleClean),
-  device_id: rule('device_id', deviceIdClean),
-  service_id: rule('service_id', serviceIdClean),
-  partner_user_id: rule('partner_user_id', partnerUserIdClean),
+  email: rule('email', 'email addresses', emailClean),
+  phone_number: rule('phone_number', 'phone numbers', phoneClean),
+  handle: rule('handle', 'handles', handleClean),
+  device_id: rule('device_id', 'advertising ids (UUID or 16 hex digits)', deviceIdClean),
+  service_id: rule('service_id', 'numeric user ids', serviceIdClean),
+  partner_user_id: rule('partner_user_id', 'ids', partnerUserIdClean),
 };
 
-type OneValueOptions = { country?: string; format?: PhoneFormat; countryCode?: PhoneCountryCode };
-
-/** The context of one value normalized on its own (its country resolved only if it is a phone). */
-function oneValueContext(opts: OneValueOptions): RuleContext {
-  let country: PhoneCountry | undefined;
-  return {
-    phoneCountry() {
-      if (country === undefined) resolveCountry(opts.country, (country = { code: undefined, invalid: false }));
-      return country;
-    },
-    digits: (opts.format ?? DEFAULT_PHONE_FORMAT) === 'digits',
-    countryCode: opts.countryCode ?? 'auto',
-    phoneNotes: { codeWithoutPlus: 0, twoReadings: 0, codeWithoutCountry: 0 },
-    nationalColumn: false,
-  };
-}
-
 /**
- * One value of any identifier type, normalized by the rules the uploader applies: the form that is
- * hashed (`hashValue`), or sent as is for `partner_user_id`. `opts` matter to phone numbers only.
- */
-export function normalizeIdentifier(type: IdentifierType, raw: string, opts: OneValueOptions = {}): Normalized {
-  return TYPE_RULES[type].clean(cleanValue(raw), oneValueContext(opts));
-}
-
-/**
- * libphonenumber-js semantics (valid, not merely possible), E.164 digits (`format`, default DEFAULT_PHONE_FORMAT), extensions dropped
+ * libphonenumber-js semantics (valid, not merely possible), E.164 digits (`ctx.digits`, else with `+`), extensions dropped
  * (the person's number is the main number), a spreadsheet's `….0` and scientific forms read back (`phone_lossy_number` when it
  * rounded digits away). A national-format
  * number needs a country: without one it is `phone_needs_country`, with an unknown one `country_invalid`
  * (a number written with `+` ignores the country, so a bad country column does not lose it).
  */
-export function normalizePhone(raw: string, opts: OneValueOptions = {}): Normalized {
-  return normalizeIdentifier('phone_number', raw, opts);
-}
-
 function phoneClean(value: string, ctx: RuleContext): Normalized {
   const country = ctx.phoneCountry();
   const e164 = phoneReading(value, country.code, ctx.countryCode, ctx.phoneNotes, ctx.nationalColumn);
