@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { phoneReading } from '../src/platform/identifiers/phone-reading.js';
+import { reasonType, TYPE_REASONS } from '../src/platform/identifiers/types.js';
 import { describe, expect, it } from 'vitest';
 import {
   DEFAULT_PHONE_FORMAT,
@@ -15,6 +16,7 @@ import {
   normalizePartnerUserId,
   normalizePhone,
   normalizeServiceId,
+  REJECT_REASONS,
   serializeBuiltUser,
   serializeUser,
   type FieldValue,
@@ -30,6 +32,35 @@ const record = (fields: FieldValue[], extra: Partial<MappedRecord> = {}): Mapped
   line: 7,
   fields,
   ...extra,
+});
+
+describe('reject reasons', () => {
+  it("are each type's rule's, by type, then the record's own: the summary's order", () => {
+    expect(REJECT_REASONS).toEqual([
+      'email_invalid',
+      'phone_invalid',
+      'phone_needs_country',
+      'phone_ambiguous',
+      'phone_lossy_number',
+      'phone_maybe_national',
+      'country_invalid',
+      'handle_invalid',
+      'device_id_invalid',
+      'device_id_opt_out',
+      'service_id_invalid',
+      'partner_user_id_invalid',
+      'hash_invalid',
+      'value_too_long',
+      'too_many_values',
+      'not_own_by_type',
+    ]);
+  });
+  it("name the type whose rule gives them (none for the record's own)", () => {
+    for (const type of IDENTIFIER_TYPES) for (const reason of TYPE_REASONS[type]) expect(reasonType(reason)).toBe(type);
+    expect(reasonType('country_invalid')).toBe('phone_number');
+    expect(reasonType('not_own_by_type')).toBeUndefined();
+    expect(reasonType('hash_invalid')).toBeUndefined();
+  });
 });
 
 describe('cleanValue', () => {
