@@ -336,65 +336,67 @@ export class UserDedupe {
 
 /** One shard of UserDedupe (and the table of a partition of AddedUsers): (0, 0) marks an empty slot. */
 export class FingerprintShard {
-  private hi: Uint32Array;
-  private lo: Uint32Array;
+  /**
+   * Slot i's high word at 2i and low word at 2i + 1 (one cache line per probe), as int32: a
+   * Uint32Array hands back words from 2^31 up as heap numbers, which made each probe slower
+   * (UserDedupe, 1M adds: about 350 against 450 ms of CPU).
+   */
+  private table: Int32Array;
   private n = 0;
 
   /** Room for `expected` fingerprints before the table first grows. */
   constructor(expected = 0) {
-    const size = Math.max(64, Math.ceil(expected / 0.85) + 1);
-    this.hi = new Uint32Array(size);
-    this.lo = new Uint32Array(size);
+    this.table = new Int32Array(2 * Math.max(64, Math.ceil(expected / 0.85) + 1));
   }
 
   add(hi: number, lo: number): boolean {
-    if (this.n >= this.hi.length * 0.85) this.grow();
-    if (!this.insert(hi, lo)) return false;
+    if (this.n >= (this.table.length >> 1) * 0.85) this.grow();
+    if (!this.insert(hi | 0, lo | 0)) return false;
     this.n++;
     return true;
   }
 
   /** Empty the table, keeping its size. */
   clear(): void {
-    this.hi.fill(0);
-    this.lo.fill(0);
+    this.table.fill(0);
     this.n = 0;
   }
 
   has(hi: number, lo: number): boolean {
-    const i = this.slot(hi, lo);
-    return this.hi[i] !== 0 || this.lo[i] !== 0;
+    const i = this.slot(hi | 0, lo | 0);
+    return this.table[i] !== 0 || this.table[i + 1] !== 0;
   }
 
+  /** `hi` and `lo` as int32. */
   private insert(hi: number, lo: number): boolean {
     const i = this.slot(hi, lo);
-    if (this.hi[i] !== 0 || this.lo[i] !== 0) return false;
-    this.hi[i] = hi;
-    this.lo[i] = lo;
+    const t = this.table;
+    if (t[i] !== 0 || t[i + 1] !== 0) return false;
+    t[i] = hi;
+    t[i + 1] = lo;
     return true;
   }
 
-  /** The slot holding (hi, lo), or the empty slot where it would go. */
+  /** The index of the slot holding (hi, lo) (int32), or of the empty slot where it would go. */
   private slot(hi: number, lo: number): number {
-    const size = this.hi.length;
+    const t = this.table;
+    const end = t.length;
     // The fingerprint is uniform: its low word spreads the slots.
-    for (let i = lo % size; ;) {
-      const h = this.hi[i] as number;
-      const l = this.lo[i] as number;
+    for (let i = 2 * ((lo & 0x7fffffff) % (end >> 1)); ;) {
+      const h = t[i] as number;
+      const l = t[i + 1] as number;
       if ((h === hi && l === lo) || (h === 0 && l === 0)) return i;
-      if (++i === size) i = 0;
+      i += 2;
+      if (i === end) i = 0;
     }
   }
 
   private grow(): void {
-    const oldHi = this.hi;
-    const oldLo = this.lo;
-    const size = Math.ceil(oldHi.length * 1.25);
-    this.hi = new Uint32Array(size);
-    this.lo = new Uint32Array(size);
-    for (let i = 0; i < oldHi.length; i++) {
-      const h = oldHi[i] as number;
-      const l = oldLo[i] as number;
+    const old = this.table;
+    this.table = new Int32Array(2 * Math.ceil((old.length >> 1) * 1.25));
+    for (let i = 0; i < old.length; i += 2) {
+      const h = old[i] as number;
+      const l = old[i + 1] as number;
       if (h !== 0 || l !== 0) this.insert(h, l);
     }
   }
