@@ -11,7 +11,7 @@ import globals from 'globals';
  */
 export const LAYERS = [
   ['cli'],
-  ['index', 'internal'],
+  ['index'],
   ['sandbox', 'upload'],
   ['state'],
   ['hashing'],
@@ -41,11 +41,8 @@ export function forbidden(unit) {
       const theirs = layerOf(other);
       if (unit === 'sandbox' && !SANDBOX_IMPORTS.includes(other))
         return [other, `layers: the sandbox imports none of the client's rules (only ${SANDBOX_IMPORTS.join(', ')})`];
-      if (unit === 'cli' && other !== 'internal')
-        return [other, 'layers: the CLI imports the library only through src/internal.ts'];
-      if (other === 'internal' && unit !== 'cli') return [other, 'layers: only the CLI imports src/internal.ts'];
-      if (other === 'sandbox' && unit !== 'internal')
-        return [other, 'layers: only src/internal.ts imports the sandbox (the library never runs it)'];
+      if (other === 'sandbox' && unit !== 'cli')
+        return [other, 'layers: only the CLI imports the sandbox (the library never runs it)'];
       if (theirs < mine)
         return [other, `layers: ${unit} (layer ${mine}) imports nothing of ${other}, a layer above it`];
       if (theirs === mine)
@@ -57,7 +54,7 @@ export function forbidden(unit) {
 
 /** One no-restricted-imports config per unit (flat config replaces a rule's options, never merges them). */
 function layerConfig(unit) {
-  const nested = !['index', 'internal', 'errors', 'version'].includes(unit);
+  const nested = !['index', 'errors', 'version'].includes(unit);
   const prefix = nested ? '(\\.\\./)+' : '\\./';
   const patterns = forbidden(unit).map(([other, message]) => ({ regex: reaching(other, prefix), message }));
   return {
@@ -89,8 +86,24 @@ export const LAYER_CONFIGS = [
     .filter((unit) => unit !== 'cli')
     .map(layerConfig),
   {
-    // The CLI is a client of the library: it imports it only through the internal barrel. Its
-    // shared modules import no command (main.ts registers them).
+    // The CLI sits on top: it imports the modules that define what it uses (no barrel), the
+    // sandbox only through its entry, and its shared modules import no command (main.ts registers them).
+    files: ['src/cli/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(\\.\\./)+sandbox/(?!index\\.js$)',
+              message: 'layers: the CLI reaches the sandbox through its entry, sandbox/index.js',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['src/cli/*.ts'],
     ignores: ['src/cli/main.ts'],
     rules: {
@@ -99,28 +112,12 @@ export const LAYER_CONFIGS = [
         {
           patterns: [
             {
-              group: ['../*', '!../internal.js'],
-              message: 'layers: the CLI imports the library only through ../internal.js',
+              regex: '^(\\.\\./)+sandbox/(?!index\\.js$)',
+              message: 'layers: the CLI reaches the sandbox through its entry, sandbox/index.js',
             },
             {
               regex: '^\\./commands/',
               message: 'layers: only main.ts imports a command (commands sit above what they share)',
-            },
-          ],
-        },
-      ],
-    },
-  },
-  {
-    files: ['src/cli/main.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              group: ['../*', '!../internal.js'],
-              message: 'layers: the CLI imports the library only through ../internal.js',
             },
           ],
         },
@@ -135,8 +132,8 @@ export const LAYER_CONFIGS = [
         {
           patterns: [
             {
-              group: ['../../*', '!../../internal.js'],
-              message: 'layers: the CLI imports the library only through ../../internal.js',
+              regex: '^(\\.\\./)+sandbox/(?!index\\.js$)',
+              message: 'layers: the CLI reaches the sandbox through its entry, sandbox/index.js',
             },
             { regex: '^\\./', message: 'layers: a command imports no other command (what two share goes to src/cli/)' },
           ],

@@ -2,7 +2,8 @@
  * audience-kit's public surface: what a data pipeline needs to normalize, hash and upload a
  * customer list. Every name here is a promise kept across minor versions, so the list is
  * reviewed (test/public-api.json fails the build when a name appears or disappears by
- * accident). The CLI and the tests use src/internal.ts; the sandbox is `audience-kit/sandbox`.
+ * accident). The CLI and the tests import the modules that define what they use; the sandbox is
+ * `audience-kit/sandbox`.
  */
 export { VERSION } from './version.js';
 

@@ -19,28 +19,31 @@ import {
 } from '../src/errors.js';
 import {
   accessToken,
-  AdsClient,
-  createClient,
   createCustomAudience,
-  DEFAULT_RATE_LIMIT_POLICY,
   deleteCustomAudience,
   deleteDoNotReachList,
   getCustomAudience,
   listAudiencePermissions,
   listCustomAudiences,
-  paginate,
-  parseOAuthHeader,
   postCustomAudienceUsers,
   requestToken,
   revokeAudiencePermission,
+} from '../src/api/endpoints.js';
+import {
+  AdsClient,
+  createClient,
+  type ClientOptions,
+  type RequestEvent as ClientRequestEvent,
+  type WaitEvent as ClientWaitEvent,
+} from '../src/api/client.js';
+import {
+  DEFAULT_RATE_LIMIT_POLICY,
   SlidingWindowLimiter,
   retryAfterMs,
-  verifyOauth1Signature,
-  type ClientOptions,
-  type ClientRequestEvent,
-  type ClientWaitEvent,
   type RateLimitPolicy,
-} from '../src/api/index.js';
+} from '../src/api/rate-limit.js';
+import { paginate } from '../src/api/pagination.js';
+import { parseOAuthHeader, verifyOauth1Signature } from '../src/api/oauth.js';
 import { findRateLimitRules } from '../src/api/rate-limit.js';
 import { USER_AGENT } from '../src/version.js';
 

@@ -9,7 +9,6 @@ import { AuthError, ConfigError, HttpError } from '../src/errors.js';
 import {
   accessToken,
   authorizeUrl,
-  createClient,
   createCustomAudience,
   createDoNotReachList,
   deleteCustomAudience,
@@ -21,18 +20,21 @@ import {
   listCustomAudiences,
   listDoNotReachLists,
   listTargetedCampaigns,
-  paginate,
   postCustomAudienceUsers,
   postDoNotReachListUsers,
   requestToken,
   revokeAudiencePermission,
   updateCustomAudience,
+  type UserOperation,
+} from '../src/api/endpoints.js';
+import {
+  createClient,
   type AdsClient,
   type ClientOptions,
-  type ClientRequestEvent,
-  type ClientWaitEvent,
-  type UserOperation,
-} from '../src/api/index.js';
+  type RequestEvent as ClientRequestEvent,
+  type WaitEvent as ClientWaitEvent,
+} from '../src/api/client.js';
+import { paginate } from '../src/api/pagination.js';
 import { startSandbox, type Sandbox } from '../src/sandbox/index.js';
 
 const sha = (v: string) => createHash('sha256').update(v).digest('hex');

@@ -9,9 +9,10 @@ import {
   LANGUAGES,
   typeSaysSomeoneElse,
 } from '../src/identifiers/vocabulary/index.js';
-import { hashValue, isKnownColumnName, resolveMapping, type ColumnMapping } from '../src/internal.js';
+import { hashValue } from '../src/identifiers/normalize.js';
+import { isKnownColumnName, resolveMapping, type ColumnMapping } from '../src/identifiers/mapping.js';
 import { normalizeCountryCode } from '../src/identifiers/countries.js';
-import { createHashSummary } from '../src/internal.js';
+import { createHashSummary } from '../src/hashing/summary.js';
 import { runCli } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
 

@@ -1,7 +1,10 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createHashSummary, hashRecords, hashValue, resolveMapping, type BuiltUser } from '../src/internal.js';
+import { createHashSummary } from '../src/hashing/summary.js';
+import { hashRecords } from '../src/hashing/pipeline.js';
+import { hashValue, type BuiltUser } from '../src/identifiers/normalize.js';
+import { resolveMapping } from '../src/identifiers/mapping.js';
 import { describeMapping, summaryHints } from '../src/cli/hints.js';
 import { runCli } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';

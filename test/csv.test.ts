@@ -4,18 +4,10 @@ import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import Papa from 'papaparse';
 import { describe, expect, it } from 'vitest';
-import {
-  ConfigError,
-  hashCsv,
-  InputError,
-  openCsv,
-  readCsv,
-  resolveMapping,
-  scanRecords,
-  type CsvBadRow,
-  type CsvRow,
-  type ReadCsvOptions,
-} from '../src/internal.js';
+import { ConfigError, InputError } from '../src/errors.js';
+import { hashCsv } from '../src/hashing/pipeline.js';
+import { openCsv, readCsv, scanRecords, type CsvBadRow, type CsvRow, type ReadCsvOptions } from '../src/ingest/csv.js';
+import { resolveMapping } from '../src/identifiers/mapping.js';
 import { describeMapping } from '../src/cli/hints.js';
 import { parseCsvChunk } from '../src/ingest/csv.js';
 import { mulberry32 } from '../src/sandbox/faults.js';

@@ -10,7 +10,7 @@ import { flagNames, withFlagNames } from '../src/cli/flag-names.js';
 import { parseStateUrl } from '../src/state/open-store.js';
 import { fixForStatus } from '../src/api/parse-error.js';
 import { AudienceKitError, ConfigError } from '../src/errors.js';
-import { createClient, type ClientOptions } from '../src/api/index.js';
+import { createClient, type ClientOptions } from '../src/api/client.js';
 import { resolveMapping } from '../src/identifiers/mapping.js';
 import { parseRemovalCap } from '../src/upload/sync-plan.js';
 

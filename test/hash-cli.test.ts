@@ -15,14 +15,10 @@ import {
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import {
-  createHashSummary,
-  hashRecords,
-  hashValue,
-  mergeHashSummary,
-  readCsv,
-  serializeUser,
-} from '../src/internal.js';
+import { createHashSummary, mergeHashSummary } from '../src/hashing/summary.js';
+import { hashRecords } from '../src/hashing/pipeline.js';
+import { hashValue, serializeUser } from '../src/identifiers/normalize.js';
+import { readCsv } from '../src/ingest/csv.js';
 import { summaryHints } from '../src/cli/hints.js';
 import { BIN, CALLING_THREAD, FIXTURES, runCli, startCli } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';

@@ -2,23 +2,13 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import {
-  ConfigError,
-  createHashSummary,
-  hashCsv,
-  hashRecords,
-  hashValue,
-  mergeHashSummary,
-  readCsv,
-  serializeUser,
-  type BuiltUser,
-  findKey,
-  isKnownFresh,
-  KeyTableBuilder,
-  type HashCsvOptions,
-  type HashCsvRun,
-  type HashSummary,
-} from '../src/internal.js';
+import { ConfigError } from '../src/errors.js';
+import { createHashSummary, mergeHashSummary, type HashSummary } from '../src/hashing/summary.js';
+import { hashCsv, hashRecords, type HashCsvOptions, type HashCsvRun } from '../src/hashing/pipeline.js';
+import { hashValue, serializeUser, type BuiltUser } from '../src/identifiers/normalize.js';
+import { readCsv } from '../src/ingest/csv.js';
+import { findKey, isKnownFresh } from '../src/hashing/known-users.js';
+import { KeyTableBuilder } from '../src/state/key-table.js';
 import { renderHashSummary } from '../src/cli/hash-summary.js';
 import { guardInput } from '../src/hashing/reject-guard.js';
 import { FIXTURES } from './helpers/cli.js';

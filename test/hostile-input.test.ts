@@ -14,20 +14,18 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { EXIT_CODES } from '../src/cli/exit-codes.js';
 import { startSandbox } from '../src/sandbox/index.js';
 import { CALLING_THREAD, runCli } from './helpers/cli.js';
+import { hashCsv, type HashCsvOptions } from '../src/hashing/pipeline.js';
+import { InputError } from '../src/errors.js';
 import {
-  hashCsv,
-  InputError,
   MAX_HEADER_COLUMNS,
   MAX_RECORD_BYTES,
-  MAX_VALUE_LENGTH,
-  MAX_VALUES_PER_RECORD,
   openCsv,
   readCsv,
   type CsvBadRow,
   type CsvRow,
-  type HashCsvOptions,
-  type HashSummary,
-} from '../src/internal.js';
+} from '../src/ingest/csv.js';
+import { MAX_VALUE_LENGTH, MAX_VALUES_PER_RECORD } from '../src/identifiers/normalize.js';
+import { type HashSummary } from '../src/hashing/summary.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'ak-hostile-in-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));

@@ -23,7 +23,7 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, CALLING_THREAD, cliArgs, cliEnv, runCli } from './helpers/cli.js';
-import { createClient, type AdsClient } from '../src/api/index.js';
+import { createClient, type AdsClient } from '../src/api/client.js';
 import { AudienceKitError, EnvironmentError } from '../src/errors.js';
 import { EXIT_CODES } from '../src/cli/exit-codes.js';
 import { csvCell } from '../src/ingest/csv.js';

@@ -148,9 +148,13 @@ describe('layers of src/', () => {
     expect(lint('src/api/endpoints.ts', "import type { AudienceUser } from '../identifiers/normalize.js';")).toEqual([
       expect.stringMatching(/api and identifiers share layer 6: neither imports the other/),
     ]);
-    expect(lint('src/upload/run.ts', "import { runCli } from '../internal.js';")).toEqual([
-      expect.stringMatching(/only the CLI imports src\/internal\.ts/),
+    expect(lint('src/upload/run.ts', "import { startSandbox } from '../sandbox/index.js';")).toEqual([
+      expect.stringMatching(/only the CLI imports the sandbox/),
     ]);
+    expect(lint('src/cli/send-session.ts', "import { startSandbox } from '../sandbox/server.js';")).toEqual([
+      expect.stringMatching(/the CLI reaches the sandbox through its entry/),
+    ]);
+    expect(lint('src/cli/send-session.ts', "import { startSandbox } from '../sandbox/index.js';")).toEqual([]);
     expect(lint('src/upload/run.ts', "import { openStore } from '../state/open-store.js';")).toEqual([]);
     expect(lint('src/sandbox/server.ts', "import { isLoopbackHost } from '../util/host.js';")).toEqual([]);
   });

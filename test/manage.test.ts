@@ -3,7 +3,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, postCustomAudienceUsers } from '../src/api/index.js';
+import { createClient } from '../src/api/client.js';
+import { postCustomAudienceUsers } from '../src/api/endpoints.js';
 import { startSandbox, type Sandbox } from '../src/sandbox/index.js';
 import { runCli, type CliResult } from './helpers/cli.js';
 

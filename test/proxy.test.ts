@@ -2,7 +2,8 @@ import { createServer, request as httpRequest, type Server } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { ProxyAgent } from 'undici';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createClient, listCustomAudiences } from '../src/internal.js';
+import { createClient } from '../src/api/client.js';
+import { listCustomAudiences } from '../src/api/endpoints.js';
 import { startSandbox, type Sandbox } from '../src/sandbox/index.js';
 import { runCli } from './helpers/cli.js';
 

@@ -4,8 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createClient, type AdsClient } from '../src/api/client.js';
 import {
-  createClient,
   createCustomAudience,
   createDoNotReachList,
   deleteCustomAudience,
@@ -21,8 +21,7 @@ import {
   postDoNotReachListUsers,
   revokeAudiencePermission,
   updateCustomAudience,
-  type AdsClient,
-} from '../src/api/index.js';
+} from '../src/api/endpoints.js';
 import { AuthError, HttpError } from '../src/errors.js';
 import { FIXTURES, runCli } from './helpers/cli.js';
 import { undocumentedParts } from './helpers/documented-requests.js';

@@ -7,7 +7,7 @@ import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
-import { createClient, type AdsClient } from '../src/api/index.js';
+import { createClient, type AdsClient } from '../src/api/client.js';
 import type { Clock } from '../src/util/clock.js';
 import type { AuditRecord } from '../src/state/audit.js';
 import type { TakeoverWait } from '../src/state/store.js';

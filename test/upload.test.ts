@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createClient, type AdsClient } from '../src/api/index.js';
+import { createClient, type AdsClient } from '../src/api/client.js';
 import { AuthError, ConfigError } from '../src/errors.js';
 import { hashRecords, type RawRecord } from '../src/hashing/pipeline.js';
 import { findJournal, RunJournal, type JournalKey } from '../src/state/journal.js';

@@ -4,16 +4,14 @@
  * and the client they produce, with `--debug` request lines that carry no headers or bodies.
  */
 import type { Argv } from 'yargs';
+import { ConfigError } from '../errors.js';
 import {
-  ConfigError,
   CONNECTION_ENV_VARS,
-  MAX_ATTEMPTS_LIMIT,
   resolveConnectionConfig,
-  type AdsClient,
-  type ClientOptions,
   type ConnectionValues,
   type ResolvedConnectionConfig,
-} from '../internal.js';
+} from '../api/config.js';
+import { MAX_ATTEMPTS_LIMIT, type AdsClient, type ClientOptions } from '../api/client.js';
 import type { CliContext } from './context.js';
 import { createCliClient } from './proxy.js';
 import { writeLine, type GlobalArgs } from './output.js';

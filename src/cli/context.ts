@@ -1,6 +1,6 @@
 import { getEventListeners } from 'node:events';
 import type { Readable, Writable } from 'node:stream';
-import { EnvironmentError, environmentError } from '../internal.js';
+import { EnvironmentError, environmentError } from '../errors.js';
 import { EXIT_CODES } from './exit-codes.js';
 
 /**

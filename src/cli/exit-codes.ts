@@ -13,7 +13,7 @@ import {
   InputError,
   ResponseShapeError,
   StateError,
-} from '../internal.js';
+} from '../errors.js';
 
 export const EXIT_CODES = {
   /** Every user confirmed / command succeeded. */

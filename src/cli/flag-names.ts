@@ -3,7 +3,7 @@
  * them with flags. Every error the CLI prints goes through withFlagNames (reportError), and so
  * do the errors in its JSON reports.
  */
-import { AudienceKitError } from '../internal.js';
+import { AudienceKitError } from '../errors.js';
 
 /**
  * Library option names as they appear in messages → the flags that set them. A name is matched

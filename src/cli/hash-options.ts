@@ -5,23 +5,14 @@
 import { resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { Argv, Options } from 'yargs';
-import {
-  CONSENT_POLICIES,
-  ConfigError,
-  consentJson,
-  type ConsentPolicy,
-  DEFAULT_PHONE_FORMAT,
-  encodingLabel,
-  guardInput,
-  IDENTIFIER_TYPES,
-  type ColumnMapping,
-  type RejectGuardOptions,
-  type CsvDelimiter,
-  type HashCsvOptions,
-  type HashCsvRun,
-  type HashSummary,
-  type NormalizeOptions,
-} from '../internal.js';
+import { CONSENT_POLICIES, type ConsentPolicy } from '../identifiers/consent.js';
+import { ConfigError } from '../errors.js';
+import { consentJson, type HashSummary } from '../hashing/summary.js';
+import { DEFAULT_PHONE_FORMAT, IDENTIFIER_TYPES, type NormalizeOptions } from '../identifiers/normalize.js';
+import { encodingLabel, type CsvDelimiter } from '../ingest/csv.js';
+import { guardInput, type RejectGuardOptions } from '../hashing/reject-guard.js';
+import { type ColumnMapping } from '../identifiers/mapping.js';
+import { type HashCsvOptions, type HashCsvRun } from '../hashing/pipeline.js';
 import type { CliContext } from './context.js';
 import { describeMapping, summaryHints } from './hints.js';
 import { writeLine } from './output.js';

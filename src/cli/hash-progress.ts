@@ -3,7 +3,7 @@
  * has lasted a second (small files print nothing), cleared before the summary. Counts, rate and
  * ETA only, fitted to the terminal's width.
  */
-import { fitProgressLine, formatDuration, percentAndEta, type ProgressPart } from '../internal.js';
+import { fitProgressLine, formatDuration, percentAndEta, type ProgressPart } from '../upload/progress.js';
 
 export interface HashProgressOptions {
   write: (text: string) => void;

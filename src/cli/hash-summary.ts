@@ -1,13 +1,12 @@
 /** The hashing summary as plain text for a terminal (`hash` and `upload` print it). */
 import {
   type ConsentCounts,
-  IDENTIFIER_TYPES,
-  REJECT_REASONS,
   SUMMARY_LINES,
   type HashReasonCount,
   type HashSummary,
   type HashTypeCounts,
-} from '../internal.js';
+} from '../hashing/summary.js';
+import { IDENTIFIER_TYPES, REJECT_REASONS } from '../identifiers/normalize.js';
 
 // Lines are kept once each, up to SUMMARY_LINES: only a full list can have more behind it.
 const withMore = (r: HashReasonCount): string =>

@@ -5,21 +5,17 @@
  * calling code without `+`, cells holding several values, country values it did not recognize).
  * Column names, counts and country values only: never identifiers.
  */
+import { columnLabel, isCountryLikeName, looksLikeData, type ColumnMapping } from '../identifiers/mapping.js';
+import { consentKindWords } from '../identifiers/consent.js';
 import {
-  columnLabel,
-  consentKindWords,
-  isCountryLikeName,
   IDENTIFIER_TYPES,
-  looksLikeData,
-  reasonType,
-  type ColumnMapping,
-  type HashSummary,
-  type HashTypeCounts,
   type IdentifierType,
-  type NationalEvidence,
   type NormalizeOptions,
   type RejectReason,
-} from '../internal.js';
+} from '../identifiers/normalize.js';
+import { reasonType } from '../platform/identifiers/types.js';
+import { type HashSummary, type HashTypeCounts } from '../hashing/summary.js';
+import { type NationalEvidence } from '../identifiers/content.js';
 
 /** A type whose rejected share is above this gets a line saying why. */
 export const REJECT_SHARE_HINT = 0.05;

@@ -1,5 +1,6 @@
 import yargs, { type Argv, type CommandModule } from 'yargs';
-import { ConfigError, VERSION } from '../internal.js';
+import { ConfigError } from '../errors.js';
+import { VERSION } from '../version.js';
 import { processContext, type CliContext } from './context.js';
 import { describeParseFailure, type ParseContext } from './parse-errors.js';
 import { exitCodesEpilogue, reportFailure, writeLine, type GlobalArgs } from './output.js';

@@ -4,20 +4,11 @@
  * every command group (auth too), with the exit codes its commands use.
  */
 import type { Argv, CommandModule } from 'yargs';
-import {
-  AuthError,
-  ConfigError,
-  HttpError,
-  ID_LIST_MAX,
-  LIST_COUNT_MAX,
-  listTargetedCampaigns,
-  paginate,
-  type AdsClient,
-  type ErrorCode,
-  type HttpErrorInit,
-  type Page,
-  type TargetingRecord,
-} from '../internal.js';
+import { AuthError, ConfigError, HttpError, type ErrorCode, type HttpErrorInit } from '../errors.js';
+import { ID_LIST_MAX, LIST_COUNT_MAX, listTargetedCampaigns } from '../api/endpoints.js';
+import { paginate, type Page } from '../api/pagination.js';
+import { type AdsClient } from '../api/client.js';
+import { type TargetingRecord } from '../api/schemas.js';
 import { parseWholeNumber, withClient, withConnectionOptions, type ConnectionArgs } from './connection.js';
 import type { CliContext } from './context.js';
 import {

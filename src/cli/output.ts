@@ -1,5 +1,7 @@
 import { basename } from 'node:path';
-import { asKitError, AudienceKitError, environmentError, errorJson, HttpError, stateFailure } from '../internal.js';
+import { asKitError, errorJson } from '../upload/report.js';
+import { AudienceKitError, environmentError, HttpError } from '../errors.js';
+import { stateFailure } from '../state/fs.js';
 import type { CliContext } from './context.js';
 import { withFlagNames } from './flag-names.js';
 import { EXIT_CODES, exitCodeFor } from './exit-codes.js';

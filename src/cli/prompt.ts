@@ -1,7 +1,7 @@
 /** Questions asked on the terminal, and the confirmation deleting commands ask for. */
 import { createInterface } from 'node:readline';
 import type { Argv } from 'yargs';
-import { ConfigError } from '../internal.js';
+import { ConfigError } from '../errors.js';
 import type { CliContext } from './context.js';
 import type { CliErrorCode } from './exit-codes.js';
 

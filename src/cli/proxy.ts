@@ -5,7 +5,8 @@
  * process.env, so an in-process run sees only what it was given.
  */
 import { EnvHttpProxyAgent, type Dispatcher } from 'undici';
-import { AdsClient, agentOptions, ConfigError, type ClientOptions } from '../internal.js';
+import { AdsClient, agentOptions, type ClientOptions } from '../api/client.js';
+import { ConfigError } from '../errors.js';
 
 function proxyVariable(env: NodeJS.ProcessEnv, name: string): string {
   return env[name.toLowerCase()] ?? env[name] ?? '';

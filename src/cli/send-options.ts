@@ -4,16 +4,12 @@
  */
 import { basename } from 'node:path';
 import type { Options } from 'yargs';
-import {
-  ConfigError,
-  DEFAULT_BATCH_LIMITS,
-  DEFAULT_MAX_RETRIES,
-  DEFAULT_UPLOAD_CONCURRENCY,
-  EnvironmentError,
-  type RunInput,
-  type UploadReport,
-  type UploadTarget,
-} from '../internal.js';
+import { ConfigError, EnvironmentError } from '../errors.js';
+import { DEFAULT_BATCH_LIMITS } from '../upload/plan.js';
+import { DEFAULT_MAX_RETRIES, DEFAULT_UPLOAD_CONCURRENCY } from '../upload/options.js';
+import { type RunInput } from '../upload/run-facts.js';
+import { type UploadReport } from '../upload/types.js';
+import { type UploadTarget } from '../upload/target.js';
 import { checkSandboxConnectionFlags, type ConnectionArgs } from './connection.js';
 import type { HashOptionArgs } from './hash-options.js';
 import type { GlobalArgs } from './output.js';

@@ -3,19 +3,11 @@
  * the embedded sandbox with its new target, Ctrl-C, and closing what was opened.
  */
 import { basename } from 'node:path';
-import {
-  createClient,
-  createDoNotReachList,
-  createTargetLike,
-  describeTarget,
-  hashCsv,
-  startSandbox,
-  type AdsClient,
-  type HashCsvRun,
-  type Sandbox,
-  type Target,
-  type TargetKind,
-} from '../internal.js';
+import { createClient, type AdsClient } from '../api/client.js';
+import { createDoNotReachList } from '../api/endpoints.js';
+import { createTargetLike, describeTarget, type Target, type TargetKind } from '../upload/target.js';
+import { hashCsv, type HashCsvRun } from '../hashing/pipeline.js';
+import { startSandbox, type Sandbox } from '../sandbox/index.js';
 import { clientFromArgs, withDebugLines, withTransportFlags } from './connection.js';
 import type { CliContext } from './context.js';
 import { guardRun, type SendInput } from './hash-options.js';

@@ -12,14 +12,9 @@ import { existsSync, readdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Options } from 'yargs';
-import {
-  ConfigError,
-  describeTarget,
-  parseStateUrl,
-  targetSnapshot,
-  type StateSpec,
-  type UploadTarget,
-} from '../internal.js';
+import { ConfigError } from '../errors.js';
+import { describeTarget, targetSnapshot, type UploadTarget } from '../upload/target.js';
+import { parseStateUrl, type StateSpec } from '../state/open-store.js';
 import type { CliContext } from './context.js';
 import { writeLine } from './output.js';
 import type { CliErrorCode } from './exit-codes.js';

@@ -8,7 +8,7 @@
  * A new option is one line in the fields of the entries that take it.
  */
 import { z } from 'zod';
-import type { AdsClient } from '../api/index.js';
+import { type AdsClient } from '../api/client.js';
 import { DEFAULT_MIN_AUDIENCE_SIZE } from './audience-size.js';
 import { ConfigError } from '../errors.js';
 import { resolveRowRules, type HashRecordsOptions } from '../hashing/pipeline.js';

@@ -7,7 +7,8 @@
  * not match, which the client cannot see. So a batch that always gets a 500 costs exactly
  * `maxAttempts` requests. Every attempt of either kind is counted (`SendTally`) as it goes out.
  */
-import type { AdsClient, UserBatchResult } from '../api/index.js';
+import { type AdsClient } from '../api/client.js';
+import { type UserBatchResult } from '../api/schemas.js';
 import { AuthError, BatchVerificationError, ConfigError, ConnectionError } from '../errors.js';
 import type { BatchGroup } from './plan.js';
 import { backoffMs, isAborted, type Clock } from '../util/clock.js';

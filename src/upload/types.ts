@@ -2,7 +2,7 @@
  * The upload's public shapes: what goes in (users, options), what comes out (progress, report).
  * Only types here, so every other upload module can import them without a cycle.
  */
-import type { AdsClient } from '../api/index.js';
+import { type AdsClient } from '../api/client.js';
 import type { AudienceKitError } from '../errors.js';
 import type { PackedUsers } from '../hashing/chunk.js';
 import type { HashRecordsOptions, RawRecord } from '../hashing/pipeline.js';

@@ -38,7 +38,8 @@ import { createInterface } from 'node:readline';
 import { BIN, flag, fmt, measure, opt, ROOT, rows } from './common.js';
 import { freshDatabase } from './pg.js';
 
-const DIST = `${ROOT}dist/internal.js`;
+const SANDBOX = `${ROOT}dist/sandbox/index.js`; // the sandbox's entry (audience-kit/sandbox)
+const LIBRARY = `${ROOT}dist/index.js`;
 const DATA = `${ROOT}test/bench/data/`;
 
 /** The generated export with `n` rows (made on first use). */
@@ -78,7 +79,7 @@ async function slice(source, out, from, to) {
  */
 function startSandboxProcess() {
   const script = `
-    import { startSandbox } from ${JSON.stringify(DIST)};
+    import { startSandbox } from ${JSON.stringify(SANDBOX)};
     import { createInterface } from 'node:readline';
     import { createHash } from 'node:crypto';
     const s = await startSandbox({ seed: 1 });
@@ -444,7 +445,7 @@ async function libraryRun(n, store, run, script, audience) {
 
 function librarySyncScript(n, state, audience) {
   return `
-    import { createClient, syncAudience } from ${JSON.stringify(DIST)};
+    import { createClient, syncAudience } from ${JSON.stringify(LIBRARY)};
     const info = JSON.parse(process.env.AK_BENCH_SANDBOX);
     const client = createClient({ adsBaseUrl: info.adsBaseUrl, credentials: info.credentials });
     // Rows as a database cursor gives them, one at a time.

@@ -15,7 +15,8 @@ import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BIN, dataFile, flag, fmt, measure, opt, ROOT, rows } from './common.js';
 
-const DIST = `${ROOT}dist/internal.js`; // the sandbox and the rate policy are not in the package root
+const SANDBOX = `${ROOT}dist/sandbox/index.js`; // the sandbox's entry (audience-kit/sandbox)
+const LIBRARY = `${ROOT}dist/index.js`;
 
 /**
  * The sandbox in its own process (a fair peer: it does not share the uploader's event loop).
@@ -24,7 +25,7 @@ const DIST = `${ROOT}dist/internal.js`; // the sandbox and the rate policy are n
  */
 function startSandboxProcess(options = {}) {
   const script = `
-    import { startSandbox } from ${JSON.stringify(DIST)};
+    import { startSandbox } from ${JSON.stringify(SANDBOX)};
     import { createInterface } from 'node:readline';
     const s = await startSandbox(${JSON.stringify({ seed: 1, ...options })});
     const newAudience = () => s.state.createCustomAudience(s.accounts.primary, 'bench').id;
@@ -152,7 +153,8 @@ sandbox.stop();
 
 if (!flag('skip-rate')) {
   // Scaled-down policy: 30 requests per 2 s on both sides; the client must never draw a 429.
-  const { startSandbox, createClient } = await import(DIST);
+  const { startSandbox } = await import(SANDBOX);
+  const { createClient } = await import(LIBRARY);
   const { uploadAudience } = await import(`${ROOT}dist/index.js`);
   const { DEFAULT_RATE_LIMIT_POLICY } = await import(`${ROOT}dist/api/rate-limit.js`);
   const policy = {

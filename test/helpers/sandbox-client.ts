@@ -1,6 +1,6 @@
 /** A sandbox and a client signed for it with instant retries and waits, both closed after each test. */
 import { afterEach } from 'vitest';
-import { createClient, type AdsClient, type ClientOptions } from '../../src/api/index.js';
+import { createClient, type AdsClient, type ClientOptions } from '../../src/api/client.js';
 import { startSandbox, type Sandbox, type SandboxOptions } from '../../src/sandbox/index.js';
 import { fastForwardClock } from './clock.js';
 

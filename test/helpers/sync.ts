@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, expect } from 'vitest';
-import type { ClientOptions } from '../../src/api/index.js';
+import { type ClientOptions } from '../../src/api/client.js';
 import type { RawRecord } from '../../src/hashing/pipeline.js';
 import type { Sandbox, SandboxOptions } from '../../src/sandbox/index.js';
 import { UserKeySet } from '../../src/sandbox/state.js';

@@ -1,19 +1,16 @@
 import type { Argv, CommandModule } from 'yargs';
+import { ConfigError, ConnectionError, HttpError } from '../../errors.js';
 import {
-  ConfigError,
-  ConnectionError,
   createCustomAudience,
   deleteCustomAudience,
   getCustomAudience,
-  HttpError,
-  isRetryableStatus,
   listCustomAudiences,
-  sleep,
   updateCustomAudience,
-  type AdsClient,
-  type CustomAudience,
   type PermissionScope,
-} from '../../internal.js';
+} from '../../api/endpoints.js';
+import { isRetryableStatus, type AdsClient } from '../../api/client.js';
+import { sleep } from '../../util/clock.js';
+import { type CustomAudience } from '../../api/schemas.js';
 import { parseDuration, withClient } from '../connection.js';
 import type { CliContext } from '../context.js';
 import { confirmDeletion, withYesOption, type YesArgs } from '../prompt.js';

@@ -2,25 +2,22 @@ import { stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import type { Argv, CommandModule } from 'yargs';
+import { accessToken, authorizeUrl, requestToken } from '../../api/endpoints.js';
+import { AuthError, ConfigError } from '../../errors.js';
 import {
-  accessToken,
-  AuthError,
-  authorizeUrl,
-  ConfigError,
   CONNECTION_ENV_VARS,
   CONNECTION_FIELDS,
   CONNECTION_FLAG_NAMES,
   inspectConnectionConfig,
   removeProfileCredentials,
-  requestToken,
   saveProfileCredentials,
   SECRET_CONNECTION_FIELDS,
-  type AccessTokenResponse,
-  type AdsClient,
   type ConnectionConfigReport,
   type ConnectionField,
   type ResolvedConnectionConfig,
-} from '../../internal.js';
+} from '../../api/config.js';
+import { type AccessTokenResponse } from '../../api/schemas.js';
+import { type AdsClient } from '../../api/client.js';
 import {
   connectionFlags,
   withAppConnectionOptions,

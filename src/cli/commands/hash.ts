@@ -6,22 +6,13 @@ import { finished } from 'node:stream/promises';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
 import type { Argv, CommandModule } from 'yargs';
-import {
-  ConfigError,
-  csvCell,
-  EnvironmentError,
-  environmentError,
-  hashCsvHeader,
-  hashCsv,
-  makeDirs,
-  mappedTypes,
-  guardFailure,
-  type CsvBadRow,
-  type HashCsvOptions,
-  type HashCsvRun,
-  type RejectGuardOptions,
-  type Reject,
-} from '../../internal.js';
+import { ConfigError, EnvironmentError, environmentError } from '../../errors.js';
+import { csvCell, type CsvBadRow } from '../../ingest/csv.js';
+import { hashCsvHeader, mappedTypes } from '../../hashing/chunk.js';
+import { hashCsv, type HashCsvOptions, type HashCsvRun } from '../../hashing/pipeline.js';
+import { makeDirs } from '../../util/make-dirs.js';
+import { guardFailure, type RejectGuardOptions } from '../../hashing/reject-guard.js';
+import { type Reject } from '../../identifiers/normalize.js';
 import type { CliContext } from '../context.js';
 import { HashProgress } from '../hash-progress.js';
 import { renderHashSummary } from '../hash-summary.js';

@@ -1,11 +1,7 @@
 import type { Argv, CommandModule } from 'yargs';
-import {
-  grantAudiencePermission,
-  HttpError,
-  listAudiencePermissions,
-  revokeAudiencePermission,
-  type AudiencePermission,
-} from '../../internal.js';
+import { grantAudiencePermission, listAudiencePermissions, revokeAudiencePermission } from '../../api/endpoints.js';
+import { HttpError } from '../../errors.js';
+import { type AudiencePermission } from '../../api/schemas.js';
 import { withClient } from '../connection.js';
 import type { CliContext } from '../context.js';
 import { confirmDeletion, withYesOption, type YesArgs } from '../prompt.js';

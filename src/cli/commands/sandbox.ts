@@ -1,13 +1,13 @@
 import { once } from 'node:events';
 import type { CommandModule } from 'yargs';
+import { ConfigError } from '../../errors.js';
 import {
-  ConfigError,
   DEFAULT_SANDBOX_RATE_LIMIT,
   parseFaultSpec,
   startSandbox,
   type Sandbox,
   type SandboxOptions,
-} from '../../internal.js';
+} from '../../sandbox/index.js';
 import type { CliContext } from '../context.js';
 import { handle, writeJson, writeLine, type GlobalArgs } from '../output.js';
 import { EXIT_CODES } from '../exit-codes.js';

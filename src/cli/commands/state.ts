@@ -5,7 +5,9 @@
  */
 import { resolve } from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
-import { ConfigError, grantsSql, moveState, schemaSql, SCHEMA_VERSION, type StateMoveReport } from '../../internal.js';
+import { ConfigError } from '../../errors.js';
+import { grantsSql, schemaSql, SCHEMA_VERSION } from '../../state/postgres/schema.js';
+import { moveState, type StateMoveReport } from '../../state/move.js';
 import type { CliContext } from '../context.js';
 import { EXIT_CODES } from '../exit-codes.js';
 import { commandGroup } from '../manage.js';

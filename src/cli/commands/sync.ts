@@ -5,27 +5,18 @@
  */
 import { resolve } from 'node:path';
 import type { CommandModule, Options } from 'yargs';
-import {
-  asKitError,
-  ConfigError,
-  defaultAuditLogPath,
-  DEFAULT_REFRESH_AFTER_DAYS,
-  openStateStore,
-  MAX_REFRESH_AFTER_DAYS,
-  reportJson,
-  resendSnapshot,
-  checkSyncOptions,
-  describeTarget,
-  stateFailure,
-  syncAudience,
-  type HashCsvRun,
-  type StateSpec,
-  type StateStore,
-  type SyncAudienceOptions,
-  type SyncPlanCounts,
-  type SyncReport,
-  type TakeoverWait,
-} from '../../internal.js';
+import { asKitError, reportJson } from '../../upload/report.js';
+import { ConfigError } from '../../errors.js';
+import { defaultAuditLogPath } from '../../state/audit.js';
+import { DEFAULT_REFRESH_AFTER_DAYS, type SyncPlanCounts } from '../../upload/sync-plan.js';
+import { openStateStore, type StateSpec } from '../../state/open-store.js';
+import { MAX_REFRESH_AFTER_DAYS, checkSyncOptions, syncAudience, type SyncAudienceOptions } from '../../upload/sync.js';
+import { resendSnapshot } from '../../upload/sync-refill.js';
+import { describeTarget } from '../../upload/target.js';
+import { stateFailure } from '../../state/fs.js';
+import { type HashCsvRun } from '../../hashing/pipeline.js';
+import { type StateStore, type TakeoverWait } from '../../state/store.js';
+import { type SyncReport } from '../../upload/sync-report.js';
 import { withConnectionOptions } from '../connection.js';
 import type { CliContext } from '../context.js';
 import { settleState, STATE_URL_OPTION } from '../state-dir.js';

@@ -2,23 +2,21 @@ import { resolve } from 'node:path';
 import type { CommandModule } from 'yargs';
 import {
   checkRunOptions,
-  describeTarget,
-  ProgressPrinter,
-  reportJson,
   runUpload,
-  unfinishedRunError,
-  type HashCsvRun,
-  type PackedBatch,
   type RunNotice,
-  openStateStore,
   type RunUploadOptions,
-  type StateSpec,
-  type StateStore,
-  type Target,
   type UnfinishedRunPolicy,
-  type UploadReport,
-  writeFileNoFollow,
-} from '../../internal.js';
+} from '../../upload/run.js';
+import { describeTarget, type Target } from '../../upload/target.js';
+import { ProgressPrinter } from '../../upload/progress.js';
+import { reportJson } from '../../upload/report.js';
+import { unfinishedRunError } from '../../state/journal.js';
+import { type HashCsvRun } from '../../hashing/pipeline.js';
+import { type PackedBatch } from '../../upload/plan.js';
+import { openStateStore, type StateSpec } from '../../state/open-store.js';
+import { type StateStore } from '../../state/store.js';
+import { type UploadReport } from '../../upload/types.js';
+import { writeFileNoFollow } from '../../state/fs.js';
 import { withConnectionOptions } from '../connection.js';
 import type { CliContext } from '../context.js';
 import { settleState } from '../state-dir.js';
