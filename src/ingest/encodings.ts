@@ -15,7 +15,7 @@
  * a malformed row (with its line), never a U+FFFD that would be hashed.
  */
 import { InputError } from '../errors.js';
-import { ACCENTED_WORDS, headerLanguages, LANGUAGES } from '../identifiers/vocabulary/index.js';
+import { headerLanguages, isAccentedWord, LANGUAGES } from '../identifiers/vocabulary/index.js';
 
 /** A WHATWG encoding name (`new TextDecoder(label).encoding`): `utf-8`, `utf-16le`, `windows-1252`, `shift_jis`… */
 export type CsvEncoding = string;
@@ -564,7 +564,7 @@ function compare(a: EncodingReading, b: EncodingReading): Comparison {
 
 /**
  * The words of `text` that are column-name words of the vocabulary written beyond ASCII
- * (ACCENTED_WORDS: `società`, `geschäftlich`, `país`) and that `other` (aligned) reads otherwise.
+ * (isAccentedWord: `società`, `geschäftlich`, `país`) and that `other` (aligned) reads otherwise.
  * Header words are few, but they are the file's most certain words: one is evidence enough.
  */
 function knownOnlyIn(text: string, other: string): number {
@@ -572,7 +572,7 @@ function knownOnlyIn(text: string, other: string): number {
   for (const m of text.matchAll(WORD)) {
     const word = m[0];
     const there = other.slice(m.index, m.index + word.length);
-    if (word !== there && ACCENTED_WORDS.has(word.toLowerCase()) && !ACCENTED_WORDS.has(there.toLowerCase())) n++;
+    if (word !== there && isAccentedWord(word.toLowerCase()) && !isAccentedWord(there.toLowerCase())) n++;
   }
   return n;
 }

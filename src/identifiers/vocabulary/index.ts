@@ -50,21 +50,31 @@ export function foldWord(word: string): string {
 const CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}ー]/u;
 const CJK_RUN = /([\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}ー]+)/gu;
 
+/**
+ * A table built on its first use, not at import: the hashing workers import this module (for
+ * typeSaysSomeoneElse) but read the tables only for paired type columns, and building them all
+ * cost each worker about 20 ms of start-up.
+ */
+function once<T>(build: () => T): () => T {
+  let value: T | undefined;
+  return () => (value ??= build());
+}
+
 /** Folded word → its class (first class of WORD_CLASSES when in several). */
-export const WORDS: ReadonlyMap<string, WordClass> = (() => {
-  const words = new Map<string, WordClass>();
+const wordClasses = once((): ReadonlyMap<string, WordClass> => {
+  const table = new Map<string, WordClass>();
   for (const cls of [...WORD_CLASSES].reverse())
     for (const language of Object.values(LANGUAGES))
-      for (const w of language[cls]) for (const f of splitWords(w)) words.set(f, cls);
-  return words;
-})();
+      for (const w of language[cls]) for (const f of splitWords(w)) table.set(f, cls);
+  return table;
+});
 
 /**
  * The vocabulary's words written with letters beyond ASCII, as written (NFC, lower case), in every
  * language: `città`, `société`, `geschäftlich`. Evidence of a legacy encoding (src/ingest/encodings.ts):
  * a header word that reads as one of them in one code page and as no word in another.
  */
-export const ACCENTED_WORDS: ReadonlySet<string> = (() => {
+const accentedWords = once((): ReadonlySet<string> => {
   const words = new Set<string>();
   for (const language of Object.values(LANGUAGES))
     for (const cls of WORD_CLASSES)
@@ -75,13 +85,20 @@ export const ACCENTED_WORDS: ReadonlySet<string> = (() => {
           .split(/[^\p{L}]+/u))
           if (/[^\0-\x7f]/u.test(part) && !CJK.test(part)) words.add(part);
   return words;
-})();
+});
+
+/** Whether `word` (lower case, NFC) is one of the vocabulary's words written with letters beyond ASCII. */
+export function isAccentedWord(word: string): boolean {
+  return accentedWords().has(word);
+}
 
 /** Each language's words, folded: which languages a header word belongs to. */
-const LANGUAGE_WORDS: readonly [string, ReadonlySet<string>][] = Object.entries(LANGUAGES).map(([code, language]) => [
-  code,
-  new Set(WORD_CLASSES.flatMap((cls) => language[cls].flatMap(splitWords))),
-]);
+const languageWords = once((): readonly [string, ReadonlySet<string>][] =>
+  Object.entries(LANGUAGES).map(([code, language]) => [
+    code,
+    new Set(WORD_CLASSES.flatMap((cls) => language[cls].flatMap(splitWords))),
+  ]),
+);
 
 /**
  * The languages of a header row: of the first `lines` of a text, the line with the most
@@ -95,8 +112,8 @@ export function headerLanguages(text: string, lines = 20): string[] {
     const hits = new Map<string, number>();
     let known = 0;
     for (const w of words) {
-      if (WORDS.has(w)) known++;
-      for (const [code, set] of LANGUAGE_WORDS) if (set.has(w)) hits.set(code, (hits.get(code) ?? 0) + 1);
+      if (wordClasses().has(w)) known++;
+      for (const [code, set] of languageWords()) if (set.has(w)) hits.set(code, (hits.get(code) ?? 0) + 1);
     }
     if (known > best.known) best = { known, hits };
   }
@@ -147,7 +164,7 @@ const partOk = (piece: string, last: boolean): boolean =>
  * a phone word).
  */
 function headOk(piece: string): boolean {
-  const cls = WORDS.get(piece);
+  const cls = wordClasses().get(piece);
   if (!HEAD_CLASSES.has(cls)) return false;
   return CJK.test(piece) || piece.length >= (cls === 'someoneElse' || cls === 'line' ? 3 : 4);
 }
@@ -159,7 +176,7 @@ function compound(word: string): string[] | undefined {
     for (let j = 0; j < i; j++) {
       const before = best[j];
       const piece = word.slice(j, i);
-      if (before === undefined || !WORDS.has(piece) || !partOk(piece, i === word.length)) continue;
+      if (before === undefined || !wordClasses().has(piece) || !partOk(piece, i === word.length)) continue;
       const current = best[i];
       if (current === undefined || before.length + 1 < current.length) best[i] = [...before, piece];
     }
@@ -184,17 +201,17 @@ const HEAD_CLASSES: ReadonlySet<WordClass | undefined> = new Set([
  */
 export function wordParts(word: string): NamePart[] {
   if (/^\p{N}+$/u.test(word)) return [{ word, cls: 'own' }];
-  const cls = WORDS.get(word);
+  const cls = wordClasses().get(word);
   if (cls !== undefined) return [{ word, cls }];
   const split = compound(word);
-  if (split !== undefined) return split.map((w) => ({ word: w, cls: WORDS.get(w) }));
+  if (split !== undefined) return split.map((w) => ({ word: w, cls: wordClasses().get(w) }));
   for (let i = 1; i < word.length; i++) {
     const tail = word.slice(i);
-    if (headOk(tail)) return [...wordParts(word.slice(0, i)), { word: tail, cls: WORDS.get(tail) }];
+    if (headOk(tail)) return [...wordParts(word.slice(0, i)), { word: tail, cls: wordClasses().get(tail) }];
   }
   for (let i = word.length - 1; i > 0; i--) {
     const head = word.slice(0, i);
-    if (headOk(head)) return [{ word: head, cls: WORDS.get(head) }, ...wordParts(word.slice(i))];
+    if (headOk(head)) return [{ word: head, cls: wordClasses().get(head) }, ...wordParts(word.slice(i))];
   }
   return [{ word, cls: undefined }];
 }
