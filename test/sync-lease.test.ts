@@ -15,6 +15,7 @@ import { advisoryKey } from '../src/state/postgres/keys.js';
 import { PostgresStore } from '../src/state/postgres/store.js';
 import { snapshotDir } from '../src/state/snapshot.js';
 import { withoutPasswords } from '../src/cli/process-title.js';
+import { EXIT_CODES, exitCodeFor } from '../src/cli/exit-codes.js';
 import { BIN, CALLING_THREAD, cliEnv, runCli } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
 import { sandboxEnv } from './helpers/upload-cli.js';
@@ -385,28 +386,73 @@ describe('a takeover after an unclean end', () => {
   });
 });
 
+/**
+ * A target synced once in the directory store, `faults` set for the next sync; `replace()` puts
+ * another process's lock in the place of that sync's (a lock removed by hand, then taken), ends
+ * the faults and counts the posts sent until then (`posts()`).
+ */
+async function lockToReplace(faults: string) {
+  const t = await setup();
+  await syncOf(t, customers(range(0, 100)));
+  const lock = `${snapshotDir(t.stateDir, { accountId: t.sandbox.accounts.primary, kind: 'custom_audience', id: t.audienceId })}.lock`;
+  t.sandbox.setFaults(faults);
+  let posts = -1;
+  const replace = (): void => {
+    rmSync(lock);
+    writeFileSync(lock, JSON.stringify({ pid: process.pid, host: hostname(), since: new Date().toISOString() }));
+    t.sandbox.setFaults('');
+    posts = userPosts(t.sandbox, t.audienceId);
+  };
+  return { t, lock, replace, posts: () => posts };
+}
+
 describe('the directory store’s lease', () => {
   it('a sync whose lock file is replaced while it waits sends nothing more and commits nothing; the next sync ends exact', async () => {
-    const t = await setup();
-    await syncOf(t, customers(range(0, 100)));
-    const lock = `${snapshotDir(t.stateDir, { accountId: t.sandbox.accounts.primary, kind: 'custom_audience', id: t.audienceId })}.lock`;
-    t.sandbox.setFaults('503=1@1+2');
-    let posts = -1;
-    const clock = hookedClock(async () => {
-      // Another process's lock in its place (a lock removed by hand, then taken).
-      rmSync(lock);
-      writeFileSync(lock, JSON.stringify({ pid: process.pid, host: hostname(), since: new Date().toISOString() }));
-      t.sandbox.setFaults('');
-      posts = userPosts(t.sandbox, t.audienceId);
-    });
+    const { t, lock, replace, posts } = await lockToReplace('503=1@1+2');
+    const clock = hookedClock(() => Promise.resolve(replace()));
     const client = waitingClient(t, clock);
     const first = await syncOf(t, customers(range(0, 150)), { client, clock, leaseIntervalMs: LEASE_MS });
     expect(first).toMatchObject({ status: 'failed', error: { code: 'state_lease_lost' } });
-    expect(userPosts(t.sandbox, t.audienceId)).toBe(posts);
+    expect(userPosts(t.sandbox, t.audienceId)).toBe(posts());
     rmSync(lock);
     const next = customers([...range(0, 80), ...range(200, 210)]);
     await syncOf(t, next, { maxRemovals: '100%' });
     expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, next));
+  });
+});
+
+/** A fast clock whose first sleep runs `hook`, then lasts until its signal aborts (the lease found lost). */
+function clockWaitingForLoss(hook: () => void): Clock {
+  let skew = 0;
+  let hooked = false;
+  return {
+    now: () => Date.now() + skew,
+    sleep: async (ms, signal) => {
+      signal?.throwIfAborted();
+      skew += ms;
+      if (hooked) return;
+      hooked = true;
+      hook();
+      await new Promise((_, reject) => signal?.addEventListener('abort', () => reject(signal.reason as Error)));
+    },
+  };
+}
+
+describe('a lease lost during the back-off before a re-send', () => {
+  it('ends the sync and its batch as the lease lost (exit 8), not as a stop', async () => {
+    const { t, lock, replace, posts } = await lockToReplace('mismatch@1+2');
+    // The heartbeat finds the lock replaced while the sender waits to re-send after the mismatches.
+    const clock = clockWaitingForLoss(replace);
+    const client = waitingClient(t, clock);
+    const first = await syncOf(t, customers(range(0, 150)), { client, clock, leaseIntervalMs: LEASE_MS });
+    expect(first).toMatchObject({
+      status: 'failed',
+      error: { code: 'state_lease_lost' },
+      update: { status: 'failed', batches_confirmed: 0 },
+    });
+    expect(exitCodeFor(first.error)).toBe(EXIT_CODES.environment);
+    expect(userPosts(t.sandbox, t.audienceId)).toBe(posts());
+    rmSync(lock);
   });
 });
 

@@ -75,15 +75,18 @@ export async function sendBatch(
   shouldStop: () => boolean,
 ): Promise<SendOutcome> {
   for (let attempt = 0; ; attempt++) {
+    // A lease lost during a wait aborts the run's signal too: checked first, it is fatal, never a stop.
+    if (leaseLost(o)) return { kind: 'fatal', error: o.lease?.signal.reason };
     if (shouldStop()) return { kind: 'stopped' };
     if (attempt > 0) tally.resends++;
     let result: UserBatchResult | UserBatchResult[];
     try {
       result = await post(o, batch, tally);
     } catch (error) {
+      if (leaseLost(o)) return { kind: 'fatal', error: o.lease?.signal.reason };
       // The run's signal ended a wait or a retry of the request: not a failure, left for a resumed run.
       if (isAborted(o.signal) && isAbortOf(error)) return { kind: 'stopped' };
-      return isFatal(error, o) ? { kind: 'fatal', error } : { kind: 'failed', error };
+      return isFatal(error) ? { kind: 'fatal', error } : { kind: 'failed', error };
     }
     const v = verify(batch, result);
     if (v.error === undefined) return { kind: 'confirmed', success: v.success, total: v.total };
@@ -92,7 +95,7 @@ export async function sendBatch(
     // The first re-send goes at once (a count mismatch is usually transient), then back off.
     if (attempt > 0) {
       const wait = backoffMs(attempt, { baseMs: o.retryBaseMs, maxMs: MAX_RESEND_BACKOFF_MS }, o.random);
-      // An abort ends the wait (the sleep rejects): the next turn's shouldStop() stops the batch.
+      // An abort ends the wait (the sleep rejects): the next turn's checks end the batch.
       await o.clock.sleep(wait, o.signal).catch((error: unknown) => {
         if (!isAborted(o.signal)) throw error;
       });
@@ -115,10 +118,13 @@ function post(o: SenderOptions, batch: SendableBatch, tally: SendTally): Promise
 /** The client's error for a request its signal ended. */
 const isAbortOf = (error: unknown): boolean => error instanceof ConnectionError && error.code === 'request_aborted';
 
-/** Errors after which sending more is pointless: credentials, permission, configuration, a lost lease. */
-function isFatal(error: unknown, o: SenderOptions): boolean {
-  return error instanceof AuthError || error instanceof ConfigError || o.lease?.signal.aborted === true;
+/** Errors after which sending more is pointless: credentials, permission, configuration (a lost lease is too). */
+function isFatal(error: unknown): boolean {
+  return error instanceof AuthError || error instanceof ConfigError;
 }
+
+/** The sync's lease is known lost: its error (the signal's reason) ends the batch and the run. */
+const leaseLost = (o: SenderOptions): boolean => o.lease?.signal.aborted === true;
 
 /** Checks the platform's counts against the users sent; `error` when they do not prove every user was taken. */
 export function verify(
