@@ -1,9 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { EnvironmentError } from '../src/errors.js';
+import { stateFs } from '../src/state/fs.js';
 import { PostgresStore } from '../src/state/postgres/store.js';
 import type { StateStore } from '../src/state/store.js';
 import { schemaSql, SCHEMA_VERSION } from '../src/state/postgres/schema.js';
@@ -363,6 +366,75 @@ describe('PostgreSQL store: a damaged snapshot has a way out', () => {
       expect(next.status).toBe('completed');
     },
   );
+});
+
+describe('PostgreSQL store: a disk error of the private copy is the disk’s, not the database’s', () => {
+  const realWrite = stateFs.writeSync;
+  const realTruncate = stateFs.ftruncateSync;
+  afterEach(() => {
+    stateFs.writeSync = realWrite;
+    stateFs.ftruncateSync = realTruncate;
+  });
+  const noSpace = (syscall: string): never => {
+    throw Object.assign(new Error(`ENOSPC: no space left on device, ${syscall}`), { code: 'ENOSPC', syscall });
+  };
+
+  /** A store whose target holds the golden snapshot's files. */
+  async function committed(url: string): Promise<StateStore> {
+    const store = await PostgresStore.open(url);
+    const first = await store.lockTarget(GOLDEN_TARGET);
+    for (const f of ['index', 'data.0']) cpSync(join(GOLDEN, f), join(first.dir, f));
+    await first.persist();
+    await first.release();
+    return store;
+  }
+
+  /** The directory store's error for the disk, its fix naming where the copy lives; nothing of the database. */
+  function expectCopyFailure(error: unknown, code: string, url: string): void {
+    expect(error).toBeInstanceOf(EnvironmentError);
+    const e = error as EnvironmentError;
+    expect(e).toMatchObject({ code });
+    expect(e.path.startsWith(join(tmpdir(), 'audience-kit-state-'))).toBe(true);
+    expect(e.fix).toMatch(/TMPDIR/);
+    for (const text of [e.message, e.fix ?? '']) {
+      expect(text).not.toContain(new URL(url).host);
+      expect(text).not.toMatch(/database/);
+    }
+  }
+
+  it.each([
+    ['a write', () => (stateFs.writeSync = () => noSpace('write'))],
+    ['a truncation', () => (stateFs.ftruncateSync = () => noSpace('ftruncate'))],
+  ])('%s refused while the copy is written: disk_full at the copy’s path, with its fix', async (_, fail) => {
+    const url = await postgresStateUrl();
+    const store = await committed(url);
+    try {
+      fail();
+      const error = await store.lockTarget(GOLDEN_TARGET).then(
+        (session) => session.release(),
+        (e: unknown) => e,
+      );
+      expectCopyFailure(error, 'disk_full', url);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a file of the copy that cannot be read at the commit: its own error, not state_connection_lost', async () => {
+    const url = await postgresStateUrl();
+    const store = await committed(url);
+    try {
+      const session = await store.lockTarget(GOLDEN_TARGET);
+      // A directory where the data file was: reading it fails with EISDIR.
+      rmSync(join(session.dir, 'data.0'));
+      mkdirSync(join(session.dir, 'data.0'));
+      const error = await session.persist().catch((e: unknown) => e);
+      await session.release();
+      expectCopyFailure(error, 'path_not_file', url);
+    } finally {
+      await store.close();
+    }
+  });
 });
 
 describe('PostgreSQL store: a server that can lose acknowledged commits is refused', () => {

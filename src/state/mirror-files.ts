@@ -5,11 +5,14 @@
  * stores only what changed (a data file's changed blocks, file-delta.ts; any other file whole);
  * a sync's write-ahead records replayed over the files in order. Written once for every backend.
  */
-import { closeSync, existsSync, ftruncateSync, openSync, readdirSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { EnvironmentError, environmentError } from '../errors.js';
 import { collectYoung } from '../util/collect.js';
 import type { CommittedView, CommitWriter, StoredFileHead, WriteAheadRecord } from './backend.js';
 import { COMMITTED_FILE, corrupt, RECOVER_FIX, SnapshotError } from './snapshot-format.js';
+import { stateFs } from './fs.js';
 import { writeAt } from './snapshot-index.js';
 import {
   changedRanges,
@@ -62,6 +65,25 @@ interface CommittedFiles {
 const SHA256_BYTES = 32;
 
 /**
+ * A file call on the private copy (in the temporary directory): its failure is the directory
+ * store's error for the disk (`disk_full`, `state_not_writable`, `io_error`…, as environmentError
+ * names it), the fix naming where the copy lives; never the database's (a backend's transaction
+ * the call runs in would report it as its connection lost).
+ */
+export function onCopy<T>(doing: string, path: string, call: () => T): T {
+  try {
+    return call();
+  } catch (error) {
+    const e = environmentError(error, doing, path);
+    if (!(e instanceof EnvironmentError)) throw e;
+    throw new EnvironmentError(e.code, e.message, { path: e.path, cause: e.cause, fix: copyFix() });
+  }
+}
+
+const copyFix = (): string =>
+  `a sync keeps a private copy of its target's snapshot in the temporary directory (${tmpdir()}, from TMPDIR): free space there (about 113 bytes per user of the target) or fix its permissions, or set TMPDIR to a writable directory on another disk; then run the sync again`;
+
+/**
  * Write the committed files of `target` into `dir`, each checked against its size and SHA-256. A
  * file that fails (a damaged, missing or misplaced row, a wrong size or digest) is left in `dir`
  * as its rows rebuilt it, for a recovery to salvage what it can, and the first such failure is
@@ -102,7 +124,7 @@ function checkFile(
   path: string,
   rows: { stored: number; end: number },
 ): SnapshotError | undefined {
-  const scan = scanFile(path, false);
+  const scan = onCopy('reading', path, () => scanFile(path, false));
   // A file of schema 1 has no SHA-256: its parts must cover it exactly, as they did there.
   const whole = file.sha256 === null ? rows.stored === file.size && rows.end === file.size : rows.end === file.size;
   if (whole && (file.sha256 === null || file.sha256.equals(scan.sha256))) return undefined;
@@ -118,7 +140,7 @@ async function applyRows(
   file: StoredFileHead,
   path: string,
 ): Promise<{ stored: number; nextSeq: number; end: number } | SnapshotError> {
-  const fd = openSync(path, 'w', 0o600);
+  const fd = onCopy('creating', path, () => openSync(path, 'w', 0o600));
   let stored = 0;
   let end = 0;
   let nextSeq = 0;
@@ -126,14 +148,14 @@ async function applyRows(
   try {
     for await (const { seq, bytes: row } of rows) {
       for (const { offset, bytes } of unpackRow(row, file.size, file.name)) {
-        writeAt(fd, bytes, offset, path);
+        onCopy('writing', path, () => writeAt(fd, bytes, offset, path));
         stored += bytes.length;
         end = Math.max(end, offset + bytes.length);
       }
       nextSeq = seq + 1;
       if (++read % COLLECT_EVERY_ROWS === 0) collectYoung();
     }
-    ftruncateSync(fd, file.size);
+    onCopy('truncating', path, () => stateFs.ftruncateSync(fd, file.size));
   } catch (error) {
     if (error instanceof SnapshotError) return error;
     throw error;
@@ -144,7 +166,7 @@ async function applyRows(
 }
 
 function stampOf(path: string): { stamp: string; ino: bigint } {
-  const s = statSync(path, { bigint: true });
+  const s = onCopy('reading', path, () => statSync(path, { bigint: true }));
   return { stamp: `${s.ino}:${s.size}:${s.mtimeNs}`, ino: s.ino };
 }
 
@@ -156,7 +178,8 @@ export function filesChanged(dir: string, stored: StoredFiles): boolean {
   );
 }
 
-const committedFiles = (dir: string): string[] => readdirSync(dir).filter((name) => COMMITTED_FILE.test(name));
+const committedFiles = (dir: string): string[] =>
+  onCopy('reading', dir, () => readdirSync(dir)).filter((name) => COMMITTED_FILE.test(name));
 
 /**
  * Store the committed files of `dir` that differ from `stored` (inside the backend's commit):
@@ -213,14 +236,15 @@ async function writeFile(
   stamp: { stamp: string; ino: bigint },
   prev: StoredFile | undefined,
 ): Promise<StoredFile> {
-  const scan = scanFile(path, IN_PLACE_FILE.test(name));
+  const scan = onCopy('reading', path, () => scanFile(path, IN_PLACE_FILE.test(name)));
   const delta = await changedSinceStored(writer, name, prev, stamp.ino, scan);
   const patch = prev !== undefined && delta !== undefined && prev.stored + rangeBytes(delta) <= FOLD * scan.size;
   const ranges = patch ? delta : scan.size > 0 ? [0, scan.size] : [];
   const sealed = scan.blocks === undefined ? null : sealBlocks(scan.sha256, scan.size, scan.blocks);
   await writer.put({ name, size: scan.size, sha256: scan.sha256, blocks: sealed }, !patch);
   let seq = patch ? prev.nextSeq : 0;
-  for (const row of packRows(path, ranges)) await writer.row(name, seq++, row);
+  const rows = onCopy('reading', path, () => packRows(path, ranges));
+  for (let r; !(r = onCopy('reading', path, () => rows.next())).done;) await writer.row(name, seq++, r.value);
   const stored = (patch ? prev.stored : 0) + rangeBytes(ranges);
   return { ...stamp, size: scan.size, stored, nextSeq: seq };
 }
@@ -258,12 +282,14 @@ function replayRow(dir: string, row: WriteAheadRecord): void {
   const path = join(dir, row.file);
   // Not 'a': an append-mode descriptor ignores the position.
   const fresh = (row.file === 'pending' && row.offset === 0) || !existsSync(path);
-  const fd = openSync(path, fresh ? 'w' : 'r+', 0o600);
-  try {
-    writeAt(fd, row.data, row.offset, path);
-  } finally {
-    closeSync(fd);
-  }
+  onCopy('writing', path, () => {
+    const fd = openSync(path, fresh ? 'w' : 'r+', 0o600);
+    try {
+      writeAt(fd, row.data, row.offset, path);
+    } finally {
+      closeSync(fd);
+    }
+  });
 }
 
 function writeAheadDamaged(what: string): SnapshotError {

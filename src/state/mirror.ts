@@ -9,11 +9,11 @@
 import { lstatSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { environmentError } from '../errors.js';
 import { processRunning } from '../util/process.js';
 import type { BackendLease, StateBackend } from './backend.js';
 import {
   filesChanged,
+  onCopy,
   readCommittedFiles,
   replayWriteAhead,
   writeCommittedFiles,
@@ -118,12 +118,10 @@ class MirrorSession implements TargetSession {
   static async open(held: BackendLease): Promise<TargetSession> {
     let dir: string | undefined;
     try {
-      try {
+      dir = onCopy('creating a private copy of the snapshot in', tmpdir(), () => {
         removeDeadCopies();
-        dir = mkdtempSync(join(tmpdir(), `${COPY_PREFIX}${process.pid}-`));
-      } catch (error) {
-        throw environmentError(error, 'creating a private copy of the snapshot in', tmpdir());
-      }
+        return mkdtempSync(join(tmpdir(), `${COPY_PREFIX}${process.pid}-`));
+      });
       const into = dir;
       const read = await held.read(async (view) => {
         const stored = await readCommittedFiles(view, into);
