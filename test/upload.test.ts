@@ -17,7 +17,7 @@ import {
 import type { Sandbox, SandboxOptions } from '../src/sandbox/index.js';
 import { sleep } from '../src/util/clock.js';
 import { formatUploadProgress, ProgressPrinter } from '../src/upload/progress.js';
-import { maxDoNotReachExpiry } from '../src/platform/targets.js';
+import { maxDoNotReachExpiry } from '../src/platform/kinds/do-not-reach-list.js';
 import { resolveUploadGroup } from '../src/upload/options.js';
 import type { UploadProgress } from '../src/upload/types.js';
 import { uploadAudience } from './helpers/small-audience.js';

@@ -18,6 +18,7 @@ import { USER_AGENT } from '../version.js';
 import { oauth1Header, percentEncode } from './oauth.js';
 import { buildHttpError } from './parse-error.js';
 import { buildQueryString, type QueryValue } from './query.js';
+import type { HttpMethod } from '../platform/request.js';
 import {
   DEFAULT_RATE_LIMIT_POLICY,
   SlidingWindowLimiter,
@@ -101,8 +102,6 @@ export interface ClientStats {
   /** 429 answers received (0 when the client-side limiter did its job). */
   rateLimited: number;
 }
-
-export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
 export interface ApiRequest<T> {
   method: HttpMethod;

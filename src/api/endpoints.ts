@@ -3,9 +3,11 @@
  * path-encoded; bounds from the reference are checked before anything is sent.
  */
 import type { Lease } from '../util/lease.js';
-import { z } from 'zod';
 import { ConfigError, HttpError } from '../errors.js';
 import { ID_LIST_MAX, LIST_COUNT_MAX, USER_BATCH_LIMITS, type OperationType } from '../platform/batch.js';
+import { CUSTOM_AUDIENCE, customAudiencePath, customAudiencesPath } from '../platform/kinds/custom-audience.js';
+import { DO_NOT_REACH_LIST, doNotReachListPath, doNotReachListsPath } from '../platform/kinds/do-not-reach-list.js';
+import { pathSegment as seg, type RequestSpec } from '../platform/request.js';
 import type { AudienceUser } from '../platform/users.js';
 import type { AdsClient } from './client.js';
 import { checkCount, checkIdList, checkTotalCountCursor, type Page } from './pagination.js';
@@ -18,7 +20,6 @@ import {
   pageEnvelope,
   requestTokenSchema,
   targetingRecordSchema,
-  userBatchResultSchema,
   type AccessTokenResponse,
   type AudiencePermission,
   type CustomAudience,
@@ -26,7 +27,6 @@ import {
   type PermissionLevel,
   type RequestTokenResponse,
   type TargetingRecord,
-  type UserBatchResult,
 } from './schemas.js';
 
 export type UserOperation = {
@@ -40,12 +40,6 @@ export type UserBatchBody =
 
 /** The platform's limits (`platform/batch.ts`), which these functions check before sending. */
 export { ID_LIST_MAX, LIST_COUNT_MAX, USER_BATCH_LIMITS };
-
-const seg = (id: string, name: string): string => {
-  if (id === '')
-    throw new ConfigError('invalid_parameter', `Invalid ${name}: empty`, { fix: `Give a non-empty ${name}` });
-  return encodeURIComponent(id);
-};
 
 function batchBody(input: UserBatchBody): Buffer {
   if (input.operations !== undefined && input.operations.length > USER_BATCH_LIMITS.maxOperations) {
@@ -89,63 +83,60 @@ async function deleteOnce<T extends { deleted?: boolean | undefined }>(
   }
 }
 
-// ---- user batches -------------------------------------------------------------------------
-// Retrying a user batch is safe: adding the same users again (or removing them again) leaves
-// the audience unchanged, so the request is idempotent even though it is a POST.
+// ---- requests the platform folder states ------------------------------------------------------
 
-export async function postCustomAudienceUsers(
-  c: AdsClient,
-  p: {
-    accountId: string;
-    customAudienceId: string;
-    signal?: AbortSignal | undefined;
-    /** Ends the request's waits and retries, not an attempt already sent (ApiRequest.stopSignal). */
-    stopSignal?: AbortSignal | undefined;
-    onAttempt?: (() => void) | undefined;
-    lease?: Lease | undefined;
-  } & UserBatchBody,
-): Promise<UserBatchResult> {
-  const res = await c.request({
-    method: 'POST',
-    path: `/12/accounts/${seg(p.accountId, 'account id')}/custom_audiences/${seg(p.customAudienceId, 'custom audience id')}/users`,
-    json: batchBody(p),
-    schema: dataEnvelope(userBatchResultSchema),
-    ...(p.signal === undefined ? {} : { signal: p.signal }),
-    ...(p.stopSignal === undefined ? {} : { stopSignal: p.stopSignal }),
-    ...(p.onAttempt === undefined ? {} : { onAttempt: p.onAttempt }),
-    ...(p.lease === undefined ? {} : { lease: p.lease }),
-  });
-  return res.body.data;
+/** How a request is sent: passed to the client as they are (ApiRequest's fields of the same names). */
+export interface RequestHow {
+  /** Ends the request: its waits, its retries and the attempt on the wire. */
+  signal?: AbortSignal | undefined;
+  /** Ends the request's waits and retries, not an attempt already sent (ApiRequest.stopSignal). */
+  stopSignal?: AbortSignal | undefined;
+  onAttempt?: (() => void) | undefined;
+  lease?: Lease | undefined;
 }
 
-export async function postDoNotReachListUsers(
-  c: AdsClient,
-  p: {
-    accountId: string;
-    doNotReachListId: string;
-    signal?: AbortSignal | undefined;
-    /** Ends the request's waits and retries, not an attempt already sent (ApiRequest.stopSignal). */
-    stopSignal?: AbortSignal | undefined;
-    onAttempt?: (() => void) | undefined;
-    lease?: Lease | undefined;
-  } & UserBatchBody,
-): Promise<UserBatchResult[]> {
+/** A request a target kind states (platform/kinds/), sent through the client; what its schema reads. */
+export async function sendRequest<R>(c: AdsClient, spec: RequestSpec<R>, how: RequestHow = {}): Promise<R> {
+  const { method, path, query, json, idempotent, schema } = spec;
   const res = await c.request({
-    method: 'POST',
-    path: `/12/batch/accounts/${seg(p.accountId, 'account id')}/do_not_reach_lists/${seg(p.doNotReachListId, 'do-not-reach list id')}/users`,
-    json: batchBody(p),
-    schema: dataEnvelope(z.array(userBatchResultSchema)),
-    ...(p.signal === undefined ? {} : { signal: p.signal }),
-    ...(p.stopSignal === undefined ? {} : { stopSignal: p.stopSignal }),
-    ...(p.onAttempt === undefined ? {} : { onAttempt: p.onAttempt }),
-    ...(p.lease === undefined ? {} : { lease: p.lease }),
+    method,
+    path,
+    schema,
+    ...(query === undefined ? {} : { query }),
+    ...(json === undefined ? {} : { json }),
+    ...(idempotent === undefined ? {} : { idempotent }),
+    ...(how.signal === undefined ? {} : { signal: how.signal }),
+    ...(how.stopSignal === undefined ? {} : { stopSignal: how.stopSignal }),
+    ...(how.onAttempt === undefined ? {} : { onAttempt: how.onAttempt }),
+    ...(how.lease === undefined ? {} : { lease: how.lease }),
   });
-  return res.body.data;
+  return res.body;
+}
+
+/** One user batch to a kind's endpoint: the body checked against the limits, then sent (a refusal rejects). */
+export async function postUserBatch<R>(
+  c: AdsClient,
+  post: (body: Buffer) => RequestSpec<R>,
+  input: UserBatchBody & RequestHow,
+): Promise<R> {
+  return sendRequest(c, post(batchBody(input)), input);
+}
+
+export function postCustomAudienceUsers(
+  c: AdsClient,
+  p: { accountId: string; customAudienceId: string } & RequestHow & UserBatchBody,
+) {
+  return postUserBatch(c, (body) => CUSTOM_AUDIENCE.endpoints.postUsers(p.accountId, p.customAudienceId, body), p);
+}
+
+export function postDoNotReachListUsers(
+  c: AdsClient,
+  p: { accountId: string; doNotReachListId: string } & RequestHow & UserBatchBody,
+) {
+  return postUserBatch(c, (body) => DO_NOT_REACH_LIST.endpoints.postUsers(p.accountId, p.doNotReachListId, body), p);
 }
 
 // ---- custom audiences ---------------------------------------------------------------------
-
-const audiencesPath = (accountId: string) => `/12/accounts/${seg(accountId, 'account id')}/custom_audiences`;
 
 /**
  * The platform's `permission_scope` of the audience listing: `OWNER` (its default: the account's own
@@ -176,7 +167,7 @@ export async function listCustomAudiences(c: AdsClient, p: ListCustomAudiencesPa
   checkTotalCountCursor(p.withTotalCount, p.cursor);
   const res = await c.request({
     method: 'GET',
-    path: audiencesPath(p.accountId),
+    path: customAudiencesPath(p.accountId),
     query: {
       q: p.q,
       count: p.count,
@@ -199,7 +190,7 @@ export async function getCustomAudience(
 ): Promise<CustomAudience> {
   const res = await c.request({
     method: 'GET',
-    path: `${audiencesPath(p.accountId)}/${seg(p.customAudienceId, 'custom audience id')}`,
+    path: customAudiencePath(p.accountId, p.customAudienceId),
     query: { with_deleted: p.withDeleted },
     schema: dataEnvelope(customAudienceSchema),
   });
@@ -212,7 +203,7 @@ export async function createCustomAudience(
 ): Promise<CustomAudience> {
   const res = await c.request({
     method: 'POST',
-    path: audiencesPath(p.accountId),
+    path: customAudiencesPath(p.accountId),
     query: { name: p.name, description: p.description },
     schema: dataEnvelope(customAudienceSchema),
     idempotent: false,
@@ -226,7 +217,7 @@ export async function updateCustomAudience(
 ): Promise<CustomAudience> {
   const res = await c.request({
     method: 'PUT',
-    path: `${audiencesPath(p.accountId)}/${seg(p.customAudienceId, 'custom audience id')}`,
+    path: customAudiencePath(p.accountId, p.customAudienceId),
     query: { name: p.name, description: p.description },
     schema: dataEnvelope(customAudienceSchema),
   });
@@ -242,7 +233,7 @@ export async function deleteCustomAudience(
     async () => {
       const res = await c.request({
         method: 'DELETE',
-        path: `${audiencesPath(p.accountId)}/${seg(p.customAudienceId, 'custom audience id')}`,
+        path: customAudiencePath(p.accountId, p.customAudienceId),
         schema: dataEnvelope(customAudienceSchema),
       });
       return res.body.data;
@@ -252,11 +243,8 @@ export async function deleteCustomAudience(
 }
 
 // ---- do-not-reach lists -------------------------------------------------------------------
-// The platform documents three calls: GET the account's lists (`with_deleted` only), POST one
-// (`description` only; the platform names it) and DELETE it. An account holds at most one list,
-// and there is no GET of one list: it is found in the listing.
-
-const dnrPath = (accountId: string) => `/12/accounts/${seg(accountId, 'account id')}/do_not_reach_lists`;
+// The calls platform/kinds/do-not-reach-list.ts describes: no GET of one list, it is found in
+// the listing.
 
 export async function listDoNotReachLists(
   c: AdsClient,
@@ -264,7 +252,7 @@ export async function listDoNotReachLists(
 ): Promise<Page<DoNotReachList>> {
   const res = await c.request({
     method: 'GET',
-    path: dnrPath(p.accountId),
+    path: doNotReachListsPath(p.accountId),
     query: { with_deleted: p.withDeleted },
     schema: pageEnvelope(doNotReachListSchema),
   });
@@ -290,7 +278,7 @@ export async function createDoNotReachList(
 ): Promise<DoNotReachList> {
   const res = await c.request({
     method: 'POST',
-    path: dnrPath(p.accountId),
+    path: doNotReachListsPath(p.accountId),
     query: { description: p.description },
     schema: dataEnvelope(doNotReachListSchema),
     idempotent: false,
@@ -307,7 +295,7 @@ export async function deleteDoNotReachList(
     async () => {
       const res = await c.request({
         method: 'DELETE',
-        path: `${dnrPath(p.accountId)}/${seg(p.doNotReachListId, 'do-not-reach list id')}`,
+        path: doNotReachListPath(p.accountId, p.doNotReachListId),
         schema: dataEnvelope(doNotReachListSchema),
       });
       return res.body.data;
@@ -423,7 +411,7 @@ export async function listTargetedCampaigns(
 ): Promise<Page<TargetingRecord>> {
   const res = await c.request({
     method: 'GET',
-    path: `${audiencesPath(p.accountId)}/${seg(p.customAudienceId, 'custom audience id')}/targeted`,
+    path: `${customAudiencePath(p.accountId, p.customAudienceId)}/targeted`,
     query: { with_active: p.withActive, cursor: p.cursor },
     schema: pageEnvelope(targetingRecordSchema),
   });

@@ -10,17 +10,20 @@ import { DEFAULT_MAX_RETRIES, DEFAULT_UPLOAD_CONCURRENCY } from '../upload/optio
 import { type RunInput } from '../upload/run-facts.js';
 import { type UploadReport } from '../upload/types.js';
 import { type UploadTarget } from '../upload/target.js';
+import { TARGET_KINDS, type TargetFlagName } from '../platform/targets.js';
 import { checkSandboxConnectionFlags, type ConnectionArgs } from './connection.js';
 import type { HashOptionArgs } from './hash-options.js';
 import type { GlobalArgs } from './output.js';
 import { STATE_DIR_ENV, STATE_URL_OPTION } from './state-dir.js';
 import { type CliErrorCode, EXIT_CODES, type ExitCode, exitCodeFor } from './exit-codes.js';
 
-export interface UploadArgs extends GlobalArgs, HashOptionArgs, ConnectionArgs {
+/** The flags that name a target, one per kind (`--audience ID`, `--do-not-reach-list ID`). */
+export type TargetArgs = Partial<Record<TargetFlagName, string>>;
+export const TARGET_FLAGS: readonly TargetFlagName[] = TARGET_KINDS.map(({ flag }) => flag.name);
+
+export interface UploadArgs extends GlobalArgs, HashOptionArgs, ConnectionArgs, TargetArgs {
   file: string;
   account?: string;
-  audience?: string;
-  'do-not-reach-list'?: string;
   operation: 'update' | 'delete';
   'effective-at'?: string;
   'expires-at'?: string;
@@ -48,8 +51,7 @@ const num = (describe: string): Options => ({ type: 'number', requiresArg: true,
 
 export const UPLOAD_OPTIONS: Record<string, Options> = {
   account: str('Ad account id (optional with --sandbox)'),
-  audience: str('Custom audience id to add users to / remove users from'),
-  'do-not-reach-list': str('Do-not-reach list id (instead of --audience)'),
+  ...Object.fromEntries(TARGET_KINDS.map(({ flag }) => [flag.name, str(flag.describe)])),
   operation: {
     choices: ['update', 'delete'] as const,
     default: 'update' as const,
@@ -122,14 +124,11 @@ export function checkUsage(args: UploadArgs, command: 'upload' | 'sync' = 'uploa
       throw new ConfigError<CliErrorCode>('missing_option', `${command} needs --account (or --sandbox)`, {
         fix: 'pass --account ID',
       });
-    if (args.audience === undefined && args['do-not-reach-list'] === undefined) {
-      throw new ConfigError<CliErrorCode>(
-        'missing_option',
-        `${command} needs --audience or --do-not-reach-list (or --sandbox)`,
-        {
-          fix: 'pass --audience ID or --do-not-reach-list ID',
-        },
-      );
+    if (TARGET_KINDS.every(({ flag }) => args[flag.name] === undefined)) {
+      const flags = TARGET_KINDS.map(({ flag }) => `--${flag.name}`);
+      throw new ConfigError<CliErrorCode>('missing_option', `${command} needs ${flags.join(' or ')} (or --sandbox)`, {
+        fix: `pass ${flags.map((f) => `${f} ID`).join(' or ')}`,
+      });
     }
   }
   if (useSandbox) checkSandboxConnectionFlags(args);
@@ -140,10 +139,15 @@ export function checkUsage(args: UploadArgs, command: 'upload' | 'sync' = 'uploa
   }
 }
 
-export function targetOf(args: Pick<UploadArgs, 'audience' | 'do-not-reach-list'>): UploadTarget {
-  return args['do-not-reach-list'] !== undefined
-    ? { doNotReachListId: args['do-not-reach-list'] }
-    : { customAudienceId: args.audience ?? '' };
+/** Each target flag conflicts with the ones after it (yargs refuses two at once). */
+export const TARGET_FLAG_CONFLICTS: Record<string, string[]> = Object.fromEntries(
+  TARGET_KINDS.slice(0, -1).map(({ flag }, i) => [flag.name, TARGET_KINDS.slice(i + 1).map((k) => k.flag.name)]),
+);
+
+/** The target the flags name; without one (--sandbox), the first kind's, which the sandbox makes. */
+export function targetOf(args: TargetArgs): UploadTarget {
+  const kind = TARGET_KINDS.find(({ flag }) => args[flag.name] !== undefined) ?? TARGET_KINDS[0];
+  return { [kind.idOption]: args[kind.flag.name] ?? '' } as UploadTarget;
 }
 
 /** The flags that shape the sending, as the library's options (upload's and sync's). */

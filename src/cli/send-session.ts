@@ -5,7 +5,7 @@
 import { basename } from 'node:path';
 import { createClient, type AdsClient } from '../api/client.js';
 import { createDoNotReachList } from '../api/endpoints.js';
-import { createTargetLike, describeTarget, type Target, type TargetKind } from '../upload/target.js';
+import { createTargetLike, describeTarget, type Target } from '../upload/target.js';
 import { hashCsv, type HashCsvRun } from '../hashing/pipeline.js';
 import { startSandbox, type Sandbox } from '../sandbox/index.js';
 import { clientFromArgs, withDebugLines, withTransportFlags } from './connection.js';
@@ -130,11 +130,6 @@ export async function closeSend(run: HashCsvRun, c: Connected | undefined): Prom
 export function sandboxTargetSize(c: Connected): { label: string; size: number } | undefined {
   if (c.sandbox === undefined) return undefined;
   const t = c.target;
-  return { label: `sandbox ${t.noun} size`, size: SANDBOX_SIZE[t.kind](c.sandbox, t.id) };
+  // The kind names the sandbox state's count (the sandbox states its own kinds).
+  return { label: `sandbox ${t.noun} size`, size: c.sandbox.state[t.sandboxSize](t.id) };
 }
-
-/** How many users the embedded sandbox holds in a target, by kind (the sandbox states its own kinds). */
-const SANDBOX_SIZE: Readonly<Record<TargetKind, (sandbox: Sandbox, id: string) => number>> = {
-  custom_audience: (sandbox, id) => sandbox.state.audienceSize(id),
-  do_not_reach_list: (sandbox, id) => sandbox.state.dnrListSize(id),
-};

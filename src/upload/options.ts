@@ -18,7 +18,7 @@ import type { UploadJournal } from '../state/store.js';
 import { realClock, type Clock } from '../util/clock.js';
 import type { Lease } from '../util/lease.js';
 import { resolveBatchLimits, type BatchGroup, type BatchLimits, type OperationType, type PackedBatch } from './plan.js';
-import { TARGET_KIND_RULES, TARGET_KINDS } from '../platform/targets.js';
+import { TARGET_KINDS } from '../platform/targets.js';
 import { describeTarget, type Target } from './target.js';
 import type { ConfirmedBatchInfo, UploadOperation, UploadProgress, UploadTarget, UploadUsers } from './types.js';
 
@@ -131,7 +131,7 @@ function wholeNumber(value: unknown, fallback: number, option: string, min: numb
 function describeUploadTarget(target: unknown): Target {
   if (typeof target === 'object' && target !== null && 'postUsers' in target) return target as Target;
   const t = target as Record<string, unknown> | null;
-  const ids = TARGET_KINDS.map((k) => TARGET_KIND_RULES[k].idOption);
+  const ids = TARGET_KINDS.map((k) => k.idOption);
   const named = typeof t === 'object' && t !== null ? ids.filter((option) => typeof t[option] === 'string') : [];
   // One kind, named by its option: a target naming two is refused, not one of them picked.
   if (named.length !== 1) {

@@ -46,6 +46,8 @@ import {
   exitCodeOf,
   runInput,
   runShape,
+  TARGET_FLAG_CONFLICTS,
+  TARGET_FLAGS,
   targetOf,
   UPLOAD_OPTIONS,
   type UploadArgs,
@@ -76,8 +78,7 @@ const SANDBOX_SEED = 12;
 
 const SHARED = [
   'account',
-  'audience',
-  'do-not-reach-list',
+  ...TARGET_FLAGS,
   'sandbox-faults',
   'concurrency',
   'max-retries',
@@ -392,7 +393,7 @@ export function syncCommand(ctx: CliContext): CommandModule<GlobalArgs, SyncArgs
         ),
       )
         .options(SYNC_OPTIONS)
-        .conflicts('audience', 'do-not-reach-list')
+        .conflicts(TARGET_FLAG_CONFLICTS)
         .group(Object.keys(SYNC_OPTIONS), 'Sync:')
         .example(
           '$0 sync fixtures/crm-export.csv --sandbox --state-dir out/state',

@@ -49,6 +49,7 @@ import {
   exitCodeOf,
   runInput,
   runShape,
+  TARGET_FLAG_CONFLICTS,
   targetOf,
   UPLOAD_OPTIONS,
   type UploadArgs,
@@ -320,7 +321,7 @@ export function uploadCommand(ctx: CliContext): CommandModule<GlobalArgs, Upload
         ),
       )
         .options(UPLOAD_OPTIONS)
-        .conflicts('audience', 'do-not-reach-list')
+        .conflicts(TARGET_FLAG_CONFLICTS)
         .conflicts('resume', 'restart')
         .group(Object.keys(UPLOAD_OPTIONS), 'Upload:')
         .example(
