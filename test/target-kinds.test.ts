@@ -3,7 +3,7 @@
  * in helpers/fake-kind.ts as platform/kinds/*.ts declare theirs, is added to the registry (platform/targets.ts's
  * TARGET_KINDS, replaced for this file by vi.doMock, the modules loaded afresh), and what tells the kinds apart above the
  * platform folder takes it without a change: describeTarget, the upload against a stub client,
- * a new target made like it, and the CLI's target flags, their help, checks and conflicts.
+ * a new target made like it, the rate limit of user batches, and the CLI's target flags, their help, checks and conflicts.
  */
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -24,6 +24,7 @@ async function withFakeKind() {
   return {
     ...(await import('../src/platform/targets.js')),
     ...(await import('../src/upload/target.js')),
+    ...(await import('../src/api/rate-limit.js')),
     ...(await import('../src/upload/upload.js')),
     ...(await import('../src/cli/send-options.js')),
     ...(await import('./helpers/cli.js')),
@@ -86,6 +87,9 @@ describe('a target kind declared in src/platform alone', () => {
     });
     expect(report).toMatchObject({ status: 'completed', batches: 3, users_confirmed: 30 });
     expect(sent).toEqual(Array.from({ length: 3 }, () => 'POST /12/accounts/acc/fake_lists/f%2F1/users'));
+    // Its user batches count in the window of the audience users endpoints, as every kind's do.
+    const rules = m.findRateLimitRules(m.DEFAULT_RATE_LIMIT_POLICY, 'POST', '/12/accounts/acc/fake_lists/f%2F1/users');
+    expect(rules.map((r) => r.name)).toEqual(['audience_users']);
   });
 
   it('is named by its own CLI flag, with its help, in the usage check and the conflicts', async () => {

@@ -4,6 +4,7 @@
  * the window on the client so that a well-behaved upload never sees a 429; the server's
  * headers can only make it wait longer, never shorter.
  */
+import { TARGET_KINDS } from '../platform/targets.js';
 import type { QueryValue } from './query.js';
 
 export interface RateLimitEndpoint {
@@ -33,18 +34,28 @@ export interface RateLimitPolicy {
 }
 
 /**
+ * Each target kind's user-batch endpoint (platform/kinds/), as a pattern: the path its spec
+ * builds, each id one segment. An id of NUL is encoded `%00`, which no literal part of a path holds.
+ */
+function userBatchEndpoints(): RateLimitEndpoint[] {
+  const id = '\0';
+  return TARGET_KINDS.map((kind) => {
+    const { method, path } = kind.endpoints.postUsers(id, id, Buffer.alloc(0));
+    const literal = path.split('%00').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+    return { method, path: `^${literal.join('[^/]+')}$` };
+  });
+}
+
+/**
  * The platform's documented limits: the audience users endpoints allow 1500 requests per 60 s
- * (custom audiences and do-not-reach lists); any request with `with_total_count=true` falls under
- * a lower limit, 200 per 15 minutes.
+ * (custom audiences and do-not-reach lists: every target kind's user batches, in one window);
+ * any request with `with_total_count=true` falls under a lower limit, 200 per 15 minutes.
  */
 export const DEFAULT_RATE_LIMIT_POLICY: RateLimitPolicy = {
   rules: [
     {
       name: 'audience_users',
-      endpoints: [
-        { method: 'POST', path: '^/12/accounts/[^/]+/custom_audiences/[^/]+/users$' },
-        { method: 'POST', path: '^/12/batch/accounts/[^/]+/do_not_reach_lists/[^/]+/users$' },
-      ],
+      endpoints: userBatchEndpoints(),
       limit: 1500,
       windowMs: 60_000,
     },
