@@ -11,6 +11,7 @@ import {
 } from '../src/identifiers/vocabulary/index.js';
 import { hashValue } from '../src/identifiers/normalize.js';
 import { isKnownColumnName, resolveMapping, type ColumnMapping } from '../src/identifiers/mapping.js';
+import { headerColumn, headerLabel } from '../src/identifiers/labels.js';
 import { normalizeCountryCode } from '../src/identifiers/countries.js';
 import { createHashSummary } from '../src/hashing/summary.js';
 import { runCli } from './helpers/cli.js';
@@ -186,7 +187,7 @@ describe('the country column: more names, and by content', () => {
 
   it('by its values: ISO codes, names in any language, locales; a language alone gives no country', () => {
     const m = rows(['Kundenherkunft', 'Notes'], ['DE', 'FR', 'US', 'GB']);
-    expect(m.country).toEqual({ index: 1, column: 'Kundenherkunft', content: true });
+    expect(m.country).toEqual({ index: 1, column: 'Kundenherkunft', label: 'Kundenherkunft', content: true });
     expect(describeMapping(m)).toContain('country         <- "Kundenherkunft" (detected by content)');
     expect(rows(['Herkunft', 'Notes'], ['Allemagne', 'États-Unis', 'アメリカ合衆国', 'Włochy']).country?.column).toBe(
       'Herkunft',
@@ -195,7 +196,7 @@ describe('the country column: more names, and by content', () => {
     expect(rows(['Sprachcode', 'Notes'], ['de', 'fr', 'es', 'it']).country).toBeUndefined();
     expect(rows(['Blocked', 'Notes'], ['NO', 'NO', 'NO', 'NO']).country).toBeUndefined();
     const locale = rows(['Locale', 'Notes'], ['en_GB', 'de-DE', 'fr', 'US']);
-    expect(locale.country).toEqual({ index: 1, column: 'Locale', locale: true });
+    expect(locale.country).toEqual({ index: 1, column: 'Locale', label: 'Locale', locale: true });
     expect(rows(['Settings', 'Notes'], ['en_GB', 'de_DE', 'fr_FR', 'pt_BR']).country).toMatchObject({
       content: true,
       locale: true,
@@ -389,24 +390,24 @@ describe('hints never print a header cell that looks like an identifier value', 
   it('a column named by data (a headerless file) is referred to by its number, also in the --map it suggests', () => {
     const phone = 'Mobile 0151 48369370';
     const email = 'ann.lee@example.com';
+    // As resolveMapping labels them (labels.ts): the cells that look like data by their number.
+    const header = ['Email', phone, email, '4711'];
     const mapping: ColumnMapping = {
-      columns: [{ index: 0, column: 'Email', type: 'email' }],
+      columns: [{ ...headerColumn(header, 0), type: 'email' }],
       auto: true,
-      ignored: [phone, email, '4711'],
+      ignored: header.slice(1).map((h, i) => headerLabel(h, i + 1)),
       notUsed: [
         {
-          index: 1,
-          column: phone,
+          ...headerColumn(header, 1),
           reason: 'its values are not phone numbers (0 of 3 sampled)',
           misfit: 'phone_number',
         },
         {
-          index: 2,
-          column: email,
+          ...headerColumn(header, 2),
           reason: 'not read by content: 2 values in the first rows, too few to tell',
           unread: 'email',
         },
-        { index: 3, column: '4711', reason: 'a generic id column', idLike: true },
+        { ...headerColumn(header, 3), reason: 'a generic id column', idLike: true },
       ],
     };
     const hints = summaryHints(createHashSummary(), mapping).join('\n');

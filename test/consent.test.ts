@@ -157,8 +157,8 @@ describe('reading names and values', () => {
     ];
     const m = resolveMapping(['Email', 'Newsletter', 'Email Opt Out'], {}, sample);
     expect(m.consent).toEqual([
-      { index: 1, column: 'Newsletter', kind: 'status', content: true },
-      { index: 2, column: 'Email Opt Out', kind: 'opt-out' },
+      { index: 1, column: 'Newsletter', label: 'Newsletter', kind: 'status', content: true },
+      { index: 2, column: 'Email Opt Out', label: 'Email Opt Out', kind: 'opt-out' },
     ]);
     expect(m.columns.map((c) => c.column)).toEqual(['Email']);
     expect(m.notUsed).toBeUndefined();

@@ -265,7 +265,7 @@ describe('resolveMapping', () => {
       ['Mobile Phone', 'phone_number'],
       ['IDFA', 'device_id'],
     ]);
-    expect(m.country).toEqual({ index: 4, column: 'Country Code' });
+    expect(m.country).toEqual({ index: 4, column: 'Country Code', label: 'Country Code' });
     // A generic id is never sent without a map entry: listed as ignored, with the reason.
     expect(m.ignored).toEqual(['Customer ID', 'Name']);
     expect(m.notUsed?.map((c) => c.column)).toEqual(['Customer ID']);
@@ -308,6 +308,7 @@ describe('resolveMapping', () => {
     expect(resolveMapping(header, { countryColumn: 'Name' }).country).toEqual({
       index: 6,
       column: 'Name',
+      label: 'Name',
       mapped: true,
     });
   });
@@ -326,17 +327,19 @@ describe('resolveMapping', () => {
 
   it('--map still detects the country column by name unless one is named', () => {
     const m = resolveMapping(header, { map: ['phone_number=Mobile Phone'] });
-    expect(m.country).toEqual({ index: 4, column: 'Country Code' });
+    expect(m.country).toEqual({ index: 4, column: 'Country Code', label: 'Country Code' });
     expect(m.ignored).toEqual(['Customer ID', 'Name']);
     expect(describeMapping(m)).toContain('country         <- "Country Code"');
     expect(resolveMapping(header, { map: ['phone_number=Mobile Phone', 'country=Name'] }).country).toEqual({
       index: 6,
       column: 'Name',
+      label: 'Name',
       mapped: true,
     });
     expect(resolveMapping(header, { map: ['phone_number=Mobile Phone'], countryColumn: 'Name' }).country).toEqual({
       index: 6,
       column: 'Name',
+      label: 'Name',
       mapped: true,
     });
     expect(resolveMapping(['Mobile', 'Land'], { map: ['phone_number=Mobile'] }).country).toBeUndefined();

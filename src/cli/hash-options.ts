@@ -320,24 +320,24 @@ export function readingJson(run: HashCsvRun): Record<string, unknown> {
   };
 }
 
-/** The column mapping in --json output: snake_case, column names only. */
+/** The column mapping in --json output: snake_case, column labels only (never a cell that looks like data). */
 export function mappingJson(mapping: ColumnMapping): Record<string, unknown> {
   return {
     consent: (mapping.consent ?? []).map((c) => ({
-      column: c.column,
+      column: c.label,
       kind: c.kind,
       from: c.content === true ? 'content' : 'name',
     })),
     columns: mapping.columns.map((c) => ({
-      column: c.column,
+      column: c.label,
       type: c.type,
       from: c.mapped === true ? 'map' : c.content === true ? 'content' : 'name',
       separator: c.separator ?? null,
-      ...(c.typeColumn === undefined ? {} : { type_column: c.typeColumn }),
+      ...(c.typeLabel === undefined ? {} : { type_column: c.typeLabel }),
     })),
-    country_column: mapping.country?.column ?? null,
+    country_column: mapping.country?.label ?? null,
     ignored: mapping.ignored,
-    not_used: (mapping.notUsed ?? []).map((c) => ({ column: c.column, reason: c.reason })),
+    not_used: (mapping.notUsed ?? []).map((c) => ({ column: c.label, reason: c.reason })),
   };
 }
 

@@ -6,6 +6,7 @@ import {
   type HashSummary,
   type HashTypeCounts,
 } from '../hashing/summary.js';
+import { quoteLabel } from '../identifiers/labels.js';
 import { IDENTIFIER_TYPES, REJECT_REASONS } from '../identifiers/normalize.js';
 
 // Lines are kept once each, up to SUMMARY_LINES: only a full list can have more behind it.
@@ -76,7 +77,7 @@ function renderConsent(c: ConsentCounts): string[] {
   for (const [column, n] of Object.entries(c.columns)) {
     const values = Object.entries(n.values).map(([v, rows]) => `${JSON.stringify(v)} ${rows}`);
     if (n.valuesOther > 0) values.push(`other values ${n.valuesOther}`);
-    out.push(`  ${JSON.stringify(column)} said no in ${n.no} rows: ${values.join(', ')}`);
+    out.push(`  ${quoteLabel(column)} said no in ${n.no} rows: ${values.join(', ')}`);
   }
   return out;
 }

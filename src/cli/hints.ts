@@ -5,7 +5,8 @@
  * calling code without `+`, cells holding several values, country values it did not recognize).
  * Column names, counts and country values only: never identifiers.
  */
-import { columnLabel, isCountryLikeName, looksLikeData, type ColumnMapping } from '../identifiers/mapping.js';
+import { isCountryLikeName, type ColumnMapping } from '../identifiers/mapping.js';
+import { isPlaceholder, quoteLabel, type HeaderColumn } from '../identifiers/labels.js';
 import { consentKindWords } from '../identifiers/consent.js';
 import {
   IDENTIFIER_TYPES,
@@ -30,17 +31,17 @@ function countryLikeColumns(mapping: ColumnMapping): string[] {
 function columnsOf(mapping: ColumnMapping, type: IdentifierType): string {
   return mapping.columns
     .filter((c) => c.type === type)
-    .map((c) => columnLabel(c.column, c.index))
+    .map((c) => quoteLabel(c.label))
     .join(', ');
 }
 
 /**
- * A `--map` entry naming a column by its header cell; a cell that looks like an identifier value
- * (a headerless file's first row) is never printed: the entry says which column instead.
+ * A `--map` entry naming a column by its label; a cell that looks like an identifier value (a
+ * headerless file's first row) is never printed: the entry says which column instead.
  */
-function mapEntry(type: IdentifierType, column: string, index: number): string {
-  if (!looksLikeData(column)) return `--map ${type}=${quote(column)}`;
-  return `--map ${type}="<header of column ${index + 1}>" (that header cell looks like data: check that the first line is the header)`;
+function mapEntry(type: IdentifierType, c: HeaderColumn): string {
+  if (!isPlaceholder(c.label)) return `--map ${type}=${quote(c.label)}`;
+  return `--map ${type}="<header of column ${c.index + 1}>" (that header cell looks like data: check that the first line is the header)`;
 }
 
 /** The most frequent reject reason of `type` (from the summary's per-reason counts). */
@@ -76,7 +77,7 @@ function whyRejected(
     case 'phone_needs_country':
       return mapping.country === undefined
         ? `they are national numbers and no country column was found; fix: ${phoneCountryFix(mapping)}`
-        : `they are national numbers and their ${columnLabel(mapping.country.column, mapping.country.index)} cell is empty; fix: --default-country CC for those rows`;
+        : `they are national numbers and their ${quoteLabel(mapping.country.label)} cell is empty; fix: --default-country CC for those rows`;
     case 'phone_ambiguous':
       return `they are ${AMBIGUOUS_FIX}`;
     case 'phone_lossy_number':
@@ -88,10 +89,10 @@ function whyRejected(
     case 'phone_invalid':
       if (opts.phoneCountryCode === 'national' && notes.phoneCodeWithoutPlus > 0)
         return `${notes.phoneCodeWithoutPlus} of them carry the country code without +; fix: --phone-country-code auto`;
-      return `they are not valid numbers for their row's country; check the columns ${columnsOf(mapping, type)} and the country (${mapping.country === undefined ? 'none' : columnLabel(mapping.country.column, mapping.country.index)})`;
+      return `they are not valid numbers for their row's country; check the columns ${columnsOf(mapping, type)} and the country (${mapping.country === undefined ? 'none' : quoteLabel(mapping.country.label)})`;
     case 'email_invalid':
       if (notes.severalValues !== undefined)
-        return `cells of ${quote(notes.severalValues.column)} hold several addresses; fix: --value-separator ${quote(notes.severalValues.separator)}`;
+        return `cells of ${quoteLabel(notes.severalValues.column)} hold several addresses; fix: --value-separator ${quote(notes.severalValues.separator)}`;
       return `they are not email addresses; check the columns ${columnsOf(mapping, type)} (--map email="Column")`;
     case 'value_too_long':
       return `they are longer than any identifier; check the columns ${columnsOf(mapping, type)}`;
@@ -162,14 +163,12 @@ function maybeNationalHint(summary: HashSummary, mapping: ColumnMapping, already
 /** Why phone_maybe_national values were not read (their columns' evidence) and the fix. */
 function maybeNationalWhy(mapping: ColumnMapping): string {
   const evidence = mapping.columns
-    .flatMap((c) =>
-      c.national === undefined ? [] : [`${columnLabel(c.column, c.index)}: ${NATIONAL_EVIDENCE[c.national]}`],
-    )
+    .flatMap((c) => (c.national === undefined ? [] : [`${quoteLabel(c.label)}: ${NATIONAL_EVIDENCE[c.national]}`]))
     .join('; ');
   const fix =
     mapping.country === undefined
       ? phoneCountryFix(mapping)
-      : `--default-country CC for the rows whose ${columnLabel(mapping.country.column, mapping.country.index)} cell is empty`;
+      : `--default-country CC for the rows whose ${quoteLabel(mapping.country.label)} cell is empty`;
   return `in rows without a country they read only as starting with a country code without +, but their column holds national numbers (${evidence}), so each may be a national number whose leading 0 was dropped (a German 0151… as 151…, which reads as +1 51…); fix: ${fix}; if they do start with their country code, --phone-country-code included`;
 }
 
@@ -183,7 +182,7 @@ function noteHints(summary: HashSummary, opts: NormalizeOptions, already: string
   if (notes.severalValues !== undefined && !already.includes('--value-separator')) {
     const s = notes.severalValues;
     out.push(
-      `${s.count} rejected cells of ${quote(s.column)} look like several values joined by ${quote(s.separator)}; fix: --value-separator ${quote(s.separator)}`,
+      `${s.count} rejected cells of ${quoteLabel(s.column)} look like several values joined by ${quote(s.separator)}; fix: --value-separator ${quote(s.separator)}`,
     );
   }
   if (notes.phoneCodeWithoutPlus > 0 && opts.phoneCountryCode === 'national') {
@@ -238,14 +237,14 @@ export function summaryHints(
 function notOwnHint(summary: HashSummary, mapping: ColumnMapping): string[] {
   const count = summary.rejects.not_own_by_type?.count ?? 0;
   if (count === 0) return [];
-  const pairs = mapping.columns.filter((c) => c.typeColumn !== undefined);
+  const pairs = mapping.columns.filter((c) => c.typeLabel !== undefined);
   const first = pairs[0];
   const map =
     first === undefined
       ? ''
-      : `; if they are the person's own, ${mapEntry(first.type, first.column, first.index)} reads every value of a column`;
+      : `; if they are the person's own, ${mapEntry(first.type, first)} reads every value of a column`;
   return [
-    `${count} ${count === 1 ? 'value was' : 'values were'} not sent because ${count === 1 ? 'its' : 'their'} type cell (${pairs.map((c) => columnLabel(c.typeColumn as string, c.typeIndex as number)).join(', ')}) says fax, pager, assistant, company or someone else's (not_own_by_type)${map}`,
+    `${count} ${count === 1 ? 'value was' : 'values were'} not sent because ${count === 1 ? 'its' : 'their'} type cell (${pairs.map((c) => quoteLabel(c.typeLabel as string)).join(', ')}) says fax, pager, assistant, company or someone else's (not_own_by_type)${map}`,
   ];
 }
 
@@ -274,7 +273,7 @@ function misfitHints(mapping: ColumnMapping): string[] {
     c.misfit === undefined
       ? []
       : [
-          `${columnLabel(c.column, c.index)} was not read as ${c.misfit}: ${c.reason}; if it does hold them, ${mapEntry(c.misfit, c.column, c.index)}`,
+          `${quoteLabel(c.label)} was not read as ${c.misfit}: ${c.reason}; if it does hold them, ${mapEntry(c.misfit, c)}`,
         ],
   );
 }
@@ -285,7 +284,7 @@ function unreadHints(mapping: ColumnMapping): string[] {
     c.unread === undefined
       ? []
       : [
-          `${columnLabel(c.column, c.index)} was not read as ${c.unread}: ${c.reason}; if it holds the person's own, ${mapEntry(c.unread, c.column, c.index)}`,
+          `${quoteLabel(c.label)} was not read as ${c.unread}: ${c.reason}; if it holds the person's own, ${mapEntry(c.unread, c)}`,
         ],
   );
 }
@@ -301,9 +300,9 @@ function idColumnHints(mapping: ColumnMapping): string[] {
   const ids = (mapping.notUsed ?? []).filter((c) => c.idLike === true);
   if (ids.length === 0) return [];
   const first = ids[0] as NotUsed;
-  const names = ids.map((c) => columnLabel(c.column, c.index)).join(', ');
+  const names = ids.map((c) => quoteLabel(c.label)).join(', ');
   return [
-    `${names} look${ids.length === 1 ? 's' : ''} like your own ids and ${ids.length === 1 ? 'is' : 'are'} not sent: on the platform they would match whichever accounts have those numbers; map one only if it holds the platform's own user ids (${mapEntry('service_id', first.column, first.index)}) or ids exchanged through ID Sync with a partner (${mapEntry('partner_user_id', first.column, first.index)}, sent unhashed)`,
+    `${names} look${ids.length === 1 ? 's' : ''} like your own ids and ${ids.length === 1 ? 'is' : 'are'} not sent: on the platform they would match whichever accounts have those numbers; map one only if it holds the platform's own user ids (${mapEntry('service_id', first)}) or ids exchanged through ID Sync with a partner (${mapEntry('partner_user_id', first)}, sent unhashed)`,
   ];
 }
 
@@ -313,21 +312,21 @@ function columnNote(c: ColumnMapping['columns'][number], mixed: boolean): string
   if (mixed && c.mapped === true) notes.push('--map');
   if (c.content === true) notes.push('detected by content');
   if (c.separator !== undefined) notes.push(`lists split on ${quote(c.separator)}`);
-  if (c.typeColumn !== undefined) notes.push(`typed by ${columnLabel(c.typeColumn, c.typeIndex as number)}`);
+  if (c.typeLabel !== undefined) notes.push(`typed by ${quoteLabel(c.typeLabel)}`);
   return notes.length === 0 ? '' : ` (${notes.join(', ')})`;
 }
 
 /** The ignored columns: names without a reason on one line, the left-out ones each with its reason. */
 function ignoredLines(mapping: ColumnMapping): string[] {
   const reasoned = mapping.notUsed ?? [];
-  const plain = mapping.ignored.filter((c) => !reasoned.some((n) => n.column === c));
-  // `ignored` holds names without positions: data-looking ones are counted, not listed.
-  const named = plain.filter((c) => !looksLikeData(c)).map((c) => JSON.stringify(c));
+  const plain = mapping.ignored.filter((c) => !reasoned.some((n) => n.label === c));
+  // The placeholders of data-looking cells are counted, not listed.
+  const named = plain.filter((c) => !isPlaceholder(c)).map((c) => JSON.stringify(c));
   const dataLike = plain.length - named.length;
   if (dataLike > 0)
     named.push(`${dataLike} column${dataLike === 1 ? '' : 's'} that look${dataLike === 1 ? 's' : ''} like data`);
   const lines = named.length > 0 ? [`  (ignored: ${named.join(', ')})`] : [];
-  for (const c of reasoned) lines.push(`  (ignored ${columnLabel(c.column, c.index)}: ${c.reason})`);
+  for (const c of reasoned) lines.push(`  (ignored ${quoteLabel(c.label)}: ${c.reason})`);
   return lines;
 }
 
@@ -336,9 +335,7 @@ export function describeMapping(mapping: ColumnMapping): string {
   const lines: string[] = [];
   const mixed = mapping.auto && (mapping.columns.some((c) => c.mapped === true) || mapping.country?.mapped === true);
   for (const type of IDENTIFIER_TYPES) {
-    const cols = mapping.columns
-      .filter((c) => c.type === type)
-      .map((c) => columnLabel(c.column, c.index) + columnNote(c, mixed));
+    const cols = mapping.columns.filter((c) => c.type === type).map((c) => quoteLabel(c.label) + columnNote(c, mixed));
     // partner_user_id is the one type sent as it is: say so where the user checks the mapping.
     const note = type === 'partner_user_id' ? '  (sent unhashed)' : '';
     if (cols.length > 0) lines.push(`  ${type.padEnd(15)} <- ${cols.join(', ')}${note}`);
@@ -350,11 +347,11 @@ export function describeMapping(mapping: ColumnMapping): string {
       ...(mapping.country.locale === true ? ['locales: their region'] : []),
     ];
     const named = how.length === 0 ? '' : ` (${how.join(', ')})`;
-    lines.push(`  ${'country'.padEnd(15)} <- ${columnLabel(mapping.country.column, mapping.country.index)}${named}`);
+    lines.push(`  ${'country'.padEnd(15)} <- ${quoteLabel(mapping.country.label)}${named}`);
   }
   for (const c of mapping.consent ?? [])
     lines.push(
-      `  ${'consent'.padEnd(15)} <- ${columnLabel(c.column, c.index)}${c.content === true ? ' (by its values)' : ''}: ${consentKindWords(c.kind)}`,
+      `  ${'consent'.padEnd(15)} <- ${quoteLabel(c.label)}${c.content === true ? ' (by its values)' : ''}: ${consentKindWords(c.kind)}`,
     );
   lines.push(...ignoredLines(mapping));
   const source = !mapping.auto

@@ -225,7 +225,7 @@ export function addConsentToSummary(
   if (read.verdict === 'yes') c.yes++;
   else if (read.verdict === 'no') c.no++;
   else noteLine(read.verdict === 'none' ? c.none : c.unreadable, line);
-  for (const { at, value } of read.saidNo) addNoValue(columnCounts(c, (columns[at] as ConsentColumn).column), value, 1);
+  for (const { at, value } of read.saidNo) addNoValue(columnCounts(c, (columns[at] as ConsentColumn).label), value, 1);
   if (!sent) {
     summary.rows++;
     noteLine(c.leftOut, line);

@@ -19,6 +19,7 @@ import {
   type ConsentKind,
   type ConsentReading,
 } from './consent-vocabulary.js';
+import { headerColumn, type HeaderColumn } from './labels.js';
 
 export type { ConsentKind, ConsentReading } from './consent-vocabulary.js';
 
@@ -37,10 +38,7 @@ export const DEFAULT_CONSENT_POLICY: ConsentPolicy = 'exclude';
 export type RowConsent = 'no' | 'yes' | 'none' | 'unreadable';
 
 /** A consent column of the mapping. */
-export interface ConsentColumn {
-  /** Position in the header. */
-  index: number;
-  column: string;
+export interface ConsentColumn extends HeaderColumn {
   kind: ConsentKind;
   /** Found by its values (status words) rather than its name. */
   content?: true;
@@ -144,14 +142,15 @@ export function detectConsentColumns(
     const kind = consentKindOfName(column);
     if (kind !== undefined) {
       const readable = cells.filter((c) => readConsentValue(kind, c) !== 'unreadable').length;
-      if (cells.length < CONTENT_MIN || readable >= READABLE_SHARE * cells.length) out.push({ index, column, kind });
+      if (cells.length < CONTENT_MIN || readable >= READABLE_SHARE * cells.length)
+        out.push({ ...headerColumn(header, index), kind });
       return;
     }
     if (cells.length < CONTENT_MIN) return;
     const readings = cells.map((c) => statusReading(consentKey(c)));
     const clear = readings.filter((r) => r !== undefined).length;
     if (clear >= CONTENT_SHARE * cells.length && readings.some((r) => r === 'no' || r === 'yes'))
-      out.push({ index, column, kind: 'status', content: true });
+      out.push({ ...headerColumn(header, index), kind: 'status', content: true });
   });
   return out;
 }

@@ -17,14 +17,8 @@ import {
   type NationalEvidence,
 } from './content.js';
 import { countryColumnShare, localeCountry } from './countries.js';
-import {
-  IDENTIFIER_TYPES,
-  cleanValue,
-  normalizeDeviceId,
-  type FieldValue,
-  type IdentifierType,
-  type MappedRecord,
-} from './normalize.js';
+import { headerColumn, headerLabel, looksLikeData, quoteLabel, type HeaderColumn } from './labels.js';
+import { IDENTIFIER_TYPES, cleanValue, type FieldValue, type IdentifierType, type MappedRecord } from './normalize.js';
 import { nameParts, splitWords, type WordClass } from './vocabulary/index.js';
 import { AUTO_COLUMN_NAMES, GENERIC_ID_KEYS, GENERIC_ID_WORDS } from './vocabulary/names.js';
 
@@ -108,10 +102,7 @@ export function isKnownColumnName(cell: string): boolean {
   return info.ids.size > 0 || info.has.has('country');
 }
 
-export interface MappedColumn {
-  /** Position in the header. */
-  index: number;
-  column: string;
+export interface MappedColumn extends HeaderColumn {
   type: IdentifierType;
   /** Named by a `map` entry (otherwise detected by its name or, with `content`, by its values). */
   mapped?: true;
@@ -125,6 +116,7 @@ export interface MappedColumn {
    */
   typeIndex?: number;
   typeColumn?: string;
+  typeLabel?: string;
   /**
    * A phone column whose sampled values show national numbers, and how: in a row without a
    * country, its digits without `+` are not read as starting with a calling code
@@ -135,7 +127,7 @@ export interface MappedColumn {
 
 /** A mapped column's cell as buildUser takes it (with the column's list separator). */
 export function fieldOf(c: MappedColumn, raw: string): FieldValue {
-  const field: FieldValue = { column: c.column, type: c.type, raw };
+  const field: FieldValue = { column: c.label, type: c.type, raw };
   if (c.separator !== undefined) field.separator = c.separator;
   if (c.typeIndex !== undefined) field.kind = '';
   if (c.national !== undefined) field.national = true;
@@ -164,9 +156,7 @@ export function mapRecord(fields: readonly string[], mapping: ColumnMapping, lin
 }
 
 /** A column a name or its values suggested, left out: the reason in words (never a value). */
-export interface NotUsedColumn {
-  index: number;
-  column: string;
+export interface NotUsedColumn extends HeaderColumn {
   reason: string;
   /** A generic id column whose sampled values look like ids (a hint says how to map it). */
   idLike?: true;
@@ -190,7 +180,7 @@ export interface ColumnMapping {
   country?: CountryColumn;
   /** Whether some identifier columns were detected (false: all come from `map`). */
   auto: boolean;
-  /** Header columns that feed nothing (the `notUsed` ones included). */
+  /** The labels of the header columns that feed nothing (the `notUsed` ones included). */
   ignored: string[];
   /** Columns left out although a name or values suggested a type, with the reason (header order). */
   notUsed?: NotUsedColumn[];
@@ -198,9 +188,7 @@ export interface ColumnMapping {
   consent?: ConsentColumn[];
 }
 
-export interface CountryColumn {
-  index: number;
-  column: string;
+export interface CountryColumn extends HeaderColumn {
   mapped?: true;
   content?: true;
   locale?: true;
@@ -230,29 +218,8 @@ export interface MappingOptions {
 /** The first data rows, each with one cell per header column (shorter rows are padded with ''). */
 export type SampleRows = readonly (readonly string[])[];
 
-const HEX64_LIKE = /^[0-9a-f]{64}$/i;
-
-/**
- * Whether a header cell looks like an identifier value (an email, a phone or id number, a
- * digest, a device id). In a file without a header row the "header" is the first data row, and
- * printing its cells as column names would put raw identifiers on stderr.
- */
-export function looksLikeData(cell: string): boolean {
-  if (cell.includes('@') || HEX64_LIKE.test(cell) || normalizeDeviceId(cell).ok) return true;
-  let digits = 0;
-  for (let i = 0; i < cell.length; i++) {
-    const c = cell.charCodeAt(i);
-    if (c >= 0x30 && c <= 0x39 && ++digits >= 6) return true;
-  }
-  return false;
-}
-
-/** A header cell as messages may show it: quoted, or a placeholder when it looks like data. */
-export function columnLabel(cell: string, index: number): string {
-  return looksLikeData(cell) ? `<column ${index + 1}, looks like data>` : JSON.stringify(cell);
-}
-
-const columnList = (header: readonly string[]): string => header.map(columnLabel).join(', ');
+const columnList = (header: readonly string[]): string =>
+  header.map((h, i) => quoteLabel(headerLabel(h, i))).join(', ');
 
 /**
  * A header that names no known column while some of its cells look like values is the first
@@ -294,7 +261,7 @@ export function checkNamedKeys(keys: readonly string[], opts: MappingOptions): v
 
 interface MapEntries {
   columns: MappedColumn[];
-  country?: { index: number; column: string; mapped: true };
+  country?: CountryColumn & { mapped: true };
 }
 
 /** Parse and check the `map` entries against the header. */
@@ -311,7 +278,7 @@ function parseMapEntries(header: readonly string[], opts: MappingOptions): MapEn
     }
     if (typeName === 'country') {
       const index = findColumn(header, column, `map entry ${entry}`);
-      out.country = { index, column: header[index] as string, mapped: true };
+      out.country = { ...headerColumn(header, index), mapped: true };
       continue;
     }
     if (!(IDENTIFIER_TYPES as readonly string[]).includes(typeName)) {
@@ -333,7 +300,7 @@ function parseMapEntries(header: readonly string[], opts: MappingOptions): MapEn
     }
     const index = findColumn(header, column, `map entry ${entry}`);
     if (!out.columns.some((c) => c.index === index && c.type === type))
-      out.columns.push({ index, column: header[index] as string, type, mapped: true });
+      out.columns.push({ ...headerColumn(header, index), type, mapped: true });
   }
   return out;
 }
@@ -398,32 +365,33 @@ function detectColumns(
   const out: Detection = { columns: [], notUsed: [] };
   header.forEach((column, index) => {
     if (skip(index) || index === countryIndex) return;
+    const at = headerColumn(header, index);
     const values = columnValues(sample, index, countryIndex, opts);
     const verdict = nameVerdict(column);
     if (verdict !== undefined && 'id' in verdict) {
       const reason = 'a generic id column: sent only with --map (see docs/cli.md)';
-      out.notUsed.push({ index, column, reason, ...(looksLikeIds(values) ? { idLike: true as const } : {}) });
+      out.notUsed.push({ ...at, reason, ...(looksLikeIds(values) ? { idLike: true as const } : {}) });
       return;
     }
     if (verdict !== undefined && 'pairType' in verdict) return; // paired with its value column below
     if (verdict !== undefined && 'someoneElse' in verdict) {
       const typed = verdict.type ?? contentType(values, types)?.type ?? looksLikeContent(values, types);
       if (typed !== undefined)
-        out.notUsed.push({ index, column, reason: `not the person's own (the name says "${verdict.someoneElse}")` });
+        out.notUsed.push({ ...at, reason: `not the person's own (the name says "${verdict.someoneElse}")` });
       return;
     }
     if (verdict !== undefined) {
       if (!types.includes(verdict.type)) return;
       const separator = opts.valueSeparator === undefined ? listSeparator(verdict.type, values) : undefined;
       const reason = misfit(verdict.type, values, separator);
-      if (reason !== undefined) out.notUsed.push({ index, column, reason, misfit: verdict.type });
-      else out.columns.push({ index, column, type: verdict.type, ...(separator === undefined ? {} : { separator }) });
+      if (reason !== undefined) out.notUsed.push({ ...at, reason, misfit: verdict.type });
+      else out.columns.push({ ...at, type: verdict.type, ...(separator === undefined ? {} : { separator }) });
       return;
     }
     if (looksLikeData(column)) return;
     const found = byContent(column, values, opts.valueSeparator === undefined ? types : [], types);
-    if (found !== undefined && 'type' in found) out.columns.push({ index, column, content: true, ...found });
-    else if (found !== undefined) out.notUsed.push({ index, ...found });
+    if (found !== undefined && 'type' in found) out.columns.push({ ...at, content: true, ...found });
+    else if (found !== undefined) out.notUsed.push({ ...at, ...found });
   });
   return out;
 }
@@ -438,7 +406,7 @@ function byContent(
   values: ColumnValues,
   contentTypes: readonly IdentifierType[],
   types: readonly IdentifierType[],
-): ReturnType<typeof contentType> | Omit<NotUsedColumn, 'index'> | undefined {
+): ReturnType<typeof contentType> | Omit<NotUsedColumn, keyof HeaderColumn> | undefined {
   if (contentTypes.length === 0) return undefined; // --value-separator: nothing is read by content
   const found = contentType(values, contentTypes);
   const info = nameInfo(column);
@@ -456,7 +424,7 @@ function byContent(
       : filled < MIN_CONTENT_VALUES
         ? `not read by content: ${filled} value${filled === 1 ? '' : 's'} in the first rows, too few to tell`
         : `not read by content: its values are not clearly ${type === 'email' ? 'email addresses' : "phone numbers (valid for their row's country or written with +)"}`;
-  return { column, reason, unread: type };
+  return { reason, unread: type };
 }
 
 /**
@@ -473,12 +441,12 @@ function countryColumn(
 ): CountryColumn | undefined {
   if (opts.countryColumn !== undefined) {
     const index = findColumn(header, opts.countryColumn, 'countryColumn');
-    return { index, column: header[index] as string, mapped: true };
+    return { ...headerColumn(header, index), mapped: true };
   }
   if (explicit.country !== undefined || opts.onlyMapped === true) return explicit.country;
   const free = (i: number): boolean => !explicit.columns.some((c) => c.index === i);
   const index = header.findIndex((h, i) => AUTO_KEYS.get(columnKey(h)) === 'country' && free(i));
-  if (index !== -1) return { index, column: header[index] as string };
+  if (index !== -1) return headerColumn(header, index);
   return countryByWords(header, sample, free) ?? countryByContent(header, sample, free);
 }
 
@@ -498,7 +466,7 @@ function countryByWords(header: readonly string[], sample: SampleRows, free: (i:
     const { share, filled } = countryColumnShare(cellsOf(sample, index), locale ? 'locale' : 'name');
     const fits = filled < MIN_CONTENT_VALUES ? info.qualifier === undefined : share >= COUNTRY_FIT_SHARE;
     if (!fits || (best !== undefined && share <= best.share)) return;
-    best = { column: { index, column, ...(locale ? { locale: true as const } : {}) }, share };
+    best = { column: { ...headerColumn(header, index), ...(locale ? { locale: true as const } : {}) }, share };
   });
   return best?.column;
 }
@@ -523,7 +491,7 @@ function countryByContent(
     if (!free(index) || looksLikeData(column) || notCountryName(nameInfo(column))) continue;
     const { share, filled, locales } = countryColumnShare(cellsOf(sample, index), 'content');
     if (filled < MIN_CONTENT_VALUES || share < COUNTRY_CONTENT_SHARE) continue;
-    return { index, column, content: true, ...(locales ? { locale: true as const } : {}) };
+    return { ...headerColumn(header, index), content: true, ...(locales ? { locale: true as const } : {}) };
   }
   return undefined;
 }
@@ -611,7 +579,7 @@ export function resolveMapping(
   const mapping: ColumnMapping = {
     columns: read,
     auto: read.some((c) => c.mapped !== true),
-    ignored: header.filter((_, i) => !used.has(i)),
+    ignored: header.flatMap((h, i) => (used.has(i) ? [] : [headerLabel(h, i)])),
   };
   if (notUsed.length > 0) mapping.notUsed = notUsed;
   if (consent.length > 0) mapping.consent = consent;
@@ -639,7 +607,9 @@ function pairTypeColumns(header: readonly string[], found: MappedColumn[], taken
   if (types.size === 0) return found;
   return found.map((c) => {
     const typeIndex = types.get(pairKey(c.column, 'pairValue'));
-    return typeIndex === undefined ? c : { ...c, typeIndex, typeColumn: header[typeIndex] as string };
+    if (typeIndex === undefined) return c;
+    const type = headerColumn(header, typeIndex);
+    return { ...c, typeIndex, typeColumn: type.column, typeLabel: type.label };
   });
 }
 
@@ -647,9 +617,7 @@ function noIdentifierColumn(header: readonly string[], opts: MappingOptions, not
   checkHeaderRow(header);
   // The cells are not listed: with no known column name, this "header" may well be a data row.
   const left =
-    notUsed.length === 0
-      ? ''
-      : `; left out: ${notUsed.map((c) => `${columnLabel(c.column, c.index)} (${c.reason})`).join(', ')}`;
+    notUsed.length === 0 ? '' : `; left out: ${notUsed.map((c) => `${quoteLabel(c.label)} (${c.reason})`).join(', ')}`;
   throw new ConfigError(
     'mapping_no_identifier_column',
     `none of the ${header.length} header columns has a known identifier name or values that are clearly emails or phone numbers${left}`,

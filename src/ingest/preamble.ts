@@ -13,7 +13,8 @@
  * without a preamble, and a misshapen file is reported as such.
  */
 import Papa from 'papaparse';
-import { isKnownColumnName, looksLikeData } from '../identifiers/mapping.js';
+import { isKnownColumnName } from '../identifiers/mapping.js';
+import { looksLikeData } from '../identifiers/labels.js';
 
 export type CsvDelimiter = ',' | ';' | '\t' | '|';
 export const CSV_DELIMITERS: readonly CsvDelimiter[] = [',', ';', '\t', '|'];

@@ -66,10 +66,10 @@ function normalizeRecord(
   mapping: ColumnMapping | undefined,
 ): Pick<AuditRunOptions, 'default_country' | 'country_column' | 'phone_format' | 'input_hashed' | 'mapping'> {
   const columns: Record<string, string[]> = {};
-  for (const c of mapping?.columns ?? []) (columns[c.type] ??= []).push(c.column);
+  for (const c of mapping?.columns ?? []) (columns[c.type] ??= []).push(c.label);
   return {
     default_country: n?.defaultCountry?.toUpperCase() ?? null,
-    country_column: mapping?.country?.column ?? null,
+    country_column: mapping?.country?.label ?? null,
     phone_format: n?.phoneFormat ?? DEFAULT_PHONE_FORMAT,
     input_hashed: n?.inputHashed ?? 'auto',
     mapping: columns,
