@@ -172,6 +172,9 @@ export const ERROR_CODES = [
   'state_pooler_transaction_mode',
   // ConfigError: a PostgreSQL state store was asked for and its client packages are not installed.
   'state_client_missing',
+  // AudienceKitError itself: a store's target session used out of order by its caller (a
+  // persist() while write-ahead writes are in flight, or a write or persist during its commit).
+  'state_session_misused',
   // AudienceKitError itself: something unexpected stopped an upload (its report carries it).
   'internal',
 ] as const;

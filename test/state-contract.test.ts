@@ -252,6 +252,82 @@ describe.each(Object.keys(STORES))('state store contract: %s', (kind) => {
     }
   });
 
+  it('a commit proves the lease first: a lease ended from outside, not yet heard, stores nothing', async () => {
+    const o = await open();
+    if (!o.fences) return await closeAll(); // the directory's commit is the snapshot's rename, under its lock
+    try {
+      await commit(o.store, (dir) => writeFileSync(join(dir, 'index'), 'before'));
+      const a = await o.store.lockTarget(T, NO_WAIT);
+      await o.loseLease();
+      writeFileSync(join(a.dir, 'index'), 'after');
+      await expect(a.persist()).rejects.toMatchObject({
+        code: expect.stringMatching(/^state_(lease|connection)_lost$/) as unknown,
+      });
+      await a.release();
+      expect(await filesOf(await o.another())).toEqual({ index: Buffer.from('before') });
+    } finally {
+      await closeAll();
+    }
+  });
+
+  it('persist refuses, typed, while write-ahead writes are in flight, and a write or a second persist during its commit', async () => {
+    const o = await open();
+    if (!o.fences) return await closeAll(); // the directory has no write-ahead log: its files are the record
+    try {
+      const s = await o.store.lockTarget(T, NO_WAIT);
+      writeAhead(s, 'pending', 0, Buffer.from('one'));
+      await expect(s.persist()).rejects.toMatchObject({ code: 'state_session_misused' });
+      await s.durable();
+      writeFileSync(join(s.dir, 'index'), 'i');
+      const persisting = s.persist();
+      expect(() => writeAhead(s, 'pending', 3, Buffer.from('two'))).toThrow(
+        expect.objectContaining({ code: 'state_session_misused' }) as unknown as Error,
+      );
+      await expect(s.persist()).rejects.toMatchObject({ code: 'state_session_misused' });
+      await persisting;
+      await s.release();
+      expect(await filesOf(await o.another())).toEqual({ index: Buffer.from('i') });
+    } finally {
+      await closeAll();
+    }
+  });
+
+  it('a damaged session refuses to persist (its damage) unless a recovery rebuilt the files', async () => {
+    const o = await open();
+    if (o.backend === undefined) return await closeAll(); // the directory's damage is judged by Snapshot.open
+    try {
+      await commit(o.store, (dir) => writeFileSync(join(dir, 'index'), 'sound'));
+      // Write-ahead rows of another version: the session is damaged.
+      const damaged = await o.backend((lease) => ({
+        lease: lease.lease,
+        read: (work) => lease.read((view) => work({ ...view, staleRecords: () => Promise.resolve(1) })),
+        append: (fence, record) => lease.append(fence, record),
+        release: () => lease.release(),
+        commit: (fence, work) => lease.commit(fence, work),
+      }));
+      const s = await damaged.lockTarget(T, NO_WAIT);
+      try {
+        expect(s.damage).toMatchObject({ code: 'snapshot_write_ahead_damaged' });
+        writeFileSync(join(s.dir, 'index'), 'unchecked');
+        await expect(s.persist()).rejects.toBe(s.damage);
+      } finally {
+        await s.release();
+      }
+      expect(await filesOf(await o.another())).toEqual({ index: Buffer.from('sound') });
+      const r = await damaged.lockTarget(T, NO_WAIT);
+      try {
+        writeFileSync(join(r.dir, 'index'), 'recovered');
+        await r.persist({ recovered: true });
+        expect(r.damage).toBeUndefined();
+      } finally {
+        await r.release();
+      }
+      expect(await filesOf(await o.another())).toEqual({ index: Buffer.from('recovered') });
+    } finally {
+      await closeAll();
+    }
+  });
+
   it('write-ahead writes are kept in order: a session after a kill finds the bytes as they were written', async () => {
     const o = await open();
     try {

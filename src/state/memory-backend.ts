@@ -153,6 +153,8 @@ class MemoryLease implements BackendLease {
     const files = new Map([...this.t.files].map(([name, f]) => [name, { ...f, rows: new Map(f.rows) }]));
     await work(memoryWriter(files));
     if (String(this.t.fence) !== fence) throw fenced(this.where);
+    // A lease lost during the commit: PostgreSQL's ends with the session, and the commit with it.
+    if (!this.held()) throw leaseLost(this.where, 'its lease was ended');
     this.t.files = files;
     this.t.log = [];
     this.t.fence++;

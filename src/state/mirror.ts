@@ -9,6 +9,7 @@
 import { lstatSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { AudienceKitError } from '../errors.js';
 import { processRunning } from '../util/process.js';
 import type { BackendLease, StateBackend } from './backend.js';
 import {
@@ -98,6 +99,9 @@ class MirrorSession implements TargetSession {
   private chain: Promise<void> = Promise.resolve();
   private failure: unknown;
   private released = false;
+  /** Write-ahead writes queued and not settled yet. */
+  private inFlight = 0;
+  private committing = false;
 
   private constructor(
     readonly dir: string,
@@ -108,7 +112,7 @@ class MirrorSession implements TargetSession {
     private stored: StoredFiles,
     private nextSeq: number,
     /** A committed file that fails its checks, or write-ahead records that could not all be replayed (a gap, another version). */
-    readonly damage: SnapshotError | undefined,
+    private damaged: SnapshotError | undefined,
   ) {
     this.writeAhead = { wrote: (file, offset, bytes) => this.queue(file, offset, bytes) };
     this.lease = held.lease;
@@ -137,14 +141,26 @@ class MirrorSession implements TargetSession {
     }
   }
 
+  /** Until a recovery's files are committed. */
+  get damage(): SnapshotError | undefined {
+    return this.damaged;
+  }
+
   private queue(file: string, offset: number, bytes: Buffer): void {
+    // Its record would be stored under the fence the commit replaces, and lost with it.
+    if (this.committing) throw misused('a write-ahead write was made while the session committed');
     const seq = this.nextSeq++;
     const data = Buffer.from(bytes);
+    this.inFlight++;
     this.chain = this.chain.then(async () => {
-      if (this.failure !== undefined) return;
-      await this.held.append(this.fence, { seq, file, offset, data }).catch((error: unknown) => {
-        this.failure = error;
-      });
+      try {
+        if (this.failure !== undefined) return;
+        await this.held.append(this.fence, { seq, file, offset, data }).catch((error: unknown) => {
+          this.failure = error;
+        });
+      } finally {
+        this.inFlight--;
+      }
     });
   }
 
@@ -153,10 +169,24 @@ class MirrorSession implements TargetSession {
     if (this.failure !== undefined) throw this.failure;
   }
 
-  async persist(): Promise<void> {
-    // Every queued write settles first (a failed one is included in the files anyway).
-    await this.chain;
+  async persist(o: { recovered?: boolean } = {}): Promise<void> {
+    if (this.committing) throw misused('persist() was called while the session committed');
+    if (this.inFlight > 0) throw misused(`persist() was called with ${this.inFlight} write-ahead writes in flight`);
+    // Files rebuilt from a damaged copy are stored only once a recovery made them whole again.
+    if (this.damaged !== undefined && o.recovered !== true) throw this.damaged;
+    this.committing = true;
+    try {
+      await this.commit();
+      this.damaged = undefined;
+    } finally {
+      this.committing = false;
+    }
+  }
+
+  /** Store the changed files under the fence, the lease proven first (as before every request). */
+  private async commit(): Promise<void> {
     if (!filesChanged(this.dir, this.stored) && this.nextSeq === 1) return;
+    await this.lease.verify();
     let stored: StoredFiles | undefined;
     // nextSeq > 1: write-ahead records were queued or replayed since the last commit.
     this.fence = await this.held.commit(this.fence, async (writer) => {
@@ -164,6 +194,7 @@ class MirrorSession implements TargetSession {
     });
     this.stored = stored ?? this.stored;
     this.nextSeq = 1;
+    // A failed write's bytes are in the files it committed.
     this.failure = undefined;
   }
 
@@ -174,4 +205,11 @@ class MirrorSession implements TargetSession {
     rmSync(this.dir, { recursive: true, force: true });
     await this.held.release();
   }
+}
+
+/** A session's caller broke its order (store.ts, TargetSession.persist). */
+function misused(what: string): AudienceKitError {
+  return new AudienceKitError('state_session_misused', `${what}: refused, nothing was stored`, {
+    fix: 'this is a bug in the caller of the state store: await durable() before persist(), and write nothing until it resolves',
+  });
 }

@@ -135,9 +135,13 @@ export interface TargetSession {
    * `pending`, a commit, a recovery, unrecovered.json written or removed) the store's, and drop
    * the write-ahead records they include. Atomic, and fenced: if another writer committed since
    * this session's snapshot was read (its lock was lost), it fails with EnvironmentError
-   * `state_fenced` and changes nothing. No-op for the directory store and when nothing changed.
+   * `state_fenced` and changes nothing; it proves the lease first (`state_lease_lost`). Refused
+   * (`state_session_misused`) while write-ahead writes are in flight (await `durable()` first),
+   * and a write or a second persist during it are; a session with `damage` refuses with it
+   * unless `recovered` says a recovery rebuilt the files. No-op for the directory store and when
+   * nothing changed.
    */
-  persist(): Promise<void>;
+  persist(o?: { recovered?: boolean }): Promise<void>;
   /** Release the lock; a remote store removes `dir`. Idempotent; never throws for a lost connection. */
   release(): Promise<void>;
 }

@@ -403,7 +403,7 @@ async function syncLocked(
     if (recovery?.lost === 0 && !writeAheadGone && recorded !== undefined && recorded.digest !== snapshot.digest)
       addUnrecovered(dir, Math.abs(recorded.users - snapshot.count), false);
     // What the open committed (a killed sync's records), recovered or marked is the store's before anything is sent.
-    await l.session.persist();
+    await l.session.persist({ recovered: recovery !== undefined });
     return await syncWith(o, snapshot, l, input, recovery);
   } finally {
     snapshot.close();
