@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import metadataJson from 'libphonenumber-js/min/metadata';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
@@ -71,16 +72,19 @@ describe('phone fast path: metadata check', () => {
 describe('phone fast path: fallback', () => {
   afterEach(() => {
     vi.doUnmock('libphonenumber-js/min/metadata');
-    vi.doUnmock('libphonenumber-js');
+    vi.restoreAllMocks();
     vi.resetModules();
   });
 
-  /** phone.ts loaded afresh, with the library's parser spied on (and `metadata` when given). */
+  /**
+   * phone.ts loaded afresh, with the library's parser spied on (and `metadata` when given). phone.ts
+   * requires the library's CommonJS build on first use (phoneLibrary): the spy is on that module's exports.
+   */
   async function loadPhone(metadata?: unknown) {
     vi.resetModules();
-    const lib = await vi.importActual<typeof import('libphonenumber-js')>('libphonenumber-js');
-    const parse = vi.fn(lib.parsePhoneNumberFromString);
-    vi.doMock('libphonenumber-js', () => ({ ...lib, parsePhoneNumberFromString: parse }));
+    vi.restoreAllMocks();
+    const lib = createRequire(import.meta.url)('libphonenumber-js') as typeof import('libphonenumber-js');
+    const parse = vi.spyOn(lib, 'parsePhoneNumberFromString');
     if (metadata !== undefined) vi.doMock('libphonenumber-js/min/metadata', () => ({ default: metadata }));
     return { phone: await import('../src/platform/identifiers/phone.js'), parse };
   }

@@ -9,8 +9,14 @@
  * habits of writing international numbers are read as the number they stand for: a `(0)` trunk
  * prefix after the calling code, and Mexico's retired mobile `1` (`+52 1 55 …`).
  */
-import { getCountries, getCountryCallingCode, type CountryCode } from 'libphonenumber-js';
-import { phoneRangeRank, phoneToE164, phoneTrunkPrefixes, phoneWrittenInternationalPrefixes } from './phone.js';
+import type { CountryCode } from 'libphonenumber-js';
+import {
+  phoneLibrary,
+  phoneRangeRank,
+  phoneToE164,
+  phoneTrunkPrefixes,
+  phoneWrittenInternationalPrefixes,
+} from './phone.js';
 
 /**
  * How a phone written without `+` is read. `national`: a national number of the row's country
@@ -362,7 +368,10 @@ function rewrittenInternational(value: string): string | undefined {
 let callingCodeSet: ReadonlySet<string> | undefined;
 /** The 1-3 digit calling code `digits` start with (no calling code is a prefix of another). */
 function leadingCallingCode(digits: string): string | undefined {
-  callingCodeSet ??= new Set(getCountries().map((c) => getCountryCallingCode(c)));
+  if (callingCodeSet === undefined) {
+    const { getCountries, getCountryCallingCode } = phoneLibrary();
+    callingCodeSet = new Set(getCountries().map((c) => getCountryCallingCode(c)));
+  }
   for (let i = 1; i <= 3 && i < digits.length; i++) {
     const code = digits.slice(0, i);
     if (callingCodeSet.has(code)) return code;
@@ -414,7 +423,7 @@ const callingCodes = new Map<string, string>();
 function callingCode(country: string): string {
   let code = callingCodes.get(country);
   if (code === undefined) {
-    code = getCountryCallingCode(country as CountryCode);
+    code = phoneLibrary().getCountryCallingCode(country as CountryCode);
     callingCodes.set(country, code);
   }
   return code;
