@@ -152,6 +152,8 @@ function writeAhead(session: TargetSession, file: string, offset: number, bytes:
 async function filesOf(store: StateStore): Promise<Record<string, Buffer>> {
   const s = await store.lockTarget(T, NO_WAIT);
   try {
+    // Read back whole: no file failed its size or SHA-256.
+    expect(s.damage).toBeUndefined();
     const names = readdirSync(s.dir).filter((n) => !n.endsWith('.lock'));
     return Object.fromEntries(names.sort().map((n) => [n, readFileSync(join(s.dir, n))]));
   } finally {
@@ -410,19 +412,48 @@ describe.each(Object.keys(STORES))('state store contract: %s', (kind) => {
   it('a data file changed in place reads back exactly, commit after commit (block deltas)', async () => {
     const o = await open();
     try {
-      const data = randomBytes(300_000);
-      await commit(o.store, (dir) => writeFileSync(join(dir, 'data.0'), data));
-      for (const at of [5, 150_000, 299_999]) {
-        data[at] = (data[at] as number) ^ 0xff;
+      let expected = randomBytes(300_000);
+      const index = Buffer.from('index');
+      await commit(o.store, (dir) => {
+        writeFileSync(join(dir, 'data.0'), expected);
+        writeFileSync(join(dir, 'index'), index);
+      });
+      // Each commit's changes, written in place: [offset, length]; past the end, the file grows.
+      const commits: [number, number][][] = [
+        [[5, 1]],
+        [
+          [1020, 10],
+          [150_000, 100],
+          [299_999, 1],
+        ],
+        [
+          [0, 2048],
+          [300_000, 5000],
+        ],
+        [
+          [304_999, 1],
+          [100_000, 1],
+        ],
+      ];
+      for (const changes of commits) {
+        const patches = changes.map(([at, length]) => ({ at, bytes: randomBytes(length) }));
         await commit(o.store, (dir) => {
           const fd = openSync(join(dir, 'data.0'), 'r+');
-          writeSync(fd, data, at, 1, at);
+          for (const { at, bytes } of patches) writeSync(fd, bytes, 0, bytes.length, at);
           closeSync(fd);
         });
-        expect((await filesOf(o.store))['data.0']?.equals(data)).toBe(true);
+        const size = Math.max(expected.length, ...patches.map(({ at, bytes }) => at + bytes.length));
+        const next = Buffer.alloc(size);
+        expected.copy(next);
+        for (const { at, bytes } of patches) bytes.copy(next, at);
+        expected = next;
+        // The exact bytes, every file: the data file as changed, the index untouched, nothing else.
+        const files = await filesOf(o.store);
+        expect(digests(files)).toEqual(digests({ 'data.0': expected, index }));
+        expect(Buffer.compare(files['data.0'] ?? Buffer.alloc(0), expected)).toBe(0);
       }
       await commit(o.store, (dir) => rmSync(join(dir, 'data.0')));
-      expect(await filesOf(o.store)).toEqual({});
+      expect(await filesOf(o.store)).toEqual({ index });
     } finally {
       await closeAll();
     }
