@@ -48,16 +48,19 @@ interface StateOptions {
   auditLog?: string | AuditLog | undefined;
 }
 
+/** A run's store: one the entry opens (a directory, or a PostgreSQL URL parsed), or a store object the caller opened (and closes). */
+export type StoreChoice = { kind: 'spec'; spec: StateSpec } | { kind: 'given'; store: StateStore };
+
 /** Where a run keeps its state, resolved at the entry (nothing opened): this module's part of the entry's options. */
 export interface Storage {
-  /** The store: a directory or a PostgreSQL URL (parsed), or a store object the caller opened; none for an upload without journal. */
-  store: StateSpec | StateStore | undefined;
+  /** The store; none for an upload without journal. */
+  store: StoreChoice | undefined;
   /** The audit log named apart from the store: a file, or a log object. */
   auditLog: string | AuditLog | undefined;
 }
 
 /** A sync's storage: it always has a store. */
-export type SyncStorage = Storage & { store: StateSpec | StateStore };
+export type SyncStorage = Storage & { store: StoreChoice };
 
 const STATE_FIX = 'pass stateDir (a directory) or state (a postgres:// URL or a store)';
 
@@ -84,28 +87,29 @@ export function resolveStorage(o: StateOptions, entry?: string): Storage {
     throw new ConfigError('invalid_option', 'give stateDir or state, not both', { fix: STATE_FIX });
   if (entry !== undefined && stateDir === undefined && state === undefined)
     throw new ConfigError('invalid_option', `${entry} needs stateDir or state`, { fix: STATE_FIX });
-  const store =
+  const store: StoreChoice | undefined =
     typeof state === 'string'
-      ? parseStateUrl(state, 'state')
+      ? { kind: 'spec', spec: parseStateUrl(state, 'state') }
       : stateDir !== undefined
-        ? { kind: 'directory' as const, dir: stateDir }
-        : state;
+        ? { kind: 'spec', spec: { kind: 'directory', dir: stateDir } }
+        : state === undefined
+          ? undefined
+          : { kind: 'given', store: state };
   return { store, auditLog };
 }
 
 const auditOf = (log: string | AuditLog | undefined): AuditLog | undefined =>
   typeof log === 'string' ? new FileAuditLog(log) : log;
 
-const isSpec = (s: StateSpec | StateStore): s is StateSpec => !('lockTarget' in s);
-
 /** A sync's storage opened: the store, with the audit log the run records in. */
 export async function openSyncState({ store: where, auditLog }: SyncStorage): Promise<SyncState> {
   const given = auditOf(auditLog);
-  if (!isSpec(where)) return { store: where, audit: given ?? where.audit, close: () => Promise.resolve() };
-  const store = await openStateStore(where);
+  if (where.kind === 'given')
+    return { store: where.store, audit: given ?? where.store.audit, close: () => Promise.resolve() };
+  const store = await openStateStore(where.spec);
   return {
     store,
-    audit: given ?? (where.kind === 'directory' ? undefined : store.audit),
+    audit: given ?? (where.spec.kind === 'directory' ? undefined : store.audit),
     close: () => store.close(),
   };
 }
