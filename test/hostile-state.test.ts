@@ -650,7 +650,7 @@ describe('files the tool writes: no symlinks followed, 0600, formula cells escap
   it('hash -o and --rejects are 0600; partner ids and column names that start a formula are escaped', async () => {
     const dir = newDir();
     const csv = join(dir, 'in.csv');
-    writeFileSync(csv, 'id,@mail\n=HYPERLINK("http://x"),a@example.com\n+1,not-an-email\n');
+    writeFileSync(csv, 'id,+mail\n=HYPERLINK("http://x"),a@example.com\n+1,not-an-email\n');
     const r = await runCli(
       [
         'hash',
@@ -659,7 +659,7 @@ describe('files the tool writes: no symlinks followed, 0600, formula cells escap
         '--map',
         'partner_user_id=id',
         '--map',
-        'email=@mail',
+        'email=+mail',
         '-o',
         'out.csv',
         '--rejects',
@@ -673,7 +673,7 @@ describe('files the tool writes: no symlinks followed, 0600, formula cells escap
     const out = readFileSync(join(dir, 'out.csv'), 'utf8').split('\n');
     expect(out[1]).toMatch(/^[0-9a-f]{64},"'=HYPERLINK\(""http:\/\/x""\)"$/);
     expect(out[2]).toBe(",'+1");
-    expect(readFileSync(join(dir, 'rej.csv'), 'utf8')).toBe("line,column,type,reason\n3,'@mail,email,email_invalid\n");
+    expect(readFileSync(join(dir, 'rej.csv'), 'utf8')).toBe("line,column,type,reason\n3,'+mail,email,email_invalid\n");
   });
 
   it('every cell a spreadsheet would read as a formula is prefixed (= + - @ tab CR), others kept', () => {
