@@ -64,24 +64,36 @@ function layerConfig(unit) {
 }
 
 /**
- * No barrel: a module exports what it defines, or names each thing it passes on (`export { a }
- * from`), so the trail from a CLI flag to the request is imports and calls alone (docs/design.md).
+ * No barrel: a module exports what it defines, and every import names the module that defines the
+ * name, so the trail from a CLI flag to the request is imports and calls alone (docs/design.md).
+ * Only the package's two entries (src/index.ts, src/sandbox/index.ts) pass names on, by name.
  */
+const EXPORT_ALL = {
+  selector: 'ExportAllDeclaration',
+  message: 'no barrel: export each name by name (export { a, b } from …), or import it from its module',
+};
 export const NO_EXPORT_ALL = {
   files: ['src/**/*.ts'],
   rules: {
     'no-restricted-syntax': [
       'error',
+      EXPORT_ALL,
       {
-        selector: 'ExportAllDeclaration',
-        message: 'no barrel: export each name by name (export { a, b } from …), or import it from its module',
+        selector: 'ExportNamedDeclaration[source]',
+        message:
+          'no re-export: importers take the name from the module that defines it (only src/index.ts and src/sandbox/index.ts pass names on)',
       },
     ],
   },
 };
+const ENTRIES_PASS_NAMES_ON = {
+  files: ['src/index.ts', 'src/sandbox/index.ts'],
+  rules: { 'no-restricted-syntax': ['error', EXPORT_ALL] },
+};
 
 export const LAYER_CONFIGS = [
   NO_EXPORT_ALL,
+  ENTRIES_PASS_NAMES_ON,
   ...LAYERS.flat()
     .filter((unit) => unit !== 'cli')
     .map(layerConfig),

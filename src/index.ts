@@ -27,18 +27,12 @@ export {
 export { JournalError } from './state/journal.js';
 
 // Normalization and hashing of single values.
-export {
-  IDENTIFIER_TYPES,
-  DEFAULT_PHONE_FORMAT,
-  normalizeIdentifier,
-  normalizeCountryCode,
-  hashValue,
-  type IdentifierType,
-  type AudienceUser,
-  type BuiltUser,
-  type NormalizeOptions,
-  type RejectReason,
-} from './identifiers/normalize.js';
+export { IDENTIFIER_TYPES, type IdentifierType, type AudienceUser } from './platform/users.js';
+export { DEFAULT_PHONE_FORMAT } from './platform/identifiers/types.js';
+export { normalizeIdentifier } from './identifiers/normalize.js';
+export { normalizeCountryCode } from './identifiers/countries.js';
+export { hashValue } from './platform/identifiers/rules.js';
+export { type BuiltUser, type NormalizeOptions, type RejectReason } from './identifiers/types.js';
 export type { ColumnMapping } from './identifiers/mapping.js';
 
 // Whole inputs: rows you already hold, or a CSV file/stream hashed on worker threads.
@@ -47,10 +41,10 @@ export {
   hashCsv,
   type HashRecordsOptions,
   type HashRecordsRun,
-  type RawRecord,
   type HashCsvOptions,
   type HashCsvRun,
 } from './hashing/pipeline.js';
+export { type RawRecord } from './identifiers/rows.js';
 export type { HashSummary } from './hashing/summary.js';
 
 // The API client and the audience resources a pipeline creates or looks up.
@@ -66,7 +60,7 @@ export {
   deleteDoNotReachList,
 } from './api/endpoints.js';
 export { paginate } from './api/pagination.js';
-export type { CustomAudience, DoNotReachList } from './api/schemas.js';
+export { type CustomAudience, type DoNotReachList } from './platform/responses.js';
 export { resolveConnectionConfig } from './api/config.js';
 
 // Uploads and their audit trail.
@@ -76,5 +70,5 @@ export { syncAudience, type SyncAudienceOptions } from './upload/sync.js';
 export type { SyncReport } from './upload/sync-report.js';
 export { reportJson } from './upload/report.js';
 export type { UploadAudienceOptions, UploadProgress, UploadReport } from './upload/types.js';
-export type { UploadTarget } from './upload/target.js';
+export { type UploadTarget } from './platform/targets.js';
 export { verifyAuditLog } from './state/audit.js';

@@ -9,7 +9,7 @@ import {
   LANGUAGES,
   typeSaysSomeoneElse,
 } from '../src/identifiers/vocabulary/index.js';
-import { hashValue } from '../src/identifiers/normalize.js';
+import { hashValue } from '../src/platform/identifiers/rules.js';
 import { isKnownColumnName, resolveMapping, type ColumnMapping } from '../src/identifiers/mapping.js';
 import { headerColumn, headerLabel } from '../src/identifiers/labels.js';
 import { normalizeCountryCode } from '../src/identifiers/countries.js';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { normalizeCountryCode } from '../src/identifiers/normalize.js';
+import { normalizeCountryCode } from '../src/identifiers/countries.js';
 
 /**
  * Every alpha-3 code and name the hand-written table accepted before the lookup was built from

@@ -16,15 +16,9 @@ import { startSandbox } from '../src/sandbox/index.js';
 import { CALLING_THREAD, runCli } from './helpers/cli.js';
 import { hashCsv, type HashCsvOptions } from '../src/hashing/pipeline.js';
 import { InputError } from '../src/errors.js';
-import {
-  MAX_HEADER_COLUMNS,
-  MAX_RECORD_BYTES,
-  openCsv,
-  readCsv,
-  type CsvBadRow,
-  type CsvRow,
-} from '../src/ingest/csv.js';
-import { MAX_VALUE_LENGTH, MAX_VALUES_PER_RECORD } from '../src/identifiers/normalize.js';
+import { MAX_HEADER_COLUMNS, openCsv, readCsv, type CsvBadRow, type CsvRow } from '../src/ingest/csv.js';
+import { MAX_RECORD_BYTES } from '../src/ingest/records.js';
+import { MAX_VALUE_LENGTH, MAX_VALUES_PER_RECORD } from '../src/identifiers/types.js';
 import { type HashSummary } from '../src/hashing/summary.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'ak-hostile-in-'));

@@ -2,27 +2,21 @@ import { createHash } from 'node:crypto';
 import { phoneReading } from '../src/platform/identifiers/phone-reading.js';
 import { reasonType, TYPE_REASONS } from '../src/platform/identifiers/types.js';
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_PHONE_FORMAT } from '../src/platform/identifiers/types.js';
+import { IDENTIFIER_TYPES, type IdentifierType } from '../src/platform/users.js';
+import { buildUser, normalizeIdentifier, normalizePhone } from '../src/identifiers/normalize.js';
 import {
-  DEFAULT_PHONE_FORMAT,
-  IDENTIFIER_TYPES,
-  buildUser,
   cleanValue,
   hashValue,
-  normalizeCountryCode,
   normalizeDeviceId,
   normalizeEmail,
   normalizeHandle,
-  normalizeIdentifier,
   normalizePartnerUserId,
-  normalizePhone,
   normalizeServiceId,
-  REJECT_REASONS,
-  serializeBuiltUser,
-  serializeUser,
-  type FieldValue,
-  type IdentifierType,
-  type MappedRecord,
-} from '../src/identifiers/normalize.js';
+} from '../src/platform/identifiers/rules.js';
+import { normalizeCountryCode } from '../src/identifiers/countries.js';
+import { REJECT_REASONS, type FieldValue, type MappedRecord } from '../src/identifiers/types.js';
+import { serializeBuiltUser, serializeUser } from '../src/identifiers/serialize.js';
 
 const sha = (s: string): string => createHash('sha256').update(s, 'utf8').digest('hex');
 const ok = (value: string) => ({ ok: true, value });

@@ -1,6 +1,7 @@
 import { getCountryCallingCode, parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js';
 import { describe, expect, it, vi } from 'vitest';
-import { cleanValue, normalizePhone } from '../src/identifiers/normalize.js';
+import { cleanValue } from '../src/platform/identifiers/rules.js';
+import { normalizePhone } from '../src/identifiers/normalize.js';
 import { phoneToE164, phoneWrittenInternationalPrefixes } from '../src/platform/identifiers/phone.js';
 import examplesJson from 'libphonenumber-js/mobile/examples';
 import metadataJson from 'libphonenumber-js/min/metadata';

@@ -4,10 +4,10 @@ import {
   DEFAULT_BATCH_LIMITS,
   resolveBatchLimits,
   UserDedupe,
-  type BatchGroup,
   type BatchLimits,
   type PackedBatch,
 } from '../src/upload/plan.js';
+import { type BatchGroup } from '../src/platform/batch.js';
 import { ConfigError } from '../src/errors.js';
 import { mulberry32 } from '../src/sandbox/faults.js';
 

@@ -25,7 +25,7 @@ import {
   type BatchKind,
 } from '../src/sandbox/platform.js';
 import { checkUserBatch } from '../src/sandbox/users.js';
-import { maxDoNotReachExpiry } from '../src/upload/target.js';
+import { maxDoNotReachExpiry } from '../src/platform/kinds/do-not-reach-list.js';
 
 /**
  * The sandbox's rules (src/sandbox/platform.ts) against the platform reference's own words. The

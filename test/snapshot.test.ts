@@ -12,16 +12,10 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
-import { serializeUser, writeUserFingerprint } from '../src/identifiers/normalize.js';
-import {
-  decodeUserRecord,
-  EMPTY_SNAPSHOT_DIGEST,
-  encodeUserRecord,
-  Snapshot,
-  snapshotDir,
-  sortKeyOrder,
-  type SnapshotUser,
-} from '../src/state/snapshot.js';
+import { serializeUser, writeUserFingerprint } from '../src/identifiers/serialize.js';
+import { decodeUserRecord, encodeUserRecord } from '../src/state/snapshot-format.js';
+import { EMPTY_SNAPSHOT_DIGEST, Snapshot, snapshotDir, type SnapshotUser } from '../src/state/snapshot.js';
+import { sortKeyOrder } from '../src/state/snapshot-index.js';
 import { Changes } from '../src/state/snapshot-merge.js';
 import { setIndexChunkEntries } from '../src/state/snapshot-index.js';
 

@@ -6,14 +6,12 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createClient, type AdsClient } from '../src/api/client.js';
 import { AuthError, ConfigError } from '../src/errors.js';
-import { hashRecords, type RawRecord } from '../src/hashing/pipeline.js';
+import { hashRecords } from '../src/hashing/pipeline.js';
+import { type RawRecord } from '../src/identifiers/rows.js';
 import { findJournal, RunJournal, type JournalKey } from '../src/state/journal.js';
-import {
-  normalizePartnerUserId,
-  serializeUser,
-  writeUserFingerprint,
-  type AudienceUser,
-} from '../src/identifiers/normalize.js';
+import { normalizePartnerUserId } from '../src/platform/identifiers/rules.js';
+import { serializeUser, writeUserFingerprint } from '../src/identifiers/serialize.js';
+import { type AudienceUser } from '../src/platform/users.js';
 import type { Sandbox, SandboxOptions } from '../src/sandbox/index.js';
 import { sleep } from '../src/util/clock.js';
 import { formatUploadProgress, ProgressPrinter } from '../src/upload/progress.js';

@@ -14,20 +14,22 @@ import { checkCount, checkIdList, checkTotalCountCursor, type Page } from './pag
 import {
   accessTokenSchema,
   audiencePermissionSchema,
-  customAudienceSchema,
-  dataEnvelope,
-  doNotReachListSchema,
-  pageEnvelope,
   requestTokenSchema,
   targetingRecordSchema,
   type AccessTokenResponse,
   type AudiencePermission,
-  type CustomAudience,
-  type DoNotReachList,
   type PermissionLevel,
   type RequestTokenResponse,
   type TargetingRecord,
 } from './schemas.js';
+import {
+  customAudienceSchema,
+  dataEnvelope,
+  doNotReachListSchema,
+  pageEnvelope,
+  type CustomAudience,
+  type DoNotReachList,
+} from '../platform/responses.js';
 
 export type UserOperation = {
   operation_type: OperationType;
@@ -37,9 +39,6 @@ export type UserOperation = {
 /** Either operations to serialize, or the exact JSON array the caller already serialized (text or UTF-8 bytes). */
 export type UserBatchBody =
   { operations: UserOperation[]; body?: never } | { body: string | Buffer; operations?: never };
-
-/** The platform's limits (`platform/batch.ts`), which these functions check before sending. */
-export { ID_LIST_MAX, LIST_COUNT_MAX, USER_BATCH_LIMITS };
 
 function batchBody(input: UserBatchBody): Buffer {
   if (input.operations !== undefined && input.operations.length > USER_BATCH_LIMITS.maxOperations) {

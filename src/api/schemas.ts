@@ -5,18 +5,6 @@
  */
 import { z } from 'zod';
 
-/** The shapes the target kinds read are stated in the platform folder (platform/responses.ts). */
-export {
-  customAudienceSchema,
-  dataEnvelope,
-  doNotReachListSchema,
-  pageEnvelope,
-  userBatchResultSchema,
-  type CustomAudience,
-  type DoNotReachList,
-  type UserBatchResult,
-} from '../platform/responses.js';
-
 export const PERMISSION_LEVELS = ['READ_ONLY', 'READ_WRITE'] as const;
 export type PermissionLevel = (typeof PERMISSION_LEVELS)[number];
 

@@ -7,7 +7,8 @@ import {
   type HashTypeCounts,
 } from '../hashing/summary.js';
 import { quoteLabel } from '../identifiers/labels.js';
-import { IDENTIFIER_TYPES, REJECT_REASONS } from '../identifiers/normalize.js';
+import { IDENTIFIER_TYPES } from '../platform/users.js';
+import { REJECT_REASONS } from '../identifiers/types.js';
 
 // Lines are kept once each, up to SUMMARY_LINES: only a full list can have more behind it.
 const withMore = (r: HashReasonCount): string =>

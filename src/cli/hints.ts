@@ -8,12 +8,8 @@
 import { isCountryLikeName, type ColumnMapping } from '../identifiers/mapping.js';
 import { isPlaceholder, quoteLabel, type HeaderColumn } from '../identifiers/labels.js';
 import { consentKindWords } from '../identifiers/consent.js';
-import {
-  IDENTIFIER_TYPES,
-  type IdentifierType,
-  type NormalizeOptions,
-  type RejectReason,
-} from '../identifiers/normalize.js';
+import { IDENTIFIER_TYPES, type IdentifierType } from '../platform/users.js';
+import { type NormalizeOptions, type RejectReason } from '../identifiers/types.js';
 import { reasonType } from '../platform/identifiers/types.js';
 import { type HashSummary, type HashTypeCounts } from '../hashing/summary.js';
 import { type NationalEvidence } from '../identifiers/content.js';

@@ -5,7 +5,8 @@
  */
 import type { Argv, CommandModule } from 'yargs';
 import { AuthError, ConfigError, HttpError, type ErrorCode, type HttpErrorInit } from '../errors.js';
-import { ID_LIST_MAX, LIST_COUNT_MAX, listTargetedCampaigns } from '../api/endpoints.js';
+import { ID_LIST_MAX, LIST_COUNT_MAX } from '../platform/batch.js';
+import { listTargetedCampaigns } from '../api/endpoints.js';
 import { paginate, type Page } from '../api/pagination.js';
 import { type AdsClient } from '../api/client.js';
 import { type TargetingRecord } from '../api/schemas.js';

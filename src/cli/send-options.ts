@@ -9,7 +9,7 @@ import { DEFAULT_BATCH_LIMITS } from '../upload/plan.js';
 import { DEFAULT_MAX_RETRIES, DEFAULT_UPLOAD_CONCURRENCY } from '../upload/options.js';
 import { type RunInput } from '../upload/run-facts.js';
 import { type UploadReport } from '../upload/types.js';
-import { type UploadTarget } from '../upload/target.js';
+import { type UploadTarget } from '../platform/targets.js';
 import { TARGET_KINDS, type TargetFlagName } from '../platform/targets.js';
 import { checkSandboxConnectionFlags, type ConnectionArgs } from './connection.js';
 import type { HashOptionArgs } from './hash-options.js';

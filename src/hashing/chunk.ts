@@ -4,28 +4,21 @@
  * `workers: 0`, on the calling thread. It imports only what that work needs, so each worker's
  * isolate stays small.
  */
-import {
-  csvCell,
-  decodeChunk,
-  visitCsvChunk,
-  type CsvBadRow,
-  type CsvDelimiter,
-  type CsvRowError,
-} from '../ingest/csv.js';
+import { csvCell, decodeChunk, visitCsvChunk, type CsvBadRow } from '../ingest/csv.js';
+import { type CsvDelimiter } from '../ingest/preamble.js';
+import { type CsvRowError } from '../ingest/records.js';
 import { ConsentReader, consentSends, type ConsentPolicy } from '../identifiers/consent.js';
 import { countryCell, fieldOf, type ColumnMapping, type MappedColumn } from '../identifiers/mapping.js';
+import { IDENTIFIER_TYPES, type IdentifierType } from '../platform/users.js';
+import { serializeBuiltUser, writeUserFingerprint } from '../identifiers/serialize.js';
 import {
-  IDENTIFIER_TYPES,
-  serializeBuiltUser,
-  writeUserFingerprint,
   type BuiltUser,
   type FieldValue,
-  type IdentifierType,
   type MappedRecord,
   type NormalizeOptions,
   type Reject,
-  userBuilder,
-} from '../identifiers/normalize.js';
+} from '../identifiers/types.js';
+import { userBuilder } from '../identifiers/normalize.js';
 import { findKey, isStale, type KnownUsers } from './known-users.js';
 import {
   addBadRowToSummary,

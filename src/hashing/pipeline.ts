@@ -18,22 +18,21 @@ import {
   DEFAULT_CHUNK_BYTES,
   openCsv,
   type CsvBadRow,
-  type CsvChunk,
-  type CsvDelimiter,
-  type CsvEncoding,
-  type CsvEncodingSource,
   type CsvInput,
   type CsvRow,
-  type CsvRowError,
   type CsvSource,
   type ReadCsvOptions,
 } from '../ingest/csv.js';
+import { type CsvChunk, type CsvRowError } from '../ingest/records.js';
+import { type CsvDelimiter } from '../ingest/preamble.js';
+import { type CsvEncoding, type CsvEncodingSource } from '../ingest/encodings.js';
 import { SAMPLE_ROWS } from '../identifiers/content.js';
 import { readAhead } from '../util/read-ahead.js';
 import { CONSENT_POLICIES, DEFAULT_CONSENT_POLICY, type ConsentPolicy } from '../identifiers/consent.js';
 import { resolveMapping, type ColumnMapping, type MappingOptions } from '../identifiers/mapping.js';
 import { ConfigError } from '../errors.js';
-import { normalizeCountryCode, type BuiltUser, type NormalizeOptions, type Reject } from '../identifiers/normalize.js';
+import { normalizeCountryCode } from '../identifiers/countries.js';
+import { type BuiltUser, type NormalizeOptions, type Reject } from '../identifiers/types.js';
 import { RowUsers, type RawRecord, type RowRules } from '../identifiers/rows.js';
 import {
   hashChunk,
@@ -54,8 +53,6 @@ import {
   mergeHashSummary,
   type HashSummary,
 } from './summary.js';
-
-export type { RawRecord } from '../identifiers/rows.js';
 
 // ---------------------------------------------------------------------------------------------
 // Options.

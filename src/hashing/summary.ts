@@ -3,17 +3,16 @@
  * numbers of each (never values). Workers count a partial summary per chunk; the pipeline merges
  * them in input order.
  */
-import type { CsvRowError } from '../ingest/csv.js';
+import { type CsvRowError } from '../ingest/records.js';
 import type { ConsentColumn, ConsentPolicy, ConsentRead } from '../identifiers/consent.js';
+import { IDENTIFIER_TYPES, type IdentifierType } from '../platform/users.js';
 import {
-  IDENTIFIER_TYPES,
   REJECT_REASONS,
   type BuildNotes,
   type BuiltUser,
-  type IdentifierType,
   type Reject,
   type RejectReason,
-} from '../identifiers/normalize.js';
+} from '../identifiers/types.js';
 
 /** How many line numbers a summary keeps per reason (enough to find the problem, bounded memory). */
 export const SUMMARY_LINES = 5;

@@ -21,8 +21,6 @@ import {
 } from './consent-vocabulary.js';
 import { headerColumn, type HeaderColumn } from './labels.js';
 
-export type { ConsentKind, ConsentReading } from './consent-vocabulary.js';
-
 /**
  * What a run does with a row's consent, for a custom audience:
  * - `exclude` (default): a row that says no (opted out, unsubscribed, no consent…) is left out;

@@ -4,7 +4,9 @@
  * holds emails or phone numbers, whether its cells are lists. Values are read here and never kept
  * or printed: only counts and verdicts leave this module.
  */
-import { cleanValue, normalizeIdentifier, type IdentifierType } from './normalize.js';
+import { cleanValue } from '../platform/identifiers/rules.js';
+import { normalizeIdentifier } from './normalize.js';
+import { type IdentifierType } from '../platform/users.js';
 import { spreadsheetForm } from '../platform/identifiers/phone-reading.js';
 import { TYPE_RULES } from '../platform/identifiers/rules.js';
 

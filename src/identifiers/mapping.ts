@@ -18,11 +18,11 @@ import {
 } from './content.js';
 import { countryColumnShare, localeCountry } from './countries.js';
 import { headerColumn, headerLabel, looksLikeData, quoteLabel, type HeaderColumn } from './labels.js';
-import { IDENTIFIER_TYPES, cleanValue, type FieldValue, type IdentifierType, type MappedRecord } from './normalize.js';
+import { IDENTIFIER_TYPES, type IdentifierType } from '../platform/users.js';
+import { cleanValue } from '../platform/identifiers/rules.js';
+import { type FieldValue, type MappedRecord } from './types.js';
 import { nameParts, splitWords, type WordClass } from './vocabulary/index.js';
 import { AUTO_COLUMN_NAMES, GENERIC_ID_KEYS, GENERIC_ID_WORDS } from './vocabulary/names.js';
-
-export { AUTO_COLUMN_NAMES };
 
 /** A header name as compared: lowercase letters and digits only (accents dropped). */
 export function columnKey(name: string): string {

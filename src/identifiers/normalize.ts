@@ -19,48 +19,17 @@ import {
 } from '../platform/identifiers/types.js';
 import { resolveCountry } from './countries.js';
 import { typeSaysSomeoneElse } from './vocabulary/index.js';
+import { IDENTIFIER_TYPES, type AudienceUser, type IdentifierType } from '../platform/users.js';
 import {
-  IDENTIFIER_TYPES,
   MAX_VALUE_LENGTH,
   MAX_VALUES_PER_RECORD,
-  type AudienceUser,
   type BuildNotes,
   type BuiltUser,
   type FieldValue,
-  type IdentifierType,
   type InputHashed,
   type MappedRecord,
   type NormalizeOptions,
   type Reject,
-  type RejectReason,
-} from './types.js';
-
-export { normalizeCountryCode } from './countries.js';
-export {
-  cleanValue,
-  hashValue,
-  normalizeDeviceId,
-  normalizeEmail,
-  normalizeHandle,
-  normalizePartnerUserId,
-  normalizeServiceId,
-} from '../platform/identifiers/rules.js';
-export { DEFAULT_PHONE_FORMAT, type Normalized } from '../platform/identifiers/types.js';
-export { serializeBuiltUser, serializeUser, writeUserFingerprint } from './serialize.js';
-export {
-  type AudienceUser,
-  type BuildNotes,
-  type BuiltUser,
-  type FieldValue,
-  IDENTIFIER_TYPES,
-  type IdentifierType,
-  type InputHashed,
-  type MappedRecord,
-  MAX_VALUE_LENGTH,
-  MAX_VALUES_PER_RECORD,
-  type NormalizeOptions,
-  type Reject,
-  REJECT_REASONS,
   type RejectReason,
 } from './types.js';
 

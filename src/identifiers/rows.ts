@@ -13,7 +13,8 @@ import {
   type MappingOptions,
   type SampleRows,
 } from './mapping.js';
-import { userBuilder, type BuiltUser, type MappedRecord, type NormalizeOptions } from './normalize.js';
+import { userBuilder } from './normalize.js';
+import { type BuiltUser, type MappedRecord, type NormalizeOptions } from './types.js';
 
 /**
  * A raw record as library users hold it: a database row or an object keyed by column name.

@@ -1,6 +1,6 @@
 /** The canonical JSON of a user object (the uploader's dedupe key and byte count) and its fingerprint. */
 import { hash as cryptoHash } from 'node:crypto';
-import { IDENTIFIER_TYPES, type AudienceUser } from './types.js';
+import { IDENTIFIER_TYPES, type AudienceUser } from '../platform/users.js';
 
 /**
  * Write the 64-bit dedupe fingerprint of a serialized user (the first 8 bytes of the SHA-256 of

@@ -6,9 +6,6 @@ import type { PhoneCountryCode } from '../platform/identifiers/phone-reading.js'
 import { RULE_REJECT_REASONS, type PhoneFormat, type RuleRejectReason } from '../platform/identifiers/types.js';
 import type { AudienceUser, IdentifierType } from '../platform/users.js';
 
-/** Defined by the platform (`platform/users.ts`); re-exported where the identifier domain is read. */
-export { IDENTIFIER_TYPES, type AudienceUser, type IdentifierType } from '../platform/users.js';
-
 /** The record's own reasons, after every rule's (RULE_REJECT_REASONS): not one type's rule but the reading of a record. */
 const RECORD_REJECT_REASONS = ['hash_invalid', 'value_too_long', 'too_many_values', 'not_own_by_type'] as const;
 export type RejectReason = RuleRejectReason | (typeof RECORD_REJECT_REASONS)[number];

@@ -38,13 +38,8 @@ import {
   type CsvRowError,
 } from './records.js';
 
-export { MAX_RECORD_BYTES, scanRecords, type CsvChunk, type CsvRowError } from './records.js';
-export { canonicalEncoding, encodingLabel, type CsvEncoding, type CsvEncodingSource } from './encodings.js';
-
 /** A path (`-` is stdin), a Node stream, or any async iterable of bytes. */
 export type CsvSource = string | Readable | AsyncIterable<Uint8Array>;
-
-export { CSV_DELIMITERS, type CsvDelimiter } from './preamble.js';
 
 export interface CsvRow {
   /** Physical line (1-based) where the record starts. */

@@ -31,8 +31,6 @@ const PARTNER_INDEX = USER_KEYS.indexOf(UNHASHED_USER_KEY);
 const DIGEST_KEY_CHARS = 16;
 const TYPE_CODES: ReadonlyArray<readonly [UserKey, number]> = USER_KEYS.map((t, i) => [t, 0x41 + i]);
 
-export type { BatchKind } from './platform.js';
-
 /** Per batch kind, a bit per USER_KEYS index the kind accepts. */
 const ACCEPTED_MASK: Record<BatchKind, number> = {
   custom: typeMask(ALLOWED_USER_KEYS.custom),

@@ -18,12 +18,12 @@ import {
   refuseUnfinishedMove,
   syncInProgress,
   type RunJournals,
-  type SnapshotTarget,
   type StateStore,
   type TargetLockOptions,
   type TargetSession,
-  type UploadJournal,
 } from './store.js';
+import { type SnapshotTarget } from './snapshot-format.js';
+import { type UploadJournal } from './journal.js';
 
 /** The marker of an unfinished `state move` into the directory (StateStore.moveMarker). */
 const MOVE_MARKER = 'move.json';

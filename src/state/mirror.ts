@@ -25,13 +25,13 @@ import {
   refuseUnfinishedMove,
   type AuditLog,
   type RunJournals,
-  type SnapshotTarget,
   type SnapshotWriteAhead,
   type StateStore,
   type StateStoreKind,
   type TargetLockOptions,
   type TargetSession,
 } from './store.js';
+import { type SnapshotTarget } from './snapshot-format.js';
 import type { Lease } from '../util/lease.js';
 
 /** The private copies of snapshots are `<tmpdir>/audience-kit-state-<pid>-<random>`. */

@@ -73,11 +73,6 @@ import {
 import { sha256Hex } from '../util/sha256.js';
 import type { SnapshotWriteAhead } from './store.js';
 
-export type { KeyTable } from './key-table.js';
-export { decodeUserRecord, encodeUserRecord, SnapshotError, SNAPSHOT_ENTRY_BYTES } from './snapshot-format.js';
-export type { SnapshotTarget } from './snapshot-format.js';
-export { sortKeyOrder } from './snapshot-index.js';
-
 /** A target's snapshot name, `<kind>-<24 hex>` (ids are hashed into it: they are not file-name safe). */
 export function snapshotName(target: SnapshotTarget): string {
   return `${target.kind}-${targetHash(target).toString('hex').slice(0, 24)}`;

@@ -20,10 +20,6 @@ import type { JournalKey, JournalSummary, OpenJournalOptions, UploadJournal } fr
 import type { SnapshotError, SnapshotTarget } from './snapshot-format.js';
 import type { Lease } from '../util/lease.js';
 
-export type { UploadJournal } from './journal.js';
-
-export type { SnapshotTarget } from './snapshot-format.js';
-
 export type StateStoreKind = 'directory' | 'postgres' | 'memory';
 
 /** One store of state, opened once per command or library call and closed by whoever opened it. */

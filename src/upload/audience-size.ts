@@ -7,7 +7,7 @@
  * (sync-plan.ts) before any change.
  */
 import { ConfigError } from '../errors.js';
-import { serializeUser } from '../identifiers/normalize.js';
+import { serializeUser } from '../identifiers/serialize.js';
 import { readAhead } from '../util/read-ahead.js';
 import type { Target } from './target.js';
 import type { UploadItem, UploadUser, UploadUsers } from './types.js';

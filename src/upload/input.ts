@@ -7,7 +7,8 @@
 import { ConfigError } from '../errors.js';
 import type { PackedUsers } from '../hashing/chunk.js';
 import { addUserToSummary, type HashSummary } from '../hashing/summary.js';
-import { IDENTIFIER_TYPES, serializeUser, type AudienceUser, type IdentifierType } from '../identifiers/normalize.js';
+import { IDENTIFIER_TYPES, type AudienceUser, type IdentifierType } from '../platform/users.js';
+import { serializeUser } from '../identifiers/serialize.js';
 import { partnerUserIdFits } from '../platform/users.js';
 import type { BatchPacker, GroupHandle, PackedBatch } from './plan.js';
 import type { Target } from './target.js';

@@ -14,13 +14,15 @@ import { ConfigError } from '../errors.js';
 import { resolveRowRules, type HashRecordsOptions } from '../hashing/pipeline.js';
 import type { RowRules } from '../identifiers/rows.js';
 import { rejectGuardOptions, type RejectGuardOptions } from '../hashing/reject-guard.js';
-import type { UploadJournal } from '../state/store.js';
+import { type UploadJournal } from '../state/journal.js';
 import { realClock, type Clock } from '../util/clock.js';
 import type { Lease } from '../util/lease.js';
-import { resolveBatchLimits, type BatchGroup, type BatchLimits, type OperationType, type PackedBatch } from './plan.js';
+import { resolveBatchLimits, type BatchLimits, type PackedBatch } from './plan.js';
+import { type BatchGroup, type OperationType } from '../platform/batch.js';
 import { TARGET_KINDS } from '../platform/targets.js';
 import { describeTarget, type Target } from './target.js';
-import type { ConfirmedBatchInfo, UploadOperation, UploadProgress, UploadTarget, UploadUsers } from './types.js';
+import { type ConfirmedBatchInfo, type UploadOperation, type UploadProgress, type UploadUsers } from './types.js';
+import { type UploadTarget } from '../platform/targets.js';
 
 /** Measured against the sandbox on 2 cores (docs/performance.md): more gains nothing, fewer leaves the link idle. */
 export const DEFAULT_UPLOAD_CONCURRENCY = 4;

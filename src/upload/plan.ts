@@ -9,10 +9,8 @@
  */
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
-import { writeUserFingerprint } from '../identifiers/normalize.js';
+import { writeUserFingerprint } from '../identifiers/serialize.js';
 import { USER_BATCH_LIMITS, type BatchGroup } from '../platform/batch.js';
-
-export type { BatchGroup, OperationType } from '../platform/batch.js';
 
 export interface BatchLimits {
   /** Exact UTF-8 byte length of a request body (the serialized JSON array). */

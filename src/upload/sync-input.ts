@@ -10,7 +10,7 @@ import { closeSync, openSync, readdirSync, readSync, rmSync, writeSync } from 'n
 import { join } from 'node:path';
 import type { PackedUsers } from '../hashing/chunk.js';
 import type { AddedRepeats } from './added-users.js';
-import { writeUserFingerprint } from '../identifiers/normalize.js';
+import { writeUserFingerprint } from '../identifiers/serialize.js';
 import type { Snapshot, SnapshotUser } from '../state/snapshot.js';
 import { OVERSIZED_LINES_KEPT, type GroupHandle, type PackedBatch } from './plan.js';
 import { PLAN_ADD, PLAN_REFRESH, type SyncPlanner } from './sync-plan.js';

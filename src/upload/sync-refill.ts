@@ -4,7 +4,7 @@
  * second sync meets what the first left, as a real target would.
  */
 import { type AdsClient } from '../api/client.js';
-import type { AudienceUser } from '../identifiers/normalize.js';
+import { type AudienceUser } from '../platform/users.js';
 import { Snapshot } from '../state/snapshot.js';
 import type { StateStore } from '../state/store.js';
 import { snapshotTarget, type Target } from './target.js';

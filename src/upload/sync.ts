@@ -19,9 +19,10 @@ import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import { createHashSummary } from '../hashing/summary.js';
 import type { HashRecordsOptions } from '../hashing/pipeline.js';
-import type { NormalizeOptions } from '../identifiers/normalize.js';
+import { type NormalizeOptions } from '../identifiers/types.js';
 import { newRunId, type AuditRunStart, type AuditSnapshotState } from '../state/audit.js';
-import { Snapshot, SnapshotError, writeAheadLost, type SnapshotTarget } from '../state/snapshot.js';
+import { Snapshot, writeAheadLost } from '../state/snapshot.js';
+import { SnapshotError, type SnapshotTarget } from '../state/snapshot-format.js';
 import { refuseUnfinishedMove, type AuditLog, type TakeoverWait, type TargetSession } from '../state/store.js';
 import { openSyncState, resolveStorage, STATE_FIELDS, type StateOption, type SyncStorage } from './state-option.js';
 import { recoverSnapshot, type SnapshotRecovery } from '../state/snapshot-recover.js';
@@ -76,8 +77,6 @@ import { oversizedTest } from './plan.js';
 import { snapshotTarget, type Target } from './target.js';
 import type { RowRules } from '../identifiers/rows.js';
 import { collectGarbage } from '../util/collect.js';
-
-export type { SyncReport, SyncOperationReport, SyncStatus } from './sync-report.js';
 
 /** Memberships expire 13 months after an upload: a refresh window must be shorter. */
 export const MAX_REFRESH_AFTER_DAYS = 390;

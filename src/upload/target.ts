@@ -7,7 +7,7 @@
  */
 import type { AdsClient } from '../api/client.js';
 import { postUserBatch, sendRequest, type RequestHow } from '../api/endpoints.js';
-import type { UserBatchResult } from '../api/schemas.js';
+import { type UserBatchResult } from '../platform/responses.js';
 import type { ReadBack, TargetKindEndpoints, TargetKindRules } from '../platform/kinds/kind.js';
 import {
   TARGET_KINDS,
@@ -17,11 +17,8 @@ import {
   type TargetKind,
   type UploadTarget,
 } from '../platform/targets.js';
-import { snapshotDir, type SnapshotTarget } from '../state/snapshot.js';
-
-/** The platform's kinds and rules (platform/), re-exported where the upload reads them. */
-export type { TargetKind, UploadTarget } from '../platform/targets.js';
-export { DO_NOT_REACH_TYPES, maxDoNotReachExpiry } from '../platform/kinds/do-not-reach-list.js';
+import { snapshotDir } from '../state/snapshot.js';
+import { type SnapshotTarget } from '../state/snapshot-format.js';
 
 /** How a request of `postUsers` is sent (the run's signals, a sync's lease, the attempt counter). */
 export type PostHow = RequestHow;

@@ -5,17 +5,19 @@
 import { type AdsClient } from '../api/client.js';
 import type { AudienceKitError } from '../errors.js';
 import type { PackedUsers } from '../hashing/chunk.js';
-import type { HashRecordsOptions, RawRecord } from '../hashing/pipeline.js';
+import { type HashRecordsOptions } from '../hashing/pipeline.js';
+import { type RawRecord } from '../identifiers/rows.js';
 import type { ConsentJson, HashSummary, HashTypeCounts } from '../hashing/summary.js';
 import type { KnownUsers } from '../hashing/known-users.js';
-import type { AudienceUser, BuiltUser, IdentifierType, RejectReason } from '../identifiers/normalize.js';
+import { type AudienceUser, type IdentifierType } from '../platform/users.js';
+import { type BuiltUser, type RejectReason } from '../identifiers/types.js';
 import type { TargetKind } from '../platform/targets.js';
-import type { UploadJournal } from '../state/store.js';
+import { type UploadJournal } from '../state/journal.js';
 import type { Clock } from '../util/clock.js';
-import type { BatchGroup, BatchLimits, OperationType, PackedBatch } from './plan.js';
-import type { Target, UploadTarget } from './target.js';
-
-export type { UploadTarget } from './target.js';
+import { type BatchGroup, type OperationType } from '../platform/batch.js';
+import { type BatchLimits, type PackedBatch } from './plan.js';
+import { type Target } from './target.js';
+import { type UploadTarget } from '../platform/targets.js';
 export type UploadOperation = 'update' | 'delete';
 export type UploadStatus = 'completed' | 'partial' | 'failed' | 'interrupted';
 

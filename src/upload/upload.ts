@@ -5,7 +5,8 @@
  * the report is built from them (report.ts). `sendUsers()` is the same for a caller that has
  * users to add or remove and wants each confirmed batch back (sync).
  */
-import { hashRows, type RawRecord } from '../hashing/pipeline.js';
+import { hashRows } from '../hashing/pipeline.js';
+import { type RawRecord } from '../identifiers/rows.js';
 import type { RowRules } from '../identifiers/rows.js';
 import { createHashSummary } from '../hashing/summary.js';
 import { guardInput } from '../hashing/reject-guard.js';
@@ -19,7 +20,8 @@ import {
   type ResolvedSendOptions,
   type ResolvedUploadOptions,
 } from './options.js';
-import { BatchPacker, type OperationType } from './plan.js';
+import { BatchPacker } from './plan.js';
+import { type OperationType } from '../platform/batch.js';
 import { buildReport, progressReporter, runBooks } from './report.js';
 import type { SenderOptions } from './sender.js';
 import type {

@@ -11,7 +11,7 @@
 import examplesJson from 'libphonenumber-js/examples.mobile.json';
 import { parsePhoneNumberFromString as parseMax, type CountryCode } from 'libphonenumber-js/max';
 import { createRequire } from 'node:module';
-import { hashValue } from '../../src/identifiers/normalize.js';
+import { hashValue } from '../../src/platform/identifiers/rules.js';
 import { mulberry32 } from '../../src/sandbox/faults.js';
 import { encodeLegacy } from './legacy-encoding.js';
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { type ClientOptions } from '../../src/api/client.js';
-import type { RawRecord } from '../../src/hashing/pipeline.js';
+import { type RawRecord } from '../../src/identifiers/rows.js';
 import type { Sandbox, SandboxOptions } from '../../src/sandbox/index.js';
 import { UserKeySet } from '../../src/sandbox/state.js';
 import type { SyncAudienceOptions } from '../../src/upload/sync.js';
