@@ -75,6 +75,8 @@ describe('sync --consent do-not-reach: both targets equal to the file', { timeou
     for (const file of [v1, v2]) {
       const r = await runCli([...args(ref, file, refState), '--json'], { cwd, env: target.env });
       expect(r.code, r.stderr).toBe(0);
+      // The list's phase lines say whose sync they are; the named audience's do not.
+      expect(r.stderr.split(`do-not-reach list ${ref.list}: the rows that say no`)).toHaveLength(2);
       requests.push(userRequests(ref.audience));
     }
     const audienceRequests = (requests[1] ?? 0) - (requests[0] ?? 0);

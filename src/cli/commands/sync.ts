@@ -226,12 +226,13 @@ async function syncFile(ctx: CliContext, args: SyncArgs, state: StateSpec): Prom
     // The audit log refusing the end record (disk full) still lets the report be printed.
     let auditError: unknown;
     const options = syncOptions(ctx, args, state, input, { c, store });
+    const named = c.target;
     const report = await syncAudience({
       ...options,
       users: run,
       signal: interrupt.signal,
       onAuditError: (e) => (auditError = e),
-      onPhase: (phase, plan, target) => printPhase(ctx, args, phase, plan, target),
+      onPhase: (phase, plan, target) => printPhase(ctx, args, phase, plan, target, named),
       onTakeoverWait: (wait) => printTakeoverWait(ctx, wait),
     });
     const lostAudit =
@@ -268,10 +269,11 @@ function printPhase(
   phase: 'planned' | 'removing' | 'updating',
   plan: SyncPlanCounts,
   target: { kind: string; id: string },
+  named: { kind: string; id: string },
 ): void {
   if (args.quiet === true) return;
-  // The list's sync of --consent do-not-reach follows the audience's: its lines say so.
-  const list = target.kind === 'do_not_reach_list' && args['do-not-reach-list'] === undefined;
+  // The list's sync of --consent do-not-reach follows the named target's: its lines say so.
+  const list = target.kind !== named.kind || target.id !== named.id;
   if (list && phase === 'planned') writeLine(ctx.stderr, `do-not-reach list ${target.id}: the rows that say no`);
   if (phase === 'planned')
     writeLine(ctx.stderr, `plan: +${plan.adds} -${plan.removes} ~${plan.refreshes} =${plan.unchanged}`);
