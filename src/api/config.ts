@@ -11,40 +11,15 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import { makeDirs } from '../util/make-dirs.js';
-
-export const CONNECTION_FIELDS = [
-  'adsBaseUrl',
-  'apiBaseUrl',
-  'consumerKey',
-  'consumerSecret',
-  'accessToken',
-  'accessTokenSecret',
-] as const;
-export type ConnectionField = (typeof CONNECTION_FIELDS)[number];
+import {
+  CONNECTION_ENV_VARS,
+  CONNECTION_FIELDS,
+  CONNECTION_FLAG_NAMES,
+  type ConnectionField,
+} from '../platform/credentials.js';
 
 /** Where a resolved value came from; `default` is apiBaseUrl falling back to adsBaseUrl. */
 export type ConnectionSource = 'flag' | 'env' | 'file' | 'default' | 'missing';
-
-export const CONNECTION_ENV_VARS: Readonly<Record<ConnectionField, string>> = {
-  adsBaseUrl: 'AUDIENCE_KIT_ADS_BASE_URL',
-  apiBaseUrl: 'AUDIENCE_KIT_API_BASE_URL',
-  consumerKey: 'AUDIENCE_KIT_CONSUMER_KEY',
-  consumerSecret: 'AUDIENCE_KIT_CONSUMER_SECRET',
-  accessToken: 'AUDIENCE_KIT_ACCESS_TOKEN',
-  accessTokenSecret: 'AUDIENCE_KIT_ACCESS_TOKEN_SECRET',
-};
-
-export const CONNECTION_FLAG_NAMES: Readonly<Record<ConnectionField, string>> = {
-  adsBaseUrl: '--base-url',
-  apiBaseUrl: '--api-base-url',
-  consumerKey: '--consumer-key',
-  consumerSecret: '--consumer-secret',
-  accessToken: '--access-token',
-  accessTokenSecret: '--access-token-secret',
-};
-
-/** Fields whose values must never be printed, not even partially. */
-export const SECRET_CONNECTION_FIELDS: readonly ConnectionField[] = ['consumerSecret', 'accessTokenSecret'];
 
 export const CONFIG_DIR_ENV = 'AUDIENCE_KIT_CONFIG_DIR';
 export const PROFILE_ENV = 'AUDIENCE_KIT_PROFILE';

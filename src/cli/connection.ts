@@ -5,12 +5,8 @@
  */
 import type { Argv } from 'yargs';
 import { ConfigError } from '../errors.js';
-import {
-  CONNECTION_ENV_VARS,
-  resolveConnectionConfig,
-  type ConnectionValues,
-  type ResolvedConnectionConfig,
-} from '../api/config.js';
+import { resolveConnectionConfig, type ConnectionValues, type ResolvedConnectionConfig } from '../api/config.js';
+import { CONNECTION_ENV_VARS } from '../platform/credentials.js';
 import { MAX_ATTEMPTS_LIMIT, type AdsClient, type ClientOptions } from '../api/client.js';
 import type { CliContext } from './context.js';
 import { createCliClient } from './proxy.js';

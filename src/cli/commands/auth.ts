@@ -5,17 +5,19 @@ import type { Argv, CommandModule } from 'yargs';
 import { accessToken, authorizeUrl, requestToken } from '../../api/endpoints.js';
 import { AuthError, ConfigError } from '../../errors.js';
 import {
-  CONNECTION_ENV_VARS,
-  CONNECTION_FIELDS,
-  CONNECTION_FLAG_NAMES,
   inspectConnectionConfig,
   removeProfileCredentials,
   saveProfileCredentials,
-  SECRET_CONNECTION_FIELDS,
   type ConnectionConfigReport,
-  type ConnectionField,
   type ResolvedConnectionConfig,
 } from '../../api/config.js';
+import {
+  CONNECTION_ENV_VARS,
+  CONNECTION_FIELDS,
+  CONNECTION_FLAG_NAMES,
+  SECRET_CONNECTION_FIELDS,
+  type ConnectionField,
+} from '../../platform/credentials.js';
 import { type AccessTokenResponse } from '../../api/schemas.js';
 import { type AdsClient } from '../../api/client.js';
 import {
