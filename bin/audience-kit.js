@@ -2,7 +2,7 @@
 import { setFlagsFromString } from 'node:v8';
 
 // A sync's main thread keeps its young generation at V8's first size (1 MB semi-spaces) instead of
-// growing it to 16 MB ones while it plans: 13–30 MB less peak RSS for a 10M-row sync
+// growing it to 16 MB ones while it plans: about 50 MB less peak RSS for a 10M-row re-sync
 // (docs/performance.md). Set before the CLI's modules load; its hashing workers start at their own
 // limit (hashing/pool.ts).
 if (process.argv[2] === 'sync') setFlagsFromString('--semi-space-growth-factor=1');
