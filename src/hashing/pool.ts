@@ -3,7 +3,6 @@
  * of chunks in order. Chunk bytes are transferred, not copied; a worker that fails or exits
  * rejects every pending chunk, so the pipeline never hangs.
  */
-import { setFlagsFromString } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import type { HashChunkContext, HashChunkResult } from './chunk.js';
 import type { HashWorkerData, HashWorkerReply, HashWorkerRequest } from './worker.js';
@@ -42,15 +41,10 @@ export class HashWorkerPool {
   private closed = false;
 
   constructor(count: number, ctx: HashChunkContext, chunkBytes: number, youngGenerationMb?: number) {
-    const limits = workerLimits(chunkBytes, youngGenerationMb);
-    // The workers start at their young generation's limit (2 semi-spaces and a large-object space
-    // of a third each), not at V8's 1 MB semi-spaces grown on survival: a large sync's CLI keeps
-    // its main thread from growing them (bin/audience-kit.js), a flag its workers would inherit.
-    setFlagsFromString(`--min-semi-space-size=${Math.max(1, Math.floor(limits.maxYoungGenerationSizeMb / 3))}`);
     for (let i = 0; i < count; i++) {
       const worker = new Worker(WORKER_URL, {
         workerData: { hashChunkContext: ctx } satisfies HashWorkerData,
-        resourceLimits: limits,
+        resourceLimits: workerLimits(chunkBytes, youngGenerationMb),
       });
       const entry = { worker, tasks: new Map<number, Task>() };
       worker.on('message', (reply: HashWorkerReply) => {
@@ -91,7 +85,6 @@ export class HashWorkerPool {
 
   async close(): Promise<void> {
     this.closed = true;
-    setFlagsFromString('--min-semi-space-size=0');
     await Promise.all(this.workers.map(({ worker }) => worker.terminate()));
   }
 }
