@@ -105,3 +105,20 @@ describe('a target kind declared in src/platform alone', () => {
     expect(both.stderr).toMatch(/audience and fake-list are mutually exclusive/);
   });
 });
+
+describe("the sandbox, the platform's independent judge, counts a target by the kind's name", () => {
+  it('answers for the kinds it holds and refuses one it does not (it learns a new kind on its own)', async () => {
+    const { startSandbox } = await import('../src/sandbox/index.js');
+    const sandbox = await startSandbox({ seed: 3 });
+    try {
+      const account = sandbox.accounts.primary;
+      const audience = sandbox.state.createCustomAudience(account, 'a').id;
+      const list = sandbox.state.createDoNotReachList(account).id;
+      expect(sandbox.state.targetSize('custom_audience', audience)).toBe(sandbox.state.audienceSize(audience));
+      expect(sandbox.state.targetSize('do_not_reach_list', list)).toBe(sandbox.state.dnrListSize(list));
+      expect(() => sandbox.state.targetSize(FAKE_LIST.kind, 'x')).toThrow(/holds no targets of kind fake_list/);
+    } finally {
+      await sandbox.close();
+    }
+  });
+});

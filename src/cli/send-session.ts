@@ -131,5 +131,5 @@ export function sandboxTargetSize(c: Connected): { label: string; size: number }
   if (c.sandbox === undefined) return undefined;
   const t = c.target;
   // The kind names the sandbox state's count (the sandbox states its own kinds).
-  return { label: `sandbox ${t.noun} size`, size: c.sandbox.state[t.sandboxSize](t.id) };
+  return { label: `sandbox ${t.noun} size`, size: c.sandbox.state.targetSize(t.kind, t.id) };
 }

@@ -15,7 +15,6 @@ export type TargetKindDeclared = (typeof TARGET_KINDS)[number];
 export type TargetKind = TargetKindDeclared['kind'];
 export type TargetIdOption = TargetKindDeclared['idOption'];
 export type TargetFlagName = TargetKindDeclared['flag']['name'];
-export type SandboxSizeName = TargetKindDeclared['sandboxSize'];
 
 type NamedBy<D> = D extends { readonly idOption: infer O extends string } ? { [P in O]: string } : never;
 /** An upload target as a caller names it: one shape per kind, its id under the kind's option. */

@@ -91,6 +91,12 @@ export interface SandboxStateHandle {
   audienceSize(audienceId: string): number;
   /** Distinct users currently held by a do-not-reach list. */
   dnrListSize(listId: string): number;
+  /**
+   * Distinct users held by a target of `kind`, as the platform names its kinds (`custom_audience`,
+   * `do_not_reach_list`): the CLI's `--sandbox` report asks it for any kind. A kind the sandbox
+   * does not hold is refused.
+   */
+  targetSize(kind: string, id: string): number;
   /** Live request log, oldest first (the oldest entries are dropped past 50,000). */
   readonly requests: SandboxRequestLog[];
 }
@@ -441,5 +447,11 @@ export class SandboxStore implements SandboxStateHandle {
 
   dnrListSize(listId: string): number {
     return this.dnrLists.get(listId)?.users.size ?? 0;
+  }
+
+  targetSize(kind: string, id: string): number {
+    if (kind === 'custom_audience') return this.audienceSize(id);
+    if (kind === 'do_not_reach_list') return this.dnrListSize(id);
+    throw new Error(`the sandbox holds no targets of kind ${kind}`);
   }
 }

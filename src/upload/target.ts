@@ -11,7 +11,6 @@ import { type UserBatchResult } from '../platform/responses.js';
 import type { ReadBack, TargetKindEndpoints, TargetKindRules } from '../platform/kinds/kind.js';
 import {
   TARGET_KINDS,
-  type SandboxSizeName,
   type TargetKindDeclared,
   type TargetIdOption,
   type TargetKind,
@@ -27,7 +26,6 @@ export type PostHow = RequestHow;
 export interface Target extends TargetKindRules {
   readonly kind: TargetKind;
   readonly idOption: TargetIdOption;
-  readonly sandboxSize: SandboxSizeName;
   readonly id: string;
   /** The target as a caller names it (the library's `target` option). */
   readonly named: UploadTarget;

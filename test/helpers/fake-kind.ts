@@ -20,7 +20,6 @@ export const FAKE_LIST = declareKind({
   maxExpiry: () => undefined,
   filtersConsent: true,
   hasMinimumSize: false,
-  sandboxSize: 'fakeSize',
   flag: { name: 'fake-list', describe: 'Fake list id (a test kind)' },
   endpoints: {
     postUsers: (accountId: string, id: string, body: Buffer) => ({

@@ -29,7 +29,6 @@ export const CUSTOM_AUDIENCE = declareKind({
   maxExpiry: () => undefined,
   filtersConsent: true,
   hasMinimumSize: true,
-  sandboxSize: 'audienceSize',
   flag: { name: 'audience', describe: 'Custom audience id to add users to / remove users from' },
   endpoints: {
     // Retrying a user batch is safe: adding the same users again (or removing them again) leaves

@@ -50,7 +50,6 @@ export const DO_NOT_REACH_LIST = declareKind({
   maxExpiry: maxDoNotReachExpiry,
   filtersConsent: false,
   hasMinimumSize: false,
-  sandboxSize: 'dnrListSize',
   flag: { name: 'do-not-reach-list', describe: 'Do-not-reach list id (instead of --audience)' },
   endpoints: {
     // One count per operation object, as the batch path answers.

@@ -40,11 +40,6 @@ export interface TargetKindRules {
    * platform does not target it); a list of people not to reach singles nobody out.
    */
   readonly hasMinimumSize: boolean;
-  /**
-   * The embedded sandbox state's method that counts a target's users (the CLI's `--sandbox`
-   * report): the sandbox states its own kinds, so a new kind needs its count there too.
-   */
-  readonly sandboxSize: string;
 }
 
 /** The CLI flag of `upload` and `sync` that names a target of the kind (`--audience ID`). */
