@@ -6,6 +6,12 @@
 
 export type OperationType = 'Update' | 'Delete';
 
+/**
+ * A membership sent without `expires_at` lasts 13 months (reference: "Default audience membership lifetime"): 390
+ * days, 13 of 30, the longest a sync may wait before it re-sends a user (`refreshAfterDays`).
+ */
+export const MEMBERSHIP_DAYS = 390;
+
 /** What the users of one operation object share: its type and its `params` times. */
 export interface BatchGroup {
   operationType: OperationType;

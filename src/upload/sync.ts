@@ -77,9 +77,10 @@ import { oversizedTest } from './plan.js';
 import { snapshotTarget, type Target } from './target.js';
 import type { RowRules } from '../identifiers/rows.js';
 import { collectGarbage } from '../util/collect.js';
+import { MEMBERSHIP_DAYS } from '../platform/batch.js';
 
-/** Memberships expire 13 months after an upload: a refresh window must be shorter. */
-export const MAX_REFRESH_AFTER_DAYS = 390;
+/** Memberships expire 13 months after an upload (`MEMBERSHIP_DAYS`): a refresh window must be shorter. */
+export const MAX_REFRESH_AFTER_DAYS = MEMBERSHIP_DAYS;
 
 export interface SyncAudienceOptions extends SendOptions {
   /** The whole export: every form `uploadAudience` takes (with `records`, raw records). */
