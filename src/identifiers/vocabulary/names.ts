@@ -15,7 +15,10 @@ import { type IdentifierType } from '../../platform/users.js';
  * are never used without `map`: `service_id` and `handle` come only from names that name this
  * platform, `partner_user_id` only from its own name.
  */
-export const AUTO_COLUMN_NAMES: Readonly<Record<IdentifierType | 'country', readonly string[]>> = {
+/** A type with no names here (a new one) is found only through `map`. */
+export const AUTO_COLUMN_NAMES: Readonly<
+  Partial<Record<IdentifierType, readonly string[]>> & { country: readonly string[] }
+> = {
   email: [
     'email',
     'e-mail',
