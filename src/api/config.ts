@@ -15,6 +15,7 @@ import {
   CONNECTION_ENV_VARS,
   CONNECTION_FIELDS,
   CONNECTION_FLAG_NAMES,
+  credentialsNeeded,
   type ConnectionField,
 } from '../platform/credentials.js';
 
@@ -218,10 +219,7 @@ export async function resolveConnectionConfig(input: ResolveConnectionInput = {}
       fix: `set ${CONNECTION_ENV_VARS.adsBaseUrl} or pass ${CONNECTION_FLAG_NAMES.adsBaseUrl} (for a local try: \`audience-kit sandbox\` prints one)`,
     });
   }
-  const needed: ConnectionField[] =
-    input.need === 'app'
-      ? ['consumerKey', 'consumerSecret']
-      : ['consumerKey', 'consumerSecret', 'accessToken', 'accessTokenSecret'];
+  const needed = credentialsNeeded(input.need ?? 'user');
   const missing = needed.filter((f) => values[f] === undefined);
   if (missing.length > 0) {
     const names = missing.map((f) => `${CONNECTION_ENV_VARS[f]} (${CONNECTION_FLAG_NAMES[f]})`).join(', ');
@@ -280,10 +278,7 @@ export async function removeProfileCredentials(
 ): Promise<{ file: string; removed: boolean }> {
   let removed = false;
   const secretish: StoredProfileField[] = [
-    'consumerKey',
-    'consumerSecret',
-    'accessToken',
-    'accessTokenSecret',
+    ...credentialsNeeded('user'),
     'pendingRequestToken',
     'pendingRequestTokenSecret',
   ];

@@ -6,7 +6,12 @@
 import type { Argv } from 'yargs';
 import { ConfigError } from '../errors.js';
 import { resolveConnectionConfig, type ConnectionValues, type ResolvedConnectionConfig } from '../api/config.js';
-import { CONNECTION_ENV_VARS } from '../platform/credentials.js';
+import {
+  CONNECTION_ARGS,
+  CONNECTION_ENV_VARS,
+  CONNECTION_FIELDS,
+  CONNECTION_FLAG_NAMES,
+} from '../platform/credentials.js';
 import { MAX_ATTEMPTS_LIMIT, type AdsClient, type ClientOptions } from '../api/client.js';
 import type { CliContext } from './context.js';
 import { createCliClient } from './proxy.js';
@@ -79,12 +84,10 @@ export function withConnectionOptions<T>(yargs: Argv<T>): Argv<T & ConnectionArg
 /** The connection flags given on the command line, as config-module values. */
 export function connectionFlags(args: ConnectionArgs): ConnectionValues {
   const flags: ConnectionValues = {};
-  if (args.baseUrl !== undefined) flags.adsBaseUrl = args.baseUrl;
-  if (args.apiBaseUrl !== undefined) flags.apiBaseUrl = args.apiBaseUrl;
-  if (args.consumerKey !== undefined) flags.consumerKey = args.consumerKey;
-  if (args.consumerSecret !== undefined) flags.consumerSecret = args.consumerSecret;
-  if (args.accessToken !== undefined) flags.accessToken = args.accessToken;
-  if (args.accessTokenSecret !== undefined) flags.accessTokenSecret = args.accessTokenSecret;
+  for (const field of CONNECTION_FIELDS) {
+    const value = args[CONNECTION_ARGS[field]];
+    if (value !== undefined) flags[field] = value;
+  }
   return flags;
 }
 
@@ -152,15 +155,10 @@ export function withTransportFlags<T extends Partial<ClientOptions>>(
 }
 
 /** Connection flags that choose the platform or its credentials: the embedded sandbox has its own. */
-const PLATFORM_FLAGS = [
-  ['baseUrl', '--base-url'],
-  ['apiBaseUrl', '--api-base-url'],
-  ['consumerKey', '--consumer-key'],
-  ['consumerSecret', '--consumer-secret'],
-  ['accessToken', '--access-token'],
-  ['accessTokenSecret', '--access-token-secret'],
+const PLATFORM_FLAGS: readonly (readonly [keyof ConnectionArgs, string])[] = [
+  ...CONNECTION_FIELDS.map((f) => [CONNECTION_ARGS[f], CONNECTION_FLAG_NAMES[f]] as const),
   ['profile', '--profile'],
-] as const;
+];
 
 /** Refuse, rather than ignore, a flag that cannot apply to the embedded sandbox. */
 export function checkSandboxConnectionFlags(args: ConnectionArgs): void {
