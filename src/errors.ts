@@ -35,6 +35,7 @@ export const ERROR_CODES = [
   'dnr_expiry_too_far',
   'mapping_invalid',
   'mapping_no_identifier_column',
+  'mapping_no_consent_column',
   'mapping_type_not_taken',
   'mapping_unknown_column',
   'mapping_unknown_type',

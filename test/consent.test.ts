@@ -424,3 +424,40 @@ describe('too small to be anonymous: --min-audience-size', () => {
     await t.sandbox.close();
   });
 });
+
+describe('a policy that needs a consent column, on an input without one', () => {
+  const file = join(FIXTURES, 'crm-export.csv'); // no consent or opt-out column
+
+  it('require-consent is refused before any row is hashed (it sent every row)', async () => {
+    const r = await runCli(['hash', file, '--consent', 'require-consent', '--workers', '0']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--consent require-consent needs a consent or opt-out column');
+    expect(r.stdout).toBe('');
+    await expect(hashCsv(file, { consent: 'require-consent', workers: 0 })).rejects.toMatchObject({
+      code: 'mapping_no_consent_column',
+    });
+    const rows: RawRecord[] = [{ email: 'a@example.com' }];
+    const records = async () => {
+      for await (const _ of hashRecords(rows, { consent: 'require-consent' }));
+    };
+    await expect(records()).rejects.toThrow(/needs a consent or opt-out column/);
+  });
+
+  it('do-not-reach is refused before anything is sent (every user went to the list too)', async () => {
+    const sandbox = await startSandbox({ seed: 9 });
+    try {
+      const account = sandbox.accounts.primary;
+      const audience = sandbox.state.createCustomAudience(account, 'c').id;
+      const list = sandbox.state.createDoNotReachList(account).id;
+      const before = sandbox.state.requests.length;
+      const args = ['upload', file, '--account', account, '--audience', audience, '--workers', '0'];
+      const r = await runCli([...args, '--consent', `do-not-reach=${list}`], { env: sandboxEnv(sandbox) });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain('--consent do-not-reach needs a consent or opt-out column');
+      expect(sandbox.state.requests.length).toBe(before);
+      expect(sandbox.state.dnrListSize(list)).toBe(0);
+    } finally {
+      await sandbox.close();
+    }
+  });
+});

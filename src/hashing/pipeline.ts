@@ -28,7 +28,12 @@ import { type CsvDelimiter } from '../ingest/preamble.js';
 import { type CsvEncoding, type CsvEncodingSource } from '../ingest/encodings.js';
 import { SAMPLE_ROWS } from '../identifiers/content.js';
 import { readAhead } from '../util/read-ahead.js';
-import { CONSENT_POLICIES, DEFAULT_CONSENT_POLICY, type ConsentPolicy } from '../identifiers/consent.js';
+import {
+  checkConsentColumns,
+  CONSENT_POLICIES,
+  DEFAULT_CONSENT_POLICY,
+  type ConsentPolicy,
+} from '../identifiers/consent.js';
 import { resolveMapping, type ColumnMapping, type MappingOptions } from '../identifiers/mapping.js';
 import { ConfigError } from '../errors.js';
 import { normalizeCountryCode } from '../identifiers/countries.js';
@@ -357,7 +362,9 @@ async function openMapped(
 ): Promise<{ input: CsvInput; mapping: ColumnMapping }> {
   const input = await openCsv(source, opts);
   try {
-    return { input, mapping: resolveMapping(input.header, opts, input.sample) };
+    const mapping = resolveMapping(input.header, opts, input.sample);
+    checkConsentColumns(opts.consent ?? DEFAULT_CONSENT_POLICY, mapping.consent);
+    return { input, mapping };
   } catch (error) {
     await input.close();
     throw error;

@@ -20,6 +20,7 @@ import {
   type ConsentReading,
 } from './consent-vocabulary.js';
 import { headerColumn, type HeaderColumn } from './labels.js';
+import { ConfigError } from '../errors.js';
 
 /**
  * What a run does with a row's consent, for a custom audience:
@@ -234,4 +235,22 @@ export function consentKindWords(kind: ConsentKind): string {
     case 'status':
       return 'status: unsubscribed, opted out, blacklisted, non-marketable, no consent, do not sell/share… = no; subscribed, opted in = yes';
   }
+}
+
+/**
+ * A policy that sends only the rows saying yes (`require-consent`) or only those saying no
+ * (`refused`, the do-not-reach list's rows) needs a consent column: without one no row says
+ * either, and sending every row (or none) in silence would be the opposite of what was asked.
+ */
+export function checkConsentColumns(policy: ConsentPolicy, columns: readonly unknown[] | undefined): void {
+  if ((policy !== 'require-consent' && policy !== 'refused') || (columns !== undefined && columns.length > 0)) return;
+  const which = policy === 'refused' ? '--consent do-not-reach' : '--consent require-consent';
+  const other = policy === 'refused' ? 'drop the do-not-reach policy' : 'choose --consent exclude or include';
+  throw new ConfigError(
+    'mapping_no_consent_column',
+    `${which} needs a consent or opt-out column, and the input has none that is recognized`,
+    {
+      fix: `give the column that records consent or opt-out a name read as one (docs/privacy.md: e.g. "Email Opt Out", "Marketing Consent", "Subscription Status"), or ${other}`,
+    },
+  );
 }

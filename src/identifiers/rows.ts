@@ -4,7 +4,7 @@
  * (normalize.ts). The hashing pipeline hands each well-formed row here and counts what comes back.
  */
 import { ConfigError } from '../errors.js';
-import { ConsentReader, consentSends, type ConsentPolicy, type ConsentRead } from './consent.js';
+import { checkConsentColumns, ConsentReader, consentSends, type ConsentPolicy, type ConsentRead } from './consent.js';
 import {
   checkNamedKeys,
   mapRecord,
@@ -145,6 +145,7 @@ export class RowUsers {
     if (cells.checkNames === true) checkNamedKeys(columns, this.rules.mapping);
     try {
       this.mapped = resolveMapping(columns, this.rules.mapping, cells.sample);
+      checkConsentColumns(this.rules.consent, this.mapped.consent);
       this.consentReader = this.mapped.consent === undefined ? undefined : new ConsentReader(this.mapped.consent);
       this.pending = undefined;
     } catch (error) {

@@ -13,7 +13,7 @@
 import { z } from 'zod';
 import { ConfigError, type AudienceKitError } from '../errors.js';
 import { rereadCsv } from '../hashing/pipeline.js';
-import type { ConsentPolicy } from '../identifiers/consent.js';
+import { checkConsentColumns, type ConsentPolicy } from '../identifiers/consent.js';
 import type { RowRules } from '../identifiers/rows.js';
 import { asKitError } from './report.js';
 import { describeTarget, type Target } from './target.js';
@@ -72,6 +72,9 @@ export function doNotReachPass(
       { fix: "read the input with consent 'exclude' (the default), or drop the do-not-reach policy" },
     );
   }
+  const mapped = (users as { mapping?: { consent?: readonly unknown[] } }).mapping;
+  // A hashCsv run's mapping is known before anything is sent: without a consent column no row says no.
+  if (mapped !== undefined) checkConsentColumns('refused', mapped.consent);
   const types = target.types === undefined ? {} : { types: target.types };
   if (records !== undefined && Array.isArray(users)) {
     const rules: RowRules = { ...records, mapping: { ...records.mapping, ...types }, consent: 'refused' };
