@@ -76,9 +76,15 @@ export class RowUsers {
 
   constructor(rules: RowRules) {
     this.rules = rules;
-    this.mapped = rules.given;
-    this.consentReader = rules.given?.consent === undefined ? undefined : new ConsentReader(rules.given.consent);
+    if (rules.given !== undefined) this.use(rules.given);
     this.buildUser = userBuilder(rules.normalize);
+  }
+
+  /** Reads the rows with `mapping`: a policy that needs a consent column is refused without one. */
+  private use(mapping: ColumnMapping): void {
+    checkConsentColumns(this.rules.consent, mapping.consent);
+    this.mapped = mapping;
+    this.consentReader = mapping.consent === undefined ? undefined : new ConsentReader(mapping.consent);
   }
 
   /** The mapping in use (resolved at the first row when not given; it grows as records show new keys). */
@@ -144,9 +150,7 @@ export class RowUsers {
   private resolve(columns: readonly string[], cells: RowCells): void {
     if (cells.checkNames === true) checkNamedKeys(columns, this.rules.mapping);
     try {
-      this.mapped = resolveMapping(columns, this.rules.mapping, cells.sample);
-      checkConsentColumns(this.rules.consent, this.mapped.consent);
-      this.consentReader = this.mapped.consent === undefined ? undefined : new ConsentReader(this.mapped.consent);
+      this.use(resolveMapping(columns, this.rules.mapping, cells.sample));
       this.pending = undefined;
     } catch (error) {
       // Rows without any identifier key are rows without identifiers; the stream may still show some.
