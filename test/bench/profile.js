@@ -34,11 +34,13 @@ const STAGES = [
       (/dist\/hashing\/chunk\.js$/.test(url) && /bytes|add|flush/.test(name)) ||
       (/node:buffer$/.test(url) && name === 'write'),
   ],
-  // Regular expressions and array lengths of the workers are the normalizers' (rules.ts, phone*.ts, normalize.ts).
+  // Regular expressions and array lengths of the workers are the normalizers' (platform/identifiers/rules.ts,
+  // phone*.ts, identifiers/normalize.ts, countries.ts).
   [
     'normalize',
     (url, name) =>
-      /dist\/identifiers\/|libphonenumber-js|i18n-iso-countries/.test(url) || /^RegExp:|^set length$/.test(name),
+      /dist\/(platform\/)?identifiers\/|libphonenumber-js|i18n-iso-countries/.test(url) ||
+      /^RegExp:|^set length$/.test(name),
   ],
   ['rows', (url) => /dist\/hashing\/chunk\.js$/.test(url)],
   [
