@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import ts from 'typescript';
@@ -58,9 +58,11 @@ function loadedBy(entry: string): Set<string> {
 
 describe('the PostgreSQL client is optional', () => {
   it('neither the package, the CLI nor anything they import loads pg or pg-copy-streams until a state URL is opened', () => {
-    for (const entry of ['index.ts', 'cli/main.ts']) {
+    // The CLI loads a command's module when the command runs (main.ts imports none of them).
+    const commands = readdirSync(join(SRC, 'cli/commands')).map((f) => `cli/commands/${f}`);
+    for (const entry of ['index.ts', 'cli/main.ts', ...commands]) {
       const loaded = loadedBy(entry);
-      expect(loaded.size, entry).toBeGreaterThan(20);
+      expect(loaded.size, entry).toBeGreaterThan(10);
       expect(
         [...loaded].filter((m) => m === 'pg' || m === 'pg-copy-streams'),
         entry,

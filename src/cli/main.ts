@@ -4,35 +4,44 @@ import { VERSION } from '../version.js';
 import { processContext, type CliContext } from './context.js';
 import { describeParseFailure, type ParseContext } from './parse-errors.js';
 import { exitCodesEpilogue, reportFailure, writeLine, type GlobalArgs } from './output.js';
-import { hashCommand } from './commands/hash.js';
-import { uploadCommand } from './commands/upload.js';
-import { syncCommand } from './commands/sync.js';
-import { sandboxCommand } from './commands/sandbox.js';
-import { auditCommand } from './commands/audit.js';
-import { stateCommand } from './commands/state.js';
-import { audiencesCommand } from './commands/audiences.js';
-import { doNotReachCommand } from './commands/do-not-reach.js';
-import { permissionsCommand } from './commands/permissions.js';
-import { targetedCommand } from './commands/targeted.js';
-import { authCommand } from './commands/auth.js';
 
 type CommandFactory = (ctx: CliContext) => CommandModule<GlobalArgs, never>;
 
-const COMMANDS: readonly CommandFactory[] = [
-  hashCommand,
-  uploadCommand,
-  syncCommand,
-  auditCommand,
-  stateCommand,
-  audiencesCommand,
-  doNotReachCommand,
-  permissionsCommand,
-  targetedCommand,
-  authCommand,
-  sandboxCommand,
-] as unknown as readonly CommandFactory[];
+/**
+ * Each command's module, by the command's name. A run loads only the module of the command it
+ * names (`hash` needs neither the API client nor the state store); help, a missing or a mistyped
+ * command loads them all, for the list of commands and the suggestion.
+ */
+const COMMANDS: Readonly<Record<string, () => Promise<unknown>>> = {
+  hash: async () => (await import('./commands/hash.js')).hashCommand,
+  upload: async () => (await import('./commands/upload.js')).uploadCommand,
+  sync: async () => (await import('./commands/sync.js')).syncCommand,
+  audit: async () => (await import('./commands/audit.js')).auditCommand,
+  state: async () => (await import('./commands/state.js')).stateCommand,
+  audiences: async () => (await import('./commands/audiences.js')).audiencesCommand,
+  'do-not-reach': async () => (await import('./commands/do-not-reach.js')).doNotReachCommand,
+  permissions: async () => (await import('./commands/permissions.js')).permissionsCommand,
+  targeted: async () => (await import('./commands/targeted.js')).targetedCommand,
+  auth: async () => (await import('./commands/auth.js')).authCommand,
+  sandbox: async () => (await import('./commands/sandbox.js')).sandboxCommand,
+};
 
-export function buildParser(argv: readonly string[], ctx: CliContext): Argv<GlobalArgs> {
+/**
+ * The factories of the commands the parser needs for `argv`: the one its first word names (the
+ * global options before it are flags), else every command, in the order help lists them.
+ */
+async function commandsFor(argv: readonly string[]): Promise<CommandFactory[]> {
+  const word = argv.find((arg) => !arg.startsWith('-'));
+  const named = word !== undefined && Object.hasOwn(COMMANDS, word) ? COMMANDS[word] : undefined;
+  const loads = named === undefined ? Object.values(COMMANDS) : [named];
+  return (await Promise.all(loads.map((load) => load()))) as CommandFactory[];
+}
+
+export function buildParser(
+  argv: readonly string[],
+  ctx: CliContext,
+  commands: readonly CommandFactory[],
+): Argv<GlobalArgs> {
   let parser = yargs([...argv])
     .scriptName('audience-kit')
     .usage(
@@ -77,7 +86,7 @@ export function buildParser(argv: readonly string[], ctx: CliContext): Argv<Glob
         throw new ParseFailure(message ?? error?.message ?? 'invalid command line', parseContext(parser, usage));
       throw error;
     }) as Argv<GlobalArgs>;
-  for (const factory of COMMANDS) parser = parser.command(factory(ctx));
+  for (const factory of commands) parser = parser.command(factory(ctx));
   skipHelpCache(parser);
   return parser;
 }
@@ -125,7 +134,8 @@ export async function main(argv: readonly string[], ctx: CliContext = processCon
     // With a callback yargs hands back --help/--version text instead of printing it on the
     // process's stdout and exiting: the CLI runs in-process too (tests, embedding).
     let output = '';
-    await buildParser(argv, ctx).parseAsync([...argv], {}, (_error, _argv, text) => {
+    const commands = await commandsFor(argv);
+    await buildParser(argv, ctx, commands).parseAsync([...argv], {}, (_error, _argv, text) => {
       output = text;
     });
     if (output !== '') writeLine(ctx.stdout, output);

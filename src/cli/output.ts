@@ -1,5 +1,4 @@
 import { basename } from 'node:path';
-import { asKitError, errorJson } from '../upload/report.js';
 import { AudienceKitError, environmentError, HttpError } from '../errors.js';
 import { stateFailure } from '../state/fs.js';
 import type { CliContext } from './context.js';
@@ -121,18 +120,21 @@ const shownError = (error: unknown): unknown => withFlagNames(fromFsError(error)
 /**
  * A command that failed before it had a result: the error on stderr (reportError) and, with
  * --json, on stdout the one document every command prints then, `{status: "failed", exit_code,
- * input?, error: {code, message, fix?}}` (a report that exists carries the same fields).
+ * input?, error: {code, message, fix?}}` (a report that exists carries the same fields). The
+ * reports' module (and the API client it names) is loaded only then: `hash` runs without it.
  */
-export function reportFailure(ctx: CliContext, error: unknown, args: GlobalArgs): number {
+export async function reportFailure(ctx: CliContext, error: unknown, args: GlobalArgs): Promise<number> {
   const shown = shownError(error);
   const exitCode = reportError(ctx, shown, args.debug === true);
-  if (args.json === true)
+  if (args.json === true) {
+    const { asKitError, errorJson } = await import('../upload/report.js');
     writeJson(ctx, {
       status: 'failed',
       exit_code: exitCode,
       ...(args.file === undefined ? {} : { input: inputName(args.file) }),
       error: errorJson(asKitError(shown)),
     });
+  }
   return exitCode;
 }
 
@@ -196,7 +198,7 @@ export function handle<Args extends GlobalArgs>(
       const lost = stdoutFailures.get(ctx);
       ctx.exitCode = lost === undefined ? (code ?? EXIT_CODES.ok) : reportError(ctx, lost, args.debug === true);
     } catch (error) {
-      ctx.exitCode = reportFailure(ctx, error, args);
+      ctx.exitCode = await reportFailure(ctx, error, args);
     }
   };
 }
