@@ -397,17 +397,26 @@ export function countryColumnShare(
 const countryCache = new Map<string, string | null>();
 const COUNTRY_CACHE_MAX = 4096;
 
+/** The last cell resolveCountry looked up and its code: a country column repeats its cells row after row. */
+let lastGiven = '';
+let lastCode: string | null = null;
+
 /** A country as given (record column or default) resolved for the phone rule, into `into`. */
 export function resolveCountry(given: string | undefined, into: PhoneCountry): void {
-  if (given === undefined || given.trim() === '') {
+  let code: string | null | undefined;
+  if (given === lastGiven && given !== '') code = lastCode;
+  else if (given === undefined || given.trim() === '') {
     into.code = undefined;
     into.invalid = false;
     return;
-  }
-  let code = countryCache.get(given);
-  if (code === undefined) {
-    code = normalizeCountryCode(given) ?? null;
-    if (countryCache.size < COUNTRY_CACHE_MAX) countryCache.set(given, code);
+  } else {
+    code = countryCache.get(given);
+    if (code === undefined) {
+      code = normalizeCountryCode(given) ?? null;
+      if (countryCache.size < COUNTRY_CACHE_MAX) countryCache.set(given, code);
+    }
+    lastGiven = given;
+    lastCode = code;
   }
   into.code = code ?? undefined;
   into.invalid = code === null;

@@ -90,6 +90,9 @@ export function phoneReading(
   return plainReading(number, country, mode, notes, nationalColumn);
 }
 
+/** Most values: a plain number (see plainEnd) without a `.`, so neither a spreadsheet float nor anything else to cut. */
+const PLAIN_WITHOUT_DOT_RE = /^[+0-9][ ()/0-9-]*$/;
+
 /** The index of the first character of `s` that cannot be part of a plain number (digits, separators, a leading `+`). */
 function plainEnd(s: string): number {
   let i = s.charCodeAt(0) === 0x2b ? 1 : 0;
@@ -109,10 +112,11 @@ function plainEnd(s: string): number {
  * spreadsheet rounded it (fewer digits than the number had); `''`: no number in it.
  */
 function writtenNumber(value: string): string {
+  if (PLAIN_WITHOUT_DOT_RE.test(value)) return value;
   const first = value.charCodeAt(0);
   if ((first >= 0x30 && first <= 0x39) || first === 0x2b) {
     const end = plainEnd(value);
-    if (end === value.length) return value.includes('.') ? (SPREADSHEET_FLOAT_RE.exec(value)?.[1] ?? value) : value;
+    if (end === value.length) return SPREADSHEET_FLOAT_RE.exec(value)?.[1] ?? value;
   }
   const ascii = NON_ASCII_RE.test(value) ? value.normalize('NFKC') : value;
   const start = ascii.search(NUMBER_START_RE);
@@ -179,7 +183,7 @@ function plainReading(
     if (national === undefined && internationalE164('+' + value) !== undefined) notes.codeWithoutPlus++;
     return national;
   }
-  const startsWithCode = country !== undefined && startsWithDigits(value, callingCode(country));
+  const startsWithCode = country !== undefined && startsWithDigits(value, facts(country).callingCode);
   if (national !== undefined && !startsWithCode) return national;
   if (country === undefined && countDigits(value) < MIN_DIGITS_CODE_WITHOUT_COUNTRY) return undefined;
   const included = internationalE164('+' + value);
@@ -216,7 +220,7 @@ function zeroReading(value: string, country: string | undefined, notes: PhoneNot
     // own calling code (`011 39 066982` in IT: Turin's 011 3906 6982, or the Vatican's +39 06
     // 6982 dialled from North America). The library may also have read the country's own prefix
     // (Thailand's `006`): then it is one more reading.
-    const own = plusCode(country!);
+    const own = facts(country!).plusCode;
     const home = national.startsWith(own) && !startsWithDigits(value, '00');
     if (home && !abroad.some((r) => r.startsWith(own)) && phoneRangeRank(national) === 2) return national;
     abroad.push(national);
@@ -226,7 +230,7 @@ function zeroReading(value: string, country: string | undefined, notes: PhoneNot
   // own calling code, or is a person's line (a service number may be a national one the library
   // cannot read: Thailand's `001 800…` is not +1 800…).
   const read = abroad[0]!;
-  if (read === national || (country !== undefined && read.startsWith(plusCode(country)))) return read;
+  if (read === national || (country !== undefined && read.startsWith(facts(country).plusCode))) return read;
   return phoneRangeRank(read) === 2 ? read : undefined;
 }
 
@@ -306,7 +310,7 @@ function decideAmong(readings: readonly string[], notes: PhoneNotes): PhoneReadi
 function nationalReading(value: string, country: string | undefined, notes: PhoneNotes): PhoneReading {
   const read = phoneToE164(value, country);
   if (read === undefined || country === undefined) return read;
-  const own = plusCode(country);
+  const own = facts(country).plusCode;
   let other: string | undefined;
   if (!read.startsWith(own)) other = phoneToE164(own + value.replace(NON_DIGITS_RE, ''), undefined);
   else if (keptTrunkDigit(read, own.length, value, country)) {
@@ -340,7 +344,7 @@ function plusReading(value: string, notes: PhoneNotes): PhoneReading {
  * a national number or another country's prefix (`0055 64…` in Brazil: +64, New Zealand).
  */
 function ownCodeAfter00(value: string, country: string, read: string): boolean {
-  return startsWithDigits(value, '00' + callingCode(country)) && read.startsWith(plusCode(country));
+  return startsWithDigits(value, '00' + facts(country).callingCode) && read.startsWith(facts(country).plusCode);
 }
 
 /** A `+` number as the library reads it, or else as the habits below rewrite it. */
@@ -379,26 +383,30 @@ function leadingCallingCode(digits: string): string | undefined {
   return undefined;
 }
 
-const plusCodes = new Map<string, string>();
-/** `+` and the calling code of `country`. */
-function plusCode(country: string): string {
-  let code = plusCodes.get(country);
-  if (code === undefined) {
-    code = '+' + callingCode(country);
-    plusCodes.set(country, code);
-  }
-  return code;
+/** What the readings ask of the row's country, worked out once per country. */
+interface CountryFacts {
+  readonly callingCode: string;
+  /** `+` and the calling code. */
+  readonly plusCode: string;
+  /** phoneTrunkPrefixes. */
+  readonly trunks: readonly string[];
 }
+const countryFacts = new Map<string, CountryFacts>();
+let lastCountry = '';
+let lastFacts: CountryFacts | undefined;
 
-const trunkPrefixes = new Map<string, readonly string[]>();
-/** phoneTrunkPrefixes, once per country. */
-function trunks(country: string): readonly string[] {
-  let prefixes = trunkPrefixes.get(country);
-  if (prefixes === undefined) {
-    prefixes = phoneTrunkPrefixes(country);
-    trunkPrefixes.set(country, prefixes);
+/** The facts of `country`; rows of one country follow each other and a value asks several times, so the last answer is kept. */
+function facts(country: string): CountryFacts {
+  if (country === lastCountry) return lastFacts!;
+  let found = countryFacts.get(country);
+  if (found === undefined) {
+    const callingCode = phoneLibrary().getCountryCallingCode(country as CountryCode);
+    found = { callingCode, plusCode: '+' + callingCode, trunks: phoneTrunkPrefixes(country) };
+    countryFacts.set(country, found);
   }
-  return prefixes;
+  lastCountry = country;
+  lastFacts = found;
+  return found;
 }
 
 /**
@@ -408,25 +416,15 @@ function trunks(country: string): readonly string[] {
 function keptTrunkDigit(read: string, at: number, value: string, country: string): boolean {
   const first = value.charCodeAt(0);
   if (read.charCodeAt(at) !== first) return false;
-  if (!trunks(country).some((t) => t.charCodeAt(0) === first)) return false;
+  if (!facts(country).trunks.some((t) => t.charCodeAt(0) === first)) return false;
   return read.length - at === countDigits(value);
 }
 
 /** The length of the trunk prefix of `country` that `digits` start with (the longest), 0: none. */
 function trunkPrefixLength(country: string, digits: string): number {
   let length = 0;
-  for (const t of trunks(country)) if (t.length > length && digits.startsWith(t)) length = t.length;
+  for (const t of facts(country).trunks) if (t.length > length && digits.startsWith(t)) length = t.length;
   return length;
-}
-
-const callingCodes = new Map<string, string>();
-function callingCode(country: string): string {
-  let code = callingCodes.get(country);
-  if (code === undefined) {
-    code = phoneLibrary().getCountryCallingCode(country as CountryCode);
-    callingCodes.set(country, code);
-  }
-  return code;
 }
 
 /** Whether the digits of `value` (separators skipped) start with `prefix`. */
