@@ -227,4 +227,14 @@ describe('UserDedupe', () => {
     expect(repeats).toBe(Math.ceil(200_000 / 997));
     expect(d.size).toBe(200_000);
   });
+
+  it('keeps its users when reserved for more, and takes more users than reserved', () => {
+    const d = new UserDedupe();
+    for (let i = 0; i < 20_000; i++) d.add(`{"email":["${i}"]}`);
+    d.reserve(100_000);
+    let added = 0;
+    for (let i = 0; i < 300_000; i++) if (d.add(`{"email":["${i}"]}`)) added++;
+    expect(added).toBe(280_000);
+    expect(d.size).toBe(300_000);
+  });
 });

@@ -166,6 +166,11 @@ export class BatchPacker {
     return this.s;
   }
 
+  /** Room in the dedupe for `users` distinct users in all (UserDedupe.reserve); nothing without a dedupe. */
+  reserve(users: number): void {
+    this.dedupe?.reserve(users);
+  }
+
   group(group: BatchGroup): GroupHandle {
     const key = `${group.operationType}\u0000${group.effectiveAt ?? ''}\u0000${group.expiresAt ?? ''}`;
     let g = this.groups.get(key);
@@ -330,6 +335,17 @@ export class UserDedupe {
   has(hi: number, lo: number): boolean {
     return (this.shards[hi >>> 24] as FingerprintShard).has(hi, lo);
   }
+
+  /**
+   * Size every shard at once for `users` distinct users in all (an estimate of the input's), 3%
+   * over a shard's expected share for the spread of fingerprints among shards: the tables are
+   * filled to 85% instead of 68 to 85%, and do not leave the garbage of ten growths each to the
+   * collector. More users than that are still taken: shards grow as before.
+   */
+  reserve(users: number): void {
+    const perShard = Math.ceil((users / this.shards.length) * 1.03);
+    for (const shard of this.shards) shard.reserve(perShard);
+  }
 }
 
 /** One shard of UserDedupe (and the table of a partition of AddedUsers): (0, 0) marks an empty slot. */
@@ -344,11 +360,11 @@ export class FingerprintShard {
 
   /** Room for `expected` fingerprints before the table first grows. */
   constructor(expected = 0) {
-    this.table = new Int32Array(2 * Math.max(64, Math.ceil(expected / 0.85) + 1));
+    this.table = new Int32Array(2 * slotsFor(expected));
   }
 
   add(hi: number, lo: number): boolean {
-    if (this.n >= (this.table.length >> 1) * 0.85) this.grow();
+    if (this.n >= (this.table.length >> 1) * 0.85) this.resize(Math.ceil((this.table.length >> 1) * 1.25));
     if (!this.insert(hi | 0, lo | 0)) return false;
     this.n++;
     return true;
@@ -389,13 +405,24 @@ export class FingerprintShard {
     }
   }
 
-  private grow(): void {
+  /** Room for `expected` fingerprints in all before the table grows (none taken away). */
+  reserve(expected: number): void {
+    const slots = slotsFor(expected);
+    if (slots > this.table.length >> 1) this.resize(slots);
+  }
+
+  private resize(slots: number): void {
     const old = this.table;
-    this.table = new Int32Array(2 * Math.ceil((old.length >> 1) * 1.25));
+    this.table = new Int32Array(2 * slots);
     for (let i = 0; i < old.length; i += 2) {
       const h = old[i] as number;
       const l = old[i + 1] as number;
       if (h !== 0 || l !== 0) this.insert(h, l);
     }
   }
+}
+
+/** Slots of a FingerprintShard table holding `expected` fingerprints at 85% full at most. */
+function slotsFor(expected: number): number {
+  return Math.max(64, Math.ceil(expected / 0.85) + 1);
 }
