@@ -122,7 +122,7 @@ async function settle(
  * Sizes the packer's dedupe once for the whole input when its size is known (a file), at the first
  * batch closed after a sixteenth of it was read: the distinct users so far, scaled to the input's
  * bytes, 2% over for the chunks read and not yet packed. Grown by steps instead, its tables were
- * 68 to 85% full and left their earlier copies to the collector (10M rows: 418 -> 380 MB peak RSS,
+ * 68 to 85% full and left their earlier copies to the collector (10M rows: 389-418 -> 380-382 MB peak RSS,
  * docs/performance.md). Once the whole input was read, its users are nearly all in: not resized.
  */
 function dedupeSizing(packer: BatchPacker, users: UploadUsers): () => void {
