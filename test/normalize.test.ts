@@ -4,7 +4,7 @@ import { reasonType, TYPE_REASONS } from '../src/platform/identifiers/types.js';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_PHONE_FORMAT } from '../src/platform/identifiers/types.js';
 import { IDENTIFIER_TYPES, type IdentifierType } from '../src/platform/users.js';
-import { buildUser, normalizeIdentifier, normalizePhone } from '../src/identifiers/normalize.js';
+import { buildUser, normalizeIdentifier, normalizePhone, rowReader } from '../src/identifiers/normalize.js';
 import {
   cleanValue,
   hashValue,
@@ -16,7 +16,7 @@ import {
 } from '../src/platform/identifiers/rules.js';
 import { normalizeCountryCode } from '../src/identifiers/countries.js';
 import { REJECT_REASONS, type FieldValue, type MappedRecord } from '../src/identifiers/types.js';
-import { serializeBuiltUser, serializeUser } from '../src/identifiers/serialize.js';
+import { serializeRow, serializeUser } from '../src/identifiers/serialize.js';
 
 const sha = (s: string): string => createHash('sha256').update(s, 'utf8').digest('hex');
 const ok = (value: string) => ({ ok: true, value });
@@ -827,12 +827,13 @@ describe('serializeUser', () => {
     );
     expect(serializeUser(built.user)).toBe(JSON.stringify(built.user));
   });
-  it('serializeBuiltUser (the hot path, digests unescaped) writes exactly what serializeUser writes for built users', () => {
+  it('serializeRow (the hot path, digests unescaped) writes exactly what serializeUser writes for built users', () => {
     const digest = 'AB'.repeat(32);
     const records = [
       [
         field('email', 'A@x.com'),
         field('email', digest),
+        field('email', 'a@x.com'),
         field('phone_number', '+44 20 7946 0958'),
         field('partner_user_id', 'p"1\\ é'),
       ],
@@ -843,10 +844,14 @@ describe('serializeUser', () => {
       ],
       [field('email', 'not an email'), field('partner_user_id', '\u0001ctl')],
     ];
-    for (const fields of records) {
-      for (const inputHashed of ['auto', 'never'] as const) {
+    for (const inputHashed of ['auto', 'never'] as const) {
+      // One reader for every record: a row's values are its own, not the last row's.
+      const reader = rowReader({ inputHashed });
+      for (const fields of records) {
         const built = buildUser(record(fields), { inputHashed });
-        expect(serializeBuiltUser(built.user)).toBe(serializeUser(built.user));
+        reader.read(record(fields));
+        expect(serializeRow(reader)).toBe(serializeUser(built.user));
+        expect(reader.built(built.line)).toEqual(built);
       }
     }
   });

@@ -10,7 +10,7 @@ import { type CsvRowError } from '../ingest/records.js';
 import { ConsentReader, consentSends, type ConsentPolicy } from '../identifiers/consent.js';
 import { countryCell, fieldOf, type ColumnMapping, type MappedColumn } from '../identifiers/mapping.js';
 import { IDENTIFIER_TYPES, type IdentifierType } from '../platform/users.js';
-import { serializeBuiltUser, writeUserFingerprint } from '../identifiers/serialize.js';
+import { serializeRow, writeUserFingerprint } from '../identifiers/serialize.js';
 import {
   type BuiltUser,
   type FieldValue,
@@ -18,12 +18,12 @@ import {
   type NormalizeOptions,
   type Reject,
 } from '../identifiers/types.js';
-import { userBuilder } from '../identifiers/normalize.js';
+import { rowReader, type RowReader } from '../identifiers/normalize.js';
 import { findKey, isStale, type KnownUsers } from './known-users.js';
 import {
   addBadRowToSummary,
   addConsentToSummary,
-  addUserToSummary,
+  addRowToSummary,
   createHashSummary,
   type HashSummary,
 } from './summary.js';
@@ -199,7 +199,8 @@ export function hashChunk(bytes: Uint8Array, ctx: HashChunkContext): HashChunkRe
   const paired = columns.some((c) => c.typeIndex !== undefined);
   const record: MappedRecord = { line: 0, fields: fieldValues };
   const { emit, outputTypes, normalize, knownUsers } = ctx;
-  const buildUser = userBuilder(normalize);
+  const outputIndexes = outputTypes.map((type) => IDENTIFIER_TYPES.indexOf(type));
+  const reader = rowReader(normalize);
   const packed = emit === 'packed' ? new PackedBuilder(knownUsers) : undefined;
   const consent = ctx.mapping.consent === undefined ? undefined : new ConsentReader(ctx.mapping.consent);
   const leftOut = (offset: number): void => {
@@ -221,28 +222,21 @@ export function hashChunk(bytes: Uint8Array, ctx: HashChunkContext): HashChunkRe
     // Assigned even when absent (buildUser treats undefined and '' alike): keeps the object's shape stable.
     (record as { country?: string | undefined }).country =
       countryIndex !== undefined ? fields[countryIndex] : countryCell(country, fields);
-    const built = buildUser(record);
-    addUserToSummary(summary, built);
-    for (const r of built.rejects) rejects.push(r);
+    reader.read(record);
+    addRowToSummary(summary, reader);
+    const rowRejects = reader.rejects;
+    if (rowRejects !== undefined) for (let i = 0; i < rowRejects.length; i++) rejects.push(rowRejects[i] as Reject);
     if (packed !== undefined) {
-      const json = serializeBuiltUser(built.user);
+      const json = serializeRow(reader);
       if (json !== '{}') packed.add(json, offset);
     } else if (emit === 'users') {
-      (built as HashedUser).json = serializeBuiltUser(built.user);
-      users.push(built as HashedUser);
+      const built = reader.built(offset) as HashedUser;
+      built.json = serializeRow(reader);
+      users.push(built);
     } else if (emit === 'jsonl') {
-      out.add(serializeBuiltUser(built.user));
-      out.add('\n');
+      out.add(serializeRow(reader) + '\n');
     } else {
-      let line = '';
-      for (let i = 0; i < outputTypes.length; i++) {
-        const type = outputTypes[i] as IdentifierType;
-        const values = built.user[type];
-        if (i > 0) line += ',';
-        if (values !== undefined) line += type === 'partner_user_id' ? csvCell(values.join('|')) : values.join('|');
-      }
-      out.add(line);
-      out.add('\n');
+      out.add(csvLine(reader, outputIndexes) + '\n');
     }
   };
   const bad = (offset: number, error: CsvRowError): void => {
@@ -254,6 +248,22 @@ export function hashChunk(bytes: Uint8Array, ctx: HashChunkContext): HashChunkRe
   const result: HashChunkResult = { lines, users, output: out.bytes(), rejects, malformed, summary };
   if (packed !== undefined) result.packed = packed.finish();
   return result;
+}
+
+/** The `hash` command's CSV line of a row (no newline): the values of each output type (by index) joined by `|`. */
+function csvLine(row: RowReader, outputIndexes: readonly number[]): string {
+  let line = '';
+  for (let i = 0; i < outputIndexes.length; i++) {
+    const t = outputIndexes[i] as number;
+    if (i > 0) line += ',';
+    const n = row.sizes[t] as number;
+    if (n === 0) continue;
+    const list = row.lists[t] as string[];
+    let cell = list[0] as string;
+    for (let k = 1; k < n; k++) cell += '|' + (list[k] as string);
+    line += IDENTIFIER_TYPES[t] === 'partner_user_id' ? csvCell(cell) : cell;
+  }
+  return line;
 }
 
 /** The rows' type cells of paired columns (`Phone 1 - Type`) into their fields. */

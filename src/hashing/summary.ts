@@ -12,6 +12,7 @@ import {
   type BuiltUser,
   type Reject,
   type RejectReason,
+  type RowValues,
 } from '../identifiers/types.js';
 
 /** How many line numbers a summary keeps per reason (enough to find the problem, bounded memory). */
@@ -168,15 +169,38 @@ export function addUserToSummary(summary: HashSummary, built: BuiltUser): void {
     const values = user[type];
     if (values === undefined || values.length === 0) continue;
     any = true;
-    const digests = built.digests === undefined ? 0 : (built.digests[type] ?? 0);
-    const counts = summary.types[type] ?? typeCounts(summary, type);
-    counts.valid += values.length - digests;
-    counts.digests += digests;
+    countValues(summary, type, values.length, built.digests === undefined ? 0 : (built.digests[type] ?? 0));
   }
+  endRow(summary, any, built.notes, built.rejects);
+}
+
+/** addUserToSummary of a row that UserBuilder read, from its RowValues (no user object). */
+export function addRowToSummary(summary: HashSummary, row: RowValues): void {
+  summary.rows++;
+  let any = false;
+  for (let t = 0; t < IDENTIFIER_TYPES.length; t++) {
+    const n = row.sizes[t] as number;
+    if (n === 0) continue;
+    any = true;
+    countValues(summary, IDENTIFIER_TYPES[t] as IdentifierType, n, row.digestCounts[t] as number);
+  }
+  endRow(summary, any, row.notes, row.rejects ?? NO_REJECTS);
+}
+
+const NO_REJECTS: readonly Reject[] = [];
+
+/** A row's `n` values of a type, `digests` of them passed through as digests. */
+function countValues(summary: HashSummary, type: IdentifierType, n: number, digests: number): void {
+  const counts = summary.types[type] ?? typeCounts(summary, type);
+  counts.valid += n - digests;
+  counts.digests += digests;
+}
+
+/** The end of a row's counting: user or empty row, its notes and rejects. */
+function endRow(summary: HashSummary, any: boolean, notes: BuildNotes | undefined, rejects: readonly Reject[]): void {
   if (any) summary.users++;
   else summary.emptyRows++;
-  if (built.notes !== undefined) addNotes(summary.notes, built.notes);
-  const rejects = built.rejects;
+  if (notes !== undefined) addNotes(summary.notes, notes);
   for (let i = 0; i < rejects.length; i++) {
     const r = rejects[i] as Reject;
     // A value its type cell says is someone else's is not sent by design: counted by its reason, not as invalid.

@@ -31,15 +31,17 @@ import {
   type NormalizeOptions,
   type Reject,
   type RejectReason,
+  type RowValues,
 } from './types.js';
 
 const SEPARATORS = [';', ',', '|'];
 
 /**
  * Builds the users of one run (one NormalizeOptions) and owns the per-record scratch state, reused
- * across records instead of allocated per row: build() is synchronous and calls no user code.
+ * across records instead of allocated per row: read() and build() are synchronous and call no user code.
+ * After read(), the row is its RowValues (the scratch lists, rejects and notes) until the next read.
  */
-class UserBuilder implements RuleContext {
+class UserBuilder implements RuleContext, RowValues {
   readonly digits: boolean;
   readonly countryCode: PhoneCountryCode;
   readonly phoneNotes: PhoneNotes = { codeWithoutPlus: 0, twoReadings: 0, codeWithoutCountry: 0 };
@@ -49,8 +51,12 @@ class UserBuilder implements RuleContext {
   private readonly inputHashed: InputHashed;
   /** The value separator given, if any (a rejected cell holding another one gets a note). */
   private readonly separator: string | undefined;
-  private readonly values: string[][] = IDENTIFIER_TYPES.map(() => []);
-  private readonly digestCounts: number[] = IDENTIFIER_TYPES.map(() => 0);
+  /** Never shortened (setting an array's length is a runtime call): the row's values are the first sizes[t]. */
+  readonly lists: string[][] = IDENTIFIER_TYPES.map(() => []);
+  readonly sizes: number[] = IDENTIFIER_TYPES.map(() => 0);
+  readonly digestCounts: number[] = IDENTIFIER_TYPES.map(() => 0);
+  rejects: Reject[] | undefined = undefined;
+  notes: BuildNotes | undefined = undefined;
   private readonly country: PhoneCountry = { code: undefined, invalid: false };
   private countryResolved = false;
   private record: MappedRecord | undefined = undefined;
@@ -80,6 +86,12 @@ class UserBuilder implements RuleContext {
    * normalization, so `A@x.com` and `a@x.com` are one value). Empty cells are neither values nor rejects.
    */
   build(record: MappedRecord): BuiltUser {
+    this.read(record);
+    return this.built(record.line);
+  }
+
+  /** Reads one record into the scratch state (RowValues): what build() makes its BuiltUser of. */
+  read(record: MappedRecord): void {
     this.start(record);
     let rejects: Reject[] | undefined;
     const fields = record.fields;
@@ -111,9 +123,9 @@ class UserBuilder implements RuleContext {
         }
       }
     }
-    const built: BuiltUser = { line: record.line, user: {}, rejects: rejects ?? [] };
-    this.finish(built);
-    return built;
+    this.rejects = rejects;
+    this.notes = this.collectNotes();
+    this.record = undefined;
   }
 
   /**
@@ -145,40 +157,36 @@ class UserBuilder implements RuleContext {
     this.phoneNotes.codeWithoutPlus = 0;
     this.phoneNotes.twoReadings = 0;
     this.phoneNotes.codeWithoutCountry = 0;
-    // Only the lists the last record filled: setting an array's length is a runtime call.
     for (let t = 0; t < IDENTIFIER_TYPES.length; t++) {
-      const list = this.values[t]!;
-      if (list.length !== 0) list.length = 0;
+      this.sizes[t] = 0;
       this.digestCounts[t] = 0;
     }
   }
 
-  /** Copies the scratch values into `built` (its user, digests and notes) and lets go of the record. */
-  private finish(built: BuiltUser): void {
+  /** The row just read as a BuiltUser (its user, rejects, digests and notes), in copies of the scratch lists. */
+  built(line: number): BuiltUser {
+    const built: BuiltUser = { line, user: {}, rejects: this.rejects ?? [] };
     const user: AudienceUser = built.user;
     let digests: Partial<Record<IdentifierType, number>> | undefined;
     for (let t = 0; t < IDENTIFIER_TYPES.length; t++) {
-      const list = this.values[t]!;
-      if (list.length === 0) continue;
+      const n = this.sizes[t]!;
+      if (n === 0) continue;
       const type = IDENTIFIER_TYPES[t]!;
-      user[type] = list.slice();
+      user[type] = this.lists[t]!.slice(0, n);
       const d = this.digestCounts[t]!;
       if (d > 0) (digests ??= {})[type] = d;
     }
     if (digests !== undefined) built.digests = digests;
-    const notes = this.collectNotes();
-    if (notes !== undefined) built.notes = notes;
-    this.record = undefined;
+    if (this.notes !== undefined) built.notes = this.notes;
+    return built;
   }
 
   /** The record's one reject when it holds more than MAX_VALUES_PER_RECORD values: none of them is used. */
-  private tooManyValues(record: MappedRecord, field: MappedRecord['fields'][number]): BuiltUser {
+  private tooManyValues(record: MappedRecord, field: MappedRecord['fields'][number]): void {
+    this.start(record);
+    this.rejects = [{ line: record.line, column: field.column, type: field.type, reason: 'too_many_values' }];
+    this.notes = undefined;
     this.record = undefined;
-    return {
-      line: record.line,
-      user: {},
-      rejects: [{ line: record.line, column: field.column, type: field.type, reason: 'too_many_values' }],
-    };
   }
 
   /** The notes of the row just built, or undefined (the common case: nothing to note). */
@@ -215,28 +223,32 @@ class UserBuilder implements RuleContext {
     const value = cleanValue(raw);
     if (value === '') return undefined;
     const rule = TYPE_RULES[type];
-    const list = this.values[rule.index]!;
     let n: Normalized;
     if (!rule.hashed) {
       n = rule.clean(value, this);
       if (!n.ok) return n.reason;
-      if (!list.includes(n.value)) list.push(n.value);
+      this.add(rule.index, n.value);
       return undefined;
     }
     if (this.inputHashed !== 'never' && value.length === 64 && HEX64_RE.test(value)) {
-      const digest = value.toLowerCase();
-      if (!list.includes(digest)) {
-        list.push(digest);
-        this.digestCounts[rule.index]!++;
-      }
+      if (this.add(rule.index, value.toLowerCase())) this.digestCounts[rule.index]!++;
       return undefined;
     }
     if (this.inputHashed === 'always') return 'hash_invalid';
     n = rule.clean(value, this);
     if (!n.ok) return n.reason;
-    const digest = hashValue(n.value);
-    if (!list.includes(digest)) list.push(digest);
+    this.add(rule.index, hashValue(n.value));
     return undefined;
+  }
+
+  /** Adds a value to the row's values of type index `t` unless it is there already; true if added. */
+  private add(t: number, value: string): boolean {
+    const list = this.lists[t]!;
+    const n = this.sizes[t]!;
+    for (let i = 0; i < n; i++) if (list[i] === value) return false;
+    list[n] = value;
+    this.sizes[t] = n + 1;
+    return true;
   }
 }
 
@@ -253,6 +265,21 @@ function countParts(raw: string, sep: string): number {
 export function userBuilder(opts: NormalizeOptions): (record: MappedRecord) => BuiltUser {
   const builder = new UserBuilder(opts);
   return (record) => builder.build(record);
+}
+
+/** What rowReader gives: a row read into RowValues, and made a BuiltUser only when one is needed. */
+export interface RowReader extends RowValues {
+  read(record: MappedRecord): void;
+  /** The row last read as a BuiltUser of input line `line`. */
+  built(line: number): BuiltUser;
+}
+
+/**
+ * The builder of one run's rows for outputs written as text (serializeRow, a CSV line): a row's values stay
+ * in the reader's scratch lists until the next read, with no user object per row. Same rules as userBuilder.
+ */
+export function rowReader(opts: NormalizeOptions): RowReader {
+  return new UserBuilder(opts);
 }
 
 /** One record turned into its user and rejects (see UserBuilder.build); per-row paths use userBuilder. */

@@ -75,6 +75,19 @@ export interface BuiltUser {
   withheld?: true;
 }
 
+/**
+ * One row's values as UserBuilder holds them, by IDENTIFIER_TYPES index: the first `sizes[t]` of `lists[t]`
+ * (deduplicated, in order), of which `digestCounts[t]` passed through as digests; what a text output is written
+ * from without a user object per row (see BuiltUser for the meaning of each part).
+ */
+export interface RowValues {
+  readonly lists: readonly (readonly string[])[];
+  readonly sizes: readonly number[];
+  readonly digestCounts: readonly number[];
+  readonly rejects: readonly Reject[] | undefined;
+  readonly notes: BuildNotes | undefined;
+}
+
 /** Observations about one row that explain rejects or choices (never identifier values). */
 export interface BuildNotes {
   /**
