@@ -483,7 +483,7 @@ class CsvChunks {
     const ctx = table === undefined ? this.ctx : { ...this.ctx, knownUsers: table };
     const { workers, chunkBytes } = this.limits;
     if (workers > 0)
-      this.pool = new HashWorkerPool(workers, ctx, chunkBytes, youngGenerationFor(table, this.input.totalBytes));
+      this.pool = new HashWorkerPool(workers, ctx, chunkBytes, youngGenerationFor(ctx, this.input.totalBytes));
     const pool = this.pool;
     const inline = (bytes: Uint8Array): Promise<HashChunkResult> => Promise.resolve().then(() => hashChunk(bytes, ctx));
     return (chunk, seq) => {
@@ -512,14 +512,17 @@ class KnownUsersSlot {
 }
 
 /**
- * A sync keeps 6 bytes per snapshot user in memory beside the workers (the snapshot's table; the
- * users it adds are deduplicated on disk past 262,144, upload/added-users.ts). From 4M snapshot
- * users (a 24 MB table), or a file of 128 MB or more (about 2M rows), the workers' young
- * generation shrinks from 16 to 6 MB, which keeps a large sync's peak RSS under 300 MB; it costs
- * about 6% more CPU in scavenges, so smaller syncs keep the default (docs/performance.md).
+ * An upload or a sync (packed users) keeps its dedupe beside the workers: a sync 6 bytes per
+ * snapshot user (the snapshot's table; the users it adds are deduplicated on disk past 262,144,
+ * upload/added-users.ts), an upload about 10 bytes per user (upload/plan.ts UserDedupe). From 4M
+ * snapshot users (a 24 MB table), or a file of 128 MB or more (about 2M rows), the workers' young
+ * generation shrinks from 16 to 6 MB, which keeps a large run's peak RSS under 300 MB; it costs
+ * about 6% more CPU in scavenges, so smaller runs and `hash` keep the default (docs/performance.md).
  */
-const youngGenerationFor = (table: KnownUsers | undefined, totalBytes: number | undefined): number | undefined =>
-  table !== undefined && (table.count >= 4_000_000 || (totalBytes ?? 0) >= 128 << 20) ? 6 : undefined;
+const youngGenerationFor = (ctx: HashChunkContext, totalBytes: number | undefined): number | undefined =>
+  ctx.emit === 'packed' && ((ctx.knownUsers?.count ?? 0) >= 4_000_000 || (totalBytes ?? 0) >= 128 << 20)
+    ? 6
+    : undefined;
 
 /**
  * Read `input`'s chunks, start `hash` on each as soon as it is read (at most `maxInFlight`
