@@ -171,6 +171,9 @@ export default tseslint.config(
       // came; the sandbox's parser bails out with a sentinel.
       '@typescript-eslint/only-throw-error': 'off',
       '@typescript-eslint/prefer-promise-reject-errors': 'off',
+      // `import { type A } from 'm'` still loads m at run time (verbatimModuleSyntax keeps `import {} from 'm'`):
+      // an import of types only is written `import type`, so a command loads only the modules it runs.
+      '@typescript-eslint/no-import-type-side-effects': 'error',
     },
   },
   {

@@ -18,7 +18,7 @@ import { USER_AGENT } from '../version.js';
 import { oauth1Header, percentEncode } from './oauth.js';
 import { buildHttpError } from './parse-error.js';
 import { buildQueryString } from './query.js';
-import { type QueryValue } from '../platform/request.js';
+import type { QueryValue } from '../platform/request.js';
 import type { HttpMethod } from '../platform/request.js';
 import {
   DEFAULT_RATE_LIMIT_POLICY,

@@ -5,7 +5,7 @@
  * headers can only make it wait longer, never shorter.
  */
 import { TARGET_KINDS } from '../platform/targets.js';
-import { type QueryValue } from '../platform/request.js';
+import type { QueryValue } from '../platform/request.js';
 
 export interface RateLimitEndpoint {
   method: string;

@@ -9,10 +9,10 @@ import { isCountryLikeName, type ColumnMapping } from '../identifiers/mapping.js
 import { isPlaceholder, quoteLabel, type HeaderColumn } from '../identifiers/labels.js';
 import { consentKindWords } from '../identifiers/consent.js';
 import { IDENTIFIER_TYPES, type IdentifierType } from '../platform/users.js';
-import { type NormalizeOptions, type RejectReason } from '../identifiers/types.js';
+import type { NormalizeOptions, RejectReason } from '../identifiers/types.js';
 import { reasonType } from '../platform/identifiers/types.js';
-import { type HashSummary, type HashTypeCounts } from '../hashing/summary.js';
-import { type NationalEvidence } from '../identifiers/content.js';
+import type { HashSummary, HashTypeCounts } from '../hashing/summary.js';
+import type { NationalEvidence } from '../identifiers/content.js';
 
 /** A type whose rejected share is above this gets a line saying why. */
 export const REJECT_SHARE_HINT = 0.05;

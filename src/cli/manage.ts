@@ -8,8 +8,8 @@ import { AuthError, ConfigError, HttpError, type ErrorCode, type HttpErrorInit }
 import { ID_LIST_MAX, LIST_COUNT_MAX } from '../platform/batch.js';
 import { listTargetedCampaigns } from '../api/endpoints.js';
 import { paginate, type Page } from '../api/pagination.js';
-import { type AdsClient } from '../api/client.js';
-import { type TargetingRecord } from '../api/schemas.js';
+import type { AdsClient } from '../api/client.js';
+import type { TargetingRecord } from '../api/schemas.js';
 import { parseWholeNumber, withClient, withConnectionOptions, type ConnectionArgs } from './connection.js';
 import type { CliContext } from './context.js';
 import {

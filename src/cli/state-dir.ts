@@ -14,7 +14,7 @@ import { join, resolve } from 'node:path';
 import type { Options } from 'yargs';
 import { ConfigError } from '../errors.js';
 import { describeTarget, targetSnapshot } from '../upload/target.js';
-import { type UploadTarget } from '../platform/targets.js';
+import type { UploadTarget } from '../platform/targets.js';
 import { parseStateUrl, type StateSpec } from '../state/open-store.js';
 import type { CliContext } from './context.js';
 import { writeLine } from './output.js';

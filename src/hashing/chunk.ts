@@ -5,19 +5,13 @@
  * isolate stays small.
  */
 import { csvCell, decodeChunk, visitCsvChunk, type CsvBadRow } from '../ingest/csv.js';
-import { type CsvDelimiter } from '../ingest/preamble.js';
-import { type CsvRowError } from '../ingest/records.js';
+import type { CsvDelimiter } from '../ingest/preamble.js';
+import type { CsvRowError } from '../ingest/records.js';
 import { ConsentReader, consentSends, type ConsentPolicy } from '../identifiers/consent.js';
 import { countryCell, fieldOf, type ColumnMapping, type MappedColumn } from '../identifiers/mapping.js';
 import { IDENTIFIER_TYPES, type IdentifierType } from '../platform/users.js';
 import { serializeRow, writeUserFingerprint } from '../identifiers/serialize.js';
-import {
-  type BuiltUser,
-  type FieldValue,
-  type MappedRecord,
-  type NormalizeOptions,
-  type Reject,
-} from '../identifiers/types.js';
+import type { BuiltUser, FieldValue, MappedRecord, NormalizeOptions, Reject } from '../identifiers/types.js';
 import { rowReader, type RowReader } from '../identifiers/normalize.js';
 import { findKey, isStale, type KnownUsers } from './known-users.js';
 import {

@@ -24,9 +24,9 @@ import {
   type CsvSource,
   type ReadCsvOptions,
 } from '../ingest/csv.js';
-import { type CsvChunk, type CsvRowError } from '../ingest/records.js';
-import { type CsvDelimiter } from '../ingest/preamble.js';
-import { type CsvEncoding, type CsvEncodingSource } from '../ingest/encodings.js';
+import type { CsvChunk, CsvRowError } from '../ingest/records.js';
+import type { CsvDelimiter } from '../ingest/preamble.js';
+import type { CsvEncoding, CsvEncodingSource } from '../ingest/encodings.js';
 import { SAMPLE_ROWS } from '../identifiers/content.js';
 import { readAhead } from '../util/read-ahead.js';
 import {
@@ -38,7 +38,7 @@ import {
 import { resolveMapping, type ColumnMapping, type MappingOptions } from '../identifiers/mapping.js';
 import { ConfigError } from '../errors.js';
 import { normalizeCountryCode } from '../identifiers/countries.js';
-import { type BuiltUser, type NormalizeOptions, type Reject } from '../identifiers/types.js';
+import type { BuiltUser, NormalizeOptions, Reject } from '../identifiers/types.js';
 import { RowUsers, type RawRecord, type RowRules } from '../identifiers/rows.js';
 import {
   hashChunk,

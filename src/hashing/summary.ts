@@ -3,7 +3,7 @@
  * numbers of each (never values). Workers count a partial summary per chunk; the pipeline merges
  * them in input order.
  */
-import { type CsvRowError } from '../ingest/records.js';
+import type { CsvRowError } from '../ingest/records.js';
 import type { ConsentColumn, ConsentPolicy, ConsentRead } from '../identifiers/consent.js';
 import { IDENTIFIER_TYPES, type IdentifierType } from '../platform/users.js';
 import {

@@ -6,7 +6,7 @@
  */
 import { cleanValue } from '../platform/identifiers/rules.js';
 import { normalizeIdentifier } from './normalize.js';
-import { type IdentifierType } from '../platform/users.js';
+import type { IdentifierType } from '../platform/users.js';
 import { spreadsheetForm } from '../platform/identifiers/phone-reading.js';
 import { TYPE_RULES } from '../platform/identifiers/rules.js';
 

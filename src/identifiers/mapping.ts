@@ -20,7 +20,7 @@ import { countryColumnShare, localeCountry } from './countries.js';
 import { headerColumn, headerLabel, looksLikeData, quoteLabel, type HeaderColumn } from './labels.js';
 import { IDENTIFIER_TYPES, type IdentifierType } from '../platform/users.js';
 import { cleanValue } from '../platform/identifiers/rules.js';
-import { type FieldValue, type MappedRecord } from './types.js';
+import type { FieldValue, MappedRecord } from './types.js';
 import { nameParts, splitWords, type WordClass } from './vocabulary/index.js';
 import { AUTO_COLUMN_NAMES, GENERIC_ID_KEYS, GENERIC_ID_WORDS } from './vocabulary/names.js';
 

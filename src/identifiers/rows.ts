@@ -14,7 +14,7 @@ import {
   type SampleRows,
 } from './mapping.js';
 import { userBuilder } from './normalize.js';
-import { type BuiltUser, type MappedRecord, type NormalizeOptions } from './types.js';
+import type { BuiltUser, MappedRecord, NormalizeOptions } from './types.js';
 
 /**
  * A raw record as library users hold it: a database row or an object keyed by column name.

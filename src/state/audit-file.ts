@@ -14,8 +14,8 @@ import {
   type ChainedAuditRecord,
 } from './audit.js';
 import { appendWhole, ensureDir, openNoFollow } from './fs.js';
-import { type AuditLog } from './store.js';
-import { type SnapshotTarget } from './snapshot-format.js';
+import type { AuditLog } from './store.js';
+import type { SnapshotTarget } from './snapshot-format.js';
 
 export class FileAuditLog implements AuditLog {
   constructor(readonly path: string) {}

@@ -14,8 +14,8 @@
  * files are the record, so it needs neither mirror nor log.
  */
 import { EnvironmentError } from '../errors.js';
-import { type SnapshotTarget } from './snapshot-format.js';
-import { type StateStore, type TargetLockOptions } from './store.js';
+import type { SnapshotTarget } from './snapshot-format.js';
+import type { StateStore, TargetLockOptions } from './store.js';
 import type { Lease } from '../util/lease.js';
 
 /** A committed file's head: its size and SHA-256 (null: stored by PostgreSQL schema 1, whose rows must then cover it exactly). */

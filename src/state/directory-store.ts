@@ -22,8 +22,8 @@ import {
   type TargetLockOptions,
   type TargetSession,
 } from './store.js';
-import { type SnapshotTarget } from './snapshot-format.js';
-import { type UploadJournal } from './journal.js';
+import type { SnapshotTarget } from './snapshot-format.js';
+import type { UploadJournal } from './journal.js';
 
 /** The marker of an unfinished `state move` into the directory (StateStore.moveMarker). */
 const MOVE_MARKER = 'move.json';

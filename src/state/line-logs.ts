@@ -22,9 +22,9 @@ import {
   type KeptBatch,
   type OpenJournalOptions,
 } from './journal.js';
-import { type AuditLog, type RunJournals } from './store.js';
-import { type SnapshotTarget } from './snapshot-format.js';
-import { type UploadJournal } from './journal.js';
+import type { AuditLog, RunJournals } from './store.js';
+import type { SnapshotTarget } from './snapshot-format.js';
+import type { UploadJournal } from './journal.js';
 
 /** A backend's audit log: the records' exact lines (each the JSON text the chain hashes), in order. */
 export interface AuditLines {

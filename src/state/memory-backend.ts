@@ -12,8 +12,8 @@ import type { CommittedView, StoredFileHead } from './backend.js';
 import { runInProgress } from './journal.js';
 import { LineAuditLog, LineJournals, type AuditLines, type JournalLines, type JournalRun } from './line-logs.js';
 import { snapshotName } from './snapshot.js';
-import { type AuditLog, type RunJournals, type TargetLockOptions } from './store.js';
-import { type SnapshotTarget } from './snapshot-format.js';
+import type { AuditLog, RunJournals, TargetLockOptions } from './store.js';
+import type { SnapshotTarget } from './snapshot-format.js';
 import { leaseLost, syncInProgress } from './store.js';
 
 interface MemoryFile {

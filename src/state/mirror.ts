@@ -31,7 +31,7 @@ import {
   type TargetLockOptions,
   type TargetSession,
 } from './store.js';
-import { type SnapshotTarget } from './snapshot-format.js';
+import type { SnapshotTarget } from './snapshot-format.js';
 import type { Lease } from '../util/lease.js';
 
 /** The private copies of snapshots are `<tmpdir>/audience-kit-state-<pid>-<random>`. */

@@ -27,8 +27,8 @@ import { destinationNotEmpty } from './audit-file.js';
 import { openStateStore, parseStateUrl } from './open-store.js';
 import { COMMITTED_FILE } from './snapshot-format.js';
 import { readIndexHeader } from './snapshot-index.js';
-import { type SnapshotTarget } from './snapshot-format.js';
-import { type StateStore, type TargetSession } from './store.js';
+import type { SnapshotTarget } from './snapshot-format.js';
+import type { StateStore, TargetSession } from './store.js';
 
 export interface MovedTarget {
   target: SnapshotTarget;

@@ -15,7 +15,7 @@
 import { crc32 } from 'node:zlib';
 import { StateError } from '../errors.js';
 import { writeUserFingerprint } from '../identifiers/serialize.js';
-import { type AudienceUser, type IdentifierType } from '../platform/users.js';
+import type { AudienceUser, IdentifierType } from '../platform/users.js';
 import type { TargetKind } from '../platform/targets.js';
 import { sha256Hex } from '../util/sha256.js';
 

@@ -9,7 +9,7 @@
  */
 import pLimit from 'p-limit';
 import { JournalError, batchDigest } from '../state/journal.js';
-import { type UploadJournal } from '../state/journal.js';
+import type { UploadJournal } from '../state/journal.js';
 import { isAborted } from '../util/clock.js';
 import type { Ledger } from './ledger.js';
 import type { PackedBatch } from './plan.js';

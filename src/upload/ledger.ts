@@ -4,7 +4,7 @@
  */
 import { AudienceKitError, HttpError } from '../errors.js';
 import { batchDigest } from '../state/journal.js';
-import { type UploadJournal } from '../state/journal.js';
+import type { UploadJournal } from '../state/journal.js';
 import type { PackedBatch } from './plan.js';
 import type { SendableBatch, SendOutcome, SendTally } from './sender.js';
 import type { ConfirmedBatchInfo, FailedBatchReport, OperationErrorReport } from './types.js';

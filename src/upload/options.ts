@@ -8,21 +8,21 @@
  * A new option is one line in the fields of the entries that take it.
  */
 import { z } from 'zod';
-import { type AdsClient } from '../api/client.js';
+import type { AdsClient } from '../api/client.js';
 import { DEFAULT_MIN_AUDIENCE_SIZE } from './audience-size.js';
 import { ConfigError } from '../errors.js';
 import { resolveRowRules, type HashRecordsOptions } from '../hashing/pipeline.js';
 import type { RowRules } from '../identifiers/rows.js';
 import { rejectGuardOptions, type RejectGuardOptions } from '../hashing/reject-guard.js';
-import { type UploadJournal } from '../state/journal.js';
+import type { UploadJournal } from '../state/journal.js';
 import { realClock, type Clock } from '../util/clock.js';
 import type { Lease } from '../util/lease.js';
 import { resolveBatchLimits, type BatchLimits, type PackedBatch } from './plan.js';
-import { type BatchGroup, type OperationType } from '../platform/batch.js';
+import type { BatchGroup, OperationType } from '../platform/batch.js';
 import { TARGET_KINDS } from '../platform/targets.js';
 import { describeTarget, type Target } from './target.js';
-import { type ConfirmedBatchInfo, type UploadOperation, type UploadProgress, type UploadUsers } from './types.js';
-import { type UploadTarget } from '../platform/targets.js';
+import type { ConfirmedBatchInfo, UploadOperation, UploadProgress, UploadUsers } from './types.js';
+import type { UploadTarget } from '../platform/targets.js';
 
 /** Measured against the sandbox on 2 cores (docs/performance.md): more gains nothing, fewer leaves the link idle. */
 export const DEFAULT_UPLOAD_CONCURRENCY = 4;

@@ -3,7 +3,7 @@
  * from the same books (ledger, packer, summary, the client's counters).
  */
 import { rejectCounts } from '../hashing/reject-guard.js';
-import { type AdsClient, type ClientStats } from '../api/client.js';
+import type { AdsClient, ClientStats } from '../api/client.js';
 import { AudienceKitError, InputError } from '../errors.js';
 import { consentJson, type HashSummary } from '../hashing/summary.js';
 import type { AuditCounts } from '../state/audit.js';

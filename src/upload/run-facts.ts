@@ -8,11 +8,11 @@ import { basename } from 'node:path';
 import { InputError } from '../errors.js';
 import type { ColumnMapping } from '../identifiers/mapping.js';
 import { DEFAULT_PHONE_FORMAT } from '../platform/identifiers/types.js';
-import { type NormalizeOptions } from '../identifiers/types.js';
+import type { NormalizeOptions } from '../identifiers/types.js';
 import type { AuditRunOptions } from '../state/audit.js';
 import { fileSha256 } from '../util/sha256.js';
-import { type BatchGroup } from '../platform/batch.js';
-import { type BatchLimits } from './plan.js';
+import type { BatchGroup } from '../platform/batch.js';
+import type { BatchLimits } from './plan.js';
 import type { UploadUsers } from './types.js';
 
 export interface RunInput {

@@ -7,11 +7,11 @@
  */
 import { AudienceKitError } from '../errors.js';
 import { z } from 'zod';
-import { type NormalizeOptions } from '../identifiers/types.js';
+import type { NormalizeOptions } from '../identifiers/types.js';
 import { newRunId, type AuditRunEnd, type AuditRunOptions, type AuditRunStart } from '../state/audit.js';
 import { unfinishedRunError, type JournalKey, type JournalSummary } from '../state/journal.js';
-import { type AuditLog, type StateStore } from '../state/store.js';
-import { type UploadJournal } from '../state/journal.js';
+import type { AuditLog, StateStore } from '../state/store.js';
+import type { UploadJournal } from '../state/journal.js';
 import { VERSION } from '../version.js';
 import { isAborted } from '../util/clock.js';
 import { orIssue, parseOptions, UPLOAD_FIELDS, uploadSchema, uploadSettingsSchema } from './options.js';

@@ -7,10 +7,10 @@
  * not match, which the client cannot see. So a batch that always gets a 500 costs exactly
  * `maxAttempts` requests. Every attempt of either kind is counted (`SendTally`) as it goes out.
  */
-import { type AdsClient } from '../api/client.js';
-import { type UserBatchResult } from '../platform/responses.js';
+import type { AdsClient } from '../api/client.js';
+import type { UserBatchResult } from '../platform/responses.js';
 import { AuthError, BatchVerificationError, ConfigError, ConnectionError } from '../errors.js';
-import { type BatchGroup } from '../platform/batch.js';
+import type { BatchGroup } from '../platform/batch.js';
 import { backoffMs, isAborted, type Clock } from '../util/clock.js';
 import type { Lease } from '../util/lease.js';
 import type { Target } from './target.js';

@@ -3,8 +3,8 @@
  * per command, and refills its new target with the users the snapshot says were confirmed, so a
  * second sync meets what the first left, as a real target would.
  */
-import { type AdsClient } from '../api/client.js';
-import { type AudienceUser } from '../platform/users.js';
+import type { AdsClient } from '../api/client.js';
+import type { AudienceUser } from '../platform/users.js';
 import { Snapshot } from '../state/snapshot.js';
 import type { StateStore } from '../state/store.js';
 import { snapshotTarget, type Target } from './target.js';

@@ -19,7 +19,7 @@ import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import { createHashSummary } from '../hashing/summary.js';
 import type { HashRecordsOptions } from '../hashing/pipeline.js';
-import { type NormalizeOptions } from '../identifiers/types.js';
+import type { NormalizeOptions } from '../identifiers/types.js';
 import { newRunId, type AuditRunStart, type AuditSnapshotState } from '../state/audit.js';
 import { Snapshot, writeAheadLost } from '../state/snapshot.js';
 import { SnapshotError, type SnapshotTarget } from '../state/snapshot-format.js';

@@ -7,7 +7,7 @@
  */
 import type { AdsClient } from '../api/client.js';
 import { postUserBatch, sendRequest, type RequestHow } from '../api/endpoints.js';
-import { type UserBatchResult } from '../platform/responses.js';
+import type { UserBatchResult } from '../platform/responses.js';
 import type { ReadBack, TargetKindEndpoints, TargetKindRules } from '../platform/kinds/kind.js';
 import {
   TARGET_KINDS,
@@ -17,7 +17,7 @@ import {
   type UploadTarget,
 } from '../platform/targets.js';
 import { snapshotDir } from '../state/snapshot.js';
-import { type SnapshotTarget } from '../state/snapshot-format.js';
+import type { SnapshotTarget } from '../state/snapshot-format.js';
 
 /** How a request of `postUsers` is sent (the run's signals, a sync's lease, the attempt counter). */
 export type PostHow = RequestHow;

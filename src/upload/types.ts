@@ -2,22 +2,22 @@
  * The upload's public shapes: what goes in (users, options), what comes out (progress, report).
  * Only types here, so every other upload module can import them without a cycle.
  */
-import { type AdsClient } from '../api/client.js';
+import type { AdsClient } from '../api/client.js';
 import type { AudienceKitError } from '../errors.js';
 import type { PackedUsers } from '../hashing/chunk.js';
-import { type HashRecordsOptions } from '../hashing/pipeline.js';
-import { type RawRecord } from '../identifiers/rows.js';
+import type { HashRecordsOptions } from '../hashing/pipeline.js';
+import type { RawRecord } from '../identifiers/rows.js';
 import type { ConsentJson, HashSummary, HashTypeCounts } from '../hashing/summary.js';
 import type { KnownUsers } from '../hashing/known-users.js';
-import { type AudienceUser, type IdentifierType } from '../platform/users.js';
-import { type BuiltUser, type RejectReason } from '../identifiers/types.js';
+import type { AudienceUser, IdentifierType } from '../platform/users.js';
+import type { BuiltUser, RejectReason } from '../identifiers/types.js';
 import type { TargetKind } from '../platform/targets.js';
-import { type UploadJournal } from '../state/journal.js';
+import type { UploadJournal } from '../state/journal.js';
 import type { Clock } from '../util/clock.js';
-import { type BatchGroup, type OperationType } from '../platform/batch.js';
-import { type BatchLimits, type PackedBatch } from './plan.js';
-import { type Target } from './target.js';
-import { type UploadTarget } from '../platform/targets.js';
+import type { BatchGroup, OperationType } from '../platform/batch.js';
+import type { BatchLimits, PackedBatch } from './plan.js';
+import type { Target } from './target.js';
+import type { UploadTarget } from '../platform/targets.js';
 export type UploadOperation = 'update' | 'delete';
 export type UploadStatus = 'completed' | 'partial' | 'failed' | 'interrupted';
 

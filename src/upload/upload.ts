@@ -6,7 +6,7 @@
  * users to add or remove and wants each confirmed batch back (sync).
  */
 import { hashRows } from '../hashing/pipeline.js';
-import { type RawRecord } from '../identifiers/rows.js';
+import type { RawRecord } from '../identifiers/rows.js';
 import type { RowRules } from '../identifiers/rows.js';
 import { createHashSummary } from '../hashing/summary.js';
 import { guardInput } from '../hashing/reject-guard.js';
@@ -21,7 +21,7 @@ import {
   type ResolvedUploadOptions,
 } from './options.js';
 import { BatchPacker } from './plan.js';
-import { type OperationType } from '../platform/batch.js';
+import type { OperationType } from '../platform/batch.js';
 import { buildReport, progressReporter, runBooks } from './report.js';
 import type { SenderOptions } from './sender.js';
 import type {

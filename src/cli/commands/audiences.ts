@@ -10,7 +10,7 @@ import {
 } from '../../api/endpoints.js';
 import { isRetryableStatus, type AdsClient } from '../../api/client.js';
 import { sleep } from '../../util/clock.js';
-import { type CustomAudience } from '../../platform/responses.js';
+import type { CustomAudience } from '../../platform/responses.js';
 import { parseDuration, withClient } from '../connection.js';
 import type { CliContext } from '../context.js';
 import { confirmDeletion, withYesOption, type YesArgs } from '../prompt.js';

@@ -4,7 +4,7 @@ import { ConfigError } from '../../errors.js';
 import { defaultAuditLogPath, findRunIn, type AuditRun } from '../../state/audit.js';
 import { FileAuditLog } from '../../state/audit-file.js';
 import { openStateStore } from '../../state/open-store.js';
-import { type AuditLog } from '../../state/store.js';
+import type { AuditLog } from '../../state/store.js';
 import type { CliContext } from '../context.js';
 import { settleState, STATE_URL_OPTION } from '../state-dir.js';
 import { commandGroup } from '../manage.js';

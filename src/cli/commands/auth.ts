@@ -18,8 +18,8 @@ import {
   SECRET_CONNECTION_FIELDS,
   type ConnectionField,
 } from '../../platform/credentials.js';
-import { type AccessTokenResponse } from '../../api/schemas.js';
-import { type AdsClient } from '../../api/client.js';
+import type { AccessTokenResponse } from '../../api/schemas.js';
+import type { AdsClient } from '../../api/client.js';
 import {
   connectionFlags,
   withAppConnectionOptions,

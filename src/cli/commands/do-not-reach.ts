@@ -1,7 +1,7 @@
 import type { Argv, CommandModule } from 'yargs';
 import { ConfigError } from '../../errors.js';
 import { createDoNotReachList, deleteDoNotReachList, listDoNotReachLists } from '../../api/endpoints.js';
-import { type DoNotReachList } from '../../platform/responses.js';
+import type { DoNotReachList } from '../../platform/responses.js';
 import { withClient } from '../connection.js';
 import type { CliContext } from '../context.js';
 import { confirmDeletion, withYesOption, type YesArgs } from '../prompt.js';

@@ -12,7 +12,7 @@ import { hashCsvHeader, mappedTypes } from '../../hashing/chunk.js';
 import { hashCsv, type HashCsvOptions, type HashCsvRun } from '../../hashing/pipeline.js';
 import { makeDirs } from '../../util/make-dirs.js';
 import { guardFailure, type RejectGuardOptions } from '../../hashing/reject-guard.js';
-import { type Reject } from '../../identifiers/types.js';
+import type { Reject } from '../../identifiers/types.js';
 import type { CliContext } from '../context.js';
 import { HashProgress } from '../hash-progress.js';
 import { renderHashSummary } from '../hash-summary.js';

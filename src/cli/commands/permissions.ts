@@ -1,7 +1,7 @@
 import type { Argv, CommandModule } from 'yargs';
 import { grantAudiencePermission, listAudiencePermissions, revokeAudiencePermission } from '../../api/endpoints.js';
 import { HttpError } from '../../errors.js';
-import { type AudiencePermission } from '../../api/schemas.js';
+import type { AudiencePermission } from '../../api/schemas.js';
 import { withClient } from '../connection.js';
 import type { CliContext } from '../context.js';
 import { confirmDeletion, withYesOption, type YesArgs } from '../prompt.js';

@@ -14,9 +14,9 @@ import { MAX_REFRESH_AFTER_DAYS, checkSyncOptions, syncAudience, type SyncAudien
 import { resendSnapshot } from '../../upload/sync-refill.js';
 import { describeTarget } from '../../upload/target.js';
 import { stateFailure } from '../../state/fs.js';
-import { type HashCsvRun } from '../../hashing/pipeline.js';
-import { type StateStore, type TakeoverWait } from '../../state/store.js';
-import { type SyncReport } from '../../upload/sync-report.js';
+import type { HashCsvRun } from '../../hashing/pipeline.js';
+import type { StateStore, TakeoverWait } from '../../state/store.js';
+import type { SyncReport } from '../../upload/sync-report.js';
 import { withConnectionOptions } from '../connection.js';
 import type { CliContext } from '../context.js';
 import { settleState, STATE_URL_OPTION } from '../state-dir.js';

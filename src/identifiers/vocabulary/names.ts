@@ -3,7 +3,7 @@
  * read only under these names), and the generic id words: the data mapping.ts reads names with,
  * beside the per-language words of ./index.ts.
  */
-import { type IdentifierType } from '../../platform/users.js';
+import type { IdentifierType } from '../../platform/users.js';
 
 /**
  * Header names recognized without a `map` entry, compared on their letters and digits only (case,

@@ -8,7 +8,7 @@
 import type pg from 'pg';
 import { parseAuditLine, type AuditRecord } from '../audit.js';
 import type { AuditLines } from '../line-logs.js';
-import { type SnapshotTarget } from '../snapshot-format.js';
+import type { SnapshotTarget } from '../snapshot-format.js';
 import { auditLogFailed } from './connection.js';
 import { advisoryKey } from './keys.js';
 

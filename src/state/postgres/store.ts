@@ -8,8 +8,8 @@ import pg from 'pg';
 import type { BackendLease, StateBackend } from '../backend.js';
 import { MirrorStore } from '../mirror.js';
 import { LineAuditLog, LineJournals } from '../line-logs.js';
-import { type AuditLog, type RunJournals, type TargetLockOptions } from '../store.js';
-import { type SnapshotTarget } from '../snapshot-format.js';
+import type { AuditLog, RunJournals, TargetLockOptions } from '../store.js';
+import type { SnapshotTarget } from '../snapshot-format.js';
 import { PostgresAuditLines } from './audit.js';
 import {
   clientConfig,

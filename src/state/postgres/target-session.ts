@@ -16,7 +16,7 @@ import { processRunning } from '../../util/process.js';
 import { fenced, type BackendLease, type CommittedView, type CommitWriter, type WriteAheadRecord } from '../backend.js';
 import { snapshotName } from '../snapshot.js';
 import { leaseLost, syncInProgress, type TargetLockOptions } from '../store.js';
-import { type SnapshotTarget } from '../snapshot-format.js';
+import type { SnapshotTarget } from '../snapshot-format.js';
 import { connectionLost, type Connector } from './connection.js';
 import { advisoryKey } from './keys.js';
 import { SerialClient } from './serial.js';
