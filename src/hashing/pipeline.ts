@@ -12,9 +12,8 @@
  *   (the uploader) slows the reading down.
  */
 import { statSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
-import type * as Zod from 'zod';
+import { z } from 'zod';
 import {
   DEFAULT_CHUNK_BYTES,
   openCsv,
@@ -90,76 +89,37 @@ export interface HashCsvOptions extends NormalizeOptions, MappingOptions, ReadCs
   maxChunksInFlight?: number;
 }
 
-/**
- * What each option of hashCsv and hashRecords accepts besides undefined: a whole number from
- * `int[0]` to `int[1]` (no bound when absent), one of a list, or a string of at least `text`
- * characters.
- */
-type OptionRule = { int: readonly [number, number?] } | { oneOf: readonly string[] } | { text: number };
-
-const OPTION_RULES: Readonly<Record<string, OptionRule>> = {
-  workers: { int: [0, 256] },
-  chunkBytes: { int: [1, 256 * 1024 * 1024] },
-  maxRecordBytes: { int: [1] },
-  maxChunksInFlight: { int: [1, 1024] },
-  emit: { oneOf: ['users', 'jsonl', 'csv', 'packed'] },
-  phoneFormat: { oneOf: ['e164', 'digits'] },
-  phoneCountryCode: { oneOf: ['national', 'included', 'auto'] },
-  inputHashed: { oneOf: ['auto', 'always', 'never'] },
-  valueSeparator: { text: 1 },
-  defaultCountry: { text: 0 },
-  delimiter: { oneOf: [',', ';', '\t', '|'] },
-  encoding: { text: 1 },
-  consent: { oneOf: CONSENT_POLICIES },
-};
-
-/** Whether `value` passes `rule`. */
-function accepts(rule: OptionRule, value: unknown): boolean {
-  if (value === undefined) return true;
-  if ('int' in rule) {
-    const [min, max = Number.MAX_SAFE_INTEGER] = rule.int;
-    return Number.isSafeInteger(value) && (value as number) >= min && (value as number) <= max;
-  }
-  if ('oneOf' in rule) return (rule.oneOf as readonly unknown[]).includes(value);
-  return typeof value === 'string' && value.length >= rule.text;
-}
-
-/** OPTION_RULES as a zod schema: what words a refused option's problem. */
-function optionsSchema(z: typeof Zod.z): Zod.ZodType {
-  const schema = (rule: OptionRule): Zod.ZodType => {
-    if ('oneOf' in rule) return z.enum(rule.oneOf);
-    if ('text' in rule) return rule.text > 0 ? z.string().min(rule.text) : z.string();
-    const [min, max] = rule.int;
-    return max === undefined ? z.number().int().min(min) : z.number().int().min(min).max(max);
-  };
-  return z.object(
-    Object.fromEntries(Object.entries(OPTION_RULES).map(([key, rule]) => [key, schema(rule).optional()])),
-  );
-}
-
-/**
- * The ConfigError naming the first option that OPTION_RULES refuses, in zod's words, or
- * undefined. zod is loaded only for an option refused: a run with valid options goes without it
- * (0.05 CPU-s of a `hash` run's start-up).
- */
-function refusedOption(opts: NormalizeOptions): ConfigError | undefined {
-  const values = opts as Record<string, unknown>;
-  const plain = typeof opts === 'object' && opts !== null && !Array.isArray(opts);
-  if (plain && Object.entries(OPTION_RULES).every(([key, rule]) => accepts(rule, values[key]))) return undefined;
-  const { z } = createRequire(import.meta.url)('zod') as typeof Zod;
-  const parsed = optionsSchema(z).safeParse(opts);
-  if (parsed.success) return undefined;
-  const issue = parsed.error.issues[0];
-  const field = issue?.path.join('.') ?? 'options';
-  return new ConfigError('invalid_option', `invalid option ${field}: ${issue?.message ?? 'invalid'}`, {
-    fix: `correct ${field} (the normalization options are listed in docs/normalization.md)`,
-  });
-}
+const optionsSchema = z.object({
+  workers: z.number().int().min(0).max(256).optional(),
+  chunkBytes: z
+    .number()
+    .int()
+    .min(1)
+    .max(256 * 1024 * 1024)
+    .optional(),
+  maxRecordBytes: z.number().int().min(1).optional(),
+  maxChunksInFlight: z.number().int().min(1).max(1024).optional(),
+  emit: z.enum(['users', 'jsonl', 'csv', 'packed']).optional(),
+  phoneFormat: z.enum(['e164', 'digits']).optional(),
+  phoneCountryCode: z.enum(['national', 'included', 'auto']).optional(),
+  inputHashed: z.enum(['auto', 'always', 'never']).optional(),
+  valueSeparator: z.string().min(1).optional(),
+  defaultCountry: z.string().optional(),
+  delimiter: z.enum([',', ';', '\t', '|']).optional(),
+  encoding: z.string().min(1).optional(),
+  consent: z.enum(CONSENT_POLICIES).optional(),
+});
 
 /** Validate the normalization options (ConfigError naming the field); returns them with the country canonical. */
 export function checkNormalizeOptions<T extends NormalizeOptions>(opts: T): T {
-  const refused = refusedOption(opts);
-  if (refused !== undefined) throw refused;
+  const parsed = optionsSchema.safeParse(opts);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = issue?.path.join('.') ?? 'options';
+    throw new ConfigError('invalid_option', `invalid option ${field}: ${issue?.message ?? 'invalid'}`, {
+      fix: `correct ${field} (the normalization options are listed in docs/normalization.md)`,
+    });
+  }
   if (opts.defaultCountry === undefined) return opts;
   const country = normalizeCountryCode(opts.defaultCountry);
   if (country === undefined) {
