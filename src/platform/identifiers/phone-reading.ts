@@ -10,6 +10,7 @@
  * prefix after the calling code, and Mexico's retired mobile `1` (`+52 1 55 …`).
  */
 import type { CountryCode } from 'libphonenumber-js';
+import { memoByKey } from '../../util/memo.js';
 import {
   phoneLibrary,
   phoneRangeRank,
@@ -391,23 +392,11 @@ interface CountryFacts {
   /** phoneTrunkPrefixes. */
   readonly trunks: readonly string[];
 }
-const countryFacts = new Map<string, CountryFacts>();
-let lastCountry = '';
-let lastFacts: CountryFacts | undefined;
-
-/** The facts of `country`; rows of one country follow each other and a value asks several times, so the last answer is kept. */
-function facts(country: string): CountryFacts {
-  if (country === lastCountry) return lastFacts!;
-  let found = countryFacts.get(country);
-  if (found === undefined) {
-    const callingCode = phoneLibrary().getCountryCallingCode(country as CountryCode);
-    found = { callingCode, plusCode: '+' + callingCode, trunks: phoneTrunkPrefixes(country) };
-    countryFacts.set(country, found);
-  }
-  lastCountry = country;
-  lastFacts = found;
-  return found;
-}
+/** The facts of a country, worked out once (a value asks several times, rows of one country follow each other). */
+const facts = memoByKey((country: string): CountryFacts => {
+  const callingCode = phoneLibrary().getCountryCallingCode(country as CountryCode);
+  return { callingCode, plusCode: '+' + callingCode, trunks: phoneTrunkPrefixes(country) };
+});
 
 /**
  * Whether the national number of `read` (from `at`) is every digit of `value`, and its first digit

@@ -20,6 +20,7 @@ import type { CountryCode } from 'libphonenumber-js';
 import type { parsePhoneNumberFromString as parseMaxNumber } from 'libphonenumber-js/max';
 import metadataJson from 'libphonenumber-js/min/metadata';
 import libraryPackage from 'libphonenumber-js/package.json' with { type: 'json' };
+import { memoByKey } from '../../util/memo.js';
 
 /** The parts of the v4 metadata JSON the algorithm reads (see libphonenumber-js METADATA.md). */
 type CountryTuple = readonly unknown[];
@@ -112,10 +113,6 @@ interface Plan {
   types: readonly NumberType[] | undefined;
 }
 
-const plans = new Map<string, Plan>();
-/** Countries sharing a calling code, as plans, in metadata order (the first one is the "main" country). */
-const callingCodePlans = new Map<string, readonly { country: string; plan: Plan }[]>();
-
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 
 function compilePlan(tuple: CountryTuple): Plan {
@@ -149,40 +146,15 @@ function compilePlan(tuple: CountryTuple): Plan {
   };
 }
 
-/** The last countryPlan answer: rows of one country follow each other, and one value asks up to four times. */
-let lastPlanCountry = '';
-let lastPlan: Plan | undefined;
+/** A country's plan, compiled on first use. */
+const countryPlan = memoByKey((country: string): Plan => compilePlan(metadata.countries[country]!));
 
-function countryPlan(country: string): Plan {
-  if (country === lastPlanCountry) return lastPlan!;
-  let plan = plans.get(country);
-  if (plan === undefined) {
-    plan = compilePlan(metadata.countries[country]!);
-    plans.set(country, plan);
-  }
-  lastPlanCountry = country;
-  lastPlan = plan;
-  return plan;
-}
-
-/** The last plansForCallingCode answer (asked two or three times a value). */
-let lastCallingCode = '';
-let lastCallingCodePlans: readonly { country: string; plan: Plan }[] | undefined;
-
-/** Plans of the countries using `callingCode`; undefined for unknown and non-geographic codes. */
-function plansForCallingCode(callingCode: string): readonly { country: string; plan: Plan }[] | undefined {
-  if (callingCode === lastCallingCode) return lastCallingCodePlans;
-  let list = callingCodePlans.get(callingCode);
-  if (list === undefined) {
-    const countries = metadata.country_calling_codes[callingCode];
-    if (countries === undefined || (countries.length === 1 && countries[0]!.length === 3)) return undefined;
-    list = countries.map((country) => ({ country, plan: countryPlan(country) }));
-    callingCodePlans.set(callingCode, list);
-  }
-  lastCallingCode = callingCode;
-  lastCallingCodePlans = list;
-  return list;
-}
+/** Plans of the countries using `callingCode`, in metadata order (the first one is the "main" country); undefined for unknown and non-geographic codes. */
+const plansForCallingCode = memoByKey((callingCode: string): readonly { country: string; plan: Plan }[] | undefined => {
+  const countries = metadata.country_calling_codes[callingCode];
+  if (countries === undefined || (countries.length === 1 && countries[0]!.length === 3)) return undefined;
+  return countries.map((country) => ({ country, plan: countryPlan(country) }));
+});
 
 /** getNumberType(...) !== undefined: the national pattern and at least one type pattern match. */
 function hasNumberType(nationalNumber: string, plan: Plan): boolean {
