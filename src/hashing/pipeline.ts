@@ -476,8 +476,9 @@ class KnownUsersSlot {
  * snapshot user (the snapshot's table; the users it adds are deduplicated on disk past 262,144,
  * upload/added-users.ts), an upload about 10 bytes per user (upload/plan.ts UserDedupe). From 4M
  * snapshot users (a 24 MB table), or a file of 128 MB or more (about 2M rows), the workers' young
- * generation shrinks from 16 to 6 MB, which keeps a large run's peak RSS under 300 MB; it costs
- * about 6% more CPU in scavenges, so smaller runs and `hash` keep the default (docs/performance.md).
+ * generation shrinks from 16 to 6 MB: a 10M-row sync's peak RSS stays under 300 MB, a 10M-row
+ * upload's falls from 324 to 309-312 MB (still above); it costs about 6% more CPU in scavenges, so
+ * smaller runs and `hash` keep the default (docs/performance.md).
  */
 const youngGenerationFor = (ctx: HashChunkContext, totalBytes: number | undefined): number | undefined =>
   ctx.emit === 'packed' && ((ctx.knownUsers?.count ?? 0) >= 4_000_000 || (totalBytes ?? 0) >= 128 << 20)
