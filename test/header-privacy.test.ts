@@ -130,4 +130,20 @@ describe('header cells that look like data', { timeout: 60_000 }, () => {
     expect(r.stderr).toContain('"Email", <column 2, looks like data>, <column 3, looks like data>');
     expect(leaks(outputs('hash', r))).toEqual([]);
   });
+
+  it('a --map or --country-column value that looks like data is not echoed when it names no column', async () => {
+    const dir = tempDir('ak-header-privacy-');
+    const file = join(dir, 'export.csv');
+    writeFileSync(file, exportCsv());
+    for (const given of [
+      ['--map', 'email=jane.roe@example.org'],
+      ['--map', 'phone_number=+49 30 5550199'],
+      ['--country-column', 'jane.roe@example.org'],
+    ]) {
+      const r = await runCli(['hash', file, ...given, ...CALLING_THREAD], { cwd: dir });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain('<the value given, looks like data>');
+      expect(r.stderr).not.toMatch(/jane\.roe|5550199/);
+    }
+  });
 });

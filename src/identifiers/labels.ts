@@ -31,6 +31,15 @@ export function headerLabel(cell: string, index: number): string {
   return looksLikeData(cell) ? `<column ${index + 1}, looks like data>` : cell;
 }
 
+/**
+ * A value the user gave to name a column (`--map`, `--country-column`), as an error quotes it: in
+ * quotes, or a placeholder when it looks like an identifier value (a data row pasted as a name).
+ */
+export function givenLabel(value: string, quoted = true): string {
+  if (looksLikeData(value)) return '<the value given, looks like data>';
+  return quoted ? JSON.stringify(value) : value;
+}
+
 /** Whether a label is a placeholder (its cell looked like data). */
 export function isPlaceholder(label: string): boolean {
   return PLACEHOLDER.test(label);

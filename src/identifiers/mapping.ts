@@ -17,7 +17,7 @@ import {
   type NationalEvidence,
 } from './content.js';
 import { countryColumnShare, localeCountry } from './countries.js';
-import { headerColumn, headerLabel, looksLikeData, quoteLabel, type HeaderColumn } from './labels.js';
+import { givenLabel, headerColumn, headerLabel, looksLikeData, quoteLabel, type HeaderColumn } from './labels.js';
 import { IDENTIFIER_TYPES, type IdentifierType } from '../platform/users.js';
 import { cleanValue } from '../platform/identifiers/rules.js';
 import type { FieldValue, MappedRecord } from './types.js';
@@ -239,7 +239,7 @@ function findColumn(header: readonly string[], name: string, option: string): nu
   const loose = header.flatMap((h, i) => (columnKey(h) === key ? [i] : []));
   if (loose.length === 1) return loose[0] as number;
   checkHeaderRow(header);
-  throw new ConfigError('mapping_unknown_column', `${option}: no column "${name}" in the header`, {
+  throw new ConfigError('mapping_unknown_column', `${option}: no column ${givenLabel(name)} in the header`, {
     fix: `use one of the columns: ${columnList(header)}`,
   });
 }
@@ -249,13 +249,20 @@ function findColumn(header: readonly string[], name: string, option: string): nu
  * records have (compared as header names are); otherwise ConfigError naming the keys there are.
  */
 export function checkNamedKeys(keys: readonly string[], opts: MappingOptions): void {
-  const named: [string, string][] = (opts.map ?? []).map((e) => [`map entry ${e}`, e.slice(e.indexOf('=') + 1).trim()]);
+  const named: [string, string][] = (opts.map ?? []).map((e) => [
+    `map entry ${givenLabel(e, false)}`,
+    e.slice(e.indexOf('=') + 1).trim(),
+  ]);
   if (opts.countryColumn !== undefined) named.push(['countryColumn', opts.countryColumn]);
   for (const [option, key] of named) {
     if (key === '' || keys.includes(key) || keys.some((k) => columnKey(k) === columnKey(key))) continue;
-    throw new ConfigError('mapping_unknown_column', `${option}: none of the first records has the key "${key}"`, {
-      fix: `name one of the keys the records have: ${columnList(keys)}`,
-    });
+    throw new ConfigError(
+      'mapping_unknown_column',
+      `${option}: none of the first records has the key ${givenLabel(key)}`,
+      {
+        fix: `name one of the keys the records have: ${columnList(keys)}`,
+      },
+    );
   }
 }
 
@@ -272,19 +279,19 @@ function parseMapEntries(header: readonly string[], opts: MappingOptions): MapEn
     const typeName = entry.slice(0, eq).trim().toLowerCase();
     const column = entry.slice(eq + 1).trim();
     if (eq === -1 || column === '') {
-      throw new ConfigError('mapping_invalid', `map entry ${JSON.stringify(entry)} is not type=Column Name`, {
+      throw new ConfigError('mapping_invalid', `map entry ${givenLabel(entry)} is not type=Column Name`, {
         fix: 'write each map entry as type=Column Name, for example email=E-mail Address (one entry per column)',
       });
     }
     if (typeName === 'country') {
-      const index = findColumn(header, column, `map entry ${entry}`);
+      const index = findColumn(header, column, `map entry ${givenLabel(entry, false)}`);
       out.country = { ...headerColumn(header, index), mapped: true };
       continue;
     }
     if (!(IDENTIFIER_TYPES as readonly string[]).includes(typeName)) {
       throw new ConfigError(
         'mapping_unknown_type',
-        `map entry ${JSON.stringify(entry)}: unknown identifier type "${typeName}"`,
+        `map entry ${givenLabel(entry)}: unknown identifier type "${typeName}"`,
         {
           fix: `use one of: ${[...IDENTIFIER_TYPES, 'country'].join(', ')}`,
         },
@@ -294,11 +301,11 @@ function parseMapEntries(header: readonly string[], opts: MappingOptions): MapEn
     if (opts.types !== undefined && !opts.types.includes(type)) {
       throw new ConfigError(
         'mapping_type_not_taken',
-        `map entry ${JSON.stringify(entry)}: this target does not take ${typeName} identifiers`,
+        `map entry ${givenLabel(entry)}: this target does not take ${typeName} identifiers`,
         { fix: `map only ${opts.types.join(' and ')} columns for this target` },
       );
     }
-    const index = findColumn(header, column, `map entry ${entry}`);
+    const index = findColumn(header, column, `map entry ${givenLabel(entry, false)}`);
     if (!out.columns.some((c) => c.index === index && c.type === type))
       out.columns.push({ ...headerColumn(header, index), type, mapped: true });
   }
