@@ -837,6 +837,8 @@ describe('serializeUser', () => {
         field('phone_number', '+44 20 7946 0958'),
         field('partner_user_id', 'p"1\\ é'),
       ],
+      // Fewer values of each type than the row before: only the first ones of the reused lists are this row's.
+      [field('email', 'b@x.com'), field('partner_user_id', 'p2')],
       [
         field('handle', '@Someone'),
         field('device_id', '2F5F53913E454D02B6454575A08F86E1'),

@@ -11,6 +11,7 @@ import type { AdsClient, ApiRequest } from '../src/api/client.js';
 import type { UploadArgs } from '../src/cli/send-options.js';
 import { type UploadTarget } from '../src/platform/targets.js';
 import { FAKE_LIST } from './helpers/fake-kind.js';
+import { setMembers } from './helpers/sync.js';
 
 const REGISTRY = '../src/platform/targets.js';
 
@@ -114,7 +115,11 @@ describe("the sandbox, the platform's independent judge, counts a target by the 
       const account = sandbox.accounts.primary;
       const audience = sandbox.state.createCustomAudience(account, 'a').id;
       const list = sandbox.state.createDoNotReachList(account).id;
+      // Sizes that differ (3 and 0), so a kind answered with the other kind's count fails.
+      setMembers(sandbox, audience, [1, 2, 3]);
+      expect(sandbox.state.targetSize('custom_audience', audience)).toBe(3);
       expect(sandbox.state.targetSize('custom_audience', audience)).toBe(sandbox.state.audienceSize(audience));
+      expect(sandbox.state.targetSize('do_not_reach_list', list)).toBe(0);
       expect(sandbox.state.targetSize('do_not_reach_list', list)).toBe(sandbox.state.dnrListSize(list));
       expect(() => sandbox.state.targetSize(FAKE_LIST.kind, 'x')).toThrow(/holds no targets of kind fake_list/);
     } finally {
