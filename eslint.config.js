@@ -171,9 +171,6 @@ export default tseslint.config(
       // came; the sandbox's parser bails out with a sentinel.
       '@typescript-eslint/only-throw-error': 'off',
       '@typescript-eslint/prefer-promise-reject-errors': 'off',
-      // `import { type A } from 'm'` still loads m at run time (verbatimModuleSyntax keeps `import {} from 'm'`):
-      // an import of types only is written `import type`, so a command loads only the modules it runs.
-      '@typescript-eslint/no-import-type-side-effects': 'error',
     },
   },
   {
@@ -182,6 +179,12 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'no-console': 'off',
     },
+  },
+  {
+    // `import { type A } from 'm'` still loads m at run time (verbatimModuleSyntax keeps `import {} from 'm'`):
+    // an import of types only is written `import type`, so a command (or a test) loads only the modules it runs.
+    files: ['**/*.ts'],
+    rules: { '@typescript-eslint/no-import-type-side-effects': 'error' },
   },
   {
     // Functions fit on a screen (issue 11: none over about 80 lines).

@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { hashCsv, hashRecords, type HashCsvRun } from '../src/hashing/pipeline.js';
-import { type RawRecord } from '../src/identifiers/rows.js';
+import type { RawRecord } from '../src/identifiers/rows.js';
 import type { ConsentPolicy } from '../src/identifiers/consent.js';
 import { readConsentValue, consentKindOfName } from '../src/identifiers/consent.js';
 import { resolveMapping } from '../src/identifiers/mapping.js';

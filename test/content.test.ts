@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { createHashSummary } from '../src/hashing/summary.js';
 import { hashRecords } from '../src/hashing/pipeline.js';
 import { hashValue } from '../src/platform/identifiers/rules.js';
-import { type BuiltUser } from '../src/identifiers/types.js';
+import type { BuiltUser } from '../src/identifiers/types.js';
 import { resolveMapping } from '../src/identifiers/mapping.js';
 import { describeMapping, summaryHints } from '../src/cli/hints.js';
 import { runCli } from './helpers/cli.js';

@@ -7,7 +7,7 @@ import { createHashSummary, mergeHashSummary, type HashSummary } from '../src/ha
 import { hashCsv, hashRecords, type HashCsvOptions, type HashCsvRun } from '../src/hashing/pipeline.js';
 import { hashValue } from '../src/platform/identifiers/rules.js';
 import { serializeUser } from '../src/identifiers/serialize.js';
-import { type BuiltUser } from '../src/identifiers/types.js';
+import type { BuiltUser } from '../src/identifiers/types.js';
 import { readCsv } from '../src/ingest/csv.js';
 import { findKey, isKnownFresh } from '../src/hashing/known-users.js';
 import { KeyTableBuilder } from '../src/state/key-table.js';

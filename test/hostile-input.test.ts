@@ -19,7 +19,7 @@ import { InputError } from '../src/errors.js';
 import { MAX_HEADER_COLUMNS, openCsv, readCsv, type CsvBadRow, type CsvRow } from '../src/ingest/csv.js';
 import { MAX_RECORD_BYTES } from '../src/ingest/records.js';
 import { MAX_VALUE_LENGTH, MAX_VALUES_PER_RECORD } from '../src/identifiers/types.js';
-import { type HashSummary } from '../src/hashing/summary.js';
+import type { HashSummary } from '../src/hashing/summary.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'ak-hostile-in-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));

@@ -12,8 +12,8 @@ import {
   type JournalKey,
 } from '../src/state/journal.js';
 import { PostgresStore } from '../src/state/postgres/store.js';
-import { type StateStore } from '../src/state/store.js';
-import { type UploadJournal } from '../src/state/journal.js';
+import type { StateStore } from '../src/state/store.js';
+import type { UploadJournal } from '../src/state/journal.js';
 import { fileSha256 } from '../src/util/sha256.js';
 import { postgresStateUrl, STORES, usePostgres, type StoreKind } from './helpers/sync.js';
 import { tempDir } from './helpers/temp.js';

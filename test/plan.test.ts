@@ -7,7 +7,7 @@ import {
   type BatchLimits,
   type PackedBatch,
 } from '../src/upload/plan.js';
-import { type BatchGroup } from '../src/platform/batch.js';
+import type { BatchGroup } from '../src/platform/batch.js';
 import { ConfigError } from '../src/errors.js';
 import { mulberry32 } from '../src/sandbox/faults.js';
 

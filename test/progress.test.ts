@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { HashProgress } from '../src/cli/hash-progress.js';
 import { fitProgressLine, ProgressPrinter } from '../src/upload/progress.js';
-import { type UploadProgress } from '../src/upload/types.js';
+import type { UploadProgress } from '../src/upload/types.js';
 import { FIXTURES, runCli } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { serializeUser, writeUserFingerprint } from '../src/identifiers/serialize.js';
-import { type AudienceUser } from '../src/platform/users.js';
+import type { AudienceUser } from '../src/platform/users.js';
 import { Snapshot, type SnapshotUser } from '../src/state/snapshot.js';
 import { encodeUserRecord, TYPE_CODES } from '../src/state/snapshot-format.js';
 import { recoverSnapshot } from '../src/state/snapshot-recover.js';

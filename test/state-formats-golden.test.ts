@@ -15,7 +15,7 @@ import {
 import { batchDigest, findJournal, RunJournal, type JournalKey } from '../src/state/journal.js';
 import { addUnrecovered, readUnrecovered } from '../src/state/snapshot-unrecovered.js';
 import { PostgresStore } from '../src/state/postgres/store.js';
-import { type UploadJournal } from '../src/state/journal.js';
+import type { UploadJournal } from '../src/state/journal.js';
 import { postgresStateUrl, usePostgres } from './helpers/sync.js';
 import { tempDir } from './helpers/temp.js';
 

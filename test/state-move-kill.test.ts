@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { DirectoryStore } from '../src/state/directory-store.js';
 import { PostgresStore } from '../src/state/postgres/store.js';
 import { snapshotName } from '../src/state/snapshot.js';
-import { type SnapshotTarget } from '../src/state/snapshot-format.js';
+import type { SnapshotTarget } from '../src/state/snapshot-format.js';
 import { runCli, startCliProcess } from './helpers/cli.js';
 import { cliSyncArgs, postgresStateUrl, range, usePostgres } from './helpers/sync.js';
 import { tempDir } from './helpers/temp.js';

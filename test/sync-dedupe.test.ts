@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { hashCsv } from '../src/hashing/pipeline.js';
-import { type RawRecord } from '../src/identifiers/rows.js';
+import type { RawRecord } from '../src/identifiers/rows.js';
 import { snapshotDir } from '../src/state/snapshot.js';
 import { syncAudience } from './helpers/small-audience.js';
 import { tempDir } from './helpers/temp.js';

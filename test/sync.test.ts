@@ -5,7 +5,7 @@ import type { AdsClient } from '../src/api/client.js';
 import { runUpload as runUploadAt100 } from '../src/upload/run.js';
 import { syncAudience as syncAudienceAt100 } from '../src/upload/sync.js';
 import { hashCsv, type HashCsvRun } from '../src/hashing/pipeline.js';
-import { type RawRecord } from '../src/identifiers/rows.js';
+import type { RawRecord } from '../src/identifiers/rows.js';
 import { acquireFileLock } from '../src/state/lock.js';
 import { snapshotDir } from '../src/state/snapshot.js';
 import { reportJson } from '../src/upload/report.js';

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { AdsClient, ApiRequest } from '../src/api/client.js';
 import type { UploadArgs } from '../src/cli/send-options.js';
-import { type UploadTarget } from '../src/platform/targets.js';
+import type { UploadTarget } from '../src/platform/targets.js';
 import { FAKE_LIST } from './helpers/fake-kind.js';
 import { setMembers } from './helpers/sync.js';
 

@@ -10,7 +10,7 @@
  * cells and unreadable values. A row says no when any of its consent columns does; otherwise it is
  * unreadable when one of its values is; yes when one says yes; nothing otherwise.
  */
-import { type RawRecord } from '../../src/identifiers/rows.js';
+import type { RawRecord } from '../../src/identifiers/rows.js';
 import { mulberry32 } from '../../src/sandbox/faults.js';
 
 export type Truth = 'no' | 'yes' | 'none' | 'unreadable';
