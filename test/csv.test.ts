@@ -10,7 +10,7 @@ import { openCsv, readCsv, type CsvBadRow, type CsvRow, type ReadCsvOptions } fr
 import { scanRecords } from '../src/ingest/records.js';
 import { resolveMapping } from '../src/identifiers/mapping.js';
 import { describeMapping } from '../src/cli/hints.js';
-import { parseCsvChunk } from '../src/ingest/csv.js';
+import { parseCsvChunk, visitCsvChunk } from '../src/ingest/csv.js';
 import { mulberry32 } from '../src/sandbox/faults.js';
 import { FIXTURES } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
@@ -452,5 +452,62 @@ describe('parseCsvChunk: chunks without a quote', () => {
       const ours = parseCsvChunk(text, delimiter, columns, true);
       expect([ours.rows, ours.lines], JSON.stringify(text)).toEqual(throughPapaparse(text, delimiter, columns));
     }
+  });
+
+  /** visitCsvChunk's records as parseCsvChunk's rows. */
+  function visited(text: string, delimiter: ',' | ';', columns: number, damaged: boolean, read?: boolean[]) {
+    const rows: unknown[] = [];
+    const lines = visitCsvChunk(
+      text,
+      delimiter,
+      columns,
+      {
+        row: (fields, offset) => rows.push({ offset, fields }),
+        bad: (offset, error, fields) => rows.push({ offset, fields, error }),
+      },
+      damaged,
+      read,
+    );
+    return [rows, lines];
+  }
+
+  it('with the fields to read, cuts only those: the same records, errors and lines, the others empty (1,000 random chunks)', () => {
+    const random = mulberry32(340_002);
+    const alphabet = ['a', 'b', ' ', ',', ';', '\n', '\n', '\r', '\r\n', '\ufeff', 'é'];
+    for (let i = 0; i < 1000; i++) {
+      let text = '';
+      for (let n = Math.floor(random() * 40); n > 0; n--) text += alphabet[Math.floor(random() * alphabet.length)];
+      const delimiter = random() < 0.5 ? ',' : ';';
+      const columns = 1 + Math.floor(random() * 4);
+      const read = Array.from({ length: columns }, () => random() < 0.5);
+      const [rows, lines] = visited(text, delimiter, columns, false);
+      // A field left out is '', except the one field of a line without a delimiter (it may be a one-field record).
+      const expected = (rows as { fields: string[] }[]).map((r) => ({
+        ...r,
+        fields: r.fields.length === 1 ? r.fields : r.fields.map((f, k) => (read[k] === true ? f : '')),
+      }));
+      expect(visited(text, delimiter, columns, false, read), JSON.stringify(text)).toEqual([expected, lines]);
+    }
+  });
+
+  it('with the fields to read, still finds a one-field record and U+FFFD in a field it does not read', () => {
+    const read = [false, true, false];
+    // `stray` alone on its line is a record of one field (field_count), not a blank line.
+    expect(visited('a,b,c\nstray\n\nd,e,f\n', ',', 3, false, read)).toEqual([
+      [
+        { offset: 0, fields: ['', 'b', ''] },
+        { offset: 1, fields: ['stray'], error: 'field_count' },
+        { offset: 3, fields: ['', 'e', ''] },
+      ],
+      4,
+    ]);
+    // A damaged chunk is cut whole: the record whose unread field holds U+FFFD is rejected.
+    expect(visited('a,b,c\n\ufffd,e,f\n', ',', 3, true, read)).toEqual([
+      [
+        { offset: 0, fields: ['a', 'b', 'c'] },
+        { offset: 1, fields: ['\ufffd', 'e', 'f'], error: 'invalid_utf8' },
+      ],
+      2,
+    ]);
   });
 });

@@ -238,7 +238,7 @@ export function hashChunk(bytes: Uint8Array, ctx: HashChunkContext): HashChunkRe
     addBadRowToSummary(summary, offset, error);
   };
   const { text, damaged } = decodeChunk(bytes);
-  const lines = visitCsvChunk(text, ctx.delimiter, ctx.columns, { row, bad }, damaged);
+  const lines = visitCsvChunk(text, ctx.delimiter, ctx.columns, { row, bad }, damaged, readColumns(ctx));
   const result: HashChunkResult = { lines, users, output: out.bytes(), rejects, malformed, summary };
   if (packed !== undefined) result.packed = packed.finish();
   return result;
@@ -258,6 +258,19 @@ function csvLine(row: RowReader, outputIndexes: readonly number[]): string {
     line += IDENTIFIER_TYPES[t] === 'partner_user_id' ? csvCell(cell) : cell;
   }
   return line;
+}
+
+/** By column index, the cells hashChunk reads: identifier, type, country and consent columns. */
+function readColumns(ctx: HashChunkContext): boolean[] {
+  const read = new Array<boolean>(ctx.columns).fill(false);
+  const { columns, country, consent } = ctx.mapping;
+  for (const c of columns) {
+    read[c.index] = true;
+    if (c.typeIndex !== undefined) read[c.typeIndex] = true;
+  }
+  if (country !== undefined) read[country.index] = true;
+  for (const c of consent ?? []) read[c.index] = true;
+  return read;
 }
 
 /** The rows' type cells of paired columns (`Phone 1 - Type`) into their fields. */
