@@ -6,7 +6,12 @@
 //                                           DuckDB's digests against ours and the differential phone check
 //                                           (a mismatch in either fails the bench)
 //   node test/bench/hash.js --rows 10000000      the same sizes check on 10M rows (RSS must stay flat)
-//   options: --workers N (and DuckDB's threads; default: the cores), --skip-baseline, --skip-diff, --skip-duckdb
+//   options: --workers N (and DuckDB's threads; default: the cores), --repeat N (default 3), --skip-baseline,
+//            --skip-diff, --skip-duckdb
+//
+// Each of the three is run --repeat times, alternated (ours, straightforward, DuckDB, ours, ...), and the median
+// of each figure is reported with its range: on shared cores one run of a pipeline can take 30% more CPU than
+// the next, which a single run per pipeline would put into the ratio.
 //
 // Each measured pipeline runs in its own process; peak RSS and CPU seconds are that process's (worker threads
 // included), reported by a tiny preload, so no external tool is needed. DuckDB (`@duckdb/node-api`, the version
@@ -136,10 +141,33 @@ console.log(
 );
 console.log('times: wall seconds of the process; CPU: user + system seconds of all its threads; RSS: its peak\n');
 
+const repeat = Math.max(1, Number(opt('repeat', '3')));
+const range = (m, key) => (m.runs.length > 1 ? ` (${m.runs.map((r) => r[key].toFixed(2)).join(', ')})` : '');
 const row = (name, m, n = rows) =>
   console.log(
-    `  ${name.padEnd(34)} ${m.seconds.toFixed(2).padStart(6)} s  CPU ${m.cpuSeconds.toFixed(2).padStart(6)} s  RSS ${m.rssMb.toFixed(0).padStart(4)} MB  ${fmt(n / m.seconds).padStart(9)} rows/s`,
+    `  ${name.padEnd(34)} ${m.seconds.toFixed(2).padStart(6)} s  CPU ${m.cpuSeconds.toFixed(2).padStart(6)} s  RSS ${m.rssMb.toFixed(0).padStart(4)} MB  ${fmt(n / m.seconds).padStart(9)} rows/s${range(m, 'cpuSeconds')}`,
   );
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+/** Each measured command `repeat` times, alternated: per command the median wall and CPU, the peak RSS, every run. */
+async function measureAlternated(commands) {
+  const runs = commands.map(() => []);
+  for (let r = 0; r < repeat; r++)
+    for (const [i, argv] of commands.entries()) if (argv !== undefined) runs[i].push(await measure(argv));
+  return runs.map((list) =>
+    list.length === 0
+      ? undefined
+      : {
+          seconds: median(list.map((m) => m.seconds)),
+          cpuSeconds: median(list.map((m) => m.cpuSeconds)),
+          rssMb: Math.max(...list.map((m) => m.rssMb)),
+          runs: list,
+        },
+  );
+}
 const ratio = (what, ours, peer, target) =>
   console.log(
     `  ${what.padEnd(34)} wall ${(peer.seconds / ours.seconds).toFixed(2)}x, CPU ${(peer.cpuSeconds / ours.cpuSeconds).toFixed(2)}x${target ? `   (${target})` : ''}`,
@@ -160,14 +188,14 @@ const duckArgs = (file, extra = []) => [
 async function compare(kind, title) {
   const file = dataFile(kind);
   console.log(`${title}: ${file.replace(ROOT, '')}, ${fmt(rows)} rows, ${(statSync(file).size / 1e6).toFixed(0)} MB`);
-  const ours = await measure(hashArgs(file));
+  const [ours, base, duck] = await measureAlternated([
+    hashArgs(file),
+    flag('skip-baseline') || !sized ? undefined : [fileURLToPath(import.meta.url), '--baseline-child', file],
+    peers === undefined ? undefined : duckArgs(file),
+  ]);
+  console.log(`  (median of ${repeat} alternated runs; CPU seconds of each run in parentheses)`);
   row('audience-kit hash', ours);
-  const base =
-    flag('skip-baseline') || !sized
-      ? undefined
-      : await measure([fileURLToPath(import.meta.url), '--baseline-child', file]);
   if (base !== undefined) row('straightforward pipeline, 1 thread', base);
-  const duck = peers === undefined ? undefined : await measure(duckArgs(file));
   if (duck !== undefined) row('DuckDB sha256(lower(trim(email)))', duck);
   if (base !== undefined) ratio('straightforward / hash', ours, base, kind === 'full' ? 'issue #34: CPU >= 4x' : '');
   if (duck !== undefined)
