@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import metadataJson from 'libphonenumber-js/min/metadata';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
+  isSupportedCountry,
   PHONE_FAST_PATH_LIBRARY_VERSION,
   phoneFastPathEnabled,
   phoneFastPathSupports,
@@ -16,6 +17,18 @@ function changed(edit: (m: Record<string, any>) => void): unknown {
   edit(copy);
   return copy;
 }
+
+describe('isSupportedCountry', () => {
+  it("answers as libphonenumber-js's for every two-letter code and for keys that are not codes", () => {
+    const library = createRequire(import.meta.url)('libphonenumber-js') as { isSupportedCountry(c: string): boolean };
+    const letters = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
+    const codes = [...letters].flatMap((a) => [...letters].map((b) => a + b));
+    const odd = ['001', '800', '__proto__', 'constructor', 'toString', '', 'us', 'Us', 'USA'];
+    const differ = [...codes, ...odd].filter((c) => isSupportedCountry(c) !== library.isSupportedCountry(c));
+    expect(differ).toEqual([]);
+    expect(codes.filter(isSupportedCountry).length).toBeGreaterThan(200);
+  });
+});
 
 describe('phone fast path: metadata check', () => {
   it('package.json pins libphonenumber-js to exactly the version the fast path was proved against', () => {

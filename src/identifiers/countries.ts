@@ -6,7 +6,7 @@
  * not an alpha-2 code, and each distinct cell is then cached.
  */
 import { createRequire } from 'node:module';
-import { phoneLibrary } from '../platform/identifiers/phone.js';
+import { isSupportedCountry } from '../platform/identifiers/phone.js';
 import type { PhoneCountry } from '../platform/identifiers/types.js';
 
 type IsoCountries = typeof import('i18n-iso-countries');
@@ -298,7 +298,6 @@ function localeNames(iso: IsoCountries): Map<string, string | null> {
 /** Alpha-3 codes (upper case) and folded names to the alpha-2 codes libphonenumber-js supports. */
 function buildCountryIndex(): Map<string, string> {
   const iso = loadIsoCountries();
-  const { isSupportedCountry } = phoneLibrary();
   const index = new Map<string, string>();
   for (const [alpha2, alpha3] of Object.entries(iso.getAlpha2Codes())) {
     if (isSupportedCountry(alpha2)) index.set(alpha3, alpha2);
@@ -329,7 +328,7 @@ export function normalizeCountryCode(raw: string): string | undefined {
   const s = raw.trim().toUpperCase();
   if (/^[A-Z]{2}$/.test(s)) {
     const code = s === 'UK' ? 'GB' : s;
-    return phoneLibrary().isSupportedCountry(code) ? code : undefined;
+    return isSupportedCountry(code) ? code : undefined;
   }
   const locale = LOCALE_RE.exec(raw.trim());
   if (locale !== null) return normalizeCountryCode(locale[1] as string);
