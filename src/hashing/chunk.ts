@@ -8,7 +8,7 @@ import { csvCell, decodeChunk, visitCsvChunk, type CsvBadRow } from '../ingest/c
 import type { CsvDelimiter } from '../ingest/preamble.js';
 import type { CsvRowError } from '../ingest/records.js';
 import { ConsentReader, consentSends, type ConsentPolicy } from '../identifiers/consent.js';
-import { countryCell, fieldOf, type ColumnMapping, type MappedColumn } from '../identifiers/mapping.js';
+import { countryCell, fieldOf, readColumns, type ColumnMapping, type MappedColumn } from '../identifiers/mapping.js';
 import { IDENTIFIER_TYPES, type IdentifierType } from '../platform/users.js';
 import { serializeRow, writeUserFingerprint } from '../identifiers/serialize.js';
 import type { BuiltUser, FieldValue, MappedRecord, NormalizeOptions, Reject } from '../identifiers/types.js';
@@ -238,7 +238,7 @@ export function hashChunk(bytes: Uint8Array, ctx: HashChunkContext): HashChunkRe
     addBadRowToSummary(summary, offset, error);
   };
   const { text, damaged } = decodeChunk(bytes);
-  const lines = visitCsvChunk(text, ctx.delimiter, ctx.columns, { row, bad }, damaged, readColumns(ctx));
+  const lines = visitCsvChunk(text, ctx.delimiter, ctx.columns, { row, bad }, damaged, fieldsRead(ctx));
   const result: HashChunkResult = { lines, users, output: out.bytes(), rejects, malformed, summary };
   if (packed !== undefined) result.packed = packed.finish();
   return result;
@@ -260,16 +260,15 @@ function csvLine(row: RowReader, outputIndexes: readonly number[]): string {
   return line;
 }
 
-/** By column index, the cells hashChunk reads: identifier, type, country and consent columns. */
-function readColumns(ctx: HashChunkContext): boolean[] {
-  const read = new Array<boolean>(ctx.columns).fill(false);
-  const { columns, country, consent } = ctx.mapping;
-  for (const c of columns) {
-    read[c.index] = true;
-    if (c.typeIndex !== undefined) read[c.typeIndex] = true;
+/** Per context (one per thread and run), by column index: the cells its mapping reads (readColumns). */
+const fieldsReadBy = new WeakMap<HashChunkContext, boolean[]>();
+function fieldsRead(ctx: HashChunkContext): boolean[] {
+  let read = fieldsReadBy.get(ctx);
+  if (read === undefined) {
+    const columns = readColumns(ctx.mapping);
+    read = Array.from({ length: ctx.columns }, (_, i) => columns.has(i));
+    fieldsReadBy.set(ctx, read);
   }
-  if (country !== undefined) read[country.index] = true;
-  for (const c of consent ?? []) read[c.index] = true;
   return read;
 }
 

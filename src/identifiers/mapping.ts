@@ -141,6 +141,26 @@ export function countryCell(country: ColumnMapping['country'], fields: readonly 
   return cell !== undefined && country.locale === true ? localeCountry(cell) : cell;
 }
 
+/**
+ * The header columns a mapping reads from each row: its identifier columns (and paired layouts'
+ * type columns), consent columns and country column. The others are `ignored`, and the hashing
+ * workers do not cut them out of the rows.
+ */
+export function readColumns(mapping: {
+  columns: readonly MappedColumn[];
+  consent?: readonly ConsentColumn[] | undefined;
+  country?: CountryColumn | undefined;
+}): Set<number> {
+  const read = new Set<number>();
+  for (const c of mapping.columns) {
+    read.add(c.index);
+    if (c.typeIndex !== undefined) read.add(c.typeIndex);
+  }
+  for (const c of mapping.consent ?? []) read.add(c.index);
+  if (mapping.country !== undefined) read.add(mapping.country.index);
+  return read;
+}
+
 /** The mapped fields of one row of `fields` (header order) as buildUser's input. */
 export function mapRecord(fields: readonly string[], mapping: ColumnMapping, line: number): MappedRecord {
   const values: FieldValue[] = [];
@@ -578,11 +598,7 @@ export function resolveMapping(
   }
   if (columns.length === 0) noIdentifierColumn(header, opts, notUsed);
   const read = readAs(columns, sample, opts, country?.index);
-  const used = new Set([
-    ...read.flatMap((c) => (c.typeIndex === undefined ? [c.index] : [c.index, c.typeIndex])),
-    ...consent.map((c) => c.index),
-    ...(country === undefined ? [] : [country.index]),
-  ]);
+  const used = readColumns({ columns: read, consent, country });
   const mapping: ColumnMapping = {
     columns: read,
     auto: read.some((c) => c.mapped !== true),
