@@ -15,6 +15,21 @@ describe('audience-kit', () => {
     expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
   });
 
+  it('as a process, `hash` with the workers bin/ starts first: the same lines; stopped before hashing, it exits', async () => {
+    const file = join(FIXTURES, 'crm-export.csv');
+    const [inProcess, asProcess] = await Promise.all([
+      runCli(['hash', file, '--format', 'jsonl', '--workers', '0']),
+      runCliProcess(['hash', file, '--format', 'jsonl']),
+    ]);
+    expect(asProcess.code).toBe(0);
+    expect(asProcess.stdout).toBe(inProcess.stdout);
+    expect(asProcess.stdout.split('\n').length).toBeGreaterThan(2900);
+    // The workers started for it do not keep the process: it ends with the input's error.
+    const missing = await runCliProcess(['hash', join(FIXTURES, 'no-such-file.csv')], { timeoutMs: 10_000 });
+    expect(missing).toMatchObject({ code: 3, signal: null });
+    expect(missing.stderr).toMatch(/no-such-file\.csv/);
+  });
+
   it('prints help with the exit codes and exits 0', async () => {
     const r = await runCli(['--help']);
     expect(r.code).toBe(0);

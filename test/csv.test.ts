@@ -10,7 +10,7 @@ import { openCsv, readCsv, type CsvBadRow, type CsvRow, type ReadCsvOptions } fr
 import { scanRecords } from '../src/ingest/records.js';
 import { resolveMapping } from '../src/identifiers/mapping.js';
 import { describeMapping } from '../src/cli/hints.js';
-import { parseCsvChunk, visitCsvChunk } from '../src/ingest/csv.js';
+import { parseCsvChunk, visitCsvChunk } from '../src/ingest/csv-text.js';
 import { mulberry32 } from '../src/sandbox/faults.js';
 import { FIXTURES } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';

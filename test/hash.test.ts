@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../src/errors.js';
 import { createHashSummary, mergeHashSummary, type HashSummary } from '../src/hashing/summary.js';
 import { hashCsv, hashRecords, type HashCsvOptions, type HashCsvRun } from '../src/hashing/pipeline.js';
+import { prestartHashWorkers } from '../src/hashing/pool.js';
 import { hashValue } from '../src/platform/identifiers/rules.js';
 import { serializeUser } from '../src/identifiers/serialize.js';
 import type { BuiltUser } from '../src/identifiers/types.js';
@@ -195,6 +196,39 @@ describe('hashCsv (fast path) equals hashRecords (reference)', () => {
     }
     expect(run.bytesRead()).toBeGreaterThan(0);
     await run.close();
+  });
+
+  it('takes workers started beforehand (the CLI starts them first) and hands them the run by message', async () => {
+    const expected = await reference(CRM);
+    const started = prestartHashWorkers(2);
+    const lastId = started[1]?.threadId ?? 0;
+    const ended = started.map(() => false);
+    started.forEach((w, i) => w.once('exit', () => (ended[i] = true)));
+    const run = await hashCsv(CRM, { workers: 2, emit: 'jsonl' });
+    const texts: string[] = [];
+    for await (const chunk of run) {
+      texts.push(new TextDecoder().decode(chunk.output));
+      // Hashing with them: not ended as spares when the pool was made.
+      expect(ended).toEqual([false, false]);
+    }
+    expect(texts.join('')).toBe(expected.users.map((u) => `${serializeUser(u.user)}\n`).join(''));
+    // Ended with the pool (its close awaits each worker's exit), and no worker was made in between
+    // (thread ids count up in a process): the pool hashed with those two.
+    expect(ended).toEqual([true, true]);
+    const [next] = prestartHashWorkers(1);
+    expect(next?.threadId).toBe(lastId + 1);
+    await next?.terminate();
+  });
+
+  it('ends workers started beforehand for other limits, and those one too many', async () => {
+    const expected = await reference(CRM);
+    for (const opts of [{ workers: 2, chunkBytes: 4096 }, { workers: 1 }]) {
+      const started = prestartHashWorkers(2);
+      const exits = started.map((w) => new Promise((resolve) => w.once('exit', resolve)));
+      const got = await fast(CRM, opts);
+      expect(got.users).toEqual(expected.users);
+      await Promise.all(exits);
+    }
   });
 
   it('throws mapping errors before reading rows, and reads stdin', async () => {

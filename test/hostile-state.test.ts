@@ -26,7 +26,7 @@ import { BIN, CALLING_THREAD, cliArgs, cliEnv, runCli } from './helpers/cli.js';
 import { createClient, type AdsClient } from '../src/api/client.js';
 import { AudienceKitError, EnvironmentError } from '../src/errors.js';
 import { EXIT_CODES } from '../src/cli/exit-codes.js';
-import { csvCell } from '../src/ingest/csv.js';
+import { csvCell } from '../src/ingest/csv-text.js';
 import type { AudienceUser } from '../src/platform/users.js';
 import { startSandbox, type Sandbox } from '../src/sandbox/index.js';
 import { appendAuditRecord, verifyAuditLog, type AuditRunStart } from '../src/state/audit.js';

@@ -4,7 +4,8 @@
  * `workers: 0`, on the calling thread. It imports only what that work needs, so each worker's
  * isolate stays small.
  */
-import { csvCell, decodeChunk, visitCsvChunk, type CsvBadRow } from '../ingest/csv.js';
+import type { CsvBadRow } from '../ingest/csv.js';
+import { csvCell, decodeChunk, visitCsvChunk } from '../ingest/csv-text.js';
 import type { CsvDelimiter } from '../ingest/preamble.js';
 import type { CsvRowError } from '../ingest/records.js';
 import { ConsentReader, consentSends, type ConsentPolicy } from '../identifiers/consent.js';

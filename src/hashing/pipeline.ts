@@ -15,7 +15,6 @@ import { statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import {
-  DEFAULT_CHUNK_BYTES,
   openCsv,
   type CsvBadRow,
   type CsvInput,
@@ -23,7 +22,7 @@ import {
   type CsvSource,
   type ReadCsvOptions,
 } from '../ingest/csv.js';
-import type { CsvChunk, CsvRowError } from '../ingest/records.js';
+import { DEFAULT_CHUNK_BYTES, type CsvChunk, type CsvRowError } from '../ingest/records.js';
 import type { CsvDelimiter } from '../ingest/preamble.js';
 import type { CsvEncoding, CsvEncodingSource } from '../ingest/encodings.js';
 import { SAMPLE_ROWS } from '../identifiers/content.js';

@@ -1,39 +1,30 @@
 /**
- * Entry point of a hashing worker thread: receives chunks (transferred bytes), answers with
- * hashChunk's result, transferring its byte arrays back. pool.ts starts and feeds these workers.
+ * Entry point of a hashing worker thread: its first message is the context every chunk is hashed
+ * with (sent by the pool that takes the worker, which may have been started before the input was
+ * known: pool.ts prestartHashWorkers); then it receives chunks (transferred bytes) and answers
+ * with hashChunk's result, transferring its byte arrays back.
  */
-import { isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { isMainThread, parentPort } from 'node:worker_threads';
 import { hashChunk, type HashChunkContext, type HashChunkResult } from './chunk.js';
 
-/** workerData of a hash worker. */
-export interface HashWorkerData {
-  hashChunkContext: HashChunkContext;
-}
-
-/** A chunk to hash (its bytes transferred) and the answer, matched by `seq`. */
-export interface HashWorkerRequest {
-  seq: number;
-  bytes: Uint8Array;
-}
+/** What the pool sends: the context (first, once), then chunks to hash (bytes transferred), matched by `seq`. */
+export type HashWorkerMessage = { context: HashChunkContext } | { seq: number; bytes: Uint8Array };
 
 export type HashWorkerReply =
   { seq: number; result: HashChunkResult } | { seq: number; error: { message: string; stack?: string } };
 
-const data = workerData as Partial<HashWorkerData> | null;
 const port = parentPort;
-if (!isMainThread && port !== null && data?.hashChunkContext !== undefined) {
-  const ctx = data.hashChunkContext;
-  port.on('message', (message: HashWorkerRequest) => {
+if (!isMainThread && port !== null) {
+  let ctx: HashChunkContext | undefined;
+  port.on('message', (message: HashWorkerMessage) => {
+    if ('context' in message) {
+      ctx = message.context;
+      return;
+    }
     try {
+      if (ctx === undefined) throw new Error('a chunk came before the hashing context');
       const result = hashChunk(message.bytes, ctx);
-      const transfer: ArrayBuffer[] = [];
-      if (result.output.byteLength > 0) transfer.push(result.output.buffer as ArrayBuffer);
-      const packed = result.packed;
-      if (packed !== undefined) {
-        transfer.push(packed.lines.buffer as ArrayBuffer, packed.fingerprints.buffer as ArrayBuffer);
-        if (packed.positions !== undefined) transfer.push(packed.positions.buffer as ArrayBuffer);
-      }
-      port.postMessage({ seq: message.seq, result } satisfies HashWorkerReply, transfer);
+      port.postMessage({ seq: message.seq, result } satisfies HashWorkerReply, transferables(result));
     } catch (error) {
       const e = error instanceof Error ? error : new Error(String(error));
       port.postMessage({
@@ -42,4 +33,16 @@ if (!isMainThread && port !== null && data?.hashChunkContext !== undefined) {
       } satisfies HashWorkerReply);
     }
   });
+}
+
+/** The result's byte arrays, moved to the pool's thread rather than copied. */
+function transferables(result: HashChunkResult): ArrayBuffer[] {
+  const transfer: ArrayBuffer[] = [];
+  if (result.output.byteLength > 0) transfer.push(result.output.buffer as ArrayBuffer);
+  const packed = result.packed;
+  if (packed !== undefined) {
+    transfer.push(packed.lines.buffer as ArrayBuffer, packed.fingerprints.buffer as ArrayBuffer);
+    if (packed.positions !== undefined) transfer.push(packed.positions.buffer as ArrayBuffer);
+  }
+  return transfer;
 }
