@@ -8,19 +8,23 @@ import { setFlagsFromString } from 'node:v8';
 // Read as V8 runs, so they take effect here, before the CLI's modules load; the flags are the
 // process's, which the CLI owns (the library sets none). The command is the first word (the global
 // options before it are flags, as main.ts reads it).
-const command = process.argv.slice(2).find((arg) => !arg.startsWith('-'));
+const args = process.argv.slice(2);
+const command = args.find((arg) => !arg.startsWith('-'));
 if (command === 'sync' || command === 'upload')
   setFlagsFromString('--semi-space-growth-factor=1 --heap-growing-percent=20');
 // The commands that hash start their workers first: the workers load their modules (about 0.1 s)
 // while this thread loads the CLI's, parses the command line and opens the file, instead of after
 // (docs/performance.md, "Sixth pass"). The first pool takes the workers whose limits fit its run
-// and ends the rest; a command that stops before hashing exits as before. Not when the command
-// line chooses the number of workers (`--workers 0` would start two for nothing) or asks for help.
-const given = (...flags) => process.argv.some((arg) => flags.some((f) => arg === f || arg.startsWith(`${f}=`)));
-if ((command === 'hash' || command === 'sync' || command === 'upload') && !given('--workers', '--help', '-h'))
-  (await import('../dist/hashing/pool.js')).prestartHashWorkers();
+// and ends the rest; a command that stops before hashing exits as before. As many as `--workers`
+// says (the cores by default); none for help, or for a value the CLI will refuse.
+const at = args.findIndex((arg) => arg === '--workers' || arg.startsWith('--workers='));
+const workers = at === -1 ? undefined : Number(args[at].startsWith('--workers=') ? args[at].slice(10) : args[at + 1]);
+const help = args.some((arg) => arg === '--help' || arg === '-h');
+if ((command === 'hash' || command === 'sync' || command === 'upload') && !help)
+  if (workers === undefined || (Number.isSafeInteger(workers) && workers >= 0 && workers <= 256))
+    (await import('../dist/hashing/pool.js')).prestartHashWorkers(workers);
 const { hidePasswordsFromProcessList } = await import('../dist/cli/process-title.js');
 const { main } = await import('../dist/cli/main.js');
 
 hidePasswordsFromProcessList(process.argv);
-process.exitCode = await main(process.argv.slice(2));
+process.exitCode = await main(args);

@@ -6,12 +6,13 @@
 //                                           DuckDB's digests against ours and the differential phone check
 //                                           (a mismatch in either fails the bench)
 //   node test/bench/hash.js --rows 10000000      the same sizes check on 10M rows (RSS must stay flat)
-//   options: --workers N (and DuckDB's threads; default: the cores), --repeat N (default 3), --skip-baseline,
+//   options: --workers N (and DuckDB's threads; default: the cores; `hash --workers 0` is measured too, on one
+//            core as the straightforward pipeline), --repeat N (default 3), --skip-baseline,
 //            --skip-diff, --skip-duckdb
 //
-// Each of the three is run --repeat times, alternated (ours, straightforward, DuckDB, ours, ...), and the median
-// of each figure is reported with its range: on shared cores one run of a pipeline can take 30% more CPU than
-// the next, which a single run per pipeline would put into the ratio.
+// Each pipeline is run --repeat times, alternated (ours, ours on one thread, straightforward, DuckDB, ours, ...),
+// and the median of each figure is reported with its range: on shared cores one run of a pipeline can take 30%
+// more CPU than the next, which a single run per pipeline would put into the ratio.
 //
 // Each measured pipeline runs in its own process; peak RSS and CPU seconds are that process's (worker threads
 // included), reported by a tiny preload, so no external tool is needed. DuckDB (`@duckdb/node-api`, the version
@@ -172,7 +173,16 @@ const ratio = (what, ours, peer, target) =>
   console.log(
     `  ${what.padEnd(34)} wall ${(peer.seconds / ours.seconds).toFixed(2)}x, CPU ${(peer.cpuSeconds / ours.cpuSeconds).toFixed(2)}x${target ? `   (${target})` : ''}`,
   );
-const hashArgs = (file, extra = []) => [BIN, 'hash', file, '--format', 'jsonl', '--workers', threads, ...extra];
+const hashArgs = (file, extra = [], workers = threads) => [
+  BIN,
+  'hash',
+  file,
+  '--format',
+  'jsonl',
+  '--workers',
+  workers,
+  ...extra,
+];
 const duckArgs = (file, extra = []) => [
   fileURLToPath(new URL('./duckdb.js', import.meta.url)),
   '--module',
@@ -188,16 +198,20 @@ const duckArgs = (file, extra = []) => [
 async function compare(kind, title) {
   const file = dataFile(kind);
   console.log(`${title}: ${file.replace(ROOT, '')}, ${fmt(rows)} rows, ${(statSync(file).size / 1e6).toFixed(0)} MB`);
-  const [ours, base, duck] = await measureAlternated([
+  const [ours, oneThread, base, duck] = await measureAlternated([
     hashArgs(file),
+    threads === '0' ? undefined : hashArgs(file, [], '0'),
     flag('skip-baseline') || !sized ? undefined : [fileURLToPath(import.meta.url), '--baseline-child', file],
     peers === undefined ? undefined : duckArgs(file),
   ]);
   console.log(`  (median of ${repeat} alternated runs; CPU seconds of each run in parentheses)`);
   row('audience-kit hash', ours);
+  if (oneThread !== undefined) row('audience-kit hash --workers 0', oneThread);
   if (base !== undefined) row('straightforward pipeline, 1 thread', base);
   if (duck !== undefined) row('DuckDB sha256(lower(trim(email)))', duck);
   if (base !== undefined) ratio('straightforward / hash', ours, base, kind === 'full' ? 'issue #34: CPU >= 4x' : '');
+  // The same work on one core, as the peer runs: what the busy second core adds to each thread's CPU.
+  if (base !== undefined && oneThread !== undefined) ratio('straightforward / hash --workers 0', oneThread, base);
   if (duck !== undefined)
     console.log(
       `  ${'hash / DuckDB'.padEnd(34)} wall ${(ours.seconds / duck.seconds).toFixed(2)}x, CPU ${(ours.cpuSeconds / duck.cpuSeconds).toFixed(2)}x${kind === 'email' ? '   (issue #34: wall <= 1.5x)' : '   (DuckDB hashes the e-mails only)'}`,
