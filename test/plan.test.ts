@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   BatchPacker,
   DEFAULT_BATCH_LIMITS,
+  FingerprintShard,
   resolveBatchLimits,
   UserDedupe,
   type BatchLimits,
@@ -236,5 +237,101 @@ describe('UserDedupe', () => {
     for (let i = 0; i < 300_000; i++) if (d.add(`{"email":["${i}"]}`)) added++;
     expect(added).toBe(280_000);
     expect(d.size).toBe(300_000);
+  });
+});
+
+describe('FingerprintShard', () => {
+  // Fingerprints that differ in one byte only, each byte in turn, and low words of 0 (a slot's
+  // low word 0 is also what an empty slot holds: its high bytes tell the two apart).
+  const near = (hi: number, lo: number): [number, number][] => [
+    [hi, lo],
+    ...[0, 8, 16].map((shift): [number, number] => [hi ^ (1 << shift), lo]),
+    ...[0, 8, 16, 24].map((shift): [number, number] => [hi, (lo ^ (1 << shift)) | 0]),
+  ];
+
+  it('of UserDedupe keeps 7 bytes a slot and still tells every kept byte apart, low word 0 included', () => {
+    const d = new UserDedupe();
+    for (const top of [0x00, 0x7f, 0xff]) {
+      for (const [hi, lo] of [...near((top << 24) | 0x123456, 0x789abcde), ...near((top << 24) | 0x030000, 0)]) {
+        expect(d.has(hi, lo)).toBe(false);
+        expect(d.addFingerprint(hi, lo)).toBe(true);
+        expect(d.addFingerprint(hi, lo)).toBe(false);
+        expect(d.has(hi, lo)).toBe(true);
+      }
+    }
+  });
+
+  it('of an AddedUsers partition keeps all 8 bytes: the top byte tells fingerprints apart there', () => {
+    const shard = new FingerprintShard();
+    for (const top of [0x00, 0x01, 0x02, 0x80]) {
+      expect(shard.add((top << 24) | 0xabcdef, 0x12345678)).toBe(true);
+      expect(shard.add((top << 24) | 0xabcdef, 0)).toBe(true);
+    }
+    for (const top of [0x00, 0x01, 0x02, 0x80]) expect(shard.add((top << 24) | 0xabcdef, 0x12345678)).toBe(false);
+  });
+
+  it('keeps every fingerprint through growth and clear, against a Set', () => {
+    const rand = mulberry32(34);
+    for (const shard of [new FingerprintShard(), new FingerprintShard(0, 3)]) {
+      const seen = new Set<string>();
+      for (let i = 0; i < 50_000; i++) {
+        const hi = i % 5 === 0 ? 0 : Math.floor(rand() * 0x1000000);
+        const lo = i % 7 === 0 ? 0 : Math.floor(rand() * 0x100000000) | 0;
+        const key = `${hi},${lo}`;
+        if (hi === 0 && lo === 0) continue;
+        expect(shard.add(hi, lo)).toBe(!seen.has(key));
+        seen.add(key);
+      }
+      shard.clear();
+      expect(shard.has(1, 1)).toBe(false);
+      expect(shard.add(1, 1)).toBe(true);
+    }
+  });
+});
+
+describe('BatchPacker body reuse', () => {
+  const limits: BatchLimits = { maxBodyBytes: 4096, maxOperations: 1, maxUsersPerOperation: 10 };
+  const user = (i: number): string => `{"email":["${String(i).padStart(64, '0')}"]}`;
+  /** Users into `packer` until it closes a batch. */
+  function nextBatch(packer: BatchPacker, from: number): PackedBatch {
+    const handle = packer.group({ operationType: 'Update' });
+    for (let i = from; ; i++) {
+      const closed = packer.add(handle, user(i), i);
+      if (closed !== undefined) return closed;
+    }
+  }
+  const copy = (b: PackedBatch): string => b.body.toString('utf8');
+
+  it('fills a released body again, and never one that is not given back', () => {
+    const packer = new BatchPacker(limits);
+    const first = nextBatch(packer, 0);
+    const second = nextBatch(packer, 100);
+    // Not released: each batch its own memory.
+    expect(second.body.buffer).not.toBe(first.body.buffer);
+    const secondText = copy(second);
+    packer.release(first);
+    // The third batch was opened before the release; the fourth opens in first's memory.
+    nextBatch(packer, 200);
+    const fourth = nextBatch(packer, 300);
+    expect(fourth.body.buffer).toBe(first.body.buffer);
+    // A batch still held (not released) is never written over.
+    expect(copy(second)).toBe(secondText);
+  });
+
+  it('gives a body to one batch at a time: a second release, a stale batch or a foreign body is ignored', () => {
+    const packer = new BatchPacker(limits);
+    const a = nextBatch(packer, 0);
+    packer.release(a);
+    packer.release(a);
+    packer.release({ index: a.index, body: Buffer.alloc(limits.maxBodyBytes) });
+    const bodies = new Set<ArrayBufferLike>();
+    const batches = [nextBatch(packer, 100), nextBatch(packer, 200), nextBatch(packer, 300)];
+    for (const b of batches) bodies.add(b.body.buffer);
+    // The open body took a's memory once; the closed batches each have their own.
+    expect(bodies.size).toBe(batches.length);
+    const texts = batches.map(copy);
+    packer.release(a); // stale: its memory belongs to a later batch now
+    nextBatch(packer, 400);
+    expect(batches.map(copy)).toEqual(texts);
   });
 });

@@ -23,6 +23,8 @@ export interface EngineOptions {
   journal?: UploadJournal | undefined;
   /** After each batch settles (progress). */
   onSettled?: () => void;
+  /** A confirmed batch whose body nothing else keeps, given back to the packer (BatchPacker.release). */
+  release?: ((batch: SendableBatch) => void) | undefined;
 }
 
 export interface Engine {
@@ -44,7 +46,10 @@ export function createEngine(o: EngineOptions): Engine {
   const shouldStop = (): boolean => ledger.stopped || isAborted(o.sender.signal);
 
   const send = async (batch: SendableBatch): Promise<void> => {
-    await ledger.record(batch, await sendBatch(o.sender, batch, ledger.tally, shouldStop).catch(asFailure));
+    const outcome = await sendBatch(o.sender, batch, ledger.tally, shouldStop).catch(asFailure);
+    await ledger.record(batch, outcome);
+    // Recorded (the journal's digest is of these bytes): only a confirmed body is free to reuse.
+    if (outcome.kind === 'confirmed') o.release?.(batch);
     o.onSettled?.();
   };
 

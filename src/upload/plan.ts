@@ -116,6 +116,9 @@ interface OpenGroup extends GroupHandle {
   lines: Uint32Array;
 }
 
+/** Bodies kept for reuse at most: about the batches in flight at once (the default concurrency, 4). */
+const MAX_SPARE_BODIES = 4;
+
 // `{"operation_type":..,"params":{..,"users":[` + users + `]}}`
 const SUFFIX = ']}}';
 const SUFFIX_BYTES = 3;
@@ -156,6 +159,10 @@ export class BatchPacker {
   private readonly dedupe: UserDedupe | undefined;
   private nextIndex = 0;
   private readonly s: PackStats = { users: 0, duplicates: 0, oversized: 0, oversizedLines: [], batches: 0, bytes: 0 };
+  /** Each body this packer handed out, by its memory, with the index of the batch holding it now. */
+  private readonly holders = new WeakMap<ArrayBufferLike, number>();
+  /** Bodies given back (`release`), filled again before a new one is allocated. */
+  private readonly spares: Buffer[] = [];
 
   constructor(limits: BatchLimits, options: { dedupe?: boolean } = {}) {
     this.limits = limits;
@@ -223,7 +230,7 @@ export class BatchPacker {
       const empty = g.operationUsers.length === 0 && g.opUsers === 0;
       const sameOp = g.opUsers > 0 && g.opUsers < this.limits.maxUsersPerOperation;
       if (empty) {
-        g.body = Buffer.allocUnsafe(this.limits.maxBodyBytes);
+        g.body = this.spares.pop() ?? Buffer.allocUnsafe(this.limits.maxBodyBytes);
         g.bytes = g.body.write(`[${g.prefix}`, 0);
         g.bytes += g.body.write(json, g.bytes);
         break;
@@ -274,10 +281,28 @@ export class BatchPacker {
     return out;
   }
 
+  /**
+   * Take back the body of batch `index` for a later batch, instead of allocating 5 MB again and
+   * leaving this one to the collector (10M rows: about 30 MB of the upload's peak RSS were freed
+   * bodies the allocator kept). The engine calls it once the batch's request ended confirmed: the
+   * platform counted every user, so it read every byte, and the HTTP client, whose earlier attempts
+   * of that request were over before the last one began, reads none of it any more. Never for a
+   * batch that failed, stopped or timed out (a socket may still be writing it), nor when a caller
+   * was given the batch (`onBatch`: it may keep it). A body that is not this packer's, or that no
+   * longer belongs to batch `index` (released already), is left alone, so no two batches share one.
+   */
+  release(batch: { index: number; body: Buffer }): void {
+    const memory = batch.body.buffer;
+    if (this.holders.get(memory) !== batch.index || this.spares.length >= MAX_SPARE_BODIES) return;
+    this.holders.delete(memory);
+    this.spares.push(Buffer.from(memory, 0, this.limits.maxBodyBytes));
+  }
+
   private close(g: OpenGroup, closedBy: PackedBatch['closedBy']): PackedBatch {
     const buffer = g.body as Buffer;
     const bytes = g.bytes + buffer.write(`${SUFFIX}]`, g.bytes);
     const body = buffer.subarray(0, bytes);
+    this.holders.set(buffer.buffer, this.nextIndex);
     const batch: PackedBatch = {
       index: this.nextIndex++,
       group: g.group,
@@ -302,16 +327,17 @@ export class BatchPacker {
 /**
  * Set of users seen in this run, keyed by a 64-bit fingerprint (the first 8 bytes of the
  * SHA-256 of the user's canonical JSON), against ~70 bytes per entry for a Set of 16-byte
- * strings. 256 shards (by the fingerprint's top 8 bits), each an open-addressing table of two
- * Uint32Arrays (linear probing) grown by a quarter when 85% full: 9.4 to 11.8 bytes per
- * distinct user (10M users: about 100 MB), and a shard grows alone, so the set never holds two
+ * strings. 256 shards (by the fingerprint's top 8 bits), each an open-addressing table (linear
+ * probing) of 7 bytes a slot, grown by a quarter when MAX_FILL full: 7.5 to 9.4 bytes per
+ * distinct user (10M users reserved: about 78 MB), and a shard grows alone, so the set never holds two
  * copies of itself (a single table doubling held 67 + 134 MB at 6M users). Trade-off: two
  * distinct users with the same 64-bit fingerprint would be taken as duplicates and one not
  * sent; for n users that happens with probability about n²/2^65 (3e-6 for 10M users), far
  * below any other risk.
  */
 export class UserDedupe {
-  private readonly shards = Array.from({ length: 256 }, () => new FingerprintShard());
+  // The shard is the fingerprint's top byte: its tables keep the other 7.
+  private readonly shards = Array.from({ length: 256 }, () => new FingerprintShard(0, 3));
   private count = 0;
   private readonly scratch = new Uint32Array(2);
 
@@ -337,92 +363,135 @@ export class UserDedupe {
   }
 
   /**
-   * Size every shard at once for `users` distinct users in all (an estimate of the input's), 3%
-   * over a shard's expected share for the spread of fingerprints among shards: the tables are
-   * filled to 85% instead of 68 to 85%, and do not leave the garbage of ten growths each to the
-   * collector. More users than that are still taken: shards grow as before.
+   * Size every shard at once for `users` distinct users in all (an estimate of the input's), 1%
+   * over a shard's expected share for the spread of fingerprints among shards (10M users: 39,000
+   * a shard, give or take 200): the tables are filled to MAX_FILL instead of MAX_FILL / 1.25 to
+   * MAX_FILL, and do not leave the garbage of ten growths each to the collector. More users than
+   * that are still taken: a shard that gets them grows alone, as before.
    */
   reserve(users: number): void {
-    const perShard = Math.ceil((users / this.shards.length) * 1.03);
+    const perShard = Math.ceil((users / this.shards.length) * 1.01);
     for (const shard of this.shards) shard.reserve(perShard);
   }
 }
 
-/** One shard of UserDedupe (and the table of a partition of AddedUsers): (0, 0) marks an empty slot. */
+/**
+ * One shard of UserDedupe (and the table of a partition of AddedUsers), an open-addressing table
+ * of fingerprints. A fingerprint whose kept bytes are all zero marks an empty slot: such a user
+ * (one in 2^56 or 2^64) is taken as new each time it comes, so sent again, never dropped.
+ */
 export class FingerprintShard {
   /**
-   * Slot i's high word at 2i and low word at 2i + 1 (one cache line per probe), as int32: a
-   * Uint32Array hands back words from 2^31 up as heap numbers, which made each probe slower
-   * (UserDedupe, 1M adds: about 350 against 450 ms of CPU).
+   * Slot i's low word, as int32 (a Uint32Array hands back words from 2^31 up as heap numbers,
+   * which made each probe slower: UserDedupe, 1M adds, about 350 against 450 ms of CPU). A probe
+   * reads only these, and the slot's high bytes when its low word matches or is 0 (empty, or a
+   * fingerprint whose low word is 0), which an insert writes next.
    */
-  private table: Int32Array;
+  private lo: Int32Array;
+  /** Slot i's high word, its low `hiBytes` bytes (little-endian) at hiBytes * i. */
+  private hi: Uint8Array;
   private n = 0;
 
-  /** Room for `expected` fingerprints before the table first grows. */
-  constructor(expected = 0) {
-    this.table = new Int32Array(2 * slotsFor(expected));
+  /**
+   * Room for `expected` fingerprints before the table first grows. `hiBytes` 3: the high word's
+   * top byte is the same for every fingerprint of the table (UserDedupe's shard is chosen by it)
+   * and is not kept, 7 bytes a slot instead of 8.
+   */
+  constructor(
+    expected = 0,
+    private readonly hiBytes: 3 | 4 = 4,
+  ) {
+    this.lo = new Int32Array(slotsFor(expected));
+    this.hi = new Uint8Array(this.lo.length * hiBytes);
   }
 
   add(hi: number, lo: number): boolean {
-    if (this.n >= (this.table.length >> 1) * 0.85) this.resize(Math.ceil((this.table.length >> 1) * 1.25));
-    if (!this.insert(hi | 0, lo | 0)) return false;
+    if (this.n >= this.lo.length * MAX_FILL) this.resize(Math.ceil(this.lo.length * 1.25));
+    if (!this.insert(this.kept(hi), lo | 0)) return false;
     this.n++;
     return true;
   }
 
   /** Empty the table, keeping its size. */
   clear(): void {
-    this.table.fill(0);
+    this.lo.fill(0);
+    this.hi.fill(0);
     this.n = 0;
   }
 
   has(hi: number, lo: number): boolean {
-    const i = this.slot(hi | 0, lo | 0);
-    return this.table[i] !== 0 || this.table[i + 1] !== 0;
+    const i = this.slot(this.kept(hi), lo | 0);
+    return this.lo[i] !== 0 || readHigh(this.hi, i, this.hiBytes) !== 0;
   }
 
-  /** `hi` and `lo` as int32. */
+  /** The bytes of `hi` the table keeps, as an int32. */
+  private kept(hi: number): number {
+    return this.hiBytes === 3 ? hi & 0xffffff : hi | 0;
+  }
+
+  /** `hi` (its kept bytes) and `lo` as int32. */
   private insert(hi: number, lo: number): boolean {
     const i = this.slot(hi, lo);
-    const t = this.table;
-    if (t[i] !== 0 || t[i + 1] !== 0) return false;
-    t[i] = hi;
-    t[i + 1] = lo;
+    if (this.lo[i] !== 0 || readHigh(this.hi, i, this.hiBytes) !== 0) return false;
+    this.lo[i] = lo;
+    const b = this.hi;
+    const at = i * this.hiBytes;
+    b[at] = hi;
+    b[at + 1] = hi >>> 8;
+    b[at + 2] = hi >>> 16;
+    if (this.hiBytes === 4) b[at + 3] = hi >>> 24;
     return true;
   }
 
-  /** The index of the slot holding (hi, lo) (int32), or of the empty slot where it would go. */
+  /** The index of the slot holding (hi, lo) (kept bytes, int32), or of the empty slot where it would go. */
   private slot(hi: number, lo: number): number {
-    const t = this.table;
-    const end = t.length;
+    const los = this.lo;
+    const end = los.length;
     // The fingerprint is uniform: its low word spreads the slots.
-    for (let i = 2 * ((lo & 0x7fffffff) % (end >> 1)); ;) {
-      const h = t[i] as number;
-      const l = t[i + 1] as number;
-      if ((h === hi && l === lo) || (h === 0 && l === 0)) return i;
-      i += 2;
-      if (i === end) i = 0;
+    for (let i = (lo & 0x7fffffff) % end; ;) {
+      const l = los[i] as number;
+      if (l === lo || l === 0) {
+        const h = readHigh(this.hi, i, this.hiBytes);
+        if ((l === lo && h === hi) || (l === 0 && h === 0)) return i;
+      }
+      if (++i === end) i = 0;
     }
   }
 
   /** Room for `expected` fingerprints in all before the table grows (none taken away). */
   reserve(expected: number): void {
     const slots = slotsFor(expected);
-    if (slots > this.table.length >> 1) this.resize(slots);
+    if (slots > this.lo.length) this.resize(slots);
   }
 
   private resize(slots: number): void {
-    const old = this.table;
-    this.table = new Int32Array(2 * slots);
-    for (let i = 0; i < old.length; i += 2) {
-      const h = old[i] as number;
-      const l = old[i + 1] as number;
-      if (h !== 0 || l !== 0) this.insert(h, l);
+    const { lo: oldLo, hi: oldHi, hiBytes } = this;
+    this.lo = new Int32Array(slots);
+    this.hi = new Uint8Array(slots * hiBytes);
+    for (let i = 0; i < oldLo.length; i++) {
+      const l = oldLo[i] as number;
+      const h = readHigh(oldHi, i, hiBytes);
+      if (l !== 0 || h !== 0) this.insert(h, l);
     }
   }
 }
 
-/** Slots of a FingerprintShard table holding `expected` fingerprints at 85% full at most. */
+/** Slot i's kept high bytes (FingerprintShard), as an int32. */
+function readHigh(bytes: Uint8Array, i: number, width: 3 | 4): number {
+  const at = i * width;
+  const low = (bytes[at] as number) | ((bytes[at + 1] as number) << 8) | ((bytes[at + 2] as number) << 16);
+  return width === 3 ? low : low | ((bytes[at + 3] as number) << 24);
+}
+
+/**
+ * How full a FingerprintShard table gets before it grows. Linear probing costs more probes as a
+ * table fills, but in a table filled from empty to 93% an insert takes about 7 on average, each
+ * in the cache line of the one before: 10M adds took 2.4-2.7 against 1.9-2.5 CPU-s at 85%, for 9%
+ * fewer bytes (a 10M-user upload's dedupe: 99 -> 89 MB, docs/performance.md).
+ */
+const MAX_FILL = 0.93;
+
+/** Slots of a FingerprintShard table holding `expected` fingerprints at MAX_FILL full at most. */
 function slotsFor(expected: number): number {
-  return Math.max(64, Math.ceil(expected / 0.85) + 1);
+  return Math.max(64, Math.ceil(expected / MAX_FILL) + 1);
 }

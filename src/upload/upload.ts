@@ -11,7 +11,7 @@ import type { RowRules } from '../identifiers/rows.js';
 import { createHashSummary } from '../hashing/summary.js';
 import { guardInput } from '../hashing/reject-guard.js';
 import { withMinimumUsers } from './audience-size.js';
-import { createEngine, type Engine } from './engine.js';
+import { createEngine, type Engine, type EngineOptions } from './engine.js';
 import { readInput, type ReadResult } from './input.js';
 import { Ledger } from './ledger.js';
 import {
@@ -23,7 +23,7 @@ import {
 import { BatchPacker } from './plan.js';
 import type { OperationType } from '../platform/batch.js';
 import { buildReport, progressReporter, runBooks } from './report.js';
-import type { SenderOptions } from './sender.js';
+import type { SendableBatch, SenderOptions } from './sender.js';
 import type {
   ConfirmedBatchInfo,
   SendUsersOptions,
@@ -72,7 +72,9 @@ export async function upload(o: ResolvedUploadOptions): Promise<UploadReport> {
   const { onProgress, progressIntervalMs, inputProgress, clock } = o;
   const progressOptions = { onProgress, progressIntervalMs, inputProgress, clock };
   const progress = progressReporter(progressOptions, books, users, () => engine?.inFlight ?? 0);
-  const engine = sendingEngine(o, ledger, () => progress(false, true));
+  // A caller given each batch (onBatch) may keep it: its body is then never reused.
+  const release = o.onBatch === undefined ? (batch: SendableBatch) => packer.release(batch) : undefined;
+  const engine = sendingEngine(o, ledger, () => progress(false, true), release);
   await engine?.resendKept();
   const sizeDedupe = dedupeSizing(packer, users);
   const read = await readInput({
@@ -150,7 +152,12 @@ async function journalWrite(ledger: Ledger, write: () => Promise<void> | undefin
 }
 
 /** The engine that sends the packed batches, with its part and the sender's of the options; none on a dry run. */
-function sendingEngine(o: ResolvedUploadOptions, ledger: Ledger, onSettled: () => void): Engine | undefined {
+function sendingEngine(
+  o: ResolvedUploadOptions,
+  ledger: Ledger,
+  onSettled: () => void,
+  release: EngineOptions['release'],
+): Engine | undefined {
   if (o.client === undefined || o.dryRun) return undefined;
   const { accountId, target, maxRetries, retryBaseMs, clock, random, signal, cancelSignal, lease } = o;
   const sender: SenderOptions = {
@@ -165,7 +172,7 @@ function sendingEngine(o: ResolvedUploadOptions, ledger: Ledger, onSettled: () =
     cancelSignal,
     lease,
   };
-  return createEngine({ sender, concurrency: o.concurrency, ledger, journal: o.journal, onSettled });
+  return createEngine({ sender, concurrency: o.concurrency, ledger, journal: o.journal, onSettled, release });
 }
 
 /** The users to pack: raw records (the `records` option, its rules resolved at the entry) are hashed here first. */

@@ -23,7 +23,7 @@ const STAGES = [
     'parse',
     (url, name) =>
       /papaparse/.test(url) ||
-      (/dist\/ingest\/csv\.js$/.test(url) &&
+      (/dist\/ingest\/csv(-text)?\.js$/.test(url) &&
         /visitCsvChunk|visitQuoted|visitUnquoted|splitLine|record|countLf/.test(name)),
   ],
   ['hash', (url) => /internal\/crypto\/(hash|util)$/.test(url) || /dist\/util\/sha256\.js$/.test(url)],
