@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../src/errors.js';
 import { createHashSummary, mergeHashSummary, type HashSummary } from '../src/hashing/summary.js';
 import { hashCsv, hashRecords, type HashCsvOptions, type HashCsvRun } from '../src/hashing/pipeline.js';
-import { prestartHashWorkers } from '../src/hashing/pool.js';
+import { HashWorkerPool, prestartHashWorkers } from '../src/hashing/pool.js';
+import type { HashChunkContext } from '../src/hashing/chunk.js';
 import { hashValue } from '../src/platform/identifiers/rules.js';
 import { serializeUser } from '../src/identifiers/serialize.js';
 import type { BuiltUser } from '../src/identifiers/types.js';
@@ -222,13 +223,30 @@ describe('hashCsv (fast path) equals hashRecords (reference)', () => {
 
   it('ends workers started beforehand for other limits, and those one too many', async () => {
     const expected = await reference(CRM);
-    for (const opts of [{ workers: 2, chunkBytes: 4096 }, { workers: 1 }]) {
+    // Other limits (smaller chunks): both ended, two made; one worker asked: one taken, one ended.
+    for (const [opts, made] of [
+      [{ workers: 2, chunkBytes: 4096 }, 2],
+      [{ workers: 1 }, 0],
+    ] as const) {
       const started = prestartHashWorkers(2);
+      const lastId = started[1]?.threadId ?? 0;
       const exits = started.map((w) => new Promise((resolve) => w.once('exit', resolve)));
       const got = await fast(CRM, opts);
       expect(got.users).toEqual(expected.users);
       await Promise.all(exits);
+      const [next] = prestartHashWorkers(1);
+      expect(next?.threadId).toBe(lastId + made + 1);
+      await next?.terminate();
     }
+  });
+
+  it('leaves no worker running when the pool cannot send its context', async () => {
+    const started = prestartHashWorkers(2);
+    const exits = started.map((w) => new Promise((resolve) => w.once('exit', resolve)));
+    const ctx = { notCloneable: () => 1 } as unknown as HashChunkContext;
+    expect(() => new HashWorkerPool(2, ctx, 64 * 1024)).toThrow(/could not be cloned/);
+    // The one it took and the one it did not are both ended: nothing keeps the process.
+    await Promise.all(exits);
   });
 
   it('throws mapping errors before reading rows, and reads stdin', async () => {

@@ -48,7 +48,7 @@ import {
   type PackedUsers,
 } from './chunk.js';
 import type { KnownUsers } from './known-users.js';
-import { HashWorkerPool } from './pool.js';
+import { HashWorkerPool, MAX_HASH_WORKERS } from './pool.js';
 import {
   addBadRowToSummary,
   addConsentToSummary,
@@ -89,7 +89,7 @@ export interface HashCsvOptions extends NormalizeOptions, MappingOptions, ReadCs
 }
 
 const optionsSchema = z.object({
-  workers: z.number().int().min(0).max(256).optional(),
+  workers: z.number().int().min(0).max(MAX_HASH_WORKERS).optional(),
   chunkBytes: z
     .number()
     .int()

@@ -28,6 +28,9 @@ function workerLimits(chunkBytes: number, youngGenerationMb = 16): Required<Pick
   };
 }
 
+/** The most worker threads a run may ask for (hashCsv's `workers`, the CLI's `--workers`). */
+export const MAX_HASH_WORKERS = 256;
+
 type LimitKey = 'maxOldGenerationSizeMb' | 'maxYoungGenerationSizeMb';
 type Limits = ReturnType<typeof workerLimits>;
 
@@ -46,7 +49,7 @@ const prestarted: { worker: Worker; limits: Limits; failed: boolean; onFail: () 
 export function prestartHashWorkers(count = availableParallelism()): readonly Worker[] {
   const limits = workerLimits(DEFAULT_CHUNK_BYTES);
   return Array.from({ length: count }, () => {
-    const worker = new Worker(WORKER_URL, { resourceLimits: limits });
+    const worker = newWorker(limits);
     const entry = { worker, limits, failed: false, onFail: () => (entry.failed = true) };
     worker.once('error', entry.onFail).once('exit', entry.onFail).unref();
     prestarted.push(entry);
@@ -58,9 +61,26 @@ export function prestartHashWorkers(count = availableParallelism()): readonly Wo
 function startWorker(limits: Limits, spare: typeof prestarted): Worker {
   const i = spare.findIndex((p) => !p.failed && sameLimits(p.limits, limits));
   const taken = i === -1 ? undefined : spare.splice(i, 1)[0];
-  if (taken === undefined) return new Worker(WORKER_URL, { resourceLimits: limits });
+  if (taken === undefined) return newWorker(limits);
   taken.worker.off('error', taken.onFail).off('exit', taken.onFail).ref();
   return taken.worker;
+}
+
+/**
+ * A worker whose output (a warning Node prints in it, say) the pool writes to the process's
+ * streams when it starts the worker (`forwardOutput`), rather than Node piping it there: a pipe
+ * adds an `error` listener to process.stdout and process.stderr per worker, so from 11 workers
+ * Node warned of a listener leak when the CLI added its own, and the CLI's check of whether a
+ * command listens to stdout itself counted the workers' pipes. A prestarted worker that is ended
+ * unused says nothing.
+ */
+function newWorker(limits: Limits): Worker {
+  return new Worker(WORKER_URL, { resourceLimits: limits, stdout: true, stderr: true });
+}
+
+function forwardOutput(worker: Worker): void {
+  worker.stdout.on('data', (bytes: Buffer) => process.stdout.write(bytes));
+  worker.stderr.on('data', (bytes: Buffer) => process.stderr.write(bytes));
 }
 
 const sameLimits = (a: Limits, b: Limits): boolean =>
@@ -80,25 +100,35 @@ export class HashWorkerPool {
   constructor(count: number, ctx: HashChunkContext, chunkBytes: number, youngGenerationMb?: number) {
     const limits = workerLimits(chunkBytes, youngGenerationMb);
     const spare = prestarted.splice(0);
-    for (let i = 0; i < count; i++) {
-      const worker = startWorker(limits, spare);
-      worker.postMessage({ context: ctx } satisfies HashWorkerMessage);
-      const entry = { worker, tasks: new Map<number, Task>() };
-      worker.on('message', (reply: HashWorkerReply) => {
-        const task = entry.tasks.get(reply.seq);
-        if (task === undefined) return;
-        entry.tasks.delete(reply.seq);
-        if ('result' in reply) task.resolve(reply.result);
-        else task.reject(workerError(reply.error.message, reply.error.stack));
-      });
-      worker.on('error', (error) => this.fail(workerError(error.message, error.stack, error)));
-      worker.on('exit', (code) => {
-        if (!this.closed) this.fail(workerError(`hash worker exited with code ${code}`));
-      });
-      this.workers.push(entry);
+    try {
+      for (let i = 0; i < count; i++) this.start(startWorker(limits, spare), ctx);
+    } catch (error) {
+      // A context that cannot be sent (or a thread that cannot start): no worker is left running.
+      void this.close();
+      throw error;
+    } finally {
+      // Prestarted for another run's limits, or one too many.
+      for (const unused of spare) void unused.worker.terminate();
     }
-    // Prestarted for another run's limits, or one too many.
-    for (const unused of spare) void unused.worker.terminate();
+  }
+
+  /** Listen to `worker`, then send it the context (its first message). */
+  private start(worker: Worker, ctx: HashChunkContext): void {
+    forwardOutput(worker);
+    const entry = { worker, tasks: new Map<number, Task>() };
+    worker.on('message', (reply: HashWorkerReply) => {
+      const task = entry.tasks.get(reply.seq);
+      if (task === undefined) return;
+      entry.tasks.delete(reply.seq);
+      if ('result' in reply) task.resolve(reply.result);
+      else task.reject(workerError(reply.error.message, reply.error.stack));
+    });
+    worker.on('error', (error) => this.fail(workerError(error.message, error.stack, error)));
+    worker.on('exit', (code) => {
+      if (!this.closed) this.fail(workerError(`hash worker exited with code ${code}`));
+    });
+    this.workers.push(entry);
+    worker.postMessage({ context: ctx } satisfies HashWorkerMessage);
   }
 
   private fail(error: unknown): void {

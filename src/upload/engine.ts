@@ -48,8 +48,10 @@ export function createEngine(o: EngineOptions): Engine {
   const send = async (batch: SendableBatch): Promise<void> => {
     const outcome = await sendBatch(o.sender, batch, ledger.tally, shouldStop).catch(asFailure);
     await ledger.record(batch, outcome);
-    // Recorded (the journal's digest is of these bytes): only a confirmed body is free to reuse.
-    if (outcome.kind === 'confirmed') o.release?.(batch);
+    // Recorded (the journal's digest is of these bytes). Only a body confirmed at its first request
+    // is free to reuse: an earlier attempt's socket, ended by a timeout or an early answer, could in
+    // principle still be writing it.
+    if (outcome.kind === 'confirmed' && outcome.requests === 1) o.release?.(batch);
     o.onSettled?.();
   };
 

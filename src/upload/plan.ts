@@ -283,11 +283,10 @@ export class BatchPacker {
 
   /**
    * Take back the body of batch `index` for a later batch, instead of allocating 5 MB again and
-   * leaving this one to the collector (10M rows: about 30 MB of the upload's peak RSS were freed
-   * bodies the allocator kept). The engine calls it once the batch's request ended confirmed: the
-   * platform counted every user, so it read every byte, and the HTTP client, whose earlier attempts
-   * of that request were over before the last one began, reads none of it any more. Never for a
-   * batch that failed, stopped or timed out (a socket may still be writing it), nor when a caller
+   * leaving this one to the collector. The engine calls it once the batch was confirmed at its
+   * first request: the platform counted every user, so it read every byte, and the HTTP client
+   * reads none of it any more. Never for a batch that failed, stopped, timed out or took a second
+   * attempt (an earlier attempt's socket may in principle still be writing it), nor when a caller
    * was given the batch (`onBatch`: it may keep it). A body that is not this packer's, or that no
    * longer belongs to batch `index` (released already), is left alone, so no two batches share one.
    */

@@ -57,7 +57,8 @@ export interface SendTally {
 }
 
 export type SendOutcome =
-  | { kind: 'confirmed'; success: number; total: number }
+  /** `requests`: the HTTP attempts it took, re-sends and the client's retries included. */
+  | { kind: 'confirmed'; success: number; total: number; requests: number }
   /** The batch did not go through; the run goes on with the others. */
   | { kind: 'failed'; error: unknown }
   /** Sending more is pointless (credentials, permission, configuration): the run stops. */
@@ -74,6 +75,7 @@ export async function sendBatch(
   tally: SendTally,
   shouldStop: () => boolean,
 ): Promise<SendOutcome> {
+  const sent = { requests: 0 };
   for (let attempt = 0; ; attempt++) {
     // A lease lost during a wait aborts the run's signal too: checked first, it is fatal, never a stop.
     if (leaseLost(o)) return { kind: 'fatal', error: o.lease?.signal.reason };
@@ -81,7 +83,7 @@ export async function sendBatch(
     if (attempt > 0) tally.resends++;
     let result: UserBatchResult | UserBatchResult[];
     try {
-      result = await post(o, batch, tally);
+      result = await post(o, batch, tally, sent);
     } catch (error) {
       if (leaseLost(o)) return { kind: 'fatal', error: o.lease?.signal.reason };
       // The run's signal ended a wait or a retry of the request: not a failure, left for a resumed run.
@@ -89,7 +91,8 @@ export async function sendBatch(
       return isFatal(error) ? { kind: 'fatal', error } : { kind: 'failed', error };
     }
     const v = verify(batch, result);
-    if (v.error === undefined) return { kind: 'confirmed', success: v.success, total: v.total };
+    if (v.error === undefined)
+      return { kind: 'confirmed', success: v.success, total: v.total, requests: sent.requests };
     tally.mismatches++;
     if (attempt >= o.maxRetries) return { kind: 'failed', error: v.error };
     // The first re-send goes at once (a count mismatch is usually transient), then back off.
@@ -103,10 +106,16 @@ export async function sendBatch(
   }
 }
 
-/** One post of the batch under the sync's lease: each of its HTTP attempts counted as it goes out. */
-function post(o: SenderOptions, batch: SendableBatch, tally: SendTally): Promise<UserBatchResult | UserBatchResult[]> {
+/** One post of the batch under the sync's lease: each of its HTTP attempts counted as it goes out (`sent`: the batch's). */
+function post(
+  o: SenderOptions,
+  batch: SendableBatch,
+  tally: SendTally,
+  sent: { requests: number },
+): Promise<UserBatchResult | UserBatchResult[]> {
   let attempts = 0;
   const onAttempt = (): void => {
+    sent.requests++;
     if (attempts++ > 0) tally.clientRetries++;
     tally.requests++;
     tally.bytes += batch.bytes;

@@ -6,11 +6,11 @@
 //                                           DuckDB's digests against ours and the differential phone check
 //                                           (a mismatch in either fails the bench)
 //   node test/bench/hash.js --rows 10000000      the same sizes check on 10M rows (RSS must stay flat)
-//   options: --workers N (and DuckDB's threads; default: the cores; `hash --workers 0` is measured too, on one
-//            core as the straightforward pipeline), --repeat N (default 3), --skip-baseline,
-//            --skip-diff, --skip-duckdb
+//   options: --workers N (and DuckDB's threads; default: the cores; `hash --workers 0` is measured too, one
+//            thread as the straightforward pipeline, unless --skip-one-thread), --repeat N (default 3),
+//            --skip-baseline, --skip-diff, --skip-duckdb
 //
-// Each pipeline is run --repeat times, alternated (ours, ours on one thread, straightforward, DuckDB, ours, ...),
+// Each pipeline is run --repeat times, alternated (ours, ours in one thread, straightforward, DuckDB, ours, ...),
 // and the median of each figure is reported with its range: on shared cores one run of a pipeline can take 30%
 // more CPU than the next, which a single run per pipeline would put into the ratio.
 //
@@ -200,7 +200,7 @@ async function compare(kind, title) {
   console.log(`${title}: ${file.replace(ROOT, '')}, ${fmt(rows)} rows, ${(statSync(file).size / 1e6).toFixed(0)} MB`);
   const [ours, oneThread, base, duck] = await measureAlternated([
     hashArgs(file),
-    threads === '0' ? undefined : hashArgs(file, [], '0'),
+    threads === '0' || flag('skip-one-thread') ? undefined : hashArgs(file, [], '0'),
     flag('skip-baseline') || !sized ? undefined : [fileURLToPath(import.meta.url), '--baseline-child', file],
     peers === undefined ? undefined : duckArgs(file),
   ]);
@@ -210,7 +210,7 @@ async function compare(kind, title) {
   if (base !== undefined) row('straightforward pipeline, 1 thread', base);
   if (duck !== undefined) row('DuckDB sha256(lower(trim(email)))', duck);
   if (base !== undefined) ratio('straightforward / hash', ours, base, kind === 'full' ? 'issue #34: CPU >= 4x' : '');
-  // The same work on one core, as the peer runs: what the busy second core adds to each thread's CPU.
+  // The same work in one thread, as the peer runs: what a busy second core adds to each thread's CPU.
   if (base !== undefined && oneThread !== undefined) ratio('straightforward / hash --workers 0', oneThread, base);
   if (duck !== undefined)
     console.log(
