@@ -3,8 +3,9 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Agent } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { createClient, type AdsClient } from '../src/api/client.js';
+import { createClient, type AdsClient, type ClientOptions } from '../src/api/client.js';
 import { AuthError, ConfigError } from '../src/errors.js';
 import { hashRecords } from '../src/hashing/pipeline.js';
 import type { RawRecord } from '../src/identifiers/rows.js';
@@ -28,8 +29,9 @@ const instantClock = { now: () => Date.now(), sleep: async () => {} };
 async function setup(
   opts: SandboxOptions = {},
   maxAttempts = 4,
+  clientOptions: Partial<ClientOptions> = {},
 ): Promise<{ sandbox: Sandbox; client: AdsClient; audienceId: string; dnrId: string }> {
-  const { sandbox, client } = await openSandboxClient({ seed: 7, ...opts }, { maxAttempts });
+  const { sandbox, client } = await openSandboxClient({ seed: 7, ...opts }, { maxAttempts, ...clientOptions });
   const audienceId = sandbox.state.createCustomAudience(sandbox.accounts.primary, 'test').id;
   const dnrId = sandbox.state.createDoNotReachList(sandbox.accounts.primary, 'dnr').id;
   return { sandbox, client, audienceId, dnrId };
@@ -133,6 +135,33 @@ describe('uploadAudience', () => {
     expect(reqs.every((r) => (r.users ?? 0) > 0)).toBe(true);
     expect(seen.at(-1)?.done).toBe(true);
     expect(seen.at(-1)?.usersConfirmed).toBe(1000);
+  });
+
+  it("never reuses a body sent through the caller's dispatcher, which may keep it (a MockAgent's call history does)", async () => {
+    const kept: Buffer[] = [];
+    const agent = new Agent();
+    const dispatcher = agent.compose((dispatch) => (opts, handler) => {
+      if (USERS_PATH.test(opts.path) && Buffer.isBuffer(opts.body)) kept.push(opts.body);
+      return dispatch(opts, handler);
+    });
+    const { sandbox, client, audienceId } = await setup({}, 4, { dispatcher });
+    const report = await uploadAudience({
+      client,
+      accountId: sandbox.accounts.primary,
+      target: { customAudienceId: audienceId },
+      users: users(1000),
+      limits: SMALL,
+      concurrency: 2,
+    });
+    await agent.close();
+    expect(report).toMatchObject({ status: 'completed', users_confirmed: 1000 });
+    expect(kept.length).toBeGreaterThan(4);
+    // Each body the dispatcher kept still holds the users sent in it: none was filled again.
+    const sent = kept.flatMap((body) =>
+      (JSON.parse(body.toString('utf8')) as { params: { users: unknown[] } }[]).flatMap((op) => op.params.users),
+    );
+    expect(new Set(sent.map((u) => JSON.stringify(u))).size).toBe(1000);
+    expect(sent).toHaveLength(1000);
   });
 
   it('hashes raw records through hashRecords and maps counts from its summary', async () => {

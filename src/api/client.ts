@@ -424,6 +424,13 @@ export class AdsClient {
   /** The client's own Agent, closed by close(); undefined when the caller passed a dispatcher. */
   private readonly agent: Agent | undefined;
   private readonly dispatcher: Dispatcher;
+  /**
+   * The client sends through a dispatcher of its own (its Agent, or the proxy agent the CLI made
+   * for it alone): undici's code, which reads a request's body no more once it is answered. A
+   * caller's `dispatcher` may keep the bodies it was given (a MockAgent's call history does), so
+   * an upload through one never writes a sent body over (BatchPacker.release).
+   */
+  readonly ownsDispatcher: boolean;
   private readonly headersTimeoutMs: number;
   private readonly bodyTimeoutMs: number;
   /**
@@ -474,6 +481,7 @@ export class AdsClient {
     this.requestTimeoutMs = (o.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs) + this.headersTimeoutMs;
     this.agent = o.dispatcher === undefined ? new Agent(agentOptions(o)) : undefined;
     this.dispatcher = o.dispatcher ?? (this.agent as Agent);
+    this.ownsDispatcher = this.agent !== undefined;
   }
 
   stats(): ClientStats {

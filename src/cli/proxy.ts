@@ -39,6 +39,8 @@ export function proxyAgentFromEnv(env: NodeJS.ProcessEnv, options: ClientOptions
 
 /** A client that closes the proxy agent it was given along with itself (the CLI made it for this client alone). */
 class ProxiedClient extends AdsClient {
+  override readonly ownsDispatcher = true;
+
   constructor(
     options: ClientOptions,
     private readonly proxy: Dispatcher,

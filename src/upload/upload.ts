@@ -72,8 +72,10 @@ export async function upload(o: ResolvedUploadOptions): Promise<UploadReport> {
   const { onProgress, progressIntervalMs, inputProgress, clock } = o;
   const progressOptions = { onProgress, progressIntervalMs, inputProgress, clock };
   const progress = progressReporter(progressOptions, books, users, () => engine?.inFlight ?? 0);
-  // A caller given each batch (onBatch) may keep it: its body is then never reused.
-  const release = o.onBatch === undefined ? (batch: SendableBatch) => packer.release(batch) : undefined;
+  // A caller given each batch (onBatch) may keep it, and so may a dispatcher the caller gave the
+  // client: a body is then never reused.
+  const reuse = o.onBatch === undefined && o.client?.ownsDispatcher === true;
+  const release = reuse ? (batch: SendableBatch) => packer.release(batch) : undefined;
   const engine = sendingEngine(o, ledger, () => progress(false, true), release);
   await engine?.resendKept();
   const sizeDedupe = dedupeSizing(packer, users);
