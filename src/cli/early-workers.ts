@@ -8,15 +8,14 @@
  * limits. This reads the command line before yargs does, for a count only: what it cannot read
  * as the CLI will (a value the CLI refuses, help) starts none.
  */
-import { availableParallelism } from 'node:os';
-import { MAX_HASH_WORKERS, prestartHashWorkers } from '../hashing/pool.js';
+import { defaultHashWorkers, MAX_HASH_WORKERS, prestartHashWorkers } from '../hashing/pool.js';
 
 /** How many workers to start early for `args` (the command line after the script). */
 export function earlyWorkers(args: readonly string[]): number {
   const command = args.find((arg) => !arg.startsWith('-'));
   if (command !== 'hash' || args.some((arg) => arg === '--help' || arg === '-h')) return 0;
   const at = args.findIndex((arg) => arg === '--workers' || arg.startsWith('--workers='));
-  if (at === -1) return availableParallelism();
+  if (at === -1) return defaultHashWorkers();
   const given = args[at] as string;
   const value = given.startsWith('--workers=') ? given.slice('--workers='.length) : args[at + 1];
   const workers = value === undefined || value.trim() === '' ? NaN : Number(value);

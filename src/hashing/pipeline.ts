@@ -12,7 +12,6 @@
  *   (the uploader) slows the reading down.
  */
 import { statSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import {
   openCsv,
@@ -48,7 +47,7 @@ import {
   type PackedUsers,
 } from './chunk.js';
 import type { KnownUsers } from './known-users.js';
-import { HashWorkerPool, MAX_HASH_WORKERS } from './pool.js';
+import { defaultHashWorkers, HashWorkerPool, MAX_HASH_WORKERS } from './pool.js';
 import {
   addBadRowToSummary,
   addConsentToSummary,
@@ -302,7 +301,7 @@ export interface HashCsvRun extends AsyncIterable<HashedChunk> {
 export async function hashCsv(source: CsvSource, opts: HashCsvOptions = {}): Promise<HashCsvRun> {
   const checked = checkNormalizeOptions(opts);
   const { input, mapping } = await openMapped(source, checked);
-  const workers = checked.workers ?? availableParallelism();
+  const workers = checked.workers ?? defaultHashWorkers();
   const chunks = new CsvChunks(input, chunkContext(input, mapping, checked), {
     workers,
     chunkBytes: checked.chunkBytes ?? DEFAULT_CHUNK_BYTES,

@@ -31,11 +31,17 @@ function workerLimits(chunkBytes: number, youngGenerationMb = 16): Required<Pick
 /** The most worker threads a run may ask for (hashCsv's `workers`, the CLI's `--workers`). */
 export const MAX_HASH_WORKERS = 256;
 
+/** The worker threads of a run that names no number: one a core. */
+export const defaultHashWorkers = (): number => availableParallelism();
+
 type LimitKey = 'maxOldGenerationSizeMb' | 'maxYoungGenerationSizeMb';
 type Limits = ReturnType<typeof workerLimits>;
 
-/** Workers started before the command knows its input, each with the limits it was made with. */
-const prestarted: { worker: Worker; limits: Limits; failed: boolean; onFail: () => void }[] = [];
+/** Workers started before the command knows its input, all with EARLY_LIMITS. */
+const prestarted: { worker: Worker; failed: boolean; onFail: () => void }[] = [];
+
+/** The limits of a run of default chunks and young generation (workerLimits' defaults). */
+const EARLY_LIMITS = workerLimits(DEFAULT_CHUNK_BYTES);
 
 /**
  * Start `count` hashing workers now, with the limits of a run of default chunks and young
@@ -46,20 +52,19 @@ const prestarted: { worker: Worker; limits: Limits; failed: boolean; onFail: () 
  * as it would have, and they hold no data: a worker gets its context in its first message.
  * Returns the workers started.
  */
-export function prestartHashWorkers(count = availableParallelism()): readonly Worker[] {
-  const limits = workerLimits(DEFAULT_CHUNK_BYTES);
+export function prestartHashWorkers(count: number): readonly Worker[] {
   return Array.from({ length: count }, () => {
-    const worker = newWorker(limits);
-    const entry = { worker, limits, failed: false, onFail: () => (entry.failed = true) };
+    const worker = newWorker(EARLY_LIMITS);
+    const entry = { worker, failed: false, onFail: () => (entry.failed = true) };
     worker.once('error', entry.onFail).once('exit', entry.onFail).unref();
     prestarted.push(entry);
     return worker;
   });
 }
 
-/** A prestarted worker made with `limits` (taken out of `spare`), or a new one. */
+/** A prestarted worker taken out of `spare`, or a new one made with `limits`. */
 function startWorker(limits: Limits, spare: typeof prestarted): Worker {
-  const i = spare.findIndex((p) => !p.failed && sameLimits(p.limits, limits));
+  const i = spare.findIndex((p) => !p.failed);
   const taken = i === -1 ? undefined : spare.splice(i, 1)[0];
   if (taken === undefined) return newWorker(limits);
   taken.worker.off('error', taken.onFail).off('exit', taken.onFail).ref();
@@ -99,7 +104,9 @@ export class HashWorkerPool {
 
   constructor(count: number, ctx: HashChunkContext, chunkBytes: number, youngGenerationMb?: number) {
     const limits = workerLimits(chunkBytes, youngGenerationMb);
-    const spare = prestarted.splice(0);
+    // The prestarted workers are this pool's to take only when made with its limits.
+    const early = prestarted.splice(0);
+    const spare = sameLimits(limits, EARLY_LIMITS) ? early : [];
     try {
       for (let i = 0; i < count; i++) this.start(startWorker(limits, spare), ctx);
     } catch (error) {
@@ -108,7 +115,7 @@ export class HashWorkerPool {
       throw error;
     } finally {
       // Prestarted for another run's limits, or one too many.
-      for (const unused of spare) void unused.worker.terminate();
+      for (const unused of early) void unused.worker.terminate();
     }
   }
 

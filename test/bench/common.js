@@ -6,6 +6,17 @@ import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const BIN = `${ROOT}bin/audience-kit.js`;
+/** The node arguments of `audience-kit hash FILE --format jsonl --workers N`, then `extra`. */
+export const hashCommand = (file, workers, extra = []) => [
+  BIN,
+  'hash',
+  file,
+  '--format',
+  'jsonl',
+  '--workers',
+  String(workers),
+  ...extra,
+];
 
 const args = process.argv.slice(2);
 export const opt = (name, fallback) => {

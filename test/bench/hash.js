@@ -36,7 +36,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import Papa from 'papaparse';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
-import { BIN, dataFile, flag, fmt, measure, opt, ROOT, rows } from './common.js';
+import { dataFile, flag, fmt, hashCommand, measure, opt, ROOT, rows } from './common.js';
 
 /** Papaparse streaming over `file`: `onRow(fields, header)` for every data row. */
 function eachRow(file, onRow) {
@@ -173,16 +173,7 @@ const ratio = (what, ours, peer, target) =>
   console.log(
     `  ${what.padEnd(34)} wall ${(peer.seconds / ours.seconds).toFixed(2)}x, CPU ${(peer.cpuSeconds / ours.cpuSeconds).toFixed(2)}x${target ? `   (${target})` : ''}`,
   );
-const hashArgs = (file, extra = [], workers = threads) => [
-  BIN,
-  'hash',
-  file,
-  '--format',
-  'jsonl',
-  '--workers',
-  workers,
-  ...extra,
-];
+const hashArgs = (file, extra = [], workers = threads) => hashCommand(file, workers, extra);
 const duckArgs = (file, extra = []) => [
   fileURLToPath(new URL('./duckdb.js', import.meta.url)),
   '--module',

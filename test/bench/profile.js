@@ -11,7 +11,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BIN, dataFile, measure, opt } from './common.js';
+import { dataFile, hashCommand, measure, opt } from './common.js';
 
 /** Stage of a sampled function: first matching rule of its module (url) and name wins. */
 const STAGES = [
@@ -115,18 +115,7 @@ console.log(
     .map((l) => l.toFixed(2))
     .join(' ')}`,
 );
-const run = await measure([
-  '--cpu-prof',
-  '--cpu-prof-dir',
-  dir,
-  BIN,
-  'hash',
-  file,
-  '--format',
-  'jsonl',
-  '--workers',
-  workers,
-]);
+const run = await measure(['--cpu-prof', '--cpu-prof-dir', dir, ...hashCommand(file, workers)]);
 console.log(
   `hash ${file.replace(/.*\//, '')} --workers ${workers} under the profiler: ${run.seconds.toFixed(2)} s, ${run.cpuSeconds.toFixed(2)} CPU-s (all threads, kernel included)`,
 );
