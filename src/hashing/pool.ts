@@ -4,8 +4,9 @@
  * rejects every pending chunk, so the pipeline never hangs.
  */
 import { availableParallelism } from 'node:os';
-import { Worker, type ResourceLimits } from 'node:worker_threads';
+import { Worker } from 'node:worker_threads';
 import { DEFAULT_CHUNK_BYTES } from '../ingest/records.js';
+import { afterWorkerStart, beforeWorkerStart } from '../util/heap-flags.js';
 import type { HashChunkContext, HashChunkResult } from './chunk.js';
 import type { HashWorkerMessage, HashWorkerReply } from './worker.js';
 
@@ -21,7 +22,7 @@ const WORKER_URL = import.meta.url.endsWith('.ts')
  * The young generation stays large enough that per-row garbage dies there cheaply, unless the
  * caller trades that for memory (`youngGenerationMb`).
  */
-function workerLimits(chunkBytes: number, youngGenerationMb = 16): Required<Pick<ResourceLimits, LimitKey>> {
+function workerLimits(chunkBytes: number, youngGenerationMb = 16): Limits {
   return {
     maxOldGenerationSizeMb: 32 + Math.ceil((chunkBytes * 32) / (1024 * 1024)),
     maxYoungGenerationSizeMb: youngGenerationMb,
@@ -34,8 +35,11 @@ export const MAX_HASH_WORKERS = 256;
 /** The worker threads of a run that names no number: one a core. */
 export const defaultHashWorkers = (): number => availableParallelism();
 
-type LimitKey = 'maxOldGenerationSizeMb' | 'maxYoungGenerationSizeMb';
-type Limits = ReturnType<typeof workerLimits>;
+/** The `resourceLimits` of the pool's workers. */
+interface Limits {
+  maxOldGenerationSizeMb: number;
+  maxYoungGenerationSizeMb: number;
+}
 
 /** Workers started before the command knows its input, all with EARLY_LIMITS. */
 const prestarted: { worker: Worker; failed: boolean; onFail: () => void }[] = [];
@@ -77,10 +81,15 @@ function startWorker(limits: Limits, spare: typeof prestarted): Worker {
  * adds an `error` listener to process.stdout and process.stderr per worker, so from 11 workers
  * Node warned of a listener leak when the CLI added its own, and the CLI's check of whether a
  * command listens to stdout itself counted the workers' pipes. A prestarted worker that is ended
- * unused says nothing.
+ * unused says nothing. Its start resets the main thread's heap flags, if the process set any
+ * (util/heap-flags.ts), which are set again once it is online.
  */
 function newWorker(limits: Limits): Worker {
-  return new Worker(WORKER_URL, { resourceLimits: limits, stdout: true, stderr: true });
+  beforeWorkerStart(limits.maxYoungGenerationSizeMb);
+  return new Worker(WORKER_URL, { resourceLimits: limits, stdout: true, stderr: true }).once(
+    'online',
+    afterWorkerStart,
+  );
 }
 
 function forwardOutput(worker: Worker): void {
