@@ -1,19 +1,22 @@
 #!/usr/bin/env node
 const { hidePasswordsFromProcessList } = await import('../dist/cli/process-title.js');
 hidePasswordsFromProcessList(process.argv);
-// An upload's or a sync's main thread keeps its garbage small: its young generation stays at V8's
-// first size (1 MB semi-spaces, not grown to 16 MB ones) and its old generation is collected once it
-// has grown by 20% instead of V8's up to 4x (docs/performance.md, "Memory of a sync", "Memory of an
-// upload"). Read as V8 runs, so they take effect here, before the CLI's modules load, and set again
-// after each hashing worker starts, which resets them (src/util/heap-flags.ts); the flags are the
-// process's, which the CLI owns (the library sets none). The command is the first word (the global
-// options before it are flags, as main.ts reads it).
+// An upload's main thread keeps its garbage small: its young generation stays at V8's first size (1 MB
+// semi-spaces, not grown to 16 MB ones), and an upload's or a sync's old generation is collected once
+// it has grown by 20% instead of V8's up to 4x (docs/performance.md, "Memory of an upload", "Memory of
+// a sync"). Not the young generation of a sync: it cost its first sync 40% more CPU, for memory it
+// has no need of. Read as V8 runs, so they take effect when set here, before the CLI loads, and are set
+// again after each hashing worker starts, which undoes the first (src/util/heap-flags.ts); the flags
+// are the process's, which the CLI owns (the library sets none). The command is the first word (the
+// global options before it are flags, as main.ts reads it).
 const args = process.argv.slice(2);
 const command = args.find((arg) => !arg.startsWith('-'));
-if (command === 'sync' || command === 'upload')
-  (await import('../dist/util/heap-flags.js')).setMainHeapFlags(
-    '--semi-space-growth-factor=1 --heap-growing-percent=20',
-  );
+const heapFlags = {
+  upload: '--semi-space-growth-factor=1 --heap-growing-percent=20',
+  sync: '--heap-growing-percent=20',
+};
+if (command === 'upload' || command === 'sync')
+  (await import('../dist/util/heap-flags.js')).setMainHeapFlags(heapFlags[command]);
 // `hash` starts its hashing workers before the CLI loads (src/cli/early-workers.ts).
 (await import('../dist/cli/early-workers.js')).startEarlyWorkers(args);
 const { main } = await import('../dist/cli/main.js');

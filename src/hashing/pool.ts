@@ -4,7 +4,7 @@
  * rejects every pending chunk, so the pipeline never hangs.
  */
 import { availableParallelism } from 'node:os';
-import { Worker } from 'node:worker_threads';
+import { Worker, type ResourceLimits } from 'node:worker_threads';
 import { DEFAULT_CHUNK_BYTES } from '../ingest/records.js';
 import { afterWorkerStart, beforeWorkerStart } from '../util/heap-flags.js';
 import type { HashChunkContext, HashChunkResult } from './chunk.js';
@@ -35,11 +35,9 @@ export const MAX_HASH_WORKERS = 256;
 /** The worker threads of a run that names no number: one a core. */
 export const defaultHashWorkers = (): number => availableParallelism();
 
-/** The `resourceLimits` of the pool's workers. */
-interface Limits {
-  maxOldGenerationSizeMb: number;
-  maxYoungGenerationSizeMb: number;
-}
+type LimitKey = 'maxOldGenerationSizeMb' | 'maxYoungGenerationSizeMb';
+/** The `resourceLimits` the pool's workers are made with. */
+type Limits = { [K in LimitKey]-?: NonNullable<ResourceLimits[K]> };
 
 /** Workers started before the command knows its input, all with EARLY_LIMITS. */
 const prestarted: { worker: Worker; failed: boolean; onFail: () => void }[] = [];
@@ -81,15 +79,15 @@ function startWorker(limits: Limits, spare: typeof prestarted): Worker {
  * adds an `error` listener to process.stdout and process.stderr per worker, so from 11 workers
  * Node warned of a listener leak when the CLI added its own, and the CLI's check of whether a
  * command listens to stdout itself counted the workers' pipes. A prestarted worker that is ended
- * unused says nothing. Its start resets the main thread's heap flags, if the process set any
+ * unused says nothing. Its start undoes the main thread's heap flags, if the process set any
  * (util/heap-flags.ts), which are set again once it is online.
  */
 function newWorker(limits: Limits): Worker {
   beforeWorkerStart(limits.maxYoungGenerationSizeMb);
-  return new Worker(WORKER_URL, { resourceLimits: limits, stdout: true, stderr: true }).once(
-    'online',
-    afterWorkerStart,
-  );
+  // A worker ended before it came online (a pool closed while starting) has made its isolate too.
+  return new Worker(WORKER_URL, { resourceLimits: limits, stdout: true, stderr: true })
+    .once('online', afterWorkerStart)
+    .once('exit', afterWorkerStart);
 }
 
 function forwardOutput(worker: Worker): void {
