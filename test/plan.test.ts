@@ -324,6 +324,32 @@ describe('BatchPacker body reuse', () => {
     expect(copy(second)).toBe(secondText);
   });
 
+  it('reuses a body of any allowed size only as memory of its own: small bodies never overlap another batch', () => {
+    // Below 4 KiB, Buffer.allocUnsafe carves buffers out of one shared 8 KiB slab: a body taken
+    // back as "its memory" would then span other batches' bytes (or any other pooled buffer).
+    const small = new BatchPacker({ maxBodyBytes: 1024, maxOperations: 1, maxUsersPerOperation: 10 });
+    const held: PackedBatch[] = [];
+    const released: PackedBatch[] = [];
+    for (let i = 0; i < 36; i++) {
+      const b = nextBatch(small, 100 * i);
+      // Every third batch given back as soon as it is closed (confirmed at once), the others held.
+      if (i % 3 === 2) {
+        small.release(b);
+        released.push(b);
+      } else held.push(b);
+    }
+    const texts = held.map(copy);
+    const later = Array.from({ length: 12 }, (_, i) => nextBatch(small, 10_000 + 100 * i));
+    expect(held.map(copy)).toEqual(texts);
+    // A refilled body is exactly a released batch's bytes, no more.
+    const reused = later.filter((b) => released.some((r) => r.body.buffer === b.body.buffer));
+    expect(reused.length).toBeGreaterThan(0);
+    for (const b of reused)
+      expect(released.some((r) => r.body.buffer === b.body.buffer && r.body.byteOffset === b.body.byteOffset)).toBe(
+        true,
+      );
+  });
+
   it('gives a body to one batch at a time: a second release, a stale batch or a foreign body is ignored', () => {
     const packer = new BatchPacker(limits);
     const a = nextBatch(packer, 0);

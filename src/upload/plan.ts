@@ -230,7 +230,9 @@ export class BatchPacker {
       const empty = g.operationUsers.length === 0 && g.opUsers === 0;
       const sameOp = g.opUsers > 0 && g.opUsers < this.limits.maxUsersPerOperation;
       if (empty) {
-        g.body = this.spares.pop() ?? Buffer.allocUnsafe(this.limits.maxBodyBytes);
+        // allocUnsafeSlow: memory of the body's own at every size (allocUnsafe cuts bodies under
+        // 4 KiB out of a slab shared with other buffers), which `release` takes back whole.
+        g.body = this.spares.pop() ?? Buffer.allocUnsafeSlow(this.limits.maxBodyBytes);
         g.bytes = g.body.write(`[${g.prefix}`, 0);
         g.bytes += g.body.write(json, g.bytes);
         break;
