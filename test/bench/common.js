@@ -44,13 +44,19 @@ export function dataFile(kind = 'full') {
 }
 
 /**
+ * AK_BENCH_CPU_PROF=DIR: every measured process writes V8's CPU profiles (one file a thread, named
+ * by process id and thread) into DIR, for where a benchmark's time goes (profile.js does it for `hash`).
+ */
+const CPU_PROF = process.env.AK_BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.AK_BENCH_CPU_PROF] : [];
+
+/**
  * Run node with `argv`; wall time, CPU seconds and peak RSS (the process's, worker threads included) and
  * stderr, and stdout with `captureStdout` (hash output is discarded: it can exceed a string).
  */
 export function measure(argv, { env = {}, captureStdout = false } = {}) {
   return new Promise((resolve, reject) => {
     const started = process.hrtime.bigint();
-    const child = spawn(process.execPath, ['--import', RSS_PRELOAD, ...argv], {
+    const child = spawn(process.execPath, [...CPU_PROF, '--import', RSS_PRELOAD, ...argv], {
       stdio: ['ignore', captureStdout ? 'pipe' : 'ignore', 'pipe'],
       env: { ...process.env, ...env },
     });

@@ -8,7 +8,9 @@
 //   node test/bench/hash.js --rows 10000000      the same sizes check on 10M rows (RSS must stay flat)
 //   options: --workers N (and DuckDB's threads; default: the cores; `hash --workers 0` is measured too, one
 //            thread as the straightforward pipeline, unless --skip-one-thread), --repeat N (default 3),
-//            --skip-baseline, --skip-diff, --skip-duckdb
+//            --skip-baseline, --skip-diff, --skip-duckdb, --skip-start-up
+//   after each file: the same commands on its first 1,000 rows (start-up: process, modules, mapping, DuckDB's
+//   library) and the ratios per row with that left out, to tell what a run pays once from what it pays per row
 //
 // Each pipeline is run --repeat times, alternated (ours, ours in one thread, straightforward, DuckDB, ours, ...),
 // and the median of each figure is reported with its range: on shared cores one run of a pipeline can take 30%
@@ -20,14 +22,18 @@
 // ($AK_BENCH_PEERS, else ~/.cache/audience-kit-bench/peers-<version>); it is never a dependency of the package.
 import { spawnSync } from 'node:child_process';
 import {
+  closeSync,
   copyFileSync,
   createReadStream,
   existsSync,
   mkdirSync,
   mkdtempSync,
+  openSync,
   readFileSync,
+  readSync,
   rmSync,
   statSync,
+  writeFileSync,
 } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { availableParallelism, homedir, loadavg, tmpdir } from 'node:os';
@@ -185,16 +191,62 @@ const duckArgs = (file, extra = []) => [
   ...extra,
 ];
 
+/** The commands compared on `file`: ours, ours in one thread, the straightforward pipeline, DuckDB (undefined: not run). */
+const commandsOn = (file) => [
+  hashArgs(file),
+  threads === '0' || flag('skip-one-thread') ? undefined : hashArgs(file, [], '0'),
+  flag('skip-baseline') || !sized ? undefined : [fileURLToPath(import.meta.url), '--baseline-child', file],
+  peers === undefined ? undefined : duckArgs(file),
+];
+
+/** The header and the first `count` rows of `file` (generated files: one line a row), in a file of `dir`. */
+function headOf(file, count, dir) {
+  const fd = openSync(file, 'r');
+  const bytes = Buffer.alloc(1 << 20);
+  const read = readSync(fd, bytes, 0, bytes.length, 0);
+  closeSync(fd);
+  const head = join(dir, `head-${count}.csv`);
+  const lines = bytes.toString('utf8', 0, read).split('\n');
+  writeFileSync(head, `${lines.slice(0, count + 1).join('\n')}\n`);
+  return head;
+}
+
+const START_ROWS = 1000;
+
+/**
+ * The same commands on the file's first START_ROWS rows: what each costs before its rows (process
+ * and module start-up, the column mapping, DuckDB's library), and the ratios per row with it left
+ * out. For the analysis of where the figures above go; the issue's bounds are those figures.
+ */
+async function startUp(file, measured, kind) {
+  const dir = mkdtempSync(join(tmpdir(), 'ak-bench-head-'));
+  try {
+    const small = await measureAlternated(commandsOn(headOf(file, START_ROWS, dir)));
+    const names = ['hash', 'hash --workers 0', 'straightforward', 'DuckDB'];
+    const parts = small.map((m, i) => m && `${names[i]} ${m.seconds.toFixed(2)} s / ${m.cpuSeconds.toFixed(2)} CPU-s`);
+    console.log(`  start-up (the first ${fmt(START_ROWS)} rows): ${parts.filter(Boolean).join(', ')}`);
+    const perRow = (i, key) => (measured[i][key] - small[i][key]) / (rows - START_ROWS);
+    const [ours, oneThread, base, duck] = [0, 1, 2, 3].map((i) => measured[i] !== undefined && small[i] !== undefined);
+    const cpu = (i) => (perRow(2, 'cpuSeconds') / perRow(i, 'cpuSeconds')).toFixed(2);
+    if (base && ours) {
+      const one = oneThread ? ` (hash --workers 0: ${cpu(1)}x)` : '';
+      console.log(`  per row, start-up left out:        straightforward / hash CPU ${cpu(0)}x${one}`);
+    }
+    if (duck && ours && kind === 'email')
+      console.log(
+        `  per row, start-up left out:        hash / DuckDB wall ${(perRow(0, 'seconds') / perRow(3, 'seconds')).toFixed(2)}x`,
+      );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /** Ours, the straightforward pipeline and DuckDB on one file, with the ratios. */
 async function compare(kind, title) {
   const file = dataFile(kind);
   console.log(`${title}: ${file.replace(ROOT, '')}, ${fmt(rows)} rows, ${(statSync(file).size / 1e6).toFixed(0)} MB`);
-  const [ours, oneThread, base, duck] = await measureAlternated([
-    hashArgs(file),
-    threads === '0' || flag('skip-one-thread') ? undefined : hashArgs(file, [], '0'),
-    flag('skip-baseline') || !sized ? undefined : [fileURLToPath(import.meta.url), '--baseline-child', file],
-    peers === undefined ? undefined : duckArgs(file),
-  ]);
+  const measured = await measureAlternated(commandsOn(file));
+  const [ours, oneThread, base, duck] = measured;
   console.log(`  (median of ${repeat} alternated runs; CPU seconds of each run in parentheses)`);
   row('audience-kit hash', ours);
   if (oneThread !== undefined) row('audience-kit hash --workers 0', oneThread);
@@ -207,6 +259,7 @@ async function compare(kind, title) {
     console.log(
       `  ${'hash / DuckDB'.padEnd(34)} wall ${(ours.seconds / duck.seconds).toFixed(2)}x, CPU ${(ours.cpuSeconds / duck.cpuSeconds).toFixed(2)}x${kind === 'email' ? '   (issue #34: wall <= 1.5x)' : '   (DuckDB hashes the e-mails only)'}`,
     );
+  if (!flag('skip-start-up') && rows > START_ROWS) await startUp(file, measured, kind);
   console.log(`  load average after: ${load()}\n`);
   return ours;
 }
