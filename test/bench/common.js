@@ -44,8 +44,10 @@ export function dataFile(kind = 'full') {
 }
 
 /**
- * AK_BENCH_CPU_PROF=DIR: every measured process writes V8's CPU profiles (one file a thread, named
- * by process id and thread) into DIR, for where a benchmark's time goes (profile.js does it for `hash`).
+ * AK_BENCH_CPU_PROF=DIR: every process `measure` runs writes V8's CPU profiles (one file a thread,
+ * named by process id and thread) into DIR, for where a benchmark's time goes (profile.js does it for
+ * `hash`). Not the sandboxes the benches start. The profiler costs CPU, wall time and memory: the
+ * figures of a profiled run are not the bench's, and its bounds may fail for it.
  */
 const CPU_PROF = process.env.AK_BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.AK_BENCH_CPU_PROF] : [];
 
