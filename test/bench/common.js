@@ -1,7 +1,9 @@
 // Helpers shared by the benchmarks: argument parsing, the generated data files, and running a
 // measured process (wall time, peak RSS read by a tiny preload, stdout and stderr).
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { createReadStream, createWriteStream, existsSync, rmSync } from 'node:fs';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -41,6 +43,32 @@ export function dataFile(kind = 'full') {
     if (r.status !== 0) throw new Error('generation failed');
   }
   return file;
+}
+
+/**
+ * Write the header and data rows [from, to) of `source` (a generated file: one line a row) to `out`,
+ * unless `out` exists; throws, writing nothing, when `source` has fewer rows.
+ */
+export async function slice(source, out, from, to) {
+  if (existsSync(out)) return out;
+  const w = createWriteStream(out);
+  let i = -1;
+  let batch = '';
+  for await (const line of createInterface({ input: createReadStream(source), crlfDelay: Infinity })) {
+    if (i === -1 || (i >= from && i < to)) batch += `${line}\n`;
+    if (batch.length > 1 << 20) {
+      if (!w.write(batch)) await once(w, 'drain');
+      batch = '';
+    }
+    if (++i >= to) break;
+  }
+  w.end(batch);
+  await once(w, 'close');
+  if (i < to) {
+    rmSync(out, { force: true });
+    throw new Error(`${source} has ${i} rows, fewer than ${to}`);
+  }
+  return out;
 }
 
 /**

@@ -23,18 +23,14 @@
 // ($AK_BENCH_PEERS, else ~/.cache/audience-kit-bench/peers-<version>); it is never a dependency of the package.
 import { spawnSync } from 'node:child_process';
 import {
-  closeSync,
   copyFileSync,
   createReadStream,
   existsSync,
   mkdirSync,
   mkdtempSync,
-  openSync,
   readFileSync,
-  readSync,
   rmSync,
   statSync,
-  writeFileSync,
 } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { availableParallelism, homedir, loadavg, tmpdir } from 'node:os';
@@ -43,7 +39,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import Papa from 'papaparse';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
-import { dataFile, flag, fmt, hashCommand, measure, opt, ROOT, rows } from './common.js';
+import { dataFile, flag, fmt, hashCommand, measure, opt, ROOT, rows, slice } from './common.js';
 
 /** Papaparse streaming over `file`: `onRow(fields, header)` for every data row. */
 function eachRow(file, onRow) {
@@ -200,30 +196,6 @@ const commandsOn = (file) => [
   peers === undefined ? undefined : duckArgs(file),
 ];
 
-/**
- * The header and the first `count` rows of `file` in a file of `dir`. For the generated files,
- * which quote nothing: one line a row. Throws when `file` has fewer rows.
- */
-function headOf(file, count, dir) {
-  const fd = openSync(file, 'r');
-  const bytes = Buffer.alloc(count * 4096);
-  let size = 0;
-  let lines = [];
-  try {
-    for (let read = -1; read !== 0 && lines.length <= count + 1; size += read) {
-      read = readSync(fd, bytes, size, bytes.length - size, size);
-      lines = bytes.toString('utf8', 0, size + read).split('\n');
-    }
-  } finally {
-    closeSync(fd);
-  }
-  // The last piece is a partial line (or empty after the last newline): count + 1 whole lines are needed.
-  if (lines.length <= count + 1) throw new Error(`${file} has fewer than ${count} rows (or rows over 4 KiB)`);
-  const head = join(dir, `head-${count}.csv`);
-  writeFileSync(head, `${lines.slice(0, count + 1).join('\n')}\n`);
-  return head;
-}
-
 const START_ROWS = 1000;
 /**
  * The start-up is left out at the issue's size (1M rows) only: on a smaller file the rows' part is of
@@ -239,7 +211,8 @@ const START_UP_MIN_ROWS = 1_000_000;
 async function startUp(file, measured, kind) {
   const dir = mkdtempSync(join(tmpdir(), 'ak-bench-head-'));
   try {
-    const small = await measureAlternated(commandsOn(headOf(file, START_ROWS, dir)));
+    const head = await slice(file, join(dir, 'head.csv'), 0, START_ROWS);
+    const small = await measureAlternated(commandsOn(head));
     const names = ['hash', 'hash --workers 0', 'straightforward', 'DuckDB'];
     const parts = small.map((m, i) => m && `${names[i]} ${m.seconds.toFixed(2)} s / ${m.cpuSeconds.toFixed(2)} CPU-s`);
     console.log(`  start-up (the first ${fmt(START_ROWS)} rows): ${parts.filter(Boolean).join(', ')}`);

@@ -30,12 +30,11 @@
 // The sandbox runs in its own process (a fair peer: it does not share the syncing process's cores'
 // event loop). Peak RSS is the measured process's maxRSS (worker threads included).
 import { spawn, spawnSync } from 'node:child_process';
-import { createReadStream, createWriteStream, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { BIN, flag, fmt, measure, opt, ROOT, rows } from './common.js';
+import { BIN, flag, fmt, measure, opt, ROOT, rows, slice } from './common.js';
 import { freshDatabase } from './pg.js';
 
 const SANDBOX = `${ROOT}dist/sandbox/index.js`; // the sandbox's entry (audience-kit/sandbox)
@@ -52,25 +51,6 @@ function generated(n) {
     return once(r, 'close').then(() => file);
   }
   return Promise.resolve(file);
-}
-
-/** Write the header and data rows [from, to) of `source` to `out`. */
-async function slice(source, out, from, to) {
-  if (existsSync(out)) return out;
-  const w = createWriteStream(out);
-  let i = -1;
-  let batch = '';
-  for await (const line of createInterface({ input: createReadStream(source), crlfDelay: Infinity })) {
-    if (i === -1 || (i >= from && i < to)) batch += `${line}\n`;
-    if (batch.length > 1 << 20) {
-      if (!w.write(batch)) await once(w, 'drain');
-      batch = '';
-    }
-    if (++i >= to) break;
-  }
-  w.end(batch);
-  await once(w, 'close');
-  return out;
 }
 
 /**
