@@ -4,7 +4,13 @@ import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../src/errors.js';
 import { createHashSummary, mergeHashSummary, type HashSummary } from '../src/hashing/summary.js';
-import { hashCsv, hashRecords, type HashCsvOptions, type HashCsvRun } from '../src/hashing/pipeline.js';
+import {
+  hashCsv,
+  hashRecords,
+  type HashCsvOptions,
+  type HashCsvRun,
+  type HashedChunk,
+} from '../src/hashing/pipeline.js';
 import { HashWorkerPool, prestartHashWorkers } from '../src/hashing/pool.js';
 import type { HashChunkContext } from '../src/hashing/chunk.js';
 import { hashValue } from '../src/platform/identifiers/rules.js';
@@ -297,7 +303,7 @@ describe("hashCsv packed for a sync: the snapshot's fresh users leave out their 
     return out;
   }
 
-  it('in the workers and on the calling thread, only before the run starts', async () => {
+  it('in the workers and on the calling thread, given before the run starts', async () => {
     const all = await packedUsers(await hashCsv(CRM, { emit: 'packed', workers: 0 }));
     expect(all.every((u) => u.text !== '' && u.pos === undefined)).toBe(true);
     // A snapshot of every third user, one of them stale (due for a refresh: its text is needed).
@@ -317,12 +323,43 @@ describe("hashCsv packed for a sync: the snapshot's fresh users leave out their 
         expect(u.pos).toBe(findKey(table, u.hi, u.lo));
       });
       expect(got.filter((u) => u.text === '').length).toBeGreaterThan(known.length / 2);
-      expect(run.leaveOutKnownUsers(table)).toBe(false); // started: too late
+      expect(run.leaveOutKnownUsers(table)).toBe(false); // read to its end: closed
     }
     // Not a packed run, or not a run at all: nothing is left out.
     const jsonl = await hashCsv(CRM, { emit: 'jsonl', workers: 0 });
     expect(jsonl.leaveOutKnownUsers(table)).toBe(false);
     await jsonl.close();
+  });
+
+  it('given once the run has started (a sync reads ahead for its minimum size), from the next chunks sent on', async () => {
+    const all = await packedUsers(await hashCsv(CRM, { emit: 'packed', workers: 0 }));
+    const builder = new KeyTableBuilder(all.length);
+    for (const u of [...new Map(all.map((u) => [`${u.hi}/${u.lo}`, u])).values()].sort(
+      (a, b) => a.hi - b.hi || a.lo - b.lo,
+    ))
+      builder.push(u.hi, u.lo, false);
+    const table = builder.finish();
+    for (const workers of [0, 2]) {
+      // At most 2 chunks ahead of the reader: no more than the first 4 are sent before the table is given.
+      const run = await hashCsv(CRM, { emit: 'packed', workers, chunkBytes: 4096, maxChunksInFlight: 2 });
+      const chunks: { texts: string[]; positions: Int32Array | undefined }[] = [];
+      const collect = (chunk: HashedChunk): void => {
+        const texts = (chunk.packed?.jsonLines ?? '').split('\n').slice(0, -1);
+        chunks.push({ texts, positions: chunk.packed?.positions });
+      };
+      const it = run[Symbol.asyncIterator]();
+      const first = await it.next();
+      if (first.done !== true) collect(first.value);
+      expect(run.leaveOutKnownUsers(table)).toBe(true);
+      for (let next = await it.next(); next.done !== true; next = await it.next()) collect(next.value);
+      // Every user is in the table: a chunk hashed with it leaves every text out, one hashed before keeps them all.
+      const withTable = chunks.map((c) => c.positions !== undefined);
+      expect(withTable.indexOf(true)).toBeGreaterThan(0);
+      expect(withTable.indexOf(true)).toBeLessThanOrEqual(4);
+      expect(withTable.slice(withTable.indexOf(true)).every(Boolean)).toBe(true);
+      for (const c of chunks) expect(c.texts.every((t) => (t === '') === (c.positions !== undefined))).toBe(true);
+      expect(chunks.flatMap((c) => c.texts)).toHaveLength(all.length);
+    }
   });
 
   it('a table taken back, or given to a run that ended, leaves nothing out; a guarded run forwards it', async () => {

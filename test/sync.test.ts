@@ -391,6 +391,29 @@ describe.each(STORES)(
       expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, rowsB));
     });
 
+    it("with the minimum audience size on (the CLI's default), read ahead before the snapshot opens, the known users are still left out", async () => {
+      const t = await setup();
+      const dir = tempDir('ak-sync-csv-');
+      const rows = customers(range(0, 2000));
+      await syncFile(t, await csvRun(dir, 'a.csv', rows), {});
+      // 50 left, 40 joined; the check reads ahead to 100 users, so the first chunks were sent without the table.
+      const rowsB = [...customers(range(50, 2000)), ...customers(range(2000, 2040))];
+      const run = await csvRun(dir, 'b.csv', rowsB);
+      const given: boolean[] = [];
+      const leaveOut = run.leaveOutKnownUsers.bind(run);
+      run.leaveOutKnownUsers = (table) => {
+        const taken = leaveOut(table);
+        if (table !== undefined) given.push(taken);
+        return taken;
+      };
+      const report = await syncFile(t, run, { minAudienceSize: 100, maxRemovals: 50 });
+      expect(report).toMatchObject({ status: 'completed', adds: 40, removes: 50, unchanged: 1950 });
+      expect(given).toEqual([true]);
+      // At most the 3 chunks read ahead and 10 in flight (about 600 rows) were hashed before the table came.
+      expect(run.seen.leftOut).toBeGreaterThan(1950 - 700);
+      expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, rowsB));
+    });
+
     it('a run whose sync stopped before reading it keeps every user for a full sync or an upload', async () => {
       const t = await setup();
       const dir = tempDir('ak-sync-csv-');

@@ -283,11 +283,13 @@ export interface HashCsvRun extends AsyncIterable<HashedChunk> {
   /** Stop early: terminate the workers and close the input (iteration does it when it ends). */
   close(): Promise<void>;
   /**
-   * For syncAudience: its snapshot's table of known users (HashChunkContext.knownUsers), given
-   * before the run starts; a packed run's workers then leave out the text of the users the sync
-   * will not send (a large table also shrinks their young generation). The next iteration takes
-   * the table and the run forgets it; `undefined` takes back a table no iteration took. False
-   * when no table can be given (not packed, started, closed): the sync cuts out the text itself.
+   * For syncAudience: its snapshot's table of known users (HashChunkContext.knownUsers); a packed
+   * run's workers then leave out the text of the users the sync will not send. Given before the
+   * run starts, every chunk is looked up in it (and a large table shrinks the workers' young
+   * generation); given later (a sync reads its input ahead for the minimum audience size before
+   * its snapshot is open), the chunks sent to hashing from then on. `undefined` takes it back; the
+   * run lets go of it when it closes. False when no table can be given (not packed, closed): the
+   * sync cuts out the text itself.
    */
   leaveOutKnownUsers(table: KnownUsers | undefined): boolean;
 }
@@ -323,7 +325,7 @@ export async function hashCsv(source: CsvSource, opts: HashCsvOptions = {}): Pro
     totalBytes: input.totalBytes,
     bytesRead: () => input.bytesRead(),
     close: () => chunks.close(),
-    leaveOutKnownUsers: (table) => chunks.known.set(table),
+    leaveOutKnownUsers: (table) => chunks.leaveOutKnownUsers(table),
     [Symbol.asyncIterator]: () => chunks.run(),
   };
   // A regular file can be read again (a consent policy's do-not-reach pass); stdin, a pipe or a stream cannot.
@@ -396,25 +398,35 @@ interface ChunkLimits {
  */
 class CsvChunks {
   readonly summary = createHashSummary();
-  readonly known: KnownUsersSlot;
   private pool: HashWorkerPool | undefined;
   private started = false;
   private closed = false;
+  /** The context of the chunks hashed from now on: `ctx`, with a sync's table while one is given. */
+  private current: HashChunkContext;
 
   constructor(
     private readonly input: CsvInput,
     readonly ctx: HashChunkContext,
     private readonly limits: ChunkLimits,
   ) {
-    this.known = new KnownUsersSlot(() => !this.started && !this.closed && ctx.emit === 'packed');
+    this.current = ctx;
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.known.take();
+    // The table can be 60 MB: a closed run does not keep it.
+    this.current = this.ctx;
     await this.pool?.close();
     await this.input.close();
+  }
+
+  /** HashCsvRun.leaveOutKnownUsers: a started run's workers get the table in a new context message. */
+  leaveOutKnownUsers(table: KnownUsers | undefined): boolean {
+    if (table !== undefined && (this.closed || this.ctx.emit !== 'packed')) return false;
+    this.current = table === undefined ? this.ctx : { ...this.ctx, knownUsers: table };
+    if (!this.closed) this.pool?.setContext(this.current);
+    return true;
   }
 
   async *run(): AsyncGenerator<HashedChunk> {
@@ -436,36 +448,17 @@ class CsvChunks {
 
   /** How this iteration hashes a chunk: the workers' pool, or inline when there are none. */
   private hasher(): (chunk: CsvChunk, seq: number) => Promise<HashChunkResult> {
-    // The table binds to this iteration only; the run lets go of it (it can be 60 MB).
-    const table = this.known.take();
-    const ctx = table === undefined ? this.ctx : { ...this.ctx, knownUsers: table };
     const { workers, chunkBytes } = this.limits;
+    const ctx = this.current;
     if (workers > 0)
       this.pool = new HashWorkerPool(workers, ctx, chunkBytes, youngGenerationFor(ctx, this.input.totalBytes));
     const pool = this.pool;
-    const inline = (bytes: Uint8Array): Promise<HashChunkResult> => Promise.resolve().then(() => hashChunk(bytes, ctx));
+    const inline = (bytes: Uint8Array): Promise<HashChunkResult> =>
+      Promise.resolve().then(() => hashChunk(bytes, this.current));
     return (chunk, seq) => {
       if (chunk.kind === 'bad') return Promise.resolve(badChunk(chunk.error, chunk.lines));
       return pool === undefined ? inline(chunk.bytes) : pool.run(seq, chunk.bytes);
     };
-  }
-}
-
-/** The table a sync gives a run before it starts, until the run's next iteration takes it. */
-class KnownUsersSlot {
-  private known: KnownUsers | undefined;
-  constructor(private readonly accepts: () => boolean) {}
-
-  set(table: KnownUsers | undefined): boolean {
-    if (table !== undefined && !this.accepts()) return false;
-    this.known = table;
-    return true;
-  }
-
-  take(): KnownUsers | undefined {
-    const known = this.known;
-    this.known = undefined;
-    return known;
   }
 }
 

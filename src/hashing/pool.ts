@@ -153,6 +153,12 @@ export class HashWorkerPool {
     }
   }
 
+  /** The context of the chunks sent from now on (a worker takes its messages in order). */
+  setContext(ctx: HashChunkContext): void {
+    if (this.closed || this.failure !== undefined) return;
+    for (const { worker } of this.workers) worker.postMessage({ context: ctx } satisfies HashWorkerMessage);
+  }
+
   run(seq: number, bytes: Uint8Array): Promise<HashChunkResult> {
     if (this.failure !== undefined) return Promise.reject(this.failure);
     let entry = this.workers[0] as (typeof this.workers)[number];

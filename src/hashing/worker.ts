@@ -2,12 +2,13 @@
  * Entry point of a hashing worker thread: its first message is the context every chunk is hashed
  * with (sent by the pool that takes the worker, which may have been started before the input was
  * known: pool.ts prestartHashWorkers); then it receives chunks (transferred bytes) and answers
- * with hashChunk's result, transferring its byte arrays back.
+ * with hashChunk's result, transferring its byte arrays back. A context sent again (a sync's
+ * table of known users, given once the run has started) applies to the chunks that follow it.
  */
 import { isMainThread, parentPort } from 'node:worker_threads';
 import { hashChunk, type HashChunkContext, type HashChunkResult } from './chunk.js';
 
-/** What the pool sends: the context (first, once), then chunks to hash (bytes transferred), matched by `seq`. */
+/** What the pool sends: the context (first, and again when it changes), chunks to hash (bytes transferred), matched by `seq`. */
 export type HashWorkerMessage = { context: HashChunkContext } | { seq: number; bytes: Uint8Array };
 
 export type HashWorkerReply =
