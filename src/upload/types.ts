@@ -47,7 +47,7 @@ export interface PipelineExtras {
   totalBytes?: number | undefined;
   /** Stops the producer even while it waits for input (an interrupted upload calls it). */
   close?: () => Promise<void>;
-  /** A sync's table of the users its snapshot knows, given before the run starts (HashCsvRun.leaveOutKnownUsers). */
+  /** A sync's table of the users its snapshot knows, given once the snapshot is open, before or while the run is read (HashCsvRun.leaveOutKnownUsers). */
   leaveOutKnownUsers?: (table: KnownUsers | undefined) => boolean;
 }
 
