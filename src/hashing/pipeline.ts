@@ -401,7 +401,7 @@ class CsvChunks {
   private pool: HashWorkerPool | undefined;
   private started = false;
   private closed = false;
-  /** The context of the chunks hashed from now on: `ctx`, with a sync's table while one is given. */
+  /** The context of the chunks sent to hashing from now on: `ctx`, with a sync's table while one is given. */
   private current: HashChunkContext;
 
   constructor(
@@ -424,8 +424,10 @@ class CsvChunks {
   /** HashCsvRun.leaveOutKnownUsers: a started run's workers get the table in a new context message. */
   leaveOutKnownUsers(table: KnownUsers | undefined): boolean {
     if (table !== undefined && (this.closed || this.ctx.emit !== 'packed')) return false;
-    this.current = table === undefined ? this.ctx : { ...this.ctx, knownUsers: table };
-    if (!this.closed) this.pool?.setContext(this.current);
+    const next = table === undefined ? this.ctx : { ...this.ctx, knownUsers: table };
+    // A failed pool hashes nothing more: it takes no table.
+    if (this.pool !== undefined && !this.pool.setContext(next) && table !== undefined) return false;
+    this.current = next;
     return true;
   }
 

@@ -153,10 +153,14 @@ export class HashWorkerPool {
     }
   }
 
-  /** The context of the chunks sent from now on (a worker takes its messages in order). */
-  setContext(ctx: HashChunkContext): void {
-    if (this.closed || this.failure !== undefined) return;
+  /**
+   * The context of the chunks sent from now on (a worker takes its messages in order); false when
+   * the pool is closed or has failed.
+   */
+  setContext(ctx: HashChunkContext): boolean {
+    if (this.closed || this.failure !== undefined) return false;
     for (const { worker } of this.workers) worker.postMessage({ context: ctx } satisfies HashWorkerMessage);
+    return true;
   }
 
   run(seq: number, bytes: Uint8Array): Promise<HashChunkResult> {

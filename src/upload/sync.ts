@@ -548,7 +548,7 @@ async function planSync(o: ResolvedSyncOptions, snapshot: Snapshot, spool: Spool
     });
     spool.skip(planner.endInput());
   } finally {
-    // Stopped before the run's first read (aborted): the run must not keep the table for its next use.
+    // Stopped before or while reading the run (aborted): the run must not keep the table for its next use.
     source.leaveOutKnownUsers?.(undefined);
     added.remove();
   }
