@@ -315,17 +315,23 @@ describe("hashCsv packed for a sync: the snapshot's fresh users leave out their 
     }
     return out;
   }
+  const byKey = (a: Packed, b: Packed): number => a.hi - b.hi || a.lo - b.lo;
+  /** A snapshot's table of `users` (each once, in key order); `stale(i)`: the i-th of them is due for a refresh. */
+  function tableOf(users: Packed[], stale: (i: number) => boolean = () => false) {
+    const known = [...new Map(users.map((u) => [`${u.hi}/${u.lo}`, u])).values()].sort(byKey);
+    const builder = new KeyTableBuilder(known.length);
+    known.forEach((u, i) => builder.push(u.hi, u.lo, stale(i)));
+    return builder.finish();
+  }
 
   it('in the workers and on the calling thread, given before the run starts', async () => {
     const all = await packedUsers(await hashCsv(CRM, { emit: 'packed', workers: 0 }));
     expect(all.every((u) => u.text !== '' && u.pos === undefined)).toBe(true);
     // A snapshot of every third user, one of them stale (due for a refresh: its text is needed).
-    const known = [...new Map(all.filter((_, i) => i % 3 === 0).map((u) => [`${u.hi}/${u.lo}`, u])).values()].sort(
-      (a, b) => a.hi - b.hi || a.lo - b.lo,
+    const table = tableOf(
+      all.filter((_, i) => i % 3 === 0),
+      (i) => i === 0,
     );
-    const builder = new KeyTableBuilder(known.length);
-    known.forEach((u, i) => builder.push(u.hi, u.lo, i === 0));
-    const table = builder.finish();
     for (const workers of [0, 2]) {
       const run = await hashCsv(CRM, { emit: 'packed', workers, chunkBytes: 4096 });
       expect(run.leaveOutKnownUsers(table)).toBe(true);
@@ -335,7 +341,7 @@ describe("hashCsv packed for a sync: the snapshot's fresh users leave out their 
         expect(u.text).toBe(isKnownFresh(table, u.hi, u.lo) ? '' : all[i]?.text);
         expect(u.pos).toBe(findKey(table, u.hi, u.lo));
       });
-      expect(got.filter((u) => u.text === '').length).toBeGreaterThan(known.length / 2);
+      expect(got.filter((u) => u.text === '').length).toBeGreaterThan(table.count / 2);
       expect(run.leaveOutKnownUsers(table)).toBe(false); // read to its end: closed
     }
     // Not a packed run, or not a run at all: nothing is left out.
@@ -346,19 +352,16 @@ describe("hashCsv packed for a sync: the snapshot's fresh users leave out their 
 
   it('given once the run has started (a sync reads ahead for its minimum size), from the next chunks sent on', async () => {
     const all = await packedUsers(await hashCsv(CRM, { emit: 'packed', workers: 0 }));
-    const builder = new KeyTableBuilder(all.length);
-    for (const u of [...new Map(all.map((u) => [`${u.hi}/${u.lo}`, u])).values()].sort(
-      (a, b) => a.hi - b.hi || a.lo - b.lo,
-    ))
-      builder.push(u.hi, u.lo, false);
-    const table = builder.finish();
+    const table = tableOf(all);
     for (const workers of [0, 2]) {
       // At most 2 chunks in flight: when the first is read, no more than the first 2 were sent without the table.
       const run = await hashCsv(CRM, { emit: 'packed', workers, chunkBytes: 4096, maxChunksInFlight: 2 });
-      const chunks: { texts: string[]; positions: Int32Array | undefined }[] = [];
+      const chunks: { texts: string[]; positions: Int32Array | undefined; found: number[] }[] = [];
       const collect = (chunk: HashedChunk): void => {
         const texts = (chunk.packed?.jsonLines ?? '').split('\n').slice(0, -1);
-        chunks.push({ texts, positions: chunk.packed?.positions });
+        const fp = chunk.packed?.fingerprints ?? new Uint32Array();
+        const found = texts.map((_, k) => findKey(table, fp[2 * k] ?? 0, fp[2 * k + 1] ?? 0));
+        chunks.push({ texts, positions: chunk.packed?.positions, found });
       };
       const it = run[Symbol.asyncIterator]();
       const first = await it.next();
@@ -370,17 +373,18 @@ describe("hashCsv packed for a sync: the snapshot's fresh users leave out their 
       expect(withTable.indexOf(true)).toBeGreaterThan(0);
       expect(withTable.indexOf(true)).toBeLessThanOrEqual(2);
       expect(withTable.slice(withTable.indexOf(true)).every(Boolean)).toBe(true);
-      for (const c of chunks) expect(c.texts.every((t) => (t === '') === (c.positions !== undefined))).toBe(true);
+      for (const c of chunks) {
+        expect(c.texts.every((t) => (t === '') === (c.positions !== undefined))).toBe(true);
+        if (c.positions !== undefined) expect([...c.positions]).toEqual(c.found);
+      }
+      expect(chunks.flatMap((c) => c.found).every((pos) => pos >= 0)).toBe(true);
       expect(chunks.flatMap((c) => c.texts)).toHaveLength(all.length);
     }
   });
 
   it('a table taken back, or given to a run that ended, leaves nothing out; a guarded run forwards it', async () => {
     const all = await packedUsers(await hashCsv(CRM, { emit: 'packed', workers: 0 }));
-    const builder = new KeyTableBuilder(1);
-    const [first] = [...all].sort((a, b) => a.hi - b.hi || a.lo - b.lo);
-    builder.push(first?.hi ?? 0, first?.lo ?? 0, false);
-    const table = builder.finish();
+    const table = tableOf([...all].sort(byKey).slice(0, 1));
     const takenBack = await hashCsv(CRM, { emit: 'packed', workers: 0 });
     expect(takenBack.leaveOutKnownUsers(table)).toBe(true);
     expect(takenBack.leaveOutKnownUsers(undefined)).toBe(true);
