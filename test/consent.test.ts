@@ -1,9 +1,11 @@
+import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { hashCsv, hashRecords, type HashCsvRun } from '../src/hashing/pipeline.js';
 import type { RawRecord } from '../src/identifiers/rows.js';
 import type { ConsentPolicy } from '../src/identifiers/consent.js';
+import type { AudienceUser } from '../src/platform/users.js';
 import { readConsentValue, consentKindOfName } from '../src/identifiers/consent.js';
 import { resolveMapping } from '../src/identifiers/mapping.js';
 import { reportJson } from '../src/upload/report.js';
@@ -421,6 +423,40 @@ describe('too small to be anonymous: --min-audience-size', () => {
     const ok = await libraryUpload({ ...base, users: customers(range(0, 100)), target });
     expect(ok.status).toBe('completed');
     expect(t.sandbox.state.audienceSize(t.audienceId)).toBe(100);
+    await t.sandbox.close();
+  });
+  it('library: bare hashed users are counted as the uploader tells them apart (key order, empty lists), so 60 users given twice are refused', async () => {
+    const t = await setup();
+    const digest = (text: string): string => createHash('sha256').update(text).digest('hex');
+    const users: AudienceUser[] = [];
+    for (const i of range(0, 60)) {
+      const email = [digest(`customer.${i}@example.com`)];
+      const phone = [digest(`1415555${1000 + i}`)];
+      // The same user three times: keys in another order, and with an empty list.
+      users.push(
+        { email, phone_number: phone },
+        { phone_number: phone, email },
+        { email, phone_number: phone, handle: [] },
+      );
+    }
+    const base = {
+      client: t.client,
+      accountId: t.sandbox.accounts.primary,
+      target: { customAudienceId: t.audienceId },
+    };
+    await expect(libraryUpload({ ...base, users })).rejects.toThrow(
+      /would hold 60 users, fewer than the minimum of 100/,
+    );
+    expect(t.sandbox.state.requests).toEqual([]);
+    // A raw value among them is refused by the read-ahead as the uploader refuses it, by its position.
+    const raw = [...users.slice(0, 4), { email: ['customer.1@example.com'] }];
+    await expect(libraryUpload({ ...base, users: raw })).rejects.toMatchObject({
+      code: 'user_not_hashed',
+      message: expect.stringMatching(/^user 5 of the input has a email value that is not a SHA-256 digest/),
+    });
+    const ok = await libraryUpload({ ...base, users, minAudienceSize: 60 });
+    expect(ok.status).toBe('completed');
+    expect(t.sandbox.state.audienceSize(t.audienceId)).toBe(60);
     await t.sandbox.close();
   });
 });

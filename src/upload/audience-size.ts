@@ -10,7 +10,8 @@ import { ConfigError } from '../errors.js';
 import { serializeUser } from '../identifiers/serialize.js';
 import { readAhead } from '../util/read-ahead.js';
 import type { Target } from './target.js';
-import type { UploadItem, UploadUser, UploadUsers } from './types.js';
+import { itemUsers } from './input.js';
+import type { UploadItem, UploadPackedChunk, UploadUsers } from './types.js';
 
 /** The default minimum (docs/privacy.md); 0 turns the check off. */
 export const DEFAULT_MIN_AUDIENCE_SIZE = 100;
@@ -25,27 +26,25 @@ export function audienceTooSmall(users: number, min: number, what: string): Conf
   );
 }
 
-/** The distinct users an item adds to `seen` (their serialized form, or packed fingerprints). */
-function addKeys(item: UploadItem, seen: Set<string>): void {
-  const packed = (item as { packed?: { jsonLines: string; fingerprints: Uint32Array } }).packed;
-  if (packed !== undefined) {
-    const n = packed.fingerprints.length / 2;
-    for (let k = 0; k < n; k++) seen.add(`${packed.fingerprints[2 * k]}:${packed.fingerprints[2 * k + 1]}`);
-    return;
-  }
-  const list: readonly unknown[] = Array.isArray(item)
-    ? item
-    : Array.isArray((item as { users?: unknown }).users)
-      ? (item as { users: unknown[] }).users
-      : [item];
-  for (const u of list) {
-    const built = u as Partial<UploadUser>;
-    const json =
-      typeof built.line === 'number' && typeof built.user === 'object'
-        ? (built.json ?? serializeUser(built.user))
-        : JSON.stringify(u);
-    if (json !== '{}') seen.add(json);
-  }
+/**
+ * Adds the distinct users of each item to `seen` as the uploader tells users apart: by their
+ * serializeUser text (a bare object's key order and empty lists do not make it another user), or
+ * a packed chunk's fingerprints.
+ */
+function keyCounter(seen: Set<string>): (item: UploadItem) => void {
+  const bare = { position: 0 };
+  return (item) => {
+    const packed = (item as Partial<UploadPackedChunk>).packed;
+    if (packed !== undefined) {
+      const n = packed.fingerprints.length / 2;
+      for (let k = 0; k < n; k++) seen.add(`${packed.fingerprints[2 * k]}:${packed.fingerprints[2 * k + 1]}`);
+      return;
+    }
+    for (const u of itemUsers(item, bare)) {
+      const json = u.json ?? serializeUser(u.user);
+      if (json !== '{}') seen.add(json);
+    }
+  };
 }
 
 /**
@@ -63,9 +62,10 @@ export async function withMinimumUsers(
 ): Promise<UploadUsers> {
   if (min === 0 || !target.hasMinimumSize || operation !== 'update') return users;
   const seen = new Set<string>();
+  const addKeys = keyCounter(seen);
   const ahead = await readAhead(users as AsyncIterable<UploadItem> | Iterable<UploadItem>, (head) => {
     const last = head.at(-1);
-    if (last !== undefined) addKeys(last, seen);
+    if (last !== undefined) addKeys(last);
     return seen.size < min;
   });
   if (ahead.ended && seen.size < min && !(sync && seen.size === 0)) {

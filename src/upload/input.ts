@@ -89,7 +89,6 @@ export async function readInput(o: ReadInputOptions): Promise<ReadResult> {
 
 /** Adds one item of any shape; synchronous on the hot path, only a closed batch costs an await. */
 function itemAdder(o: ReadInputOptions): (item: UploadItem) => Promise<void> {
-  let bareLine = 0;
   const taken = o.target.types;
   const notTaken = notTakenKey(taken);
   const addUser = (u: UploadUser): PackedBatch | undefined => {
@@ -99,16 +98,11 @@ function itemAdder(o: ReadInputOptions): (item: UploadItem) => Promise<void> {
     const json = u.json ?? serializeUser(u.user);
     return json === '{}' ? undefined : o.packer.add(o.handle, json, u.line);
   };
+  const bare = { position: 0 };
   return async (item) => {
     const packed = (item as Partial<UploadPackedChunk>).packed;
     if (packed !== undefined) return addPacked(o, packed, notTaken);
-    const list: readonly UploadUser[] = Array.isArray(item)
-      ? (item as readonly UploadUser[])
-      : Array.isArray((item as { users?: unknown }).users)
-        ? (item as { users: readonly UploadUser[] }).users
-        : isBuiltUser(item)
-          ? [item]
-          : [{ line: ++bareLine, user: checkHashedUser(item, bareLine), rejects: [] }];
+    const list = itemUsers(item, bare);
     for (let i = 0; i < list.length; i++) {
       const closed = addUser(list[i] as UploadUser);
       if (closed !== undefined) await o.onPacked(closed);
@@ -184,6 +178,19 @@ function refuseType(target: Target, type: string, line: number): never {
       fix: `map only ${taken.join(' and ')} columns (hashCsv and hashRecords take them as the option types: ${JSON.stringify(taken)})`,
     },
   );
+}
+
+/**
+ * The built users of an item other than a packed chunk: its list, itself, or a bare user object
+ * checked (checkHashedUser) and numbered by `bare` from 1, in the stream's order (its position in a refusal). The uploader and the minimum audience size's
+ * read-ahead both read items through it, so both count the same users (by serializeUser's text).
+ */
+export function itemUsers(item: UploadItem, bare: { position: number }): readonly UploadUser[] {
+  if (Array.isArray(item)) return item as readonly UploadUser[];
+  if (Array.isArray((item as { users?: unknown }).users)) return (item as { users: readonly UploadUser[] }).users;
+  if (isBuiltUser(item)) return [item];
+  const position = ++bare.position;
+  return [{ line: position, user: checkHashedUser(item, position), rejects: [] }];
 }
 
 function isBuiltUser(item: UploadItem): item is UploadUser {
