@@ -1,7 +1,8 @@
 import { getCountries } from 'libphonenumber-js';
 import { describe, expect, it } from 'vitest';
 import { normalizeIdentifier } from '../src/identifiers/normalize.js';
-import { phoneFuzzCorpus, serviceReadAsLine } from './helpers/phone-fuzz.js';
+import { mulberry32 } from '../src/sandbox/faults.js';
+import { fuzzNumbers, phoneFuzzCorpus, punctuationForms, serviceReadAsLine } from './helpers/phone-fuzz.js';
 
 // The suite runs a small seeded corpus; the big run of docs/normalization.md ("Measured") is
 // PHONE_FUZZ_PER_COUNTRY=100 PHONE_FUZZ_SEED=1 (then 2, 3) npx vitest run test/phone-fuzz.test.ts
@@ -36,5 +37,28 @@ describe('phones of every country libphonenumber-js knows, against their ground 
     expect(rows.length).toBeGreaterThan(5000);
     const rejected = Object.values(reasons).reduce((a, b) => a + b, 0);
     expect(rejected / withCountry, JSON.stringify(reasons)).toBeLessThanOrEqual(0.01);
+  });
+});
+
+describe('dashes and invisible characters inside a number (Word, Outlook, web pages)', () => {
+  it('read as the same number written with `-`: never cut there, to a shorter valid number or a reject', () => {
+    const rnd = mulberry32(SEED);
+    const rows = fuzzNumbers(1, SEED).flatMap((n) => punctuationForms(n, rnd));
+    expect(rows.length).toBeGreaterThan(3000);
+    const differ: string[] = [];
+    let valid = 0;
+    for (const row of rows) {
+      const opts = { country: row.country, format: 'e164' as const };
+      const ascii = normalizeIdentifier('phone_number', row.ascii, opts);
+      const read = normalizeIdentifier('phone_number', row.value, opts);
+      if (ascii.ok) valid++;
+      if (JSON.stringify(read) !== JSON.stringify(ascii))
+        differ.push(
+          `${JSON.stringify(row.value)} (${row.country}): ${JSON.stringify(read)}, as ${row.ascii}: ${JSON.stringify(ascii)}`,
+        );
+    }
+    expect(differ.slice(0, 10)).toEqual([]);
+    // The forms with `-` are read right (the fuzz above holds them to their truth): most are valid.
+    expect(valid / rows.length).toBeGreaterThan(0.95);
   });
 });

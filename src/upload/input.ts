@@ -182,8 +182,9 @@ function refuseType(target: Target, type: string, line: number): never {
 
 /**
  * The built users of an item other than a packed chunk: its list, itself, or a bare user object
- * checked (checkHashedUser) and numbered by `bare` from 1, in the stream's order (its position in a refusal). The uploader and the minimum audience size's
- * read-ahead both read items through it, so both count the same users (by serializeUser's text).
+ * checked (checkHashedUser) and numbered by `bare` from 1 in the stream's order (its position in a
+ * refusal). The uploader and the minimum audience size's read-ahead both read items through it,
+ * so both count the same users (by serializeUser's text).
  */
 export function itemUsers(item: UploadItem, bare: { position: number }): readonly UploadUser[] {
   if (Array.isArray(item)) return item as readonly UploadUser[];

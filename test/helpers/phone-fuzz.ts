@@ -172,6 +172,33 @@ export function fuzzForms(n: FuzzNumber): FuzzRow[] {
   return rows;
 }
 
+/** Dashes that word processors write for `-` (U+2010-U+2015, minus sign, U+30FC), all libphonenumber-js punctuation. */
+const DASHES = ['\u2010', '\u2011', '\u2012', '\u2013', '\u2014', '\u2015', '\u2212', '\u30fc'];
+/** Invisible format characters a copy from a web page or a spreadsheet leaves in a cell. */
+const FORMAT_CHARS = ['\u00ad', '\u200b', '\u2060', '\u200e', '\u200f', '\u202a', '\ufeff'];
+
+/**
+ * `n`'s national and international forms with `-` between their groups, each also written with
+ * one of DASHES for every `-`, or with a format character before each group: `ascii` is the
+ * form with `-`, which the rule must read alike.
+ */
+export function punctuationForms(
+  n: FuzzNumber,
+  rnd: () => number,
+): { value: string; ascii: string; country: string }[] {
+  const p = parseMax(n.e164)!;
+  const out: { value: string; ascii: string; country: string }[] = [];
+  for (const form of [p.formatNational(), p.formatInternational()]) {
+    const ascii = form.replace(/ /g, '-');
+    if (!ascii.includes('-')) continue;
+    for (const dash of DASHES) out.push({ value: ascii.replaceAll('-', dash), ascii, country: n.country });
+    const mark = FORMAT_CHARS[Math.floor(rnd() * FORMAT_CHARS.length)]!;
+    out.push({ value: ascii.replaceAll('-', `-${mark}`), ascii, country: n.country });
+    out.push({ value: ascii.replaceAll('-', mark), ascii: ascii.replaceAll('-', ''), country: n.country });
+  }
+  return out;
+}
+
 /** The corpus: `perCountry` numbers of every country, every form. */
 export function phoneFuzzCorpus(perCountry: number, seed: number): FuzzRow[] {
   return fuzzNumbers(perCountry, seed).flatMap(fuzzForms);

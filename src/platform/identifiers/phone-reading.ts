@@ -105,6 +105,22 @@ function plainEnd(s: string): number {
   return i;
 }
 
+/** Invisible format characters (Cf): soft hyphen, zero-width space, word joiner, direction marks, BOM. */
+const FORMAT_CHARS_RE = /\p{Cf}/gu;
+/** The dashes of libphonenumber-js's punctuation that NFKC leaves as they are: U+2010-U+2015, minus sign, U+30FC. */
+const DASHES_RE = /[\u2010-\u2015\u2212\u30fc]/g;
+
+/**
+ * A non-ASCII value after NFKC, with the separators libphonenumber-js takes inside a number written
+ * as plainEnd takes them: a dash (`030 12345–67`, as Word and Outlook turn a `-`) as `-`, and the
+ * format characters a copy from a web page leaves between digits removed, so that the number does
+ * not end there, as a valid shorter one (`030 12345` of `030 12345–67`). A tilde or wave dash still
+ * ends it: in Japanese it writes a range (`…5678～9`).
+ */
+function plainPunctuation(s: string): string {
+  return s.replace(FORMAT_CHARS_RE, '').replace(DASHES_RE, '-');
+}
+
 /**
  * The number a phone cell holds, in its plain form (digits, separators, a leading `+`): full-width
  * characters made ASCII (NFKC), a label, `tel:` or brackets before it removed, an extension after
@@ -119,7 +135,7 @@ function writtenNumber(value: string): string {
     const end = plainEnd(value);
     if (end === value.length) return SPREADSHEET_FLOAT_RE.exec(value)?.[1] ?? value;
   }
-  const ascii = NON_ASCII_RE.test(value) ? value.normalize('NFKC') : value;
+  const ascii = NON_ASCII_RE.test(value) ? plainPunctuation(value.normalize('NFKC')) : value;
   const start = ascii.search(NUMBER_START_RE);
   if (start < 0) return '';
   const s = start === 0 ? ascii : ascii.slice(start);
