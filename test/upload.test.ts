@@ -230,6 +230,32 @@ describe('uploadAudience', () => {
     expect(ok).toMatchObject({ status: 'completed', users: 1 });
   });
 
+  it('checks every user object a caller makes: bare ones in lists, built ones without their text; anything else is refused, never a TypeError', async () => {
+    const base = { accountId: 'a', target: { customAudienceId: 'b' }, dryRun: true } as const;
+    const raw = 'jane.doe@example.com';
+    const digest = 'a'.repeat(64);
+    // Bare hashed users in a list, or in a chunk's users, are users as they are alone.
+    for (const users of [[[{ email: [digest] }]], [{ users: [{ email: [digest] }, { phone_number: [digest] }] }]])
+      expect(await uploadAudience({ ...base, users: users as never })).toMatchObject({ status: 'completed' });
+    // A user built by hand (no json: not from the hashing pipelines) with a raw value is refused by its line.
+    const built = [{ line: 7, user: { email: [raw] }, rejects: [] }];
+    await expect(uploadAudience({ ...base, users: built })).rejects.toMatchObject({
+      code: 'user_not_hashed',
+      message: expect.stringMatching(/^the user of line 7 of the input has a email value that is not a SHA-256/),
+    });
+    await expect(uploadAudience({ ...base, users: built })).rejects.not.toThrow(raw);
+    await expect(uploadAudience({ ...base, users: [[{ email: [raw] }]] as never })).rejects.toMatchObject({
+      code: 'user_not_hashed',
+    });
+    for (const users of [[null], [[null]], [{ users: [42] }]])
+      await expect(uploadAudience({ ...base, users: users as never })).rejects.toThrow(
+        /^user 1 of the input is not a user object/,
+      );
+    await expect(uploadAudience({ ...base, users: [{ line: 1, user: null }] as never })).rejects.toThrow(
+      /^user 1 of the input has a key that is not an identifier type/,
+    );
+  });
+
   it('takes a built user as it was built: partner_user_id is bounded in code points on both paths (256)', async () => {
     const base = { accountId: 'a', target: { customAudienceId: 'b' }, dryRun: true } as const;
     // 256 emoji are 512 UTF-16 units: the normalizer keeps them, and so does the hashed users' check.

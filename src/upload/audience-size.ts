@@ -34,7 +34,7 @@ export function audienceTooSmall(users: number, min: number, what: string): Conf
 function keyCounter(seen: Set<string>): (item: UploadItem) => void {
   const bare = { position: 0 };
   return (item) => {
-    const packed = (item as Partial<UploadPackedChunk>).packed;
+    const packed = (item as Partial<UploadPackedChunk> | null)?.packed;
     if (packed !== undefined) {
       const n = packed.fingerprints.length / 2;
       for (let k = 0; k < n; k++) seen.add(`${packed.fingerprints[2 * k]}:${packed.fingerprints[2 * k + 1]}`);

@@ -100,7 +100,7 @@ function itemAdder(o: ReadInputOptions): (item: UploadItem) => Promise<void> {
   };
   const bare = { position: 0 };
   return async (item) => {
-    const packed = (item as Partial<UploadPackedChunk>).packed;
+    const packed = (item as Partial<UploadPackedChunk> | null)?.packed;
     if (packed !== undefined) return addPacked(o, packed, notTaken);
     const list = itemUsers(item, bare);
     for (let i = 0; i < list.length; i++) {
@@ -183,31 +183,51 @@ function refuseType(target: Target, type: string, line: number): never {
 /**
  * The built users of an item other than a packed chunk: its list, itself, or a bare user object
  * checked (checkHashedUser) and numbered by `bare` from 1 in the stream's order (its position in a
- * refusal). The uploader and the minimum audience size's read-ahead both read items through it,
+ * refusal); a list's bare objects are checked so too (anything else in a list is refused, never a
+ * TypeError). The uploader and the minimum audience size's read-ahead both read items through it,
  * so both count the same users (by serializeUser's text).
  */
 export function itemUsers(item: UploadItem, bare: { position: number }): readonly UploadUser[] {
-  if (Array.isArray(item)) return item as readonly UploadUser[];
-  if (Array.isArray((item as { users?: unknown }).users)) return (item as { users: readonly UploadUser[] }).users;
-  if (isBuiltUser(item)) return [item];
+  const list: readonly unknown[] | undefined = Array.isArray(item)
+    ? item
+    : Array.isArray((item as { users?: unknown } | null)?.users)
+      ? (item as { users: readonly unknown[] }).users
+      : undefined;
+  if (list === undefined) return [builtUser(item, bare)];
+  for (let i = 0; i < list.length; i++)
+    if (!isBuiltUser(list[i] as UploadItem)) return list.map((u) => builtUser(u, bare));
+  return list as readonly UploadUser[];
+}
+
+/**
+ * A built user as it is; its values checked when it comes without its text (`json`, which the
+ * hashing pipelines compute): a user built by hand may hold raw values. A bare object checked.
+ */
+function builtUser(item: unknown, bare: { position: number }): UploadUser {
+  if (isBuiltUser(item as UploadItem)) {
+    const u = item as UploadUser;
+    if (u.json === undefined) checkHashedUser(u.user, `the user of line ${u.line} of the input`);
+    return u;
+  }
   const position = ++bare.position;
-  return [{ line: position, user: checkHashedUser(item, position), rejects: [] }];
+  return { line: position, user: checkHashedUser(item, `user ${position} of the input`), rejects: [] };
 }
 
 function isBuiltUser(item: UploadItem): item is UploadUser {
-  return typeof (item as UploadUser).line === 'number' && typeof (item as UploadUser).user === 'object';
+  const u = item as Partial<UploadUser> | null;
+  return typeof u?.line === 'number' && typeof u.user === 'object' && u.user !== null;
 }
 
 const DIGEST = /^[0-9a-f]{64}$/;
 
 /**
- * A bare user object from a library caller: refused unless every value is already a digest
+ * A user object from a library caller: refused unless every value is already a digest
  * (partner_user_id excepted), so a raw identifier can never be sent by mistake. The message
- * names the position and type, never the value.
+ * names the user (`who`: its position or line) and the type, never the value.
  */
-function checkHashedUser(item: unknown, position: number): AudienceUser {
+function checkHashedUser(item: unknown, who: string): AudienceUser {
   const refuse = (what: string): never => {
-    throw new ConfigError('user_not_hashed', `user ${position} of the input ${what}`, {
+    throw new ConfigError('user_not_hashed', `${who} ${what}`, {
       fix: 'pass raw records with the records option (they are hashed here), or hash them first with hashRecords()',
     });
   };
