@@ -397,6 +397,42 @@ describe('error parsing, one shape at a time', () => {
     expect(e.fix).toMatch(/operation/);
   });
 
+  it('a 2xx whose body holds errors or operation_errors is refused like a 4xx, its counts never taken; empty ones are not errors', async () => {
+    const bodies: unknown[] = [
+      {
+        data: { success_count: 2, total_count: 2 },
+        operation_errors: [{ index: 0, user_index: 1, message: 'Invalid email hash', code: 'INVALID_USER_DATA' }],
+      },
+      { data: { success_count: 2, total_count: 2 }, errors: [{ code: 'INVALID_PARAMETER', message: 'x' }] },
+      { data: { success_count: 2, total_count: 2 }, operation_errors: [[], [{ message: 'bad' }]] },
+      { data: { success_count: 2, total_count: 2 }, errors: [42] },
+    ];
+    for (const body of bodies) {
+      const h = await harness((_req, res) => json(res, 200, body));
+      const e = (await failure(
+        postCustomAudienceUsers(h.client, { accountId: 'a', customAudienceId: 'b', body: '[]' }),
+      )) as HttpError;
+      expect(e).toBeInstanceOf(HttpError);
+      expect(e.message).toMatch(/^POST \/12\/accounts\/a\/custom_audiences\/b\/users failed with HTTP 200: /);
+      expect(h.client.stats().retries).toBe(0);
+    }
+    const first = (await failure(
+      postCustomAudienceUsers((await harness((_req, res) => json(res, 200, bodies[0]))).client, {
+        accountId: 'a',
+        customAudienceId: 'b',
+        body: '[]',
+      }),
+    )) as HttpError;
+    expect(first.operationErrors).toEqual([
+      { index: 0, userIndex: 1, message: 'Invalid email hash', code: 'INVALID_USER_DATA' },
+    ]);
+    for (const empty of [{ errors: [] }, { operation_errors: [[], []] }, { errors: null, operation_errors: [null] }]) {
+      const h = await harness((_req, res) => json(res, 200, { data: { success_count: 2, total_count: 2 }, ...empty }));
+      const r = await postCustomAudienceUsers(h.client, { accountId: 'a', customAudienceId: 'b', body: '[]' });
+      expect(r.success_count).toBe(2);
+    }
+  });
+
   it('operation_errors as one array per operation (the java SDK model): the position names the operation', async () => {
     const h = await harness((_req, res) =>
       json(res, 400, {
@@ -647,6 +683,11 @@ describe('retries and server hints', () => {
     ]);
     expect(retryAfterMs('1.5', 0, 10_000)).toBe(1500);
     expect(retryAfterMs('Mon, 32 Foo 2030 99:00:00 GMT', 0, 10_000)).toBeUndefined();
+    // The two obsolete date forms a recipient must read (RFC 9110 5.6.7); asctime's is GMT, unsaid.
+    const now = Date.parse('2030-01-01T00:00:00Z');
+    expect(retryAfterMs('Tuesday, 01-Jan-30 00:00:20 GMT', now, 60_000)).toBe(20_000);
+    expect(retryAfterMs('Tue Jan  1 00:00:20 2030', now, 60_000)).toBe(20_000);
+    expect(retryAfterMs('Tue Jan 1 00:00:20 2030 +0100', now, 60_000)).toBeUndefined();
   });
 
   it('under a lease: proven before every attempt and between slices of a long wait; once lost, nothing more is sent', async () => {
@@ -719,6 +760,10 @@ describe('retries and server hints', () => {
       ],
       // Bounded by maxServerWaitMs.
       [{ 'x-rate-limit-remaining': '0', 'x-rate-limit-reset': String(t0 + 86_400) }, 15 * 60_000],
+      // A reset already past (a skewed clock, a stale header): retry-after still holds.
+      [{ 'x-rate-limit-remaining': '0', 'x-rate-limit-reset': String(t0 - 5), 'retry-after': '60' }, 60_000],
+      // Both: the later.
+      [{ 'x-rate-limit-remaining': '0', 'x-rate-limit-reset': String(t0 + 30), 'retry-after': '10' }, 30_000],
     ];
     for (const [headers, ms] of cases) {
       const clock = fakeClock(t0 * 1000);

@@ -782,50 +782,55 @@ describe('uploadAudience', () => {
     await j2.close();
   });
 
-  it('maps operation_errors (one array per operation) to the operation and its input lines', async () => {
-    const server = createServer((req, res) => {
-      req.resume().on('end', () => {
-        res.writeHead(400, { 'content-type': 'application/json' }).end(
-          JSON.stringify({
-            errors: [{ code: 'INVALID_USER_DATA', message: 'bad users' }],
-            operation_errors: [
-              [],
-              [{ code: 'INVALID_USER_DATA', message: 'bad email', user_index: 1 }],
-              [{ message: 'bad' }],
-            ],
-          }),
-        );
+  it.each([400, 200])(
+    'maps operation_errors (one array per operation) to the operation and its input lines (HTTP %i: counts beside errors confirm nothing)',
+    async (status) => {
+      const server = createServer((req, res) => {
+        req.resume().on('end', () => {
+          res.writeHead(status, { 'content-type': 'application/json' }).end(
+            JSON.stringify({
+              // A 200 with counts that match the users sent: the errors beside them still fail the batch.
+              ...(status === 200 ? { data: { success_count: 6, total_count: 6 } } : {}),
+              errors: [{ code: 'INVALID_USER_DATA', message: 'bad users' }],
+              operation_errors: [
+                [],
+                [{ code: 'INVALID_USER_DATA', message: 'bad email', user_index: 1 }],
+                [{ message: 'bad' }],
+              ],
+            }),
+          );
+        });
       });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const client = createClient({
-      adsBaseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-      credentials: { consumerKey: 'k', consumerSecret: 's', accessToken: 't', accessTokenSecret: 'u' },
-      clock: instantClock,
-      maxAttempts: 1,
-    });
-    try {
-      const rows = Array.from({ length: 6 }, (_, i) => ({ Email: `u${i}@example.com` }));
-      const report = await uploadAudience({
-        client,
-        accountId: 'a',
-        target: { customAudienceId: 'b' },
-        users: hashRecords(rows, {}),
-        limits: { maxUsersPerOperation: 2 },
-        maxRetries: 0,
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const client = createClient({
+        adsBaseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        credentials: { consumerKey: 'k', consumerSecret: 's', accessToken: 't', accessTokenSecret: 'u' },
         clock: instantClock,
+        maxAttempts: 1,
       });
-      expect(report.status).toBe('failed');
-      expect(report.operation_errors).toEqual([
-        { line: 4, operation_lines: [3, 4], batch: 0, operation: 1, code: 'INVALID_USER_DATA' },
-        { line: null, operation_lines: [5, 6], batch: 0, operation: 2, code: 'INVALID_USER_DATA' },
-      ]);
-      expect(report.operation_errors_total).toBe(2);
-    } finally {
-      await client.close();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    }
-  });
+      try {
+        const rows = Array.from({ length: 6 }, (_, i) => ({ Email: `u${i}@example.com` }));
+        const report = await uploadAudience({
+          client,
+          accountId: 'a',
+          target: { customAudienceId: 'b' },
+          users: hashRecords(rows, {}),
+          limits: { maxUsersPerOperation: 2 },
+          maxRetries: 0,
+          clock: instantClock,
+        });
+        expect(report).toMatchObject({ status: 'failed', users_confirmed: 0, users_failed: 6 });
+        expect(report.operation_errors).toEqual([
+          { line: 4, operation_lines: [3, 4], batch: 0, operation: 1, code: 'INVALID_USER_DATA' },
+          { line: null, operation_lines: [5, 6], batch: 0, operation: 2, code: 'INVALID_USER_DATA' },
+        ]);
+        expect(report.operation_errors_total).toBe(2);
+      } finally {
+        await client.close();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      }
+    },
+  );
 
   it('stops at an authentication error and reports it (the CLI exits 4)', async () => {
     const { sandbox, audienceId } = await setup();

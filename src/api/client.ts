@@ -16,7 +16,7 @@ import { isLoopbackHost } from '../util/host.js';
 import type { Lease } from '../util/lease.js';
 import { USER_AGENT } from '../version.js';
 import { oauth1Header, percentEncode } from './oauth.js';
-import { buildHttpError } from './parse-error.js';
+import { buildHttpError, carriesErrors } from './parse-error.js';
 import { buildQueryString } from './query.js';
 import type { QueryValue } from '../platform/request.js';
 import type { HttpMethod } from '../platform/request.js';
@@ -553,7 +553,7 @@ export class AdsClient {
       }
       this.emitRequest(req.method, path, status, attempt, started);
       this.observeRateLimit(headers, family);
-      if (status >= 200 && status < 300) return this.accepted(req, path, { status, headers, text }, redact);
+      if (status >= 200 && status < 300) return this.accepted(req, path, { status, headers, text }, redact, attempt);
       if (status === 429) this.counters.rateLimited++;
       const hint = this.serverHintMs(status, headers);
       if (!isRetryableStatus(status, idempotent) || attempt >= this.maxAttempts) {
@@ -580,12 +580,19 @@ export class AdsClient {
     path: string,
     answer: { status: number; headers: Dispatcher.ResponseData['headers']; text: string },
     redact: (text: string) => string,
+    attempts: number,
   ): ApiResponse<T> {
     const warning = headerOf(answer.headers, 'x-api-warn');
     const apiWarn = warning === undefined ? undefined : redact(warning);
     // Before parsing: a deprecation warning may be what explains an unexpected shape.
     if (apiWarn !== undefined) this.onWarn?.(apiWarn, { method: req.method, path });
-    return { status: answer.status, body: this.parseBody(req, path, answer.text), apiWarn };
+    const raw = this.rawBody(req, path, answer.text);
+    // The reference gives no status for the platform's errors (`errors`, `operation_errors`): a
+    // 2xx body holding some is refused as a 4xx one is, never taken as a success (a user batch's
+    // counts beside them confirm nothing).
+    if (carriesErrors(raw))
+      throw buildHttpError({ ...answer, method: req.method, path, body: answer.text, redact, attempts });
+    return { status: answer.status, body: this.checked(req, path, raw), apiWarn };
   }
 
   /** One attempt: signed afresh (a new nonce and timestamp, so a retry is never a replay), sent, body read. */
@@ -635,19 +642,18 @@ export class AdsClient {
     return { key: accessToken, secret: accessTokenSecret };
   }
 
-  private parseBody<T>(req: ApiRequest<T>, path: string, text: string): T {
-    let raw: unknown;
-    if (req.responseType === 'form') {
-      raw = Object.fromEntries(new URLSearchParams(text));
-    } else {
-      try {
-        raw = JSON.parse(text);
-      } catch {
-        throw new ResponseShapeError('response_not_json', `${req.method} ${path} answered a body that is not JSON`, {
-          fix: 'Check that adsBaseUrl points at the ads API',
-        });
-      }
+  private rawBody(req: ApiRequest<unknown>, path: string, text: string): unknown {
+    if (req.responseType === 'form') return Object.fromEntries(new URLSearchParams(text));
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new ResponseShapeError('response_not_json', `${req.method} ${path} answered a body that is not JSON`, {
+        fix: 'Check that adsBaseUrl points at the ads API',
+      });
     }
+  }
+
+  private checked<T>(req: ApiRequest<T>, path: string, raw: unknown): T {
     const r = req.schema.safeParse(raw);
     if (r.success) return r.data;
     const issue = r.error.issues[0];
@@ -682,12 +688,15 @@ export class AdsClient {
   ): { ms: number; reason: WaitReason } | undefined {
     const now = this.clock.now();
     const max = this.policy.maxServerWaitMs;
-    if (status === 429) {
-      const ms = exhaustedResetWaitMs(parseRateLimitHeaders(headers), now, max, true);
-      if (ms !== undefined)
-        return { ms: Math.min(max, ms + this.random() * this.policy.resetJitterMs), reason: 'server_reset' };
-    }
     const ra = retryAfterMs(headerOf(headers, 'retry-after'), now, max);
+    if (status === 429) {
+      const reset = exhaustedResetWaitMs(parseRateLimitHeaders(headers), now, max, true);
+      // The later of the two: a reset already past (a skewed clock, a stale header) says 0.
+      if (reset !== undefined) {
+        const ms = Math.max(reset + this.random() * this.policy.resetJitterMs, ra ?? 0);
+        return { ms: Math.min(max, ms), reason: 'server_reset' };
+      }
+    }
     return ra === undefined ? undefined : { ms: ra, reason: status === 429 ? 'server_reset' : 'retry' };
   }
 

@@ -265,6 +265,22 @@ function parseBody(r: ErrorResponse): ParsedBody {
   };
 }
 
+/** Entries of an `errors` or `operation_errors` value (an operation's own array counted by its entries; null is none). */
+function entries(value: unknown): number {
+  if (value === null || value === undefined) return 0;
+  if (!Array.isArray(value)) return typeof value === 'object' && Object.keys(value).length === 0 ? 0 : 1;
+  let n = 0;
+  for (const e of value) n += Array.isArray(e) ? entries(e) : e === null || e === undefined ? 0 : 1;
+  return n;
+}
+
+/** Whether a parsed body holds at least one of the platform's errors, whatever its shape: the platform refused something. */
+export function carriesErrors(json: unknown): boolean {
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) return false;
+  const body = json as { errors?: unknown; operation_errors?: unknown };
+  return entries(body.errors) + entries(body.operation_errors) > 0;
+}
+
 export function buildHttpError(r: ErrorResponse): HttpError {
   const parsed = parseBody(r);
   const apiWarn = header(r.headers, 'x-api-warn');

@@ -232,8 +232,14 @@ export function retryAfterMs(value: string | undefined, now: number, maxMs: numb
   const v = value?.trim();
   if (v === undefined || v === '') return undefined;
   if (/^\d+(\.\d+)?$/.test(v)) return clampHint(Number(v) * 1000, maxMs);
-  // Only an IMF-fixdate-like value is a date; Date.parse would also accept "1" or "-5".
-  if (!/^[A-Za-z]{3},\s+\d{1,2}\s+[A-Za-z]{3}\s+\d{4}\s+\d{2}:\d{2}:\d{2}\s+GMT$/.test(v)) return undefined;
-  const at = Date.parse(v);
+  // Only the three HTTP date forms are dates (RFC 9110 5.6.7); Date.parse would also accept "1" or "-5".
+  const date = IMF_FIXDATE_RE.test(v) || RFC850_DATE_RE.test(v) ? v : ASCTIME_RE.test(v) ? `${v} GMT` : undefined;
+  const at = date === undefined ? NaN : Date.parse(date);
   return Number.isNaN(at) ? undefined : clampHint(at - now, maxMs);
 }
+
+/** `Sun, 06 Nov 1994 08:49:37 GMT`, the form servers send. */
+const IMF_FIXDATE_RE = /^[A-Za-z]{3},\s+\d{1,2}\s+[A-Za-z]{3}\s+\d{4}\s+\d{2}:\d{2}:\d{2}\s+GMT$/;
+/** `Sunday, 06-Nov-94 08:49:37 GMT` and `Sun Nov  6 08:49:37 1994` (GMT, unsaid): obsolete, and a recipient must read them. */
+const RFC850_DATE_RE = /^[A-Za-z]+,\s+\d{2}-[A-Za-z]{3}-\d{2}\s+\d{2}:\d{2}:\d{2}\s+GMT$/;
+const ASCTIME_RE = /^[A-Za-z]{3}\s+[A-Za-z]{3}\s+\d{1,2}\s+\d{2}:\d{2}:\d{2}\s+\d{4}$/;
