@@ -186,6 +186,22 @@ describe('readCsv: quoting and malformed rows', () => {
     }
   });
 
+  it('counts a line break at the edge of a header cell (Excel Alt+Enter) in every line number after it', async () => {
+    for (const head of ['"Email\n",Name', '"\r\nEmail",Name', '"\nEmail\n",Name']) {
+      const breaks = head.split('\n').length - 1;
+      const path = file(`${head}\r\nbad-email,Ann\r\nb@example.com,Bo\r\n`);
+      const rows = simple(await all(path));
+      expect(rows.map((r) => (r as unknown[])[0])).toEqual([2 + breaks, 3 + breaks]);
+      for (const workers of [0, 1]) {
+        const run = await hashCsv(path, { workers });
+        const lines: number[] = [];
+        for await (const chunk of run) for (const u of chunk.users) lines.push(u.line);
+        expect(lines).toEqual([2 + breaks, 3 + breaks]);
+        expect(run.summary.rejects.email_invalid).toEqual({ count: 1, lines: [2 + breaks] });
+      }
+    }
+  });
+
   it('scanRecords follows papaparse quote rules', () => {
     const scan = (s: string, final = false): ReturnType<typeof scanRecords> => scanRecords(Buffer.from(s), 0x2c, final);
     expect(scan('a,"x\ny",b\nc').boundary).toBe(10);

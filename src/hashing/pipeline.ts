@@ -436,7 +436,7 @@ class CsvChunks {
     if (this.started) throw new Error('a hashCsv run can be iterated only once');
     this.started = true;
     const hash = this.hasher();
-    let line = this.input.headerLine + 1 + countHeaderLines(this.input.header);
+    let line = this.input.firstDataLine;
     try {
       for await (const { seq, result } of inOrder(this.input, hash, this.limits.maxInFlight)) {
         mergeHashSummary(this.summary, result.summary, line);
@@ -523,12 +523,6 @@ async function* inOrder(
     inFlight.delete(seq);
     yield { seq, result };
   }
-}
-
-function countHeaderLines(header: readonly string[]): number {
-  let n = 0;
-  for (const h of header) for (let i = h.indexOf('\n'); i !== -1; i = h.indexOf('\n', i + 1)) n++;
-  return n;
 }
 
 function badChunk(error: CsvRowError, lines: number): HashChunkResult {

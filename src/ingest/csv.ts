@@ -90,6 +90,11 @@ export interface CsvInput {
    * lines above the header), which is skipped.
    */
   headerLine: number;
+  /**
+   * Line of the record after the header: the header's physical lines counted in its bytes, so a
+   * line break inside a header cell (`"Email⏎"`, Alt+Enter in Excel) counts though the name is trimmed.
+   */
+  firstDataLine: number;
   delimiter: CsvDelimiter;
   /** The header's line ending; data records may use either (they are split on LF alone). */
   newline: '\n' | '\r\n';
@@ -525,7 +530,10 @@ export async function openCsv(source: CsvSource, opts: ReadCsvOptions = {}): Pro
     const rest = head.subarray(headerEnd);
     const sample = sampleRows(rest, delimiter, header.length, skip + head.length < SAMPLE_BYTES);
     const chunks = chunkRecords(input.bytes, Buffer.from(rest), { delimiter: delimByte, chunkBytes, maxRecordBytes });
-    return csvInput(input, chunks, { header, headerLine, sample }, delimiter, newline);
+    // The header record's bytes end with its line feed (boundary), or the input ends without one.
+    const headerLines = countLfBytes(head, 0, headerEnd) + (boundary === -1 ? 1 : 0);
+    const firstDataLine = headerLine + headerLines;
+    return csvInput(input, chunks, { header, headerLine, firstDataLine, sample }, delimiter, newline);
   } catch (error) {
     await input.close();
     throw error;
@@ -637,23 +645,23 @@ function parseHeader(headerText: string, delimiter: CsvDelimiter, unbalanced: bo
 function csvInput(
   input: ByteInput,
   chunks: AsyncGenerator<CsvChunk>,
-  { header, headerLine, sample }: { header: string[]; headerLine: number; sample: string[][] },
+  layout: { header: string[]; headerLine: number; firstDataLine: number; sample: string[][] },
   delimiter: CsvDelimiter,
   newline: '\n' | '\r\n',
 ): CsvInput {
-  const headerLines = 1 + header.reduce((n, h) => n + countLf(h), 0);
+  const { header, headerLine, firstDataLine, sample } = layout;
   let consumed = false;
   const take = (): AsyncGenerator<CsvChunk> => {
     if (consumed) throw new Error('CsvInput can be iterated only once');
     consumed = true;
     return chunks;
   };
-  const firstDataLine = headerLine + headerLines;
   return {
     name: input.name,
     header,
     sample,
     headerLine,
+    firstDataLine,
     delimiter,
     newline,
     encoding: input.encoding,
