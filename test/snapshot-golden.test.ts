@@ -66,7 +66,7 @@ describe('snapshot format 2 (golden files)', () => {
     expect(s.count).toBe(4);
     const all = [...s.usersNotIn(new Uint8Array(1))].flat().map((u) => u.json);
     expect(new Set(all)).toEqual(new Set(USERS.map(serializeUser)));
-    const keys = s.keys(NOW / 1000 - 1);
+    const keys = s.keys(NOW / 1000 - 1, 2 ** 32);
     const stale = all.filter((_, i) => ((keys.stale[0] as number) >> i) & 1);
     const uncertain = [USERS[0], USERS[3]].map((u) => serializeUser(u as AudienceUser));
     expect(new Set(stale)).toEqual(new Set(uncertain));
@@ -117,7 +117,7 @@ describe('snapshot format 2 (golden files)', () => {
     expect(new Set([...s.usersNotIn(new Uint8Array(1))].flat().map((u) => u.json))).toEqual(
       new Set(USERS.map(serializeUser)),
     );
-    expect(s.keys(1).stale[0]).toBe(0b1111);
+    expect(s.keys(1, 2 ** 32).stale[0]).toBe(0b1111);
     s.close();
   });
 

@@ -90,6 +90,26 @@ describe.each(STORES)('syncAudience (%s store)', (store: StoreKind) => {
     expect(ends.filter((r) => r.event === 'run_end').map((r) => r.sync?.removes_confirmed)).toEqual([0, 15, 0, 0]);
   });
 
+  it('users a fast clock recorded as sent in the future are refreshed by the next sync on the right time, not put off past their expiry', async () => {
+    const t = await setup();
+    const now = Date.now();
+    const at = (days: number) => ({ now: () => now + days * DAY, sleep: async () => {} });
+    expect(await syncOf(t, customers(range(0, 50)), { clock: at(0) })).toMatchObject({ status: 'completed' });
+    // One run on a host whose clock is a year fast: its 50 new users and the 50 it finds a year
+    // old (refreshed) are recorded as sent a year ahead.
+    const fast = await syncOf(t, customers(range(0, 100)), { clock: at(1 + 365) });
+    expect(fast).toMatchObject({ status: 'completed', adds: 50, refreshes: 50 });
+    // The next day, on the right time: all 100 are sent again (their membership runs from now).
+    const next = await syncOf(t, customers(range(0, 100)), { clock: at(2) });
+    expect(next).toMatchObject({ status: 'completed', refreshes: 100, unchanged: 0, adds: 0 });
+    // Within an hour of the sync's clock is not the future: nothing is sent.
+    const again = await syncOf(t, customers(range(0, 100)), {
+      clock: { now: () => now + 2 * DAY - 1800_000, sleep: async () => {} },
+    });
+    expect(again).toMatchObject({ status: 'completed', refreshes: 0, unchanged: 100, requests: 0 });
+    expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, customers(range(0, 100))));
+  });
+
   it('a user too large for one request is not recorded as a member: partial, until a larger limit sends it', async () => {
     const t = await setup();
     const big = {

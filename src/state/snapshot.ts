@@ -216,12 +216,18 @@ export class Snapshot {
     return join(this.dir, `data.${this.gen}`);
   }
 
-  /** The fingerprints as a KeyTable, with which users were last sent before `staleBeforeSec`. */
-  keys(staleBeforeSec: number): KeyTable {
+  /**
+   * The fingerprints as a KeyTable, with which users are stale: last sent before `staleBeforeSec`,
+   * or at a time after `futureAfterSec`, which a clock running fast recorded (trusted, it would put
+   * off their refresh past the day the platform lets their membership expire).
+   */
+  keys(staleBeforeSec: number, futureAfterSec: number): KeyTable {
     const table = new KeyTableBuilder(this.count);
     for (const { buf, n } of entryChunks(join(this.dir, 'index'), this.count)) {
-      for (let at = 0; at < n * SNAPSHOT_ENTRY_BYTES; at += SNAPSHOT_ENTRY_BYTES)
-        table.push(uint32At(buf, at), uint32At(buf, at + 4), uint32At(buf, at + 20) < staleBeforeSec);
+      for (let at = 0; at < n * SNAPSHOT_ENTRY_BYTES; at += SNAPSHOT_ENTRY_BYTES) {
+        const sent = uint32At(buf, at + 20);
+        table.push(uint32At(buf, at), uint32At(buf, at + 4), sent < staleBeforeSec || sent > futureAfterSec);
+      }
     }
     return table.finish();
   }

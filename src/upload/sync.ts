@@ -517,6 +517,11 @@ async function beginWriteAhead(plan: SyncPlan, snapshot: Snapshot, session: Targ
  * snapshot, planning, sending): a full collection between them keeps their peaks from adding
  * up. Below it the garbage is small, and each collection is a pass over the whole heap.
  */
+/**
+ * A user's recorded send time this far past the sync's own clock was written by a clock running
+ * fast: refreshed now (machines in sync within seconds never come near it).
+ */
+const FUTURE_TOLERANCE_SEC = 3600;
 const LARGE_SYNC_USERS = 1_000_000;
 const large = (c: SyncPlanCounts): boolean => c.users + c.removes >= LARGE_SYNC_USERS;
 const COLLECT_EVERY_BATCHES = 4;
@@ -526,8 +531,8 @@ async function planSync(o: ResolvedSyncOptions, snapshot: Snapshot, spool: Spool
   const target = o.target;
   const source = hashedUsers(o.users, o.records);
   const ownSummary = source.summary === undefined ? createHashSummary() : undefined;
-  const staleBefore = Math.floor(startedMs / 1000) - Math.round(o.refreshAfterDays * 86_400);
-  const known = snapshot.keys(staleBefore);
+  const nowSec = Math.floor(startedMs / 1000);
+  const known = snapshot.keys(nowSec - Math.round(o.refreshAfterDays * 86_400), nowSec + FUTURE_TOLERANCE_SEC);
   const added = new AddedUsers(spool.sidePath('added'));
   const planner = new SyncPlanner(known, { full: o.full, added });
   const collector = new PlanCollector(planner, spool);
