@@ -271,6 +271,46 @@ describe('library: the do-not-reach policy in one call', () => {
   /** The no rows of `e` uploaded alone to a reference list: what the policy's list must hold. */
   const rowsOf = (e: ConsentExport, want: (t: Truth) => boolean) => e.truth.flatMap((t, i) => (want(t) ? [i] : []));
 
+  it('stopped (its signal) while the audience pass sends its last batch: interrupted, the list not synced; the next sync ends both equal', async () => {
+    let onSlow = (): void => undefined;
+    const t = await setup({
+      sleep: async () => {
+        onSlow();
+        await new Promise((resolve) => setTimeout(resolve, 30));
+      },
+    });
+    const accountId = t.sandbox.accounts.primary;
+    const list = t.sandbox.state.createDoNotReachList(accountId).id;
+    const rows = (out: (i: number) => boolean): RawRecord[] =>
+      range(0, 150).map((i) => ({ email: `person.${i}@example.org`, Unsubscribed: out(i) ? 'true' : 'false' }));
+    const sync = (users: RawRecord[], signal?: AbortSignal) =>
+      syncAudience({
+        client: t.client,
+        accountId,
+        target: { customAudienceId: t.audienceId },
+        users,
+        records: {},
+        stateDir: t.stateDir,
+        maxRemovals: '100%',
+        consent: { policy: 'do-not-reach', doNotReachListId: list },
+        ...(signal === undefined ? {} : { signal }),
+      });
+    expect(await sync(rows((i) => i % 10 === 0))).toMatchObject({ status: 'completed' });
+    expect(t.sandbox.state.dnrListSize(list)).toBe(15);
+    // Some opt back in, others opt out: both targets change.
+    const v2 = rows((i) => (i % 10 === 0 && i % 20 !== 0) || i % 10 === 1);
+    const stop = new AbortController();
+    t.sandbox.setFaults('slow@2');
+    onSlow = () => stop.abort();
+    const cut = await sync(v2, stop.signal);
+    t.sandbox.setFaults('');
+    expect(cut.status).toBe('interrupted');
+    expect(cut.do_not_reach).toBeUndefined();
+    const next = await sync(v2);
+    expect(next).toMatchObject({ status: 'completed', do_not_reach: { status: 'completed' } });
+    expect(t.sandbox.state.dnrListSize(list)).toBe(v2.filter((r) => r['Unsubscribed'] === 'true').length);
+  });
+
   it('runUpload: the audience gets the rows that do not say no, the list the rows that do, both reports back', async () => {
     const t = await setup();
     const e = consentExport(HELD_OUT_SEED + 2, 300);

@@ -220,6 +220,27 @@ describe('syncAudience (directory store)', () => {
     }
   });
 
+  it('a batch cut by cancelSignal after the input was read makes the run interrupted, never completed; the next sync ends equal', async () => {
+    let onSlow = (): void => undefined;
+    const t = await setup({
+      sleep: async () => {
+        onSlow();
+        await new Promise((resolve) => setTimeout(resolve, 30));
+      },
+    });
+    expect(await syncOf(t, customers(range(0, 100)))).toMatchObject({ status: 'completed' });
+    const cancel = new AbortController();
+    t.sandbox.setFaults('slow@1');
+    onSlow = () => cancel.abort();
+    const cut = await syncOf(t, customers(range(0, 110)), { cancelSignal: cancel.signal });
+    t.sandbox.setFaults('');
+    expect(cut.status).toBe('interrupted');
+    expect(cut.update).toMatchObject({ status: 'interrupted', users_confirmed: 0 });
+    const next = await syncOf(t, customers(range(0, 110)));
+    expect(next.status).toBe('completed');
+    expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, customers(range(0, 110))));
+  });
+
   it('keeps raw identifiers out of the snapshot, the audit log and the report', async () => {
     const t = await setup();
     const rows = customers(range(0, 50));

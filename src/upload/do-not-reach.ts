@@ -138,7 +138,7 @@ export async function bothTargets<R extends PassReport & { do_not_reach?: R }>(
 
 /**
  * The audience's `report` with the list's pass run after it (unless the audience's ended
- * interrupted or refused, or `signal` was aborted): `do_not_reach` is the list's report, the status
+ * interrupted or refused, or `signal` was aborted: then interrupted): `do_not_reach` is the list's report, the status
  * both passes', the error the audience's, else the list's. A list pass that throws (its snapshot
  * damaged, another sync holding it, too many removals) is the call's error; the audience's report
  * is kept.
@@ -148,7 +148,13 @@ async function withListPass<R extends PassReport & { do_not_reach?: R }>(
   pass: () => Promise<R>,
   signal: AbortSignal | undefined,
 ): Promise<R> {
-  if (report.status === 'interrupted' || report.status === 'refused' || signal?.aborted === true) return report;
+  if (report.status === 'interrupted' || report.status === 'refused') return report;
+  // Stopped after the audience's pass ended (Ctrl-C lets the requests on the wire finish): the
+  // list was not synced, so the run is interrupted whatever the audience's report says.
+  if (signal?.aborted === true) {
+    report.status = bothStatus(report.status, 'interrupted');
+    return report;
+  }
   let list: R;
   try {
     list = await pass();

@@ -27,6 +27,8 @@ export class Ledger {
   readonly unrecorded: number[] = [];
   /** The error that stopped the run (the first one). */
   fatal: unknown;
+  /** Batches left unconfirmed because the run was stopped (its signal, cancelSignal, a fatal error elsewhere). */
+  unfinished = 0;
 
   constructor(
     private readonly journal: UploadJournal | undefined,
@@ -66,7 +68,10 @@ export class Ledger {
 
   /** Resolves once the journal holds the outcome. */
   async record(batch: SendableBatch, outcome: SendOutcome): Promise<void> {
-    if (outcome.kind === 'stopped') return;
+    if (outcome.kind === 'stopped') {
+      this.unfinished++;
+      return;
+    }
     if (outcome.kind === 'fatal') {
       this.stop(outcome.error);
       return;

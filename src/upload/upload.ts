@@ -184,7 +184,8 @@ export function hashedUsers(users: UploadUsers, records: RowRules | undefined): 
 }
 
 function statusOf(read: ReadResult, ledger: Ledger, oversized: number): UploadStatus {
-  if (read.interrupted) return 'interrupted';
+  // A batch cut by the run's signal after the input had been read is not confirmed: interrupted.
+  if (read.interrupted || (ledger.unfinished > 0 && ledger.fatal === undefined)) return 'interrupted';
   // A user too large for any request was not sent: the target lacks it (as sync's `partial`).
   if (read.ended && ledger.fatal === undefined && ledger.failed.length === 0)
     return oversized > 0 ? 'partial' : 'completed';
