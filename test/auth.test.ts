@@ -249,6 +249,14 @@ describe('auth status', () => {
     expect(r.stdout).toMatch(/^accessTokenSecret\s+file\s+profile "default"\s+set \(hidden\)$/m);
     expect(r.stdout).toContain('complete: ready to call the API');
     expect(r.stdout).not.toContain('flag-token-value-1234');
+
+    // A base URL's password and query (a gateway's key) are not shown either.
+    const url = await ak(['auth', 'status', '--json'], {
+      AUDIENCE_KIT_CONFIG_DIR: configDir,
+      AUDIENCE_KIT_ADS_BASE_URL: 'https://gw:Pw-91ac@127.0.0.1:5998/ads?key=Key-44d1',
+    });
+    expect(url.stdout).toContain('https://gw:hidden@127.0.0.1:5998/ads?hidden');
+    expect(url.stdout).not.toMatch(/Pw-91ac|Key-44d1/);
   });
 });
 

@@ -138,12 +138,30 @@ describe('header cells that look like data', { timeout: 60_000 }, () => {
     for (const given of [
       ['--map', 'email=jane.roe@example.org'],
       ['--map', 'phone_number=+49 30 5550199'],
+      ['--map', 'jane.roe@example.org=Email'],
       ['--country-column', 'jane.roe@example.org'],
     ]) {
       const r = await runCli(['hash', file, ...given, ...CALLING_THREAD], { cwd: dir });
       expect(r.code).toBe(2);
       expect(r.stderr).toContain('<the value given, looks like data>');
       expect(r.stderr).not.toMatch(/jane\.roe|5550199/);
+    }
+  });
+
+  it('country cells that look like data (a phone, an id: columns shifted) are counted in the hint, never shown', async () => {
+    const dir = tempDir('ak-header-privacy-');
+    const file = join(dir, 'export.csv');
+    const countries = ['+44 7400 900 123', 'deadbeef-cafe-abcd-beef-abcdefabcdef', '0049 30 9876543', 'Middle Earth'];
+    const rows = countries.map((c, i) => `+1 202 555 01${10 + i},${c}`);
+    writeFileSync(file, `Phone,Country\n${rows.join('\n')}\n`);
+    for (const format of [[], ['--json']]) {
+      const out = ['--output', join(dir, 'hashed.csv')];
+      const r = await runCli(['hash', file, ...out, ...format, ...CALLING_THREAD], { cwd: dir });
+      expect(r.code, r.stderr).toBe(0);
+      const text = r.stdout + r.stderr;
+      expect(text).toContain('Middle Earth');
+      expect(text).toContain('looks like data');
+      expect(text).not.toMatch(/7400|deadbeef|9876543/);
     }
   });
 });

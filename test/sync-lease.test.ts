@@ -15,6 +15,7 @@ import { advisoryKey } from '../src/state/postgres/keys.js';
 import { PostgresStore } from '../src/state/postgres/store.js';
 import { snapshotDir } from '../src/state/snapshot.js';
 import { withoutPasswords } from '../src/cli/process-title.js';
+import { redactUrl } from '../src/state/postgres/connection.js';
 import { EXIT_CODES, exitCodeFor } from '../src/cli/exit-codes.js';
 import { BIN, CALLING_THREAD, cliEnv, runCli } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
@@ -543,6 +544,13 @@ describe('the password of a state URL', () => {
     );
     expect(withoutPasswords('postgres://u:p@ss@host/db?sslmode=require')).toBe('postgres://u@host/db?sslmode=require');
     expect(withoutPasswords('postgres://u@host:5432/db?note=a@b')).toBe('postgres://u@host:5432/db?note=a@b');
+    // The client key's passphrase too (libpq's sslpassword), in the title and in messages.
+    expect(withoutPasswords('postgres://u@h/db?sslpassword=Key-9c&sslmode=require')).toBe(
+      'postgres://u@h/db?sslpassword=&sslmode=require',
+    );
+    expect(redactUrl('postgres://u:p@h/db?sslpassword=Key-9c&sslmode=require')).toBe(
+      'postgres://u@h/db?sslmode=require',
+    );
   });
 });
 

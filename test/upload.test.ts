@@ -237,13 +237,16 @@ describe('uploadAudience', () => {
     // Bare hashed users in a list, or in a chunk's users, are users as they are alone.
     for (const users of [[[{ email: [digest] }]], [{ users: [{ email: [digest] }, { phone_number: [digest] }] }]])
       expect(await uploadAudience({ ...base, users: users as never })).toMatchObject({ status: 'completed' });
-    // A user built by hand (no json: not from the hashing pipelines) with a raw value is refused by its line.
-    const built = [{ line: 7, user: { email: [raw] }, rejects: [] }];
-    await expect(uploadAudience({ ...base, users: built })).rejects.toMatchObject({
-      code: 'user_not_hashed',
-      message: expect.stringMatching(/^the user of line 7 of the input has a email value that is not a SHA-256/),
-    });
-    await expect(uploadAudience({ ...base, users: built })).rejects.not.toThrow(raw);
+    // A user built by hand (no json: not from the hashing pipelines) with a raw value is refused by
+    // its line, alone, in a list or in a chunk's users.
+    const built = { line: 7, user: { email: [raw] }, rejects: [] };
+    for (const users of [[built], [[built]], [{ users: [built] }]]) {
+      await expect(uploadAudience({ ...base, users: users as never })).rejects.toMatchObject({
+        code: 'user_not_hashed',
+        message: expect.stringMatching(/^the user of line 7 of the input has a email value that is not a SHA-256/),
+      });
+      await expect(uploadAudience({ ...base, users: users as never })).rejects.not.toThrow(raw);
+    }
     await expect(uploadAudience({ ...base, users: [[{ email: [raw] }]] as never })).rejects.toMatchObject({
       code: 'user_not_hashed',
     });

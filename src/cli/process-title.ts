@@ -7,12 +7,12 @@
  */
 
 /**
- * `scheme://user:password@` and a `password=` query parameter, in any argument. The user info
+ * `scheme://user:password@` and a `password=` or `sslpassword=` query parameter, in any argument. The user info
  * ends at the authority's last `@` and the password begins at its first `:`, as URL parsing (and
  * so `pg`) reads them: a raw `@` in the user (`admin@server`) or in the password is covered too.
  */
 const URL_PASSWORD = /([a-z][a-z0-9+.-]*:\/\/[^/?#\s:]*):[^/?#\s]*@/gi;
-const QUERY_PASSWORD = /([?&]password=)[^&\s]*/gi;
+const QUERY_PASSWORD = /([?&](?:ssl)?password=)[^&\s]*/gi;
 
 /** The argument with the password of every URL in it removed. */
 export function withoutPasswords(arg: string): string {

@@ -4,6 +4,7 @@
  * them in input order.
  */
 import type { CsvRowError } from '../ingest/records.js';
+import { looksLikeData } from '../identifiers/labels.js';
 import type { ConsentColumn, ConsentPolicy, ConsentRead } from '../identifiers/consent.js';
 import { IDENTIFIER_TYPES, type IdentifierType } from '../platform/users.js';
 import {
@@ -117,10 +118,9 @@ export function createHashSummary(): HashSummary {
   };
 }
 
-const DATA_LIKE = /@|\d{6}/;
-
+/** An unknown country value as the hint shows it: a value that looks like an identifier (a phone, an e-mail, an id) never. */
 function addUnknownCountry(notes: HashNotes, value: string, rows: number): void {
-  const key = DATA_LIKE.test(value) ? '<looks like data>' : value.length > 40 ? `${value.slice(0, 40)}…` : value;
+  const key = looksLikeData(value) ? '<looks like data>' : value.length > 40 ? `${value.slice(0, 40)}…` : value;
   if (notes.unknownCountries[key] !== undefined) notes.unknownCountries[key] += rows;
   else if (Object.keys(notes.unknownCountries).length < UNKNOWN_COUNTRIES_KEPT) notes.unknownCountries[key] = rows;
   else notes.unknownCountriesOther += rows;

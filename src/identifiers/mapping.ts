@@ -311,7 +311,7 @@ function parseMapEntries(header: readonly string[], opts: MappingOptions): MapEn
     if (!(IDENTIFIER_TYPES as readonly string[]).includes(typeName)) {
       throw new ConfigError(
         'mapping_unknown_type',
-        `map entry ${givenLabel(entry)}: unknown identifier type "${typeName}"`,
+        `map entry ${givenLabel(entry)}: unknown identifier type ${givenLabel(typeName)}`,
         {
           fix: `use one of: ${[...IDENTIFIER_TYPES, 'country'].join(', ')}`,
         },

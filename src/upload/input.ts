@@ -194,8 +194,9 @@ export function itemUsers(item: UploadItem, bare: { position: number }): readonl
       ? (item as { users: readonly unknown[] }).users
       : undefined;
   if (list === undefined) return [builtUser(item, bare)];
+  // A pipeline's chunk (every user with its text) is taken as it is; any other list is checked.
   for (let i = 0; i < list.length; i++)
-    if (!isBuiltUser(list[i] as UploadItem)) return list.map((u) => builtUser(u, bare));
+    if ((list[i] as Partial<UploadUser> | null)?.json === undefined) return list.map((u) => builtUser(u, bare));
   return list as readonly UploadUser[];
 }
 

@@ -224,8 +224,22 @@ function loginCommand(ctx: CliContext): CommandModule<GlobalArgs, LoginArgs> {
 function maskValue(field: ConnectionField, value: string | undefined): string | null {
   if (value === undefined) return null;
   if (SECRET_CONNECTION_FIELDS.includes(field)) return 'set (hidden)';
-  if (field === 'adsBaseUrl' || field === 'apiBaseUrl') return value;
+  if (field === 'adsBaseUrl' || field === 'apiBaseUrl') return baseUrlShown(value);
   return value.length >= 12 ? `${value.slice(0, 4)}…(${value.length} chars)` : `…(${value.length} chars)`;
+}
+
+/** A base URL as shown: a password and a query (where a proxy's or gateway's key may sit) left out. */
+function baseUrlShown(value: string): string {
+  let u: URL;
+  try {
+    u = new URL(value);
+  } catch {
+    return `…(${value.length} chars, not a URL)`;
+  }
+  if (u.password === '' && u.search === '') return value;
+  if (u.password !== '') u.password = 'hidden';
+  if (u.search !== '') u.search = '?hidden';
+  return u.toString();
 }
 
 /** One connection value's row of `auth status`: where it comes from, masked. */

@@ -5,7 +5,7 @@
 import pg from 'pg';
 import { databaseFailure } from './errors.js';
 
-/** The URL without its password (and without a `password` query parameter): safe to print. */
+/** The URL without its password (nor a `password` or `sslpassword` query parameter): safe to print. */
 export function redactUrl(url: string): string {
   let u: URL;
   try {
@@ -15,6 +15,7 @@ export function redactUrl(url: string): string {
   }
   u.password = '';
   u.searchParams.delete('password');
+  u.searchParams.delete('sslpassword');
   return u.toString();
 }
 
