@@ -202,6 +202,39 @@ describe('readCsv: quoting and malformed rows', () => {
     }
   });
 
+  it('a stray quote that a later quoted field closes costs its own row, not the rows up to that field', async () => {
+    // papaparse reads lines 2-5 as one record (the quote of "Bobby" closes at "Smith, John").
+    const text =
+      'pid,name,email\nA1,"Bobby" Smith,a1@x.com\nA2,Ann,a2@x.com\nA3,Cy,a3@x.com\nA4,"Smith, John",a4@x.com\nA5,Eve,a5@x.com\n';
+    const path = file(text);
+    const expected = [
+      [2, 'invalid_quotes'],
+      [3, 'A2', 'Ann', 'a2@x.com'],
+      [4, 'A3', 'Cy', 'a3@x.com'],
+      [5, 'A4', 'Smith, John', 'a4@x.com'],
+      [6, 'A5', 'Eve', 'a5@x.com'],
+    ];
+    for (const chunkBytes of [1, 16, 1 << 16]) expect(simple(await all(path, { chunkBytes }))).toEqual(expected);
+    for (const workers of [0, 1]) {
+      const run = await hashCsv(path, { workers, map: ['partner_user_id=pid'] });
+      const lines: number[] = [];
+      for await (const chunk of run) for (const u of chunk.users) lines.push(u.line);
+      expect(lines).toEqual([3, 4, 5, 6]);
+      expect(run.summary).toMatchObject({ rows: 5, users: 4, malformed: { count: 1, lines: [2] } });
+    }
+  });
+
+  it('quotes that never balance stay linear in a chunk: past a chunk read again each line is a bad row', () => {
+    const range5000 = Array.from({ length: 5000 }, (_, i) => i);
+    const body = 'A1,"x" y,z\n'.repeat(5000);
+    const started = process.cpuUsage();
+    const parsed = parseCsvChunk(body, ',', 3);
+    // Every line is a bad row of its own: none vanishes into another's record.
+    expect(parsed.rows.map((r) => [r.offset, r.error])).toEqual(range5000.map((i) => [i, 'invalid_quotes']));
+    const { user, system } = process.cpuUsage(started);
+    expect((user + system) / 1000).toBeLessThan(5000);
+  });
+
   it('scanRecords follows papaparse quote rules', () => {
     const scan = (s: string, final = false): ReturnType<typeof scanRecords> => scanRecords(Buffer.from(s), 0x2c, final);
     expect(scan('a,"x\ny",b\nc').boundary).toBe(10);

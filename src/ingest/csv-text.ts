@@ -80,8 +80,24 @@ const papaparse = (): Papaparse => (papa ??= createRequire(import.meta.url)('pap
 
 type RecordVisit = (fields: string[], offset: number, quoteError: boolean) => void;
 
-/** Papaparse over the whole chunk, then its records in order (a quoted field may span lines). */
-function visitQuoted(text: string, delimiter: CsvDelimiter, record: RecordVisit): number {
+/**
+ * Papaparse over the whole chunk, then its records in order (a quoted field may span lines).
+ *
+ * A record with a stray quote (`A1,"Bobby" Smith,a1@x.com`) runs, by papaparse's rules, up to
+ * the next quote that closes a field, which may be lines further (the next quoted field): those
+ * lines would be one malformed record, the rows on them neither read nor counted. So such a
+ * record's first line is the bad row and the lines after it, up to the record's end, are read
+ * again on their own (as an unterminated quote's are, records.ts): one stray quote costs one row.
+ * The lines read again in a chunk are at most the chunk's length (`budget`, in characters); past
+ * it (quotes that never balance), each line of such a record is a bad row of its own, so the
+ * chunk costs at most two parses.
+ */
+function visitQuoted(
+  text: string,
+  delimiter: CsvDelimiter,
+  record: RecordVisit,
+  budget = { chars: text.length },
+): number {
   const parsed = papaparse().parse<string[]>(text, { delimiter, newline: '\n', quoteChar: '"', header: false });
   const data = parsed.data;
   let quoteErrors: Set<number> | undefined;
@@ -92,14 +108,44 @@ function visitQuoted(text: string, delimiter: CsvDelimiter, record: RecordVisit)
     const last = data[count - 1];
     if (last !== undefined && last.length === 1 && last[0] === '') count--;
   }
+  const lines = new LineCursor(text);
   for (let r = 0; r < count; r++) {
     const fields = data[r] as string[];
     let extraLines = 0;
     for (const f of fields) extraLines += countLf(f);
-    record(fields, offset, quoteErrors?.has(r) === true);
+    const quoteError = quoteErrors?.has(r) === true;
+    if (quoteError && extraLines > 0) {
+      const from = lines.start(offset);
+      const span = text.slice(from, lines.start(offset + 1 + extraLines)).split('\n');
+      const first = offset;
+      record([span[0] as string], first, true);
+      const rest = span.slice(1, 1 + extraLines).join('\n') + '\n';
+      if (rest.length <= budget.chars) {
+        budget.chars -= rest.length;
+        visitQuoted(rest, delimiter, (f, o, q) => record(f, first + 1 + o, q), budget);
+      } else for (let k = 1; k <= extraLines; k++) record([span[k] as string], first + k, true);
+    } else record(fields, offset, quoteError);
     offset += 1 + extraLines;
   }
   return offset;
+}
+
+/** Where each line of a text starts, asked in increasing order (one pass over the text in all). */
+class LineCursor {
+  private line = 0;
+  private at = 0;
+
+  constructor(private readonly text: string) {}
+
+  /** Where line `n` starts (n at least the last one asked); the text's length past its last line. */
+  start(n: number): number {
+    while (this.line < n) {
+      const lf = this.text.indexOf('\n', this.at);
+      this.at = lf === -1 ? this.text.length : lf + 1;
+      this.line++;
+    }
+    return this.at;
+  }
 }
 
 /**

@@ -617,7 +617,9 @@ async function readHeaderRecord(
 function parseHeader(headerText: string, delimiter: CsvDelimiter, unbalanced: boolean, name: string): string[] {
   const parsedHeader = parseCsvChunk(headerText, delimiter, 0);
   const headerRow = parsedHeader.rows[0];
-  if (headerText.trim() === '' || headerRow === undefined || parsedHeader.rows.length !== 1) {
+  // Before the count of rows: a stray quote's lines come back as rows of their own (csv-text.ts).
+  const badQuotes = headerRow?.error === 'invalid_quotes' || unbalanced;
+  if (headerText.trim() === '' || headerRow === undefined || (parsedHeader.rows.length !== 1 && !badQuotes)) {
     throw new InputError(
       'input_no_header',
       `${name} has no header row (the file is empty or starts with a blank line)`,
@@ -626,7 +628,7 @@ function parseHeader(headerText: string, delimiter: CsvDelimiter, unbalanced: bo
       },
     );
   }
-  if (headerRow.error === 'invalid_quotes' || unbalanced) {
+  if (badQuotes) {
     throw new InputError('input_bad_header', `${name}: the header row has unbalanced quotes`, {
       fix: 'fix the quoting of the first line of the file',
     });
