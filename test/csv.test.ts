@@ -243,6 +243,32 @@ describe('readCsv: quoting and malformed rows', () => {
     expect(scan('a,"x""\ny",b\n').boundary).toBe(12); // "" is an escaped quote
     expect(scan('a,"x"y\nz\n').openQuote).toBe(true); // "x"y does not close the field (papaparse: InvalidQuotes)
     expect(scan('a,"x"', true).openQuote).toBe(false);
+    // papaparse closes a quote followed by any whitespace String.prototype.trim removes, then the delimiter or LF.
+    for (const ws of [' ', '\t', '\v', '\f', '\r', ' \r\t']) {
+      expect(scan(`a,"x"${ws},b\nc`).boundary).toBe(9 + ws.length - 1);
+      expect(scan(`a,"x"${ws}\nc`).boundary).toBe(6 + ws.length);
+    }
+    expect(scan('a,"x"\ry\nz\n').openQuote).toBe(true); // "x"\ry does not close the field
+  });
+
+  it('a closing quote followed by a tab or a CR before the delimiter reads as papaparse reads it, at every chunk size', async () => {
+    const rows = Array.from({ length: 40 }, (_, i) => `A${i},Name${i},a${i}@x.com`);
+    const text = [
+      'pid,name,email',
+      'A,"Ann"\t,a@x.com',
+      'B,"Bo"\r,b@x.com',
+      ...rows,
+      'C,"\nmulti",c@x.com',
+      'D,Di,bad',
+    ].join('\n');
+    const path = file(`${text}\n`);
+    const reference = Papa.parse<string[]>(text, { delimiter: ',', newline: '\n' }).data.slice(1);
+    const expected = simple(await all(path, { chunkBytes: 1 << 16 }));
+    expect(expected.map((r) => (r as unknown[]).slice(1))).toEqual(
+      reference.map((f) => f.map((c) => (c.endsWith('\r') ? c.slice(0, -1) : c))),
+    );
+    expect(expected.at(-1)).toEqual([46, 'D', 'Di', 'bad']);
+    for (const chunkBytes of [1, 7, 33, 100]) expect(simple(await all(path, { chunkBytes }))).toEqual(expected);
   });
 });
 

@@ -30,7 +30,8 @@ export const MAX_RECORD_BYTES = 1024 * 1024;
 export const QUOTE = 0x22;
 export const LF = 0x0a;
 export const CR = 0x0d;
-const SPACE = 0x20;
+/** The ASCII whitespace String.prototype.trim removes, which papaparse allows between a closing quote and the delimiter or line break. */
+const isSpace = (b: number): boolean => b === 0x20 || b === 0x09 || b === 0x0b || b === 0x0c;
 
 const enum ScanState {
   FieldStart = 0,
@@ -38,7 +39,7 @@ const enum ScanState {
   Quoted = 2,
   QuoteInQuoted = 3,
   SpacesAfterQuote = 4,
-  /** A CR after a closing quote: a record boundary if LF follows, else still inside the quotes. */
+  /** A CR after a closing quote: a record boundary if LF follows, else whitespace after the quote. */
   CrAfterQuote = 5,
 }
 
@@ -81,7 +82,8 @@ export class RecordScanner {
           if (firstOnly) break;
           continue;
         }
-        state = ScanState.Quoted;
+        // A CR is whitespace to papaparse: what follows it decides, as after a space.
+        state = ScanState.SpacesAfterQuote;
       }
       switch (state) {
         case ScanState.FieldStart:
@@ -105,7 +107,7 @@ export class RecordScanner {
             state = ScanState.FieldStart;
             if (firstOnly) i = to;
           } else if (b === CR) state = ScanState.CrAfterQuote;
-          else if (b === SPACE) state = ScanState.SpacesAfterQuote;
+          else if (isSpace(b as number)) state = ScanState.SpacesAfterQuote;
           else state = ScanState.Quoted;
           break;
       }
