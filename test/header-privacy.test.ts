@@ -164,4 +164,25 @@ describe('header cells that look like data', { timeout: 60_000 }, () => {
       expect(text).not.toMatch(/7400|deadbeef|9876543/);
     }
   });
+
+  it('a flag value or an option name that looks like data is not echoed in the refusal', async () => {
+    const dir = tempDir('ak-header-privacy-');
+    const file = join(dir, 'export.csv');
+    writeFileSync(file, exportCsv());
+    const canary = 'jane.roe@example.org';
+    for (const given of [
+      ['--phone-format', canary],
+      [`--${canary}`],
+      ['--consent', canary],
+      ['--delimiter', canary],
+      ['--max-reject-rate', canary],
+      ['--encoding', canary],
+      ['--default-country', '+49 30 5550199'],
+    ]) {
+      const r = await runCli(['hash', file, ...given, ...CALLING_THREAD], { cwd: dir });
+      expect(r.code, given.join(' ')).toBe(2);
+      expect(r.stderr).toContain('<the value given, looks like data>');
+      expect(r.stderr).not.toMatch(/jane\.roe|5550199/);
+    }
+  });
 });

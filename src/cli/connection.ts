@@ -3,6 +3,7 @@
  * the flags, their resolution through the config module (flags > environment > config file)
  * and the client they produce, with `--debug` request lines that carry no headers or bodies.
  */
+import { givenLabel } from '../identifiers/labels.js';
 import type { Argv } from 'yargs';
 import { ConfigError } from '../errors.js';
 import { resolveConnectionConfig, type ConnectionValues, type ResolvedConnectionConfig } from '../api/config.js';
@@ -228,7 +229,7 @@ export function parseDuration(text: string, option: string): number {
   if (trimmed === '' || consumed !== trimmed.length || !Number.isFinite(total)) {
     throw new ConfigError<CliErrorCode>(
       'invalid_duration',
-      `${option} must be a duration such as 90s, 30m, 1h or 1h30m, got "${text}"`,
+      `${option} must be a duration such as 90s, 30m, 1h or 1h30m, got ${givenLabel(text)}`,
       {
         fix: `pass for example ${option} 30m (units: ms, s, m, h, d; a bare number is seconds)`,
       },
@@ -245,9 +246,13 @@ export function parseWholeNumber(text: string, option: string, min: number, max:
   const trimmed = String(text).trim();
   const value = /^\d+$/.test(trimmed) ? Number(trimmed) : Number.NaN;
   if (!(value >= min && value <= max)) {
-    throw new ConfigError('invalid_option', `${option} must be a whole number from ${min} to ${max}, got "${text}"`, {
-      fix,
-    });
+    throw new ConfigError(
+      'invalid_option',
+      `${option} must be a whole number from ${min} to ${max}, got ${givenLabel(text)}`,
+      {
+        fix,
+      },
+    );
   }
   return value;
 }

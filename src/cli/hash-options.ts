@@ -2,6 +2,7 @@
  * The column-mapping and normalization options shared by `hash` and `upload`: one definition of
  * the flags, one translation into the library's HashCsvOptions.
  */
+import { givenLabel } from '../identifiers/labels.js';
 import { resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { Argv, Options } from 'yargs';
@@ -174,7 +175,7 @@ export function hashOptionsFromArgs(args: HashOptionArgs, stdin?: Readable): Has
   if (args.delimiter !== undefined) {
     const delimiter = DELIMITERS[args.delimiter.toLowerCase()];
     if (delimiter === undefined) {
-      throw new ConfigError('invalid_option', `--delimiter ${JSON.stringify(args.delimiter)} is not supported`, {
+      throw new ConfigError('invalid_option', `--delimiter ${givenLabel(args.delimiter)} is not supported`, {
         fix: 'use one of: , ; | tab',
       });
     }
@@ -204,7 +205,7 @@ export function consentPolicyOf(text: string): { policy: ConsentPolicy; doNotRea
   if (list !== undefined && list !== '') return { policy: 'exclude', doNotReachListId: list };
   const policy = CONSENT_POLICIES.find((p) => p === value.toLowerCase() && p !== 'refused');
   if (policy !== undefined) return { policy };
-  throw new ConfigError('invalid_option', `--consent ${JSON.stringify(text)} is not a consent policy`, {
+  throw new ConfigError('invalid_option', `--consent ${givenLabel(text)} is not a consent policy`, {
     fix: 'pass exclude (the default), require-consent, include, or do-not-reach=LIST_ID (upload and sync; docs/privacy.md)',
   });
 }
@@ -215,7 +216,7 @@ export function rejectGuardFromArgs(args: HashOptionArgs): RejectGuardOptions {
   if (text === undefined) return { requireUsers: true };
   const percent = Number(text.trim().replace(/%$/, ''));
   if (text.trim() === '' || !Number.isFinite(percent) || percent < 0 || percent > 100) {
-    throw new ConfigError('invalid_option', `--max-reject-rate ${JSON.stringify(text)} is not a percentage`, {
+    throw new ConfigError('invalid_option', `--max-reject-rate ${givenLabel(text)} is not a percentage`, {
       fix: 'pass a share between 0% and 100%, for example --max-reject-rate 5%',
     });
   }

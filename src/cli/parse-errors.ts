@@ -3,6 +3,7 @@
  * unknown ones, so `--acount 1` would be reported as a missing `--account`: the unknown option is
  * named first here, with the nearest known one, and an unknown command with the nearest command.
  */
+import { givenLabel, looksLikeData } from '../identifiers/labels.js';
 
 /** Where yargs stopped: the command path it entered and what that command knows. */
 export interface ParseContext {
@@ -92,8 +93,25 @@ export function suggestOption(typed: string, options: readonly string[]): string
   return stem ?? nearest(typed, options);
 }
 
-/** The message and fix for a command line yargs refused with `message`. */
+/**
+ * The message and fix for a command line yargs refused with `message`; a value given on it that
+ * looks like data (an e-mail typed as a flag's value or as an option) is not repeated.
+ */
 export function describeParseFailure(message: string, argv: readonly string[], at: ParseContext): ParseProblem {
+  const problem = parseProblem(message, argv, at);
+  return { ...problem, message: withoutDataValues(problem.message) };
+}
+
+/** Quoted values and option names in a message that look like data, each as givenLabel shows it. */
+function withoutDataValues(message: string): string {
+  return message
+    .replace(/"([^"\n]*)"/g, (quoted, value: string) => (looksLikeData(value) ? givenLabel(value) : quoted))
+    .replace(/(^|[\s,])(-{1,2}[^\s,]+)/g, (all, before: string, option: string) =>
+      looksLikeData(option) ? `${before}${givenLabel(option)}` : all,
+    );
+}
+
+function parseProblem(message: string, argv: readonly string[], at: ParseContext): ParseProblem {
   const path = at.commands.join(' ');
   const help = `\`audience-kit ${path === '' ? '' : `${path} `}--help\``;
   const unknown = unknownOptions(argv, at.options);

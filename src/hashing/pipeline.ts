@@ -11,6 +11,7 @@
  *   chunks in flight is bounded, so memory stays flat whatever the file size and a slow consumer
  *   (the uploader) slows the reading down.
  */
+import { givenLabel } from '../identifiers/labels.js';
 import { statSync } from 'node:fs';
 import { z } from 'zod';
 import {
@@ -121,9 +122,13 @@ export function checkNormalizeOptions<T extends NormalizeOptions>(opts: T): T {
   if (opts.defaultCountry === undefined) return opts;
   const country = normalizeCountryCode(opts.defaultCountry);
   if (country === undefined) {
-    throw new ConfigError('invalid_default_country', `defaultCountry "${opts.defaultCountry}" is not a known country`, {
-      fix: 'pass an ISO 3166-1 code or an English country name, such as US, GBR or Germany',
-    });
+    throw new ConfigError(
+      'invalid_default_country',
+      `defaultCountry ${givenLabel(opts.defaultCountry)} is not a known country`,
+      {
+        fix: 'pass an ISO 3166-1 code or an English country name, such as US, GBR or Germany',
+      },
+    );
   }
   return { ...opts, defaultCountry: country };
 }

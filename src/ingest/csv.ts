@@ -8,6 +8,7 @@
  * scanner and the same `visitCsvChunk` (csv-text.ts) serve `readCsv` and the workers, so both paths see
  * exactly the same records with the same line numbers.
  */
+import { givenLabel } from '../identifiers/labels.js';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { isUtf8 } from 'node:buffer';
@@ -294,7 +295,7 @@ function forcedEncoding(label: string | undefined): CsvEncoding | undefined {
   if (label === undefined) return undefined;
   const encoding = canonicalEncoding(label);
   if (encoding === undefined) {
-    throw new ConfigError('invalid_option', `encoding ${JSON.stringify(label)} is not known`, {
+    throw new ConfigError('invalid_option', `encoding ${givenLabel(label)} is not known`, {
       fix: 'pass an encoding name such as utf-8, windows-1252, iso-8859-2, shift_jis, gbk, big5 or euc-kr',
     });
   }

@@ -7,6 +7,7 @@
  *
  * A new option is one line in the fields of the entries that take it.
  */
+import { givenLabel } from '../identifiers/labels.js';
 import { z } from 'zod';
 import type { AdsClient } from '../api/client.js';
 import { DEFAULT_MIN_AUDIENCE_SIZE } from './audience-size.js';
@@ -39,7 +40,7 @@ function parseIsoTime(value: string, option: string): string {
   if (Number.isNaN(ms)) {
     throw new ConfigError(
       'invalid_time',
-      `${option} must be an ISO 8601 date-time such as 2030-01-31T00:00:00Z, got "${value}"`,
+      `${option} must be an ISO 8601 date-time such as 2030-01-31T00:00:00Z, got ${givenLabel(value)}`,
       { fix: `pass ${option} in UTC, e.g. 2030-01-31T00:00:00Z` },
     );
   }

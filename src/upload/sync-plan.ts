@@ -4,6 +4,7 @@
  * (or with `full`), a refresh; otherwise unchanged. Snapshot users the input never named are the
  * removals. Duplicates (two rows that build the same user object) count once.
  */
+import { givenLabel } from '../identifiers/labels.js';
 import { z } from 'zod';
 import { audienceTooSmall } from './audience-size.js';
 import type { Target } from './target.js';
@@ -128,9 +129,13 @@ export function parseRemovalCap(value: string | number | undefined): RemovalCap 
   const text = String(value).trim();
   const percent = text.endsWith('%') ? Number(text.slice(0, -1)) : undefined;
   if (!parsed.success || (percent !== undefined && percent > 100)) {
-    throw new ConfigError('invalid_option', `maxRemovals must be a number of users or a percentage, got "${text}"`, {
-      fix: 'pass maxRemovals 500 or maxRemovals 5%, or omit it for 10% of the snapshot',
-    });
+    throw new ConfigError(
+      'invalid_option',
+      `maxRemovals must be a number of users or a percentage, got ${givenLabel(text)}`,
+      {
+        fix: 'pass maxRemovals 500 or maxRemovals 5%, or omit it for 10% of the snapshot',
+      },
+    );
   }
   return percent === undefined ? { users: Number(text) } : { percent };
 }

@@ -1,3 +1,4 @@
+import { givenLabel } from '../../identifiers/labels.js';
 import { once } from 'node:events';
 import type { CommandModule } from 'yargs';
 import { ConfigError } from '../../errors.js';
@@ -28,7 +29,7 @@ function parseRateLimit(text: string): { limit: number; windowMs: number } {
   const limit = Number(m?.[1]);
   const windowMs = Math.round(Number(m?.[2]) * 1000);
   if (m === null || limit < 1 || windowMs < 1) {
-    throw new ConfigError('invalid_option', `--rate-limit must be REQUESTS/SECONDS, got "${text}"`, {
+    throw new ConfigError('invalid_option', `--rate-limit must be REQUESTS/SECONDS, got ${givenLabel(text)}`, {
       fix: 'pass for example --rate-limit 1500/60 (the platform) or --rate-limit 30/2',
     });
   }
