@@ -173,6 +173,24 @@ describe('CLI proxy variables', () => {
     expect(r.stderr).toMatch(/^error: /);
   });
 
+  it('a proxy that takes the connection and never answers its CONNECT fails the attempt within the request timeout', async () => {
+    const silent = createServer();
+    const sockets: Socket[] = [];
+    silent.on('connect', (_req, socket: Socket) => sockets.push(socket)); // never answered
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+      const flags = ['--max-attempts', '1', '--request-timeout', '1s'];
+      const r = await list({ HTTPS_PROXY: url, AUDIENCE_KIT_ADS_BASE_URL: 'https://ads.example.test' }, ...flags);
+      expect(sockets.length).toBe(1);
+      expect(r.code).toBe(6);
+      expect(r.stderr).toMatch(/timed out \(headers timeout\)/);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => silent.close(() => resolve()));
+    }
+  });
+
   it('a proxy variable that is not a URL is a usage error that does not echo it', async () => {
     const r = await list({ HTTPS_PROXY: 'http://user:s3cret@[bad' });
     expect(r.code).toBe(2);

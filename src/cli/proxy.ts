@@ -4,7 +4,7 @@
  * client as its `dispatcher`. The variables come from the command's context, not
  * process.env, so an in-process run sees only what it was given.
  */
-import { EnvHttpProxyAgent, type Dispatcher } from 'undici';
+import { EnvHttpProxyAgent, Pool, type Dispatcher } from 'undici';
 import { AdsClient, agentOptions, type ClientOptions } from '../api/client.js';
 import { ConfigError } from '../errors.js';
 
@@ -29,11 +29,21 @@ export function proxyAgentFromEnv(env: NodeJS.ProcessEnv, options: ClientOptions
     }
   }
   // Empty strings, not undefined: undefined would make undici read process.env itself.
+  const agent = agentOptions(options);
   return new EnvHttpProxyAgent({
-    ...agentOptions(options),
+    ...agent,
     httpProxy,
     httpsProxy,
     noProxy: proxyVariable(env, 'NO_PROXY'),
+    // The proxy's own client, which sends the CONNECT: undici makes it with its defaults, so a
+    // proxy that takes the connection and never answers held the request for 300 s an attempt
+    // (the request's signal does not reach it); it answers within the headers timeout, or the
+    // attempt fails as a headers timeout.
+    clientFactory: (origin, opts) =>
+      new Pool(origin, {
+        ...opts,
+        ...(agent.headersTimeout === undefined ? {} : { headersTimeout: agent.headersTimeout }),
+      }),
   });
 }
 
