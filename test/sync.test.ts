@@ -241,6 +241,19 @@ describe('syncAudience (directory store)', () => {
     expect(members(t.sandbox, t.audienceId)).toEqual(await expected(t, customers(range(0, 110))));
   });
 
+  it("refuses an upload's expiresAt or effectiveAt instead of ignoring them, before anything is read or sent", async () => {
+    const t = await setup();
+    for (const [option, value] of [
+      ['expiresAt', '2030-01-31T00:00:00Z'],
+      ['effectiveAt', 'garbage'],
+    ] as const)
+      await expect(syncOf(t, customers(range(0, 5)), { [option]: value } as never)).rejects.toMatchObject({
+        code: 'invalid_option',
+        message: expect.stringContaining(`a sync does not take ${option}`),
+      });
+    expect(t.sandbox.state.requests).toEqual([]);
+  });
+
   it('keeps raw identifiers out of the snapshot, the audit log and the report', async () => {
     const t = await setup();
     const rows = customers(range(0, 50));

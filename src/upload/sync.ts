@@ -190,6 +190,18 @@ const SYNC_FIELDS = {
   leaseIntervalMs: z.number().int().positive().max(600_000).optional(),
   onTakeoverWait: z.custom<(wait: TakeoverWait) => void>().optional(),
   consent: CONSENT_FIELD,
+  // An upload's options a sync does not take: refused, never ignored (the caller would believe them applied).
+  expiresAt: z
+    .undefined({
+      error:
+        'a sync does not take expiresAt: it refreshes its users before the platform lets them expire (refreshAfterDays); uploadAudience takes it',
+    })
+    .optional(),
+  effectiveAt: z
+    .undefined({
+      error: 'a sync does not take effectiveAt: it sends what changed when it runs; uploadAudience takes it',
+    })
+    .optional(),
 };
 const SYNC_SCHEMA = z
   .object(SYNC_FIELDS)
