@@ -235,6 +235,29 @@ describe('readCsv: quoting and malformed rows', () => {
     expect((user + system) / 1000).toBeLessThan(5000);
   });
 
+  it('the header repeated inside the file (exports joined) is a repeated_header bad row, never a user', async () => {
+    const text =
+      'Customer ID,Email,Notes\nc1,a@x.com,hi\nCustomer ID, Email ,Notes\nc2,b@x.com,"yo"\nCustomer ID,Email,other\n';
+    const path = file(text);
+    expect(simple(await all(path))).toEqual([
+      [2, 'c1', 'a@x.com', 'hi'],
+      [3, 'repeated_header'],
+      [4, 'c2', 'b@x.com', 'yo'],
+      [5, 'Customer ID', 'Email', 'other'],
+    ]);
+    for (const workers of [0, 1]) {
+      const run = await hashCsv(path, { workers, map: ['partner_user_id=Customer ID'] });
+      const users: unknown[] = [];
+      for await (const chunk of run) for (const u of chunk.users) users.push([u.line, u.user.partner_user_id]);
+      // Only the cells read decide (Notes is not): line 5 repeats them too.
+      expect(users).toEqual([
+        [2, ['c1']],
+        [4, ['c2']],
+      ]);
+      expect(run.summary.malformed).toEqual({ count: 2, lines: [3, 5], reasons: { repeated_header: 2 } });
+    }
+  });
+
   it('scanRecords follows papaparse quote rules', () => {
     const scan = (s: string, final = false): ReturnType<typeof scanRecords> => scanRecords(Buffer.from(s), 0x2c, final);
     expect(scan('a,"x\ny",b\nc').boundary).toBe(10);

@@ -51,6 +51,8 @@ export interface PackedUsers {
 /** What a worker needs to process chunks of one file. Plain data: it crosses the thread boundary. */
 export interface HashChunkContext {
   columns: number;
+  /** The header's names (trimmed): a record that repeats them is a `repeated_header` bad row. */
+  header: string[];
   delimiter: CsvDelimiter;
   mapping: ColumnMapping;
   normalize: NormalizeOptions;
@@ -239,7 +241,7 @@ export function hashChunk(bytes: Uint8Array, ctx: HashChunkContext): HashChunkRe
     addBadRowToSummary(summary, offset, error);
   };
   const { text, damaged } = decodeChunk(bytes);
-  const lines = visitCsvChunk(text, ctx.delimiter, ctx.columns, { row, bad }, damaged, fieldsRead(ctx));
+  const lines = visitCsvChunk(text, ctx.delimiter, ctx.columns, { row, bad }, damaged, fieldsRead(ctx), ctx.header);
   const result: HashChunkResult = { lines, users, output: out.bytes(), rejects, malformed, summary };
   if (packed !== undefined) result.packed = packed.finish();
   return result;

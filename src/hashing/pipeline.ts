@@ -380,6 +380,7 @@ async function openMapped(
 function chunkContext(input: CsvInput, mapping: ColumnMapping, opts: HashCsvOptions): HashChunkContext {
   return {
     columns: input.header.length,
+    header: [...input.header],
     delimiter: input.delimiter,
     mapping,
     normalize: normalizeOptionsOf(opts),

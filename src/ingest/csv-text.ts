@@ -54,8 +54,10 @@ export function visitCsvChunk(
   visit: CsvChunkVisitor,
   damaged = false,
   read?: readonly boolean[],
+  header?: readonly string[],
 ): number {
   const hasCr = text.includes('\r');
+  const headerAgain = header === undefined ? undefined : headerMatcher(header, read);
   const record = (fields: string[], offset: number, quoteError: boolean): void => {
     if (hasCr) {
       // The CR of a CRLF line (also the whole of a blank CRLF line). A CR closing a quoted last
@@ -68,10 +70,28 @@ export function visitCsvChunk(
     if (damaged && fields.some((f) => f.includes('\ufffd'))) visit.bad(offset, 'invalid_utf8', fields);
     else if (quoteError) visit.bad(offset, 'invalid_quotes', fields);
     else if (fields.length !== columns) visit.bad(offset, 'field_count', fields);
+    else if (headerAgain?.(fields) === true) visit.bad(offset, 'repeated_header', fields);
     else visit.row(fields, offset);
   };
   if (text.includes('"')) return visitQuoted(text, delimiter, record);
   return visitUnquoted(text, delimiter, record, damaged ? undefined : read);
+}
+
+/**
+ * Whether a record is the header again (exports joined one after the other, each with its
+ * header): every cell read (`read`; all when undefined) is the header's, trimmed. Its names are
+ * no values: a `Customer ID` or a `handle` cell would otherwise be sent as a user.
+ */
+function headerMatcher(header: readonly string[], read: readonly boolean[] | undefined): (fields: string[]) => boolean {
+  const cells = header.flatMap((h, i) => ((read === undefined || read[i] === true) && h !== '' ? [i] : []));
+  return (fields) => {
+    for (let k = 0; k < cells.length; k++) {
+      const i = cells[k] as number;
+      const f = fields[i] as string;
+      if (f !== header[i] && f.trim() !== header[i]) return false;
+    }
+    return cells.length > 0;
+  };
 }
 
 type Papaparse = typeof import('papaparse');
@@ -208,13 +228,19 @@ export function decodeChunk(bytes: Uint8Array): { text: string; damaged: boolean
 const UTF8 = new TextDecoder();
 
 /** visitCsvChunk collecting the records (header parsing, readCsv). */
-export function parseCsvChunk(text: string, delimiter: CsvDelimiter, columns: number, damaged = false): ParsedChunk {
+export function parseCsvChunk(
+  text: string,
+  delimiter: CsvDelimiter,
+  columns: number,
+  damaged = false,
+  header?: readonly string[],
+): ParsedChunk {
   const rows: ParsedChunkRow[] = [];
   const visitor: CsvChunkVisitor = {
     row: (fields, offset) => rows.push({ offset, fields }),
     bad: (offset, error, fields) => rows.push({ offset, fields, error }),
   };
-  const lines = visitCsvChunk(text, delimiter, columns, visitor, damaged);
+  const lines = visitCsvChunk(text, delimiter, columns, visitor, damaged, undefined, header);
   return { rows, lines };
 }
 

@@ -697,7 +697,7 @@ async function* rowsOf(
       continue;
     }
     const { text, damaged } = decodeChunk(chunk.bytes);
-    const parsed = parseCsvChunk(text, delimiter, header.length, damaged);
+    const parsed = parseCsvChunk(text, delimiter, header.length, damaged, header);
     for (const row of parsed.rows) {
       if (row.error !== undefined) yield { line: line + row.offset, error: row.error };
       else yield { line: line + row.offset, header, fields: row.fields };

@@ -9,7 +9,8 @@
  */
 
 /** Why a record was skipped. */
-export type CsvRowError = 'unterminated_quote' | 'invalid_quotes' | 'field_count' | 'record_too_long' | 'invalid_utf8';
+export type CsvRowError =
+  'unterminated_quote' | 'invalid_quotes' | 'field_count' | 'record_too_long' | 'invalid_utf8' | 'repeated_header';
 
 /**
  * A piece of the input holding whole records. `text` chunks are UTF-8 bytes for
