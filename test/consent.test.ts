@@ -128,6 +128,39 @@ describe('reading names and values', () => {
     expect(cases.map(([args]) => readConsentValue(...args))).toEqual(cases.map(([, want]) => want));
   });
 
+  it("the exports' own refusals, found by review: each row that says no is left out under the default policy, the others sent", async () => {
+    // [column, [value that says no, value that does not]]: vendors' labels, names that take an agreement
+    // back, Mailchimp's unsubscribed members, status columns found by their values.
+    const cases: [string, string, string][] = [
+      ['Consent Revoked', 'true', 'false'],
+      ['Marketing Consent Revoked', 'Yes', 'No'],
+      ['Withdrew Consent', 'true', ''],
+      ['No consent', 'x', ''],
+      ['Opt-in revoked', 'true', 'false'],
+      ['Consentement retiré', 'oui', 'non'],
+      ['Einwilligung zurückgezogen', 'ja', 'nein'],
+      ['同意撤回', 'はい', 'いいえ'],
+      ['UNSUB_TIME', '2024-05-01 09:00:00', ''],
+      ["Don't Market", 'true', 'false'],
+      ["Don't Track", 'true', 'false'],
+      ['donotbulkemail', '1', '0'],
+      ['Do not allow Bulk Emails', 'Do Not Allow', 'Allow'],
+      ['Marketing Suspended', 'true', 'false'],
+      ['Newsletter abbestellt', 'ja', 'nein'],
+      ['Status', 'Unsubscribed', 'Active'],
+    ];
+    for (const [column, no, other] of cases) {
+      // Six rows each way (a status column is found by its values: Bounced and Unconfirmed among them).
+      const values = [no, other, no, other, no, other, 'Bounced', 'Unconfirmed'].slice(0, column === 'Status' ? 8 : 6);
+      const records = values.map((v, i) => ({ Email: `p${i}@example.com`, [column]: v }));
+      const run = hashRecords(records, {});
+      const sent: number[] = [];
+      for await (const u of run) if (u.withheld !== true) sent.push(u.line);
+      const said = values.flatMap((v, i) => (v === no ? [] : [i + 1]));
+      expect([column, sent], column).toEqual([column, said]);
+    }
+  });
+
   it('a refusal starting a longer value is counted by its written start, never with the rest of the cell (an address, a name)', async () => {
     const records: RawRecord[] = [
       { Email: 'a@example.com', Status: 'Unsubscribed by jane.doe@example.com on request' },

@@ -49,8 +49,18 @@ export const CONSENT_NAME_KEYS: readonly (readonly [ConsentKind, readonly string
       'suppressed',
       'consentwithdrawn',
       'withdrawnconsent',
+      'unsub', // Mailchimp's UNSUB_TIME, UNSUB_CAMPAIGN_TITLE
+      'dontemail',
+      'dontmarket', // Salesforce Individual's labels: Don't Market, Don't Track, Don't Profile, Don't Process
+      'donttrack',
+      'dontprofile',
+      'dontprocess',
+      'donotbulkemail', // Dynamics 365: donotbulkemail, Do not allow Bulk Emails
+      'donotallow',
+      'marketingsuspended', // Marketo
       // German
       'abgemeldet',
+      'abbestellt',
       'abmeldung',
       'widerruf',
       'werbewiderspruch',
@@ -157,6 +167,39 @@ export const CONSENT_NAME_KEYS: readonly (readonly [ConsentKind, readonly string
 ];
 
 /**
+ * Parts of a column's key that turn an agreement's name into a refusal's (`Consent Revoked`,
+ * `Withdrew Consent`, `Opt-in declined`, `No consent`, `Consentement retiré`, `Einwilligung
+ * zurückgezogen`, `同意撤回`): a true value or a date in such a column is a no. Matched as parts of
+ * the key, in the ten languages of the names above.
+ */
+export const CONSENT_NAME_NEGATIONS: readonly string[] = [
+  'revoke',
+  'revoked',
+  'withdr',
+  'declin',
+  'refus',
+  'reject',
+  'denied',
+  'retract',
+  'noconsent',
+  'nooptin',
+  'retire',
+  'revoque',
+  'revocad',
+  'revocat',
+  'retirad',
+  'zuruckgezogen',
+  'abgelehnt',
+  'verweigert',
+  'ingetrokken',
+  'geweigerd',
+  'cofniet',
+  'aterkallat',
+  '撤回',
+  '拒否',
+];
+
+/**
  * Last words of a column name that say it is about the consent, not the consent itself
  * (`OPTIN_IP`, `Opt Out Reason`, `consent_source`): never read as consent.
  */
@@ -236,6 +279,9 @@ export const FALSE_VALUES: readonly string[] = [
  */
 export const STATUS_WORDS: Readonly<Record<ConsentReading, readonly string[]>> = {
   no: [
+    'donotallow', // Dynamics 365's option: Do Not Allow
+    'donotsend',
+    'abbestellt',
     'unsubscribed',
     'unsubscribe',
     'optedout',
@@ -296,6 +342,11 @@ export const STATUS_WORDS: Readonly<Record<ConsentReading, readonly string[]>> =
     '拒否',
   ],
   yes: [
+    'allow', // Dynamics 365's option: Allow
+    'accepted',
+    'active', // ActiveCampaign's and Marketing Cloud's subscribed contacts
+    'implicit', // Constant Contact's permission: implicit or explicit consent
+    'explicit',
     'subscribed',
     'optedin',
     'optin',
@@ -326,6 +377,8 @@ export const STATUS_WORDS: Readonly<Record<ConsentReading, readonly string[]>> =
     '同意済み',
   ],
   none: [
+    'archived', // Mailchimp: an archived contact, whatever it said
+    'held', // Marketing Cloud: sending held after bounces
     'notsubscribed',
     'neversubscribed',
     'nonsubscribed',

@@ -11,6 +11,7 @@
  */
 import {
   CONSENT_NAME_KEYS,
+  CONSENT_NAME_NEGATIONS,
   CONSENT_NAME_NOT,
   DATE_VALUE,
   FALSE_VALUES,
@@ -72,7 +73,11 @@ export function consentKindOfName(column: string): ConsentKind | undefined {
   const last = words.at(-1);
   if (last !== undefined && words.length > 1 && CONSENT_NAME_NOT.has(last)) return undefined;
   const key = consentKey(column);
-  for (const [kind, keys] of CONSENT_NAME_KEYS) if (keys.some((k) => key.includes(k))) return kind;
+  for (const [kind, keys] of CONSENT_NAME_KEYS) {
+    if (!keys.some((k) => key.includes(k))) continue;
+    // An agreement taken back or refused is a refusal (`Consent Revoked`: true means no).
+    return kind !== 'opt-out' && CONSENT_NAME_NEGATIONS.some((k) => key.includes(k)) ? 'opt-out' : kind;
+  }
   return undefined;
 }
 
@@ -117,15 +122,12 @@ function writtenStart(value: string, length: number): string {
   return value;
 }
 
-/** Share of a named column's sampled values that must be readable for it to be a consent column. */
-const READABLE_SHARE = 0.5;
 /** Values a column of unknown name needs, and the share that must be status words, to be read by content. */
 const CONTENT_MIN = 3;
 const CONTENT_SHARE = 0.9;
 
 /**
- * The consent columns of `header`: columns whose name has a consent key and whose sampled values
- * are mostly readable (or too few to tell), and columns of any other name whose sampled values
+ * The consent columns of `header`: columns whose name has a consent key, and columns of any other name whose sampled values
  * are clearly status words (subscribed, unsubscribed…) with at least one refusal or agreement.
  * `skip`: columns named for something else (`map` entries).
  */
@@ -140,9 +142,10 @@ export function detectConsentColumns(
     const cells = sample.map((row) => row[index] ?? '').filter((c) => c.trim() !== '');
     const kind = consentKindOfName(column);
     if (kind !== undefined) {
-      const readable = cells.filter((c) => readConsentValue(kind, c) !== 'unreadable').length;
-      if (cells.length < CONTENT_MIN || readable >= READABLE_SHARE * cells.length)
-        out.push({ ...headerColumn(header, index), kind });
+      // Kept whatever its values: a column named for consent whose values could not be read was
+      // dropped, and every row of it sent, those that said no among them (✓, Do Not Allow, a
+      // date in another format); its values that cannot be read are counted and hinted instead.
+      out.push({ ...headerColumn(header, index), kind });
       return;
     }
     if (cells.length < CONTENT_MIN) return;
