@@ -28,7 +28,7 @@ import {
   type Policy,
   type Truth,
 } from './helpers/consent-generator.js';
-import { customers, members, range, setup } from './helpers/sync.js';
+import { customers, members, range, setup, setupWithSlowHook } from './helpers/sync.js';
 import { runUpload, syncAudience, uploadAudience } from './helpers/small-audience.js';
 import { tempDir } from './helpers/temp.js';
 
@@ -305,13 +305,7 @@ describe('library: the do-not-reach policy in one call', () => {
   const rowsOf = (e: ConsentExport, want: (t: Truth) => boolean) => e.truth.flatMap((t, i) => (want(t) ? [i] : []));
 
   it('stopped (its signal) while the audience pass sends its last batch: interrupted, the list not synced; the next sync ends both equal', async () => {
-    let onSlow = (): void => undefined;
-    const t = await setup({
-      sleep: async () => {
-        onSlow();
-        await new Promise((resolve) => setTimeout(resolve, 30));
-      },
-    });
+    const { t, hook } = await setupWithSlowHook();
     const accountId = t.sandbox.accounts.primary;
     const list = t.sandbox.state.createDoNotReachList(accountId).id;
     const rows = (out: (i: number) => boolean): RawRecord[] =>
@@ -334,7 +328,7 @@ describe('library: the do-not-reach policy in one call', () => {
     const v2 = rows((i) => (i % 10 === 0 && i % 20 !== 0) || i % 10 === 1);
     const stop = new AbortController();
     t.sandbox.setFaults('slow@2');
-    onSlow = () => stop.abort();
+    hook.onSlow = () => stop.abort();
     const cut = await sync(v2, stop.signal);
     t.sandbox.setFaults('');
     expect(cut.status).toBe('interrupted');

@@ -23,6 +23,7 @@ import {
   members,
   range,
   setup as setupWith,
+  setupWithSlowHook,
   STORES,
   syncOf,
   usePostgres,
@@ -221,17 +222,11 @@ describe('syncAudience (directory store)', () => {
   });
 
   it('a batch cut by cancelSignal after the input was read makes the run interrupted, never completed; the next sync ends equal', async () => {
-    let onSlow = (): void => undefined;
-    const t = await setup({
-      sleep: async () => {
-        onSlow();
-        await new Promise((resolve) => setTimeout(resolve, 30));
-      },
-    });
+    const { t, hook } = await setupWithSlowHook();
     expect(await syncOf(t, customers(range(0, 100)))).toMatchObject({ status: 'completed' });
     const cancel = new AbortController();
     t.sandbox.setFaults('slow@1');
-    onSlow = () => cancel.abort();
+    hook.onSlow = () => cancel.abort();
     const cut = await syncOf(t, customers(range(0, 110)), { cancelSignal: cancel.signal });
     t.sandbox.setFaults('');
     expect(cut.status).toBe('interrupted');

@@ -66,6 +66,16 @@ export async function setup(
   return { sandbox, client, audienceId, stateDir, store, state: await stateOptions(store, stateDir) };
 }
 
+/** setup() with a sandbox that calls `hook.onSlow()` when a `slow` fault fires, then lets the request go on 30 ms later. */
+export async function setupWithSlowHook(store: StoreKind = 'directory') {
+  const hook = { onSlow: (): void => undefined };
+  const sleep = async (): Promise<void> => {
+    hook.onSlow();
+    await new Promise((resolve) => setTimeout(resolve, 30));
+  };
+  return { t: await setup({ sleep }, {}, store), hook };
+}
+
 /** The audit log's lines, from its file or its table. */
 export async function auditLines(t: SyncSetup): Promise<string[]> {
   if (!('state' in t.state)) return readFileSync(t.state.auditLog, 'utf8').trim().split('\n');
