@@ -148,6 +148,29 @@ describe('reading names and values', () => {
       ['Marketing Suspended', 'true', 'false'],
       ['Newsletter abbestellt', 'ja', 'nein'],
       ['Status', 'Unsubscribed', 'Active'],
+      ['ShouldForget', 'true', 'false'],
+      ['Email Suppressions', 'SPAM_COMPLAINT', ''],
+      ['GPC Signal', 'true', 'false'],
+      ['No Marketing', 'true', 'false'],
+      ['Abmeldedatum', '01-05-2024', ''],
+      ['Email Opt Out Date', '5/1/2024 10:22 AM', ''],
+      ['Unsubscribed At', 'May 1, 2024', ''],
+      ['Unsubscribed At', '1 May 2024', ''],
+      ['Unsubscribed At', '2024-05-01 10:22:00 UTC', ''],
+      ['配信停止日', '2024/05/01', ''],
+      ['Unsubscribed', '✓', ''],
+      ['配信停止', '○', ''],
+      ['Email Opt-In', '✗', '✓'],
+      ['Subscribed', 'false', 'true'],
+      ['is_subscribed', '0', '1'],
+      ['Email Subscription', 'No', 'Yes'],
+      ['Newsletter', 'nein', 'ja'],
+      ['Marketing Emails', 'No', 'Yes'],
+      ['Nieuwsbrief', 'nee', 'ja'],
+      ['メルマガ配信', '希望しない', '希望する'],
+      ['Consentimiento', 'no consiente', 'sí'],
+      ['Email permission status', 'Unsubscribed', 'Implicit'],
+      ['Email Preference', 'Unsubscribed', 'Weekly'],
     ];
     for (const [column, no, other] of cases) {
       // Six rows each way (a status column is found by its values: Bounced and Unconfirmed among them).
@@ -190,9 +213,9 @@ describe('reading names and values', () => {
       ['b@example.com', 'unsubscribed', 'false'],
       ['c@example.com', 'subscribed', 'false'],
     ];
-    const m = resolveMapping(['Email', 'Newsletter', 'Email Opt Out'], {}, sample);
+    const m = resolveMapping(['Email', 'Mailing', 'Email Opt Out'], {}, sample);
     expect(m.consent).toEqual([
-      { index: 1, column: 'Newsletter', label: 'Newsletter', kind: 'status', content: true },
+      { index: 1, column: 'Mailing', label: 'Mailing', kind: 'status', content: true },
       { index: 2, column: 'Email Opt Out', label: 'Email Opt Out', kind: 'opt-out' },
     ]);
     expect(m.columns.map((c) => c.column)).toEqual(['Email']);

@@ -58,9 +58,16 @@ export const CONSENT_NAME_KEYS: readonly (readonly [ConsentKind, readonly string
       'donotbulkemail', // Dynamics 365: donotbulkemail, Do not allow Bulk Emails
       'donotallow',
       'marketingsuspended', // Marketo
+      'shouldforget', // Salesforce Individual: forget this person
+      'suppression', // Klaviyo's Email Suppressions
+      'nomarketing',
+      'noemailmarketing',
+      'globalprivacycontrol', // a browser's GPC signal: do not sell or share
+      'gpcsignal',
       // German
       'abgemeldet',
       'abbestellt',
+      'abmelde', // Abmeldedatum
       'abmeldung',
       'widerruf',
       'werbewiderspruch',
@@ -156,6 +163,8 @@ export const CONSENT_NAME_KEYS: readonly (readonly [ConsentKind, readonly string
       'consentstatus',
       'optinstatus',
       'newsletterstatus',
+      'permissionstatus', // Constant Contact's Email permission status
+      'emailpreference',
       'abonnementstatus',
       'statutabonnement',
       'estadosuscripcion',
@@ -164,6 +173,9 @@ export const CONSENT_NAME_KEYS: readonly (readonly [ConsentKind, readonly string
       '配信ステータス',
     ],
   ],
+  // Names that say only what was subscribed to (`Subscribed`, `Newsletter`, `Marketing Emails`):
+  // agreements, after the status names (`Newsletter Status` is a status).
+  ['opt-in', ['subscribed', 'subscription', 'newsletter', 'marketingemails', 'nieuwsbrief', 'メルマガ', '受信許可']],
 ];
 
 /**
@@ -248,6 +260,11 @@ export const TRUE_VALUES: readonly string[] = [
   '真',
 ];
 
+/** A ticked box as spreadsheets write it (`✓`, Japanese `○`): true. Compared as written, not as keys. */
+export const TRUE_MARKS: readonly string[] = ['✓', '✔', '☑', '☒', '○', '◯', '●'];
+/** A crossed or empty box (`✗`, Japanese `×`): false. */
+export const FALSE_MARKS: readonly string[] = ['✗', '✘', '×', '☐'];
+
 /** Boolean spellings (keys): false. */
 export const FALSE_VALUES: readonly string[] = [
   'false',
@@ -324,6 +341,12 @@ export const STATUS_WORDS: Readonly<Record<ConsentReading, readonly string[]>> =
     'baja',
     'desuscrito',
     'sinconsentimiento',
+    'noconsiente',
+    'spamcomplaint', // Klaviyo's suppression reasons
+    'usersuppressed',
+    '希望しない', // Japanese: "does not wish" (to receive)
+    'noacepta',
+    'noaceptado',
     'descadastrado',
     'semconsentimento',
     'disiscritto',
@@ -342,7 +365,7 @@ export const STATUS_WORDS: Readonly<Record<ConsentReading, readonly string[]>> =
     '拒否',
   ],
   yes: [
-    'allow', // Dynamics 365's option: Allow
+    '希望する', // Japanese: "wishes" (to receive)
     'accepted',
     'active', // ActiveCampaign's and Marketing Cloud's subscribed contacts
     'implicit', // Constant Contact's permission: implicit or explicit consent
@@ -377,6 +400,7 @@ export const STATUS_WORDS: Readonly<Record<ConsentReading, readonly string[]>> =
     '同意済み',
   ],
   none: [
+    'allow', // Dynamics 365's option Allow: not opted out, which is no consent either
     'archived', // Mailchimp: an archived contact, whatever it said
     'held', // Marketing Cloud: sending held after bounces
     'notsubscribed',
@@ -406,9 +430,21 @@ export const STATUS_WORDS: Readonly<Record<ConsentReading, readonly string[]>> =
   ],
 };
 
+/** English month names and their three-letter forms (`May 1, 2024`, `1 May 2024`, `01-May-2024`). */
+const MONTH =
+  '(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\\.?';
+const MONTH_DAY_YEAR = `${MONTH} \\d{1,2},? \\d{4}`;
+const DAY_MONTH_YEAR = `\\d{1,2}[ -]${MONTH}[ -]\\d{2,4}`;
+/** A time after the date (`T10:22`, ` 10:22:00.5`, ` 10:22 AM`) and a zone (`Z`, `+02:00`, ` UTC`), each optional. */
+const TIME =
+  '(?:[T ,]+\\d{1,2}:\\d{2}(?::\\d{2}(?:\\.\\d+)?)?(?:\\s*[ap]\\.?m\\.?)?)?(?:\\s*(?:z|utc|gmt|[+-]\\d{2}:?\\d{2}))?';
+
 /**
- * Date values ("opted out at", "opted in at"): ISO dates and timestamps, `MM/DD/YYYY` and
- * `DD.MM.YYYY`, optionally with a time. Tested on the trimmed cell.
+ * Date values ("opted out at", "opted in at"): ISO dates and timestamps, `YYYY/MM/DD`,
+ * `MM/DD/YYYY`, `DD.MM.YYYY`, `DD-MM-YYYY`, `May 1, 2024`, `1 May 2024`, optionally with a time
+ * (Salesforce reports write `5/1/2024 10:22 AM`) and a zone. Tested on the trimmed cell.
  */
-export const DATE_VALUE =
-  /^(?:\d{4}-\d{1,2}-\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?\s*(?:Z|[+-]\d{2}:?\d{2})?)?|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}(?: \d{1,2}:\d{2}(?::\d{2})?)?)$/;
+export const DATE_VALUE = new RegExp(
+  `^(?:\\d{4}[-/.]\\d{1,2}[-/.]\\d{1,2}|\\d{1,2}[-/.]\\d{1,2}[-/.]\\d{2,4}|${MONTH_DAY_YEAR}|${DAY_MONTH_YEAR})${TIME}$`,
+  'i',
+);

@@ -12,6 +12,8 @@
 import {
   CONSENT_NAME_KEYS,
   CONSENT_NAME_NEGATIONS,
+  FALSE_MARKS,
+  TRUE_MARKS,
   CONSENT_NAME_NOT,
   DATE_VALUE,
   FALSE_VALUES,
@@ -53,13 +55,19 @@ export function consentKey(text: string): string {
     .replace(/[^\p{L}\p{N}]+/gu, '');
 }
 
-const TRUE = new Set(TRUE_VALUES);
-const FALSE = new Set(FALSE_VALUES);
+// The vocabulary's words as keys (consentKey): a word written with a voiced kana (`メルマガ`) or an
+// accent is compared as the cells' keys are, decomposed, its marks dropped.
+const TRUE = new Set(TRUE_VALUES.map(consentKey));
+const TRUE_MARK = new Set(TRUE_MARKS);
+const FALSE_MARK = new Set(FALSE_MARKS);
+const FALSE = new Set(FALSE_VALUES.map(consentKey));
 const STATUS = new Map<string, ConsentReading>(
   (Object.entries(STATUS_WORDS) as [ConsentReading, readonly string[]][]).flatMap(([reading, words]) =>
-    words.map((w) => [w, reading] as const),
+    words.map((w) => [consentKey(w), reading] as const),
   ),
 );
+const NAME_KEYS = CONSENT_NAME_KEYS.map(([kind, keys]) => [kind, keys.map(consentKey)] as const);
+const NAME_NEGATIONS = CONSENT_NAME_NEGATIONS.map(consentKey);
 /** Refusals read also as the start of a longer status (`Opt-Out: Manual`). */
 const NO_PREFIXES = STATUS_WORDS.no.filter((w) => w.length >= 5);
 
@@ -73,10 +81,10 @@ export function consentKindOfName(column: string): ConsentKind | undefined {
   const last = words.at(-1);
   if (last !== undefined && words.length > 1 && CONSENT_NAME_NOT.has(last)) return undefined;
   const key = consentKey(column);
-  for (const [kind, keys] of CONSENT_NAME_KEYS) {
+  for (const [kind, keys] of NAME_KEYS) {
     if (!keys.some((k) => key.includes(k))) continue;
     // An agreement taken back or refused is a refusal (`Consent Revoked`: true means no).
-    return kind !== 'opt-out' && CONSENT_NAME_NEGATIONS.some((k) => key.includes(k)) ? 'opt-out' : kind;
+    return kind !== 'opt-out' && NAME_NEGATIONS.some((k) => key.includes(k)) ? 'opt-out' : kind;
   }
   return undefined;
 }
@@ -92,7 +100,7 @@ function statusReading(key: string): ConsentReading | undefined {
 export function readConsentValue(kind: ConsentKind, raw: string): ConsentReading | 'unreadable' {
   const value = raw.trim();
   if (value === '') return 'none';
-  const key = consentKey(value);
+  const key = TRUE_MARK.has(value) ? 'true' : FALSE_MARK.has(value) ? 'false' : consentKey(value);
   const status = statusReading(key);
   if (status !== undefined) return status;
   if (kind === 'status') return 'unreadable';
