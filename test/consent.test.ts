@@ -184,6 +184,32 @@ describe('reading names and values', () => {
     }
   });
 
+  it('names that only look like consent stay what they are: a negation or a generic name counts as a whole word or name', () => {
+    const kinds: [string, ReturnType<typeof consentKindOfName>][] = [
+      ['Casino Opt In', 'opt-in'],
+      ['Mobile No Opt-in', 'opt-in'],
+      ['Contact No. Consent', 'opt-in'],
+      ['Techno Consent', 'opt-in'],
+      ['Opt-in Cancelled', 'opt-out'],
+      ['No Marketing', 'opt-out'],
+      ['Casino Marketing', undefined],
+      ['Casino Email Marketing', undefined],
+      ['Retirement Newsletter', undefined],
+      ['Active Subscriptions', undefined],
+      ['Subscription Count', undefined],
+      ['Subscription Plan', undefined],
+      ['Newsletter Opens', undefined],
+      ['Marketing Emails Disabled', undefined],
+      ['Newsletter Cancelled', undefined],
+      ['No Email', undefined],
+      ['Newsletter Status', 'status'],
+    ];
+    expect(kinds.map(([name]) => [name, consentKindOfName(name)])).toEqual(kinds);
+    // Values that are not consent words do not make a column of another meaning a consent column.
+    const sample = ['Accepted', 'Declined', 'Pending', 'Accepted', 'Declined'].map((v, i) => [`p${i}@example.com`, v]);
+    expect(resolveMapping(['Email', 'Invitation Status'], {}, sample).consent).toBeUndefined();
+  });
+
   it('a refusal starting a longer value is counted by its written start, never with the rest of the cell (an address, a name)', async () => {
     const records: RawRecord[] = [
       { Email: 'a@example.com', Status: 'Unsubscribed by jane.doe@example.com on request' },

@@ -60,8 +60,6 @@ export const CONSENT_NAME_KEYS: readonly (readonly [ConsentKind, readonly string
       'marketingsuspended', // Marketo
       'shouldforget', // Salesforce Individual: forget this person
       'suppression', // Klaviyo's Email Suppressions
-      'nomarketing',
-      'noemailmarketing',
       'globalprivacycontrol', // a browser's GPC signal: do not sell or share
       'gpcsignal',
       // German
@@ -173,43 +171,82 @@ export const CONSENT_NAME_KEYS: readonly (readonly [ConsentKind, readonly string
       '配信ステータス',
     ],
   ],
-  // Names that say only what was subscribed to (`Subscribed`, `Newsletter`, `Marketing Emails`):
-  // agreements, after the status names (`Newsletter Status` is a status).
-  ['opt-in', ['subscribed', 'subscription', 'newsletter', 'marketingemails', 'nieuwsbrief', 'メルマガ', '受信許可']],
 ];
 
 /**
- * Parts of a column's key that turn an agreement's name into a refusal's (`Consent Revoked`,
- * `Withdrew Consent`, `Opt-in declined`, `No consent`, `Consentement retiré`, `Einwilligung
- * zurückgezogen`, `同意撤回`): a true value or a date in such a column is a no. Matched as parts of
- * the key, in the ten languages of the names above.
+ * Whole names (as keys) that say only what was subscribed to (`Subscribed`, `Newsletter`,
+ * `Marketing Emails`): opt-ins. Whole names only: `Active Subscriptions`, `Newsletter Opens` and
+ * `Subscription Plan` are not consent, nor is `Marketing Emails Disabled` an agreement.
+ */
+export const CONSENT_OPT_IN_NAMES: readonly string[] = [
+  'subscribed',
+  'issubscribed',
+  'emailsubscribed',
+  'emailsubscription',
+  'newslettersubscription',
+  'newsletter',
+  'newsletterabo',
+  'marketingemails',
+  'nieuwsbrief',
+  'メルマガ配信',
+  'メール受信許可',
+];
+
+/**
+ * What a name whose first word is `no` refuses (`No Marketing`, `No consent`, `No Contact`): an
+ * opt-out. Not `No Email`, which may say the record has no address.
+ */
+export const CONSENT_NO_NAMES: readonly string[] = ['marketing', 'consent', 'optin', 'contact', 'newsletter'];
+
+/**
+ * Words of a column's name that turn an agreement's name into a refusal's (`Consent Revoked`,
+ * `Withdrew Consent`, `Opt-in declined`, `Consentement retiré`, `Einwilligung zurückgezogen`):
+ * a true value or a date in such a column is a no. Whole words (as keys), never parts of one
+ * (`Retirement Newsletter` is no `retiré`); `no` counts only as the name's first word (`No
+ * consent`, not `Mobile No Opt-in`, where it is a number: CONSENT_NO_NAMES). Scripts written
+ * without spaces (`同意撤回`) by CONSENT_NAME_NEGATION_PARTS.
  */
 export const CONSENT_NAME_NEGATIONS: readonly string[] = [
   'revoke',
   'revoked',
-  'withdr',
-  'declin',
-  'refus',
+  'revocation',
+  'withdraw',
+  'withdrawn',
+  'withdrew',
+  'withdrawal',
+  'decline',
+  'declined',
+  'refuse',
+  'refused',
+  'refusal',
   'reject',
+  'rejected',
   'denied',
-  'retract',
-  'noconsent',
-  'nooptin',
+  'retracted',
+  'cancelled',
+  'canceled',
+  'disabled',
+  'stopped',
+  'paused',
+  'expired',
   'retire',
   'revoque',
-  'revocad',
-  'revocat',
-  'retirad',
+  'revocado',
+  'revocada',
+  'retirado',
+  'revocato',
+  'revocata',
   'zuruckgezogen',
   'abgelehnt',
   'verweigert',
   'ingetrokken',
   'geweigerd',
-  'cofniet',
+  'cofnieta',
+  'cofniety',
   'aterkallat',
-  '撤回',
-  '拒否',
 ];
+/** Negations matched as parts of the key, for scripts written without spaces. */
+export const CONSENT_NAME_NEGATION_PARTS: readonly string[] = ['撤回', '拒否'];
 
 /**
  * Last words of a column name that say it is about the consent, not the consent itself
@@ -366,10 +403,7 @@ export const STATUS_WORDS: Readonly<Record<ConsentReading, readonly string[]>> =
   ],
   yes: [
     '希望する', // Japanese: "wishes" (to receive)
-    'accepted',
-    'active', // ActiveCampaign's and Marketing Cloud's subscribed contacts
-    'implicit', // Constant Contact's permission: implicit or explicit consent
-    'explicit',
+    'explicit', // Constant Contact's permission: explicit consent
     'subscribed',
     'optedin',
     'optin',
@@ -400,6 +434,8 @@ export const STATUS_WORDS: Readonly<Record<ConsentReading, readonly string[]>> =
     '同意済み',
   ],
   none: [
+    'active', // ActiveCampaign's and Marketing Cloud's contacts: subscribed, which is no consent either
+    'implicit', // Constant Contact's implied permission
     'allow', // Dynamics 365's option Allow: not opted out, which is no consent either
     'archived', // Mailchimp: an archived contact, whatever it said
     'held', // Marketing Cloud: sending held after bounces

@@ -11,7 +11,10 @@
  */
 import {
   CONSENT_NAME_KEYS,
+  CONSENT_NAME_NEGATION_PARTS,
   CONSENT_NAME_NEGATIONS,
+  CONSENT_NO_NAMES,
+  CONSENT_OPT_IN_NAMES,
   FALSE_MARKS,
   TRUE_MARKS,
   CONSENT_NAME_NOT,
@@ -67,7 +70,10 @@ const STATUS = new Map<string, ConsentReading>(
   ),
 );
 const NAME_KEYS = CONSENT_NAME_KEYS.map(([kind, keys]) => [kind, keys.map(consentKey)] as const);
-const NAME_NEGATIONS = CONSENT_NAME_NEGATIONS.map(consentKey);
+const NEGATIONS = new Set(CONSENT_NAME_NEGATIONS.map(consentKey));
+const NEGATION_PARTS = CONSENT_NAME_NEGATION_PARTS.map(consentKey);
+const OPT_IN_NAMES = new Set(CONSENT_OPT_IN_NAMES.map(consentKey));
+const NO_NAMES = CONSENT_NO_NAMES.map(consentKey);
 /** Refusals read also as the start of a longer status (`Opt-Out: Manual`). */
 const NO_PREFIXES = STATUS_WORDS.no.filter((w) => w.length >= 5);
 
@@ -81,12 +87,14 @@ export function consentKindOfName(column: string): ConsentKind | undefined {
   const last = words.at(-1);
   if (last !== undefined && words.length > 1 && CONSENT_NAME_NOT.has(last)) return undefined;
   const key = consentKey(column);
-  for (const [kind, keys] of NAME_KEYS) {
-    if (!keys.some((k) => key.includes(k))) continue;
-    // An agreement taken back or refused is a refusal (`Consent Revoked`: true means no).
-    return kind !== 'opt-out' && NAME_NEGATIONS.some((k) => key.includes(k)) ? 'opt-out' : kind;
-  }
-  return undefined;
+  const keys = words.map(consentKey);
+  // `No Marketing`, `No consent`: a refusal, when `no` is the first word.
+  if (keys[0] === 'no' && keys.length > 1 && NO_NAMES.some((k) => key.slice(2).includes(k))) return 'opt-out';
+  const named = NAME_KEYS.find(([, ks]) => ks.some((k) => key.includes(k)))?.[0];
+  const kind = named ?? (OPT_IN_NAMES.has(key) ? 'opt-in' : undefined);
+  // An agreement taken back or refused is a refusal (`Consent Revoked`: true means no).
+  const negated = keys.some((k) => NEGATIONS.has(k)) || NEGATION_PARTS.some((k) => key.includes(k));
+  return kind !== undefined && kind !== 'opt-out' && negated ? 'opt-out' : kind;
 }
 
 /** A status word's reading (exact, or a refusal starting the value), undefined when it is none. */
@@ -130,12 +138,15 @@ function writtenStart(value: string, length: number): string {
   return value;
 }
 
+/** Share of a named column's sampled values that must be readable for it to be a consent column (unless one says no). */
+const READABLE_SHARE = 0.5;
 /** Values a column of unknown name needs, and the share that must be status words, to be read by content. */
 const CONTENT_MIN = 3;
 const CONTENT_SHARE = 0.9;
 
 /**
- * The consent columns of `header`: columns whose name has a consent key, and columns of any other name whose sampled values
+ * The consent columns of `header`: columns whose name has a consent key and whose sampled values
+ * are mostly readable (or too few to tell, or say no at least once), and columns of any other name whose sampled values
  * are clearly status words (subscribed, unsubscribed…) with at least one refusal or agreement.
  * `skip`: columns named for something else (`map` entries).
  */
@@ -150,10 +161,12 @@ export function detectConsentColumns(
     const cells = sample.map((row) => row[index] ?? '').filter((c) => c.trim() !== '');
     const kind = consentKindOfName(column);
     if (kind !== undefined) {
-      // Kept whatever its values: a column named for consent whose values could not be read was
-      // dropped, and every row of it sent, those that said no among them (✓, Do Not Allow, a
-      // date in another format); its values that cannot be read are counted and hinted instead.
-      out.push({ ...headerColumn(header, index), kind });
+      // Mostly readable, or saying no at least once: a column whose values were mostly unreadable
+      // but held some refusals was dropped, and every row of it sent, those that said no among them.
+      const readings = cells.map((c) => readConsentValue(kind, c));
+      const readable = readings.filter((r) => r !== 'unreadable').length;
+      if (cells.length < CONTENT_MIN || readable >= READABLE_SHARE * cells.length || readings.includes('no'))
+        out.push({ ...headerColumn(header, index), kind });
       return;
     }
     if (cells.length < CONTENT_MIN) return;
