@@ -75,7 +75,7 @@ const NEGATION_PARTS = CONSENT_NAME_NEGATION_PARTS.map(consentKey);
 const OPT_IN_NAMES = new Set(CONSENT_OPT_IN_NAMES.map(consentKey));
 const NO_NAMES = CONSENT_NO_NAMES.map(consentKey);
 /** Refusals read also as the start of a longer status (`Opt-Out: Manual`). */
-const NO_PREFIXES = STATUS_WORDS.no.filter((w) => w.length >= 5);
+const NO_PREFIXES = STATUS_WORDS.no.map(consentKey).filter((w) => w.length >= 5);
 
 /** The kind a column's name gives it, or undefined when the name says nothing of consent. */
 export function consentKindOfName(column: string): ConsentKind | undefined {
@@ -138,7 +138,7 @@ function writtenStart(value: string, length: number): string {
   return value;
 }
 
-/** Share of a named column's sampled values that must be readable for it to be a consent column (unless one says no). */
+/** Share of a named column's sampled values that must be readable (unless one says no) for it to be a consent column. */
 const READABLE_SHARE = 0.5;
 /** Values a column of unknown name needs, and the share that must be status words, to be read by content. */
 const CONTENT_MIN = 3;
@@ -146,8 +146,9 @@ const CONTENT_SHARE = 0.9;
 
 /**
  * The consent columns of `header`: columns whose name has a consent key and whose sampled values
- * are mostly readable (or too few to tell, or say no at least once), and columns of any other name whose sampled values
- * are clearly status words (subscribed, unsubscribed…) with at least one refusal or agreement.
+ * are mostly readable (or too few to tell, or say no at least once), and columns of any other
+ * name whose sampled values are clearly status words (subscribed, unsubscribed…) with at least
+ * one refusal or agreement.
  * `skip`: columns named for something else (`map` entries).
  */
 export function detectConsentColumns(
