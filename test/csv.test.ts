@@ -267,11 +267,29 @@ describe('readCsv: quoting and malformed rows', () => {
     expect(scan('a,"x"y\nz\n').openQuote).toBe(true); // "x"y does not close the field (papaparse: InvalidQuotes)
     expect(scan('a,"x"', true).openQuote).toBe(false);
     // papaparse closes a quote followed by any whitespace String.prototype.trim removes, then the delimiter or LF.
-    for (const ws of [' ', '\t', '\v', '\f', '\r', ' \r\t']) {
-      expect(scan(`a,"x"${ws},b\nc`).boundary).toBe(9 + ws.length - 1);
-      expect(scan(`a,"x"${ws}\nc`).boundary).toBe(6 + ws.length);
+    for (const ws of [' ', '\t', '\v', '\f', '\r', ' \r\t', '\u00a0', '\u3000', '\ufeff', '\u2009 ']) {
+      const bytes = Buffer.byteLength(ws);
+      expect(scan(`a,"x"${ws},b\nc`).boundary).toBe(8 + bytes);
+      expect(scan(`a,"x"${ws}\nc`).boundary).toBe(6 + bytes);
     }
     expect(scan('a,"x"\ry\nz\n').openQuote).toBe(true); // "x"\ry does not close the field
+    expect(scan('a,"x"\u00e9\nz\n').openQuote).toBe(true); // é (0xC3 0xA9) starts no space
+    expect(scan('a,"x"\u2028y\nz\n').openQuote).toBe(true); // a space, then y: not closed
+  });
+
+  it('cuts random quoted text into chunks exactly where papaparse reads records (300 files, chunk sizes 1 to 7)', async () => {
+    const random = mulberry32(340_003);
+    const alphabet = ['"', '"', ',', '\n', '\r\n', ' ', '\t', '\u00a0', '\u3000', 'a', 'é', '\u2028'];
+    for (let f = 0; f < 300; f++) {
+      let text = 'a,b\n';
+      for (let n = 10 + Math.floor(random() * 60); n > 0; n--) text += alphabet[Math.floor(random() * alphabet.length)];
+      const path = file(`${text}\n`);
+      // The rows, or the refusal (a random first line may be no header): the same at every chunk size.
+      const read = (chunkBytes: number) =>
+        all(path, { chunkBytes }).then(simple, (e: unknown) => (e as { code?: string }).code);
+      const whole = await read(1 << 16);
+      for (const chunkBytes of [1, 2, 3, 7]) expect(await read(chunkBytes), JSON.stringify(text)).toEqual(whole);
+    }
   });
 
   it('a closing quote followed by a tab or a CR before the delimiter reads as papaparse reads it, at every chunk size', async () => {

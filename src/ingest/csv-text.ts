@@ -108,15 +108,15 @@ type RecordVisit = (fields: string[], offset: number, quoteError: boolean) => vo
  * lines would be one malformed record, the rows on them neither read nor counted. So such a
  * record's first line is the bad row and the lines after it, up to the record's end, are read
  * again on their own (as an unterminated quote's are, records.ts): one stray quote costs one row.
- * The lines read again in a chunk are at most the chunk's length (`budget`, in characters); past
- * it (quotes that never balance), each line of such a record is a bad row of its own, so the
- * chunk costs at most two parses.
+ * The lines read again in a chunk are at most its length or RECOVERY_CHARS (`budget`, in
+ * characters); past it (quotes that never balance), each line of such a record is a bad row of
+ * its own, so a chunk costs at most two parses (and a small one that many characters more).
  */
 function visitQuoted(
   text: string,
   delimiter: CsvDelimiter,
   record: RecordVisit,
-  budget = { chars: text.length },
+  budget = { chars: Math.max(text.length, RECOVERY_CHARS) },
 ): number {
   const parsed = papaparse().parse<string[]>(text, { delimiter, newline: '\n', quoteChar: '"', header: false });
   const data = parsed.data;
@@ -149,6 +149,12 @@ function visitQuoted(
   }
   return offset;
 }
+
+/**
+ * The least a chunk may read again for its stray quotes (see visitQuoted), whatever its size: a
+ * small chunk (a small `chunkBytes`, the last of a file) reads them as the default chunk does.
+ */
+const RECOVERY_CHARS = 64 * 1024;
 
 /** Where each line of a text starts, asked in increasing order (one pass over the text in all). */
 class LineCursor {

@@ -34,6 +34,24 @@ export const CR = 0x0d;
 /** The ASCII whitespace String.prototype.trim removes, which papaparse allows between a closing quote and the delimiter or line break. */
 const isSpace = (b: number): boolean => b === 0x20 || b === 0x09 || b === 0x0b || b === 0x0c;
 
+/**
+ * The other whitespace trim removes, as UTF-8 (U+00A0, U+1680, U+2000 to U+200A, U+2028, U+2029,
+ * U+202F, U+205F, U+3000, U+FEFF): each sequence's bytes as one number (`0xc2a0`), and the
+ * sequences' proper starts, read a byte at a time across reads.
+ */
+const WIDE_SPACES = new Set([
+  0xc2a0,
+  0xe19a80,
+  0xe280a8,
+  0xe280a9,
+  0xe280af,
+  0xe2819f,
+  0xe38080,
+  0xefbbbf,
+  ...Array.from({ length: 11 }, (_, i) => 0xe28080 + i),
+]);
+const WIDE_SPACE_STARTS = new Set([0xc2, 0xe1, 0xe19a, 0xe2, 0xe280, 0xe281, 0xe3, 0xe380, 0xef, 0xefbb]);
+
 const enum ScanState {
   FieldStart = 0,
   Unquoted = 1,
@@ -42,6 +60,8 @@ const enum ScanState {
   SpacesAfterQuote = 4,
   /** A CR after a closing quote: a record boundary if LF follows, else whitespace after the quote. */
   CrAfterQuote = 5,
+  /** After a closing quote, the first bytes of a multi-byte space (`wide` holds them). */
+  WideSpaceAfterQuote = 6,
 }
 
 /**
@@ -51,17 +71,25 @@ const enum ScanState {
  */
 export class RecordScanner {
   private state: ScanState = ScanState.FieldStart;
+  /** The bytes of a multi-byte space read so far (WideSpaceAfterQuote). */
+  private wide = 0;
 
   constructor(private readonly delimiter: number) {}
 
   reset(): void {
     this.state = ScanState.FieldStart;
+    this.wide = 0;
   }
 
   /** Whether the bytes scanned so far end inside a quoted field (`final`: no more bytes come). */
   inQuote(final: boolean): boolean {
     const s = this.state;
-    return s === ScanState.Quoted || s === ScanState.CrAfterQuote || (!final && s === ScanState.QuoteInQuoted);
+    return (
+      s === ScanState.Quoted ||
+      s === ScanState.CrAfterQuote ||
+      s === ScanState.WideSpaceAfterQuote ||
+      (!final && s === ScanState.QuoteInQuoted)
+    );
   }
 
   /**
@@ -73,9 +101,10 @@ export class RecordScanner {
       return this.scanUnquoted(buf, from, to, firstOnly);
     const delimiter = this.delimiter;
     let state = this.state;
+    let wide = this.wide;
     let boundary = -1;
     for (let i = from; i < to; i++) {
-      const b = buf[i];
+      const b = buf[i] as number;
       if (state === ScanState.CrAfterQuote) {
         if (b === LF) {
           boundary = i + 1;
@@ -99,6 +128,12 @@ export class RecordScanner {
         case ScanState.Quoted:
           if (b === QUOTE) state = ScanState.QuoteInQuoted;
           break;
+        case ScanState.WideSpaceAfterQuote:
+          wide = wide * 256 + b;
+          if (WIDE_SPACES.has(wide)) state = ScanState.SpacesAfterQuote;
+          // Not a space after all: the quote did not close the field, and this byte is in it.
+          else if (!WIDE_SPACE_STARTS.has(wide)) state = b === QUOTE ? ScanState.QuoteInQuoted : ScanState.Quoted;
+          break;
         default:
           // QuoteInQuoted or SpacesAfterQuote.
           if (b === QUOTE) state = state === ScanState.QuoteInQuoted ? ScanState.Quoted : ScanState.QuoteInQuoted;
@@ -108,12 +143,16 @@ export class RecordScanner {
             state = ScanState.FieldStart;
             if (firstOnly) i = to;
           } else if (b === CR) state = ScanState.CrAfterQuote;
-          else if (isSpace(b as number)) state = ScanState.SpacesAfterQuote;
-          else state = ScanState.Quoted;
+          else if (isSpace(b)) state = ScanState.SpacesAfterQuote;
+          else if (WIDE_SPACE_STARTS.has(b)) {
+            state = ScanState.WideSpaceAfterQuote;
+            wide = b;
+          } else state = ScanState.Quoted;
           break;
       }
     }
     this.state = state;
+    this.wide = wide;
     return boundary;
   }
 
