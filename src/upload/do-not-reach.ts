@@ -138,10 +138,10 @@ export async function bothTargets<R extends PassReport & { do_not_reach?: R }>(
 
 /**
  * The audience's `report` with the list's pass run after it (unless the audience's ended
- * interrupted or refused, or `signal` was aborted: then interrupted): `do_not_reach` is the list's report, the status
- * both passes', the error the audience's, else the list's. A list pass that throws (its snapshot
- * damaged, another sync holding it, too many removals) is the call's error; the audience's report
- * is kept.
+ * interrupted or refused, or `signal` was aborted: then interrupted): `do_not_reach` is the
+ * list's report, the status both passes', the error the audience's, else the list's. A list pass
+ * that throws (its snapshot damaged, another sync holding it, too many removals) is the call's
+ * error; the audience's report is kept.
  */
 async function withListPass<R extends PassReport & { do_not_reach?: R }>(
   report: R,
