@@ -56,3 +56,26 @@ describe('closed stdout and stderr', () => {
     expect(readFileSync(out, 'utf8').trimEnd().split('\n')).toHaveLength(2992);
   });
 });
+
+describe('how the process ends', () => {
+  // On Node before 24 an isolate torn down while a V8 thread compiles for it aborts the process
+  // (bin/audience-kit.js). The race is too rare to provoke, so the test pins the way round it: once
+  // idle, the CLI calls process.exit (process.reallyExit), where an event loop that runs out never does.
+  it('the CLI ends by process.exit once idle, with its own exit code, its output written whole', () => {
+    const dir = tempDir('ak-exit-');
+    const hook = `const e = process.reallyExit; process.reallyExit = (c) => { process._rawDebug('ended by exit ' + c); e(c); };`;
+    const run = (args: string[]) =>
+      spawnSync(process.execPath, ['--import', `data:text/javascript,${encodeURIComponent(hook)}`, BIN, ...args], {
+        cwd: dir,
+        env: cliEnv({ AUDIENCE_KIT_CONFIG_DIR: dir }),
+        encoding: 'utf8',
+      });
+    const hashed = run(['hash', join(FIXTURES, 'crm-export.csv'), '--default-country', 'US']);
+    expect(hashed.status).toBe(0);
+    expect(hashed.stderr).toContain('ended by exit 0');
+    expect(hashed.stdout.trimEnd().split('\n')).toHaveLength(2992);
+    const refused = run(['upload', join(FIXTURES, 'crm-export.csv'), '--sandbox', '--max-reject-rate', '1%']);
+    expect(refused.status).toBe(3);
+    expect(refused.stderr).toContain('ended by exit 3');
+  });
+});
