@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { connector, redactUrl, type Connector } from '../src/state/postgres/connection.js';
 import { PostgresBackend } from '../src/state/postgres/store.js';
 import { PostgresLease } from '../src/state/postgres/target-session.js';
@@ -55,16 +55,17 @@ function watched(url: string): { db: Connector; overlaps: string[]; proofs: numb
   };
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
 describe("a sync's locking connection", () => {
   it('runs one statement or one transaction at a time: proofs wait their turn, never inside a commit, and a long commit loses no lease', async () => {
     const url = await postgresStateUrl();
     await (await PostgresBackend.open(url)).close();
     const w = watched(url);
     const target = { accountId: 'act', kind: 'custom_audience', id: randomBytes(4).toString('hex') } as const;
-    // A proof times out after 3 intervals (60 ms): the commit below lasts longer than that.
+    // A proof times out after 3 intervals (60 ms): the commit below lasts longer than that. The
+    // lease's timers run on a fake clock, moved only by the test: a loaded machine (a proof queued
+    // behind an insert for more than 60 ms) cannot lose the lease, and the commit's 200 ms are exact.
     const held = await PostgresLease.open(w.db, target, { proofIntervalMs: 20 });
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     try {
       const fence = await held.read((view) => Promise.resolve(view.fence));
       // Write-ahead inserts one after another (as the mirror sends them), and requests' proofs meanwhile.
@@ -83,7 +84,7 @@ describe("a sync's locking connection", () => {
         await writer.put({ name: 'pending', size: 1, sha256: Buffer.alloc(32), blocks: null }, true);
         for (let i = 0; i < 10; i++) {
           during.push(held.lease.verify());
-          await sleep(20);
+          await vi.advanceTimersByTimeAsync(20);
         }
       });
       await Promise.all(during);
@@ -93,6 +94,7 @@ describe("a sync's locking connection", () => {
       expect(w.overlaps).toEqual([]);
       expect(w.proofsInTransaction).toBe(0);
     } finally {
+      vi.useRealTimers();
       await held.release();
     }
   });
