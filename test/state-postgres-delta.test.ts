@@ -16,7 +16,15 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { copyIntBytes, CopyFormatError, intBytesTuples } from '../src/state/postgres/copy-out.js';
-import { BLOCK_BYTES, FOLD, RANGE_HEADER_BYTES, ROW_BYTES, scanFile, sealBlocks } from '../src/state/file-delta.js';
+import {
+  BLOCK_BYTES,
+  FOLD,
+  patches,
+  RANGE_HEADER_BYTES,
+  ROW_BYTES,
+  scanFile,
+  sealBlocks,
+} from '../src/state/file-delta.js';
 import { schemaSql, SCHEMA_VERSION } from '../src/state/postgres/schema.js';
 import { readCommittedFiles, writeCommittedFiles, type StoredFile } from '../src/state/mirror-files.js';
 import { committedView, commitWriter } from '../src/state/postgres/snapshot-blobs.js';
@@ -25,9 +33,10 @@ import { Snapshot, snapshotName } from '../src/state/snapshot.js';
 import { postgresStateUrl, usePostgres } from './helpers/sync.js';
 import { tempDir } from './helpers/temp.js';
 
-// How the PostgreSQL store keeps a snapshot's files (schema 3): a commit stores the blocks of the
-// data file that changed, atomically, and their digests; every file read back is checked against
-// its SHA-256; databases of schemas 1 and 2 are upgraded. The rows of each schema are pinned by
+// How the PostgreSQL store keeps a snapshot's files (rows and digests of schema 3; schema 5 also
+// rewrites the older rows of a changed block): a commit stores the blocks of the data file that
+// changed, atomically, and their digests; every file read back is checked against
+// its SHA-256; databases of schemas 1, 2 and 4 are upgraded. The rows of each schema are pinned by
 // golden files (test/golden/postgres-v1/, -v2/, -v3/; the newest rewritten with UPDATE_GOLDEN=1
 // only when the schema version changes).
 usePostgres();
@@ -222,6 +231,95 @@ describe('PostgreSQL store: what a commit writes', () => {
       expect((await readBack(store, 'data.0')).equals(Buffer.concat([data, appended]))).toBe(true);
     }));
 
+  it("rewrites the older rows that held a block a commit changes (a removed user's scrubbed frame), only those: no row keeps the old bytes, and the rows rebuild the file", () =>
+    withStore(async (store, url) => {
+      const marker = (k: number): Buffer => Buffer.from(`removed user ${k} `.padEnd(64, '.'));
+      const data = randomBytes(3 << 20);
+      marker(0).copy(data, 1_500_000);
+      await commit(store, (dir) => writeFileSync(join(dir, 'data.0'), data));
+      // A second user's frame appended by the next commit: in a patch row.
+      const appended = Buffer.concat([randomBytes(5000), marker(1), randomBytes(5000)]);
+      await commit(store, (dir) => writeAtFile(join(dir, 'data.0'), appended, data.length));
+      const versions = async (): Promise<Map<number, string>> =>
+        new Map(
+          (
+            await sql<{ seq: number; v: string }>(url, 'SELECT seq, xmin::text AS v FROM audience_kit_snapshot_patches')
+          ).map((r) => [r.seq, r.v]),
+        );
+      const before = await versions();
+      // Both frames scrubbed (zeroed), as a sync scrubs the frames of the users it removes.
+      const file = Buffer.concat([data, appended]);
+      const zeros = Buffer.alloc(64);
+      await commit(store, (dir) => {
+        for (const at of [1_500_000, data.length + 5000]) {
+          zeros.copy(file, at);
+          writeAtFile(join(dir, 'data.0'), zeros, at);
+        }
+      });
+      const rows = await sql<{ data: Buffer }>(url, 'SELECT data FROM audience_kit_snapshot_patches');
+      expect(rows.filter((r) => r.data.includes(marker(0)) || r.data.includes(marker(1)))).toHaveLength(0);
+      expect((await readBack(store, 'data.0')).equals(file)).toBe(true);
+      // Rewritten: the whole row holding byte 1,500,000 and the patch row of the append; the others untouched.
+      const after = await versions();
+      const rewritten = [...before].filter(([seq, v]) => after.get(seq) !== v).map(([seq]) => seq);
+      const first = Math.floor(1_500_000 / (ROW_BYTES - RANGE_HEADER_BYTES));
+      expect(rewritten).toEqual([first, whole(data.length).rows]);
+      expect(after.size).toBe(before.size + 1);
+    }));
+
+  it('random commits (appended frames, scrubbed ones, changed bytes; sessions that persist twice) read back as written, and no row keeps a scrubbed frame', () =>
+    withStore(async (store, url) => {
+      let seed = 20261129;
+      const next = (n: number): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n) as number;
+      const frame = (k: number): Buffer => Buffer.from(`frame ${k} `.padEnd(48, '#'));
+      let file = randomBytes(3 << 20);
+      const live = new Map<number, number>();
+      let frames = 0;
+      const scrubbed: number[] = [];
+      let patched = 0;
+      await commit(store, (dir) => writeFileSync(join(dir, 'data.0'), file));
+      for (let round = 0; round < 12; round++) {
+        const session = await store.lockTarget(TARGET);
+        try {
+          for (let persist = 0; persist < 1 + (round % 2); persist++) {
+            const path = join(session.dir, 'data.0');
+            for (let op = 0; op < 4; op++) {
+              const kind = next(3);
+              if (kind === 0 || live.size === 0) {
+                const at = file.length;
+                const bytes = Buffer.concat([randomBytes(next(3000)), frame(frames)]);
+                live.set(frames++, at + bytes.length - 48);
+                file = Buffer.concat([file, bytes]);
+                writeAtFile(path, bytes, at);
+              } else if (kind === 1) {
+                const [k, at] = [...live][next(live.size)] as [number, number];
+                live.delete(k);
+                scrubbed.push(k);
+                file.fill(0, at, at + 48);
+                writeAtFile(path, Buffer.alloc(48), at);
+              } else {
+                const at = next(file.length);
+                if ([...live.values()].some((f) => at >= f && at < f + 48)) continue;
+                file[at] = (file[at] as number) ^ 0x5a;
+                writeAtFile(path, file.subarray(at, at + 1), at);
+              }
+            }
+            await session.persist();
+          }
+        } finally {
+          await session.release();
+        }
+        expect((await readBack(store, 'data.0')).equals(file)).toBe(true);
+        const rows = await sql<{ data: Buffer }>(url, 'SELECT data FROM audience_kit_snapshot_patches');
+        expect(scrubbed.filter((k) => rows.some((r) => r.data.includes(frame(k))))).toEqual([]);
+        expect([...live.keys()].every((k) => rows.some((r) => r.data.includes(frame(k))))).toBe(true);
+        patched += rows.length > whole(file.length).rows ? 1 : 0;
+      }
+      expect(scrubbed.length).toBeGreaterThan(5);
+      // Most commits stored changed blocks (not the file whole), rewriting rows before them.
+      expect(patched).toBeGreaterThan(6);
+    }));
+
   it('stores a file whole when it shrank, was replaced, or its rows would exceed FOLD times its size', () =>
     withStore(async (store, url) => {
       const size = 16 * BLOCK_BYTES;
@@ -238,19 +336,22 @@ describe('PostgreSQL store: what a commit writes', () => {
         renameSync(join(dir, 'data.new'), join(dir, 'data.0'));
       });
       expect(await rowsOf(url, 'data.0')).toEqual(whole(size));
-      // One block changed per commit: rows pile up to FOLD times the file, then it is written whole.
-      const counts: number[] = [];
-      for (let k = 0; k < 20; k++) {
-        data[(k % 16) * BLOCK_BYTES] = (data[(k % 16) * BLOCK_BYTES] as number) ^ 1;
-        await commit(store, (dir) => writeAtFile(join(dir, 'data.0'), data, 0));
-        const { rows, bytes } = await rowsOf(url, 'data.0');
-        expect(bytes - rows * RANGE_HEADER_BYTES).toBeLessThanOrEqual(FOLD * size);
-        counts.push(rows);
-      }
-      expect(counts).toContain(1);
-      expect(Math.max(...counts)).toBe(FOLD * 16 - 16 + 1);
+      // A file of one row: a changed block would rewrite that row, which costs the file: written whole.
+      data[5 * BLOCK_BYTES] = (data[5 * BLOCK_BYTES] as number) ^ 1;
+      await commit(store, (dir) => writeAtFile(join(dir, 'data.0'), data, 0));
+      expect(await rowsOf(url, 'data.0')).toEqual(whole(size));
       expect((await readBack(store, 'data.0')).equals(data)).toBe(true);
     }));
+
+  it('stores changed blocks while the rows stay within FOLD times the file and the commit writes less than the file', () => {
+    const size = 100 * BLOCK_BYTES;
+    const one = BLOCK_BYTES;
+    expect(patches({ size, stored: size, delta: one, refill: 0 })).toBe(true);
+    expect(patches({ size, stored: FOLD * size - one, delta: one, refill: 0 })).toBe(true);
+    expect(patches({ size, stored: FOLD * size - one + 1, delta: one, refill: 0 })).toBe(false);
+    expect(patches({ size, stored: size, delta: one, refill: size - one - 1 })).toBe(true);
+    expect(patches({ size, stored: size, delta: one, refill: size - one })).toBe(false);
+  });
 
   it('a data file rewritten in place is stored once anything was written, even when its stamp (size, mtime) did not move', () =>
     withStore(async (store, url) => {
@@ -308,17 +409,13 @@ describe('PostgreSQL store: what a commit writes', () => {
       expect((await readBack(store, 'data.0')).equals(before)).toBe(true);
     }));
 
-  it('stores the digests of the blocks with the file, sealed to it (pinned bytes), for the next commit to compare with', () =>
+  it('stores the digests of the blocks with the file, sealed to it (pinned bytes)', () =>
     withStore(async (store, url) => {
       // 3000 bytes: three blocks, the last one short.
       const data = Buffer.from(Array.from({ length: 3000 }, (_, i) => (i * 7 + (i >> 10) * 85) & 0xff));
       await commit(store, (dir) => writeFileSync(join(dir, 'data.0'), data));
       expect((await storedBlocks(url))?.toString('hex')).toBe(PINNED_BLOCKS);
-      const changed = Buffer.from(data);
-      changed[1500] = (changed[1500] as number) ^ 1;
-      await commit(store, (dir) => writeFileSync(join(dir, 'data.0'), changed));
-      expect(await rowsOf(url, 'data.0', 1)).toEqual({ rows: 1, bytes: BLOCK_BYTES + RANGE_HEADER_BYTES });
-      expect((await readBack(store, 'data.0')).equals(changed)).toBe(true);
+      // The next commit compares with them: 'stores only the blocks of the data file that changed'.
     }));
 
   it('digests that are damaged, or of another length, are not used: the file is stored whole, and read back right', () =>
@@ -520,7 +617,7 @@ describe('PostgreSQL store: schema versions', () => {
     }
   });
 
-  it(`upgrades a database of schema 2 (golden rows, no block digests) to schema ${SCHEMA_VERSION}: its next commit stores the data file whole with its digests, the one after only what changed`, async () => {
+  it(`upgrades a database of schema 2 (golden rows, no block digests) to schema ${SCHEMA_VERSION}: its next commit stores the data file whole with its digests`, async () => {
     const url = await postgresStateUrl();
     await sql(url, schemaSql(0, 2));
     await insertRows(url, JSON.parse(readFileSync(GOLDEN_V2, 'utf8')) as GoldenRows, 2);
@@ -529,9 +626,6 @@ describe('PostgreSQL store: schema versions', () => {
       await expectGoldenFiles(store);
       await commit(store, (dir) => writeAtFile(join(dir, 'data.0'), Buffer.from('x'), 300));
       expect(await rowsOf(url, 'data.0')).toEqual(whole(402));
-      // The file's one block, stored as one more row.
-      await commit(store, (dir) => writeAtFile(join(dir, 'data.0'), Buffer.from('y'), 300));
-      expect(await rowsOf(url, 'data.0', 1)).toEqual({ rows: 1, bytes: 402 + RANGE_HEADER_BYTES });
       const session = await store.lockTarget(TARGET);
       try {
         const scan = scanFile(join(session.dir, 'data.0'), true);
@@ -539,6 +633,22 @@ describe('PostgreSQL store: schema versions', () => {
       } finally {
         await session.release();
       }
+    } finally {
+      await store.close();
+    }
+  });
+
+  it(`upgrades a database of schema 4 (golden rows) to schema ${SCHEMA_VERSION}: its next commit drops the block digests, so its next commit stores the data file whole (its older rows may hold frames scrubbed since)`, async () => {
+    const url = await postgresStateUrl();
+    await sql(url, schemaSql(0, 4));
+    await insertRows(url, JSON.parse(readFileSync(GOLDEN_V3, 'utf8')) as GoldenRows, 3);
+    const store = await PostgresStore.open(url);
+    try {
+      expect(await storedBlocks(url)).toBeNull();
+      await expectGoldenFiles(store);
+      await commit(store, (dir) => writeAtFile(join(dir, 'data.0'), Buffer.from('x'), 300));
+      expect(await rowsOf(url, 'data.0')).toEqual(whole(402));
+      expect(await storedBlocks(url)).not.toBeNull();
     } finally {
       await store.close();
     }
@@ -566,9 +676,12 @@ describe('PostgreSQL store: schema versions', () => {
     const reader = await PostgresStore.open(url);
     try {
       await expectGoldenFiles(reader);
-      // The golden digests are used: a change stores one more row, the changed block.
+      // A change to its one row stores it whole again (rewriting the row would cost as much).
+      const changed = await readBack(reader, 'data.0');
+      changed[300] = 0x78;
       await commit(reader, (dir) => writeAtFile(join(dir, 'data.0'), Buffer.from('x'), 300));
-      expect(await rowsOf(url, 'data.0', 1)).toEqual({ rows: 1, bytes: 402 + RANGE_HEADER_BYTES });
+      expect(await rowsOf(url, 'data.0')).toEqual(whole(402));
+      expect((await readBack(reader, 'data.0')).equals(changed)).toBe(true);
     } finally {
       await reader.close();
     }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { cpSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { stateFs } from '../src/state/fs.js';
 import { snapshotDir } from '../src/state/snapshot.js';
@@ -283,12 +284,27 @@ describe('recovery of an older copy restored (rollback)', { timeout: 60_000 }, (
   });
 });
 
-describe('retention', () => {
-  it("a removed user's digests leave the snapshot's files within the sync that removed it", async () => {
-    const t = await setup();
+/** Every stored byte of the target's snapshot: its directory's files, or the database's rows of them. */
+async function storedSnapshot(t: SyncSetup): Promise<Buffer[]> {
+  if (!('state' in t.state)) return readdirSync(dirOf(t)).map((f) => readFileSync(join(dirOf(t), f)));
+  const client = new pg.Client({ connectionString: t.state.state });
+  await client.connect();
+  try {
+    const r = await client.query<{ data: Buffer }>(
+      'SELECT data FROM audience_kit_snapshot_patches UNION ALL SELECT data FROM audience_kit_snapshot_wal',
+    );
+    return r.rows.map((row) => row.data);
+  } finally {
+    await client.end();
+  }
+}
+
+describe.each(STORES)('retention (%s store)', (store) => {
+  it("a removed user's digests leave the snapshot's stored files within the sync that removed it", async () => {
+    const t = await setup({}, {}, store);
     await syncOf(t, A, small);
     await syncOf(t, B, small);
-    const files = readdirSync(dirOf(t)).map((f) => readFileSync(join(dirOf(t), f)));
+    const files = await storedSnapshot(t);
     const digest = (i: number): Buffer => createHash('sha256').update(`customer.${i}@example.com`).digest();
     const held = (i: number): boolean => files.some((f) => f.includes(digest(i)));
     expect(range(0, 12).filter(held)).toEqual([]);

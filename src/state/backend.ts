@@ -61,6 +61,10 @@ export interface CommitWriter {
   /** Set the file's head and sealed digests; `whole`: its rows are dropped first (it is written again from seq 0). */
   put(head: StoredFileHead & { sha256: Buffer; blocks: Buffer | null }, whole: boolean): Promise<void>;
   row(name: string, seq: number, bytes: Buffer): Promise<void>;
+  /** The bytes of the file's stored row `seq`, read into `into`; undefined when there is none. */
+  storedRow(name: string, seq: number, into: Buffer): Promise<Buffer | undefined>;
+  /** Replace the bytes of the file's stored row `seq` (a row of the same ranges, their bytes as the file now has them). */
+  replaceRow(name: string, seq: number, bytes: Buffer): Promise<void>;
 }
 
 /** A target leased: exclusive across every process and machine using the backend, until `release()`. */

@@ -29,6 +29,16 @@ export const RANGE_HEADER_BYTES = 12;
 export const FOLD = 2;
 const READ_BYTES = 1 << 20;
 
+/**
+ * Whether a commit stores a file's changed blocks (`delta` bytes) as more rows, rewriting the stored
+ * rows that hold bytes of them (`refill` bytes), rather than the file whole: while the rows stay
+ * within FOLD times the file, and the commit writes less than the file (scattered changes can touch
+ * every row).
+ */
+export function patches(p: { size: number; stored: number; delta: number; refill: number }): boolean {
+  return p.stored + p.delta <= FOLD * p.size && p.delta + p.refill < p.size;
+}
+
 /** The bytes of the block digests of a file of `size` bytes. */
 const blockDigestBytes = (size: number): number => Math.ceil(size / BLOCK_BYTES) * DIGEST_BYTES;
 
@@ -166,6 +176,60 @@ export function* unpackRow(row: Buffer, size: number, name: string): Generator<{
     yield { offset, bytes: row.subarray(at, at + len) };
     at += len;
   }
+}
+
+/** Where a row writes in its file: from its lowest offset to its highest end. */
+export interface RowSpan {
+  seq: number;
+  /** The row's length. */
+  bytes: number;
+  start: number;
+  end: number;
+}
+
+/** The span of a row as packRows made it (its ranges in order of offset). */
+export function rowSpan(row: Buffer): Pick<RowSpan, 'start' | 'end'> {
+  let start = Infinity;
+  let end = 0;
+  for (const { offset, bytes } of unpackRow(row, Number.MAX_SAFE_INTEGER, 'being stored')) {
+    start = Math.min(start, offset);
+    end = Math.max(end, offset + bytes.length);
+  }
+  return { start: Number.isFinite(start) ? start : 0, end };
+}
+
+/**
+ * Overwrite, in `row`, the bytes of each range that meets one of `changed` (flat sorted [start, end)
+ * pairs) with the bytes the file of `fd` has there now; whether any range did.
+ */
+export function refillRow(
+  row: Buffer,
+  fd: number,
+  path: string,
+  size: number,
+  name: string,
+  changed: readonly number[],
+): boolean {
+  let refilled = false;
+  for (const { offset, bytes } of unpackRow(row, size, name)) {
+    if (!meets(changed, offset, offset + bytes.length)) continue;
+    readWhole(fd, bytes, offset, path);
+    refilled = true;
+  }
+  return refilled;
+}
+
+/** Whether [start, end) meets one of the sorted flat ranges. */
+export function meets(ranges: readonly number[], start: number, end: number): boolean {
+  let lo = 0;
+  let hi = ranges.length / 2;
+  // The first range that ends after `start`.
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if ((ranges[2 * mid + 1] as number) <= start) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < ranges.length / 2 && (ranges[2 * lo] as number) < end;
 }
 
 function readWhole(fd: number, into: Buffer, position: number, path: string): void {

@@ -190,6 +190,15 @@ function memoryWriter(files: Map<string, MemoryFile>): CommitWriter {
       return Promise.resolve();
     },
     row: (name, seq, bytes) => Promise.resolve(void files.get(name)?.rows.set(seq, Buffer.from(bytes))),
+    storedRow: (name, seq, into) => {
+      const row = files.get(name)?.rows.get(seq);
+      return Promise.resolve(row && into.subarray(0, row.copy(into)));
+    },
+    replaceRow: (name, seq, bytes) => {
+      const rows = files.get(name)?.rows;
+      if (rows?.has(seq) === true) rows.set(seq, Buffer.from(bytes));
+      return Promise.resolve();
+    },
   };
 }
 

@@ -17,9 +17,13 @@ import { writeAt } from './snapshot-index.js';
 import {
   changedRanges,
   type FileScan,
-  FOLD,
+  meets,
   packRows,
+  patches,
   rangeBytes,
+  refillRow,
+  rowSpan,
+  type RowSpan,
   ROW_BYTES,
   scanFile,
   sealBlocks,
@@ -52,6 +56,8 @@ export interface StoredFile {
   /** Bytes the file's patch rows hold, and the next row's `seq`. */
   stored: number;
   nextSeq: number;
+  /** Where in the file each stored row writes (from its first range's offset to its last byte). */
+  spans: RowSpan[];
 }
 
 export type StoredFiles = Map<string, StoredFile>;
@@ -102,8 +108,15 @@ export async function readCommittedFiles(view: CommittedView, dir: string): Prom
     damage ??= failed;
     // A damaged file's stamp and inode match nothing: the next commit stores it whole (or removes it).
     if (failed !== undefined || read instanceof SnapshotError)
-      files.set(file.name, { stamp: '', ino: -1n, size: file.size, stored: 0, nextSeq: 0 });
-    else files.set(file.name, { ...stampOf(path), size: file.size, stored: read.stored, nextSeq: read.nextSeq });
+      files.set(file.name, { stamp: '', ino: -1n, size: file.size, stored: 0, nextSeq: 0, spans: [] });
+    else
+      files.set(file.name, {
+        ...stampOf(path),
+        size: file.size,
+        stored: read.stored,
+        nextSeq: read.nextSeq,
+        spans: read.spans,
+      });
   }
   return { files, damage };
 }
@@ -139,19 +152,24 @@ async function applyRows(
   rows: AsyncIterable<{ seq: number; bytes: Buffer }>,
   file: StoredFileHead,
   path: string,
-): Promise<{ stored: number; nextSeq: number; end: number } | SnapshotError> {
+): Promise<{ stored: number; nextSeq: number; end: number; spans: RowSpan[] } | SnapshotError> {
   const fd = onCopy('creating', path, () => openSync(path, 'w', 0o600));
   let stored = 0;
   let end = 0;
   let nextSeq = 0;
   let read = 0;
+  const spans: RowSpan[] = [];
   try {
     for await (const { seq, bytes: row } of rows) {
+      const span = { seq, bytes: row.length, start: file.size, end: 0 };
       for (const { offset, bytes } of unpackRow(row, file.size, file.name)) {
         onCopy('writing', path, () => writeAt(fd, bytes, offset, path));
         stored += bytes.length;
-        end = Math.max(end, offset + bytes.length);
+        span.start = Math.min(span.start, offset);
+        span.end = Math.max(span.end, offset + bytes.length);
       }
+      end = Math.max(end, span.end);
+      spans.push(span);
       nextSeq = seq + 1;
       if (++read % COLLECT_EVERY_ROWS === 0) collectYoung();
     }
@@ -162,7 +180,7 @@ async function applyRows(
   } finally {
     closeSync(fd);
   }
-  return { stored, nextSeq, end };
+  return { stored, nextSeq, end, spans };
 }
 
 function stampOf(path: string): { stamp: string; ino: bigint } {
@@ -238,15 +256,70 @@ async function writeFile(
 ): Promise<StoredFile> {
   const scan = onCopy('reading', path, () => scanFile(path, IN_PLACE_FILE.test(name)));
   const delta = await changedSinceStored(writer, name, prev, stamp.ino, scan);
-  const patch = prev !== undefined && delta !== undefined && prev.stored + rangeBytes(delta) <= FOLD * scan.size;
+  // The changed blocks below the stored size, and the stored rows that may hold bytes of them.
+  const below = delta === undefined || prev === undefined ? [] : clipRanges(delta, prev.size);
+  const touched = prev?.spans.filter((span) => meets(below, span.start, span.end)) ?? [];
+  const patch =
+    prev !== undefined &&
+    delta !== undefined &&
+    patches({
+      size: scan.size,
+      stored: prev.stored,
+      delta: rangeBytes(delta),
+      refill: touched.reduce((n, span) => n + span.bytes, 0),
+    });
   const ranges = patch ? delta : scan.size > 0 ? [0, scan.size] : [];
   const sealed = scan.blocks === undefined ? null : sealBlocks(scan.sha256, scan.size, scan.blocks);
   await writer.put({ name, size: scan.size, sha256: scan.sha256, blocks: sealed }, !patch);
+  if (patch) await refillOverwritten(writer, path, name, prev.size, touched, below);
+  const spans = patch ? [...prev.spans] : [];
   let seq = patch ? prev.nextSeq : 0;
   const rows = onCopy('reading', path, () => packRows(path, ranges));
-  for (let r; !(r = onCopy('reading', path, () => rows.next())).done;) await writer.row(name, seq++, r.value);
+  for (let r; !(r = onCopy('reading', path, () => rows.next())).done; seq++) {
+    await writer.row(name, seq, r.value);
+    spans.push({ seq, bytes: r.value.length, ...rowSpan(r.value) });
+  }
   const stored = (patch ? prev.stored : 0) + rangeBytes(ranges);
-  return { ...stamp, size: scan.size, stored, nextSeq: seq };
+  return { ...stamp, size: scan.size, stored, nextSeq: seq, spans };
+}
+
+/**
+ * Before a commit stores a file's changed blocks, rewrite each stored row (of `touched`, those whose
+ * span meets `below`) that holds bytes of a block it changes below the stored size (a removed user's frame the snapshot scrubbed, a refreshed
+ * user's older frame) with the bytes the file has now in that row's ranges. Applied in order, the
+ * rows still rebuild the file: where a later row writes, it still does; where this row was the last
+ * to write, the file's bytes are unchanged outside the changed blocks, which the new rows cover. So
+ * no row keeps a removed user's digests once the sync that removed it has committed.
+ */
+async function refillOverwritten(
+  writer: CommitWriter,
+  path: string,
+  name: string,
+  storedSize: number,
+  touched: readonly RowSpan[],
+  below: readonly number[],
+): Promise<void> {
+  if (touched.length === 0) return;
+  const buf = Buffer.allocUnsafe(ROW_BYTES);
+  const fd = onCopy('reading', path, () => openSync(path, 'r'));
+  try {
+    for (const span of touched) {
+      const row = await writer.storedRow(name, span.seq, buf);
+      if (row === undefined) throw corrupt(`row ${span.seq} of the snapshot's file ${name} went missing`);
+      const refilled = onCopy('reading', path, () => refillRow(row, fd, path, storedSize, name, below));
+      if (refilled) await writer.replaceRow(name, span.seq, row);
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The ranges (flat [start, end) pairs, sorted) cut at `size`. */
+function clipRanges(ranges: readonly number[], size: number): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < ranges.length && (ranges[i] as number) < size; i += 2)
+    out.push(ranges[i] as number, Math.min(size, ranges[i + 1] as number));
+  return out;
 }
 
 /** What a replay of the write-ahead rows found: the last seq replayed (0: none), and any damage. */

@@ -142,8 +142,19 @@ CREATE TABLE audience_kit_move (
 );
 `;
 
+/**
+ * Version 5: a commit that stores a data file's changed blocks also rewrites the older rows that
+ * hold bytes of those blocks (mirror-files.ts, refillOverwritten), so no row keeps the frame of a
+ * user a sync removed. Rows stored before may still hold frames scrubbed since: the block digests
+ * are dropped, so the next commit stores each data file whole, and its old rows go. No column
+ * changes; applied again (harmlessly: one commit stores whole) if its record is lost.
+ */
+const V5 = `
+UPDATE audience_kit_snapshot_files SET blocks = NULL WHERE blocks IS NOT NULL;
+`;
+
 /** Each version's DDL, applied in order; version n is MIGRATIONS[n - 1]. Append only. */
-const MIGRATIONS: readonly string[] = [V1, V2, V3, V4];
+const MIGRATIONS: readonly string[] = [V1, V2, V3, V4, V5];
 
 /**
  * Whether the tables already have each version's changes (version n is PRESENT[n - 1]), as the
@@ -155,6 +166,8 @@ const PRESENT: readonly string[] = [
   `to_regclass('audience_kit_snapshot_patches') IS NOT NULL`,
   `EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('audience_kit_snapshot_files') AND attname = 'blocks' AND NOT attisdropped)`,
   `to_regclass('audience_kit_move') IS NOT NULL`,
+  // Nothing in the catalog tells: applied again.
+  `false`,
 ];
 
 /**

@@ -56,16 +56,19 @@ export function committedView(client: pg.ClientBase, target: string, version: st
   };
 }
 
+/** The file's patch rows in `seq` order (only row `seq` when given), each read into `into`. */
 async function* patchRows(
   client: pg.ClientBase,
   target: string,
   name: string,
   into: Buffer,
+  seq?: number,
 ): AsyncGenerator<{ seq: number; bytes: Buffer }> {
+  const one = seq === undefined ? '' : ` AND seq = ${Math.trunc(seq)}`;
   try {
     for await (const { int, bytes } of copyIntBytes(
       client,
-      `SELECT seq, data FROM audience_kit_snapshot_patches WHERE target = ${client.escapeLiteral(target)} AND name = ${client.escapeLiteral(name)} ORDER BY seq`,
+      `SELECT seq, data FROM audience_kit_snapshot_patches WHERE target = ${client.escapeLiteral(target)} AND name = ${client.escapeLiteral(name)}${one} ORDER BY seq`,
       into,
     ))
       yield { seq: int, bytes };
@@ -101,6 +104,17 @@ export function commitWriter(client: pg.ClientBase, target: string): CommitWrite
     row: async (name, seq, bytes) => {
       await client.query(
         'INSERT INTO audience_kit_snapshot_patches (target, name, seq, data) VALUES ($1, $2, $3, $4)',
+        [target, name, seq, bytes],
+      );
+    },
+    storedRow: async (name, seq, into) => {
+      let row: Buffer | undefined;
+      for await (const { bytes } of patchRows(client, target, name, into, seq)) row = bytes;
+      return row;
+    },
+    replaceRow: async (name, seq, bytes) => {
+      await client.query(
+        'UPDATE audience_kit_snapshot_patches SET data = $4 WHERE target = $1 AND name = $2 AND seq = $3',
         [target, name, seq, bytes],
       );
     },
