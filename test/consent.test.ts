@@ -203,6 +203,13 @@ describe('reading names and values', () => {
       ['Newsletter Cancelled', undefined],
       ['No Email', undefined],
       ['Newsletter Status', 'status'],
+      // Spanish `baja` (an unsubscription) counts as a whole word, not inside `trabaja` or `rebaja`.
+      ['Trabaja actualmente', undefined],
+      ['Rebaja aplicada', undefined],
+      ['Bajada de precio', undefined],
+      ['Dado de baja', 'opt-out'],
+      ['FechaBaja', 'opt-out'],
+      ['Bajas', 'opt-out'],
     ];
     expect(kinds.map(([name]) => [name, consentKindOfName(name)])).toEqual(kinds);
     // Values that are not consent words do not make a column of another meaning a consent column.

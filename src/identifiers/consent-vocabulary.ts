@@ -174,6 +174,13 @@ export const CONSENT_NAME_KEYS: readonly (readonly [ConsentKind, readonly string
 ];
 
 /**
+ * Keys of CONSENT_NAME_KEYS that count only as a whole word of the name (or that word with an
+ * `s`): in other words they are something else (`Trabaja actualmente`, `Rebaja`, `Bajada` hold
+ * `baja`, Spanish for an unsubscription).
+ */
+export const CONSENT_WHOLE_WORD_KEYS: readonly string[] = ['baja'];
+
+/**
  * Whole names (as keys) that say only what was subscribed to (`Subscribed`, `Newsletter`,
  * `Marketing Emails`): opt-ins. Whole names only: `Active Subscriptions`, `Newsletter Opens` and
  * `Subscription Plan` are not consent, nor is `Marketing Emails Disabled` an agreement.

@@ -15,6 +15,7 @@ import {
   CONSENT_NAME_NEGATIONS,
   CONSENT_NO_NAMES,
   CONSENT_OPT_IN_NAMES,
+  CONSENT_WHOLE_WORD_KEYS,
   FALSE_MARKS,
   TRUE_MARKS,
   CONSENT_NAME_NOT,
@@ -70,6 +71,7 @@ const STATUS = new Map<string, ConsentReading>(
   ),
 );
 const NAME_KEYS = CONSENT_NAME_KEYS.map(([kind, keys]) => [kind, keys.map(consentKey)] as const);
+const WHOLE_WORD_KEYS = new Set(CONSENT_WHOLE_WORD_KEYS.map(consentKey));
 const NEGATIONS = new Set(CONSENT_NAME_NEGATIONS.map(consentKey));
 const NEGATION_PARTS = CONSENT_NAME_NEGATION_PARTS.map(consentKey);
 const OPT_IN_NAMES = new Set(CONSENT_OPT_IN_NAMES.map(consentKey));
@@ -90,7 +92,9 @@ export function consentKindOfName(column: string): ConsentKind | undefined {
   const keys = words.map(consentKey);
   // `No Marketing`, `No consent`: a refusal, when `no` is the first word.
   if (keys[0] === 'no' && keys.length > 1 && NO_NAMES.some((k) => key.slice(2).includes(k))) return 'opt-out';
-  const named = NAME_KEYS.find(([, ks]) => ks.some((k) => key.includes(k)))?.[0];
+  const holds = (k: string): boolean =>
+    WHOLE_WORD_KEYS.has(k) ? keys.some((w) => w === k || w === `${k}s`) : key.includes(k);
+  const named = NAME_KEYS.find(([, ks]) => ks.some(holds))?.[0];
   const kind = named ?? (OPT_IN_NAMES.has(key) ? 'opt-in' : undefined);
   // An agreement taken back or refused is a refusal (`Consent Revoked`: true means no).
   const negated = keys.some((k) => NEGATIONS.has(k)) || NEGATION_PARTS.some((k) => key.includes(k));
