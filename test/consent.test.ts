@@ -620,3 +620,87 @@ describe('a policy that needs a consent column, on an input without one', () => 
     }
   });
 });
+
+describe('a consent column named by --map (opt_out, opt_in, consent_status), whatever its name', () => {
+  const dir = tempDir('ak-consent-map-');
+  const file = join(dir, 'no-email.csv');
+  writeFileSync(
+    file,
+    'Email,No Email,Marketing OK,Permission\na@example.com,TRUE,yes,subscribed\nb@example.com,false,no,unsubscribed\nc@example.com,,,\n',
+  );
+  const hashed = async (map: string[], consent = 'exclude') => {
+    const args = ['hash', file, '--json', '--workers', '0', '--consent', consent, '-o', join(dir, 'out.csv')];
+    const r = await runCli([...args, ...map.flatMap((m) => ['--map', m])]);
+    expect(r.code, r.stderr).toBe(0);
+    const doc = JSON.parse(r.stdout) as {
+      summary: { users: number; consent: { rows_said_no: number; rows_said_yes: number } };
+      mapping: { consent: unknown[] };
+    };
+    return { doc, stderr: r.stderr };
+  };
+
+  it('opt_out=Column: a column no name rule reads (No Email) withholds the rows that say true', async () => {
+    const { doc, stderr } = await hashed(['opt_out=No Email']);
+    expect(stderr).toContain('consent         <- "No Email" (--map): opt-out');
+    expect(doc.mapping.consent).toEqual([{ column: 'No Email', kind: 'opt-out', from: 'map' }]);
+    expect(doc.summary).toMatchObject({ users: 2, consent: { rows_said_no: 1 } });
+  });
+
+  it('opt_in=Column and consent_status=Column read their kind; require-consent then sends the rows that say yes', async () => {
+    const optIn = await hashed(['opt_in=Marketing OK'], 'require-consent');
+    expect(optIn.doc.summary).toMatchObject({ users: 1, consent: { rows_said_no: 1, rows_said_yes: 1 } });
+    const status = await hashed(['consent_status=Permission'], 'require-consent');
+    expect(status.doc.mapping.consent).toEqual([{ column: 'Permission', kind: 'status', from: 'map' }]);
+    expect(status.doc.summary).toMatchObject({ users: 1, consent: { rows_said_no: 1, rows_said_yes: 1 } });
+  });
+
+  it('a mapped kind replaces what the name says, other consent columns are still found, and a column is mapped once', () => {
+    const header = ['Email', 'Email Opt In', 'Unsubscribed'];
+    const mapping = resolveMapping(header, { map: ['opt_out=Email Opt In'] });
+    expect(mapping.consent?.map((c) => [c.label, c.kind, c.mapped ?? false])).toEqual([
+      ['Email Opt In', 'opt-out', true],
+      ['Unsubscribed', 'opt-out', false],
+    ]);
+    expect(() => resolveMapping(header, { map: ['email=Email', 'opt_out=Email'] })).toThrow(
+      /both as consent and as another type/,
+    );
+    expect(() => resolveMapping(header, { map: ['opt-out=Unsubscribed'] })).toThrow(ConfigError);
+    expect(() => resolveMapping(header, { map: ['optout=Unsubscribed'] })).toThrow(
+      expect.objectContaining({ fix: expect.stringContaining('country, opt_out, opt_in, consent_status') as unknown }),
+    );
+  });
+
+  it('the refusal of a policy without a consent column names --map opt_out as the fix', async () => {
+    const r = await runCli(['hash', join(FIXTURES, 'crm-export.csv'), '--consent', 'require-consent']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--map opt_out="Column"');
+  });
+});
+
+describe('accepted / rejected: a consent banner or form, or the status of something else', () => {
+  it('in a column named or mapped as consent, accepted (in ten languages) says yes; never in an opt-out column', () => {
+    for (const v of ['Accepted', 'ACCEPT ALL', 'granted', 'Akzeptiert', 'Accepté', 'aceptado', 'godkänd', '承諾'])
+      expect([v, readConsentValue('status', v)]).toEqual([v, 'yes']);
+    expect(readConsentValue('opt-in', 'accepted')).toBe('yes');
+    expect(readConsentValue('opt-out', 'accepted')).toBe('unreadable');
+    expect(readConsentValue('status', 'Rejected')).toBe('no');
+  });
+
+  it('a column of unknown name holding them is not read, and a hint names the map entry that reads it', async () => {
+    const sample = ['accepted', 'rejected', 'Accepted', 'accepted'].map((v, i) => [`p${i}@example.com`, v, 'x']);
+    const mapping = resolveMapping(['Email', 'Cookie Banner', 'Notes'], {}, sample);
+    expect(mapping.consent).toBeUndefined();
+    expect(mapping.notUsed?.map((c) => [c.label, c.maybeConsent])).toEqual([['Cookie Banner', true]]);
+    // Without a refusal among them (all accepted), nothing to warn of.
+    const allYes = sample.map(([e]) => [e ?? '', 'accepted']);
+    expect(resolveMapping(['Email', 'Cookie Banner'], {}, allYes).notUsed).toBeUndefined();
+    const dir = tempDir('ak-banner-');
+    const file = join(dir, 'banner.csv');
+    writeFileSync(file, `Email,Cookie Banner\n${sample.map(([e, v]) => `${e},${v}`).join('\n')}\n`);
+    const r = await runCli(['hash', file, '--workers', '0', '-o', join(dir, 'out.csv')]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain(
+      'hint: "Cookie Banner" is not read as consent (its values (accepted, rejected…) may be consent or the status of something else), so a row that says rejected there is sent; if it is consent, --map consent_status="Cookie Banner"',
+    );
+  });
+});

@@ -43,7 +43,7 @@ const COLUMN_FLAGS = {
     type: 'string',
     array: true,
     requiresArg: true,
-    describe: `Map a column to an identifier type: type=Column Name (repeatable; several columns may feed one type). Types: ${IDENTIFIER_TYPES.join(', ')}, country. A type named here takes exactly these columns; the other types are still detected by column name and content (see --only-mapped). Generic ids (user_id, id, external_id, username) are sent only when mapped`,
+    describe: `Map a column to an identifier type: type=Column Name (repeatable; several columns may feed one type). Types: ${IDENTIFIER_TYPES.join(', ')}, country; and for a consent column whatever its name: opt_out (true or a date = said no), opt_in (true = said yes, false = no), consent_status (subscribed, unsubscribed…). A type named here takes exactly these columns; the other types are still detected by column name and content (see --only-mapped). Generic ids (user_id, id, external_id, username) are sent only when mapped`,
   },
   'only-mapped': {
     type: 'boolean',
@@ -330,7 +330,7 @@ export function mappingJson(mapping: ColumnMapping): Record<string, unknown> {
     consent: (mapping.consent ?? []).map((c) => ({
       column: c.label,
       kind: c.kind,
-      from: c.content === true ? 'content' : 'name',
+      from: c.mapped === true ? 'map' : c.content === true ? 'content' : 'name',
     })),
     columns: mapping.columns.map((c) => ({
       column: c.label,

@@ -35,7 +35,7 @@ function columnsOf(mapping: ColumnMapping, type: IdentifierType): string {
  * A `--map` entry naming a column by its label; a cell that looks like an identifier value (a
  * headerless file's first row) is never printed: the entry says which column instead.
  */
-function mapEntry(type: IdentifierType, c: HeaderColumn): string {
+function mapEntry(type: string, c: HeaderColumn): string {
   if (!isPlaceholder(c.label)) return `--map ${type}=${quote(c.label)}`;
   return `--map ${type}="<header of column ${c.index + 1}>" (that header cell looks like data: check that the first line is the header)`;
 }
@@ -290,8 +290,19 @@ function unreadHints(mapping: ColumnMapping): string[] {
   );
 }
 
+/** Columns of unknown name whose values may be a consent choice (accepted, rejected): not read, and how to read them. */
+function maybeConsentHints(mapping: ColumnMapping): string[] {
+  return (mapping.notUsed ?? []).flatMap((c) =>
+    c.maybeConsent === true
+      ? [
+          `${quoteLabel(c.label)} is not read as consent (${c.reason}), so a row that says rejected there is sent; if it is consent, ${mapEntry('consent_status', c)} (rejected, declined: no; accepted: yes)`,
+        ]
+      : [],
+  );
+}
+
 function notUsedHints(mapping: ColumnMapping): string[] {
-  return [...misfitHints(mapping), ...unreadHints(mapping), ...idColumnHints(mapping)];
+  return [...misfitHints(mapping), ...unreadHints(mapping), ...maybeConsentHints(mapping), ...idColumnHints(mapping)];
 }
 
 type NotUsed = NonNullable<ColumnMapping['notUsed']>[number];
@@ -352,7 +363,7 @@ export function describeMapping(mapping: ColumnMapping): string {
   }
   for (const c of mapping.consent ?? [])
     lines.push(
-      `  ${'consent'.padEnd(15)} <- ${quoteLabel(c.label)}${c.content === true ? ' (by its values)' : ''}: ${consentKindWords(c.kind)}`,
+      `  ${'consent'.padEnd(15)} <- ${quoteLabel(c.label)}${c.mapped === true ? ' (--map)' : c.content === true ? ' (by its values)' : ''}: ${consentKindWords(c.kind)}`,
     );
   lines.push(...ignoredLines(mapping));
   const source = !mapping.auto

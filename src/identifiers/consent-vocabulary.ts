@@ -309,6 +309,28 @@ export const TRUE_MARKS: readonly string[] = ['✓', '✔', '☑', '☒', '○',
 /** A crossed or empty box (`✗`, Japanese `×`): false. */
 export const FALSE_MARKS: readonly string[] = ['✗', '✘', '×', '☐'];
 
+/**
+ * Values that accept (a consent banner's or form's `Accepted`): yes in a column whose name or map
+ * entry says consent (not an opt-out), never evidence of a consent column by themselves, since an
+ * invitation's or an order's status says them too.
+ */
+export const ACCEPT_VALUES: readonly string[] = [
+  'accepted',
+  'acceptall',
+  'allaccepted',
+  'granted',
+  'consentgranted',
+  'akzeptiert',
+  'accepte', // French accepté
+  'aceptado',
+  'aceito',
+  'accettato',
+  'geaccepteerd',
+  'zaakceptowano',
+  'godkand', // Swedish godkänd
+  '承諾',
+];
+
 /** Boolean spellings (keys): false. */
 export const FALSE_VALUES: readonly string[] = [
   'false',

@@ -16,6 +16,7 @@ import {
   CONSENT_NO_NAMES,
   CONSENT_OPT_IN_NAMES,
   CONSENT_WHOLE_WORD_KEYS,
+  ACCEPT_VALUES,
   FALSE_MARKS,
   TRUE_MARKS,
   CONSENT_NAME_NOT,
@@ -48,7 +49,19 @@ export interface ConsentColumn extends HeaderColumn {
   kind: ConsentKind;
   /** Found by its values (status words) rather than its name. */
   content?: true;
+  /** Named by a `map` entry (CONSENT_MAP_TYPES) rather than found. */
+  mapped?: true;
 }
+
+/**
+ * The `map` entry types that name a consent column whatever its name (`opt_out=No Email`): for a
+ * column the names do not find, or find as another kind.
+ */
+export const CONSENT_MAP_TYPES: ReadonlyMap<string, ConsentKind> = new Map([
+  ['opt_out', 'opt-out'],
+  ['opt_in', 'opt-in'],
+  ['consent_status', 'status'],
+]);
 
 /** The key values and names are compared on: lowercase letters and digits, accents dropped. */
 export function consentKey(text: string): string {
@@ -65,6 +78,7 @@ const TRUE = new Set(TRUE_VALUES.map(consentKey));
 const TRUE_MARK = new Set(TRUE_MARKS);
 const FALSE_MARK = new Set(FALSE_MARKS);
 const FALSE = new Set(FALSE_VALUES.map(consentKey));
+const ACCEPT = new Set(ACCEPT_VALUES.map(consentKey));
 const STATUS = new Map<string, ConsentReading>(
   (Object.entries(STATUS_WORDS) as [ConsentReading, readonly string[]][]).flatMap(([reading, words]) =>
     words.map((w) => [consentKey(w), reading] as const),
@@ -115,6 +129,7 @@ export function readConsentValue(kind: ConsentKind, raw: string): ConsentReading
   const key = TRUE_MARK.has(value) ? 'true' : FALSE_MARK.has(value) ? 'false' : consentKey(value);
   const status = statusReading(key);
   if (status !== undefined) return status;
+  if (ACCEPT.has(key)) return kind === 'opt-out' ? 'unreadable' : 'yes';
   if (kind === 'status') return 'unreadable';
   if (TRUE.has(key)) return kind === 'opt-out' ? 'no' : 'yes';
   if (FALSE.has(key)) return kind === 'opt-in' ? 'no' : 'none';
@@ -148,6 +163,13 @@ const READABLE_SHARE = 0.5;
 const CONTENT_MIN = 3;
 const CONTENT_SHARE = 0.9;
 
+/** The consent columns found, and the columns that may be ones (a hint names them, with the map entry). */
+export interface ConsentDetection {
+  columns: ConsentColumn[];
+  /** Of unknown name, their values accepted / rejected and the like: a consent banner's, or an invitation's. */
+  undecided: HeaderColumn[];
+}
+
 /**
  * The consent columns of `header`: columns whose name has a consent key and whose sampled values
  * are mostly readable (or too few to tell, or say no at least once), and columns of any other
@@ -159,8 +181,9 @@ export function detectConsentColumns(
   header: readonly string[],
   sample: readonly (readonly string[])[],
   skip: (index: number) => boolean,
-): ConsentColumn[] {
+): ConsentDetection {
   const out: ConsentColumn[] = [];
+  const undecided: HeaderColumn[] = [];
   header.forEach((column, index) => {
     if (skip(index)) return;
     const cells = sample.map((row) => row[index] ?? '').filter((c) => c.trim() !== '');
@@ -175,12 +198,18 @@ export function detectConsentColumns(
       return;
     }
     if (cells.length < CONTENT_MIN) return;
-    const readings = cells.map((c) => statusReading(consentKey(c)));
+    const keys = cells.map(consentKey);
+    const readings = keys.map(statusReading);
     const clear = readings.filter((r) => r !== undefined).length;
     if (clear >= CONTENT_SHARE * cells.length && readings.some((r) => r === 'no' || r === 'yes'))
       out.push({ ...headerColumn(header, index), kind: 'status', content: true });
+    else if (
+      clear + keys.filter((k) => ACCEPT.has(k)).length >= CONTENT_SHARE * cells.length &&
+      readings.includes('no')
+    )
+      undecided.push(headerColumn(header, index));
   });
-  return out;
+  return { columns: out, undecided };
 }
 
 /** What one row's consent columns said: the verdict, and each column that said no with its value. */
@@ -262,7 +291,7 @@ export function consentKindWords(kind: ConsentKind): string {
     case 'confirmation':
       return 'confirmation: true/yes/1 = yes; false/empty = nothing said';
     case 'status':
-      return 'status: unsubscribed, opted out, blacklisted, non-marketable, no consent, do not sell/share… = no; subscribed, opted in = yes';
+      return 'status: unsubscribed, opted out, blacklisted, non-marketable, no consent, do not sell/share, rejected… = no; subscribed, opted in, accepted = yes';
   }
 }
 
@@ -279,7 +308,7 @@ export function checkConsentColumns(policy: ConsentPolicy, columns: readonly unk
     'mapping_no_consent_column',
     `${which} needs a consent or opt-out column, and the input has none that is recognized`,
     {
-      fix: `give the column that records consent or opt-out a name read as one (docs/privacy.md: e.g. "Email Opt Out", "Marketing Consent", "Subscription Status"), or ${other}`,
+      fix: `name the column that records consent or opt-out with --map opt_out="Column" (true means no), opt_in="Column" (true means yes) or consent_status="Column" (subscribed, unsubscribed…), or ${other}`,
     },
   );
 }

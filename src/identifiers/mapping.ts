@@ -3,7 +3,7 @@
  * country), detected by name or given explicitly.
  */
 import { ConfigError, InputError } from '../errors.js';
-import { detectConsentColumns, type ConsentColumn } from './consent.js';
+import { CONSENT_MAP_TYPES, detectConsentColumns, type ConsentColumn } from './consent.js';
 import {
   CONTACTS_SEPARATOR,
   MIN_CONTENT_VALUES,
@@ -187,7 +187,11 @@ export interface NotUsedColumn extends HeaderColumn {
    * may name someone else, or its sampled values are too few or unclear (a hint gives the --map).
    */
   unread?: 'email' | 'phone_number';
+  /** Of unknown name, with values such as accepted / rejected: may record consent (a hint gives the --map). */
+  maybeConsent?: true;
 }
+
+const UNDECIDED_CONSENT = 'its values (accepted, rejected…) may be consent or the status of something else';
 
 export interface ColumnMapping {
   /** Identifier columns in header order; several may feed one type. */
@@ -288,12 +292,16 @@ export function checkNamedKeys(keys: readonly string[], opts: MappingOptions): v
 
 interface MapEntries {
   columns: MappedColumn[];
+  consent: ConsentColumn[];
   country?: CountryColumn & { mapped: true };
 }
 
+/** The types a `map` entry may name. */
+const MAP_TYPES = [...IDENTIFIER_TYPES, 'country', ...CONSENT_MAP_TYPES.keys()];
+
 /** Parse and check the `map` entries against the header. */
 function parseMapEntries(header: readonly string[], opts: MappingOptions): MapEntries {
-  const out: MapEntries = { columns: [] };
+  const out: MapEntries = { columns: [], consent: [] };
   for (const entry of opts.map ?? []) {
     const eq = entry.indexOf('=');
     const typeName = entry.slice(0, eq).trim().toLowerCase();
@@ -308,12 +316,19 @@ function parseMapEntries(header: readonly string[], opts: MappingOptions): MapEn
       out.country = { ...headerColumn(header, index), mapped: true };
       continue;
     }
+    const kind = CONSENT_MAP_TYPES.get(typeName);
+    if (kind !== undefined) {
+      const index = findColumn(header, column, `map entry ${givenLabel(entry, false)}`);
+      out.consent = out.consent.filter((c) => c.index !== index);
+      out.consent.push({ ...headerColumn(header, index), kind, mapped: true });
+      continue;
+    }
     if (!(IDENTIFIER_TYPES as readonly string[]).includes(typeName)) {
       throw new ConfigError(
         'mapping_unknown_type',
         `map entry ${givenLabel(entry)}: unknown identifier type ${givenLabel(typeName)}`,
         {
-          fix: `use one of: ${[...IDENTIFIER_TYPES, 'country'].join(', ')}`,
+          fix: `use one of: ${MAP_TYPES.join(', ')}`,
         },
       );
     }
@@ -329,6 +344,15 @@ function parseMapEntries(header: readonly string[], opts: MappingOptions): MapEn
     if (!out.columns.some((c) => c.index === index && c.type === type))
       out.columns.push({ ...headerColumn(header, index), type, mapped: true });
   }
+  const both = out.consent.find((c) => out.columns.some((m) => m.index === c.index) || c.index === out.country?.index);
+  if (both !== undefined)
+    throw new ConfigError(
+      'mapping_invalid',
+      `map entries name the column ${quoteLabel(both.label)} both as consent and as another type`,
+      {
+        fix: 'map each column once: a consent or opt-out column is never an identifier or country column',
+      },
+    );
   return out;
 }
 
@@ -581,14 +605,17 @@ export function resolveMapping(
   const explicit = parseMapEntries(header, opts);
   // Without map entries naming header cells, a first row that looks like data is no header: read
   // by content, its values would become column names and the row would silently go unsent.
-  if (explicit.columns.length === 0 && explicit.country === undefined) checkHeaderRow(header);
+  if (explicit.columns.length === 0 && explicit.country === undefined && explicit.consent.length === 0)
+    checkHeaderRow(header);
   const country = countryColumn(header, opts, explicit, sample);
   const columns = explicit.columns.map((c) => withListSeparator(c, sample, opts, country?.index));
   const namedTypes = new Set(columns.map((c) => c.type));
   const types = (opts.types ?? IDENTIFIER_TYPES).filter((t) => !namedTypes.has(t));
+  const mappedConsent = (i: number): boolean => explicit.consent.some((c) => c.index === i);
   const named = (i: number): boolean => columns.some((c) => c.index === i) || i === country?.index;
   // Consent columns are found whatever onlyMapped says: a row that says no is never sent unread.
-  const consent = detectConsentColumns(header, sample, named);
+  const detected = detectConsentColumns(header, sample, (i) => named(i) || mappedConsent(i));
+  const consent = [...explicit.consent, ...detected.columns].sort((a, b) => a.index - b.index);
   let notUsed: NotUsedColumn[] = [];
   if (opts.onlyMapped !== true) {
     const taken = (i: number): boolean => named(i) || consent.some((c) => c.index === i);
@@ -597,6 +624,9 @@ export function resolveMapping(
     notUsed = found.notUsed;
   }
   if (columns.length === 0) noIdentifierColumn(header, opts, notUsed);
+  for (const c of detected.undecided)
+    if (!columns.some((m) => m.index === c.index) && c.index !== country?.index)
+      notUsed.push({ ...c, reason: UNDECIDED_CONSENT, maybeConsent: true });
   const read = readAs(columns, sample, opts, country?.index);
   const used = readColumns({ columns: read, consent, country });
   const mapping: ColumnMapping = {
