@@ -37,7 +37,7 @@ import { tempDir } from './helpers/temp.js';
 // rewrites the older rows of a changed block): a commit stores the blocks of the data file that
 // changed, atomically, and their digests; every file read back is checked against
 // its SHA-256; databases of schemas 1, 2 and 4 are upgraded. The rows of each schema are pinned by
-// golden files (test/golden/postgres-v1/, -v2/, -v3/; the newest rewritten with UPDATE_GOLDEN=1
+// golden files (test/golden/postgres-v1/, -v2/, -v3/, -v5/; the newest rewritten with UPDATE_GOLDEN=1
 // only when the schema version changes).
 usePostgres();
 
@@ -45,6 +45,8 @@ const GOLDEN = fileURLToPath(new URL('./golden/snapshot-v2/', import.meta.url));
 const GOLDEN_V1 = fileURLToPath(new URL('./golden/postgres-v1/snapshot.json', import.meta.url));
 const GOLDEN_V2 = fileURLToPath(new URL('./golden/postgres-v2/snapshot.json', import.meta.url));
 const GOLDEN_V3 = fileURLToPath(new URL('./golden/postgres-v3/snapshot.json', import.meta.url));
+/** Schema 5: the rows of schema 3, digests sealed as v2. */
+const GOLDEN_V5 = fileURLToPath(new URL('./golden/postgres-v5/snapshot.json', import.meta.url));
 const TARGET = { accountId: '18ce54d4x5t', kind: 'custom_audience', id: '1nmth' } as const;
 const NAME = snapshotName(TARGET);
 
@@ -64,12 +66,12 @@ const sql = <T extends pg.QueryResultRow>(url: string, text: string, params: unk
 
 /**
  * The stored digests of the 3000-byte file of the test that pins them: the seal, SHA-256 of
- * "audience-kit block digests v1\n" + the file's SHA-256 + its size as uint64 BE + the digests,
+ * "audience-kit block digests v2\n" (v1 before schema 5) + the file's SHA-256 + its size as uint64 BE + the digests,
  * then the first 8 bytes of SHA-256 of each 1 KiB block (the last one 952 bytes). Computed apart
  * with Python's hashlib from that description, and equal to what this version stores.
  */
 const PINNED_BLOCKS =
-  '6814ebeee617f306a53f61d0ac79576fed42e7c274c97a4b0acdcf9fc50da3f0' +
+  '318a910a20799d805f7d400315d276f7ce9a1c845e0cd1eb9c0565f3f42a9171' +
   '41a8df8d7a09deed' +
   '406049c2795e0f9e' +
   'a2a11b053793a573';
@@ -318,6 +320,51 @@ describe('PostgreSQL store: what a commit writes', () => {
       expect(scrubbed.length).toBeGreaterThan(5);
       // Most commits stored changed blocks (not the file whole), rewriting rows before them.
       expect(patched).toBeGreaterThan(6);
+    }));
+
+  it('frames appended to a partial last block rewrite no older row (its bytes below the stored size did not change)', () =>
+    withStore(async (store, url) => {
+      let file = randomBytes((3 << 20) + 500);
+      await commit(store, (dir) => writeFileSync(join(dir, 'data.0'), file));
+      const versions = async (): Promise<string[]> =>
+        (await sql<{ v: string }>(url, 'SELECT xmin::text AS v FROM audience_kit_snapshot_patches ORDER BY seq')).map(
+          (r) => r.v,
+        );
+      for (let k = 0; k < 3; k++) {
+        const before = await versions();
+        const appended = randomBytes(700);
+        await commit(store, (dir) => writeAtFile(join(dir, 'data.0'), appended, file.length));
+        file = Buffer.concat([file, appended]);
+        const after = await versions();
+        expect(after.slice(0, before.length)).toEqual(before);
+        expect(after).toHaveLength(before.length + 1);
+      }
+      expect((await readBack(store, 'data.0')).equals(file)).toBe(true);
+    }));
+
+  it('digests sealed by a version before schema 5 (a process of schema 4 still running after the upgrade) are not used: the file is stored whole', () =>
+    withStore(async (store, url) => {
+      const data = randomBytes(3 << 20);
+      await commit(store, (dir) => writeFileSync(join(dir, 'data.0'), data));
+      // The digests as schema 4 sealed them, over rows that may hold frames it left behind.
+      const stored = (await storedBlocks(url)) as Buffer;
+      const blocks = stored.subarray(32);
+      const sizeBytes = Buffer.alloc(8);
+      sizeBytes.writeBigUInt64BE(BigInt(data.length));
+      const sha = createHash('sha256').update(data).digest();
+      const v1 = createHash('sha256')
+        .update('audience-kit block digests v1\n')
+        .update(sha)
+        .update(sizeBytes)
+        .update(blocks)
+        .digest();
+      await sql(url, "UPDATE audience_kit_snapshot_files SET blocks = $1 WHERE name = 'data.0'", [
+        Buffer.concat([v1, blocks]),
+      ]);
+      data[5000] = (data[5000] as number) ^ 1;
+      await commit(store, (dir) => writeAtFile(join(dir, 'data.0'), data.subarray(5000, 5001), 5000));
+      expect(await rowsOf(url, 'data.0')).toEqual(whole(data.length));
+      expect((await readBack(store, 'data.0')).equals(data)).toBe(true);
     }));
 
   it('stores a file whole when it shrank, was replaced, or its rows would exceed FOLD times its size', () =>
@@ -663,16 +710,16 @@ describe('PostgreSQL store: schema versions', () => {
       });
       const written = await goldenRowsOf(fresh);
       if (process.env.UPDATE_GOLDEN === '1') {
-        mkdirSync(join(GOLDEN_V3, '..'), { recursive: true });
-        writeFileSync(GOLDEN_V3, `${JSON.stringify(written, null, 2)}\n`);
+        mkdirSync(join(GOLDEN_V5, '..'), { recursive: true });
+        writeFileSync(GOLDEN_V5, `${JSON.stringify(written, null, 2)}\n`);
       }
-      expect(written).toEqual(JSON.parse(readFileSync(GOLDEN_V3, 'utf8')));
+      expect(written).toEqual(JSON.parse(readFileSync(GOLDEN_V5, 'utf8')));
     } finally {
       await store.close();
     }
     const url = await postgresStateUrl();
     await (await PostgresStore.open(url)).close();
-    await insertRows(url, JSON.parse(readFileSync(GOLDEN_V3, 'utf8')) as GoldenRows, 3);
+    await insertRows(url, JSON.parse(readFileSync(GOLDEN_V5, 'utf8')) as GoldenRows, 3);
     const reader = await PostgresStore.open(url);
     try {
       await expectGoldenFiles(reader);

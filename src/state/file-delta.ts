@@ -43,7 +43,7 @@ export function patches(p: { size: number; stored: number; delta: number; refill
 const blockDigestBytes = (size: number): number => Math.ceil(size / BLOCK_BYTES) * DIGEST_BYTES;
 
 const SEAL_BYTES = 32;
-const SEAL_CONTEXT = Buffer.from('audience-kit block digests v1\n', 'latin1');
+const SEAL_CONTEXT = Buffer.from('audience-kit block digests v2\n', 'latin1');
 
 /** SHA-256 of the digests, bound to the file they describe (its SHA-256 and size). */
 function seal(fileSha256: Buffer, size: number, blocks: Buffer): Buffer {
@@ -125,6 +125,36 @@ export function changedRanges(old: { size: number; blocks: Buffer }, now: FileSc
     else ranges.push(start, end);
   }
   return ranges;
+}
+
+/**
+ * The parts of `ranges` below the stored size whose bytes may differ from the stored ones: the
+ * ranges cut at `old.size`, less the stored partial last block when its bytes are still those its
+ * digest was made of (frames appended to it change its digest, not the bytes the rows hold).
+ */
+export function overwrittenRanges(
+  ranges: readonly number[],
+  old: { size: number; blocks: Buffer },
+  path: string,
+): number[] {
+  const below: number[] = [];
+  for (let i = 0; i < ranges.length && (ranges[i] as number) < old.size; i += 2)
+    below.push(ranges[i] as number, Math.min(old.size, ranges[i + 1] as number));
+  const tail = old.size - (old.size % BLOCK_BYTES);
+  if (tail === old.size || below.at(-1) !== old.size) return below;
+  const k = (tail / BLOCK_BYTES) * DIGEST_BYTES;
+  const bytes = Buffer.allocUnsafe(old.size - tail);
+  const fd = openSync(path, 'r');
+  try {
+    readWhole(fd, bytes, tail, path);
+  } finally {
+    closeSync(fd);
+  }
+  if (hash('sha256', bytes, 'buffer').compare(old.blocks, k, k + DIGEST_BYTES, 0, DIGEST_BYTES) !== 0) return below;
+  // The tail block is unchanged below the stored size: cut it off the last range.
+  below[below.length - 1] = tail;
+  if (below.at(-2) === tail) below.length -= 2;
+  return below;
 }
 
 /** The number of bytes the ranges cover. */

@@ -7,7 +7,7 @@
  */
 import { closeSync, existsSync, openSync, readdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { EnvironmentError, environmentError } from '../errors.js';
 import { collectYoung } from '../util/collect.js';
 import type { CommittedView, CommitWriter, StoredFileHead, WriteAheadRecord } from './backend.js';
@@ -18,6 +18,7 @@ import {
   changedRanges,
   type FileScan,
   meets,
+  overwrittenRanges,
   packRows,
   patches,
   rangeBytes,
@@ -231,19 +232,23 @@ export async function writeCommittedFiles(
 /**
  * The ranges of the file that differ from the database's version, by the block digests stored
  * with it (read here, inside the commit's transaction: kept in memory from the open they were
- * 8.6 MB through the whole of a 10M-user sync); undefined when they cannot tell (no digests,
- * another file by the same name, a shrunk one).
+ * 8.6 MB through the whole of a 10M-user sync), and those of them below the stored size whose
+ * bytes the stored rows may hold otherwise; undefined when they cannot tell (no digests, another
+ * file by the same name, a shrunk one).
  */
 async function changedSinceStored(
   writer: CommitWriter,
-  name: string,
+  path: string,
   prev: StoredFile | undefined,
   ino: bigint,
   scan: FileScan,
-): Promise<number[] | undefined> {
+): Promise<{ ranges: number[]; below: number[] } | undefined> {
   if (prev === undefined || scan.blocks === undefined || prev.ino !== ino || scan.size < prev.size) return;
-  const old = await storedBlocks(writer, name, prev.size);
-  return old && changedRanges({ size: prev.size, blocks: old }, { ...scan, blocks: scan.blocks });
+  const blocks = await storedBlocks(writer, basename(path), prev.size);
+  if (blocks === undefined) return;
+  const old = { size: prev.size, blocks };
+  const ranges = changedRanges(old, { ...scan, blocks: scan.blocks });
+  return { ranges, below: onCopy('reading', path, () => overwrittenRanges(ranges, old, path)) };
 }
 
 /** Store one file: its changed blocks when it changed in place and the rows stay within FOLD times its size, else whole. */
@@ -255,9 +260,10 @@ async function writeFile(
   prev: StoredFile | undefined,
 ): Promise<StoredFile> {
   const scan = onCopy('reading', path, () => scanFile(path, IN_PLACE_FILE.test(name)));
-  const delta = await changedSinceStored(writer, name, prev, stamp.ino, scan);
-  // The changed blocks below the stored size, and the stored rows that may hold bytes of them.
-  const below = delta === undefined || prev === undefined ? [] : clipRanges(delta, prev.size);
+  const changed = await changedSinceStored(writer, path, prev, stamp.ino, scan);
+  const delta = changed?.ranges;
+  // The stored rows that may hold bytes of the blocks changed below the stored size.
+  const below = changed?.below ?? [];
   const touched = prev?.spans.filter((span) => meets(below, span.start, span.end)) ?? [];
   const patch =
     prev !== undefined &&
@@ -312,14 +318,6 @@ async function refillOverwritten(
   } finally {
     closeSync(fd);
   }
-}
-
-/** The ranges (flat [start, end) pairs, sorted) cut at `size`. */
-function clipRanges(ranges: readonly number[], size: number): number[] {
-  const out: number[] = [];
-  for (let i = 0; i < ranges.length && (ranges[i] as number) < size; i += 2)
-    out.push(ranges[i] as number, Math.min(size, ranges[i + 1] as number));
-  return out;
 }
 
 /** What a replay of the write-ahead rows found: the last seq replayed (0: none), and any damage. */
