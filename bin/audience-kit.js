@@ -22,10 +22,19 @@ if (command === 'upload' || command === 'sync')
 const { main } = await import('../dist/cli/main.js');
 
 process.exitCode = await main(args);
-// Once nothing is left to do (output written, its errors reported), the process ends by process.exit,
-// not by its event loop running out. On Node before 24 an isolate that ends by itself leaves the
-// platform before V8 disposes of it, and a compile job still running on a V8 thread then aborts the
-// process (SIGABRT, "Assertion failed: (data.first) != nullptr" in NodePlatform::ForIsolate; Node 24
-// disposes first). Seen once in CI, after an upload had saved its journal and printed its report: the
-// exit code 130 became a crash. process.exit stops the V8 threads and tears no isolate down.
-process.once('beforeExit', () => process.exit());
+// Once nothing is left to do (output written, its errors reported), the process waits IDLE_MS more,
+// then ends by process.exit, not by its event loop running out. On Node before 24 the main isolate,
+// ending by itself, leaves the platform before V8 disposes of it, and a compile job still running on
+// a V8 thread then aborts the process (SIGABRT, "Assertion failed: (data.first) != nullptr" in
+// NodePlatform::ForIsolate; Node 24 disposes first). Seen once in CI, after an upload had saved its
+// journal and printed its report: the exit code 130 became a crash. process.exit tears down no main
+// isolate (the hashing workers' still are, idle by then). It joins V8's threads instead, which could
+// wait forever for a compile job parked until the main thread collects garbage (nodejs/node#54918,
+// seen with Maglev, Node 22 on): the idle wait lets such jobs end first, the main thread serving them.
+const IDLE_MS = 30;
+let ending = false;
+process.on('beforeExit', () => {
+  if (ending) return;
+  ending = true;
+  setTimeout(() => process.exit(), IDLE_MS);
+});
