@@ -36,6 +36,7 @@ export const ERROR_CODES = [
   'mapping_invalid',
   'mapping_no_identifier_column',
   'mapping_no_consent_column',
+  'mapping_partner_ids_emails',
   'mapping_type_not_taken',
   'mapping_unknown_column',
   'mapping_unknown_type',

@@ -475,6 +475,44 @@ describe('resolveMapping', () => {
     expect(() => resolveMapping(header, { countryColumn: 'Land' })).toThrow(/countryColumn: no column "Land"/);
   });
 
+  it('refuses a partner_user_id column (sent unhashed) with an e-mail address among its first values, unless partnerIdsMayBeEmails', async () => {
+    const sample = [
+      ['P0001', 'a@example.com'],
+      ['jane@example.com', 'b@example.com'],
+      ['crm@42', 'c@example.com'],
+    ];
+    const h = ['partner_id', 'Email'];
+    const refused = (): unknown => resolveMapping(h, { map: ['partner_user_id=partner_id'] }, sample);
+    expect(refused).toThrow(
+      expect.objectContaining({
+        code: 'mapping_partner_ids_emails',
+        message:
+          'the column "partner_id" is read as partner_user_id, which is sent unhashed, and 1 of its first 3 values are e-mail addresses',
+      }),
+    );
+    expect(refused).toThrow(
+      expect.objectContaining({ fix: expect.stringContaining('map entry email="partner_id"') as unknown }),
+    );
+    const allowed = resolveMapping(h, { map: ['partner_user_id=partner_id'], partnerIdsMayBeEmails: true }, sample);
+    expect(allowed.columns.map((c) => c.type)).toEqual(['partner_user_id', 'email']);
+    // Ids with an @ that are no address pass.
+    expect(
+      resolveMapping(h, { map: ['partner_user_id=partner_id'] }, [['crm@42', 'a@example.com']]).columns,
+    ).toHaveLength(2);
+    // The same refusal from the pipeline, before a row is hashed.
+    const dir = tempDir('ak-partner-');
+    const file = join(dir, 'p.csv');
+    writeFileSync(file, `partner_id,Email\n${sample.map((r) => r.join(',')).join('\n')}\n`);
+    const run = async (opts: object): Promise<number> => {
+      let users = 0;
+      const hashed = await hashCsv(file, { workers: 0, map: ['partner_user_id=partner_id'], ...opts });
+      for await (const chunk of hashed) users += chunk.users.length;
+      return users;
+    };
+    await expect(run({})).rejects.toMatchObject({ code: 'mapping_partner_ids_emails' });
+    expect(await run({ partnerIdsMayBeEmails: true })).toBe(3);
+  });
+
   it('refuses a header without any identifier column', () => {
     expect(() => resolveMapping(['first_name', 'last_name'])).toThrow(
       expect.objectContaining({ code: 'mapping_no_identifier_column' }),

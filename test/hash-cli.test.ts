@@ -347,19 +347,19 @@ describe('audience-kit hash (process)', () => {
     expect(users).toEqual([john, john, john, '{}', '{}', '{}', '{}', john]);
   });
 
-  it('refuses e-mail addresses mapped as partner_user_id (sent unhashed), with their lines and a hint naming --map email', async () => {
-    const input = ['Contact', 'crm-1', 'jane@example.com', 'crm@42', '<joe@example.org>', 'ann@example.net'].join('\n');
-    const args = ['hash', '-', '--map', 'partner_user_id=Contact', '--format', 'jsonl', '--json', ...CALLING_THREAD];
-    const out = join(tmp, 'partner.jsonl');
-    const r = await runCli([...args, '-o', out], { input });
-    expect(r.code).toBe(0);
-    const doc = JSON.parse(r.stdout) as { summary: { rejects: Record<string, unknown> }; hints: string[] };
-    expect(doc.summary.rejects.partner_user_id_email).toEqual({ count: 3, lines: [3, 5, 6] });
-    expect(doc.hints.join('\n')).toContain('mostly partner_user_id_email');
-    expect(doc.hints.join('\n')).toContain('--map email="Contact"');
-    const sent = readFileSync(out, 'utf8');
-    expect(sent).not.toContain('example');
-    expect(sent).toContain('"crm@42"');
+  it('refuses e-mail addresses mapped as partner_user_id (sent unhashed) with exit 2 and both fixes; --partner-ids-may-be-emails sends them', async () => {
+    const input = 'Contact\ncrm-1\njane@example.com\ncrm@42\n';
+    const args = ['hash', '-', '--map', 'partner_user_id=Contact', ...CALLING_THREAD];
+    const refused = await runCli(args, { input });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('error: the column "Contact" is read as partner_user_id, which is sent unhashed');
+    expect(refused.stderr).toContain('--map email="Contact"');
+    expect(refused.stderr).toContain('pass --partner-ids-may-be-emails');
+    expect(refused.stderr).not.toContain('jane');
+    expect(refused.stdout).toBe('');
+    const allowed = await runCli([...args, '--partner-ids-may-be-emails'], { input });
+    expect(allowed.code).toBe(0);
+    expect(allowed.stdout).toContain('jane@example.com');
   });
 
   it('counts phones with two real readings as phone_ambiguous, with their line and a hint, and hashes the decided ones', async () => {

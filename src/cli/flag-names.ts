@@ -51,6 +51,7 @@ const FLAG_NAMES: ReadonlyArray<readonly [RegExp, string]> = [
   [/(?<![-\w])defaultCountry\b/g, '--default-country'],
   [/(?<![-\w])countryColumn\b/g, '--country-column'],
   [/(?<![-\w])onlyMapped\b/g, '--only-mapped'],
+  [/(?<![-\w])partnerIdsMayBeEmails\b/g, '--partner-ids-may-be-emails'],
   [/(?<![-\w])map entry /g, '--map '],
   [/(?<![-\w])map entries\b/g, '--map entries'],
   [/(?<![-\w])stateDir\b/g, '--state-dir'],

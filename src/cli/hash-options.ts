@@ -24,6 +24,7 @@ import { writeLine } from './output.js';
 export interface HashOptionArgs {
   map?: string[];
   'only-mapped'?: boolean;
+  'partner-ids-may-be-emails'?: boolean;
   'default-country'?: string;
   'country-column'?: string;
   'phone-format'?: 'e164' | 'digits';
@@ -48,6 +49,11 @@ const COLUMN_FLAGS = {
   'only-mapped': {
     type: 'boolean',
     describe: 'Use only the --map columns (and --country-column): detect nothing by column name or content',
+  },
+  'partner-ids-may-be-emails': {
+    type: 'boolean',
+    describe:
+      "A partner_user_id column (sent unhashed) may hold e-mail addresses: partner ids written as addresses. Without it, such a column with an address among its first values is refused (exit 2), since it may be the customers' addresses mapped by mistake",
   },
 } as const satisfies Record<string, Options>;
 
@@ -159,6 +165,7 @@ export function hashOptionsFromArgs(args: HashOptionArgs, stdin?: Readable): Has
   const opts: HashCsvOptions = {};
   if (args.map !== undefined) opts.map = args.map;
   if (args['only-mapped'] === true) opts.onlyMapped = true;
+  if (args['partner-ids-may-be-emails'] === true) opts.partnerIdsMayBeEmails = true;
   if (args['default-country'] !== undefined) opts.defaultCountry = args['default-country'];
   if (args['country-column'] !== undefined) opts.countryColumn = args['country-column'];
   if (args['phone-format'] !== undefined) opts.phoneFormat = args['phone-format'];

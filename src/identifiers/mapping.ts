@@ -17,9 +17,17 @@ import {
   type NationalEvidence,
 } from './content.js';
 import { countryColumnShare, localeCountry } from './countries.js';
-import { givenLabel, headerColumn, headerLabel, looksLikeData, quoteLabel, type HeaderColumn } from './labels.js';
+import {
+  givenLabel,
+  headerColumn,
+  headerLabel,
+  isPlaceholder,
+  looksLikeData,
+  quoteLabel,
+  type HeaderColumn,
+} from './labels.js';
 import { IDENTIFIER_TYPES, type IdentifierType } from '../platform/users.js';
-import { cleanValue } from '../platform/identifiers/rules.js';
+import { cleanValue, normalizeEmail } from '../platform/identifiers/rules.js';
 import type { FieldValue, MappedRecord } from './types.js';
 import { nameParts, splitWords, type WordClass } from './vocabulary/index.js';
 import { AUTO_COLUMN_NAMES, GENERIC_ID_KEYS, GENERIC_ID_WORDS } from './vocabulary/names.js';
@@ -237,6 +245,12 @@ export interface MappingOptions {
   defaultCountry?: string;
   /** A separator given for every cell: lists are then not looked for in the sample. */
   valueSeparator?: string;
+  /**
+   * partner_user_id columns may hold e-mail addresses (partner ids written as addresses). Without
+   * it, a partner_user_id column with an address among its sampled values is refused: it is sent
+   * unhashed, and a column of the customers' addresses mapped by mistake would send them raw.
+   */
+  partnerIdsMayBeEmails?: boolean;
 }
 
 /** The first data rows, each with one cell per header column (shorter rows are padded with ''). */
@@ -628,6 +642,7 @@ export function resolveMapping(
     if (!columns.some((m) => m.index === c.index) && c.index !== country?.index)
       notUsed.push({ ...c, reason: UNDECIDED_CONSENT, maybeConsent: true });
   const read = readAs(columns, sample, opts, country?.index);
+  if (opts.partnerIdsMayBeEmails !== true) refuseEmailPartnerIds(read, sample);
   const used = readColumns({ columns: read, consent, country });
   const mapping: ColumnMapping = {
     columns: read,
@@ -665,6 +680,33 @@ function pairTypeColumns(header: readonly string[], found: MappedColumn[], taken
     return { ...c, typeIndex, typeColumn: type.column, typeLabel: type.label };
   });
 }
+
+/**
+ * A partner_user_id column (sent unhashed) whose sampled values include e-mail addresses: the
+ * customers' addresses mapped by mistake would leave the process raw. Refused before any row is
+ * read, naming the column and how many, never a value.
+ */
+function refuseEmailPartnerIds(columns: readonly MappedColumn[], sample: SampleRows): void {
+  for (const c of columns) {
+    if (c.type !== 'partner_user_id') continue;
+    const cells = sample.map((row) => cleanValue(row[c.index] ?? '')).filter((v) => v !== '');
+    const emails = cells.filter((v) => v.includes('@') && normalizeEmail(v).ok).length;
+    if (emails === 0) continue;
+    throw new ConfigError(
+      'mapping_partner_ids_emails',
+      `the column ${quoteLabel(c.label)} is read as partner_user_id, which is sent unhashed, and ${emails} of its first ${cells.length} values are e-mail addresses`,
+      {
+        fix: `if it holds the customers' addresses, ${mapFix(c)}, which hashes them; if these are partner ids from ID Sync written as addresses, pass partnerIdsMayBeEmails`,
+      },
+    );
+  }
+}
+
+/** `map entry email=Column`, or the column's position when its header cell looks like data. */
+const mapFix = (c: HeaderColumn): string =>
+  isPlaceholder(c.label)
+    ? `map column ${c.index + 1} as email`
+    : `map it as email (map entry email=${JSON.stringify(c.label)})`;
 
 function noIdentifierColumn(header: readonly string[], opts: MappingOptions, notUsed: NotUsedColumn[]): never {
   checkHeaderRow(header);

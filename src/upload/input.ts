@@ -8,8 +8,8 @@ import { ConfigError } from '../errors.js';
 import type { PackedUsers } from '../hashing/chunk.js';
 import { addUserToSummary, type HashSummary } from '../hashing/summary.js';
 import { IDENTIFIER_TYPES, type AudienceUser, type IdentifierType } from '../platform/users.js';
-import { normalizePartnerUserId } from '../platform/identifiers/rules.js';
 import { serializeUser } from '../identifiers/serialize.js';
+import { partnerUserIdFits } from '../platform/users.js';
 import type { BatchPacker, GroupHandle, PackedBatch } from './plan.js';
 import type { Target } from './target.js';
 import type { UploadItem, UploadPackedChunk, UploadUser, UploadUsers } from './types.js';
@@ -240,18 +240,13 @@ function checkHashedUser(item: unknown, who: string): AudienceUser {
     if (!Array.isArray(values) || values.some((v) => typeof v !== 'string'))
       refuse(`has a ${type} that is not an array of strings`);
     for (const v of values as string[]) {
-      if (type !== 'partner_user_id') {
-        if (!DIGEST.test(v))
-          refuse(`has a ${type} value that is not a SHA-256 digest (64 lowercase hex): raw identifiers are never sent`);
-        continue;
-      }
-      const partner = normalizePartnerUserId(v);
-      if (!partner.ok)
+      if (type === 'partner_user_id' ? !partnerUserIdFits(v) : !DIGEST.test(v)) {
         refuse(
-          partner.reason === 'partner_user_id_email'
-            ? 'has a partner_user_id that is an e-mail address, which would be sent unhashed (pass it as email, hashed)'
-            : 'has an empty or over-long partner_user_id',
+          type === 'partner_user_id'
+            ? 'has an empty or over-long partner_user_id'
+            : `has a ${type} value that is not a SHA-256 digest (64 lowercase hex): raw identifiers are never sent`,
         );
+      }
     }
   }
   return item;

@@ -201,9 +201,7 @@ export function normalizePartnerUserId(raw: string): Normalized {
   return partnerUserIdClean(cleanValue(raw));
 }
 function partnerUserIdClean(value: string): Normalized {
-  if (!partnerUserIdFits(value)) return REJECTED.partner_user_id_invalid;
-  // An e-mail address here (a column mapped as partner ids by mistake) would leave the process unhashed.
-  return value.includes('@') && emailClean(value).ok ? REJECTED.partner_user_id_email : { ok: OK, value };
+  return partnerUserIdFits(value) ? { ok: OK, value } : REJECTED.partner_user_id_invalid;
 }
 
 /** What a rule needs beyond the value; phone numbers only use it. */
