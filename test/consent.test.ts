@@ -6,7 +6,7 @@ import { hashCsv, hashRecords, type HashCsvRun } from '../src/hashing/pipeline.j
 import type { RawRecord } from '../src/identifiers/rows.js';
 import type { ConsentPolicy } from '../src/identifiers/consent.js';
 import type { AudienceUser } from '../src/platform/users.js';
-import { readConsentValue, consentKindOfName } from '../src/identifiers/consent.js';
+import { readConsentValue, readsAccepted, consentKindOfName } from '../src/identifiers/consent.js';
 import { resolveMapping } from '../src/identifiers/mapping.js';
 import { reportJson } from '../src/upload/report.js';
 import { runUpload as libraryRunUpload } from '../src/upload/run.js';
@@ -203,13 +203,18 @@ describe('reading names and values', () => {
       ['Newsletter Cancelled', undefined],
       ['No Email', undefined],
       ['Newsletter Status', 'status'],
-      // Spanish `baja` (an unsubscription) counts as a whole word, not inside `trabaja` or `rebaja`.
+      // Spanish `baja` (an unsubscription), wherever it stands, but not in `trabaja` or `rebaja`.
       ['Trabaja actualmente', undefined],
+      ['TRABAJADOR', undefined],
       ['Rebaja aplicada', undefined],
       ['Bajada de precio', undefined],
+      ['Embajada', undefined],
       ['Dado de baja', 'opt-out'],
       ['FechaBaja', 'opt-out'],
       ['Bajas', 'opt-out'],
+      ...['FECHABAJA', 'EMAILBAJA', 'ISBAJA', 'BAJANEWSLETTER', 'dadodebaja', 'bajaemail', 'Baja2023', 'Bája'].map(
+        (n) => [n, 'opt-out'] as [string, ReturnType<typeof consentKindOfName>],
+      ),
     ];
     expect(kinds.map(([name]) => [name, consentKindOfName(name)])).toEqual(kinds);
     // Values that are not consent words do not make a column of another meaning a consent column.
@@ -655,19 +660,36 @@ describe('a consent column named by --map (opt_out, opt_in, consent_status), wha
   });
 
   it('a mapped kind replaces what the name says, other consent columns are still found, and a column is mapped once', () => {
-    const header = ['Email', 'Email Opt In', 'Unsubscribed'];
-    const mapping = resolveMapping(header, { map: ['opt_out=Email Opt In'] });
+    const header = ['Email', 'Newsletter Status', 'Unsubscribed'];
+    const mapping = resolveMapping(header, { map: ['opt_in=Newsletter Status'] });
     expect(mapping.consent?.map((c) => [c.label, c.kind, c.mapped ?? false])).toEqual([
-      ['Email Opt In', 'opt-out', true],
+      ['Newsletter Status', 'opt-in', true],
       ['Unsubscribed', 'opt-out', false],
     ]);
     expect(() => resolveMapping(header, { map: ['email=Email', 'opt_out=Email'] })).toThrow(
       /both as consent and as another type/,
     );
+    expect(() => resolveMapping(header, { map: ['opt_out=Newsletter Status', 'opt_in=Newsletter Status'] })).toThrow(
+      /as two kinds of consent column/,
+    );
     expect(() => resolveMapping(header, { map: ['opt-out=Unsubscribed'] })).toThrow(ConfigError);
     expect(() => resolveMapping(header, { map: ['optout=Unsubscribed'] })).toThrow(
       expect.objectContaining({ fix: expect.stringContaining('country, opt_out, opt_in, consent_status') as unknown }),
     );
+  });
+
+  it('refuses a map entry that would read its column wrong: the opposite of its name, or values it cannot read', () => {
+    const header = ['Email', 'Email Opt Out'];
+    const sample = ['true', 'false', 'true', 'false'].map((v, i) => [`p${i}@example.com`, v]);
+    // Those who opted out would be sent as agreeing.
+    expect(() => resolveMapping(header, { map: ['opt_in=Email Opt Out'] }, sample)).toThrow(
+      'map entry opt_in="Email Opt Out": its name reads as opt-out, the opposite of opt-in',
+    );
+    // true/false are no status words: every row would be sent unread.
+    expect(() => resolveMapping(header, { map: ['consent_status=Email Opt Out'] }, sample)).toThrow(
+      'map entry consent_status="Email Opt Out": 4 of its first 4 values are read neither as yes nor as no for status',
+    );
+    expect(resolveMapping(header, { map: ['opt_out=Email Opt Out'] }, sample).consent).toHaveLength(1);
   });
 
   it('the refusal of a policy without a consent column names --map opt_out as the fix', async () => {
@@ -678,12 +700,27 @@ describe('a consent column named by --map (opt_out, opt_in, consent_status), wha
 });
 
 describe('accepted / rejected: a consent banner or form, or the status of something else', () => {
-  it('in a column named or mapped as consent, accepted (in ten languages) says yes; never in an opt-out column', () => {
+  it('accepted (ten languages) says yes in a mapped column or one whose name asks for agreement; never in an opt-out column or a found status column', async () => {
     for (const v of ['Accepted', 'ACCEPT ALL', 'granted', 'Akzeptiert', 'Accepté', 'aceptado', 'godkänd', '承諾'])
-      expect([v, readConsentValue('status', v)]).toEqual([v, 'yes']);
-    expect(readConsentValue('opt-in', 'accepted')).toBe('yes');
-    expect(readConsentValue('opt-out', 'accepted')).toBe('unreadable');
+      expect([v, readConsentValue('status', v, true)]).toEqual([v, 'yes']);
+    expect(readConsentValue('status', 'accepted')).toBe('unreadable');
     expect(readConsentValue('status', 'Rejected')).toBe('no');
+    const reads = (c: Parameters<typeof readsAccepted>[0]): boolean => readsAccepted(c);
+    expect(reads({ kind: 'opt-in' })).toBe(true);
+    expect(reads({ kind: 'confirmation' })).toBe(true);
+    expect(reads({ kind: 'status', mapped: true })).toBe(true);
+    expect(reads({ kind: 'opt-out', mapped: true })).toBe(false);
+    expect(reads({ kind: 'status' })).toBe(false); // `Email Status` of a delivery log: accepted = queued
+    expect(reads({ kind: 'status', content: true })).toBe(false);
+    // An invitation column found by its values (declined is a refusal word): accepted stays unreadable.
+    const dir = tempDir('ak-invite-');
+    const file = join(dir, 'invite.csv');
+    const rows = Array.from({ length: 20 }, (_, i) => `p${i}@example.com,${i === 0 ? 'accepted' : 'declined'}`);
+    writeFileSync(file, `Email,Invite\n${rows.join('\n')}\n`);
+    const args = ['hash', file, '--workers', '0', '--consent', 'require-consent', '-o', join(dir, 'o.csv')];
+    const r = await runCli(args);
+    expect(r.stderr).toMatch(/rows that say yes +0\n/);
+    expect(r.stderr).toMatch(/rows with an unreadable value +1 +line 2\n/);
   });
 
   it('a column of unknown name holding them is not read, and a hint names the map entry that reads it', async () => {
@@ -691,6 +728,9 @@ describe('accepted / rejected: a consent banner or form, or the status of someth
     const mapping = resolveMapping(['Email', 'Cookie Banner', 'Notes'], {}, sample);
     expect(mapping.consent).toBeUndefined();
     expect(mapping.notUsed?.map((c) => [c.label, c.maybeConsent])).toEqual([['Cookie Banner', true]]);
+    // A column already left out for its name (a generic id) is listed once.
+    const ids = resolveMapping(['Email', 'Invite ID'], {}, sample);
+    expect(ids.notUsed?.map((c) => c.label)).toEqual(['Invite ID']);
     // Without a refusal among them (all accepted), nothing to warn of.
     const allYes = sample.map(([e]) => [e ?? '', 'accepted']);
     expect(resolveMapping(['Email', 'Cookie Banner'], {}, allYes).notUsed).toBeUndefined();

@@ -174,11 +174,12 @@ export const CONSENT_NAME_KEYS: readonly (readonly [ConsentKind, readonly string
 ];
 
 /**
- * Keys of CONSENT_NAME_KEYS that count only as a whole word of the name (or that word with an
- * `s`): in other words they are something else (`Trabaja actualmente`, `Rebaja`, `Bajada` hold
- * `baja`, Spanish for an unsubscription).
+ * Words that hold a name key but say nothing of consent, taken out of a name's key before the keys
+ * are looked for: `Trabaja actualmente` (works currently), `Rebaja` (a discount), `Bajada`,
+ * `Embajada` hold `baja`, Spanish for an unsubscription, which `FECHABAJA` or `dadodebaja` hold as
+ * such.
  */
-export const CONSENT_WHOLE_WORD_KEYS: readonly string[] = ['baja'];
+export const CONSENT_NAME_FALSE_PARTS: readonly string[] = ['trabaj', 'rebaj', 'bajada', 'embajad'];
 
 /**
  * Whole names (as keys) that say only what was subscribed to (`Subscribed`, `Newsletter`,

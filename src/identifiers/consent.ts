@@ -15,7 +15,7 @@ import {
   CONSENT_NAME_NEGATIONS,
   CONSENT_NO_NAMES,
   CONSENT_OPT_IN_NAMES,
-  CONSENT_WHOLE_WORD_KEYS,
+  CONSENT_NAME_FALSE_PARTS,
   ACCEPT_VALUES,
   FALSE_MARKS,
   TRUE_MARKS,
@@ -85,7 +85,7 @@ const STATUS = new Map<string, ConsentReading>(
   ),
 );
 const NAME_KEYS = CONSENT_NAME_KEYS.map(([kind, keys]) => [kind, keys.map(consentKey)] as const);
-const WHOLE_WORD_KEYS = new Set(CONSENT_WHOLE_WORD_KEYS.map(consentKey));
+const FALSE_PARTS = new RegExp(CONSENT_NAME_FALSE_PARTS.map(consentKey).join('|'), 'g');
 const NEGATIONS = new Set(CONSENT_NAME_NEGATIONS.map(consentKey));
 const NEGATION_PARTS = CONSENT_NAME_NEGATION_PARTS.map(consentKey);
 const OPT_IN_NAMES = new Set(CONSENT_OPT_IN_NAMES.map(consentKey));
@@ -102,13 +102,12 @@ export function consentKindOfName(column: string): ConsentKind | undefined {
     .filter((w) => w !== '');
   const last = words.at(-1);
   if (last !== undefined && words.length > 1 && CONSENT_NAME_NOT.has(last)) return undefined;
-  const key = consentKey(column);
+  // `|`, which no key holds, where a false part was: the words around it do not join into a key.
+  const key = consentKey(column).replace(FALSE_PARTS, '|');
   const keys = words.map(consentKey);
   // `No Marketing`, `No consent`: a refusal, when `no` is the first word.
   if (keys[0] === 'no' && keys.length > 1 && NO_NAMES.some((k) => key.slice(2).includes(k))) return 'opt-out';
-  const holds = (k: string): boolean =>
-    WHOLE_WORD_KEYS.has(k) ? keys.some((w) => w === k || w === `${k}s`) : key.includes(k);
-  const named = NAME_KEYS.find(([, ks]) => ks.some(holds))?.[0];
+  const named = NAME_KEYS.find(([, ks]) => ks.some((k) => key.includes(k)))?.[0];
   const kind = named ?? (OPT_IN_NAMES.has(key) ? 'opt-in' : undefined);
   // An agreement taken back or refused is a refusal (`Consent Revoked`: true means no).
   const negated = keys.some((k) => NEGATIONS.has(k)) || NEGATION_PARTS.some((k) => key.includes(k));
@@ -122,14 +121,27 @@ function statusReading(key: string): ConsentReading | undefined {
   return NO_PREFIXES.some((w) => key.startsWith(w)) ? 'no' : undefined;
 }
 
-/** One cell of a consent column of `kind`: its reading, or `unreadable`. An empty cell says nothing. */
-export function readConsentValue(kind: ConsentKind, raw: string): ConsentReading | 'unreadable' {
+/**
+ * Whether `accepted` (ACCEPT_VALUES) says yes in column `c`: one named by a map entry, or found by
+ * a name that asks for agreement (opt-in, confirmation). Never in an opt-out column, nor in a
+ * status column found by its name or values (`Email Status` of a delivery log: accepted = queued).
+ */
+export function readsAccepted(c: Pick<ConsentColumn, 'kind' | 'mapped' | 'content'>): boolean {
+  if (c.kind === 'opt-out') return false;
+  return c.mapped === true || (c.content !== true && c.kind !== 'status');
+}
+
+/**
+ * One cell of a consent column of `kind`: its reading, or `unreadable`. An empty cell says nothing.
+ * `accepts`: the column reads `accepted` as yes (readsAccepted).
+ */
+export function readConsentValue(kind: ConsentKind, raw: string, accepts = false): ConsentReading | 'unreadable' {
   const value = raw.trim();
   if (value === '') return 'none';
   const key = TRUE_MARK.has(value) ? 'true' : FALSE_MARK.has(value) ? 'false' : consentKey(value);
   const status = statusReading(key);
   if (status !== undefined) return status;
-  if (ACCEPT.has(key)) return kind === 'opt-out' ? 'unreadable' : 'yes';
+  if (accepts && ACCEPT.has(key)) return 'yes';
   if (kind === 'status') return 'unreadable';
   if (TRUE.has(key)) return kind === 'opt-out' ? 'no' : 'yes';
   if (FALSE.has(key)) return kind === 'opt-in' ? 'no' : 'none';
@@ -191,7 +203,8 @@ export function detectConsentColumns(
     if (kind !== undefined) {
       // Mostly readable, or saying no at least once: a column whose values were mostly unreadable
       // but held some refusals was dropped, and every row of it sent, those that said no among them.
-      const readings = cells.map((c) => readConsentValue(kind, c));
+      const accepts = readsAccepted({ kind });
+      const readings = cells.map((c) => readConsentValue(kind, c, accepts));
       const readable = readings.filter((r) => r !== 'unreadable').length;
       if (cells.length < CONTENT_MIN || readable >= READABLE_SHARE * cells.length || readings.includes('no'))
         out.push({ ...headerColumn(header, index), kind });
@@ -210,6 +223,24 @@ export function detectConsentColumns(
       undecided.push(headerColumn(header, index));
   });
   return { columns: out, undecided };
+}
+
+/**
+ * Why a column named by a consent map entry cannot be read as `kind`, or undefined when it can:
+ * its name says the opposite (an opt-out mapped as opt_in would send those who said no), or its
+ * first values are mostly unreadable as `kind` and none says no (everyone would be sent unread).
+ */
+export function mappedConsentProblem(column: string, kind: ConsentKind, cells: readonly string[]): string | undefined {
+  const named = consentKindOfName(column);
+  const flip = (a: ConsentKind, b: ConsentKind): boolean => a === 'opt-out' && (b === 'opt-in' || b === 'confirmation');
+  if (named !== undefined && (flip(named, kind) || flip(kind, named)))
+    return `its name reads as ${named}, the opposite of ${kind}`;
+  const values = cells.filter((c) => c.trim() !== '');
+  const accepts = readsAccepted({ kind, mapped: true });
+  const readings = values.map((c) => readConsentValue(kind, c, accepts));
+  const readable = readings.filter((r) => r !== 'unreadable').length;
+  if (values.length < CONTENT_MIN || readable >= READABLE_SHARE * values.length || readings.includes('no')) return;
+  return `${values.length - readable} of its first ${values.length} values are read neither as yes nor as no for ${kind}`;
 }
 
 /** What one row's consent columns said: the verdict, and each column that said no with its value. */
@@ -240,7 +271,7 @@ export class ConsentReader {
       const c = this.columns[i] as ConsentColumn;
       const raw = fields[c.index] ?? '';
       if (raw === '') continue;
-      const { reading, label } = this.reading(i, c.kind, raw);
+      const { reading, label } = this.reading(i, c, raw);
       if (reading === 'no') (saidNo ??= []).push({ at: i, value: label });
       else if (reading === 'unreadable') verdict = 'unreadable';
       else if (reading === 'yes' && verdict === 'none') verdict = 'yes';
@@ -248,11 +279,11 @@ export class ConsentReader {
     return saidNo === undefined ? { verdict, saidNo: [] } : { verdict: 'no', saidNo };
   }
 
-  private reading(i: number, kind: ConsentKind, raw: string): CellReading {
+  private reading(i: number, c: ConsentColumn, raw: string): CellReading {
     const cache = this.caches[i] as Map<string, CellReading>;
     let r = cache.get(raw);
     if (r === undefined) {
-      const reading = readConsentValue(kind, raw);
+      const reading = readConsentValue(c.kind, raw, readsAccepted(c));
       r = { reading, label: reading === 'no' ? noValueLabel(raw) : '' };
       // Dates are many and distinct: not kept (the cache stays small).
       if (cache.size < CACHE_MAX && !DATE_VALUE.test(raw.trim())) cache.set(raw, r);
@@ -287,11 +318,11 @@ export function consentKindWords(kind: ConsentKind): string {
     case 'opt-out':
       return 'opt-out: true/yes/1 or a date = no; false/empty = nothing said';
     case 'opt-in':
-      return 'opt-in: true/yes/1 or a date = yes; false/no/0 = no';
+      return 'opt-in: true/yes/1, accepted or a date = yes; false/no/0 = no';
     case 'confirmation':
       return 'confirmation: true/yes/1 = yes; false/empty = nothing said';
     case 'status':
-      return 'status: unsubscribed, opted out, blacklisted, non-marketable, no consent, do not sell/share, rejected… = no; subscribed, opted in, accepted = yes';
+      return 'status: unsubscribed, opted out, blacklisted, non-marketable, no consent, do not sell/share, rejected… = no; subscribed, opted in = yes (accepted too when mapped)';
   }
 }
 

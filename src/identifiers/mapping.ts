@@ -3,7 +3,7 @@
  * country), detected by name or given explicitly.
  */
 import { ConfigError, InputError } from '../errors.js';
-import { CONSENT_MAP_TYPES, detectConsentColumns, type ConsentColumn } from './consent.js';
+import { CONSENT_MAP_TYPES, detectConsentColumns, mappedConsentProblem, type ConsentColumn } from './consent.js';
 import {
   CONTACTS_SEPARATOR,
   MIN_CONTENT_VALUES,
@@ -333,8 +333,16 @@ function parseMapEntries(header: readonly string[], opts: MappingOptions): MapEn
     const kind = CONSENT_MAP_TYPES.get(typeName);
     if (kind !== undefined) {
       const index = findColumn(header, column, `map entry ${givenLabel(entry, false)}`);
-      out.consent = out.consent.filter((c) => c.index !== index);
-      out.consent.push({ ...headerColumn(header, index), kind, mapped: true });
+      const before = out.consent.find((c) => c.index === index);
+      if (before !== undefined && before.kind !== kind)
+        throw new ConfigError(
+          'mapping_invalid',
+          `map entries name the column ${quoteLabel(before.label)} as two kinds of consent column`,
+          {
+            fix: 'map a consent column once: opt_out, opt_in or consent_status',
+          },
+        );
+      if (before === undefined) out.consent.push({ ...headerColumn(header, index), kind, mapped: true });
       continue;
     }
     if (!(IDENTIFIER_TYPES as readonly string[]).includes(typeName)) {
@@ -625,6 +633,7 @@ export function resolveMapping(
   const columns = explicit.columns.map((c) => withListSeparator(c, sample, opts, country?.index));
   const namedTypes = new Set(columns.map((c) => c.type));
   const types = (opts.types ?? IDENTIFIER_TYPES).filter((t) => !namedTypes.has(t));
+  checkMappedConsent(explicit.consent, sample);
   const mappedConsent = (i: number): boolean => explicit.consent.some((c) => c.index === i);
   const named = (i: number): boolean => columns.some((c) => c.index === i) || i === country?.index;
   // Consent columns are found whatever onlyMapped says: a row that says no is never sent unread.
@@ -638,9 +647,10 @@ export function resolveMapping(
     notUsed = found.notUsed;
   }
   if (columns.length === 0) noIdentifierColumn(header, opts, notUsed);
+  const listed = (i: number): boolean =>
+    columns.some((m) => m.index === i) || i === country?.index || notUsed.some((n) => n.index === i);
   for (const c of detected.undecided)
-    if (!columns.some((m) => m.index === c.index) && c.index !== country?.index)
-      notUsed.push({ ...c, reason: UNDECIDED_CONSENT, maybeConsent: true });
+    if (!listed(c.index)) notUsed.push({ ...c, reason: UNDECIDED_CONSENT, maybeConsent: true });
   const read = readAs(columns, sample, opts, country?.index);
   if (opts.partnerIdsMayBeEmails !== true) refuseEmailPartnerIds(read, sample);
   const used = readColumns({ columns: read, consent, country });
@@ -679,6 +689,22 @@ function pairTypeColumns(header: readonly string[], found: MappedColumn[], taken
     const type = headerColumn(header, typeIndex);
     return { ...c, typeIndex, typeColumn: type.column, typeLabel: type.label };
   });
+}
+
+/** A consent map entry that would read its column wrong (mappedConsentProblem) is refused, naming the column, never a value. */
+function checkMappedConsent(consent: readonly ConsentColumn[], sample: SampleRows): void {
+  for (const c of consent) {
+    const why = mappedConsentProblem(
+      c.column,
+      c.kind,
+      sample.map((row) => row[c.index] ?? ''),
+    );
+    if (why === undefined) continue;
+    const entry = [...CONSENT_MAP_TYPES].find(([, k]) => k === c.kind)?.[0] ?? '';
+    throw new ConfigError('mapping_invalid', `map entry ${entry}=${quoteLabel(c.label)}: ${why}`, {
+      fix: 'map it as the kind its values say: opt_out (true, yes or a date = no), opt_in (true = yes, false = no) or consent_status (subscribed, unsubscribed…)',
+    });
+  }
 }
 
 /**
