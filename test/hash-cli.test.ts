@@ -360,6 +360,13 @@ describe('audience-kit hash (process)', () => {
     const allowed = await runCli([...args, '--partner-ids-may-be-emails'], { input });
     expect(allowed.code).toBe(0);
     expect(allowed.stdout).toContain('jane@example.com');
+    // Past the sample (its first 100 rows), an address is a rejected value, counted with its line.
+    const late = `Contact\n${Array.from({ length: 150 }, (_, i) => `pid-${i}`).join('\n')}\nlate@example.com\n`;
+    const json = await runCli([...args, '--json', '-o', join(tmp, 'late.csv')], { input: late });
+    expect(json.code).toBe(0);
+    const doc = JSON.parse(json.stdout) as { summary: { rejects: Record<string, unknown> }; hints: string[] };
+    expect(doc.summary.rejects.partner_user_id_email).toEqual({ count: 1, lines: [152] });
+    expect(readFileSync(join(tmp, 'late.csv'), 'utf8')).not.toContain('late@');
   });
 
   it('counts phones with two real readings as phone_ambiguous, with their line and a hint, and hashes the decided ones', async () => {

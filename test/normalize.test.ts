@@ -43,6 +43,7 @@ describe('reject reasons', () => {
       'device_id_opt_out',
       'service_id_invalid',
       'partner_user_id_invalid',
+      'partner_user_id_email',
       'hash_invalid',
       'value_too_long',
       'too_many_values',
@@ -651,6 +652,14 @@ describe('normalizePartnerUserId', () => {
     expect(normalizePartnerUserId('😀'.repeat(256))).toEqual(ok('😀'.repeat(256)));
     expect(normalizePartnerUserId('😀'.repeat(257))).toEqual(no('partner_user_id_invalid'));
     expect(normalizePartnerUserId(' ')).toEqual(no('partner_user_id_invalid'));
+  });
+  it('refuses an e-mail address, which it would send unhashed, unless partner ids may be addresses; keeps other ids with @', () => {
+    for (const email of ['jane.doe@example.com', 'Jane.Doe@Example.COM', ' <jane@example.org> ', 'mailto:j@x.io']) {
+      expect(normalizePartnerUserId(email)).toEqual(no('partner_user_id_email'));
+      expect(normalizePartnerUserId(email, true).ok).toBe(true);
+    }
+    for (const id of ['crm@42', 'user@tenant', '@handle', 'a@b', 'p-1@@x.com'])
+      expect(normalizePartnerUserId(id)).toEqual(ok(id));
   });
 });
 

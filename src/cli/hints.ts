@@ -98,6 +98,11 @@ function whyRejected(
       return 'they are not SHA-256 digests; fix: --input-hashed auto';
     case 'device_id_opt_out':
       return 'they are the all-zero id of devices with ad tracking disabled: nothing to fix, they cannot match';
+    case 'partner_user_id_email': {
+      const column = mapping.columns.find((c) => c.type === type);
+      const map = column === undefined ? '--map email="Column"' : mapEntry('email', column);
+      return `they are e-mail addresses, which partner_user_id would send unhashed; fix: if they are the customers' addresses, ${map}, which hashes them; if they are partner ids written as addresses, --partner-ids-may-be-emails`;
+    }
     default:
       return `check the columns ${columnsOf(mapping, type)} (--map ${type}="Column")`;
   }

@@ -103,6 +103,7 @@ const optionsSchema = z.object({
   phoneCountryCode: z.enum(['national', 'included', 'auto']).optional(),
   inputHashed: z.enum(['auto', 'always', 'never']).optional(),
   valueSeparator: z.string().min(1).optional(),
+  partnerIdsMayBeEmails: z.boolean().optional(),
   defaultCountry: z.string().optional(),
   delimiter: z.enum([',', ';', '\t', '|']).optional(),
   encoding: z.string().min(1).optional(),
@@ -140,6 +141,7 @@ function normalizeOptionsOf(opts: NormalizeOptions): NormalizeOptions {
   if (opts.phoneCountryCode !== undefined) out.phoneCountryCode = opts.phoneCountryCode;
   if (opts.inputHashed !== undefined) out.inputHashed = opts.inputHashed;
   if (opts.valueSeparator !== undefined) out.valueSeparator = opts.valueSeparator;
+  if (opts.partnerIdsMayBeEmails === true) out.partnerIdsMayBeEmails = true;
   return out;
 }
 

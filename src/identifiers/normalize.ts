@@ -44,6 +44,7 @@ const SEPARATORS = [';', ',', '|'];
 class UserBuilder implements RuleContext, RowValues {
   readonly digits: boolean;
   readonly countryCode: PhoneCountryCode;
+  readonly partnerEmails: boolean;
   readonly phoneNotes: PhoneNotes = { codeWithoutPlus: 0, twoReadings: 0, codeWithoutCountry: 0 };
   /** The field being read is of a column that shows national numbers (set per field). */
   nationalColumn = false;
@@ -68,6 +69,7 @@ class UserBuilder implements RuleContext, RowValues {
     this.digits = (opts.phoneFormat ?? DEFAULT_PHONE_FORMAT) === 'digits';
     this.countryCode = opts.phoneCountryCode ?? 'auto';
     this.separator = opts.valueSeparator;
+    this.partnerEmails = opts.partnerIdsMayBeEmails === true;
   }
 
   /** The record's country, resolved once per record, and only for records that have a phone. */
@@ -301,6 +303,7 @@ function oneValueContext(opts: OneValueOptions): RuleContext {
     countryCode: opts.countryCode ?? 'auto',
     phoneNotes: { codeWithoutPlus: 0, twoReadings: 0, codeWithoutCountry: 0 },
     nationalColumn: false,
+    partnerEmails: false,
   };
 }
 

@@ -34,6 +34,12 @@ export interface NormalizeOptions {
   inputHashed?: InputHashed;
   /** Splits each cell into several values (default: none, a cell is one value). */
   valueSeparator?: string;
+  /**
+   * partner_user_id values (sent unhashed) may be e-mail addresses: partner ids written as
+   * addresses. Without it such a value is rejected (`partner_user_id_email`), and a mapping whose
+   * sampled partner ids hold one is refused (`mapping_partner_ids_emails`).
+   */
+  partnerIdsMayBeEmails?: boolean;
 }
 export interface FieldValue {
   column: string;

@@ -196,12 +196,18 @@ function serviceIdClean(s: string): Normalized {
   return value.length >= 1 && value.length <= 20 ? { ok: OK, value } : REJECTED.service_id_invalid;
 }
 
-/** Sent as is (never hashed), so only cleaned; the limit counts Unicode code points. */
-export function normalizePartnerUserId(raw: string): Normalized {
-  return partnerUserIdClean(cleanValue(raw));
+/**
+ * Sent as is (never hashed), so only cleaned; the limit counts Unicode code points. An e-mail
+ * address is refused (`partner_user_id_email`) unless `emails`: a customer's address in a column
+ * mapped as partner ids by mistake would leave the process raw.
+ */
+export function normalizePartnerUserId(raw: string, emails = false): Normalized {
+  return partnerUserIdClean(cleanValue(raw), { partnerEmails: emails });
 }
-function partnerUserIdClean(value: string): Normalized {
-  return partnerUserIdFits(value) ? { ok: OK, value } : REJECTED.partner_user_id_invalid;
+function partnerUserIdClean(value: string, ctx: Pick<RuleContext, 'partnerEmails'>): Normalized {
+  if (!partnerUserIdFits(value)) return REJECTED.partner_user_id_invalid;
+  if (!ctx.partnerEmails && value.includes('@') && emailClean(value).ok) return REJECTED.partner_user_id_email;
+  return { ok: OK, value };
 }
 
 /** What a rule needs beyond the value; phone numbers only use it. */
@@ -215,6 +221,8 @@ export interface RuleContext {
   readonly phoneNotes: PhoneNotes;
   /** The value's column shows national numbers (MappedColumn.national): see phoneReading. */
   readonly nationalColumn: boolean;
+  /** partner_user_id values may be e-mail addresses (NormalizeOptions.partnerIdsMayBeEmails). */
+  readonly partnerEmails: boolean;
 }
 
 export interface TypeRule {

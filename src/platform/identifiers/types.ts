@@ -20,7 +20,7 @@ export const TYPE_REASONS = {
   handle: ['handle_invalid'],
   device_id: ['device_id_invalid', 'device_id_opt_out'],
   service_id: ['service_id_invalid'],
-  partner_user_id: ['partner_user_id_invalid'],
+  partner_user_id: ['partner_user_id_invalid', 'partner_user_id_email'],
 } as const satisfies Readonly<Record<IdentifierType, readonly string[]>>;
 export type RuleRejectReason = (typeof TYPE_REASONS)[IdentifierType][number];
 /** Every rule's reasons, by type in IDENTIFIER_TYPES order. */
