@@ -212,9 +212,28 @@ describe('reading names and values', () => {
       ['Dado de baja', 'opt-out'],
       ['FechaBaja', 'opt-out'],
       ['Bajas', 'opt-out'],
-      ...['FECHABAJA', 'EMAILBAJA', 'ISBAJA', 'BAJANEWSLETTER', 'dadodebaja', 'bajaemail', 'Baja2023', 'Bája'].map(
-        (n) => [n, 'opt-out'] as [string, ReturnType<typeof consentKindOfName>],
-      ),
+      // `Keine Einwilligung`, `Sin consentimiento`, `同意なし`: without the agreement, a refusal.
+      ['Keine Einwilligung', 'opt-out'],
+      ['Sin consentimiento', 'opt-out'],
+      ['Sans consentement', 'opt-out'],
+      ['Geen toestemming', 'opt-out'],
+      ['同意なし', 'opt-out'],
+      ...[
+        'FECHABAJA',
+        'EMAILBAJA',
+        'ISBAJA',
+        'BAJANEWSLETTER',
+        'dadodebaja',
+        'bajaemail',
+        'Baja2023',
+        'Bája',
+        'Baja Date',
+        'baja_date',
+        'Baja datos',
+        'Fecha baja dada',
+        'Nombre baja',
+        'Octubre Baja',
+      ].map((n) => [n, 'opt-out'] as [string, ReturnType<typeof consentKindOfName>]),
     ];
     expect(kinds.map(([name]) => [name, consentKindOfName(name)])).toEqual(kinds);
     // Values that are not consent words do not make a column of another meaning a consent column.
@@ -678,18 +697,34 @@ describe('a consent column named by --map (opt_out, opt_in, consent_status), wha
     );
   });
 
-  it('refuses a map entry that would read its column wrong: the opposite of its name, or values it cannot read', () => {
-    const header = ['Email', 'Email Opt Out'];
+  it('a map entry decides against the name, and says so; one whose values it cannot read is refused', async () => {
+    const header = ['Email', 'Keine Einwilligung'];
     const sample = ['true', 'false', 'true', 'false'].map((v, i) => [`p${i}@example.com`, v]);
-    // Those who opted out would be sent as agreeing.
-    expect(() => resolveMapping(header, { map: ['opt_in=Email Opt Out'] }, sample)).toThrow(
-      'map entry opt_in="Email Opt Out": its name reads as opt-out, the opposite of opt-in',
-    );
+    // Read as the map entry says, marked: the printed mapping and a hint name what the name reads as.
+    const mapped = resolveMapping(['Email', 'Email Opt Out'], { map: ['opt_in=Email Opt Out'] }, sample);
+    expect(mapped.consent?.[0]).toMatchObject({ kind: 'opt-in', nameKind: 'opt-out' });
     // true/false are no status words: every row would be sent unread.
-    expect(() => resolveMapping(header, { map: ['consent_status=Email Opt Out'] }, sample)).toThrow(
-      'map entry consent_status="Email Opt Out": 4 of its first 4 values are read neither as yes nor as no for status',
+    expect(() => resolveMapping(header, { map: ['consent_status=Keine Einwilligung'] }, sample)).toThrow(
+      'map entry consent_status="Keine Einwilligung": 4 of its first 4 values are read neither as yes nor as no for status',
     );
-    expect(resolveMapping(header, { map: ['opt_out=Email Opt Out'] }, sample).consent).toHaveLength(1);
+    const dir = tempDir('ak-opposed-');
+    const file = join(dir, 'o.csv');
+    writeFileSync(file, `Email,Email Opt Out\n${sample.map((r) => r.join(',')).join('\n')}\n`);
+    const r = await runCli([
+      'hash',
+      file,
+      '--workers',
+      '0',
+      '--map',
+      'opt_in=Email Opt Out',
+      '-o',
+      join(dir, 'out.csv'),
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain('consent         <- "Email Opt Out" (--map; its name reads as opt-out): opt-in');
+    expect(r.stderr).toContain(
+      'hint: "Email Opt Out" is read as opt-in, as --map says, though its name reads as opt-out: check that "true" there means yes',
+    );
   });
 
   it('the refusal of a policy without a consent column names --map opt_out as the fix', async () => {
@@ -703,7 +738,12 @@ describe('accepted / rejected: a consent banner or form, or the status of someth
   it('accepted (ten languages) says yes in a mapped column or one whose name asks for agreement; never in an opt-out column or a found status column', async () => {
     for (const v of ['Accepted', 'ACCEPT ALL', 'granted', 'Akzeptiert', 'Accepté', 'aceptado', 'godkänd', '承諾'])
       expect([v, readConsentValue('status', v, true)]).toEqual([v, 'yes']);
-    expect(readConsentValue('status', 'accepted')).toBe('unreadable');
+    expect(readConsentValue('status', 'accepted')).toBe('none');
+    // Read, saying nothing: a status column of mostly accepted stays one, and its refusal counts.
+    const statuses = [...Array.from({ length: 30 }, () => 'accepted'), 'rejected'];
+    const marketing = statuses.map((v, i) => [`p${i}@example.com`, v]);
+    expect(resolveMapping(['Email', 'Marketing Status'], {}, marketing).consent).toHaveLength(1);
+    expect(readConsentValue('opt-out', 'accepted', true)).toBe('unreadable');
     expect(readConsentValue('status', 'Rejected')).toBe('no');
     const reads = (c: Parameters<typeof readsAccepted>[0]): boolean => readsAccepted(c);
     expect(reads({ kind: 'opt-in' })).toBe(true);
@@ -720,7 +760,7 @@ describe('accepted / rejected: a consent banner or form, or the status of someth
     const args = ['hash', file, '--workers', '0', '--consent', 'require-consent', '-o', join(dir, 'o.csv')];
     const r = await runCli(args);
     expect(r.stderr).toMatch(/rows that say yes +0\n/);
-    expect(r.stderr).toMatch(/rows with an unreadable value +1 +line 2\n/);
+    expect(r.stderr).toMatch(/rows with no value +1 +line 2\n/);
   });
 
   it('a column of unknown name holding them is not read, and a hint names the map entry that reads it', async () => {
@@ -730,7 +770,7 @@ describe('accepted / rejected: a consent banner or form, or the status of someth
     expect(mapping.notUsed?.map((c) => [c.label, c.maybeConsent])).toEqual([['Cookie Banner', true]]);
     // A column already left out for its name (a generic id) is listed once.
     const ids = resolveMapping(['Email', 'Invite ID'], {}, sample);
-    expect(ids.notUsed?.map((c) => c.label)).toEqual(['Invite ID']);
+    expect(ids.notUsed?.map((c) => [c.label, c.maybeConsent])).toEqual([['Invite ID', true]]);
     // Without a refusal among them (all accepted), nothing to warn of.
     const allYes = sample.map(([e]) => [e ?? '', 'accepted']);
     expect(resolveMapping(['Email', 'Cookie Banner'], {}, allYes).notUsed).toBeUndefined();

@@ -5,7 +5,7 @@
  * calling code without `+`, cells holding several values, country values it did not recognize).
  * Column names, counts and country values only: never identifiers.
  */
-import { isCountryLikeName, type ColumnMapping } from '../identifiers/mapping.js';
+import { isCountryLikeName, UNDECIDED_CONSENT, type ColumnMapping } from '../identifiers/mapping.js';
 import { isPlaceholder, quoteLabel, type HeaderColumn } from '../identifiers/labels.js';
 import { consentKindWords } from '../identifiers/consent.js';
 import { IDENTIFIER_TYPES, type IdentifierType } from '../platform/users.js';
@@ -295,14 +295,37 @@ function maybeConsentHints(mapping: ColumnMapping): string[] {
   return (mapping.notUsed ?? []).flatMap((c) =>
     c.maybeConsent === true
       ? [
-          `${quoteLabel(c.label)} is not read as consent (${c.reason}), so a row that says rejected there is sent; if it is consent, ${mapEntry('consent_status', c)} (rejected, declined: no; accepted: yes)`,
+          `${quoteLabel(c.label)} is not read as consent (${UNDECIDED_CONSENT}), so a row that says rejected there is sent; if it is consent, ${mapEntry('consent_status', c)} (rejected, declined: no; accepted: yes)`,
         ]
       : [],
   );
 }
 
+/** How a printed consent column was found, when not simply by its name. */
+function consentNote(c: NonNullable<ColumnMapping['consent']>[number]): string {
+  if (c.nameKind !== undefined) return ` (--map; its name reads as ${c.nameKind})`;
+  return c.mapped === true ? ' (--map)' : c.content === true ? ' (by its values)' : '';
+}
+
+/** Consent columns mapped against what their name says: read as mapped, and said so. */
+function opposedConsentHints(mapping: ColumnMapping): string[] {
+  return (mapping.consent ?? []).flatMap((c) =>
+    c.nameKind === undefined
+      ? []
+      : [
+          `${quoteLabel(c.label)} is read as ${c.kind}, as --map says, though its name reads as ${c.nameKind}: check that "true" there means ${c.kind === 'opt-out' ? 'no' : 'yes'}`,
+        ],
+  );
+}
+
 function notUsedHints(mapping: ColumnMapping): string[] {
-  return [...misfitHints(mapping), ...unreadHints(mapping), ...maybeConsentHints(mapping), ...idColumnHints(mapping)];
+  return [
+    ...opposedConsentHints(mapping),
+    ...misfitHints(mapping),
+    ...unreadHints(mapping),
+    ...maybeConsentHints(mapping),
+    ...idColumnHints(mapping),
+  ];
 }
 
 type NotUsed = NonNullable<ColumnMapping['notUsed']>[number];
@@ -362,9 +385,7 @@ export function describeMapping(mapping: ColumnMapping): string {
     lines.push(`  ${'country'.padEnd(15)} <- ${quoteLabel(mapping.country.label)}${named}`);
   }
   for (const c of mapping.consent ?? [])
-    lines.push(
-      `  ${'consent'.padEnd(15)} <- ${quoteLabel(c.label)}${c.mapped === true ? ' (--map)' : c.content === true ? ' (by its values)' : ''}: ${consentKindWords(c.kind)}`,
-    );
+    lines.push(`  ${'consent'.padEnd(15)} <- ${quoteLabel(c.label)}${consentNote(c)}: ${consentKindWords(c.kind)}`);
   lines.push(...ignoredLines(mapping));
   const source = !mapping.auto
     ? 'from --map'

@@ -174,12 +174,12 @@ export const CONSENT_NAME_KEYS: readonly (readonly [ConsentKind, readonly string
 ];
 
 /**
- * Words that hold a name key but say nothing of consent, taken out of a name's key before the keys
- * are looked for: `Trabaja actualmente` (works currently), `Rebaja` (a discount), `Bajada`,
- * `Embajada` hold `baja`, Spanish for an unsubscription, which `FECHABAJA` or `dadodebaja` hold as
- * such.
+ * Words that hold a name key but say nothing of consent, taken out of a name before its key is
+ * made, word by word: a word starting with one of these (`Trabaja actualmente`: works currently;
+ * `Rebaja`: a discount; `Embajada`), or `bajada(s)` as a whole word. They hold `baja`, Spanish for
+ * an unsubscription, which `FECHABAJA`, `Baja Date` or `dadodebaja` hold as such.
  */
-export const CONSENT_NAME_FALSE_PARTS: readonly string[] = ['trabaj', 'rebaj', 'bajada', 'embajad'];
+export const CONSENT_NAME_FALSE_WORDS: RegExp = /^(?:trabaj|rebaj|embajad)|^bajadas?$/;
 
 /**
  * Whole names (as keys) that say only what was subscribed to (`Subscribed`, `Newsletter`,
@@ -252,9 +252,20 @@ export const CONSENT_NAME_NEGATIONS: readonly string[] = [
   'cofnieta',
   'cofniety',
   'aterkallat',
+  // "without" / "no" before the agreement: Keine Einwilligung, Sin consentimiento, Sans consentement.
+  'keine',
+  'kein',
+  'sin',
+  'sans',
+  'senza',
+  'geen',
+  'sem',
+  'inget',
+  'ingen',
+  'brak',
 ];
 /** Negations matched as parts of the key, for scripts written without spaces. */
-export const CONSENT_NAME_NEGATION_PARTS: readonly string[] = ['撤回', '拒否'];
+export const CONSENT_NAME_NEGATION_PARTS: readonly string[] = ['撤回', '拒否', 'なし'];
 
 /**
  * Last words of a column name that say it is about the consent, not the consent itself

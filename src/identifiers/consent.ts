@@ -15,7 +15,7 @@ import {
   CONSENT_NAME_NEGATIONS,
   CONSENT_NO_NAMES,
   CONSENT_OPT_IN_NAMES,
-  CONSENT_NAME_FALSE_PARTS,
+  CONSENT_NAME_FALSE_WORDS,
   ACCEPT_VALUES,
   FALSE_MARKS,
   TRUE_MARKS,
@@ -51,6 +51,8 @@ export interface ConsentColumn extends HeaderColumn {
   content?: true;
   /** Named by a `map` entry (CONSENT_MAP_TYPES) rather than found. */
   mapped?: true;
+  /** Mapped against what its name says (opposedNameKind): the kind the name gives. */
+  nameKind?: ConsentKind;
 }
 
 /**
@@ -85,7 +87,6 @@ const STATUS = new Map<string, ConsentReading>(
   ),
 );
 const NAME_KEYS = CONSENT_NAME_KEYS.map(([kind, keys]) => [kind, keys.map(consentKey)] as const);
-const FALSE_PARTS = new RegExp(CONSENT_NAME_FALSE_PARTS.map(consentKey).join('|'), 'g');
 const NEGATIONS = new Set(CONSENT_NAME_NEGATIONS.map(consentKey));
 const NEGATION_PARTS = CONSENT_NAME_NEGATION_PARTS.map(consentKey);
 const OPT_IN_NAMES = new Set(CONSENT_OPT_IN_NAMES.map(consentKey));
@@ -102,9 +103,9 @@ export function consentKindOfName(column: string): ConsentKind | undefined {
     .filter((w) => w !== '');
   const last = words.at(-1);
   if (last !== undefined && words.length > 1 && CONSENT_NAME_NOT.has(last)) return undefined;
-  // `|`, which no key holds, where a false part was: the words around it do not join into a key.
-  const key = consentKey(column).replace(FALSE_PARTS, '|');
   const keys = words.map(consentKey);
+  // `|`, which no key holds, for a false word: the words around it do not join into a key.
+  const key = keys.map((k) => (CONSENT_NAME_FALSE_WORDS.test(k) ? '|' : k)).join('');
   // `No Marketing`, `No consent`: a refusal, when `no` is the first word.
   if (keys[0] === 'no' && keys.length > 1 && NO_NAMES.some((k) => key.slice(2).includes(k))) return 'opt-out';
   const named = NAME_KEYS.find(([, ks]) => ks.some((k) => key.includes(k)))?.[0];
@@ -141,7 +142,9 @@ export function readConsentValue(kind: ConsentKind, raw: string, accepts = false
   const key = TRUE_MARK.has(value) ? 'true' : FALSE_MARK.has(value) ? 'false' : consentKey(value);
   const status = statusReading(key);
   if (status !== undefined) return status;
-  if (accepts && ACCEPT.has(key)) return 'yes';
+  // Not taken as yes in a status column found by its name or values: read, saying nothing (a
+  // column of mostly `accepted` stays a consent column, and its refusals count).
+  if (ACCEPT.has(key) && kind !== 'opt-out') return accepts ? 'yes' : 'none';
   if (kind === 'status') return 'unreadable';
   if (TRUE.has(key)) return kind === 'opt-out' ? 'no' : 'yes';
   if (FALSE.has(key)) return kind === 'opt-in' ? 'no' : 'none';
@@ -227,20 +230,25 @@ export function detectConsentColumns(
 
 /**
  * Why a column named by a consent map entry cannot be read as `kind`, or undefined when it can:
- * its name says the opposite (an opt-out mapped as opt_in would send those who said no), or its
- * first values are mostly unreadable as `kind` and none says no (everyone would be sent unread).
+ * its first values are mostly unreadable as `kind` and none says no (everyone would be sent unread).
  */
-export function mappedConsentProblem(column: string, kind: ConsentKind, cells: readonly string[]): string | undefined {
-  const named = consentKindOfName(column);
-  const flip = (a: ConsentKind, b: ConsentKind): boolean => a === 'opt-out' && (b === 'opt-in' || b === 'confirmation');
-  if (named !== undefined && (flip(named, kind) || flip(kind, named)))
-    return `its name reads as ${named}, the opposite of ${kind}`;
+export function mappedConsentProblem(kind: ConsentKind, cells: readonly string[]): string | undefined {
   const values = cells.filter((c) => c.trim() !== '');
   const accepts = readsAccepted({ kind, mapped: true });
   const readings = values.map((c) => readConsentValue(kind, c, accepts));
   const readable = readings.filter((r) => r !== 'unreadable').length;
   if (values.length < CONTENT_MIN || readable >= READABLE_SHARE * values.length || readings.includes('no')) return;
   return `${values.length - readable} of its first ${values.length} values are read neither as yes nor as no for ${kind}`;
+}
+
+/**
+ * The kind a mapped column's name gives it when that is the opposite of the mapped kind (an opt-out
+ * against an opt-in or a confirmation): the map entry decides, and the mapping says so.
+ */
+export function opposedNameKind(column: string, kind: ConsentKind): ConsentKind | undefined {
+  const named = consentKindOfName(column);
+  const flip = (a: ConsentKind, b: ConsentKind): boolean => a === 'opt-out' && (b === 'opt-in' || b === 'confirmation');
+  return named !== undefined && (flip(named, kind) || flip(kind, named)) ? named : undefined;
 }
 
 /** What one row's consent columns said: the verdict, and each column that said no with its value. */

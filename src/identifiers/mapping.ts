@@ -3,7 +3,13 @@
  * country), detected by name or given explicitly.
  */
 import { ConfigError, InputError } from '../errors.js';
-import { CONSENT_MAP_TYPES, detectConsentColumns, mappedConsentProblem, type ConsentColumn } from './consent.js';
+import {
+  CONSENT_MAP_TYPES,
+  detectConsentColumns,
+  mappedConsentProblem,
+  opposedNameKind,
+  type ConsentColumn,
+} from './consent.js';
 import {
   CONTACTS_SEPARATOR,
   MIN_CONTENT_VALUES,
@@ -199,7 +205,7 @@ export interface NotUsedColumn extends HeaderColumn {
   maybeConsent?: true;
 }
 
-const UNDECIDED_CONSENT = 'its values (accepted, rejected…) may be consent or the status of something else';
+export const UNDECIDED_CONSENT = 'its values (accepted, rejected…) may be consent or the status of something else';
 
 export interface ColumnMapping {
   /** Identifier columns in header order; several may feed one type. */
@@ -647,10 +653,13 @@ export function resolveMapping(
     notUsed = found.notUsed;
   }
   if (columns.length === 0) noIdentifierColumn(header, opts, notUsed);
-  const listed = (i: number): boolean =>
-    columns.some((m) => m.index === i) || i === country?.index || notUsed.some((n) => n.index === i);
-  for (const c of detected.undecided)
-    if (!listed(c.index)) notUsed.push({ ...c, reason: UNDECIDED_CONSENT, maybeConsent: true });
+  for (const c of detected.undecided) {
+    if (columns.some((m) => m.index === c.index) || c.index === country?.index) continue;
+    // Left out already for its name: listed once, with that reason, and still hinted at as consent.
+    const listed = notUsed.find((n) => n.index === c.index);
+    if (listed !== undefined) listed.maybeConsent = true;
+    else notUsed.push({ ...c, reason: UNDECIDED_CONSENT, maybeConsent: true });
+  }
   const read = readAs(columns, sample, opts, country?.index);
   if (opts.partnerIdsMayBeEmails !== true) refuseEmailPartnerIds(read, sample);
   const used = readColumns({ columns: read, consent, country });
@@ -691,11 +700,15 @@ function pairTypeColumns(header: readonly string[], found: MappedColumn[], taken
   });
 }
 
-/** A consent map entry that would read its column wrong (mappedConsentProblem) is refused, naming the column, never a value. */
-function checkMappedConsent(consent: readonly ConsentColumn[], sample: SampleRows): void {
+/**
+ * A consent map entry whose column's first values it cannot read is refused (mappedConsentProblem),
+ * naming the column, never a value. One against the column's name is taken, and marked (nameKind).
+ */
+function checkMappedConsent(consent: ConsentColumn[], sample: SampleRows): void {
   for (const c of consent) {
+    const opposed = opposedNameKind(c.column, c.kind);
+    if (opposed !== undefined) c.nameKind = opposed;
     const why = mappedConsentProblem(
-      c.column,
       c.kind,
       sample.map((row) => row[c.index] ?? ''),
     );
