@@ -366,6 +366,8 @@ describe('audience-kit hash (process)', () => {
     expect(json.code).toBe(0);
     const doc = JSON.parse(json.stdout) as { summary: { rejects: Record<string, unknown> }; hints: string[] };
     expect(doc.summary.rejects.partner_user_id_email).toEqual({ count: 1, lines: [152] });
+    // Under the reject-share hint's threshold, the hint says so all the same.
+    expect(doc.hints.join('\n')).toContain('1 partner_user_id value (columns "Contact"): they are e-mail addresses');
     expect(readFileSync(join(tmp, 'late.csv'), 'utf8')).not.toContain('late@');
   });
 

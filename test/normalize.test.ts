@@ -654,7 +654,10 @@ describe('normalizePartnerUserId', () => {
     expect(normalizePartnerUserId(' ')).toEqual(no('partner_user_id_invalid'));
   });
   it('refuses an e-mail address, which it would send unhashed, unless partner ids may be addresses; keeps other ids with @', () => {
-    for (const email of ['jane.doe@example.com', 'Jane.Doe@Example.COM', ' <jane@example.org> ', 'mailto:j@x.io']) {
+    const emails = ['jane.doe@example.com', 'Jane.Doe@Example.COM', ' <jane@example.org> ', 'mailto:j@x.io'];
+    // Typed on a Japanese keyboard: a full-width or small at sign, which the e-mail rule reads as @.
+    emails.push('jane\uFF20example.com', 'john\uFE6Bexample.org');
+    for (const email of emails) {
       expect(normalizePartnerUserId(email)).toEqual(no('partner_user_id_email'));
       expect(normalizePartnerUserId(email, true).ok).toBe(true);
     }

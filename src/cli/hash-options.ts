@@ -53,7 +53,7 @@ const COLUMN_FLAGS = {
   'partner-ids-may-be-emails': {
     type: 'boolean',
     describe:
-      "A partner_user_id column (sent unhashed) may hold e-mail addresses: partner ids written as addresses. Without it, such a column with an address among its first values is refused (exit 2), since it may be the customers' addresses mapped by mistake",
+      "partner_user_id values (sent unhashed) may be e-mail addresses: partner ids written as addresses. Without it, a partner_user_id column with an address among its first values is refused (exit 2), and an address further down is a rejected value (partner_user_id_email), never sent: it may be a customer's address in the wrong column",
   },
 } as const satisfies Record<string, Options>;
 
@@ -338,6 +338,7 @@ export function mappingJson(mapping: ColumnMapping): Record<string, unknown> {
       column: c.label,
       kind: c.kind,
       from: c.mapped === true ? 'map' : c.content === true ? 'content' : 'name',
+      ...(c.nameKind === undefined ? {} : { name_kind: c.nameKind }),
     })),
     columns: mapping.columns.map((c) => ({
       column: c.label,

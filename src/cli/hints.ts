@@ -98,11 +98,8 @@ function whyRejected(
       return 'they are not SHA-256 digests; fix: --input-hashed auto';
     case 'device_id_opt_out':
       return 'they are the all-zero id of devices with ad tracking disabled: nothing to fix, they cannot match';
-    case 'partner_user_id_email': {
-      const column = mapping.columns.find((c) => c.type === type);
-      const map = column === undefined ? '--map email="Column"' : mapEntry('email', column);
-      return `they are e-mail addresses, which partner_user_id would send unhashed; fix: if they are the customers' addresses, ${map}, which hashes them; if they are partner ids written as addresses, --partner-ids-may-be-emails`;
-    }
+    case 'partner_user_id_email':
+      return PARTNER_EMAIL_WHY;
     default:
       return `check the columns ${columnsOf(mapping, type)} (--map ${type}="Column")`;
   }
@@ -229,8 +226,21 @@ export function summaryHints(
     ...noteHints(summary, opts, share.join('\n')),
     ...maybeNationalHint(summary, mapping, share.join('\n')),
     ...notOwnHint(summary, mapping),
+    ...(share.some((h) => h.includes(PARTNER_EMAIL_WHY)) ? [] : partnerEmailHint(summary, mapping)),
     ...notUsedHints(mapping),
     ...(consentFiltered ? consentHints(summary) : []),
+  ];
+}
+
+const PARTNER_EMAIL_WHY =
+  "they are e-mail addresses, which partner_user_id would send unhashed: not sent; fix: if they are the customers' addresses, they do not belong among partner ids (correct the export, or map that column as email, hashed, with a --map for each other column); if they are partner ids written as addresses, --partner-ids-may-be-emails";
+
+/** partner_user_id values that are addresses, however few: not sent, and why (PARTNER_EMAIL_WHY). */
+function partnerEmailHint(summary: HashSummary, mapping: ColumnMapping): string[] {
+  const count = summary.rejects.partner_user_id_email?.count ?? 0;
+  if (count === 0) return [];
+  return [
+    `${count} partner_user_id value${count === 1 ? '' : 's'} (columns ${columnsOf(mapping, 'partner_user_id')}): ${PARTNER_EMAIL_WHY}`,
   ];
 }
 

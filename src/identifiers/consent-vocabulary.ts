@@ -62,6 +62,19 @@ export const CONSENT_NAME_KEYS: readonly (readonly [ConsentKind, readonly string
       'suppression', // Klaviyo's Email Suppressions
       'globalprivacycontrol', // a browser's GPC signal: do not sell or share
       'gpcsignal',
+      // "Without" the agreement, as one phrase of its language (never `sin`, `sem` alone: an SIN
+      // number, search engine marketing): Keine Einwilligung, Sin consentimiento, Brak zgody…
+      'keineeinwilligung',
+      'keineinwilligung',
+      'keinezustimmung',
+      'sinconsentimiento',
+      'semconsentimento',
+      'sansconsentement',
+      'senzaconsenso',
+      'geentoestemming',
+      'ingetsamtycke',
+      'ingensamtycke',
+      'brakzgod',
       // German
       'abgemeldet',
       'abbestellt',
@@ -174,12 +187,12 @@ export const CONSENT_NAME_KEYS: readonly (readonly [ConsentKind, readonly string
 ];
 
 /**
- * Words that hold a name key but say nothing of consent, taken out of a name before its key is
- * made, word by word: a word starting with one of these (`Trabaja actualmente`: works currently;
- * `Rebaja`: a discount; `Embajada`), or `bajada(s)` as a whole word. They hold `baja`, Spanish for
- * an unsubscription, which `FECHABAJA`, `Baja Date` or `dadodebaja` hold as such.
+ * Starts of words that hold a name key but say nothing of consent, taken out of each word of a
+ * name before its key is made (the rest of the word stays: `TRABAJADORBAJA` is an opt-out):
+ * `Trabaja actualmente` (works currently), `Rebaja` (a discount), `Embajada`, `Bajada` hold `baja`,
+ * Spanish for an unsubscription, which `FECHABAJA`, `Baja Date` or `dadodebaja` hold as such.
  */
-export const CONSENT_NAME_FALSE_WORDS: RegExp = /^(?:trabaj|rebaj|embajad)|^bajadas?$/;
+export const CONSENT_NAME_FALSE_STARTS: RegExp = /^(?:trabaj|rebaj|embajad|bajadas?)/;
 
 /**
  * Whole names (as keys) that say only what was subscribed to (`Subscribed`, `Newsletter`,
@@ -252,17 +265,6 @@ export const CONSENT_NAME_NEGATIONS: readonly string[] = [
   'cofnieta',
   'cofniety',
   'aterkallat',
-  // "without" / "no" before the agreement: Keine Einwilligung, Sin consentimiento, Sans consentement.
-  'keine',
-  'kein',
-  'sin',
-  'sans',
-  'senza',
-  'geen',
-  'sem',
-  'inget',
-  'ingen',
-  'brak',
 ];
 /** Negations matched as parts of the key, for scripts written without spaces. */
 export const CONSENT_NAME_NEGATION_PARTS: readonly string[] = ['撤回', '拒否', 'なし'];

@@ -15,7 +15,7 @@ import {
   CONSENT_NAME_NEGATIONS,
   CONSENT_NO_NAMES,
   CONSENT_OPT_IN_NAMES,
-  CONSENT_NAME_FALSE_WORDS,
+  CONSENT_NAME_FALSE_STARTS,
   ACCEPT_VALUES,
   FALSE_MARKS,
   TRUE_MARKS,
@@ -104,8 +104,8 @@ export function consentKindOfName(column: string): ConsentKind | undefined {
   const last = words.at(-1);
   if (last !== undefined && words.length > 1 && CONSENT_NAME_NOT.has(last)) return undefined;
   const keys = words.map(consentKey);
-  // `|`, which no key holds, for a false word: the words around it do not join into a key.
-  const key = keys.map((k) => (CONSENT_NAME_FALSE_WORDS.test(k) ? '|' : k)).join('');
+  // `|`, which no key holds, for a false start: the words around it do not join into a key.
+  const key = keys.map((k) => k.replace(CONSENT_NAME_FALSE_STARTS, '|')).join('');
   // `No Marketing`, `No consent`: a refusal, when `no` is the first word.
   if (keys[0] === 'no' && keys.length > 1 && NO_NAMES.some((k) => key.slice(2).includes(k))) return 'opt-out';
   const named = NAME_KEYS.find(([, ks]) => ks.some((k) => key.includes(k)))?.[0];
@@ -142,9 +142,7 @@ export function readConsentValue(kind: ConsentKind, raw: string, accepts = false
   const key = TRUE_MARK.has(value) ? 'true' : FALSE_MARK.has(value) ? 'false' : consentKey(value);
   const status = statusReading(key);
   if (status !== undefined) return status;
-  // Not taken as yes in a status column found by its name or values: read, saying nothing (a
-  // column of mostly `accepted` stays a consent column, and its refusals count).
-  if (ACCEPT.has(key) && kind !== 'opt-out') return accepts ? 'yes' : 'none';
+  if (accepts && ACCEPT.has(key)) return 'yes';
   if (kind === 'status') return 'unreadable';
   if (TRUE.has(key)) return kind === 'opt-out' ? 'no' : 'yes';
   if (FALSE.has(key)) return kind === 'opt-in' ? 'no' : 'none';

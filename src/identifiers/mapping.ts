@@ -33,7 +33,7 @@ import {
   type HeaderColumn,
 } from './labels.js';
 import { IDENTIFIER_TYPES, type IdentifierType } from '../platform/users.js';
-import { cleanValue, normalizeEmail } from '../platform/identifiers/rules.js';
+import { cleanValue, isEmailAddress } from '../platform/identifiers/rules.js';
 import type { FieldValue, MappedRecord } from './types.js';
 import { nameParts, splitWords, type WordClass } from './vocabulary/index.js';
 import { AUTO_COLUMN_NAMES, GENERIC_ID_KEYS, GENERIC_ID_WORDS } from './vocabulary/names.js';
@@ -729,7 +729,7 @@ function refuseEmailPartnerIds(columns: readonly MappedColumn[], sample: SampleR
   for (const c of columns) {
     if (c.type !== 'partner_user_id') continue;
     const cells = sample.map((row) => cleanValue(row[c.index] ?? '')).filter((v) => v !== '');
-    const emails = cells.filter((v) => v.includes('@') && normalizeEmail(v).ok).length;
+    const emails = cells.filter(isEmailAddress).length;
     if (emails === 0) continue;
     throw new ConfigError(
       'mapping_partner_ids_emails',

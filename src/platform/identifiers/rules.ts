@@ -196,6 +196,14 @@ function serviceIdClean(s: string): Normalized {
   return value.length >= 1 && value.length <= 20 ? { ok: OK, value } : REJECTED.service_id_invalid;
 }
 
+/** The at signs the e-mail rule reads as `@` (full-width `＠`, small `﹫`: typed on a Japanese keyboard). */
+const AT_SIGN = /[@\uFF20\uFE6B]/;
+
+/** Whether a cleaned value is an e-mail address by the e-mail rule. */
+export function isEmailAddress(value: string): boolean {
+  return AT_SIGN.test(value) && emailClean(value).ok;
+}
+
 /**
  * Sent as is (never hashed), so only cleaned; the limit counts Unicode code points. An e-mail
  * address is refused (`partner_user_id_email`) unless `emails`: a customer's address in a column
@@ -206,7 +214,7 @@ export function normalizePartnerUserId(raw: string, emails = false): Normalized 
 }
 function partnerUserIdClean(value: string, ctx: Pick<RuleContext, 'partnerEmails'>): Normalized {
   if (!partnerUserIdFits(value)) return REJECTED.partner_user_id_invalid;
-  if (!ctx.partnerEmails && value.includes('@') && emailClean(value).ok) return REJECTED.partner_user_id_email;
+  if (!ctx.partnerEmails && isEmailAddress(value)) return REJECTED.partner_user_id_email;
   return { ok: OK, value };
 }
 
