@@ -718,32 +718,14 @@ describe('a consent column named by --map (opt_out, opt_in, consent_status), wha
     const dir = tempDir('ak-opposed-');
     const file = join(dir, 'o.csv');
     writeFileSync(file, `Email,Email Opt Out\n${sample.map((r) => r.join(',')).join('\n')}\n`);
-    const r = await runCli([
-      'hash',
-      file,
-      '--workers',
-      '0',
-      '--map',
-      'opt_in=Email Opt Out',
-      '-o',
-      join(dir, 'out.csv'),
-    ]);
+    const args = ['hash', file, '--workers', '0', '--map', 'opt_in=Email Opt Out', '-o', join(dir, 'out.csv')];
+    const r = await runCli(args);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toContain('consent         <- "Email Opt Out" (--map; its name reads as opt-out): opt-in');
     expect(r.stderr).toContain(
       'hint: "Email Opt Out" is read as opt-in, as --map says, though its name reads as opt-out: check that "true" there means yes',
     );
-    const json = await runCli([
-      'hash',
-      file,
-      '--workers',
-      '0',
-      '--map',
-      'opt_in=Email Opt Out',
-      '--json',
-      '-o',
-      join(dir, 'j.csv'),
-    ]);
+    const json = await runCli([...args, '--json']);
     expect((JSON.parse(json.stdout) as { mapping: { consent: unknown[] } }).mapping.consent).toEqual([
       { column: 'Email Opt Out', kind: 'opt-in', from: 'map', name_kind: 'opt-out' },
     ]);
