@@ -188,11 +188,12 @@ export const CONSENT_NAME_KEYS: readonly (readonly [ConsentKind, readonly string
 
 /**
  * Starts of words that hold a name key but say nothing of consent, taken out of each word of a
- * name before its key is made (the rest of the word stays: `TRABAJADORBAJA` is an opt-out):
+ * name before its key is made (the rest of the word stays: `TRABAJADORBAJA` is an opt-out), and
+ * `bajada(s)` as a whole word (`BAJADATE` is `baja` and a date):
  * `Trabaja actualmente` (works currently), `Rebaja` (a discount), `Embajada`, `Bajada` hold `baja`,
  * Spanish for an unsubscription, which `FECHABAJA`, `Baja Date` or `dadodebaja` hold as such.
  */
-export const CONSENT_NAME_FALSE_STARTS: RegExp = /^(?:trabaj|rebaj|embajad|bajadas?)/;
+export const CONSENT_NAME_FALSE_STARTS: RegExp = /^(?:trabaj|rebaj|embajad)|^bajadas?$/;
 
 /**
  * Whole names (as keys) that say only what was subscribed to (`Subscribed`, `Newsletter`,

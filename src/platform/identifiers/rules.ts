@@ -198,10 +198,24 @@ function serviceIdClean(s: string): Normalized {
 
 /** The at signs the e-mail rule reads as `@` (full-width `＠`, small `﹫`: typed on a Japanese keyboard). */
 const AT_SIGN = /[@\uFF20\uFE6B]/;
+/**
+ * An address anywhere in a cell: a letter or digit, an at sign (as typed, percent- or
+ * HTML-encoded), a domain with a dot (`.`, or `。` `．` `｡` as IDNA reads them) before a letter or
+ * digit. `jane@example.com (Jane)`, two addresses, `jane%40example.com`; not `crm@42`, `user@tenant`.
+ */
+const HELD_ADDRESS =
+  /[\p{L}\p{N}](?:[@\uFF20\uFE6B]|%40|&#0*64;|&#x0*40;|&commat;)+[\p{L}\p{N}\p{M}_-][\p{L}\p{N}\p{M}._-]*[.\u3002\uFF0E\uFF61][\p{L}\p{N}]/iu;
+/** Characters that do not show: taken out before looking for an address (`exa<TAB>mple.com`). */
+const UNSEEN = /[\p{Cc}\p{Cf}]/gu;
 
-/** Whether a cleaned value is an e-mail address by the e-mail rule. */
+/**
+ * Whether a cleaned value is, or holds, an e-mail address: the whole cell by the e-mail rule
+ * (unwrapped from `Name <…>`, `mailto:`), or an address within it (HELD_ADDRESS). Spelled-out
+ * forms (`jane at example dot com`) are not looked for.
+ */
 export function isEmailAddress(value: string): boolean {
-  return AT_SIGN.test(value) && emailClean(value).ok;
+  if (AT_SIGN.test(value) && emailClean(value).ok) return true;
+  return HELD_ADDRESS.test(value.replace(UNSEEN, ''));
 }
 
 /**
