@@ -202,12 +202,7 @@ export function detectConsentColumns(
     const cells = sample.map((row) => row[index] ?? '').filter((c) => c.trim() !== '');
     const kind = consentKindOfName(column);
     if (kind !== undefined) {
-      // Mostly readable, or saying no at least once: a column whose values were mostly unreadable
-      // but held some refusals was dropped, and every row of it sent, those that said no among them.
-      const accepts = readsAccepted({ kind });
-      const readings = cells.map((c) => readConsentValue(kind, c, accepts));
-      const readable = readings.filter((r) => r !== 'unreadable').length;
-      if (cells.length < CONTENT_MIN || readable >= READABLE_SHARE * cells.length || readings.includes('no'))
+      if (unreadableShare(cells, kind, readsAccepted({ kind })) === undefined)
         out.push({ ...headerColumn(header, index), kind });
       return;
     }
@@ -232,11 +227,21 @@ export function detectConsentColumns(
  */
 export function mappedConsentProblem(kind: ConsentKind, cells: readonly string[]): string | undefined {
   const values = cells.filter((c) => c.trim() !== '');
-  const accepts = readsAccepted({ kind, mapped: true });
-  const readings = values.map((c) => readConsentValue(kind, c, accepts));
+  const unreadable = unreadableShare(values, kind, readsAccepted({ kind, mapped: true }));
+  if (unreadable === undefined) return;
+  return `${unreadable} of its first ${values.length} values are read neither as yes nor as no for ${kind}`;
+}
+
+/**
+ * How many of a consent column's sampled (non-empty) `cells` are unreadable as `kind`, when too many
+ * for it to be read; undefined when it can be: too few to tell, mostly readable, or one says no (a
+ * column of mostly unreadable values but some refusals was once dropped, and its refusals sent).
+ */
+function unreadableShare(cells: readonly string[], kind: ConsentKind, accepts: boolean): number | undefined {
+  const readings = cells.map((c) => readConsentValue(kind, c, accepts));
   const readable = readings.filter((r) => r !== 'unreadable').length;
-  if (values.length < CONTENT_MIN || readable >= READABLE_SHARE * values.length || readings.includes('no')) return;
-  return `${values.length - readable} of its first ${values.length} values are read neither as yes nor as no for ${kind}`;
+  if (cells.length < CONTENT_MIN || readable >= READABLE_SHARE * cells.length || readings.includes('no')) return;
+  return cells.length - readable;
 }
 
 /**

@@ -217,15 +217,15 @@ export interface RowSpan {
   end: number;
 }
 
-/** The span of a row as packRows made it (its ranges in order of offset). */
-export function rowSpan(row: Buffer): Pick<RowSpan, 'start' | 'end'> {
+/** Where row `seq` of a file of `size` bytes writes (a row without ranges: an empty span at 0). */
+export function rowSpan(seq: number, row: Buffer, size: number, name: string): RowSpan {
   let start = Infinity;
   let end = 0;
-  for (const { offset, bytes } of unpackRow(row, Number.MAX_SAFE_INTEGER, 'being stored')) {
+  for (const { offset, bytes } of unpackRow(row, size, name)) {
     start = Math.min(start, offset);
     end = Math.max(end, offset + bytes.length);
   }
-  return { start: Number.isFinite(start) ? start : 0, end };
+  return { seq, bytes: row.length, start: Number.isFinite(start) ? start : 0, end };
 }
 
 /**

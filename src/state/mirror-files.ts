@@ -162,13 +162,11 @@ async function applyRows(
   const spans: RowSpan[] = [];
   try {
     for await (const { seq, bytes: row } of rows) {
-      const span = { seq, bytes: row.length, start: file.size, end: 0 };
       for (const { offset, bytes } of unpackRow(row, file.size, file.name)) {
         onCopy('writing', path, () => writeAt(fd, bytes, offset, path));
         stored += bytes.length;
-        span.start = Math.min(span.start, offset);
-        span.end = Math.max(span.end, offset + bytes.length);
       }
+      const span = rowSpan(seq, row, file.size, file.name);
       end = Math.max(end, span.end);
       spans.push(span);
       nextSeq = seq + 1;
@@ -283,16 +281,17 @@ async function writeFile(
   const rows = onCopy('reading', path, () => packRows(path, ranges));
   for (let r; !(r = onCopy('reading', path, () => rows.next())).done; seq++) {
     await writer.row(name, seq, r.value);
-    spans.push({ seq, bytes: r.value.length, ...rowSpan(r.value) });
+    spans.push(rowSpan(seq, r.value, scan.size, name));
   }
   const stored = (patch ? prev.stored : 0) + rangeBytes(ranges);
   return { ...stamp, size: scan.size, stored, nextSeq: seq, spans };
 }
 
 /**
- * Before a commit stores a file's changed blocks, rewrite each stored row (of `touched`, those whose
- * span meets `below`) that holds bytes of a block it changes below the stored size (a removed user's frame the snapshot scrubbed, a refreshed
- * user's older frame) with the bytes the file has now in that row's ranges. Applied in order, the
+ * Before a commit stores a file's changed blocks, rewrite each stored row of `touched` (those whose
+ * span meets `below`) that holds bytes of a block it changes below the stored size (a removed
+ * user's frame the snapshot scrubbed, a refreshed user's older frame) with the bytes the file has
+ * now in that row's ranges. Applied in order, the
  * rows still rebuild the file: where a later row writes, it still does; where this row was the last
  * to write, the file's bytes are unchanged outside the changed blocks, which the new rows cover. So
  * no row keeps a removed user's digests once the sync that removed it has committed.
